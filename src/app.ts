@@ -1,0 +1,157 @@
+/**
+ * buildApp assembles the HTTP application from a configuration and its
+ * dependencies; it does not listen. The server, the CLI and the tests all
+ * build it the same way.
+ */
+import swagger from '@fastify/swagger'
+import swaggerUi from '@fastify/swagger-ui'
+import type { TSchema } from '@sinclair/typebox'
+import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest, LogController } from 'fastify'
+import type { DestinationStream } from 'pino'
+import type { LogLevel } from './config.ts'
+import { ValidationFailed } from './domain/errors.ts'
+import { newId } from './domain/ids.ts'
+import { adminRoutes } from './http/routes/admin/index.ts'
+import { healthRoutes } from './http/routes/health.ts'
+import { triggerRoutes } from './http/routes/triggers.ts'
+import { installErrorHandling } from './http/reply.ts'
+import { ErrorResponse, ValidationErrorResponse } from './http/schemas.ts'
+import { Authenticator } from './services/authenticator.ts'
+import { TriggerIntake } from './services/triggerIntake.ts'
+import type { Database } from './store/database.ts'
+import { parseJsonBody } from './validation/json.ts'
+import { validate } from './validation/model.ts'
+
+export interface AppOptions {
+  operatorToken: string
+  logLevel: LogLevel
+  /** Where log lines go; standard output when absent. */
+  logStream?: DestinationStream
+}
+
+export interface AppDeps {
+  db: Database
+  /** Milliseconds since the epoch; injected so that tests control time. */
+  now?: () => number
+}
+
+const MAX_BODY_BYTES = 1024 * 1024
+const MAX_REQUEST_ID_LENGTH = 200
+
+export async function buildApp(options: AppOptions, deps: AppDeps): Promise<FastifyInstance> {
+  const now = deps.now ?? Date.now
+  const app = Fastify({
+    logger: {
+      level: options.logLevel,
+      stream: options.logStream,
+      // Request and response logs carry no headers or bodies, so no key,
+      // token or phone number can reach a log line through them.
+      serializers: {
+        req: (req) => ({ method: req.method, url: req.url }),
+        res: (res) => ({ statusCode: res.statusCode }),
+      },
+    },
+    logController: new RequestLog({ requestIdLogLabel: 'request_id' }),
+    genReqId: (req) => usableRequestId(req.headers['x-request-id']) ?? newId('request'),
+    bodyLimit: MAX_BODY_BYTES,
+    return503OnClosing: true,
+  })
+
+  installBodyParsing(app)
+  installErrorHandling(app)
+  app.addSchema(ErrorResponse)
+  app.addSchema(ValidationErrorResponse)
+  app.addHook('onRequest', async (request, reply) => {
+    reply.header('x-request-id', request.id)
+  })
+
+  await app.register(swagger, {
+    openapi: {
+      openapi: '3.1.0',
+      info: {
+        title: 'Conversation Trigger Service',
+        version: '2',
+        description:
+          'Start an outreach conversation with one person by one authenticated call. Client endpoints live under /api/v2 and take an organization API key; operator endpoints under /admin/v1 take the operator token.',
+      },
+      components: {
+        securitySchemes: {
+          apiKey: { type: 'http', scheme: 'bearer', description: 'Organization API key' },
+          operatorToken: { type: 'http', scheme: 'bearer', description: 'Operator token' },
+        },
+      },
+    },
+  })
+  await app.register(swaggerUi, { routePrefix: '/docs' })
+
+  const authenticator = new Authenticator(deps.db, options.operatorToken)
+  const intake = new TriggerIntake(deps.db, now)
+  const ops = { db: deps.db, now }
+  app.addHook('onClose', () => intake.drained())
+
+  healthRoutes(app, { db: deps.db })
+  triggerRoutes(app, { db: deps.db, authenticator, intake })
+  adminRoutes(app, { ops, authenticator, campaigns: intake.campaigns })
+  app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger())
+
+  return app
+}
+
+/**
+ * One log line per request, when it is answered, with the matched route
+ * pattern rather than the URL (so no id from a path lands in the aggregate
+ * views) and nothing from headers or bodies.
+ */
+class RequestLog extends LogController {
+  override incomingRequest() {}
+
+  override requestCompleted(error: Error | null | undefined, request: FastifyRequest, reply: FastifyReply) {
+    const line = {
+      method: request.method,
+      route: request.routeOptions.url,
+      status: reply.statusCode,
+      ms: Math.round(reply.elapsedTime * 10) / 10,
+    }
+    if (error) request.log.error({ ...line, err: error }, 'request failed')
+    else request.log.info(line, 'request')
+  }
+}
+
+/** A client's X-Request-ID, when it is one we can echo and log safely. */
+function usableRequestId(header: string | string[] | undefined): string | undefined {
+  if (typeof header !== 'string' || header.length === 0 || header.length > MAX_REQUEST_ID_LENGTH) return undefined
+  return /[\x00-\x1f\x7f]/.test(header) ? undefined : header
+}
+
+/**
+ * Bodies are read as text and decoded here, as FastAPI does: a JSON media
+ * type (`application/json`, `application/*+json`) is parsed as JSON; any other
+ * body is kept as text, which the route's model then refuses as not an
+ * object. An empty body is no body.
+ */
+function installBodyParsing(app: FastifyInstance) {
+  app.removeAllContentTypeParsers()
+  app.addContentTypeParser('*', { parseAs: 'string' }, (request, body, done) => {
+    const text = body as string
+    if (text === '') return done(null, undefined)
+    if (!isJsonMediaType(request.headers['content-type'])) return done(null, text)
+    try {
+      done(null, parseJsonBody(text))
+    } catch (error) {
+      done(error as Error, undefined)
+    }
+  })
+  app.setValidatorCompiler(({ schema, httpPart }) => {
+    const root = httpPart === 'params' ? 'path' : httpPart === 'querystring' ? 'query' : (httpPart ?? 'body')
+    return (data: unknown) => {
+      const result = validate(schema as TSchema, data, [root])
+      return result.errors.length > 0 ? { error: new ValidationFailed(result.errors) } : { value: result.value }
+    }
+  })
+}
+
+function isJsonMediaType(contentType: string | undefined): boolean {
+  if (contentType === undefined) return false
+  const mediaType = contentType.split(';', 1)[0]!.trim().toLowerCase()
+  return mediaType === 'application/json' || (mediaType.startsWith('application/') && mediaType.endsWith('+json'))
+}

@@ -1,0 +1,89 @@
+/**
+ * Service configuration, read once from the environment at start-up.
+ *
+ * Every value is validated here so that a bad deployment fails before it
+ * listens, with one line that names the variable and the value it rejected.
+ */
+import path from 'node:path'
+
+export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent'
+
+export interface Config {
+  port: number
+  host: string
+  /** PostgreSQL connection string; when absent the embedded database in `dataDir` is used. */
+  databaseUrl: string | undefined
+  /** Directory of the embedded database and of the generated operator token; `memory://` keeps both in memory. */
+  dataDir: string
+  /** Operator token; when absent `serve` generates one and keeps it in `dataDir`. */
+  operatorToken: string | undefined
+  logLevel: LogLevel
+}
+
+export class ConfigError extends Error {}
+
+const LOG_LEVELS: readonly LogLevel[] = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']
+const MIN_OPERATOR_TOKEN_LENGTH = 24
+
+export function loadConfig(env: NodeJS.ProcessEnv): Config {
+  return {
+    port: parsePort(env.PORT),
+    host: nonEmpty('HOST', env.HOST) ?? '0.0.0.0',
+    databaseUrl: parseDatabaseUrl(env.DATABASE_URL),
+    dataDir: parseDataDir(env.DATA_DIR),
+    operatorToken: parseOperatorToken(env.OPERATOR_TOKEN),
+    logLevel: parseLogLevel(env.LOG_LEVEL),
+  }
+}
+
+function nonEmpty(name: string, raw: string | undefined): string | undefined {
+  if (raw === undefined) return undefined
+  if (raw.trim() === '') throw new ConfigError(`${name} is set but empty; unset it or give it a value`)
+  return raw.trim()
+}
+
+function parsePort(raw: string | undefined): number {
+  const value = nonEmpty('PORT', raw)
+  if (value === undefined) return 8080
+  const port = Number(value)
+  if (!/^\d+$/.test(value) || port < 0 || port > 65535) {
+    throw new ConfigError(`PORT must be an integer from 0 to 65535, got ${JSON.stringify(raw)}`)
+  }
+  return port
+}
+
+function parseDatabaseUrl(raw: string | undefined): string | undefined {
+  const value = nonEmpty('DATABASE_URL', raw)
+  if (value === undefined) return undefined
+  let url: URL
+  try {
+    url = new URL(value)
+  } catch {
+    throw new ConfigError('DATABASE_URL is not a URL; expected postgres://user@host:port/database')
+  }
+  if (url.protocol !== 'postgres:' && url.protocol !== 'postgresql:') {
+    throw new ConfigError(`DATABASE_URL must start with postgres:// or postgresql://, got ${url.protocol}//`)
+  }
+  return value
+}
+
+function parseDataDir(raw: string | undefined): string {
+  const value = nonEmpty('DATA_DIR', raw) ?? './data'
+  return value === 'memory://' ? value : path.resolve(value)
+}
+
+function parseOperatorToken(raw: string | undefined): string | undefined {
+  const value = nonEmpty('OPERATOR_TOKEN', raw)
+  if (value !== undefined && value.length < MIN_OPERATOR_TOKEN_LENGTH) {
+    throw new ConfigError(`OPERATOR_TOKEN must be at least ${MIN_OPERATOR_TOKEN_LENGTH} characters long`)
+  }
+  return value
+}
+
+function parseLogLevel(raw: string | undefined): LogLevel {
+  const value = nonEmpty('LOG_LEVEL', raw)?.toLowerCase() ?? 'info'
+  if (!(LOG_LEVELS as readonly string[]).includes(value)) {
+    throw new ConfigError(`LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}, got ${JSON.stringify(raw)}`)
+  }
+  return value as LogLevel
+}

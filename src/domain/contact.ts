@@ -1,0 +1,80 @@
+/**
+ * Normalization of the contact fields that have a canonical form. Each
+ * function returns the canonical value, or says why the input is refused.
+ */
+import { parsePhoneNumberWithError } from 'libphonenumber-js/max'
+
+export const PHONE_REFUSED =
+  'phone must include a country calling code (for example +44 20 7946 0958) and be a valid number'
+
+/** A leading `+`, then digits and the separators people write between them. */
+const PHONE_SHAPE = /^\+[0-9 .\/()[\]-]+$/
+
+/**
+ * The canonical E.164 form of a phone number that carries its country calling
+ * code and is assigned and dialable in its country. Separators and a national
+ * trunk prefix written after the country code (`+44 (0)20 ...`) are dropped;
+ * a leading 0 that belongs to the number (`+39 06 ...`) is kept. No default
+ * country is ever assumed, so `00` prefixes and national numbers are refused.
+ */
+export function normalizePhone(input: string): string | null {
+  const candidate = input.trim()
+  if (!PHONE_SHAPE.test(candidate)) return null
+  try {
+    const parsed = parsePhoneNumberWithError(candidate)
+    return parsed.isValid() && parsed.ext === undefined ? parsed.number : null
+  } catch {
+    return null
+  }
+}
+
+/** The canonical form of a well-formed BCP 47 language tag (`pt-br` → `pt-BR`). */
+export function normalizeLanguage(input: string): string | null {
+  try {
+    return Intl.getCanonicalLocales(input.trim())[0] ?? null
+  } catch {
+    return null
+  }
+}
+
+export type EmailCheck = { email: string } | { problem: string }
+
+const EMAIL_LOCAL_CHAR = /[A-Za-z0-9!#$%&'*+/=?^_`{|}~.-]|[^\x00-\x7f]/u
+const DOMAIN_CHAR = /[A-Za-z0-9.-]|[^\x00-\x7f]/u
+
+/**
+ * A plausible email address, with its domain lowercased, or the reason it is
+ * not one, worded as the email-validator package words it (which pydantic's
+ * EmailStr reports). Deliverability is not checked.
+ */
+export function checkEmail(input: string): EmailCheck {
+  const address = input.trim()
+  const at = address.indexOf('@')
+  if (at === -1) return { problem: 'An email address must have an @-sign.' }
+  const local = address.slice(0, at)
+  const domain = address.slice(at + 1)
+  if (local === '') return { problem: 'There must be something before the @-sign.' }
+  if (domain === '') return { problem: 'There must be something after the @-sign.' }
+  const badLocal = [...local].find((char) => !EMAIL_LOCAL_CHAR.test(char))
+  if (badLocal !== undefined) {
+    return { problem: `The email address contains invalid characters before the @-sign: ${describe(badLocal)}.` }
+  }
+  const badDomain = [...domain].find((char) => !DOMAIN_CHAR.test(char))
+  if (badDomain !== undefined) {
+    return { problem: `The part after the @-sign contains invalid characters: ${describe(badDomain)}.` }
+  }
+  if (address.startsWith('.')) return { problem: 'An email address cannot start with a period.' }
+  if (address.endsWith('.')) return { problem: 'An email address cannot end with a period.' }
+  if (address.includes('..')) return { problem: 'An email address cannot have two periods in a row.' }
+  if (local.endsWith('.')) return { problem: 'An email address cannot have a period immediately before the @-sign.' }
+  if (domain.startsWith('.')) return { problem: 'An email address cannot have a period immediately after the @-sign.' }
+  if (domain.startsWith('-')) return { problem: 'An email address cannot have a hyphen immediately after the @-sign.' }
+  if (!domain.includes('.')) return { problem: 'The part after the @-sign is not valid. It should have a period.' }
+  if (local.length > 64) return { problem: 'The email address is too long before the @-sign.' }
+  if (domain.length > 253) return { problem: 'The email address is too long after the @-sign.' }
+  return { email: `${local}@${domain.toLowerCase()}` }
+}
+
+function describe(char: string): string {
+  return char === ' ' ? 'SPACE' : `'${char}'`
+}

@@ -1,0 +1,85 @@
+/**
+ * Terminology
+ * - organization: a client company. Owns API keys, campaigns and everything
+ *   its triggers create. Never named in a client request: the key says which.
+ * - API key: an organization's credential, with scopes. Stored as a hash only.
+ * - operator: the people who run the service, authenticated by the operator
+ *   token on /admin/v1. Organization keys are never accepted there.
+ * - campaign: what a routing key resolves to, one per channel. A routing key
+ *   may name a voice campaign and a WhatsApp campaign at once.
+ * - trigger: one accepted POST /api/v2/triggers. Immutable once recorded.
+ * - task: the outreach work a trigger creates; lives until it completes.
+ *
+ * Timestamps are ISO 8601 strings in UTC with `Z`. JSON documents that are
+ * recorded as the client sent them (ids, contact, context) keep the field
+ * names of the API.
+ */
+
+export const CHANNELS = ['voice', 'whatsapp'] as const
+export type Channel = (typeof CHANNELS)[number]
+
+export const SCOPES = ['triggers:write', 'triggers:read'] as const
+export type Scope = (typeof SCOPES)[number]
+export const DEFAULT_KEY_SCOPES: readonly Scope[] = ['triggers:write', 'triggers:read']
+
+export type JsonObject = { [key: string]: unknown }
+
+export interface Organization {
+  id: string
+  name: string
+  createdAt: string
+}
+
+export interface ApiKey {
+  id: string
+  orgId: string
+  name: string
+  /** Public part of the key, safe to show and log; identifies the key's row. */
+  prefix: string
+  scopes: Scope[]
+  createdAt: string
+  revokedAt: string | null
+}
+
+export interface Campaign {
+  id: string
+  orgId: string
+  routingKey: string
+  channel: Channel
+  name: string
+  /** Default task context; a trigger's context is merged over it. */
+  context: JsonObject
+  createdAt: string
+}
+
+/** One of the client's own ids for the contact; `source` and `type` are lowercased. */
+export interface ExternalId {
+  source: string
+  type: string
+  value: string
+}
+
+export interface Contact {
+  first_name?: string
+  last_name?: string
+  /** Canonical E.164. */
+  phone: string
+  email?: string
+  /** Canonical BCP 47 tag. */
+  language?: string
+}
+
+export type TaskStatus = 'pending' | 'in_progress' | 'completed'
+
+export interface Trigger {
+  id: string
+  orgId: string
+  campaign: { id: string; routingKey: string; channel: Channel }
+  requestId: string
+  ids: ExternalId[]
+  contact: Contact
+  context: JsonObject
+  testMode: boolean
+  createdAt: string
+  task: { id: string; status: TaskStatus }
+}

@@ -1,0 +1,17 @@
+/** The operator's admin API under /admin/v1, guarded by the operator token. */
+import type { FastifyInstance } from 'fastify'
+import type { Operations } from '../../../services/administration.ts'
+import type { Authenticator } from '../../../services/authenticator.ts'
+import type { CampaignDirectory } from '../../../services/campaignDirectory.ts'
+import { apiKeyRoutes } from './apiKeys.ts'
+import { campaignRoutes } from './campaigns.ts'
+import { organizationRoutes } from './organizations.ts'
+
+export function adminRoutes(
+  app: FastifyInstance,
+  deps: { ops: Operations; authenticator: Authenticator; campaigns: CampaignDirectory },
+) {
+  organizationRoutes(app, deps)
+  apiKeyRoutes(app, deps)
+  campaignRoutes(app, deps)
+}

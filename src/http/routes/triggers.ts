@@ -1,0 +1,200 @@
+/** POST /api/v2/triggers and GET /api/v2/triggers/{id}: the client contract. */
+import { type Static, Type } from '@sinclair/typebox'
+import type { FastifyInstance } from 'fastify'
+import { checkEmail, normalizeLanguage, normalizePhone, PHONE_REFUSED } from '../../domain/contact.ts'
+import { ApiError, type ErrorDetail, refuse, ValidationFailed, valueError } from '../../domain/errors.ts'
+import { isId } from '../../domain/ids.ts'
+import type { Trigger } from '../../domain/types.ts'
+import type { Authenticator } from '../../services/authenticator.ts'
+import type { TriggerIntake, TriggerRequest } from '../../services/triggerIntake.ts'
+import { findTrigger } from '../../store/triggers.ts'
+import type { Database } from '../../store/database.ts'
+import { inFieldOrder, refine } from '../../validation/model.ts'
+import { confirmPrincipal, organizationOf, requireOrganizationKey } from '../auth.ts'
+import { envelope } from '../reply.ts'
+import { authErrors, Envelope, notFound, Timestamp, validationErrors } from '../schemas.ts'
+
+/** Unicode White_Space, as pydantic's strip_whitespace trims it. */
+const EDGE_WHITESPACE = /^\p{White_Space}+|\p{White_Space}+$/gu
+const trimmedLowercase = (value: string) => value.replace(EDGE_WHITESPACE, '').toLowerCase()
+
+const ExternalIdSchema = Type.Object({
+  source: refine(Type.String({ minLength: 1, maxLength: 100, description: 'Lowercased and trimmed by the service.' }), {
+    transform: trimmedLowercase,
+  }),
+  type: refine(Type.String({ minLength: 1, maxLength: 100, description: 'Lowercased and trimmed by the service.' }), {
+    transform: trimmedLowercase,
+  }),
+  value: Type.String({ minLength: 1, maxLength: 500, description: 'Returned unchanged.' }),
+})
+
+const ContactSchema = Type.Object({
+  first_name: Type.Optional(Type.String({ maxLength: 200 })),
+  last_name: Type.Optional(Type.String({ maxLength: 200 })),
+  phone: refine(
+    Type.String({
+      maxLength: 64,
+      description:
+        'With its country calling code (+…). Spaces, dots, slashes, brackets, dashes and a trunk 0 after the code are dropped; stored as E.164.',
+      examples: ['+44 20 7946 0958'],
+    }),
+    { check: (phone) => normalizePhone(phone) ?? refuse(PHONE_REFUSED) },
+  ),
+  email: Type.Optional(
+    refine(Type.String({ maxLength: 320 }), {
+      check: (email) => {
+        const checked = checkEmail(email)
+        if ('email' in checked) return checked.email
+        return { msg: `value is not a valid email address: ${checked.problem}`, ctx: { reason: checked.problem } }
+      },
+    }),
+  ),
+  language: Type.Optional(
+    refine(Type.String({ maxLength: 35, description: 'BCP 47, e.g. en or pt-BR.' }), {
+      check: (tag) => normalizeLanguage(tag) ?? refuse('language must be a BCP 47 language tag, such as en or pt-BR'),
+    }),
+  ),
+})
+
+export const TriggerRequestSchema = Type.Object(
+  {
+    campaign: Type.String({ minLength: 1, maxLength: 100, description: 'Routing key of the target campaign.' }),
+    ids: Type.Optional(Type.Array(ExternalIdSchema, { maxItems: 20, description: "The contact's ids in your systems." })),
+    contact: ContactSchema,
+    channel: Type.Optional(
+      Type.Union([Type.Literal('voice'), Type.Literal('whatsapp')], {
+        description: 'Needed when the routing key has campaigns on more than one channel.',
+      }),
+    ),
+    context: Type.Optional(
+      Type.Record(Type.String(), Type.Unknown(), { maxProperties: 50, description: "Merged over the campaign's default context." }),
+    ),
+    test_mode: Type.Optional(Type.Boolean({ description: 'Outreach goes to contact.phone instead of the real person.' })),
+  },
+  { $id: 'TriggerRequest' },
+)
+
+const AcceptedSchema = Type.Object({
+  id: Type.String({ examples: ['trg_01jd3y5v8m6m1r9cz8xk4j2h7q'] }),
+  task_id: Type.String({ examples: ['tsk_01jd3y5v8m6m1r9cz8xk4j2h7q'] }),
+  status: Type.Literal('accepted'),
+  created_at: Timestamp,
+})
+
+const TriggerSchema = Type.Object({
+  id: Type.String(),
+  task_id: Type.String(),
+  status: Type.Literal('accepted'),
+  campaign: Type.String(),
+  channel: Type.Union([Type.Literal('voice'), Type.Literal('whatsapp')]),
+  ids: Type.Array(Type.Object({ source: Type.String(), type: Type.String(), value: Type.String() })),
+  contact: Type.Object({
+    first_name: Type.Optional(Type.String()),
+    last_name: Type.Optional(Type.String()),
+    phone: Type.String(),
+    email: Type.Optional(Type.String()),
+    language: Type.Optional(Type.String()),
+  }),
+  context: Type.Record(Type.String(), Type.Unknown()),
+  test_mode: Type.Boolean(),
+  created_at: Timestamp,
+  task: Type.Object({ id: Type.String(), status: Type.String() }),
+})
+
+export function triggerRoutes(app: FastifyInstance, deps: { db: Database; authenticator: Authenticator; intake: TriggerIntake }) {
+  const { db, authenticator, intake } = deps
+
+  app.post(
+    '/api/v2/triggers',
+    {
+      // Structural errors are collected with the campaign's, so that a 422 lists every problem at once.
+      attachValidation: true,
+      onRequest: requireOrganizationKey(authenticator, 'triggers:write', { confirm: 'deferred' }),
+      schema: {
+        summary: 'Start one conversation',
+        description:
+          'Records the trigger and creates its task. A 201 means both are committed; the conversation starts later, when the campaign schedule allows it.',
+        tags: ['triggers'],
+        security: [{ apiKey: [] }],
+        body: TriggerRequestSchema,
+        response: { 201: Envelope(AcceptedSchema), ...authErrors, ...validationErrors },
+      },
+    },
+    async (request, reply) => {
+      const principal = organizationOf(request)
+      const errors = request.validationError instanceof ValidationFailed ? [...request.validationError.detail] : []
+      const raw = request.body as Partial<Record<keyof TriggerRequest, unknown>> | undefined
+      const campaign = await chooseCampaign(principal.orgId, raw, errors)
+      if (errors.length > 0 || campaign === undefined) {
+        await confirmPrincipal(authenticator, principal)
+        throw new ValidationFailed(inFieldOrder(TriggerRequestSchema, errors))
+      }
+      const body = request.body as TriggerRequest
+      const submitter = { orgId: principal.orgId, apiKeyId: principal.keyId, requestId: request.id }
+      const accepted = await intake.record(submitter, campaign, body)
+      if (accepted === undefined) {
+        // Not recorded: the key was revoked meanwhile (401), or else the campaign is gone.
+        await confirmPrincipal(authenticator, principal)
+        intake.campaigns.forget(principal.orgId, body.campaign)
+        throw new ValidationFailed([valueError(['body', 'campaign'], body.campaign, `campaign '${body.campaign}' no longer exists`)])
+      }
+      return reply
+        .code(201)
+        .send(envelope(request, { id: accepted.id, task_id: accepted.taskId, status: 'accepted', created_at: accepted.createdAt }))
+    },
+  )
+
+  /** Adds the 422 entry when the campaign (or channel) cannot be chosen; the campaign's id when it can. */
+  async function chooseCampaign(
+    orgId: string,
+    raw: Partial<Record<keyof TriggerRequest, unknown>> | undefined,
+    errors: ErrorDetail[],
+  ): Promise<string | undefined> {
+    const failed = (field: string) => errors.some((error) => error.loc[1] === field)
+    if (typeof raw?.campaign !== 'string' || failed('campaign')) return undefined
+    const channelUsable = !failed('channel')
+    const choice = await intake.chooseCampaign(orgId, raw.campaign, channelUsable ? (raw.channel as TriggerRequest['channel']) : undefined)
+    if ('campaign' in choice) return choice.campaign.id
+    if (channelUsable || choice.error.loc[1] === 'campaign') errors.push(choice.error)
+    return undefined
+  }
+
+  app.get(
+    '/api/v2/triggers/:id',
+    {
+      onRequest: requireOrganizationKey(authenticator, 'triggers:read'),
+      schema: {
+        summary: 'Look up one trigger',
+        description: 'The trigger as recorded (normalized ids and phone), with its task. Triggers of other organizations are not found.',
+        tags: ['triggers'],
+        security: [{ apiKey: [] }],
+        params: Type.Object({ id: Type.String({ maxLength: 64 }) }),
+        response: { 200: Envelope(TriggerSchema), ...authErrors, ...notFound },
+      },
+    },
+    async (request, reply) => {
+      const principal = organizationOf(request)
+      const { id } = request.params as { id: string }
+      const trigger = isId('trigger', id) ? await findTrigger(db, principal.orgId, id) : undefined
+      if (trigger === undefined) throw new ApiError('not_found', `No trigger ${id} exists.`)
+      return reply.send(envelope(request, presentTrigger(trigger)))
+    },
+  )
+}
+
+function presentTrigger(trigger: Trigger): Static<typeof TriggerSchema> {
+  const { first_name, last_name, phone, email, language } = trigger.contact
+  return {
+    id: trigger.id,
+    task_id: trigger.task.id,
+    status: 'accepted',
+    campaign: trigger.campaign.routingKey,
+    channel: trigger.campaign.channel,
+    ids: trigger.ids.map(({ source, type, value }) => ({ source, type, value })),
+    contact: { first_name, last_name, phone, email, language },
+    context: trigger.context,
+    test_mode: trigger.testMode,
+    created_at: trigger.createdAt,
+    task: trigger.task,
+  }
+}

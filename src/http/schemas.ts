@@ -1,0 +1,52 @@
+/** Schemas shared by every route: the success envelope and the two error shapes. */
+import { type TSchema, Type } from '@sinclair/typebox'
+
+export const Timestamp = Type.String({ format: 'date-time', description: 'UTC, ISO 8601 with Z' })
+
+export const Envelope = <T extends TSchema>(data: T) =>
+  Type.Object({
+    data,
+    metadata: Type.Object({ request_id: Type.String() }),
+  })
+
+export const ErrorResponse = Type.Object(
+  {
+    error: Type.Object({
+      code: Type.String({ description: 'Stable snake_case code; branch on this, not on the message.' }),
+      message: Type.String(),
+    }),
+    metadata: Type.Object({ request_id: Type.String() }),
+  },
+  { $id: 'ErrorResponse', description: 'Every error other than 422.' },
+)
+
+export const ValidationErrorResponse = Type.Object(
+  {
+    detail: Type.Array(
+      Type.Object({
+        type: Type.String({ description: 'Kind of error, e.g. missing, string_type, value_error' }),
+        loc: Type.Array(Type.Union([Type.String(), Type.Integer()]), { description: 'Path to the faulty field, starting with "body"' }),
+        msg: Type.String(),
+        input: Type.Unknown(),
+        ctx: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
+      }),
+    ),
+  },
+  { $id: 'ValidationErrorResponse', description: 'Request validation failed (pydantic v2 / FastAPI shape). All problems are listed.' },
+)
+
+const ref = (schema: { $id?: string }) => Type.Ref(schema.$id!)
+
+/** Error responses any authenticated route may give. */
+export const authErrors = {
+  401: ref(ErrorResponse),
+  403: ref(ErrorResponse),
+}
+
+export const validationErrors = {
+  422: ref(ValidationErrorResponse),
+}
+
+export const notFound = {
+  404: ref(ErrorResponse),
+}

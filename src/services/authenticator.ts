@@ -1,0 +1,82 @@
+/**
+ * Who is calling: the operator, an organization (through one of its API
+ * keys), or nobody we know.
+ *
+ * Keys are looked up once and then kept in memory, so the trigger path does
+ * not read the database to authenticate. A key revoked by another process is
+ * still in this cache; that is why a principal found here is provisional until
+ * {@link Authenticator.confirm} or the trigger commit (which records a trigger
+ * only for an unrevoked key) has checked it against the database.
+ */
+import type { Scope } from '../domain/types.ts'
+import type { Database } from '../store/database.ts'
+import { findLiveApiKeyByPrefix, isApiKeyLive } from '../store/apiKeys.ts'
+import { apiKeyPrefix, hashSecret, sameHash } from './credentials.ts'
+
+export type Principal =
+  | { kind: 'operator' }
+  | { kind: 'organization'; keyId: string; orgId: string; scopes: readonly Scope[] }
+
+interface CachedKey {
+  keyId: string
+  orgId: string
+  scopes: readonly Scope[]
+  hash: Buffer
+}
+
+const MAX_CACHED_KEYS = 10_000
+
+export class Authenticator {
+  readonly #db: Database
+  readonly #operatorTokenHash: Buffer
+  /** Keys by prefix, oldest first. */
+  readonly #keys = new Map<string, CachedKey>()
+
+  constructor(db: Database, operatorToken: string) {
+    this.#db = db
+    this.#operatorTokenHash = hashSecret(operatorToken)
+  }
+
+  /** The principal behind an `Authorization` header, or undefined when it names none. */
+  async identify(authorization: string | undefined): Promise<Principal | undefined> {
+    const token = bearerToken(authorization)
+    if (token === undefined) return undefined
+    const presentedHash = hashSecret(token)
+    if (sameHash(presentedHash, this.#operatorTokenHash)) return { kind: 'operator' }
+    const prefix = apiKeyPrefix(token)
+    if (prefix === undefined) return undefined
+    const key = this.#keys.get(prefix) ?? (await this.#load(prefix))
+    if (key === undefined || !sameHash(presentedHash, key.hash)) return undefined
+    return { kind: 'organization', keyId: key.keyId, orgId: key.orgId, scopes: key.scopes }
+  }
+
+  /** Whether the principal's key is still unrevoked, asked of the database. */
+  async confirm(principal: Principal): Promise<boolean> {
+    if (principal.kind === 'operator') return true
+    const live = await isApiKeyLive(this.#db, principal.keyId)
+    if (!live) this.forget(principal.keyId)
+    return live
+  }
+
+  /** Drops a key from the cache, as soon as this process learns it is revoked. */
+  forget(keyId: string): void {
+    for (const [prefix, key] of this.#keys) {
+      if (key.keyId === keyId) this.#keys.delete(prefix)
+    }
+  }
+
+  async #load(prefix: string): Promise<CachedKey | undefined> {
+    const found = await findLiveApiKeyByPrefix(this.#db, prefix)
+    if (found === undefined) return undefined
+    const key = { keyId: found.key.id, orgId: found.key.orgId, scopes: found.key.scopes, hash: found.keyHash }
+    if (this.#keys.size >= MAX_CACHED_KEYS) this.#keys.delete(this.#keys.keys().next().value!)
+    this.#keys.set(prefix, key)
+    return key
+  }
+}
+
+function bearerToken(authorization: string | undefined): string | undefined {
+  if (authorization === undefined) return undefined
+  const match = /^Bearer +(\S+) *$/i.exec(authorization)
+  return match?.[1]
+}

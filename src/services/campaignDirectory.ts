@@ -1,0 +1,74 @@
+/**
+ * Resolves a trigger's routing key (and optional channel) to one of the
+ * organization's campaigns, keeping recent answers in memory so that the
+ * trigger path does not read the database for them.
+ *
+ * Only answers that name a campaign are kept, and only for a few seconds; a
+ * routing key or channel the cache does not know is always asked of the
+ * database, so a campaign created on another process is usable at once. A
+ * cached campaign is re-read at commit (its default context) and a campaign
+ * that no longer exists then refuses the trigger.
+ */
+import { type ErrorDetail, valueError } from '../domain/errors.ts'
+import type { Campaign, Channel } from '../domain/types.ts'
+import type { Database } from '../store/database.ts'
+import { findCampaignsByRoutingKey } from '../store/campaigns.ts'
+
+const TTL_MS = 5_000
+const MAX_CACHED_ROUTING_KEYS = 10_000
+
+export type CampaignChoice = { campaign: Campaign } | { error: ErrorDetail }
+
+export class CampaignDirectory {
+  readonly #db: Database
+  readonly #now: () => number
+  readonly #cache = new Map<string, { campaigns: Campaign[]; expiresAt: number }>()
+
+  constructor(db: Database, now: () => number) {
+    this.#db = db
+    this.#now = now
+  }
+
+  async choose(orgId: string, routingKey: string, channel: Channel | undefined): Promise<CampaignChoice> {
+    const cacheKey = `${orgId}\n${routingKey}`
+    const cached = this.#cache.get(cacheKey)
+    if (cached !== undefined && cached.expiresAt > this.#now()) {
+      const choice = chooseCampaign(cached.campaigns, routingKey, channel)
+      if ('campaign' in choice) return choice
+    }
+    const campaigns = await findCampaignsByRoutingKey(this.#db, orgId, routingKey)
+    this.#cache.delete(cacheKey)
+    if (campaigns.length > 0) {
+      if (this.#cache.size >= MAX_CACHED_ROUTING_KEYS) this.#cache.delete(this.#cache.keys().next().value!)
+      this.#cache.set(cacheKey, { campaigns, expiresAt: this.#now() + TTL_MS })
+    }
+    return chooseCampaign(campaigns, routingKey, channel)
+  }
+
+  /** Forgets what is cached for a routing key, when this process changes its campaigns. */
+  forget(orgId: string, routingKey: string): void {
+    this.#cache.delete(`${orgId}\n${routingKey}`)
+  }
+}
+
+/** Picks the campaign a trigger names, or says (as a 422 entry) why none can be picked. */
+export function chooseCampaign(campaigns: readonly Campaign[], routingKey: string, channel: Channel | undefined): CampaignChoice {
+  if (campaigns.length === 0) {
+    return { error: valueError(['body', 'campaign'], routingKey, `no campaign has the routing key '${routingKey}'`) }
+  }
+  if (channel !== undefined) {
+    const campaign = campaigns.find((candidate) => candidate.channel === channel)
+    if (campaign) return { campaign }
+    const offered = campaigns.map((candidate) => `'${candidate.channel}'`).join(' and ')
+    return {
+      error: valueError(['body', 'channel'], channel, `campaign '${routingKey}' has no ${channel} campaign; its channels: ${offered}`),
+    }
+  }
+  if (campaigns.length > 1) {
+    const offered = campaigns.map((candidate) => `'${candidate.channel}'`).join(' or ')
+    return {
+      error: valueError(['body', 'channel'], null, `campaign '${routingKey}' runs on more than one channel; send channel ${offered} to choose one`),
+    }
+  }
+  return { campaign: campaigns[0]! }
+}

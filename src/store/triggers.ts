@@ -1,0 +1,111 @@
+import type { Channel, Contact, ExternalId, JsonObject, TaskStatus, Trigger } from '../domain/types.ts'
+import type { Queryable } from './database.ts'
+import { iso } from './rows.ts'
+
+/** A validated trigger, with its ids chosen, ready to be recorded with its task. */
+export interface NewTrigger {
+  id: string
+  taskId: string
+  orgId: string
+  apiKeyId: string
+  campaignId: string
+  requestId: string
+  ids: ExternalId[]
+  contact: Contact
+  context: JsonObject
+  testMode: boolean
+  createdAt: string
+}
+
+/**
+ * Records many triggers, each with its task, in one statement and so in one
+ * transaction: the group commit of the trigger path. A trigger is recorded
+ * only if the API key that sent it is still unrevoked and its campaign still
+ * exists as the statement runs; the ids of the recorded triggers are returned.
+ * The task's context is the campaign's default context with the trigger's
+ * merged over it, read here so that it is current at commit.
+ */
+export async function insertTriggersWithTasks(db: Queryable, triggers: readonly NewTrigger[]): Promise<Set<string>> {
+  const rows = await db.query<{ id: string }>(
+    `WITH input AS (
+       SELECT * FROM jsonb_to_recordset($1::jsonb) AS i(
+         id text, task_id text, org_id text, api_key_id text, campaign_id text, request_id text,
+         ids jsonb, contact jsonb, context jsonb, test_mode boolean, created_at timestamptz)
+     ), accepted AS (
+       SELECT input.*, campaigns.context AS campaign_context
+       FROM input
+       JOIN api_keys ON api_keys.id = input.api_key_id AND api_keys.revoked_at IS NULL
+       JOIN campaigns ON campaigns.id = input.campaign_id
+     ), new_triggers AS (
+       INSERT INTO triggers (id, org_id, api_key_id, campaign_id, request_id, ids, contact, context, test_mode, created_at)
+       SELECT id, org_id, api_key_id, campaign_id, request_id, ids, contact, context, test_mode, created_at FROM accepted
+       RETURNING id
+     ), new_tasks AS (
+       INSERT INTO tasks (id, org_id, trigger_id, campaign_id, status, context, test_mode, due_at, created_at, updated_at)
+       SELECT task_id, org_id, id, campaign_id, 'pending', campaign_context || context, test_mode, created_at, created_at, created_at
+       FROM accepted
+     )
+     SELECT id FROM new_triggers`,
+    [
+      JSON.stringify(
+        triggers.map((t) => ({
+          id: t.id,
+          task_id: t.taskId,
+          org_id: t.orgId,
+          api_key_id: t.apiKeyId,
+          campaign_id: t.campaignId,
+          request_id: t.requestId,
+          ids: t.ids,
+          contact: t.contact,
+          context: t.context,
+          test_mode: t.testMode,
+          created_at: t.createdAt,
+        })),
+      ),
+    ],
+  )
+  return new Set(rows.map((row) => row.id))
+}
+
+interface TriggerRow {
+  id: string
+  org_id: string
+  campaign_id: string
+  routing_key: string
+  channel: Channel
+  request_id: string
+  ids: ExternalId[]
+  contact: Contact
+  context: JsonObject
+  test_mode: boolean
+  created_at: Date
+  task_id: string
+  task_status: TaskStatus
+}
+
+export async function findTrigger(db: Queryable, orgId: string, id: string): Promise<Trigger | undefined> {
+  const rows = await db.query<TriggerRow>(
+    `SELECT t.id, t.org_id, t.campaign_id, c.routing_key, c.channel, t.request_id, t.ids, t.contact, t.context,
+            t.test_mode, t.created_at, k.id AS task_id, k.status AS task_status
+     FROM triggers t
+     JOIN campaigns c ON c.id = t.campaign_id
+     JOIN tasks k ON k.trigger_id = t.id
+     WHERE t.org_id = $1 AND t.id = $2`,
+    [orgId, id],
+  )
+  const row = rows[0]
+  return (
+    row && {
+      id: row.id,
+      orgId: row.org_id,
+      campaign: { id: row.campaign_id, routingKey: row.routing_key, channel: row.channel },
+      requestId: row.request_id,
+      ids: row.ids,
+      contact: row.contact,
+      context: row.context,
+      testMode: row.test_mode,
+      createdAt: iso(row.created_at),
+      task: { id: row.task_id, status: row.task_status },
+    }
+  )
+}
