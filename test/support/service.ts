@@ -1,0 +1,117 @@
+/**
+ * A service under test: the app built in-process on a fresh database, either
+ * PGlite in memory or, when DATABASE_URL is set, a schema of its own in that
+ * PostgreSQL database (dropped at the end). Requests go through app.inject,
+ * which runs the whole HTTP stack without a socket.
+ */
+import { randomBytes } from 'node:crypto'
+import { Writable } from 'node:stream'
+import type { FastifyInstance, LightMyRequestResponse } from 'fastify'
+import pg from 'pg'
+import { buildApp } from '../../src/app.ts'
+import { type Database, openDatabase } from '../../src/store/database.ts'
+import { migrate } from '../../src/store/migrate.ts'
+
+export const OPERATOR_TOKEN = 'test-operator-token-0123456789abcdef'
+export const onPostgres = process.env.DATABASE_URL !== undefined
+
+export interface TestDatabase {
+  db: Database
+  /** DATABASE_URL of this database for another process (PostgreSQL only). */
+  url: string | undefined
+  drop(): Promise<void>
+}
+
+/** A fresh, migrated database of the kind this run tests. */
+export async function freshDatabase(): Promise<TestDatabase> {
+  const baseUrl = process.env.DATABASE_URL
+  if (baseUrl === undefined) {
+    const db = await openDatabase({ databaseUrl: undefined, dataDir: 'memory://' })
+    await migrate(db)
+    return { db, url: undefined, drop: () => db.close() }
+  }
+  const schema = `test_${randomBytes(6).toString('hex')}`
+  const admin = new pg.Client({ connectionString: baseUrl })
+  await admin.connect()
+  await admin.query(`CREATE SCHEMA ${schema}`)
+  await admin.end()
+  const url = new URL(baseUrl)
+  url.searchParams.set('options', `-c search_path=${schema}`)
+  const db = await openDatabase({ databaseUrl: url.toString(), dataDir: 'memory://' })
+  await migrate(db)
+  return {
+    db,
+    url: url.toString(),
+    async drop() {
+      await db.close()
+      const cleanup = new pg.Client({ connectionString: baseUrl })
+      await cleanup.connect()
+      await cleanup.query(`DROP SCHEMA ${schema} CASCADE`)
+      await cleanup.end()
+    },
+  }
+}
+
+export interface TestService {
+  app: FastifyInstance
+  db: Database
+  logs: string[]
+  /** A second app on the same database: another process, with caches of its own. */
+  peer(): Promise<FastifyInstance>
+  close(): Promise<void>
+}
+
+export async function startService(options: { now?: () => number } = {}): Promise<TestService> {
+  const database = await freshDatabase()
+  const logs: string[] = []
+  const logStream = new Writable({
+    write(chunk, _encoding, done) {
+      logs.push(...String(chunk).split('\n').filter(Boolean))
+      done()
+    },
+  })
+  const build = () =>
+    buildApp({ operatorToken: OPERATOR_TOKEN, logLevel: 'info', logStream }, { db: database.db, now: options.now })
+  const app = await build()
+  const peers: FastifyInstance[] = []
+  return {
+    app,
+    db: database.db,
+    logs,
+    async peer() {
+      const peer = await build()
+      peers.push(peer)
+      return peer
+    },
+    async close() {
+      for (const peer of peers) await peer.close()
+      await app.close()
+      await database.drop()
+    },
+  }
+}
+
+export const bearer = (token: string) => ({ authorization: `Bearer ${token}` })
+
+export function json(response: LightMyRequestResponse): any {
+  return JSON.parse(response.body)
+}
+
+/** An organization with a key (default scopes) and one voice campaign, made through the admin API. */
+export async function seedOrganization(app: FastifyInstance, options: { routingKey?: string; context?: object } = {}) {
+  const admin = bearer(OPERATOR_TOKEN)
+  const org = json(await app.inject({ method: 'POST', url: '/admin/v1/organizations', headers: admin, payload: { name: 'Acme Recruiting' } })).data
+  const key = json(
+    await app.inject({ method: 'POST', url: `/admin/v1/organizations/${org.id}/api-keys`, headers: admin, payload: { name: 'ats' } }),
+  ).data
+  const routingKey = options.routingKey ?? 'screening'
+  const campaign = json(
+    await app.inject({
+      method: 'POST',
+      url: `/admin/v1/organizations/${org.id}/campaigns`,
+      headers: admin,
+      payload: { routing_key: routingKey, channel: 'voice', context: options.context ?? {} },
+    }),
+  ).data
+  return { orgId: org.id as string, key: key.key as string, keyId: key.id as string, campaign, routingKey }
+}
