@@ -1,0 +1,118 @@
+/**
+ * BENCHMARKS.md, built from a list of sections: the machine first, then one
+ * section per thing measured. A later benchmark (dispatcher throughput,
+ * webhook delivery) adds its own section builder here and its section to the
+ * list that bench/run.ts passes to {@link renderReport}.
+ */
+import type { WrkResult } from './wrk.ts'
+
+export interface Section {
+  heading: string
+  /** Markdown, without the heading. */
+  body: string
+}
+
+export function renderReport(sections: readonly Section[]): string {
+  const intro = '# Benchmarks\n\nWritten by `npm run bench` (bench/run.ts), which overwrites this file; figures from one run on the machine below.\n'
+  return [intro, ...sections.map((section) => `## ${section.heading}\n\n${section.body.trim()}\n`)].join('\n')
+}
+
+export interface Machine {
+  date: Date
+  cpus: number
+  cpuModel: string
+  memoryGiB: number
+  node: string
+  postgres: string
+  /** PostgreSQL's synchronous_commit: whether each commit waits for its WAL flush, which the trigger path pays for. */
+  synchronousCommit: string
+}
+
+export function machineSection(machine: Machine): Section {
+  return {
+    heading: 'Machine',
+    body: [
+      `- Date: ${machine.date.toISOString().replace(/\.\d+Z$/, 'Z')} (UTC)`,
+      `- CPUs: ${machine.cpus} × ${machine.cpuModel}`,
+      `- Memory: ${machine.memoryGiB.toFixed(1)} GiB`,
+      `- Node.js: ${machine.node}`,
+      `- PostgreSQL: ${machine.postgres} (synchronous_commit ${machine.synchronousCommit}, default settings otherwise)`,
+    ].join('\n'),
+  }
+}
+
+/** One measured target of the trigger benchmark. */
+export interface TriggerRow {
+  target: string
+  result: WrkResult
+  /** Its throughput over the bare route's; undefined for the bare route itself. */
+  ratio: number | undefined
+}
+
+/** A figure the project holds itself to, and whether this run meets it. */
+export interface Verdict {
+  target: string
+  goal: string
+  met: boolean
+}
+
+export interface TriggerMethod {
+  durationSeconds: number
+  warmUpSeconds: number
+  connections: number
+  bodies: number
+  countries: number
+  distinctNumbers: number
+  phoneFormats: Record<string, number>
+}
+
+export function triggerSection(method: TriggerMethod, rows: readonly TriggerRow[], verdicts: readonly Verdict[]): Section {
+  const formats = Object.entries(method.phoneFormats)
+    .sort(([, a], [, b]) => b - a)
+    .map(([format, count]) => `${format} ${count}`)
+    .join(', ')
+  const body = `
+Throughput and latency of \`POST /api/v2/triggers\`, beside a bare Fastify route (bench/bareServer.ts) that only parses the JSON body and answers the same envelope: the ratio is the share of the bare route's throughput that the service keeps.
+
+Method:
+
+- Each server runs alone, pinned to CPU 0 (\`taskset -c 0\`); wrk is pinned to CPU 1 (\`wrk -t1 -c${method.connections} --latency\`); PostgreSQL is not pinned and shares both CPUs.
+- Per target: ${method.warmUpSeconds} s of warm-up (discarded), then ${method.durationSeconds} s measured. The bare route is measured once per run and its figure is the base of both ratios.
+- The service runs as in production: \`node --import tsx src/cli.ts serve\`, \`LOG_LEVEL=info\` (one JSON log line per request, to a file), on a fresh database (a new PostgreSQL database; a new PGlite data directory), with one organization, one API key and two campaigns.
+- ${method.bodies} distinct bodies, posted in turn, each request with its own \`X-Request-ID\`: contacts in ${method.countries} countries with ${method.distinctNumbers} distinct valid mobile numbers, written as ${formats}; 2–3 ids with mixed-case source and type, 2–4 context keys, names with accents and non-Latin scripts, a language tag in 85 % and an email in 70 % of them, a channel in 30 %. Every body was first posted once to each service and got 201; any response other than 2xx, or any socket error, fails the run.
+
+${markdownTable(rows)}
+
+Targets (at ${method.connections} connections):
+
+${verdicts.map((verdict) => `- ${verdict.target}: ${verdict.goal} — **${verdict.met ? 'met' : 'not met'}**`).join('\n')}
+`
+  return { heading: 'POST /api/v2/triggers', body }
+}
+
+const COLUMNS = ['target', 'req/s', 'p50 (ms)', 'p75 (ms)', 'p90 (ms)', 'p99 (ms)', 'ratio to bare', 'requests', 'non-2xx']
+
+function cells(row: TriggerRow): string[] {
+  const { result } = row
+  const { p50, p75, p90, p99 } = result.latencyMs
+  return [
+    row.target,
+    result.requestsPerSecond.toFixed(0),
+    ...[p50, p75, p90, p99].map((ms) => ms.toFixed(2)),
+    row.ratio === undefined ? '1' : row.ratio.toFixed(2),
+    String(result.requests),
+    String(result.non2xx),
+  ]
+}
+
+function markdownTable(rows: readonly TriggerRow[]): string {
+  const line = (values: string[]) => `| ${values.join(' | ')} |`
+  return [line(COLUMNS), line(COLUMNS.map((_, i) => (i === 0 ? '---' : '---:'))), ...rows.map((row) => line(cells(row)))].join('\n')
+}
+
+/** The same table, aligned for a terminal. */
+export function textTable(rows: readonly TriggerRow[]): string {
+  const table = [COLUMNS, ...rows.map(cells)]
+  const widths = COLUMNS.map((_, i) => Math.max(...table.map((values) => values[i]!.length)))
+  return table.map((values) => values.map((value, i) => (i === 0 ? value.padEnd(widths[i]!) : value.padStart(widths[i]!))).join('  ')).join('\n')
+}

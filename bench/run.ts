@@ -1,0 +1,334 @@
+/**
+ * `npm run bench`: POST /api/v2/triggers throughput and p99 latency on
+ * PostgreSQL and on PGlite, beside a bare Fastify route measured in the same
+ * run, printed and written to BENCHMARKS.md.
+ *
+ * Each server runs alone on CPU 0 and wrk on CPU 1, so that the load
+ * generator does not take CPU from the server it measures.
+ *
+ * Environment: BENCH_DURATION (seconds measured per target, default 15),
+ * BENCH_CONNECTIONS (default 64).
+ */
+import type { ChildProcess } from 'node:child_process'
+import { randomBytes } from 'node:crypto'
+import { closeSync, openSync } from 'node:fs'
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
+import { type AddressInfo, createServer } from 'node:net'
+import { availableParallelism, tmpdir } from 'node:os'
+import path from 'node:path'
+import { fileURLToPath } from 'node:url'
+import pg from 'pg'
+import { CAMPAIGNS, generateBodies } from './bodies.ts'
+import { hasExited, startChild, stopAllChildren, stopChild } from './children.ts'
+import { type Machine, machineSection, renderReport, textTable, triggerSection, type TriggerRow, type Verdict } from './report.ts'
+import { failureOf, runWrk, type WrkResult } from './wrk.ts'
+
+const ROOT = fileURLToPath(new URL('..', import.meta.url))
+const SERVER_CPU = 0
+const WRK_CPU = 1
+const WARM_UP_SECONDS = 5
+const BODY_COUNT = 3000
+/** Bodies posted at once when checking that every one gets 201. */
+const VERIFY_CONCURRENCY = 16
+/** PGlite's first start initialises its data directory, which takes seconds. */
+const READY_TIMEOUT_MS = 60_000
+const POSTGRES_ADMIN_URL = 'postgres://postgres@127.0.0.1:5432/postgres'
+const OPERATOR_TOKEN = `bench-operator-${randomBytes(16).toString('hex')}`
+
+/** What the project holds itself to, at 64 connections. */
+const GOALS = [
+  { target: 'PostgreSQL', minRatio: 0.5, maxP99Ms: 25 },
+  { target: 'PGlite', minRatio: 0.2, maxP99Ms: undefined },
+]
+
+interface Load {
+  bodies: string[]
+  bodiesFile: string
+  durationSeconds: number
+  connections: number
+}
+
+interface Server {
+  child: ChildProcess
+  baseUrl: string
+  logFile: string
+}
+
+async function main(workDir: string): Promise<void> {
+  const durationSeconds = positiveInteger('BENCH_DURATION', 15)
+  const connections = positiveInteger('BENCH_CONNECTIONS', 64)
+  const bodySet = generateBodies(BODY_COUNT)
+  const bodiesFile = path.join(workDir, 'bodies.ndjson')
+  await writeFile(bodiesFile, `${bodySet.bodies.join('\n')}\n`)
+  const load: Load = { bodies: bodySet.bodies, bodiesFile, durationSeconds, connections }
+  log(`${bodySet.bodies.length} bodies; ${durationSeconds} s measured per target after ${WARM_UP_SECONDS} s of warm-up, ${connections} connections`)
+
+  const bare = await benchBare(load, workDir)
+  const { result: postgres, version, synchronousCommit } = await withPostgresDatabase(async (databaseUrl, info) => ({
+    ...info,
+    result: await benchService('PostgreSQL', { DATABASE_URL: databaseUrl }, load, workDir),
+  }))
+  const pglite = await benchService('PGlite', { DATA_DIR: path.join(workDir, 'pglite') }, load, workDir)
+
+  const rows: TriggerRow[] = [
+    { target: 'bare Fastify', result: bare, ratio: undefined },
+    { target: 'PostgreSQL', result: postgres, ratio: postgres.requestsPerSecond / bare.requestsPerSecond },
+    { target: 'PGlite', result: pglite, ratio: pglite.requestsPerSecond / bare.requestsPerSecond },
+  ]
+  const verdicts = GOALS.map((goal) => verdictFor(goal, rows.find((row) => row.target === goal.target)!))
+  process.stdout.write(`\n${textTable(rows)}\n\n${verdicts.map((v) => `${v.target}: ${v.goal}: ${v.met ? 'met' : 'NOT MET'}`).join('\n')}\n`)
+
+  const machine = await describeMachine(version, synchronousCommit)
+  const method = {
+    durationSeconds,
+    warmUpSeconds: WARM_UP_SECONDS,
+    connections,
+    bodies: bodySet.bodies.length,
+    countries: bodySet.countries,
+    distinctNumbers: bodySet.distinctNumbers,
+    phoneFormats: bodySet.phoneFormats,
+  }
+  const report = renderReport([machineSection(machine), triggerSection(method, rows, verdicts)])
+  await writeFile(path.join(ROOT, 'BENCHMARKS.md'), report)
+  log('wrote BENCHMARKS.md')
+}
+
+function positiveInteger(name: string, fallback: number): number {
+  const raw = process.env[name]
+  if (raw === undefined || raw === '') return fallback
+  if (!/^[1-9]\d*$/.test(raw)) throw new Error(`${name} must be a positive whole number, got ${JSON.stringify(raw)}`)
+  return Number(raw)
+}
+
+function verdictFor(goal: (typeof GOALS)[number], row: TriggerRow): Verdict {
+  const ratioMet = row.ratio! >= goal.minRatio
+  if (goal.maxP99Ms === undefined) return { target: goal.target, goal: `at least ${goal.minRatio} of the bare route's throughput`, met: ratioMet }
+  return {
+    target: goal.target,
+    goal: `at least ${goal.minRatio} of the bare route's throughput, p99 under ${goal.maxP99Ms} ms`,
+    met: ratioMet && row.result.latencyMs.p99 < goal.maxP99Ms,
+  }
+}
+
+async function benchBare(load: Load, workDir: string): Promise<WrkResult> {
+  const server = await startServer('bare', ['bench/bareServer.ts'], {}, workDir)
+  try {
+    // The bare route answers anything; one post is enough to know it listens.
+    await waitUntilReady(server, async () => (await postTrigger(server.baseUrl, 'none', load.bodies[0]!, 'bare-ready')).status === 201)
+    return await measure('bare', server, 'none', load)
+  } finally {
+    await stopChild(server.child)
+  }
+}
+
+/** The service on a fresh database: provisioned, every body checked, then measured. */
+async function benchService(target: string, env: Record<string, string>, load: Load, workDir: string): Promise<WrkResult> {
+  const label = target.toLowerCase()
+  const server = await startServer(label, ['src/cli.ts', 'serve'], { ...env, OPERATOR_TOKEN, LOG_LEVEL: 'info' }, workDir)
+  try {
+    const started = Date.now()
+    await waitUntilReady(server, async () => (await fetch(`${server.baseUrl}/readyz`)).status === 200)
+    log(`${target}: ready after ${((Date.now() - started) / 1000).toFixed(1)} s`)
+    const apiKey = await provision(server.baseUrl)
+    await verifyBodies(server.baseUrl, apiKey, load.bodies, label)
+    log(`${target}: all ${load.bodies.length} bodies answered 201`)
+    return await measure(label, server, apiKey, load)
+  } finally {
+    await stopChild(server.child)
+  }
+}
+
+/** Starts a server pinned to its CPU, its output (the request log) going to a file. */
+async function startServer(label: string, args: string[], env: Record<string, string>, workDir: string): Promise<Server> {
+  const port = await freePort()
+  const logFile = path.join(workDir, `${label}.log`)
+  const output = openSync(logFile, 'w')
+  try {
+    const child = startChild('taskset', ['-c', String(SERVER_CPU), process.execPath, '--import', 'tsx', ...args], {
+      cwd: ROOT,
+      env: { ...process.env, ...env, PORT: String(port), HOST: '127.0.0.1' },
+      stdio: ['ignore', output, output],
+      // Its own process group, so that a Ctrl-C reaches only the benchmark, which then stops it in order.
+      detached: true,
+    })
+    return { child, baseUrl: `http://127.0.0.1:${port}`, logFile }
+  } finally {
+    closeSync(output)
+  }
+}
+
+/** A port nothing listens on now, as the system picks one. */
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const probe = createServer()
+    probe.once('error', reject)
+    probe.listen(0, '127.0.0.1', () => {
+      const { port } = probe.address() as AddressInfo
+      probe.close(() => resolve(port))
+    })
+  })
+}
+
+async function waitUntilReady(server: Server, probe: () => Promise<boolean>): Promise<void> {
+  const deadline = Date.now() + READY_TIMEOUT_MS
+  while (Date.now() < deadline) {
+    if (hasExited(server.child)) throw new Error(`the server exited before it was ready:\n${await tail(server.logFile)}`)
+    if (await probe().catch(() => false)) return
+    await sleep(250)
+  }
+  throw new Error(`the server was not ready after ${READY_TIMEOUT_MS / 1000} s:\n${await tail(server.logFile)}`)
+}
+
+/** Warm-up (discarded), then the measured run; either fails on any non-2xx response or socket error. */
+async function measure(label: string, server: Server, apiKey: string, load: Load): Promise<WrkResult> {
+  const run = async (phase: string, durationSeconds: number) => {
+    log(`${label}: ${phase}, ${durationSeconds} s`)
+    const result = await runWrk({
+      url: `${server.baseUrl}/api/v2/triggers`,
+      cpu: WRK_CPU,
+      durationSeconds,
+      connections: load.connections,
+      bodiesFile: load.bodiesFile,
+      apiKey,
+      label: `${label}-${phase}`,
+    })
+    const failure = failureOf(result)
+    if (failure !== undefined) {
+      throw new Error(`${label} ${phase} failed: ${failure}\n${result.output}\nserver log:\n${await tail(server.logFile)}`)
+    }
+    return result
+  }
+  await run('warm-up', WARM_UP_SECONDS)
+  return run('measured', load.durationSeconds)
+}
+
+/** One organization, its API key and the campaigns the bodies name, through the admin API. */
+async function provision(baseUrl: string): Promise<string> {
+  const org = await adminPost(baseUrl, '/admin/v1/organizations', { name: 'Bench Org' })
+  const orgPath = `/admin/v1/organizations/${org.data.id}`
+  const key = await adminPost(baseUrl, `${orgPath}/api-keys`, { name: 'bench' })
+  for (const campaign of CAMPAIGNS) await adminPost(baseUrl, `${orgPath}/campaigns`, campaign)
+  return key.data.key as string
+}
+
+async function adminPost(baseUrl: string, route: string, body: unknown): Promise<{ data: Record<string, unknown> }> {
+  const response = await fetch(`${baseUrl}${route}`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${OPERATOR_TOKEN}`, 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  })
+  const text = await response.text()
+  if (response.status !== 201) throw new Error(`POST ${route} answered ${response.status}: ${text}`)
+  return JSON.parse(text)
+}
+
+/**
+ * Posts every body once and requires a 201 with the envelope: an invalid
+ * body would otherwise be answered 422, cheaply, and flatter the figures.
+ */
+async function verifyBodies(baseUrl: string, apiKey: string, bodies: readonly string[], label: string): Promise<void> {
+  let next = 0
+  const worker = async () => {
+    while (next < bodies.length) {
+      const index = next++
+      const requestId = `${label}-verify-${index}`
+      const response = await postTrigger(baseUrl, apiKey, bodies[index]!, requestId)
+      const text = await response.text()
+      const reply = response.status === 201 ? JSON.parse(text) : undefined
+      if (reply?.data?.status !== 'accepted' || reply.metadata?.request_id !== requestId) {
+        throw new Error(`body ${index} was answered ${response.status} ${text}\nbody: ${bodies[index]}`)
+      }
+    }
+  }
+  await Promise.all(Array.from({ length: VERIFY_CONCURRENCY }, worker))
+}
+
+function postTrigger(baseUrl: string, apiKey: string, body: string, requestId: string): Promise<Response> {
+  return fetch(`${baseUrl}/api/v2/triggers`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json', 'x-request-id': requestId },
+    body,
+  })
+}
+
+/** A throw-away PostgreSQL database for one run, dropped afterwards whatever happens. */
+async function withPostgresDatabase<T>(
+  work: (databaseUrl: string, info: { version: string; synchronousCommit: string }) => Promise<T>,
+): Promise<T> {
+  const name = `bench_${Date.now()}`
+  const info = await onPostgres(async (client) => {
+    await client.query(`CREATE DATABASE ${name}`)
+    const version = (await client.query<{ version: string }>('SELECT version()')).rows[0]!.version
+    const synchronousCommit = (await client.query<{ synchronous_commit: string }>('SHOW synchronous_commit')).rows[0]!.synchronous_commit
+    return { version, synchronousCommit }
+  })
+  const url = new URL(POSTGRES_ADMIN_URL)
+  url.pathname = `/${name}`
+  try {
+    return await work(url.toString(), info)
+  } finally {
+    // FORCE: a server killed mid-run may leave connections that would block the drop.
+    await onPostgres((client) => client.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`))
+  }
+}
+
+async function onPostgres<T>(work: (client: pg.Client) => Promise<T>): Promise<T> {
+  const client = new pg.Client({ connectionString: POSTGRES_ADMIN_URL })
+  await client.connect()
+  try {
+    return await work(client)
+  } finally {
+    await client.end()
+  }
+}
+
+async function describeMachine(postgres: string, synchronousCommit: string): Promise<Machine> {
+  const cpuinfo = await readFile('/proc/cpuinfo', 'utf8')
+  const meminfo = await readFile('/proc/meminfo', 'utf8')
+  return {
+    date: new Date(),
+    cpus: availableParallelism(),
+    cpuModel: /^model name\s*:\s*(.+)$/m.exec(cpuinfo)?.[1] ?? 'unknown',
+    memoryGiB: Number(/^MemTotal:\s+(\d+) kB$/m.exec(meminfo)?.[1] ?? 0) / 1024 / 1024,
+    node: process.version,
+    postgres,
+    synchronousCommit,
+  }
+}
+
+async function tail(file: string, lines = 20): Promise<string> {
+  const text = await readFile(file, 'utf8').catch(() => '')
+  return text.trimEnd().split('\n').slice(-lines).join('\n')
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
+
+function log(message: string) {
+  process.stderr.write(`[bench] ${message}\n`)
+}
+
+/**
+ * Ctrl-C stops the servers and wrk; the step that was waiting on them then
+ * fails, and the clean-up on its way out drops the database and the temp
+ * directory. A second Ctrl-C exits at once.
+ */
+let interrupted = false
+for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+  process.on(signal, () => {
+    if (interrupted) process.exit(130)
+    interrupted = true
+    log(`${signal}: stopping the servers and cleaning up (again to exit at once)`)
+    void stopAllChildren()
+  })
+}
+
+const workDir = await mkdtemp(path.join(tmpdir(), 'trigger-bench-'))
+try {
+  await main(workDir)
+} catch (error) {
+  log(interrupted ? 'interrupted' : `FAILED: ${error instanceof Error ? error.message : String(error)}`)
+  process.exitCode = interrupted ? 130 : 1
+} finally {
+  await stopAllChildren()
+  await rm(workDir, { recursive: true, force: true })
+}

@@ -1,0 +1,56 @@
+/** Configuration is read once from the environment; a bad value stops start-up with one clear line. */
+import assert from 'node:assert/strict'
+import path from 'node:path'
+import { test } from 'node:test'
+import { ConfigError, loadConfig } from '../src/config.ts'
+
+test('defaults', () => {
+  assert.deepEqual(loadConfig({}), {
+    port: 8080,
+    host: '0.0.0.0',
+    databaseUrl: undefined,
+    dataDir: path.resolve('./data'),
+    operatorToken: undefined,
+    logLevel: 'info',
+  })
+})
+
+test('reads every variable', () => {
+  const config = loadConfig({
+    PORT: '9000',
+    HOST: '127.0.0.1',
+    DATABASE_URL: 'postgresql://app@db:5432/triggers',
+    DATA_DIR: 'memory://',
+    OPERATOR_TOKEN: 'o'.repeat(32),
+    LOG_LEVEL: 'WARN',
+  })
+  assert.deepEqual(config, {
+    port: 9000,
+    host: '127.0.0.1',
+    databaseUrl: 'postgresql://app@db:5432/triggers',
+    dataDir: 'memory://',
+    operatorToken: 'o'.repeat(32),
+    logLevel: 'warn',
+  })
+})
+
+for (const [env, pattern] of [
+  [{ PORT: 'eighty' }, /^PORT must be an integer from 0 to 65535, got "eighty"$/],
+  [{ PORT: '70000' }, /^PORT must be/],
+  [{ PORT: '' }, /^PORT is set but empty/],
+  [{ DATABASE_URL: 'mysql://x@y/z' }, /^DATABASE_URL must start with postgres:\/\/ or postgresql:\/\//],
+  [{ DATABASE_URL: 'not a url' }, /^DATABASE_URL is not a URL/],
+  [{ OPERATOR_TOKEN: 'short' }, /^OPERATOR_TOKEN must be at least 24 characters long$/],
+  [{ LOG_LEVEL: 'loud' }, /^LOG_LEVEL must be one of fatal, error, warn, info, debug, trace, silent, got "loud"$/],
+] as const) {
+  test(`refuses ${JSON.stringify(env)}`, () => {
+    assert.throws(() => loadConfig(env), (error: unknown) => error instanceof ConfigError && pattern.test(error.message))
+  })
+}
+
+test('a database URL is never echoed into the message (it may hold a password)', () => {
+  assert.throws(
+    () => loadConfig({ DATABASE_URL: 'mysql://user:s3cret@host/db' }),
+    (error: unknown) => error instanceof Error && !error.message.includes('s3cret'),
+  )
+})

@@ -1,0 +1,49 @@
+/** Logs: one structured line per request, carrying its request id, and never a secret or a phone number. */
+import assert from 'node:assert/strict'
+import { after, before, test } from 'node:test'
+import { bearer, OPERATOR_TOKEN, seedOrganization, startService, type TestService } from './support/service.ts'
+
+let service: TestService
+
+before(async () => {
+  service = await startService()
+})
+after(() => service.close())
+
+test('no API key, operator token or phone number reaches a log line', async () => {
+  const org = await seedOrganization(service.app)
+  const phones = ['+44 (0)20 7946 0958', '+1 (415) 555-2671']
+  for (const phone of phones) {
+    await service.app.inject({
+      method: 'POST',
+      url: '/api/v2/triggers?phone=' + encodeURIComponent(phone),
+      headers: { ...bearer(org.key), 'content-type': 'application/json', 'x-request-id': 'log-check' },
+      payload: { campaign: 'screening', contact: { phone } },
+    })
+    await service.app.inject({
+      method: 'POST',
+      url: '/api/v2/triggers',
+      headers: { ...bearer(org.key), 'content-type': 'application/json' },
+      payload: `{"campaign": "screening", "contact": {"phone": "${phone}"`,
+    })
+  }
+  await service.app.inject({ method: 'POST', url: '/api/v2/triggers', headers: bearer(org.key.slice(0, -2) + 'xx') })
+  assert.ok(service.logs.length >= 5)
+  const text = service.logs.join('\n')
+  const secretPart = org.key.split('_').at(-1)!
+  for (const forbidden of [org.key, secretPart, OPERATOR_TOKEN, '2079460958', '4155552671', '7946', '555-2671']) {
+    assert.ok(!text.includes(forbidden), `a log line contains ${forbidden}`)
+  }
+})
+
+test('each request logs one line with its request id, method, route and status', async () => {
+  service.logs.length = 0
+  await service.app.inject({ method: 'GET', url: '/healthz', headers: { 'x-request-id': 'trace-me' } })
+  const lines = service.logs.map((line) => JSON.parse(line))
+  assert.equal(lines.length, 1)
+  assert.equal(lines[0].request_id, 'trace-me')
+  assert.equal(lines[0].method, 'GET')
+  assert.equal(lines[0].route, '/healthz')
+  assert.equal(lines[0].status, 200)
+  assert.equal(typeof lines[0].ms, 'number')
+})

@@ -1,0 +1,55 @@
+/** /openapi.json is generated from the schemas the routes validate with; /docs renders it; health endpoints answer. */
+import assert from 'node:assert/strict'
+import { after, before, test } from 'node:test'
+import { TriggerRequestSchema } from '../src/http/routes/triggers.ts'
+import { json, startService, type TestService } from './support/service.ts'
+
+let service: TestService
+
+before(async () => {
+  service = await startService()
+})
+after(() => service.close())
+
+test('an OpenAPI 3.1 document of the client and admin APIs', async () => {
+  const response = await service.app.inject({ method: 'GET', url: '/openapi.json' })
+  assert.equal(response.statusCode, 200)
+  const document = json(response)
+  assert.equal(document.openapi, '3.1.0')
+  for (const path of [
+    '/api/v2/triggers',
+    '/api/v2/triggers/{id}',
+    '/admin/v1/organizations',
+    '/admin/v1/organizations/{org_id}/api-keys',
+    '/admin/v1/organizations/{org_id}/api-keys/{key_id}',
+    '/admin/v1/organizations/{org_id}/campaigns',
+  ]) {
+    assert.ok(document.paths[path], path)
+  }
+  const create = document.paths['/api/v2/triggers'].post
+  const requestSchema = create.requestBody.content['application/json'].schema
+  assert.deepEqual(Object.keys(requestSchema.properties), Object.keys(TriggerRequestSchema.properties))
+  assert.deepEqual(requestSchema.required, ['campaign', 'contact'])
+  assert.equal(requestSchema.properties.ids.maxItems, 20)
+  assert.deepEqual(Object.keys(create.responses).sort(), ['201', '401', '403', '422'])
+  assert.deepEqual(create.security, [{ apiKey: [] }])
+  assert.ok(document.components.securitySchemes.apiKey)
+})
+
+test('a readable reference at /docs', async () => {
+  const response = await service.app.inject({ method: 'GET', url: '/docs/' })
+  assert.equal(response.statusCode, 200)
+  assert.match(response.headers['content-type'] as string, /text\/html/)
+  assert.match(response.body, /swagger/i)
+})
+
+test('/healthz and /readyz', async () => {
+  assert.deepEqual(json(await service.app.inject({ method: 'GET', url: '/healthz' })), { status: 'ok' })
+  assert.deepEqual(json(await service.app.inject({ method: 'GET', url: '/readyz' })), { status: 'ready' })
+})
+
+test('an unknown route is 404 in the error shape', async () => {
+  const response = await service.app.inject({ method: 'GET', url: '/api/v2/nothing-here' })
+  assert.equal(response.statusCode, 404)
+  assert.equal(json(response).error.code, 'not_found')
+})

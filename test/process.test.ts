@@ -1,0 +1,150 @@
+/**
+ * The service as an operator runs it: the CLI and `serve` as real processes
+ * on one database, as the README's quick start uses them.
+ */
+import assert from 'node:assert/strict'
+import { type ChildProcess, spawn } from 'node:child_process'
+import { mkdtemp, readFile, rm, stat } from 'node:fs/promises'
+import { createServer } from 'node:net'
+import { tmpdir } from 'node:os'
+import path from 'node:path'
+import { after, before, test } from 'node:test'
+import { freshDatabase, type TestDatabase } from './support/service.ts'
+
+const ROOT = path.resolve(import.meta.dirname, '..')
+let dataDir: string
+let database: TestDatabase | undefined
+
+/** The environment of every process: a PostgreSQL schema of its own, or an embedded database in a temp dir. */
+function environment(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = { PATH: process.env.PATH, DATA_DIR: dataDir, LOG_LEVEL: 'info', ...extra }
+  if (database?.url !== undefined) env.DATABASE_URL = database.url
+  return env
+}
+
+function runCli(args: string[], extra: Record<string, string> = {}) {
+  return new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
+    const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli.ts', ...args], { cwd: ROOT, env: environment(extra) })
+    let stdout = ''
+    let stderr = ''
+    child.stdout.on('data', (chunk) => (stdout += chunk))
+    child.stderr.on('data', (chunk) => (stderr += chunk))
+    child.on('close', (code) => resolve({ code, stdout, stderr }))
+  })
+}
+
+async function freePort(): Promise<number> {
+  const server = createServer()
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  const { port } = server.address() as { port: number }
+  await new Promise((resolve) => server.close(resolve))
+  return port
+}
+
+async function startServer(extra: Record<string, string> = {}) {
+  const port = await freePort()
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'serve'], {
+    cwd: ROOT,
+    env: environment({ PORT: String(port), HOST: '127.0.0.1', ...extra }),
+  })
+  let stdout = ''
+  child.stdout.on('data', (chunk) => (stdout += chunk))
+  child.stderr.on('data', (chunk) => (stdout += chunk))
+  const base = `http://127.0.0.1:${port}`
+  for (let attempt = 0; ; attempt++) {
+    if (child.exitCode !== null) throw new Error(`serve exited: ${stdout}`)
+    try {
+      if ((await fetch(`${base}/healthz`)).ok) break
+    } catch {
+      if (attempt > 300) throw new Error(`serve did not start: ${stdout}`)
+      await new Promise((resolve) => setTimeout(resolve, 100))
+    }
+  }
+  return { base, output: () => stdout, stop: () => stop(child) }
+}
+
+function stop(child: ChildProcess): Promise<number | null> {
+  return new Promise((resolve) => {
+    child.on('close', (code) => resolve(code))
+    child.kill('SIGTERM')
+  })
+}
+
+function parse(output: { code: number | null; stdout: string; stderr: string }) {
+  assert.equal(output.code, 0, output.stderr)
+  return JSON.parse(output.stdout)
+}
+
+before(async () => {
+  dataDir = await mkdtemp(path.join(tmpdir(), 'trigger-service-'))
+  if (process.env.DATABASE_URL !== undefined) database = await freshDatabase()
+})
+after(async () => {
+  await database?.drop()
+  await rm(dataDir, { recursive: true, force: true })
+})
+
+test('bad configuration stops start-up with one clear line', async () => {
+  const result = await runCli(['serve'], { PORT: 'eighty' })
+  assert.equal(result.code, 1)
+  assert.equal(result.stderr, 'configuration error: PORT must be an integer from 0 to 65535, got "eighty"\n')
+})
+
+test('CLI admin commands, then serve: the key works until revoked; the operator token is printed once', async () => {
+  const org = parse(await runCli(['org', 'create', '--name', 'Acme']))
+  assert.match(org.id, /^org_/)
+  const key = parse(await runCli(['key', 'issue', '--org', org.id, '--name', 'ats']))
+  assert.match(key.key, /^ctk_/)
+  const campaign = parse(await runCli(['campaign', 'create', '--org', org.id, '--routing-key', 'screening', '--channel', 'voice', '--context', '{"company":"Acme"}']))
+  assert.equal(campaign.routing_key, 'screening')
+
+  const refused = await runCli(['campaign', 'create', '--org', org.id, '--routing-key', 'bad key', '--channel', 'fax'])
+  assert.equal(refused.code, 1)
+  assert.match(refused.stderr, /--routing-key: String should match pattern/)
+  assert.match(refused.stderr, /--channel: Input should be 'voice' or 'whatsapp'/)
+
+  const first = await startServer()
+  const tokenFile = path.join(dataDir, 'operator-token')
+  const token = (await readFile(tokenFile, 'utf8')).trim()
+  assert.equal((await stat(tokenFile)).mode & 0o777, 0o600)
+  assert.ok(first.output().includes(`Operator token (shown once): ${token}`))
+  const trigger = () =>
+    fetch(`${first.base}/api/v2/triggers`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${key.key}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ campaign: 'screening', contact: { phone: '+44 20 7946 0958' } }),
+    })
+  assert.equal((await trigger()).status, 201)
+  const orgs = await fetch(`${first.base}/admin/v1/organizations`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+    body: '{"name": "Second"}',
+  })
+  assert.equal(orgs.status, 201)
+  assert.equal(await first.stop(), 0, 'SIGTERM shuts down cleanly')
+  assert.ok(!first.output().includes(key.key), 'the API key is never logged')
+
+  parse(await runCli(['key', 'revoke', '--org', org.id, '--key', key.id]))
+  const second = await startServer()
+  const again = await fetch(`${second.base}/api/v2/triggers`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${key.key}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ campaign: 'screening', contact: { phone: '+44 20 7946 0958' } }),
+  })
+  assert.equal(again.status, 401)
+  assert.ok(!second.output().includes(token), 'the operator token is printed on first start only')
+  assert.equal(await second.stop(), 0)
+})
+
+test('OPERATOR_TOKEN from the environment is used and never printed', async () => {
+  const token = 'env-operator-token-abcdefghijklmnop'
+  const server = await startServer({ OPERATOR_TOKEN: token })
+  const response = await fetch(`${server.base}/admin/v1/organizations`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+    body: '{"name": "Env"}',
+  })
+  assert.equal(response.status, 201)
+  await server.stop()
+  assert.ok(!server.output().includes(token))
+})
