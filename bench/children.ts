@@ -8,10 +8,15 @@ import { type ChildProcess, type SpawnOptions, spawn } from 'node:child_process'
 const running = new Set<ChildProcess>()
 let stopping = false
 
-/** Starts a tracked child; refused once the benchmark is stopping, so that a late step cannot leave one behind. */
+/**
+ * Starts a tracked child in a process group of its own, so that a Ctrl-C
+ * reaches only the benchmark, which then stops its children itself (wrk would
+ * otherwise print a partial report and exit as if it had finished). Refused
+ * once the benchmark is stopping, so that a late step cannot leave one behind.
+ */
 export function startChild(command: string, args: readonly string[], options: SpawnOptions): ChildProcess {
   if (stopping) throw new Error('the benchmark is stopping')
-  const child = spawn(command, args, options)
+  const child = spawn(command, args, { ...options, detached: true })
   running.add(child)
   child.once('exit', () => running.delete(child))
   return child

@@ -4,7 +4,7 @@
  * webhook delivery) adds its own section builder here and its section to the
  * list that bench/run.ts passes to {@link renderReport}.
  */
-import type { WrkResult } from './wrk.ts'
+import { TIMEOUT_SECONDS, type WrkResult } from './wrk.ts'
 
 export interface Section {
   heading: string
@@ -36,7 +36,7 @@ export function machineSection(machine: Machine): Section {
       `- CPUs: ${machine.cpus} × ${machine.cpuModel}`,
       `- Memory: ${machine.memoryGiB.toFixed(1)} GiB`,
       `- Node.js: ${machine.node}`,
-      `- PostgreSQL: ${machine.postgres} (synchronous_commit ${machine.synchronousCommit}, default settings otherwise)`,
+      `- PostgreSQL: ${machine.postgres} (synchronous_commit ${machine.synchronousCommit})`,
     ].join('\n'),
   }
 }
@@ -79,11 +79,12 @@ Method:
 - Each server runs alone, pinned to CPU 0 (\`taskset -c 0\`); wrk is pinned to CPU 1 (\`wrk -t1 -c${method.connections} --latency\`); PostgreSQL is not pinned and shares both CPUs.
 - Per target: ${method.warmUpSeconds} s of warm-up (discarded), then ${method.durationSeconds} s measured. The bare route is measured once per run and its figure is the base of both ratios.
 - The service runs as in production: \`node --import tsx src/cli.ts serve\`, \`LOG_LEVEL=info\` (one JSON log line per request, to a file), on a fresh database (a new PostgreSQL database; a new PGlite data directory), with one organization, one API key and two campaigns.
-- ${method.bodies} distinct bodies, posted in turn, each request with its own \`X-Request-ID\`: contacts in ${method.countries} countries with ${method.distinctNumbers} distinct valid mobile numbers, written as ${formats}; 2–3 ids with mixed-case source and type, 2–4 context keys, names with accents and non-Latin scripts, a language tag in 85 % and an email in 70 % of them, a channel in 30 %. Every body was first posted once to each service and got 201; any response other than 2xx, or any socket error, fails the run.
+- ${method.bodies} distinct bodies, posted in turn, each request with its own \`X-Request-ID\`: contacts in ${method.countries} countries with ${method.distinctNumbers} distinct valid mobile numbers, written as ${formats}; 2–3 ids with mixed-case source and type, 2–4 context keys, names with accents and non-Latin scripts, a language tag in 85 % and an email in 70 % of them, a channel in 30 %. Every body was first posted once to each service and got 201.
+- Any response other than 2xx, or any socket error, fails the run. wrk's timeout is raised to ${TIMEOUT_SECONDS} s so that slow answers stay in the percentiles instead of being dropped as timeouts (its default of 2 s would hide the tail of a saturated server).
 
 ${markdownTable(rows)}
 
-Targets (at ${method.connections} connections):
+Targets (the project's, set for 64 connections${method.connections === 64 ? '' : `; this run used ${method.connections}, so the verdicts are only indicative`}):
 
 ${verdicts.map((verdict) => `- ${verdict.target}: ${verdict.goal} — **${verdict.met ? 'met' : 'not met'}**`).join('\n')}
 `

@@ -49,6 +49,10 @@ interface Load {
 }
 
 interface Server {
+  /** As the report names the target. */
+  name: string
+  /** The name in lower case, for file names and request ids. */
+  label: string
   child: ChildProcess
   baseUrl: string
   logFile: string
@@ -71,7 +75,7 @@ async function main(workDir: string): Promise<void> {
   const pglite = await benchService('PGlite', { DATA_DIR: path.join(workDir, 'pglite') }, load, workDir)
 
   const rows: TriggerRow[] = [
-    { target: 'bare Fastify', result: bare, ratio: undefined },
+    { target: 'bare', result: bare, ratio: undefined },
     { target: 'PostgreSQL', result: postgres, ratio: postgres.requestsPerSecond / bare.requestsPerSecond },
     { target: 'PGlite', result: pglite, ratio: pglite.requestsPerSecond / bare.requestsPerSecond },
   ]
@@ -115,31 +119,31 @@ async function benchBare(load: Load, workDir: string): Promise<WrkResult> {
   try {
     // The bare route answers anything; one post is enough to know it listens.
     await waitUntilReady(server, async () => (await postTrigger(server.baseUrl, 'none', load.bodies[0]!, 'bare-ready')).status === 201)
-    return await measure('bare', server, 'none', load)
+    return await measure(server, 'none', load)
   } finally {
     await stopChild(server.child)
   }
 }
 
 /** The service on a fresh database: provisioned, every body checked, then measured. */
-async function benchService(target: string, env: Record<string, string>, load: Load, workDir: string): Promise<WrkResult> {
-  const label = target.toLowerCase()
-  const server = await startServer(label, ['src/cli.ts', 'serve'], { ...env, OPERATOR_TOKEN, LOG_LEVEL: 'info' }, workDir)
+async function benchService(name: string, env: Record<string, string>, load: Load, workDir: string): Promise<WrkResult> {
+  const server = await startServer(name, ['src/cli.ts', 'serve'], { ...env, OPERATOR_TOKEN, LOG_LEVEL: 'info' }, workDir)
   try {
     const started = Date.now()
     await waitUntilReady(server, async () => (await fetch(`${server.baseUrl}/readyz`)).status === 200)
-    log(`${target}: ready after ${((Date.now() - started) / 1000).toFixed(1)} s`)
+    log(`${name}: ready after ${((Date.now() - started) / 1000).toFixed(1)} s`)
     const apiKey = await provision(server.baseUrl)
-    await verifyBodies(server.baseUrl, apiKey, load.bodies, label)
-    log(`${target}: all ${load.bodies.length} bodies answered 201`)
-    return await measure(label, server, apiKey, load)
+    await verifyBodies(server, apiKey, load.bodies)
+    log(`${name}: all ${load.bodies.length} bodies answered 201`)
+    return await measure(server, apiKey, load)
   } finally {
     await stopChild(server.child)
   }
 }
 
 /** Starts a server pinned to its CPU, its output (the request log) going to a file. */
-async function startServer(label: string, args: string[], env: Record<string, string>, workDir: string): Promise<Server> {
+async function startServer(name: string, args: string[], env: Record<string, string>, workDir: string): Promise<Server> {
+  const label = name.toLowerCase()
   const port = await freePort()
   const logFile = path.join(workDir, `${label}.log`)
   const output = openSync(logFile, 'w')
@@ -148,10 +152,8 @@ async function startServer(label: string, args: string[], env: Record<string, st
       cwd: ROOT,
       env: { ...process.env, ...env, PORT: String(port), HOST: '127.0.0.1' },
       stdio: ['ignore', output, output],
-      // Its own process group, so that a Ctrl-C reaches only the benchmark, which then stops it in order.
-      detached: true,
     })
-    return { child, baseUrl: `http://127.0.0.1:${port}`, logFile }
+    return { name, label, child, baseUrl: `http://127.0.0.1:${port}`, logFile }
   } finally {
     closeSync(output)
   }
@@ -180,9 +182,9 @@ async function waitUntilReady(server: Server, probe: () => Promise<boolean>): Pr
 }
 
 /** Warm-up (discarded), then the measured run; either fails on any non-2xx response or socket error. */
-async function measure(label: string, server: Server, apiKey: string, load: Load): Promise<WrkResult> {
+async function measure(server: Server, apiKey: string, load: Load): Promise<WrkResult> {
   const run = async (phase: string, durationSeconds: number) => {
-    log(`${label}: ${phase}, ${durationSeconds} s`)
+    log(`${server.name}: ${phase}, ${durationSeconds} s`)
     const result = await runWrk({
       url: `${server.baseUrl}/api/v2/triggers`,
       cpu: WRK_CPU,
@@ -190,11 +192,11 @@ async function measure(label: string, server: Server, apiKey: string, load: Load
       connections: load.connections,
       bodiesFile: load.bodiesFile,
       apiKey,
-      label: `${label}-${phase}`,
+      label: `${server.label}-${phase}`,
     })
     const failure = failureOf(result)
     if (failure !== undefined) {
-      throw new Error(`${label} ${phase} failed: ${failure}\n${result.output}\nserver log:\n${await tail(server.logFile)}`)
+      throw new Error(`${server.name} ${phase} failed: ${failure}\n${result.output}\nserver log:\n${await tail(server.logFile)}`)
     }
     return result
   }
@@ -226,13 +228,13 @@ async function adminPost(baseUrl: string, route: string, body: unknown): Promise
  * Posts every body once and requires a 201 with the envelope: an invalid
  * body would otherwise be answered 422, cheaply, and flatter the figures.
  */
-async function verifyBodies(baseUrl: string, apiKey: string, bodies: readonly string[], label: string): Promise<void> {
+async function verifyBodies(server: Server, apiKey: string, bodies: readonly string[]): Promise<void> {
   let next = 0
   const worker = async () => {
     while (next < bodies.length) {
       const index = next++
-      const requestId = `${label}-verify-${index}`
-      const response = await postTrigger(baseUrl, apiKey, bodies[index]!, requestId)
+      const requestId = `${server.label}-verify-${index}`
+      const response = await postTrigger(server.baseUrl, apiKey, bodies[index]!, requestId)
       const text = await response.text()
       const reply = response.status === 201 ? JSON.parse(text) : undefined
       if (reply?.data?.status !== 'accepted' || reply.metadata?.request_id !== requestId) {
@@ -310,14 +312,16 @@ function log(message: string) {
 /**
  * Ctrl-C stops the servers and wrk; the step that was waiting on them then
  * fails, and the clean-up on its way out drops the database and the temp
- * directory. A second Ctrl-C exits at once.
+ * directory. Further signals are ignored meanwhile: one Ctrl-C often arrives
+ * twice (from the terminal and relayed by tsx), and an exit halfway through
+ * the clean-up would leave the database behind.
  */
 let interrupted = false
 for (const signal of ['SIGINT', 'SIGTERM'] as const) {
   process.on(signal, () => {
-    if (interrupted) process.exit(130)
+    if (interrupted) return
     interrupted = true
-    log(`${signal}: stopping the servers and cleaning up (again to exit at once)`)
+    log(`${signal}: stopping the servers and cleaning up`)
     void stopAllChildren()
   })
 }

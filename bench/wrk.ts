@@ -4,6 +4,14 @@ import { startChild } from './children.ts'
 
 const SCRIPT = fileURLToPath(new URL('./triggers.lua', import.meta.url))
 
+/**
+ * wrk counts a response slower than its timeout (2 s by default) as a socket
+ * error and leaves it out of the latency figures, which would hide exactly
+ * the tail a saturated server has. With a long timeout every answered request
+ * is in the percentiles; one not answered within it still fails the run.
+ */
+export const TIMEOUT_SECONDS = 30
+
 export interface WrkRun {
   url: string
   /** CPU that wrk is pinned to, away from the server's. */
@@ -36,6 +44,8 @@ export async function runWrk(run: WrkRun): Promise<WrkResult> {
     `-c${run.connections}`,
     `-d${run.durationSeconds}s`,
     '--latency',
+    '--timeout',
+    `${TIMEOUT_SECONDS}s`,
     '-s',
     SCRIPT,
     run.url,

@@ -61,7 +61,7 @@ describe('201', () => {
   })
 
   test('generates a request id when none, or an unusable one, is sent', async () => {
-    for (const headers of [{}, { 'x-request-id': 'x'.repeat(201) }]) {
+    for (const headers of [{}, { 'x-request-id': 'x'.repeat(201) }] as Record<string, string>[]) {
       const response = await post(VALID, headers)
       assert.equal(response.statusCode, 201)
       const requestId = json(response).metadata.request_id
