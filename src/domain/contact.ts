@@ -28,13 +28,23 @@ export function normalizePhone(input: string): string | null {
   }
 }
 
+/** Intl's canonicalization costs microseconds and clients send few distinct tags. */
+const canonicalLanguages = new Map<string, string | null>()
+const MAX_CACHED_LANGUAGES = 1_000
+
 /** The canonical form of a well-formed BCP 47 language tag (`pt-br` → `pt-BR`). */
 export function normalizeLanguage(input: string): string | null {
+  const cached = canonicalLanguages.get(input)
+  if (cached !== undefined) return cached
+  let canonical: string | null
   try {
-    return Intl.getCanonicalLocales(input.trim())[0] ?? null
+    canonical = Intl.getCanonicalLocales(input.trim())[0] ?? null
   } catch {
-    return null
+    canonical = null
   }
+  if (canonicalLanguages.size >= MAX_CACHED_LANGUAGES) canonicalLanguages.clear()
+  canonicalLanguages.set(input, canonical)
+  return canonical
 }
 
 export type EmailCheck = { email: string } | { problem: string }

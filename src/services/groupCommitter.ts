@@ -3,8 +3,12 @@
  * while earlier commits are in flight wait and go together in the next one.
  * Each caller is answered when the commit that holds its item has finished,
  * so nothing is acknowledged before it is durable, while the database does
- * one commit (one WAL flush) for many requests under load. An idle system
- * pays no waiting: the first item is committed at once, alone.
+ * one commit (one WAL flush) for many requests under load.
+ *
+ * A commit starts on the event loop's next check phase (setImmediate), after
+ * every request already read from the sockets has submitted its item: an idle
+ * system waits for nothing, and a busy one fills its batches even when the
+ * database answers within the same tick (PGlite runs in this thread).
  */
 
 export interface GroupCommitterOptions {
@@ -31,6 +35,7 @@ export class GroupCommitter<Item, Outcome> {
   readonly #options: GroupCommitterOptions
   #queue: Waiting<Item, Outcome>[] = []
   #inFlight = 0
+  #flushScheduled = false
   #idle: (() => void)[] = []
 
   /** `commit` returns one outcome per item, in the order given. */
@@ -42,7 +47,7 @@ export class GroupCommitter<Item, Outcome> {
   submit(item: Item): Promise<Outcome> {
     return new Promise((resolve, reject) => {
       this.#queue.push({ item, resolve, reject })
-      this.#pump()
+      this.#scheduleFlush()
     })
   }
 
@@ -52,13 +57,22 @@ export class GroupCommitter<Item, Outcome> {
     return new Promise((resolve) => this.#idle.push(resolve))
   }
 
-  #pump(): void {
+  #scheduleFlush(): void {
+    if (this.#flushScheduled) return
+    this.#flushScheduled = true
+    setImmediate(() => {
+      this.#flushScheduled = false
+      this.#flush()
+    })
+  }
+
+  #flush(): void {
     while (this.#inFlight < this.#options.maxInFlight && this.#queue.length > 0) {
       const batch = this.#queue.splice(0, this.#options.maxBatch)
       this.#inFlight++
       void this.#run(batch).finally(() => {
         this.#inFlight--
-        this.#pump()
+        this.#scheduleFlush()
         if (this.#inFlight === 0 && this.#queue.length === 0) for (const resolve of this.#idle.splice(0)) resolve()
       })
     }

@@ -8,9 +8,18 @@ import path from 'node:path'
 import { PGlite } from '@electric-sql/pglite'
 import pg from 'pg'
 
+/**
+ * A statement of the hot path, named so that a server connection parses and
+ * plans it once and then only binds parameters to it.
+ */
+export interface PreparedStatement {
+  name: string
+  text: string
+}
+
 export interface Queryable {
   /** Runs one parameterized statement and returns its rows. */
-  query<Row>(sql: string, params?: readonly unknown[]): Promise<Row[]>
+  query<Row>(sql: string | PreparedStatement, params?: readonly unknown[]): Promise<Row[]>
   /** Runs a script of several statements without parameters (migrations). */
   exec(sql: string): Promise<void>
 }
@@ -45,8 +54,9 @@ function openPostgres(connectionString: string, poolSize: number): Database {
   // pool replaces it and the next query reports any lasting problem.
   pool.on('error', () => {})
   const runOn = (client: pg.Pool | pg.PoolClient): Queryable => ({
-    async query<Row>(sql: string, params?: readonly unknown[]) {
-      const result = await client.query(sql, params as unknown[] | undefined)
+    async query<Row>(sql: string | PreparedStatement, params?: readonly unknown[]) {
+      const values = params as unknown[] | undefined
+      const result = typeof sql === 'string' ? await client.query(sql, values) : await client.query({ ...sql, values })
       return result.rows as Row[]
     },
     async exec(sql: string) {
@@ -79,8 +89,9 @@ async function openPglite(dataDir: string): Promise<Database> {
   if (dataDir !== 'memory://') await mkdir(dataDir, { recursive: true })
   const db = await PGlite.create(dataDir)
   const runOn = (session: Pick<PGlite, 'query' | 'exec'>): Queryable => ({
-    async query<Row>(sql: string, params?: readonly unknown[]) {
-      const result = await session.query<Row>(sql, params as unknown[] | undefined)
+    // PGlite has no named statements; it runs the text (see the bench notes in BENCHMARKS.md).
+    async query<Row>(sql: string | PreparedStatement, params?: readonly unknown[]) {
+      const result = await session.query<Row>(typeof sql === 'string' ? sql : sql.text, params as unknown[] | undefined)
       return result.rows
     },
     async exec(sql: string) {

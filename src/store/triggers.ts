@@ -1,5 +1,5 @@
 import type { Channel, Contact, ExternalId, JsonObject, TaskStatus, Trigger } from '../domain/types.ts'
-import type { Queryable } from './database.ts'
+import type { PreparedStatement, Queryable } from './database.ts'
 import { iso } from './rows.ts'
 
 /** A validated trigger, with its ids chosen, ready to be recorded with its task. */
@@ -17,17 +17,9 @@ export interface NewTrigger {
   createdAt: string
 }
 
-/**
- * Records many triggers, each with its task, in one statement and so in one
- * transaction: the group commit of the trigger path. A trigger is recorded
- * only if the API key that sent it is still unrevoked and its campaign still
- * exists as the statement runs; the ids of the recorded triggers are returned.
- * The task's context is the campaign's default context with the trigger's
- * merged over it, read here so that it is current at commit.
- */
-export async function insertTriggersWithTasks(db: Queryable, triggers: readonly NewTrigger[]): Promise<Set<string>> {
-  const rows = await db.query<{ id: string }>(
-    `WITH input AS (
+const INSERT_TRIGGERS_WITH_TASKS: PreparedStatement = {
+  name: 'insert_triggers_with_tasks',
+  text: `WITH input AS (
        SELECT * FROM jsonb_to_recordset($1::jsonb) AS i(
          id text, task_id text, org_id text, api_key_id text, campaign_id text, request_id text,
          ids jsonb, contact jsonb, context jsonb, test_mode boolean, created_at timestamptz)
@@ -46,24 +38,31 @@ export async function insertTriggersWithTasks(db: Queryable, triggers: readonly 
        FROM accepted
      )
      SELECT id FROM new_triggers`,
-    [
-      JSON.stringify(
-        triggers.map((t) => ({
-          id: t.id,
-          task_id: t.taskId,
-          org_id: t.orgId,
-          api_key_id: t.apiKeyId,
-          campaign_id: t.campaignId,
-          request_id: t.requestId,
-          ids: t.ids,
-          contact: t.contact,
-          context: t.context,
-          test_mode: t.testMode,
-          created_at: t.createdAt,
-        })),
-      ),
-    ],
-  )
+}
+
+/**
+ * Records many triggers, each with its task, in one statement and so in one
+ * transaction: the group commit of the trigger path. A trigger is recorded
+ * only if the API key that sent it is still unrevoked and its campaign still
+ * exists as the statement runs; the ids of the recorded triggers are returned.
+ * The task's context is the campaign's default context with the trigger's
+ * merged over it, read here so that it is current at commit.
+ */
+export async function insertTriggersWithTasks(db: Queryable, triggers: readonly NewTrigger[]): Promise<Set<string>> {
+  const batch = triggers.map((t) => ({
+    id: t.id,
+    task_id: t.taskId,
+    org_id: t.orgId,
+    api_key_id: t.apiKeyId,
+    campaign_id: t.campaignId,
+    request_id: t.requestId,
+    ids: t.ids,
+    contact: t.contact,
+    context: t.context,
+    test_mode: t.testMode,
+    created_at: t.createdAt,
+  }))
+  const rows = await db.query<{ id: string }>(INSERT_TRIGGERS_WITH_TASKS, [JSON.stringify(batch)])
   return new Set(rows.map((row) => row.id))
 }
 

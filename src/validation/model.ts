@@ -11,7 +11,7 @@
  * attached with {@link refine}, under a symbol so it stays out of the document.
  */
 import type { TSchema } from '@sinclair/typebox'
-import { type ErrorDetail, type Refusal, valueError } from '../domain/errors.ts'
+import { type ErrorDetail, type Refusal, refuse } from '../domain/errors.ts'
 
 /** A field's normalization: the value to keep, or why it is refused. */
 export type Refinement = (value: string) => string | Refusal
@@ -41,13 +41,13 @@ type SchemaNode = TSchema & {
 
 /** Validates `input` (a parsed body, or `undefined` when none was sent) against `schema`. */
 export function validate<T>(schema: TSchema, input: unknown, loc: Loc = ['body']): ValidationResult<T> {
-  const errors: ErrorDetail[] = []
+  const walk = new Walk(loc)
   if (input === undefined || input === null) {
-    errors.push({ type: 'missing', loc, msg: 'Field required', input: null })
-    return { value: undefined, errors }
+    walk.fail('missing', 'Field required', null)
+    return { value: undefined, errors: walk.errors }
   }
-  const value = check(schema as SchemaNode, input, loc, errors)
-  return { value: errors.length === 0 ? (value as T) : undefined, errors }
+  const value = walk.check(schema as SchemaNode, input)
+  return { value: walk.errors.length === 0 ? (value as T) : undefined, errors: walk.errors }
 }
 
 /**
@@ -63,21 +63,177 @@ export function inFieldOrder(schema: TSchema, errors: ErrorDetail[]): ErrorDetai
   return errors.map((error, index) => ({ error, index })).sort((a, b) => rank(a.error) - rank(b.error) || a.index - b.index).map(({ error }) => error)
 }
 
-function check(schema: SchemaNode, input: unknown, loc: Loc, errors: ErrorDetail[]): unknown {
-  if (schema.anyOf) return checkLiteral(schema, input, loc, errors)
-  switch (schema.type) {
-    case 'object':
-      return schema.properties ? checkModel(schema, input, loc, errors) : checkDict(schema, input, loc, errors)
-    case 'array':
-      return checkList(schema, input, loc, errors)
-    case 'string':
-      return checkString(schema, input, loc, errors)
-    case 'boolean':
-      return checkBool(input, loc, errors)
-    case undefined:
-      return checkJsonValue(input, loc, errors)
-    default:
-      throw new Error(`validation does not support schemas of type ${String(schema.type)}`)
+/**
+ * One validation: the errors found so far and the path to the value being
+ * checked, kept as one stack (pushed and popped) so that a valid body costs no
+ * path allocations; an error takes a copy.
+ */
+class Walk {
+  readonly errors: ErrorDetail[] = []
+  readonly #path: Loc
+
+  constructor(root: Loc) {
+    this.#path = [...root]
+  }
+
+  fail(type: string, msg: string, input: unknown, ctx?: Record<string, unknown>): undefined {
+    const entry: ErrorDetail = { type, loc: [...this.#path], msg, input }
+    if (ctx !== undefined) entry.ctx = ctx
+    this.errors.push(entry)
+    return undefined
+  }
+
+  check(schema: SchemaNode, input: unknown): unknown {
+    if (schema.anyOf) return this.#literal(schema, input)
+    switch (schema.type) {
+      case 'object':
+        return schema.properties ? this.#model(schema, input) : this.#dict(schema, input)
+      case 'array':
+        return this.#list(schema, input)
+      case 'string':
+        return this.#string(schema, input)
+      case 'boolean':
+        return this.#bool(input)
+      case undefined:
+        return this.#jsonValue(input)
+      default:
+        throw new Error(`validation does not support schemas of type ${String(schema.type)}`)
+    }
+  }
+
+  #at(key: string | number, schema: SchemaNode, input: unknown): unknown {
+    this.#path.push(key)
+    const value = this.check(schema, input)
+    this.#path.pop()
+    return value
+  }
+
+  #model(schema: SchemaNode, input: unknown): unknown {
+    if (!isPlainObject(input)) {
+      return this.fail('model_attributes_type', 'Input should be a valid dictionary or object to extract fields from', input)
+    }
+    const required: string[] = schema.required ?? []
+    const output: Record<string, unknown> = {}
+    for (const name in schema.properties) {
+      const fieldInput = Object.hasOwn(input, name) ? input[name] : undefined
+      // An optional field sent as null is treated as not sent (pydantic's `X | None = None`).
+      if (fieldInput === undefined || (fieldInput === null && !required.includes(name))) {
+        if (required.includes(name)) {
+          this.#path.push(name)
+          this.fail('missing', 'Field required', input)
+          this.#path.pop()
+        }
+        continue
+      }
+      output[name] = this.#at(name, schema.properties[name] as SchemaNode, fieldInput)
+    }
+    return output
+  }
+
+  #dict(schema: SchemaNode, input: unknown): unknown {
+    if (!isPlainObject(input)) return this.fail('dict_type', 'Input should be a valid dictionary', input)
+    const valueSchema = Object.values((schema.patternProperties ?? {}) as Record<string, SchemaNode>)[0] ?? ({} as SchemaNode)
+    const errorsBefore = this.errors.length
+    const output: Record<string, unknown> = {}
+    let size = 0
+    for (const key in input) {
+      output[key] = this.#at(key, valueSchema, input[key])
+      size++
+    }
+    // Unlike a list's, a dictionary's length is checked only when its values are valid.
+    if (this.errors.length === errorsBefore && schema.maxProperties !== undefined && size > schema.maxProperties) {
+      return this.#tooLong('Dictionary', schema.maxProperties, size, input)
+    }
+    return output
+  }
+
+  #list(schema: SchemaNode, input: unknown): unknown {
+    if (!Array.isArray(input)) return this.fail('list_type', 'Input should be a valid list', input)
+    // pydantic stops at the limit and reports only the length, not the items' errors.
+    if (schema.maxItems !== undefined && input.length > schema.maxItems) {
+      return this.#tooLong('List', schema.maxItems, input.length, input)
+    }
+    const output = new Array<unknown>(input.length)
+    for (let index = 0; index < input.length; index++) output[index] = this.#at(index, schema.items as SchemaNode, input[index])
+    return output
+  }
+
+  #tooLong(fieldType: string, max: number, actual: number, input: unknown): undefined {
+    return this.fail(
+      'too_long',
+      `${fieldType} should have at most ${max} item${max === 1 ? '' : 's'} after validation, not ${actual}`,
+      input,
+      { field_type: fieldType, max_length: max, actual_length: actual },
+    )
+  }
+
+  #string(schema: SchemaNode, input: unknown): unknown {
+    if (typeof input !== 'string') return this.fail('string_type', 'Input should be a valid string', input)
+    const value = schema[TRANSFORM]?.(input) ?? input
+    const length = characterCount(value)
+    if (schema.minLength !== undefined && length < schema.minLength) {
+      const min = schema.minLength
+      return this.fail('string_too_short', `String should have at least ${min} character${min === 1 ? '' : 's'}`, input, {
+        min_length: min,
+      })
+    }
+    if (schema.maxLength !== undefined && length > schema.maxLength) {
+      const max = schema.maxLength
+      return this.fail('string_too_long', `String should have at most ${max} character${max === 1 ? '' : 's'}`, input, {
+        max_length: max,
+      })
+    }
+    if (schema.pattern !== undefined && !new RegExp(schema.pattern, 'u').test(value)) {
+      return this.fail('string_pattern_mismatch', `String should match pattern '${schema.pattern}'`, input, {
+        pattern: schema.pattern,
+      })
+    }
+    const unstorable = textProblem(value)
+    if (unstorable !== undefined) return this.#valueError(input, unstorable)
+    const refined = schema[REFINE]?.(value) ?? value
+    if (typeof refined !== 'string') return this.fail('value_error', refined.msg, input, refined.ctx)
+    return refined
+  }
+
+  #valueError(input: unknown, message: string): undefined {
+    const { msg, ctx } = refuse(message)
+    return this.fail('value_error', msg, input, ctx)
+  }
+
+  /**
+   * pydantic's lax boolean: JSON booleans; the numbers 0 and 1; "0", "1" and
+   * the yes/no words in any case, untrimmed. Other words and whole numbers are
+   * `bool_parsing`; fractions, huge numbers and other types are `bool_type`.
+   */
+  #bool(input: unknown): unknown {
+    if (typeof input === 'boolean') return input
+    const unparsable = () => this.fail('bool_parsing', 'Input should be a valid boolean, unable to interpret input', input)
+    if (typeof input === 'string') {
+      const word = input.toLowerCase()
+      if (input === '1' || TRUE_WORDS.has(word)) return true
+      if (input === '0' || FALSE_WORDS.has(word)) return false
+      return unparsable()
+    }
+    if (typeof input === 'number' && Number.isInteger(input) && Math.abs(input) < I64_LIMIT) {
+      if (input === 1) return true
+      if (input === 0) return false
+      return unparsable()
+    }
+    return this.fail('bool_type', 'Input should be a valid boolean', input)
+  }
+
+  #literal(schema: SchemaNode, input: unknown): unknown {
+    const allowed = (schema.anyOf as SchemaNode[]).map((option) => option.const as string)
+    if (allowed.includes(input as string)) return input
+    const quoted = allowed.map((value) => `'${value}'`)
+    const expected = quoted.length > 1 ? `${quoted.slice(0, -1).join(', ')} or ${quoted.at(-1)}` : quoted[0]
+    return this.fail('literal_error', `Input should be ${expected}`, input, { expected })
+  }
+
+  #jsonValue(input: unknown): unknown {
+    const problem = jsonValueProblem(input, 0)
+    if (problem !== undefined) this.#valueError(input, problem)
+    return input
   }
 }
 
@@ -85,119 +241,9 @@ function isPlainObject(input: unknown): input is Record<string, unknown> {
   return typeof input === 'object' && input !== null && !Array.isArray(input)
 }
 
-function checkModel(schema: SchemaNode, input: unknown, loc: Loc, errors: ErrorDetail[]): unknown {
-  if (!isPlainObject(input)) {
-    errors.push({
-      type: 'model_attributes_type',
-      loc,
-      msg: 'Input should be a valid dictionary or object to extract fields from',
-      input,
-    })
-    return undefined
-  }
-  const required: string[] = schema.required ?? []
-  const output: Record<string, unknown> = {}
-  for (const [name, fieldSchema] of Object.entries(schema.properties as Record<string, SchemaNode>)) {
-    const fieldInput = Object.hasOwn(input, name) ? input[name] : undefined
-    // An optional field sent as null is treated as not sent (pydantic's `X | None = None`).
-    if (fieldInput === undefined || (fieldInput === null && !required.includes(name))) {
-      if (required.includes(name)) errors.push({ type: 'missing', loc: [...loc, name], msg: 'Field required', input })
-      continue
-    }
-    output[name] = check(fieldSchema, fieldInput, [...loc, name], errors)
-  }
-  return output
-}
-
-function checkDict(schema: SchemaNode, input: unknown, loc: Loc, errors: ErrorDetail[]): unknown {
-  if (!isPlainObject(input)) {
-    errors.push({ type: 'dict_type', loc, msg: 'Input should be a valid dictionary', input })
-    return undefined
-  }
-  const valueSchema = Object.values((schema.patternProperties ?? {}) as Record<string, SchemaNode>)[0] ?? ({} as SchemaNode)
-  const errorsBefore = errors.length
-  const output: Record<string, unknown> = {}
-  for (const [key, value] of Object.entries(input)) output[key] = check(valueSchema, value, [...loc, key], errors)
-  // Unlike a list's, a dictionary's length is checked only when its values are valid.
-  const size = Object.keys(input).length
-  if (errors.length === errorsBefore && schema.maxProperties !== undefined && size > schema.maxProperties) {
-    errors.push(tooLong('Dictionary', schema.maxProperties, size, loc, input))
-  }
-  return output
-}
-
-function checkList(schema: SchemaNode, input: unknown, loc: Loc, errors: ErrorDetail[]): unknown {
-  if (!Array.isArray(input)) {
-    errors.push({ type: 'list_type', loc, msg: 'Input should be a valid list', input })
-    return undefined
-  }
-  // pydantic stops at the limit and reports only the length, not the items' errors.
-  if (schema.maxItems !== undefined && input.length > schema.maxItems) {
-    errors.push(tooLong('List', schema.maxItems, input.length, loc, input))
-    return undefined
-  }
-  return input.map((item, index) => check(schema.items as SchemaNode, item, [...loc, index], errors))
-}
-
-function tooLong(fieldType: string, max: number, actual: number, loc: Loc, input: unknown): ErrorDetail {
-  return {
-    type: 'too_long',
-    loc,
-    msg: `${fieldType} should have at most ${max} item${max === 1 ? '' : 's'} after validation, not ${actual}`,
-    input,
-    ctx: { field_type: fieldType, max_length: max, actual_length: actual },
-  }
-}
-
-function checkString(schema: SchemaNode, input: unknown, loc: Loc, errors: ErrorDetail[]): unknown {
-  if (typeof input !== 'string') {
-    errors.push({ type: 'string_type', loc, msg: 'Input should be a valid string', input })
-    return undefined
-  }
-  const value = schema[TRANSFORM]?.(input) ?? input
-  const length = characterCount(value)
-  if (schema.minLength !== undefined && length < schema.minLength) {
-    errors.push({
-      type: 'string_too_short',
-      loc,
-      msg: `String should have at least ${schema.minLength} character${schema.minLength === 1 ? '' : 's'}`,
-      input,
-      ctx: { min_length: schema.minLength },
-    })
-    return undefined
-  }
-  if (schema.maxLength !== undefined && length > schema.maxLength) {
-    errors.push({
-      type: 'string_too_long',
-      loc,
-      msg: `String should have at most ${schema.maxLength} character${schema.maxLength === 1 ? '' : 's'}`,
-      input,
-      ctx: { max_length: schema.maxLength },
-    })
-    return undefined
-  }
-  if (schema.pattern !== undefined && !new RegExp(schema.pattern, 'u').test(value)) {
-    errors.push({
-      type: 'string_pattern_mismatch',
-      loc,
-      msg: `String should match pattern '${schema.pattern}'`,
-      input,
-      ctx: { pattern: schema.pattern },
-    })
-    return undefined
-  }
-  const unstorable = textProblem(value)
-  if (unstorable !== undefined) {
-    errors.push(valueError(loc, input, unstorable))
-    return undefined
-  }
-  const refined = schema[REFINE]?.(value) ?? value
-  if (typeof refined !== 'string') {
-    errors.push({ type: 'value_error', loc, msg: refined.msg, input, ctx: refined.ctx })
-    return undefined
-  }
-  return refined
-}
+const TRUE_WORDS = new Set(['t', 'y', 'on', 'yes', 'true'])
+const FALSE_WORDS = new Set(['f', 'n', 'no', 'off', 'false'])
+const I64_LIMIT = 2 ** 63
 
 /**
  * Limits on free-form JSON (a context value): text must be storable in
@@ -205,12 +251,6 @@ function checkString(schema: SchemaNode, input: unknown, loc: Loc, errors: Error
  */
 const MAX_JSON_DEPTH = 16
 const MAX_FREE_TEXT = 10_000
-
-function checkJsonValue(input: unknown, loc: Loc, errors: ErrorDetail[]): unknown {
-  const problem = jsonValueProblem(input, 0)
-  if (problem !== undefined) errors.push(valueError(loc, input, problem))
-  return input
-}
 
 function jsonValueProblem(input: unknown, depth: number): string | undefined {
   if (typeof input === 'string') {
@@ -243,43 +283,4 @@ function characterCount(value: string): number {
     if (unit >= 0xd800 && unit <= 0xdbff) count--
   }
   return count
-}
-
-const TRUE_WORDS = new Set(['t', 'y', 'on', 'yes', 'true'])
-const FALSE_WORDS = new Set(['f', 'n', 'no', 'off', 'false'])
-const I64_LIMIT = 2 ** 63
-
-/**
- * pydantic's lax boolean: JSON booleans; the numbers 0 and 1; "0", "1" and
- * the yes/no words in any case, untrimmed. Other words and whole numbers are
- * `bool_parsing`; fractions, huge numbers and other types are `bool_type`.
- */
-function checkBool(input: unknown, loc: Loc, errors: ErrorDetail[]): unknown {
-  if (typeof input === 'boolean') return input
-  const unparsable = () => {
-    errors.push({ type: 'bool_parsing', loc, msg: 'Input should be a valid boolean, unable to interpret input', input })
-    return undefined
-  }
-  if (typeof input === 'string') {
-    const word = input.toLowerCase()
-    if (input === '1' || TRUE_WORDS.has(word)) return true
-    if (input === '0' || FALSE_WORDS.has(word)) return false
-    return unparsable()
-  }
-  if (typeof input === 'number' && Number.isInteger(input) && Math.abs(input) < I64_LIMIT) {
-    if (input === 1) return true
-    if (input === 0) return false
-    return unparsable()
-  }
-  errors.push({ type: 'bool_type', loc, msg: 'Input should be a valid boolean', input })
-  return undefined
-}
-
-function checkLiteral(schema: SchemaNode, input: unknown, loc: Loc, errors: ErrorDetail[]): unknown {
-  const allowed = (schema.anyOf as SchemaNode[]).map((option) => option.const as string)
-  if (allowed.includes(input as string)) return input
-  const quoted = allowed.map((value) => `'${value}'`)
-  const expected = quoted.length > 1 ? `${quoted.slice(0, -1).join(', ')} or ${quoted.at(-1)}` : quoted[0]
-  errors.push({ type: 'literal_error', loc, msg: `Input should be ${expected}`, input, ctx: { expected } })
-  return undefined
 }
