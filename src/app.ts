@@ -14,9 +14,11 @@ import { newId } from './domain/ids.ts'
 import { adminRoutes } from './http/routes/admin/index.ts'
 import { healthRoutes } from './http/routes/health.ts'
 import { triggerRoutes } from './http/routes/triggers.ts'
+import { MAX_BODY_BYTES } from './http/limits.ts'
 import { installErrorHandling } from './http/reply.ts'
 import { ErrorResponse, ValidationErrorResponse } from './http/schemas.ts'
 import { Authenticator } from './services/authenticator.ts'
+import { CampaignDirectory } from './services/campaignDirectory.ts'
 import { TriggerIntake } from './services/triggerIntake.ts'
 import type { Database } from './store/database.ts'
 import { parseJsonBody } from './validation/json.ts'
@@ -35,7 +37,6 @@ export interface AppDeps {
   now?: () => number
 }
 
-const MAX_BODY_BYTES = 1024 * 1024
 const MAX_REQUEST_ID_LENGTH = 200
 
 export async function buildApp(options: AppOptions, deps: AppDeps): Promise<FastifyInstance> {
@@ -43,14 +44,15 @@ export async function buildApp(options: AppOptions, deps: AppDeps): Promise<Fast
   const app = Fastify({
     logger: {
       level: options.logLevel,
-      // Buffered: one write per 4 KiB of lines rather than a system call per
-      // line; pino flushes the buffer when the process exits.
-      stream: options.logStream ?? pino.destination({ sync: false, minLength: 4096 }),
+      stream: options.logStream ?? bufferedStandardOutput(),
       // Request and response logs carry no headers or bodies, so no key,
       // token or phone number can reach a log line through them.
       serializers: {
         req: (req) => ({ method: req.method, url: req.url }),
         res: (res) => ({ statusCode: res.statusCode }),
+        // Database errors carry the statement's parameters (PGlite) or the
+        // text around a failure (PostgreSQL): contact data, never logged.
+        err: (err: Error & { code?: unknown }) => ({ type: err.name, message: err.message, code: err.code, stack: err.stack ?? '' }),
       },
     },
     logController: new RequestLog({ requestIdLogLabel: 'request_id' }),
@@ -59,8 +61,17 @@ export async function buildApp(options: AppOptions, deps: AppDeps): Promise<Fast
     return503OnClosing: true,
   })
 
+  const authenticator = new Authenticator(deps.db, options.operatorToken)
+  const campaigns = new CampaignDirectory(deps.db, now)
+  const intake = new TriggerIntake(deps.db, now)
+  const ops = { db: deps.db, now }
+  app.addHook('onClose', () => intake.drained())
+
+  app.decorateRequest('principal', undefined)
+  app.decorateRequest('principalConfirmed', false)
   installBodyParsing(app)
-  installErrorHandling(app)
+  installValidation(app)
+  installErrorHandling(app, authenticator)
   app.addSchema(ErrorResponse)
   app.addSchema(ValidationErrorResponse)
   app.addHook('onRequest', (request, reply, done) => {
@@ -87,14 +98,9 @@ export async function buildApp(options: AppOptions, deps: AppDeps): Promise<Fast
   })
   await app.register(swaggerUi, { routePrefix: '/docs' })
 
-  const authenticator = new Authenticator(deps.db, options.operatorToken)
-  const intake = new TriggerIntake(deps.db, now)
-  const ops = { db: deps.db, now }
-  app.addHook('onClose', () => intake.drained())
-
   healthRoutes(app, { db: deps.db })
-  triggerRoutes(app, { db: deps.db, authenticator, intake })
-  adminRoutes(app, { ops, authenticator, campaigns: intake.campaigns })
+  triggerRoutes(app, { db: deps.db, authenticator, campaigns, intake })
+  adminRoutes(app, { ops, authenticator, campaigns })
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger())
 
   return app
@@ -120,6 +126,17 @@ class RequestLog extends LogController {
   }
 }
 
+/**
+ * Standard output written 4 KiB at a time rather than one system call per
+ * line, and at least every second so that a quiet service's lines appear
+ * promptly; pino flushes what is left when the process exits.
+ */
+function bufferedStandardOutput(): DestinationStream {
+  const destination = pino.destination({ sync: false, minLength: 4096 })
+  setInterval(() => destination.flush(), 1000).unref()
+  return destination
+}
+
 /** A client's X-Request-ID, when it is one we can echo and log safely. */
 function usableRequestId(header: string | string[] | undefined): string | undefined {
   if (typeof header !== 'string' || header.length === 0 || header.length > MAX_REQUEST_ID_LENGTH) return undefined
@@ -129,8 +146,9 @@ function usableRequestId(header: string | string[] | undefined): string | undefi
 /**
  * Bodies are read as text and decoded here, as FastAPI does: a JSON media
  * type (`application/json`, `application/*+json`) is parsed as JSON; any other
- * body is kept as text, which the route's model then refuses as not an
- * object. An empty body is no body.
+ * body, or one without a Content-Type (the spec requires it), is kept as text,
+ * which the route's model then refuses as not an object. An empty body is no
+ * body.
  */
 function installBodyParsing(app: FastifyInstance) {
   app.removeAllContentTypeParsers()
@@ -144,6 +162,10 @@ function installBodyParsing(app: FastifyInstance) {
       done(error as Error, undefined)
     }
   })
+}
+
+/** Every route validates with pydantic's semantics, from the schema it declares. */
+function installValidation(app: FastifyInstance) {
   app.setValidatorCompiler(({ schema, httpPart }) => {
     const root = httpPart === 'params' ? 'path' : httpPart === 'querystring' ? 'query' : (httpPart ?? 'body')
     return (data: unknown) => {

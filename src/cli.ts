@@ -34,20 +34,7 @@ class UsageError extends Error {}
 type Options = Record<string, string | undefined>
 
 async function main(argv: string[]): Promise<void> {
-  const { positionals, values } = parseArgs({
-    args: argv,
-    allowPositionals: true,
-    options: {
-      name: { type: 'string' },
-      org: { type: 'string' },
-      key: { type: 'string' },
-      scopes: { type: 'string' },
-      'routing-key': { type: 'string' },
-      channel: { type: 'string' },
-      context: { type: 'string' },
-      help: { type: 'boolean', short: 'h' },
-    },
-  })
+  const { positionals, values } = parseCommandLine(argv)
   const command = positionals.join(' ')
   if (values.help || command === '') {
     process.stdout.write(`${USAGE}\n`)
@@ -94,6 +81,28 @@ async function runAdminCommand(command: string, options: Options, ops: { db: Dat
       return (await admin.listCampaigns(ops, org())).map(presentCampaign)
     default:
       throw new UsageError(`unknown command: ${command}`)
+  }
+}
+
+function parseCommandLine(argv: string[]) {
+  try {
+    return parseArgs({
+      args: argv,
+      allowPositionals: true,
+      options: {
+        name: { type: 'string' },
+        org: { type: 'string' },
+        key: { type: 'string' },
+        scopes: { type: 'string' },
+        'routing-key': { type: 'string' },
+        channel: { type: 'string' },
+        context: { type: 'string' },
+        help: { type: 'boolean', short: 'h' },
+      },
+    })
+  } catch (error) {
+    // parseArgs refuses unknown options and missing values with a TypeError whose message says which.
+    throw new UsageError((error as Error).message)
   }
 }
 

@@ -6,12 +6,18 @@
 import { chmod, mkdir, readFile, writeFile } from 'node:fs/promises'
 import path from 'node:path'
 import { buildApp } from './app.ts'
-import type { Config } from './config.ts'
+import { type Config, ConfigError } from './config.ts'
 import { generateOperatorToken } from './services/credentials.ts'
 import { openDatabase } from './store/database.ts'
 import { migrate } from './store/migrate.ts'
 
+const SHUTDOWN_TIMEOUT_MS = 15_000
+
 export async function serve(config: Config): Promise<void> {
+  if (config.databaseUrl !== undefined && config.operatorToken === undefined) {
+    // Processes sharing a database must share the token; one kept in a local data directory would differ.
+    throw new ConfigError('OPERATOR_TOKEN must be set when DATABASE_URL is (at least 24 characters)')
+  }
   const db = await openDatabase(config)
   await migrate(db)
   const operatorToken = config.operatorToken ?? (await operatorTokenFromDataDir(config.dataDir))
@@ -22,9 +28,16 @@ export async function serve(config: Config): Promise<void> {
     if (closing) return
     closing = true
     app.log.info({ signal }, 'shutting down')
-    await app.close()
-    await db.close()
-    process.exit(0)
+    // A shutdown that hangs (a database that no longer answers) must still end.
+    setTimeout(() => process.exit(1), SHUTDOWN_TIMEOUT_MS).unref()
+    try {
+      await app.close()
+      await db.close()
+      process.exit(0)
+    } catch (error) {
+      app.log.error({ err: error }, 'shutdown failed')
+      process.exit(1)
+    }
   }
   process.once('SIGTERM', () => void shutdown('SIGTERM'))
   process.once('SIGINT', () => void shutdown('SIGINT'))
@@ -34,9 +47,10 @@ export async function serve(config: Config): Promise<void> {
 }
 
 /**
- * Without OPERATOR_TOKEN, the token is kept in the data directory: generated
- * on first start and printed that once (never logged), so that a newcomer
- * can use the admin API at once and it survives restarts.
+ * On the embedded database without OPERATOR_TOKEN, the token is kept in the
+ * data directory: generated on first start and printed that once, on standard
+ * error and never in a log line, so that a newcomer can use the admin API at
+ * once and it survives restarts.
  */
 async function operatorTokenFromDataDir(dataDir: string): Promise<string> {
   if (dataDir === 'memory://') {
@@ -59,5 +73,5 @@ async function operatorTokenFromDataDir(dataDir: string): Promise<string> {
 }
 
 function announce(token: string, where: string) {
-  process.stdout.write(`\nOperator token (shown once): ${token}\n${where}\n\n`)
+  process.stderr.write(`\nOperator token (shown once): ${token}\n${where}\n\n`)
 }

@@ -94,6 +94,18 @@ describe('revocation', () => {
     assertError(lookup, 401, 'unauthorized')
   })
 
+  test('a revoked key cached by a process is 401 even when its body is refused before validation', async () => {
+    const key = await issueKey()
+    const peer = await service.peer()
+    assert.equal((await trigger(bearer(key.key), peer)).statusCode, 201)
+    await revoke(key.id)
+    const send = (payload: string) =>
+      peer.inject({ method: 'POST', url: '/api/v2/triggers', headers: { ...bearer(key.key), 'content-type': 'application/json' }, payload })
+    assertError(await send('{"campaign": '), 401, 'unauthorized')
+    assertError(await send(JSON.stringify({ campaign: 'x'.repeat(2 * 1024 * 1024) })), 401, 'unauthorized')
+    assertError(await send(`{"contact": ${'['.repeat(1001) + ']'.repeat(1001)}}`), 401, 'unauthorized')
+  })
+
   test('a process that has a revoked key cached records no trigger for it', async () => {
     const key = await issueKey()
     const peer = await service.peer()

@@ -50,7 +50,7 @@ test('items that arrive during a commit share the next one; a poisoned batch is 
       if (items.includes(13)) throw Object.assign(new Error('rejected'), { code: '22P02' })
       return items.map((item) => item * 2)
     },
-    { maxBatch: 100, maxInFlight: 1, retryAlone: (error) => (error as { code?: string }).code === '22P02' },
+    { maxBatch: 100, maxBatchWeight: 1000, weigh: () => 1, maxInFlight: 1, retryAlone: (error) => (error as { code?: string }).code === '22P02' },
   )
   const first = committer.submit(0)
   await new Promise((resolve) => setImmediate(resolve))
@@ -64,6 +64,19 @@ test('items that arrive during a commit share the next one; a poisoned batch is 
   await committer.drained()
 })
 
+test('a batch holds at most maxBatch items and maxBatchWeight of weight, but always one item', async () => {
+  const commits: number[][] = []
+  const committer = new GroupCommitter<number, number>(
+    async (items) => {
+      commits.push(items)
+      return items
+    },
+    { maxBatch: 3, maxBatchWeight: 10, weigh: (item) => item, maxInFlight: 1, retryAlone: () => false },
+  )
+  await Promise.all([1, 1, 1, 1, 4, 5, 20, 2].map((item) => committer.submit(item)))
+  assert.deepEqual(commits, [[1, 1, 1], [1, 4, 5], [20], [2]])
+})
+
 test('a failure that leaves the outcome unknown fails the whole batch, without retrying', async () => {
   let calls = 0
   const committer = new GroupCommitter<number, number>(
@@ -71,7 +84,7 @@ test('a failure that leaves the outcome unknown fails the whole batch, without r
       calls++
       throw Object.assign(new Error('connection lost'), { code: 'ECONNRESET' })
     },
-    { maxBatch: 100, maxInFlight: 1, retryAlone: () => false },
+    { maxBatch: 100, maxBatchWeight: 1000, weigh: () => 1, maxInFlight: 1, retryAlone: () => false },
   )
   const results = await Promise.allSettled([1, 2, 3].map((item) => committer.submit(item)))
   assert.ok(results.every((result) => result.status === 'rejected'))

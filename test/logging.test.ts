@@ -47,3 +47,23 @@ test('each request logs one line with its request id, method, route and status',
   assert.equal(lines[0].status, 200)
   assert.equal(typeof lines[0].ms, 'number')
 })
+
+test('a database error is logged without the statement or its parameters', async () => {
+  const org = await seedOrganization(service.app)
+  await service.db.exec('ALTER TABLE tasks RENAME TO tasks_moved')
+  service.logs.length = 0
+  const response = await service.app.inject({
+    method: 'POST',
+    url: '/api/v2/triggers',
+    headers: { ...bearer(org.key), 'content-type': 'application/json' },
+    payload: { campaign: 'screening', contact: { phone: '+44 20 7946 0958', email: 'ada@example.com' } },
+  })
+  await service.db.exec('ALTER TABLE tasks_moved RENAME TO tasks')
+  assert.equal(response.statusCode, 500)
+  assert.equal(JSON.parse(response.body).error.code, 'internal_error')
+  const failure = service.logs.map((line) => JSON.parse(line)).find((line) => line.msg === 'request failed')
+  assert.ok(failure, 'the failure is logged')
+  assert.match(failure.err.message, /tasks/)
+  const text = service.logs.join('\n')
+  for (const forbidden of ['2079460958', 'ada@example.com', 'INSERT INTO']) assert.ok(!text.includes(forbidden), forbidden)
+})

@@ -9,7 +9,7 @@ import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { after, before, test } from 'node:test'
-import { freshDatabase, type TestDatabase } from './support/service.ts'
+import { freshDatabase, onPostgres, type TestDatabase } from './support/service.ts'
 
 const ROOT = path.resolve(import.meta.dirname, '..')
 let dataDir: string
@@ -90,7 +90,13 @@ test('bad configuration stops start-up with one clear line', async () => {
   assert.equal(result.stderr, 'configuration error: PORT must be an integer from 0 to 65535, got "eighty"\n')
 })
 
-test('CLI admin commands, then serve: the key works until revoked; the operator token is printed once', async () => {
+test('with DATABASE_URL, serve needs OPERATOR_TOKEN: processes sharing a database must share it', async () => {
+  const result = await runCli(['serve'], { DATABASE_URL: 'postgres://nobody@127.0.0.1:1/none' })
+  assert.equal(result.code, 1)
+  assert.equal(result.stderr, 'configuration error: OPERATOR_TOKEN must be set when DATABASE_URL is (at least 24 characters)\n')
+})
+
+test('CLI admin commands, then serve: the key works until revoked', async () => {
   const org = parse(await runCli(['org', 'create', '--name', 'Acme']))
   assert.match(org.id, /^org_/)
   const key = parse(await runCli(['key', 'issue', '--org', org.id, '--name', 'ats']))
@@ -102,19 +108,21 @@ test('CLI admin commands, then serve: the key works until revoked; the operator 
   assert.equal(refused.code, 1)
   assert.match(refused.stderr, /--routing-key: String should match pattern/)
   assert.match(refused.stderr, /--channel: Input should be 'voice' or 'whatsapp'/)
+  const unknownOption = await runCli(['org', 'create', '--nme', 'typo'])
+  assert.equal(unknownOption.code, 1)
+  assert.match(unknownOption.stderr, /^Unknown option '--nme'/)
 
-  const first = await startServer()
-  const tokenFile = path.join(dataDir, 'operator-token')
-  const token = (await readFile(tokenFile, 'utf8')).trim()
-  assert.equal((await stat(tokenFile)).mode & 0o777, 0o600)
-  assert.ok(first.output().includes(`Operator token (shown once): ${token}`))
-  const trigger = () =>
-    fetch(`${first.base}/api/v2/triggers`, {
+  // With the embedded database the token comes from the data directory (next test); on PostgreSQL it must be set.
+  const tokenEnv: Record<string, string> = !onPostgres ? {} : { OPERATOR_TOKEN: 'shared-operator-token-0123456789' }
+  const first = await startServer(tokenEnv)
+  const token = tokenEnv.OPERATOR_TOKEN ?? (await readFile(path.join(dataDir, 'operator-token'), 'utf8')).trim()
+  const trigger = (base: string) =>
+    fetch(`${base}/api/v2/triggers`, {
       method: 'POST',
       headers: { authorization: `Bearer ${key.key}`, 'content-type': 'application/json' },
       body: JSON.stringify({ campaign: 'screening', contact: { phone: '+44 20 7946 0958' } }),
     })
-  assert.equal((await trigger()).status, 201)
+  assert.equal((await trigger(first.base)).status, 201)
   const orgs = await fetch(`${first.base}/admin/v1/organizations`, {
     method: 'POST',
     headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
@@ -125,15 +133,33 @@ test('CLI admin commands, then serve: the key works until revoked; the operator 
   assert.ok(!first.output().includes(key.key), 'the API key is never logged')
 
   parse(await runCli(['key', 'revoke', '--org', org.id, '--key', key.id]))
-  const second = await startServer()
-  const again = await fetch(`${second.base}/api/v2/triggers`, {
-    method: 'POST',
-    headers: { authorization: `Bearer ${key.key}`, 'content-type': 'application/json' },
-    body: JSON.stringify({ campaign: 'screening', contact: { phone: '+44 20 7946 0958' } }),
-  })
-  assert.equal(again.status, 401)
-  assert.ok(!second.output().includes(token), 'the operator token is printed on first start only')
+  const second = await startServer(tokenEnv)
+  assert.equal((await trigger(second.base)).status, 401)
   assert.equal(await second.stop(), 0)
+})
+
+test('on the embedded database, a generated operator token is kept and printed on first start only', { skip: onPostgres && 'runs on the embedded database only' }, async () => {
+  const ownDir = await mkdtemp(path.join(tmpdir(), 'trigger-service-token-'))
+  try {
+    const first = await startServer({ DATA_DIR: ownDir })
+    await first.stop()
+    const tokenFile = path.join(ownDir, 'operator-token')
+    const token = (await readFile(tokenFile, 'utf8')).trim()
+    assert.equal((await stat(tokenFile)).mode & 0o777, 0o600)
+    assert.ok(first.output().includes(`Operator token (shown once): ${token}`))
+    assert.ok(!first.output().split('\n').some((line) => line.startsWith('{') && line.includes(token)), 'never in a log line')
+    const second = await startServer({ DATA_DIR: ownDir })
+    const response = await fetch(`${second.base}/admin/v1/organizations`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+      body: '{"name": "Kept"}',
+    })
+    assert.equal(response.status, 201)
+    await second.stop()
+    assert.ok(!second.output().includes(token), 'printed on the first start only')
+  } finally {
+    await rm(ownDir, { recursive: true, force: true })
+  }
 })
 
 test('OPERATOR_TOKEN from the environment is used and never printed', async () => {

@@ -296,6 +296,35 @@ describe('422: fields', () => {
     assert.deepEqual(nameEntry?.loc, ['body', 'contact', 'first_name'])
   })
 
+  test('context keys are bounded and storable, reported under the key as pydantic does', async () => {
+    const long = 'k'.repeat(101)
+    const entries = await detail({ ...VALID, context: { 'a\u0000b': 1, [long]: 2, fine: 3 } })
+    assert.deepEqual(
+      entries.map((entry) => [entry.type, entry.loc]),
+      [
+        ['value_error', ['body', 'context', 'a\u0000b', '[key]']],
+        ['value_error', ['body', 'context', long, '[key]']],
+      ],
+    )
+  })
+
+  test('context numbers that JSON would round are refused, not silently changed', async () => {
+    for (const number of ['12345678901234567890', '1e400']) {
+      const entries = await detail(`{"campaign": "screening", "contact": {"phone": "+14155552671"}, "context": {"n": ${number}}}`)
+      assert.deepEqual(entries.map((entry) => [entry.type, entry.loc.join('.')]), [['value_error', 'body.context.n']], number)
+    }
+    assert.equal((await post({ ...VALID, context: { n: 9007199254740991, f: 0.1 } })).statusCode, 201)
+  })
+
+  test('a body nested deeper than 1000 levels is 400, as Python\'s decoder gives up', async () => {
+    const deep = '['.repeat(1001) + ']'.repeat(1001)
+    const response = await post(`{"campaign": "screening", "contact": ${deep}}`)
+    assert.equal(response.statusCode, 400)
+    assert.equal(json(response).error.code, 'bad_request')
+    const [entry] = await detail(`{"campaign": "screening", "contact": ${'['.repeat(900) + ']'.repeat(900)}}`)
+    assert.equal(entry?.type, 'model_attributes_type')
+  })
+
   test('context: at most 50 keys; values nested at most 16 deep', async () => {
     const wide = Object.fromEntries(Array.from({ length: 51 }, (_, i) => [`k${i}`, i]))
     const [entry] = await detail({ ...VALID, context: wide })

@@ -7,7 +7,7 @@ import { parsePhoneNumberWithError } from 'libphonenumber-js/max'
 export const PHONE_REFUSED =
   'phone must include a country calling code (for example +44 20 7946 0958) and be a valid number'
 
-/** A leading `+`, then digits and the separators people write between them. */
+/** A leading `+`, then digits and the separators people write between them (so no extension). */
 const PHONE_SHAPE = /^\+[0-9 .\/()[\]-]+$/
 
 /**
@@ -22,7 +22,7 @@ export function normalizePhone(input: string): string | null {
   if (!PHONE_SHAPE.test(candidate)) return null
   try {
     const parsed = parsePhoneNumberWithError(candidate)
-    return parsed.isValid() && parsed.ext === undefined ? parsed.number : null
+    return parsed.isValid() ? parsed.number : null
   } catch {
     return null
   }

@@ -14,7 +14,6 @@ export type ErrorCode =
   | 'conflict'
   | 'payload_too_large'
   | 'internal_error'
-  | 'service_unavailable'
 
 export const STATUS_BY_CODE: Record<ErrorCode, number> = {
   bad_request: 400,
@@ -24,17 +23,14 @@ export const STATUS_BY_CODE: Record<ErrorCode, number> = {
   conflict: 409,
   payload_too_large: 413,
   internal_error: 500,
-  service_unavailable: 503,
 }
 
 export class ApiError extends Error {
-  readonly status: number
   constructor(
     readonly code: ErrorCode,
     message: string,
   ) {
     super(message)
-    this.status = STATUS_BY_CODE[code]
   }
 }
 

@@ -1,8 +1,8 @@
 /**
  * Route guards. Each endpoint says which credential it accepts: the client
  * API takes an organization key with a given scope, the admin API the
- * operator token. A missing or unknown credential is 401; a valid one that is
- * not accepted here, or lacks the scope, is 403.
+ * operator token. A missing, unknown or revoked credential is 401; a valid one
+ * that is not accepted here, or lacks the scope, is 403.
  */
 import type { FastifyReply, FastifyRequest, onRequestHookHandler } from 'fastify'
 import { ApiError } from '../domain/errors.ts'
@@ -12,17 +12,24 @@ import type { Authenticator, Principal } from '../services/authenticator.ts'
 declare module 'fastify' {
   interface FastifyRequest {
     principal: Principal | undefined
+    /**
+     * False while the principal comes only from the key cache: the key may
+     * have been revoked by another process since. Whatever answers such a
+     * request must confirm the key first, or record only if it is unrevoked.
+     */
+    principalConfirmed: boolean
   }
 }
 
 export type OrganizationPrincipal = Extract<Principal, { kind: 'organization' }>
 
-const unauthorized = () => new ApiError('unauthorized', 'Send a valid API key as "Authorization: Bearer <API_KEY>".')
+export const unauthorized = () => new ApiError('unauthorized', 'Send a valid API key as "Authorization: Bearer <API_KEY>".')
 
 /**
  * Accepts an organization key with `scope`. With `confirm: 'deferred'` the
- * route itself confirms the key: the trigger route does it inside its commit,
- * so that its hot path makes no extra database round trip.
+ * key is not confirmed here: the trigger route's commit records a trigger only
+ * for an unrevoked key, and any error answer confirms it first (see
+ * {@link confirmBeforeAnswering}), so its hot path makes no extra round trip.
  */
 export function requireOrganizationKey(
   authenticator: Authenticator,
@@ -35,9 +42,12 @@ export function requireOrganizationKey(
     if (principal.kind === 'operator') {
       throw new ApiError('forbidden', 'The operator token is not accepted on the client API; use an organization API key.')
     }
-    if (!principal.scopes.includes(scope) || options.confirm === 'now') await confirmPrincipal(authenticator, principal)
-    if (!principal.scopes.includes(scope)) throw new ApiError('forbidden', `This API key lacks the scope ${scope}.`)
     request.principal = principal
+    if (!principal.scopes.includes(scope)) {
+      await confirmBeforeAnswering(authenticator, request)
+      throw new ApiError('forbidden', `This API key lacks the scope ${scope}.`)
+    }
+    if (options.confirm === 'now') await confirmBeforeAnswering(authenticator, request)
   }
 }
 
@@ -45,17 +55,21 @@ export function requireOperator(authenticator: Authenticator): onRequestHookHand
   return async (request: FastifyRequest, _reply: FastifyReply) => {
     const principal = await authenticator.identify(request.headers.authorization)
     if (principal === undefined) throw unauthorized()
+    request.principal = principal
+    request.principalConfirmed = principal.kind === 'operator'
     if (principal.kind !== 'operator') {
-      await confirmPrincipal(authenticator, principal)
+      await confirmBeforeAnswering(authenticator, request)
       throw new ApiError('forbidden', 'Organization API keys are not accepted on the admin API; use the operator token.')
     }
-    request.principal = principal
   }
 }
 
-/** Throws 401 when the principal's key has been revoked since it was cached. */
-export async function confirmPrincipal(authenticator: Authenticator, principal: Principal): Promise<void> {
+/** Confirms the request's key with the database, unless done already; throws 401 if it was revoked. */
+export async function confirmBeforeAnswering(authenticator: Authenticator, request: FastifyRequest): Promise<void> {
+  const principal = request.principal
+  if (principal === undefined || request.principalConfirmed) return
   if (!(await authenticator.confirm(principal))) throw unauthorized()
+  request.principalConfirmed = true
 }
 
 export function organizationOf(request: FastifyRequest): OrganizationPrincipal {

@@ -1,6 +1,8 @@
 /** The success envelope and the error handling shared by every route. */
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { ApiError, type ErrorCode, STATUS_BY_CODE, ValidationFailed } from '../domain/errors.ts'
+import type { Authenticator } from '../services/authenticator.ts'
+import { confirmBeforeAnswering } from './auth.ts'
 
 export function envelope<T>(request: FastifyRequest, data: T) {
   return { data, metadata: { request_id: request.id } }
@@ -12,23 +14,29 @@ function sendError(request: FastifyRequest, reply: FastifyReply, code: ErrorCode
 }
 
 /** Fastify's own errors that are the client's doing, by Fastify error code. */
-const CLIENT_ERRORS: Record<string, ErrorCode> = {
-  FST_ERR_CTP_BODY_TOO_LARGE: 'payload_too_large',
-  FST_ERR_CTP_INVALID_CONTENT_LENGTH: 'bad_request',
-  FST_ERR_CTP_INVALID_MEDIA_TYPE: 'bad_request',
-  FST_ERR_BAD_URL: 'bad_request',
-  FST_ERR_ASYNC_CONSTRAINT: 'bad_request',
+const CLIENT_ERRORS: Record<string, { code: ErrorCode; message?: string }> = {
+  FST_ERR_CTP_BODY_TOO_LARGE: { code: 'payload_too_large', message: 'The request body is larger than 1 MiB.' },
+  FST_ERR_CTP_INVALID_CONTENT_LENGTH: { code: 'bad_request' },
+  FST_ERR_CTP_INVALID_MEDIA_TYPE: { code: 'bad_request' },
+  FST_ERR_BAD_URL: { code: 'bad_request' },
+  FST_ERR_ASYNC_CONSTRAINT: { code: 'bad_request' },
 }
 
-export function installErrorHandling(app: FastifyInstance) {
-  app.setErrorHandler((error: FastifyError, request, reply) => {
-    if (error instanceof ValidationFailed) return reply.code(422).send({ detail: error.detail })
+export function installErrorHandling(app: FastifyInstance, authenticator: Authenticator) {
+  app.setErrorHandler(async (error: FastifyError, request, reply) => {
     if (error instanceof ApiError) return sendError(request, reply, error.code, error.message)
     const clientError = CLIENT_ERRORS[error.code]
-    if (clientError === 'payload_too_large') {
-      return sendError(request, reply, clientError, 'The request body is larger than 1 MiB.')
+    if (error instanceof ValidationFailed || clientError !== undefined) {
+      // A refused body is no reason to answer a revoked key with anything but 401.
+      try {
+        await confirmBeforeAnswering(authenticator, request)
+      } catch (refusal) {
+        if (refusal instanceof ApiError) return sendError(request, reply, refusal.code, refusal.message)
+        throw refusal
+      }
+      if (error instanceof ValidationFailed) return reply.code(422).send({ detail: error.detail })
+      return sendError(request, reply, clientError!.code, clientError!.message ?? error.message)
     }
-    if (clientError !== undefined) return sendError(request, reply, clientError, error.message)
     request.log.error({ err: error }, 'request failed')
     return sendError(request, reply, 'internal_error', 'The request could not be completed because of an error on our side.')
   })

@@ -1,7 +1,10 @@
 /** Schemas shared by every route: the success envelope and the two error shapes. */
 import { type TSchema, Type } from '@sinclair/typebox'
+import { CHANNELS } from '../domain/types.ts'
 
 export const Timestamp = Type.String({ format: 'date-time', description: 'UTC, ISO 8601 with Z' })
+
+export const ChannelSchema = Type.Union(CHANNELS.map((channel) => Type.Literal(channel)))
 
 export const Envelope = <T extends TSchema>(data: T) =>
   Type.Object({

@@ -5,9 +5,11 @@
  *
  * Only answers that name a campaign are kept, and only for a few seconds; a
  * routing key or channel the cache does not know is always asked of the
- * database, so a campaign created on another process is usable at once. A
- * cached campaign is re-read at commit (its default context) and a campaign
- * that no longer exists then refuses the trigger.
+ * database, so a campaign created on another process is usable at once. One
+ * staleness remains: when another process adds a second channel to a routing
+ * key this process has cached with one, triggers here that send no channel go
+ * to the first campaign for up to TTL_MS instead of being asked to choose. The
+ * campaign's default context is read at commit, so it is never stale.
  */
 import { type ErrorDetail, valueError } from '../domain/errors.ts'
 import type { Campaign, Channel } from '../domain/types.ts'
@@ -23,6 +25,8 @@ export class CampaignDirectory {
   readonly #db: Database
   readonly #now: () => number
   readonly #cache = new Map<string, { campaigns: Campaign[]; expiresAt: number }>()
+  /** Bumped by forget(), so that a read begun before it cannot put back what it forgot. */
+  #generation = 0
 
   constructor(db: Database, now: () => number) {
     this.#db = db
@@ -36,9 +40,10 @@ export class CampaignDirectory {
       const choice = chooseCampaign(cached.campaigns, routingKey, channel)
       if ('campaign' in choice) return choice
     }
+    const generation = this.#generation
     const campaigns = await findCampaignsByRoutingKey(this.#db, orgId, routingKey)
     this.#cache.delete(cacheKey)
-    if (campaigns.length > 0) {
+    if (campaigns.length > 0 && generation === this.#generation) {
       if (this.#cache.size >= MAX_CACHED_ROUTING_KEYS) this.#cache.delete(this.#cache.keys().next().value!)
       this.#cache.set(cacheKey, { campaigns, expiresAt: this.#now() + TTL_MS })
     }
@@ -47,6 +52,7 @@ export class CampaignDirectory {
 
   /** Forgets what is cached for a routing key, when this process changes its campaigns. */
   forget(orgId: string, routingKey: string): void {
+    this.#generation++
     this.#cache.delete(`${orgId}\n${routingKey}`)
   }
 }

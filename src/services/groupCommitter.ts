@@ -11,9 +11,12 @@
  * database answers within the same tick (PGlite runs in this thread).
  */
 
-export interface GroupCommitterOptions {
+export interface GroupCommitterOptions<Item> {
   /** Most items in one commit. */
   maxBatch: number
+  /** Most weight (say, bytes) in one commit; a heavier single item still goes, alone. */
+  maxBatchWeight: number
+  weigh: (item: Item) => number
   /** Most commits in flight at once. */
   maxInFlight: number
   /**
@@ -26,27 +29,28 @@ export interface GroupCommitterOptions {
 
 interface Waiting<Item, Outcome> {
   item: Item
+  weight: number
   resolve: (outcome: Outcome) => void
   reject: (error: unknown) => void
 }
 
 export class GroupCommitter<Item, Outcome> {
   readonly #commit: (items: Item[]) => Promise<Outcome[]>
-  readonly #options: GroupCommitterOptions
+  readonly #options: GroupCommitterOptions<Item>
   #queue: Waiting<Item, Outcome>[] = []
   #inFlight = 0
   #flushScheduled = false
   #idle: (() => void)[] = []
 
   /** `commit` returns one outcome per item, in the order given. */
-  constructor(commit: (items: Item[]) => Promise<Outcome[]>, options: GroupCommitterOptions) {
+  constructor(commit: (items: Item[]) => Promise<Outcome[]>, options: GroupCommitterOptions<Item>) {
     this.#commit = commit
     this.#options = options
   }
 
   submit(item: Item): Promise<Outcome> {
     return new Promise((resolve, reject) => {
-      this.#queue.push({ item, resolve, reject })
+      this.#queue.push({ item, weight: this.#options.weigh(item), resolve, reject })
       this.#scheduleFlush()
     })
   }
@@ -68,7 +72,7 @@ export class GroupCommitter<Item, Outcome> {
 
   #flush(): void {
     while (this.#inFlight < this.#options.maxInFlight && this.#queue.length > 0) {
-      const batch = this.#queue.splice(0, this.#options.maxBatch)
+      const batch = this.#queue.splice(0, this.#batchLength())
       this.#inFlight++
       void this.#run(batch).finally(() => {
         this.#inFlight--
@@ -78,13 +82,26 @@ export class GroupCommitter<Item, Outcome> {
     }
   }
 
+  /** How many queued items the next commit takes: at least one, within both limits. */
+  #batchLength(): number {
+    let weight = this.#queue[0]!.weight
+    let length = 1
+    while (length < this.#queue.length && length < this.#options.maxBatch) {
+      weight += this.#queue[length]!.weight
+      if (weight > this.#options.maxBatchWeight) break
+      length++
+    }
+    return length
+  }
+
   async #run(batch: Waiting<Item, Outcome>[]): Promise<void> {
     try {
       const outcomes = await this.#commit(batch.map((waiting) => waiting.item))
       batch.forEach((waiting, index) => waiting.resolve(outcomes[index]!))
     } catch (error) {
       if (batch.length > 1 && this.#options.retryAlone(error)) {
-        await Promise.all(batch.map((waiting) => this.#run([waiting])))
+        // One after another, within this commit's slot, not all at once.
+        for (const waiting of batch) await this.#run([waiting])
       } else {
         for (const waiting of batch) waiting.reject(error)
       }

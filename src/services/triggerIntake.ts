@@ -1,14 +1,12 @@
 /**
- * Accepting a trigger: pick its campaign, then record the trigger and its task
- * in a group commit. A trigger is answered 201 only once its own rows are
- * committed.
+ * Recording accepted triggers: each with its task, in group commits. A
+ * trigger is answered 201 only once its own rows are committed.
  */
 import { newId } from '../domain/ids.ts'
 import type { Channel, Contact, ExternalId, JsonObject } from '../domain/types.ts'
 import type { Database } from '../store/database.ts'
 import { sqlState } from '../store/rows.ts'
 import { insertTriggersWithTasks, type NewTrigger } from '../store/triggers.ts'
-import { CampaignDirectory, type CampaignChoice } from './campaignDirectory.ts'
 import { GroupCommitter } from './groupCommitter.ts'
 
 /** A trigger request as validated and normalized. */
@@ -25,6 +23,8 @@ export interface Submitter {
   orgId: string
   apiKeyId: string
   requestId: string
+  /** Size of the request body, which bounds the trigger's size. */
+  bodyBytes: number
 }
 
 export interface AcceptedTrigger {
@@ -33,24 +33,25 @@ export interface AcceptedTrigger {
   createdAt: string
 }
 
-/** Up to this many triggers share one commit. */
+/** Up to this many triggers, and about this many bytes of them, share one commit. */
 const MAX_BATCH = 256
+const MAX_BATCH_BYTES = 8 * 1024 * 1024
 
 export class TriggerIntake {
-  readonly campaigns: CampaignDirectory
   readonly #now: () => number
-  readonly #committer: GroupCommitter<NewTrigger, boolean>
+  readonly #committer: GroupCommitter<{ trigger: NewTrigger; bytes: number }, boolean>
 
   constructor(db: Database, now: () => number) {
     this.#now = now
-    this.campaigns = new CampaignDirectory(db, now)
     this.#committer = new GroupCommitter(
-      async (triggers) => {
-        const recorded = await insertTriggersWithTasks(db, triggers)
-        return triggers.map((trigger) => recorded.has(trigger.id))
+      async (items) => {
+        const recorded = await insertTriggersWithTasks(db, items.map(({ trigger }) => trigger))
+        return items.map(({ trigger }) => recorded.has(trigger.id))
       },
       {
         maxBatch: MAX_BATCH,
+        maxBatchWeight: MAX_BATCH_BYTES,
+        weigh: ({ bytes }) => bytes,
         // On a server two commits overlap, so one is always being built while
         // the other flushes; PGlite runs one statement at a time anyway.
         maxInFlight: Math.min(2, db.concurrency),
@@ -64,15 +65,10 @@ export class TriggerIntake {
     )
   }
 
-  /** The campaign a trigger names, or the 422 entry that says why it names none. */
-  chooseCampaign(orgId: string, routingKey: string, channel: Channel | undefined): Promise<CampaignChoice> {
-    return this.campaigns.choose(orgId, routingKey, channel)
-  }
-
   /**
    * Records the trigger and its task, due now. Undefined when it was not
    * recorded because, by the time of the commit, the submitting key had been
-   * revoked or the campaign no longer existed.
+   * revoked.
    */
   async record(submitter: Submitter, campaignId: string, request: TriggerRequest): Promise<AcceptedTrigger | undefined> {
     const now = this.#now()
@@ -89,7 +85,7 @@ export class TriggerIntake {
       testMode: request.test_mode ?? false,
       createdAt: new Date(now).toISOString(),
     }
-    const recorded = await this.#committer.submit(trigger)
+    const recorded = await this.#committer.submit({ trigger, bytes: submitter.bodyBytes })
     return recorded ? { id: trigger.id, taskId: trigger.taskId, createdAt: trigger.createdAt } : undefined
   }
 

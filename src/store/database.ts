@@ -49,7 +49,14 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
 }
 
 function openPostgres(connectionString: string, poolSize: number): Database {
-  const pool = new pg.Pool({ connectionString, max: poolSize })
+  const pool = new pg.Pool({
+    connectionString,
+    max: poolSize,
+    // A half-dead connection must fail its statements rather than hold them forever.
+    keepAlive: true,
+    connectionTimeoutMillis: 10_000,
+    query_timeout: 30_000,
+  })
   // An idle client that loses its connection must not crash the process; the
   // pool replaces it and the next query reports any lasting problem.
   pool.on('error', () => {})

@@ -19,13 +19,19 @@ export interface Migration {
 
 export async function loadMigrations(): Promise<Migration[]> {
   const files = (await readdir(MIGRATIONS_DIR)).filter((file) => file.endsWith('.sql')).sort()
-  return Promise.all(
+  const migrations = await Promise.all(
     files.map(async (file) => {
       const match = /^(\d{3})_([a-z0-9_]+)\.sql$/.exec(file)
       if (!match) throw new Error(`migration file ${file} is not named NNN_name.sql`)
       return { version: Number(match[1]), name: match[2]!, sql: await readFile(MIGRATIONS_DIR + file, 'utf8') }
     }),
   )
+  migrations.forEach((migration, index) => {
+    if (index > 0 && migrations[index - 1]!.version === migration.version) {
+      throw new Error(`two migrations have version ${migration.version}`)
+    }
+  })
+  return migrations
 }
 
 /** Applies every migration not yet applied; returns the versions it applied. */

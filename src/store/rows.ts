@@ -9,10 +9,14 @@ export function isoOrNull(value: Date | null): string | null {
   return value === null ? null : value.toISOString()
 }
 
-/** SQLSTATE of a database error, from either driver; undefined for any other error. */
+/**
+ * SQLSTATE of an error the database server reported, from either driver
+ * (both give it a severity); undefined for any other error, such as a lost
+ * connection, whose Node.js code (EPIPE) could pass for a SQLSTATE.
+ */
 export function sqlState(error: unknown): string | undefined {
-  const code = (error as { code?: unknown } | null)?.code
-  return typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code) ? code : undefined
+  const { code, severity } = (error ?? {}) as { code?: unknown; severity?: unknown }
+  return typeof severity === 'string' && typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code) ? code : undefined
 }
 
 export const UNIQUE_VIOLATION = '23505'

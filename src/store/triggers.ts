@@ -26,8 +26,8 @@ const INSERT_TRIGGERS_WITH_TASKS: PreparedStatement = {
      ), accepted AS (
        SELECT input.*, campaigns.context AS campaign_context
        FROM input
-       JOIN api_keys ON api_keys.id = input.api_key_id AND api_keys.revoked_at IS NULL
-       JOIN campaigns ON campaigns.id = input.campaign_id
+       JOIN api_keys ON api_keys.id = input.api_key_id AND api_keys.org_id = input.org_id AND api_keys.revoked_at IS NULL
+       JOIN campaigns ON campaigns.id = input.campaign_id AND campaigns.org_id = input.org_id
      ), new_triggers AS (
        INSERT INTO triggers (id, org_id, api_key_id, campaign_id, request_id, ids, contact, context, test_mode, created_at)
        SELECT id, org_id, api_key_id, campaign_id, request_id, ids, contact, context, test_mode, created_at FROM accepted
@@ -43,8 +43,9 @@ const INSERT_TRIGGERS_WITH_TASKS: PreparedStatement = {
 /**
  * Records many triggers, each with its task, in one statement and so in one
  * transaction: the group commit of the trigger path. A trigger is recorded
- * only if the API key that sent it is still unrevoked and its campaign still
- * exists as the statement runs; the ids of the recorded triggers are returned.
+ * only if the API key that sent it is still unrevoked as the statement runs,
+ * and key and campaign belong to its organization; the ids of the recorded
+ * triggers are returned.
  * The task's context is the campaign's default context with the trigger's
  * merged over it, read here so that it is current at commit.
  */

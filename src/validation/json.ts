@@ -6,17 +6,44 @@
  * V8 is used to parse; only when it refuses does a small scanner walk the text
  * the way CPython's decoder does, to find where and why it fails.
  */
-import { type ErrorDetail, ValidationFailed } from '../domain/errors.ts'
+import { ApiError, type ErrorDetail, ValidationFailed } from '../domain/errors.ts'
+
+/**
+ * Python's decoder gives up (RecursionError, a 400 from FastAPI) at about this
+ * depth; refusing deeper bodies also keeps them out of 422 echoes, which are
+ * serialized recursively.
+ */
+const MAX_NESTING = 1000
 
 /** Parses a JSON body; a leading byte order mark is ignored, as Python ignores it. */
 export function parseJsonBody(body: string): unknown {
   const text = body.charCodeAt(0) === 0xfeff ? body.slice(1) : body
+  let value: unknown
   try {
-    return JSON.parse(text)
+    value = JSON.parse(text)
   } catch {
     const { position, message } = locateJsonError(text)
     throw new ValidationFailed([jsonInvalid(codePointOffset(text, position), message)])
   }
+  if (nestedTooDeep(text)) throw new ApiError('bad_request', `The JSON body is nested more than ${MAX_NESTING} levels deep.`)
+  return value
+}
+
+function nestedTooDeep(text: string): boolean {
+  if (text.length <= MAX_NESTING) return false
+  let depth = 0
+  let inString = false
+  for (let i = 0; i < text.length; i++) {
+    const char = text.charCodeAt(i)
+    if (inString) {
+      if (char === 0x5c) i++
+      else if (char === 0x22) inString = false
+    } else if (char === 0x22) inString = true
+    else if (char === 0x5b || char === 0x7b) {
+      if (++depth > MAX_NESTING) return true
+    } else if (char === 0x5d || char === 0x7d) depth--
+  }
+  return false
 }
 
 function jsonInvalid(position: number, message: string): ErrorDetail {
@@ -125,5 +152,6 @@ export function locateJsonError(text: string): { position: number; message: stri
     // Only a stack overflow gets here: the scanner recurses once per nesting level.
     return { position: 0, message: 'Document nested too deeply' }
   }
-  return { position: 0, message: 'Document nested too deeply' }
+  // Unreachable while the scanner and V8 agree on what JSON is.
+  return { position: 0, message: 'Expecting value' }
 }

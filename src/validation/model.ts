@@ -134,17 +134,25 @@ class Walk {
     if (!isPlainObject(input)) return this.fail('dict_type', 'Input should be a valid dictionary', input)
     const valueSchema = Object.values((schema.patternProperties ?? {}) as Record<string, SchemaNode>)[0] ?? ({} as SchemaNode)
     const errorsBefore = this.errors.length
-    const output: Record<string, unknown> = {}
-    let size = 0
+    const entries: [string, unknown][] = []
     for (const key in input) {
-      output[key] = this.#at(key, valueSchema, input[key])
-      size++
+      this.#path.push(key)
+      const problem = keyProblem(key)
+      if (problem !== undefined) {
+        // pydantic reports a dictionary key's error under the key, then '[key]'.
+        this.#path.push('[key]')
+        this.#valueError(key, problem)
+        this.#path.pop()
+      }
+      entries.push([key, this.check(valueSchema, input[key])])
+      this.#path.pop()
     }
-    // Unlike a list's, a dictionary's length is checked only when its values are valid.
-    if (this.errors.length === errorsBefore && schema.maxProperties !== undefined && size > schema.maxProperties) {
-      return this.#tooLong('Dictionary', schema.maxProperties, size, input)
+    // Unlike a list's, a dictionary's length is checked only when its entries are valid.
+    if (this.errors.length === errorsBefore && schema.maxProperties !== undefined && entries.length > schema.maxProperties) {
+      return this.#tooLong('Dictionary', schema.maxProperties, entries.length, input)
     }
-    return output
+    // fromEntries defines every key as data, "__proto__" included.
+    return Object.fromEntries(entries)
   }
 
   #list(schema: SchemaNode, input: unknown): unknown {
@@ -251,20 +259,31 @@ const I64_LIMIT = 2 ** 63
  */
 const MAX_JSON_DEPTH = 16
 const MAX_FREE_TEXT = 10_000
+const MAX_KEY_LENGTH = 100
 
 function jsonValueProblem(input: unknown, depth: number): string | undefined {
   if (typeof input === 'string') {
     if (characterCount(input) > MAX_FREE_TEXT) return `text must be at most ${MAX_FREE_TEXT} characters long`
     return textProblem(input)
   }
+  if (typeof input === 'number') {
+    // JSON.parse has already rounded such a number: refuse it rather than store another one.
+    return Number.isFinite(input) && (!Number.isInteger(input) || Number.isSafeInteger(input))
+      ? undefined
+      : 'numbers must be finite, and whole numbers at most 2^53 - 1 in size; send larger ones as strings'
+  }
   if (typeof input !== 'object' || input === null) return undefined
   if (depth >= MAX_JSON_DEPTH) return `value must not be nested more than ${MAX_JSON_DEPTH} levels deep`
   const entries = Array.isArray(input) ? input.map((item) => ['', item] as const) : Object.entries(input)
   for (const [key, value] of entries) {
-    const problem = jsonValueProblem(key, depth) ?? jsonValueProblem(value, depth + 1)
+    const problem = keyProblem(key) ?? jsonValueProblem(value, depth + 1)
     if (problem !== undefined) return problem
   }
   return undefined
+}
+
+function keyProblem(key: string): string | undefined {
+  return characterCount(key) > MAX_KEY_LENGTH ? `keys must be at most ${MAX_KEY_LENGTH} characters long` : textProblem(key)
 }
 
 /** PostgreSQL text cannot hold NUL, and UTF-8 cannot encode an unpaired surrogate. */

@@ -2,17 +2,19 @@
 import { type Static, Type } from '@sinclair/typebox'
 import type { FastifyInstance } from 'fastify'
 import { checkEmail, normalizeLanguage, normalizePhone, PHONE_REFUSED } from '../../domain/contact.ts'
-import { ApiError, type ErrorDetail, refuse, ValidationFailed, valueError } from '../../domain/errors.ts'
+import { ApiError, type ErrorDetail, refuse, ValidationFailed } from '../../domain/errors.ts'
 import { isId } from '../../domain/ids.ts'
 import type { Trigger } from '../../domain/types.ts'
 import type { Authenticator } from '../../services/authenticator.ts'
+import type { CampaignDirectory } from '../../services/campaignDirectory.ts'
 import type { TriggerIntake, TriggerRequest } from '../../services/triggerIntake.ts'
 import { findTrigger } from '../../store/triggers.ts'
 import type { Database } from '../../store/database.ts'
 import { inFieldOrder, refine } from '../../validation/model.ts'
-import { confirmPrincipal, organizationOf, requireOrganizationKey } from '../auth.ts'
+import { MAX_BODY_BYTES } from '../limits.ts'
+import { organizationOf, requireOrganizationKey, unauthorized } from '../auth.ts'
 import { envelope } from '../reply.ts'
-import { authErrors, Envelope, notFound, Timestamp, validationErrors } from '../schemas.ts'
+import { authErrors, ChannelSchema, Envelope, notFound, Timestamp, validationErrors } from '../schemas.ts'
 
 /** Unicode White_Space, as pydantic's strip_whitespace trims it. */
 const EDGE_WHITESPACE = /^\p{White_Space}+|\p{White_Space}+$/gu
@@ -61,11 +63,7 @@ export const TriggerRequestSchema = Type.Object(
     campaign: Type.String({ minLength: 1, maxLength: 100, description: 'Routing key of the target campaign.' }),
     ids: Type.Optional(Type.Array(ExternalIdSchema, { maxItems: 20, description: "The contact's ids in your systems." })),
     contact: ContactSchema,
-    channel: Type.Optional(
-      Type.Union([Type.Literal('voice'), Type.Literal('whatsapp')], {
-        description: 'Needed when the routing key has campaigns on more than one channel.',
-      }),
-    ),
+    channel: Type.Optional({ ...ChannelSchema, description: 'Needed when the routing key has campaigns on more than one channel.' }),
     context: Type.Optional(
       Type.Record(Type.String(), Type.Unknown(), { maxProperties: 50, description: "Merged over the campaign's default context." }),
     ),
@@ -86,7 +84,7 @@ const TriggerSchema = Type.Object({
   task_id: Type.String(),
   status: Type.Literal('accepted'),
   campaign: Type.String(),
-  channel: Type.Union([Type.Literal('voice'), Type.Literal('whatsapp')]),
+  channel: ChannelSchema,
   ids: Type.Array(Type.Object({ source: Type.String(), type: Type.String(), value: Type.String() })),
   contact: Type.Object({
     first_name: Type.Optional(Type.String()),
@@ -101,8 +99,11 @@ const TriggerSchema = Type.Object({
   task: Type.Object({ id: Type.String(), status: Type.String() }),
 })
 
-export function triggerRoutes(app: FastifyInstance, deps: { db: Database; authenticator: Authenticator; intake: TriggerIntake }) {
-  const { db, authenticator, intake } = deps
+export function triggerRoutes(
+  app: FastifyInstance,
+  deps: { db: Database; authenticator: Authenticator; campaigns: CampaignDirectory; intake: TriggerIntake },
+) {
+  const { db, authenticator, campaigns, intake } = deps
 
   app.post(
     '/api/v2/triggers',
@@ -123,20 +124,19 @@ export function triggerRoutes(app: FastifyInstance, deps: { db: Database; authen
     async (request, reply) => {
       const principal = organizationOf(request)
       const errors = request.validationError instanceof ValidationFailed ? [...request.validationError.detail] : []
-      const raw = request.body as Partial<Record<keyof TriggerRequest, unknown>> | undefined
-      const campaign = await chooseCampaign(principal.orgId, raw, errors)
-      if (errors.length > 0 || campaign === undefined) {
-        await confirmPrincipal(authenticator, principal)
-        throw new ValidationFailed(inFieldOrder(TriggerRequestSchema, errors))
+      const campaignId = await resolveCampaign(principal.orgId, request.body, errors)
+      if (errors.length > 0 || campaignId === undefined) throw new ValidationFailed(inFieldOrder(TriggerRequestSchema, errors))
+      const submitter = {
+        orgId: principal.orgId,
+        apiKeyId: principal.keyId,
+        requestId: request.id,
+        bodyBytes: Number(request.headers['content-length'] ?? MAX_BODY_BYTES),
       }
-      const body = request.body as TriggerRequest
-      const submitter = { orgId: principal.orgId, apiKeyId: principal.keyId, requestId: request.id }
-      const accepted = await intake.record(submitter, campaign, body)
+      const accepted = await intake.record(submitter, campaignId, request.body as TriggerRequest)
       if (accepted === undefined) {
-        // Not recorded: the key was revoked meanwhile (401), or else the campaign is gone.
-        await confirmPrincipal(authenticator, principal)
-        intake.campaigns.forget(principal.orgId, body.campaign)
-        throw new ValidationFailed([valueError(['body', 'campaign'], body.campaign, `campaign '${body.campaign}' no longer exists`)])
+        // Campaigns are never deleted: only a key revoked since it was cached stops the commit.
+        authenticator.forget(principal.keyId)
+        throw unauthorized()
       }
       return reply
         .code(201)
@@ -144,16 +144,17 @@ export function triggerRoutes(app: FastifyInstance, deps: { db: Database; authen
     },
   )
 
-  /** Adds the 422 entry when the campaign (or channel) cannot be chosen; the campaign's id when it can. */
-  async function chooseCampaign(
-    orgId: string,
-    raw: Partial<Record<keyof TriggerRequest, unknown>> | undefined,
-    errors: ErrorDetail[],
-  ): Promise<string | undefined> {
+  /**
+   * The id of the campaign the body names, or undefined with the 422 entry
+   * added that says why there is none. Runs on the raw body when other fields
+   * failed, so that one answer lists every problem.
+   */
+  async function resolveCampaign(orgId: string, body: unknown, errors: ErrorDetail[]): Promise<string | undefined> {
+    const raw = body as Partial<Record<keyof TriggerRequest, unknown>> | undefined
     const failed = (field: string) => errors.some((error) => error.loc[1] === field)
     if (typeof raw?.campaign !== 'string' || failed('campaign')) return undefined
     const channelUsable = !failed('channel')
-    const choice = await intake.chooseCampaign(orgId, raw.campaign, channelUsable ? (raw.channel as TriggerRequest['channel']) : undefined)
+    const choice = await campaigns.choose(orgId, raw.campaign, channelUsable ? (raw.channel as TriggerRequest['channel']) : undefined)
     if ('campaign' in choice) return choice.campaign.id
     if (channelUsable || choice.error.loc[1] === 'campaign') errors.push(choice.error)
     return undefined
@@ -168,7 +169,7 @@ export function triggerRoutes(app: FastifyInstance, deps: { db: Database; authen
         description: 'The trigger as recorded (normalized ids and phone), with its task. Triggers of other organizations are not found.',
         tags: ['triggers'],
         security: [{ apiKey: [] }],
-        params: Type.Object({ id: Type.String({ maxLength: 64 }) }),
+        params: Type.Object({ id: Type.String() }),
         response: { 200: Envelope(TriggerSchema), ...authErrors, ...notFound },
       },
     },

@@ -4,6 +4,7 @@ import { type ApiKey, type Scope, SCOPES } from '../../../domain/types.ts'
 import { issueApiKey, listKeys, type Operations, revokeApiKey } from '../../../services/administration.ts'
 import type { Authenticator } from '../../../services/authenticator.ts'
 import { requireOperator } from '../../auth.ts'
+import { adminDocs, OrgParams } from './shared.ts'
 import { envelope } from '../../reply.ts'
 import { authErrors, Envelope, notFound, Timestamp, validationErrors } from '../../schemas.ts'
 
@@ -23,8 +24,6 @@ const IssuedKeySchema = Type.Composite([
   Type.Object({ key: Type.String({ description: 'The key itself. Shown in this response only; store it now.' }) }),
 ])
 
-const OrgParams = Type.Object({ org_id: Type.String({ maxLength: 64 }) })
-
 export const IssueApiKeyBody = Type.Object({
   name: Type.String({ minLength: 1, maxLength: 200, description: 'What the key is for, e.g. the calling system.' }),
   scopes: Type.Optional(Type.Array(ScopeSchema, { maxItems: SCOPES.length, description: 'Default: triggers:write and triggers:read.' })),
@@ -41,14 +40,13 @@ export const presentKey = (key: ApiKey) => ({
 
 export function apiKeyRoutes(app: FastifyInstance, deps: { ops: Operations; authenticator: Authenticator }) {
   const { ops, authenticator } = deps
-  const common = { tags: ['admin'], security: [{ operatorToken: [] }] }
 
   app.post(
     '/admin/v1/organizations/:org_id/api-keys',
     {
       onRequest: requireOperator(authenticator),
       schema: {
-        ...common,
+        ...adminDocs,
         summary: 'Issue an API key',
         description: 'The response carries the key itself; it is stored only as a hash and cannot be shown again.',
         params: OrgParams,
@@ -68,7 +66,7 @@ export function apiKeyRoutes(app: FastifyInstance, deps: { ops: Operations; auth
     {
       onRequest: requireOperator(authenticator),
       schema: {
-        ...common,
+        ...adminDocs,
         summary: "List an organization's API keys",
         params: OrgParams,
         response: { 200: Envelope(Type.Array(ApiKeySchema)), ...authErrors, ...notFound },
@@ -85,10 +83,10 @@ export function apiKeyRoutes(app: FastifyInstance, deps: { ops: Operations; auth
     {
       onRequest: requireOperator(authenticator),
       schema: {
-        ...common,
+        ...adminDocs,
         summary: 'Revoke an API key',
         description: 'Every process refuses the key (401) from its next request on.',
-        params: Type.Object({ org_id: Type.String({ maxLength: 64 }), key_id: Type.String({ maxLength: 64 }) }),
+        params: Type.Object({ org_id: Type.String(), key_id: Type.String() }),
         response: { 204: Type.Null(), ...authErrors, ...notFound },
       },
     },

@@ -5,10 +5,9 @@ import { createCampaign, listCampaigns, type Operations } from '../../../service
 import type { Authenticator } from '../../../services/authenticator.ts'
 import type { CampaignDirectory } from '../../../services/campaignDirectory.ts'
 import { requireOperator } from '../../auth.ts'
+import { adminDocs, OrgParams } from './shared.ts'
 import { envelope } from '../../reply.ts'
-import { authErrors, Envelope, ErrorResponse, notFound, Timestamp, validationErrors } from '../../schemas.ts'
-
-const ChannelSchema = Type.Union([Type.Literal('voice'), Type.Literal('whatsapp')])
+import { authErrors, ChannelSchema, Envelope, ErrorResponse, notFound, Timestamp, validationErrors } from '../../schemas.ts'
 
 const CampaignSchema = Type.Object({
   id: Type.String(),
@@ -18,8 +17,6 @@ const CampaignSchema = Type.Object({
   context: Type.Record(Type.String(), Type.Unknown()),
   created_at: Timestamp,
 })
-
-const OrgParams = Type.Object({ org_id: Type.String({ maxLength: 64 }) })
 
 export const CreateCampaignBody = Type.Object({
   routing_key: Type.String({
@@ -47,14 +44,13 @@ export function campaignRoutes(
   deps: { ops: Operations; authenticator: Authenticator; campaigns: CampaignDirectory },
 ) {
   const { ops, authenticator, campaigns } = deps
-  const common = { tags: ['admin'], security: [{ operatorToken: [] }] }
 
   app.post(
     '/admin/v1/organizations/:org_id/campaigns',
     {
       onRequest: requireOperator(authenticator),
       schema: {
-        ...common,
+        ...adminDocs,
         summary: 'Create a campaign',
         description: 'A routing key may have one campaign per channel.',
         params: OrgParams,
@@ -76,7 +72,7 @@ export function campaignRoutes(
     {
       onRequest: requireOperator(authenticator),
       schema: {
-        ...common,
+        ...adminDocs,
         summary: "List an organization's campaigns",
         params: OrgParams,
         response: { 200: Envelope(Type.Array(CampaignSchema)), ...authErrors, ...notFound },

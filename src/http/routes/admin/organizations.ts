@@ -4,6 +4,7 @@ import type { Organization } from '../../../domain/types.ts'
 import { createOrganization, type Operations } from '../../../services/administration.ts'
 import type { Authenticator } from '../../../services/authenticator.ts'
 import { requireOperator } from '../../auth.ts'
+import { adminDocs } from './shared.ts'
 import { envelope } from '../../reply.ts'
 import { authErrors, Envelope, Timestamp, validationErrors } from '../../schemas.ts'
 
@@ -20,8 +21,7 @@ export function organizationRoutes(app: FastifyInstance, deps: { ops: Operations
       onRequest: requireOperator(deps.authenticator),
       schema: {
         summary: 'Create an organization',
-        tags: ['admin'],
-        security: [{ operatorToken: [] }],
+        ...adminDocs,
         body: CreateOrganizationBody,
         response: { 201: Envelope(OrganizationSchema), ...authErrors, ...validationErrors },
       },
