@@ -71,15 +71,19 @@ export interface Contact {
 
 export type TaskStatus = 'pending' | 'in_progress' | 'completed'
 
-export interface Trigger {
-  id: string
-  orgId: string
-  campaign: { id: string; routingKey: string; channel: Channel }
+/** What a trigger records of its request, normalized. */
+export interface TriggerContent {
   requestId: string
   ids: ExternalId[]
   contact: Contact
   context: JsonObject
   testMode: boolean
   createdAt: string
+}
+
+export interface Trigger extends TriggerContent {
+  id: string
+  orgId: string
+  campaign: { id: string; routingKey: string; channel: Channel }
   task: { id: string; status: TaskStatus }
 }

@@ -1,20 +1,14 @@
-import type { Channel, Contact, ExternalId, JsonObject, TaskStatus, Trigger } from '../domain/types.ts'
+import type { Channel, Contact, ExternalId, JsonObject, TaskStatus, Trigger, TriggerContent } from '../domain/types.ts'
 import type { PreparedStatement, Queryable } from './database.ts'
 import { iso } from './rows.ts'
 
 /** A validated trigger, with its ids chosen, ready to be recorded with its task. */
-export interface NewTrigger {
+export interface NewTrigger extends TriggerContent {
   id: string
   taskId: string
   orgId: string
   apiKeyId: string
   campaignId: string
-  requestId: string
-  ids: ExternalId[]
-  contact: Contact
-  context: JsonObject
-  testMode: boolean
-  createdAt: string
 }
 
 const INSERT_TRIGGERS_WITH_TASKS: PreparedStatement = {
