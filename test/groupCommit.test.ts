@@ -50,7 +50,7 @@ test('items that arrive during a commit share the next one; a poisoned batch is 
       if (items.includes(13)) throw Object.assign(new Error('rejected'), { code: '22P02' })
       return items.map((item) => item * 2)
     },
-    { maxBatch: 100, maxBatchWeight: 1000, weigh: () => 1, maxInFlight: 1, retryAlone: (error) => (error as { code?: string }).code === '22P02' },
+    { maxBatch: 100, maxBatchWeight: 1000, weigh: () => 1, maxInFlight: 1, flushAtLength: Infinity, retryAlone: (error) => (error as { code?: string }).code === '22P02' },
   )
   const first = committer.submit(0)
   await new Promise((resolve) => setImmediate(resolve))
@@ -71,7 +71,7 @@ test('a batch holds at most maxBatch items and maxBatchWeight of weight, but alw
       commits.push(items)
       return items
     },
-    { maxBatch: 3, maxBatchWeight: 10, weigh: (item) => item, maxInFlight: 1, retryAlone: () => false },
+    { maxBatch: 3, maxBatchWeight: 10, weigh: (item) => item, maxInFlight: 1, flushAtLength: Infinity, retryAlone: () => false },
   )
   await Promise.all([1, 1, 1, 1, 4, 5, 20, 2].map((item) => committer.submit(item)))
   assert.deepEqual(commits, [[1, 1, 1], [1, 4, 5], [20], [2]])
@@ -84,9 +84,24 @@ test('a failure that leaves the outcome unknown fails the whole batch, without r
       calls++
       throw Object.assign(new Error('connection lost'), { code: 'ECONNRESET' })
     },
-    { maxBatch: 100, maxBatchWeight: 1000, weigh: () => 1, maxInFlight: 1, retryAlone: () => false },
+    { maxBatch: 100, maxBatchWeight: 1000, weigh: () => 1, maxInFlight: 1, flushAtLength: Infinity, retryAlone: () => false },
   )
   const results = await Promise.allSettled([1, 2, 3].map((item) => committer.submit(item)))
   assert.ok(results.every((result) => result.status === 'rejected'))
   assert.equal(calls, 1, 'the three items submitted together were one commit, not retried')
+})
+
+test('a queue that reaches flushAtLength starts its commit at once, while further items are still arriving', async () => {
+  const commits: number[][] = []
+  const committer = new GroupCommitter<number, number>(
+    async (items) => {
+      commits.push(items)
+      return items
+    },
+    { maxBatch: 100, maxBatchWeight: 1000, weigh: () => 1, maxInFlight: 1, flushAtLength: 3, retryAlone: () => false },
+  )
+  const pending = [1, 2, 3, 4, 5].map((item) => committer.submit(item))
+  assert.deepEqual(commits, [[1, 2, 3]], 'the third item started a commit before the others were submitted')
+  await Promise.all(pending)
+  assert.deepEqual(commits, [[1, 2, 3], [4, 5]])
 })

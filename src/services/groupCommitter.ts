@@ -20,6 +20,12 @@ export interface GroupCommitterOptions<Item> {
   /** Most commits in flight at once. */
   maxInFlight: number
   /**
+   * Queue length at which a commit starts at once, while further requests are
+   * still being read, instead of at the end of the poll phase: the database
+   * then works while this process parses, rather than both taking turns.
+   */
+  flushAtLength: number
+  /**
    * Whether the items of a failed batch may be committed again one by one: true
    * only for errors that say the batch was rolled back (so a single poisoned
    * item fails alone); never for an error that leaves the outcome unknown.
@@ -51,7 +57,8 @@ export class GroupCommitter<Item, Outcome> {
   submit(item: Item): Promise<Outcome> {
     return new Promise((resolve, reject) => {
       this.#queue.push({ item, weight: this.#options.weigh(item), resolve, reject })
-      this.#scheduleFlush()
+      if (this.#queue.length >= this.#options.flushAtLength && this.#inFlight < this.#options.maxInFlight) this.#flush()
+      else this.#scheduleFlush()
     })
   }
 

@@ -55,6 +55,8 @@ export class TriggerIntake {
         // On a server two commits overlap, so one is always being built while
         // the other flushes; PGlite runs one statement at a time anyway.
         maxInFlight: Math.min(2, db.concurrency),
+        // PGlite works in this thread: a commit started early would only make batches smaller.
+        flushAtLength: db.concurrency > 1 ? 16 : Number.POSITIVE_INFINITY,
         // The batch is one statement: an error the server reports means it was
         // rolled back; without a SQLSTATE (a lost connection) the outcome is unknown.
         retryAlone: (error) => {
