@@ -6,9 +6,10 @@
  * one commit (one WAL flush) for many requests under load.
  *
  * A commit starts on the event loop's next check phase (setImmediate), after
- * every request already read from the sockets has submitted its item: an idle
- * system waits for nothing, and a busy one fills its batches even when the
- * database answers within the same tick (PGlite runs in this thread).
+ * every request already read from the sockets has submitted its item, or as
+ * soon as `flushAtLength` items wait: an idle system waits for nothing, and a
+ * busy one fills its batches even when the database answers within the same
+ * tick (PGlite runs in this thread).
  */
 
 export interface GroupCommitterOptions<Item> {
@@ -43,10 +44,10 @@ interface Waiting<Item, Outcome> {
 export class GroupCommitter<Item, Outcome> {
   readonly #commit: (items: Item[]) => Promise<Outcome[]>
   readonly #options: GroupCommitterOptions<Item>
-  #queue: Waiting<Item, Outcome>[] = []
+  readonly #queue: Waiting<Item, Outcome>[] = []
   #inFlight = 0
   #flushScheduled = false
-  #idle: (() => void)[] = []
+  readonly #idle: (() => void)[] = []
 
   /** `commit` returns one outcome per item, in the order given. */
   constructor(commit: (items: Item[]) => Promise<Outcome[]>, options: GroupCommitterOptions<Item>) {
