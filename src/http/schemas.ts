@@ -4,7 +4,10 @@ import { CHANNELS } from '../domain/types.ts'
 
 export const Timestamp = Type.String({ format: 'date-time', description: 'UTC, ISO 8601 with Z' })
 
-export const ChannelSchema = Type.Union(CHANNELS.map((channel) => Type.Literal(channel)))
+/** One of a closed list of strings: pydantic's Literal[...]. */
+export const OneOf = <T extends string>(values: readonly T[]) => Type.Union(values.map((value) => Type.Literal(value)))
+
+export const ChannelSchema = OneOf(CHANNELS)
 
 export const Envelope = <T extends TSchema>(data: T) =>
   Type.Object({
@@ -52,4 +55,8 @@ export const validationErrors = {
 
 export const notFound = {
   404: ref(ErrorResponse),
+}
+
+export const conflict = {
+  409: ref(ErrorResponse),
 }

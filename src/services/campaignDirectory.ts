@@ -58,7 +58,7 @@ export class CampaignDirectory {
 }
 
 /** Picks the campaign a trigger names, or says (as a 422 entry) why none can be picked. */
-export function chooseCampaign(campaigns: readonly Campaign[], routingKey: string, channel: Channel | undefined): CampaignChoice {
+function chooseCampaign(campaigns: readonly Campaign[], routingKey: string, channel: Channel | undefined): CampaignChoice {
   if (campaigns.length === 0) {
     return { error: valueError(['body', 'campaign'], routingKey, `no campaign has the routing key '${routingKey}'`) }
   }

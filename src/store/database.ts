@@ -96,7 +96,8 @@ async function openPglite(dataDir: string): Promise<Database> {
   if (dataDir !== 'memory://') await mkdir(dataDir, { recursive: true })
   const db = await PGlite.create(dataDir)
   const runOn = (session: Pick<PGlite, 'query' | 'exec'>): Queryable => ({
-    // PGlite has no named statements; it runs the text (see the bench notes in BENCHMARKS.md).
+    // PGlite has no named statements (SQL EXECUTE would need its parameters
+    // written into the text), so it parses and plans the text each time.
     async query<Row>(sql: string | PreparedStatement, params?: readonly unknown[]) {
       const result = await session.query<Row>(typeof sql === 'string' ? sql : sql.text, params as unknown[] | undefined)
       return result.rows

@@ -6,9 +6,9 @@ import type { Authenticator } from '../../../services/authenticator.ts'
 import { requireOperator } from '../../auth.ts'
 import { adminDocs, OrgParams } from './shared.ts'
 import { envelope } from '../../reply.ts'
-import { authErrors, Envelope, notFound, Timestamp, validationErrors } from '../../schemas.ts'
+import { authErrors, Envelope, notFound, OneOf, Timestamp, validationErrors } from '../../schemas.ts'
 
-const ScopeSchema = Type.Union(SCOPES.map((scope) => Type.Literal(scope)))
+const ScopeSchema = OneOf(SCOPES)
 
 const ApiKeySchema = Type.Object({
   id: Type.String(),

@@ -7,7 +7,7 @@ import type { CampaignDirectory } from '../../../services/campaignDirectory.ts'
 import { requireOperator } from '../../auth.ts'
 import { adminDocs, OrgParams } from './shared.ts'
 import { envelope } from '../../reply.ts'
-import { authErrors, ChannelSchema, Envelope, ErrorResponse, notFound, Timestamp, validationErrors } from '../../schemas.ts'
+import { authErrors, ChannelSchema, conflict, Envelope, notFound, Timestamp, validationErrors } from '../../schemas.ts'
 
 const CampaignSchema = Type.Object({
   id: Type.String(),
@@ -55,7 +55,7 @@ export function campaignRoutes(
         description: 'A routing key may have one campaign per channel.',
         params: OrgParams,
         body: CreateCampaignBody,
-        response: { 201: Envelope(CampaignSchema), ...authErrors, ...notFound, 409: Type.Ref(ErrorResponse.$id!), ...validationErrors },
+        response: { 201: Envelope(CampaignSchema), ...authErrors, ...notFound, ...conflict, ...validationErrors },
       },
     },
     async (request, reply) => {
