@@ -8,11 +8,15 @@ import swaggerUi from '@fastify/swagger-ui'
 import type { TSchema } from '@sinclair/typebox'
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest, LogController } from 'fastify'
 import pino, { type DestinationStream } from 'pino'
+import type { Channels } from './channels/index.ts'
 import type { LogLevel } from './config.ts'
 import { ValidationFailed } from './domain/errors.ts'
 import { newId } from './domain/ids.ts'
 import { adminRoutes } from './http/routes/admin/index.ts'
 import { healthRoutes } from './http/routes/health.ts'
+import { twilioRoutes } from './http/routes/providers/twilio.ts'
+import { whatsappRoutes } from './http/routes/providers/whatsapp.ts'
+import { taskRoutes } from './http/routes/tasks.ts'
 import { triggerRoutes } from './http/routes/triggers.ts'
 import { MAX_BODY_BYTES } from './http/limits.ts'
 import { installErrorHandling } from './http/reply.ts'
@@ -21,6 +25,7 @@ import { Authenticator } from './services/authenticator.ts'
 import { CampaignDirectory } from './services/campaignDirectory.ts'
 import { TriggerIntake } from './services/triggerIntake.ts'
 import type { Database } from './store/database.ts'
+import { createDispatcher, type Dispatcher } from './workers/dispatcher.ts'
 import { parseJsonBody } from './validation/json.ts'
 import { validate } from './validation/model.ts'
 
@@ -33,6 +38,7 @@ export interface AppOptions {
 
 export interface AppDeps {
   db: Database
+  channels: Channels
   /** Milliseconds since the epoch; injected so that tests control time. */
   now?: () => number
 }
@@ -63,12 +69,19 @@ export async function buildApp(options: AppOptions, deps: AppDeps): Promise<Fast
 
   const authenticator = new Authenticator(deps.db, options.operatorToken)
   const campaigns = new CampaignDirectory(deps.db, now)
-  const intake = new TriggerIntake(deps.db, now)
-  const ops = { db: deps.db, now }
-  app.addHook('onClose', () => intake.drained())
+  const { lifecycle, dispatcher } = createDispatcher({ db: deps.db, channels: deps.channels.registry, now, log: app.log })
+  const intake = new TriggerIntake(deps.db, now, () => dispatcher.wake())
+  const ops = { db: deps.db, now, channels: deps.channels.registry }
+  app.decorate('dispatcher', dispatcher)
+  // Answer every accepted trigger, then let the dispatcher finish its round.
+  app.addHook('onClose', async () => {
+    await intake.drained()
+    await dispatcher.stop()
+  })
 
   app.decorateRequest('principal', undefined)
   app.decorateRequest('principalConfirmed', false)
+  app.decorateRequest('clearMaxConcurrent', false)
   installBodyParsing(app)
   installValidation(app)
   installErrorHandling(app, authenticator)
@@ -100,10 +113,20 @@ export async function buildApp(options: AppOptions, deps: AppDeps): Promise<Fast
 
   healthRoutes(app, { db: deps.db })
   triggerRoutes(app, { db: deps.db, authenticator, campaigns, intake })
+  taskRoutes(app, { db: deps.db, authenticator, lifecycle })
+  twilioRoutes(app, { db: deps.db, twilio: deps.channels.twilio, lifecycle, now })
+  await app.register(whatsappRoutes, { db: deps.db, channels: deps.channels, lifecycle, now })
   adminRoutes(app, { ops, authenticator, campaigns })
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger())
 
   return app
+}
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** Not started by buildApp: `serve` starts it unless told not to; tests drive it round by round. */
+    dispatcher: Dispatcher
+  }
 }
 
 /**

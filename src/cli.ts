@@ -1,33 +1,41 @@
 /**
- * The operator's command line: `serve`, `migrate`, and the admin operations
- * (`org create`, `key issue|list|revoke`, `campaign create|list`), which work
- * on the database directly and print what the admin API would return.
+ * The operator's command line: `serve`, `work`, `migrate`, and the admin
+ * operations (`org create`, `key issue|list|revoke`, `campaign
+ * create|update|list`), which work on the database directly and print what
+ * the admin API would return.
  */
 import { parseArgs } from 'node:util'
 import type { Static, TSchema } from '@sinclair/typebox'
 import { ConfigError, loadConfig } from './config.ts'
-import { ApiError } from './domain/errors.ts'
-import { CreateCampaignBody, presentCampaign } from './http/routes/admin/campaigns.ts'
+import { createChannels } from './channels/index.ts'
+import { ApiError, ValidationFailed } from './domain/errors.ts'
+import { CreateCampaignBody, presentCampaign, UpdateCampaignBody } from './http/routes/admin/campaigns.ts'
 import { IssueApiKeyBody, presentKey } from './http/routes/admin/apiKeys.ts'
 import { CreateOrganizationBody, presentOrganization } from './http/routes/admin/organizations.ts'
-import { serve } from './server.ts'
+import { serve, work } from './server.ts'
 import * as admin from './services/administration.ts'
-import { type Database, openDatabase } from './store/database.ts'
+import { openDatabase } from './store/database.ts'
 import { migrate } from './store/migrate.ts'
 import { validate } from './validation/model.ts'
 
 const USAGE = `usage: cli <command> [options]
 
-  serve                                   run the HTTP API
+  serve [--no-workers]                    run the HTTP API and the dispatcher (--no-workers: the API alone)
+  work                                    run the dispatcher alone
   migrate                                 apply database migrations and exit
   org create --name NAME
   key issue --org ORG_ID --name NAME [--scopes triggers:write,triggers:read]
   key list --org ORG_ID
   key revoke --org ORG_ID --key KEY_ID
-  campaign create --org ORG_ID --routing-key KEY --channel voice|whatsapp [--name NAME] [--context JSON]
+  campaign create --org ORG_ID --routing-key KEY --channel voice|whatsapp [SETTINGS]
+  campaign update --org ORG_ID --campaign CAMPAIGN_ID [SETTINGS]
   campaign list --org ORG_ID
 
-Configuration comes from the environment: PORT, HOST, DATABASE_URL, DATA_DIR, OPERATOR_TOKEN, LOG_LEVEL.`
+SETTINGS, as on the admin API: [--name NAME] [--context JSON] [--schedule JSON] [--attempts JSON]
+  [--provider simulator|twilio|whatsapp_cloud] [--provider-config JSON] [--max-concurrent N]
+
+Configuration comes from the environment: PORT, HOST, DATABASE_URL, DATA_DIR, OPERATOR_TOKEN, LOG_LEVEL,
+PUBLIC_BASE_URL, TWILIO_API_BASE_URL, WHATSAPP_API_BASE_URL.`
 
 class UsageError extends Error {}
 
@@ -41,20 +49,22 @@ async function main(argv: string[]): Promise<void> {
     return
   }
   const config = loadConfig(process.env)
-  if (command === 'serve') return serve(config)
+  if (command === 'serve') return serve(config, { workers: values['no-workers'] !== true })
+  if (command === 'work') return work(config)
 
   const db = await openDatabase(config)
   try {
     await migrate(db)
     if (command === 'migrate') return
-    const result = await runAdminCommand(command, values as Options, { db, now: Date.now })
+    const channels = createChannels(config, (name) => process.env[name])
+    const result = await runAdminCommand(command, values as Options, { db, now: Date.now, channels: channels.registry })
     process.stdout.write(`${JSON.stringify(result, null, 2)}\n`)
   } finally {
     await db.close()
   }
 }
 
-async function runAdminCommand(command: string, options: Options, ops: { db: Database; now: () => number }): Promise<unknown> {
+async function runAdminCommand(command: string, options: Options, ops: admin.Operations): Promise<unknown> {
   const org = () => required(options, 'org')
   switch (command) {
     case 'org create':
@@ -72,10 +82,14 @@ async function runAdminCommand(command: string, options: Options, ops: { db: Dat
       const input = checked(CreateCampaignBody, {
         routing_key: options['routing-key'],
         channel: options.channel,
-        name: options.name,
-        context: options.context === undefined ? undefined : parseJsonOption('context', options.context),
+        ...settingsOptions(options),
       })
-      return presentCampaign(await admin.createCampaign(ops, org(), input))
+      return presentCampaign(await asCommandLine(admin.createCampaign(ops, org(), input as admin.CreateCampaignInput)))
+    }
+    case 'campaign update': {
+      const changes = checked(UpdateCampaignBody, settingsOptions(options))
+      const campaign = admin.updateCampaign(ops, org(), required(options, 'campaign'), changes as admin.CampaignChanges)
+      return presentCampaign(await asCommandLine(campaign))
     }
     case 'campaign list':
       return (await admin.listCampaigns(ops, org())).map(presentCampaign)
@@ -97,6 +111,13 @@ function parseCommandLine(argv: string[]) {
         'routing-key': { type: 'string' },
         channel: { type: 'string' },
         context: { type: 'string' },
+        campaign: { type: 'string' },
+        schedule: { type: 'string' },
+        attempts: { type: 'string' },
+        provider: { type: 'string' },
+        'provider-config': { type: 'string' },
+        'max-concurrent': { type: 'string' },
+        'no-workers': { type: 'boolean' },
         help: { type: 'boolean', short: 'h' },
       },
     })
@@ -112,6 +133,34 @@ function required(options: Options, name: string): string {
   return value
 }
 
+function settingsOptions(options: Options): Record<string, unknown> {
+  const json = (name: string) => (options[name] === undefined ? undefined : parseJsonOption(name, options[name]))
+  return {
+    name: options.name,
+    context: json('context'),
+    schedule: json('schedule'),
+    attempts: json('attempts'),
+    provider: options.provider,
+    provider_config: json('provider-config'),
+    max_concurrent: options['max-concurrent'],
+  }
+}
+
+/** A settings problem found past the schema (an incoherent schedule, a bad provider_config), named as an option. */
+async function asCommandLine<T>(result: Promise<T>): Promise<T> {
+  try {
+    return await result
+  } catch (error) {
+    if (!(error instanceof ValidationFailed)) throw error
+    throw new UsageError(error.detail.map((entry) => describeError(entry.loc.slice(1), entry.msg)).join('\n'))
+  }
+}
+
+function describeError(loc: (string | number)[], msg: string): string {
+  const [option, ...path] = loc
+  return `--${String(option).replaceAll('_', '-')}${path.length > 0 ? ` (${path.join('.')})` : ''}: ${msg}`
+}
+
 function parseJsonOption(name: string, text: string): unknown {
   try {
     return JSON.parse(text)
@@ -124,7 +173,7 @@ function parseJsonOption(name: string, text: string): unknown {
 function checked<S extends TSchema>(schema: S, input: Record<string, unknown>): Static<S> {
   const result = validate<Static<S>>(schema, input, [])
   if (result.errors.length === 0) return result.value!
-  const lines = result.errors.map((error) => `--${String(error.loc[0]).replaceAll('_', '-')}: ${error.msg}`)
+  const lines = result.errors.map((error) => describeError(error.loc, error.msg))
   throw new UsageError(lines.join('\n'))
 }
 

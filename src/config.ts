@@ -18,6 +18,11 @@ export interface Config {
   /** Operator token; when absent `serve` generates one and keeps it in `dataDir`. */
   operatorToken: string | undefined
   logLevel: LogLevel
+  /** Where providers reach this service (their callbacks); default http://localhost:PORT. */
+  publicBaseUrl: string
+  /** Provider APIs; configurable so that a test or a staging system can point them at a fake. */
+  twilioApiBaseUrl: string
+  whatsappApiBaseUrl: string
 }
 
 export class ConfigError extends Error {}
@@ -26,14 +31,33 @@ const LOG_LEVELS: readonly LogLevel[] = ['fatal', 'error', 'warn', 'info', 'debu
 const MIN_OPERATOR_TOKEN_LENGTH = 24
 
 export function loadConfig(env: NodeJS.ProcessEnv): Config {
+  const port = parsePort(env.PORT)
   return {
-    port: parsePort(env.PORT),
+    port,
     host: nonEmpty('HOST', env.HOST) ?? '0.0.0.0',
     databaseUrl: parseDatabaseUrl(env.DATABASE_URL),
     dataDir: parseDataDir(env.DATA_DIR),
     operatorToken: parseOperatorToken(env.OPERATOR_TOKEN),
     logLevel: parseLogLevel(env.LOG_LEVEL),
+    publicBaseUrl: parseHttpUrl('PUBLIC_BASE_URL', env.PUBLIC_BASE_URL) ?? `http://localhost:${port}`,
+    twilioApiBaseUrl: parseHttpUrl('TWILIO_API_BASE_URL', env.TWILIO_API_BASE_URL) ?? 'https://api.twilio.com',
+    whatsappApiBaseUrl: parseHttpUrl('WHATSAPP_API_BASE_URL', env.WHATSAPP_API_BASE_URL) ?? 'https://graph.facebook.com',
   }
+}
+
+/** An http(s) base URL, without a trailing slash. */
+function parseHttpUrl(name: string, raw: string | undefined): string | undefined {
+  const value = nonEmpty(name, raw)
+  if (value === undefined) return undefined
+  let url: URL
+  try {
+    url = new URL(value)
+  } catch {
+    throw new ConfigError(`${name} is not a URL; expected https://host[:port][/path]`)
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new ConfigError(`${name} must start with http:// or https://`)
+  if (url.search !== '' || url.hash !== '') throw new ConfigError(`${name} must not have a query or fragment`)
+  return value.replace(/\/+$/, '')
 }
 
 function nonEmpty(name: string, raw: string | undefined): string | undefined {

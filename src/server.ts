@@ -1,19 +1,23 @@
 /**
  * Running the service: open the database, apply migrations, build the app,
- * listen, and close in order on SIGTERM/SIGINT so that every accepted trigger
- * is committed and answered before the process exits.
+ * listen (and run the dispatcher, unless this process is API-only), and close
+ * in order on SIGTERM/SIGINT so that every accepted trigger is committed and
+ * answered before the process exits. `work` runs the dispatcher alone.
  */
 import { chmod, mkdir, readFile, writeFile } from 'node:fs/promises'
 import path from 'node:path'
+import pino from 'pino'
 import { buildApp } from './app.ts'
+import { createChannels } from './channels/index.ts'
 import { type Config, ConfigError } from './config.ts'
 import { generateOperatorToken } from './services/credentials.ts'
 import { openDatabase } from './store/database.ts'
 import { migrate } from './store/migrate.ts'
+import { createDispatcher } from './workers/dispatcher.ts'
 
 const SHUTDOWN_TIMEOUT_MS = 15_000
 
-export async function serve(config: Config): Promise<void> {
+export async function serve(config: Config, options: { workers: boolean }): Promise<void> {
   if (config.databaseUrl !== undefined && config.operatorToken === undefined) {
     // Processes sharing a database must share the token; one kept in a local data directory would differ.
     throw new ConfigError('OPERATOR_TOKEN must be set when DATABASE_URL is (at least 24 characters)')
@@ -21,7 +25,8 @@ export async function serve(config: Config): Promise<void> {
   const db = await openDatabase(config)
   await migrate(db)
   const operatorToken = config.operatorToken ?? (await operatorTokenFromDataDir(config.dataDir))
-  const app = await buildApp({ operatorToken, logLevel: config.logLevel }, { db })
+  const channels = createChannels(config, (name) => process.env[name])
+  const app = await buildApp({ operatorToken, logLevel: config.logLevel }, { db, channels })
 
   let closing = false
   const shutdown = async (signal: string) => {
@@ -39,11 +44,34 @@ export async function serve(config: Config): Promise<void> {
       process.exit(1)
     }
   }
-  process.once('SIGTERM', () => void shutdown('SIGTERM'))
-  process.once('SIGINT', () => void shutdown('SIGINT'))
+  onSignal(shutdown)
 
   await app.listen({ port: config.port, host: config.host })
-  app.log.info({ database: db.kind, dataDir: db.kind === 'pglite' ? config.dataDir : undefined }, 'ready')
+  if (options.workers) app.dispatcher.start()
+  app.log.info({ database: db.kind, dataDir: db.kind === 'pglite' ? config.dataDir : undefined, workers: options.workers }, 'ready')
+}
+
+/** The dispatcher without the HTTP API, for worker processes beside API-only ones on one PostgreSQL. */
+export async function work(config: Config): Promise<void> {
+  const db = await openDatabase(config)
+  await migrate(db)
+  const log = pino({ level: config.logLevel })
+  const channels = createChannels(config, (name) => process.env[name])
+  const { dispatcher } = createDispatcher({ db, channels: channels.registry, now: Date.now, log })
+  onSignal(async (signal) => {
+    log.info({ signal }, 'shutting down')
+    setTimeout(() => process.exit(1), SHUTDOWN_TIMEOUT_MS).unref()
+    await dispatcher.stop()
+    await db.close()
+    process.exit(0)
+  })
+  dispatcher.start()
+  log.info({ database: db.kind, worker: dispatcher.worker }, 'worker ready')
+}
+
+function onSignal(shutdown: (signal: string) => Promise<void>) {
+  process.once('SIGTERM', () => void shutdown('SIGTERM'))
+  process.once('SIGINT', () => void shutdown('SIGINT'))
 }
 
 /**

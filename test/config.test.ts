@@ -12,6 +12,9 @@ test('defaults', () => {
     dataDir: path.resolve('./data'),
     operatorToken: undefined,
     logLevel: 'info',
+    publicBaseUrl: 'http://localhost:8080',
+    twilioApiBaseUrl: 'https://api.twilio.com',
+    whatsappApiBaseUrl: 'https://graph.facebook.com',
   })
 })
 
@@ -23,6 +26,9 @@ test('reads every variable', () => {
     DATA_DIR: 'memory://',
     OPERATOR_TOKEN: 'o'.repeat(32),
     LOG_LEVEL: 'WARN',
+    PUBLIC_BASE_URL: 'https://triggers.example.com/',
+    TWILIO_API_BASE_URL: 'http://127.0.0.1:9001',
+    WHATSAPP_API_BASE_URL: 'http://127.0.0.1:9002/graph',
   })
   assert.deepEqual(config, {
     port: 9000,
@@ -31,6 +37,9 @@ test('reads every variable', () => {
     dataDir: 'memory://',
     operatorToken: 'o'.repeat(32),
     logLevel: 'warn',
+    publicBaseUrl: 'https://triggers.example.com',
+    twilioApiBaseUrl: 'http://127.0.0.1:9001',
+    whatsappApiBaseUrl: 'http://127.0.0.1:9002/graph',
   })
 })
 
@@ -42,6 +51,9 @@ for (const [env, pattern] of [
   [{ DATABASE_URL: 'not a url' }, /^DATABASE_URL is not a URL/],
   [{ OPERATOR_TOKEN: 'short' }, /^OPERATOR_TOKEN must be at least 24 characters long$/],
   [{ LOG_LEVEL: 'loud' }, /^LOG_LEVEL must be one of fatal, error, warn, info, debug, trace, silent, got "loud"$/],
+  [{ PUBLIC_BASE_URL: 'triggers.example.com' }, /^PUBLIC_BASE_URL is not a URL/],
+  [{ TWILIO_API_BASE_URL: 'ftp://twilio' }, /^TWILIO_API_BASE_URL must start with http:\/\/ or https:\/\//],
+  [{ WHATSAPP_API_BASE_URL: 'https://graph.facebook.com?x=1' }, /^WHATSAPP_API_BASE_URL must not have a query or fragment$/],
 ] as const) {
   test(`refuses ${JSON.stringify(env)}`, () => {
     assert.throws(() => loadConfig(env), (error: unknown) => error instanceof ConfigError && pattern.test(error.message))

@@ -5,11 +5,10 @@
 import assert from 'node:assert/strict'
 import { type ChildProcess, spawn } from 'node:child_process'
 import { mkdtemp, readFile, rm, stat } from 'node:fs/promises'
-import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { after, before, test } from 'node:test'
-import { freshDatabase, onPostgres, type TestDatabase } from './support/service.ts'
+import { freePort, freshDatabase, onPostgres, type TestDatabase } from './support/service.ts'
 
 const ROOT = path.resolve(import.meta.dirname, '..')
 let dataDir: string
@@ -31,14 +30,6 @@ function runCli(args: string[], extra: Record<string, string> = {}) {
     child.stderr.on('data', (chunk) => (stderr += chunk))
     child.on('close', (code) => resolve({ code, stdout, stderr }))
   })
-}
-
-async function freePort(): Promise<number> {
-  const server = createServer()
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-  const { port } = server.address() as { port: number }
-  await new Promise((resolve) => server.close(resolve))
-  return port
 }
 
 async function startServer(extra: Record<string, string> = {}) {

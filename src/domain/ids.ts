@@ -2,7 +2,10 @@
  * Prefixed, time-ordered identifiers: `trg_` + 26 characters of Crockford
  * base32 (48 bits of milliseconds, then 80 random bits), ULID-style. Sorting
  * ids of one kind as strings sorts them by creation time, which keeps index
- * inserts local and makes ids usable as pagination cursors.
+ * inserts local and makes ids usable as pagination cursors. Within one
+ * millisecond a process counts up from the previous id of the same kind
+ * (ULID's monotonic mode), so events written in one transaction sort in the
+ * order they were written.
  */
 import { randomFillSync } from 'node:crypto'
 
@@ -16,6 +19,7 @@ export const ID_PREFIXES = {
   event: 'evt',
   webhookEndpoint: 'whe',
   request: 'req',
+  worker: 'wrk',
 } as const
 
 export type IdKind = keyof typeof ID_PREFIXES
@@ -24,17 +28,45 @@ const ALPHABET = '0123456789abcdefghjkmnpqrstvwxyz'
 const RANDOM_CHARS = 16
 const randomPool = new Uint8Array(RANDOM_CHARS * 256)
 let randomOffset = randomPool.length
+/** The previous id of each kind: its millisecond and random digits. */
+const previous = new Map<IdKind, { time: number; random: Uint8Array }>()
 
 export function newId(kind: IdKind, now: number = Date.now()): string {
+  let last = previous.get(kind)
+  if (last === undefined) previous.set(kind, (last = { time: -1, random: new Uint8Array(RANDOM_CHARS) }))
+  if (now !== last.time || !increment(last.random)) {
+    if (randomOffset === randomPool.length) {
+      randomFillSync(randomPool)
+      randomOffset = 0
+    }
+    for (let i = 0; i < RANDOM_CHARS; i++) last.random[i] = randomPool[randomOffset++]! & 31
+    last.time = now
+  }
+  return `${ID_PREFIXES[kind]}_${encodeTime(now)}${encodeRandom(last.random)}`
+}
+
+function encodeTime(now: number): string {
   let time = ''
   for (let i = 0, t = now; i < 10; i++, t = Math.floor(t / 32)) time = ALPHABET[t % 32] + time
-  if (randomOffset === randomPool.length) {
-    randomFillSync(randomPool)
-    randomOffset = 0
-  }
+  return time
+}
+
+function encodeRandom(digits: Uint8Array): string {
   let random = ''
-  for (let i = 0; i < RANDOM_CHARS; i++) random += ALPHABET[randomPool[randomOffset++]! & 31]
-  return `${ID_PREFIXES[kind]}_${time}${random}`
+  for (const digit of digits) random += ALPHABET[digit]
+  return random
+}
+
+/** Adds one to a base-32 number; false when it overflows (then a fresh random part is drawn). */
+function increment(digits: Uint8Array): boolean {
+  for (let i = digits.length - 1; i >= 0; i--) {
+    if (digits[i]! < 31) {
+      digits[i]!++
+      return true
+    }
+    digits[i] = 0
+  }
+  return false
 }
 
 const ID_BODY = /^[0-9a-hjkmnp-tv-z]{26}$/

@@ -8,12 +8,19 @@
  * - campaign: what a routing key resolves to, one per channel. A routing key
  *   may name a voice campaign and a WhatsApp campaign at once.
  * - trigger: one accepted POST /api/v2/triggers. Immutable once recorded.
- * - task: the outreach work a trigger creates; lives until it completes.
+ * - task: the outreach work a trigger creates; lives until it completes,
+ *   with an outcome.
+ * - interaction: one attempt to converse, a call or a WhatsApp conversation.
+ *   A task has one per attempt; an inbound one may answer no task.
+ * - event: what the service reports to the client (task.completed,
+ *   interaction.finalized), written in the transaction of the change.
  *
  * Timestamps are ISO 8601 strings in UTC with `Z`. JSON documents that are
  * recorded as the client sent them (ids, contact, context) keep the field
  * names of the API.
  */
+
+import type { AttemptPolicy, Provider, Schedule } from './campaignSettings.ts'
 
 export const CHANNELS = ['voice', 'whatsapp'] as const
 export type Channel = (typeof CHANNELS)[number]
@@ -49,7 +56,15 @@ export interface Campaign {
   name: string
   /** Default task context; a trigger's context is merged over it. */
   context: JsonObject
+  schedule: Schedule
+  attempts: AttemptPolicy
+  provider: Provider
+  /** Provider settings; credentials are only named (environment variables), never held. */
+  providerConfig: JsonObject
+  /** Most interactions of the campaign running at once; null for no limit. */
+  maxConcurrent: number | null
   createdAt: string
+  updatedAt: string
 }
 
 /** One of the client's own ids for the contact; `source` and `type` are lowercased. */
@@ -67,6 +82,8 @@ export interface Contact {
   email?: string
   /** Canonical BCP 47 tag. */
   language?: string
+  /** IANA zone, when the client knows it better than the phone number tells. */
+  timezone?: string
 }
 
 export type TaskStatus = 'pending' | 'in_progress' | 'completed'
@@ -79,6 +96,49 @@ export interface TriggerContent {
   context: JsonObject
   testMode: boolean
   createdAt: string
+}
+
+export const TASK_OUTCOMES = ['reached', 'unreachable', 'failed', 'cancelled', 'expired', 'opted_out'] as const
+export type TaskOutcome = (typeof TASK_OUTCOMES)[number]
+
+export type VoiceOutcome = 'completed' | 'no_answer' | 'busy' | 'voicemail' | 'failed'
+export type WhatsAppOutcome = 'replied' | 'read' | 'delivered' | 'undelivered' | 'failed'
+export type InteractionOutcome = VoiceOutcome | WhatsAppOutcome
+
+export type Direction = 'outbound' | 'inbound'
+
+export interface Interaction {
+  id: string
+  taskId: string | null
+  channel: Channel
+  provider: Provider
+  direction: Direction
+  attempt: number | null
+  status: 'starting' | 'active' | 'finalized'
+  outcome: InteractionOutcome | null
+  testMode: boolean
+  startedAt: string
+  endedAt: string | null
+  durationS: number | null
+}
+
+export interface Task {
+  id: string
+  orgId: string
+  triggerId: string
+  campaign: { id: string; routingKey: string; channel: Channel }
+  status: TaskStatus
+  outcome: TaskOutcome | null
+  attempts: number
+  /** When the next attempt is due; null once completed or while one runs. */
+  nextAttemptAt: string | null
+  timezone: string | null
+  testMode: boolean
+  ids: ExternalId[]
+  createdAt: string
+  expiresAt: string
+  completedAt: string | null
+  interactions: Interaction[]
 }
 
 export interface Trigger extends TriggerContent {

@@ -2,19 +2,36 @@
  * Operator actions on organizations, their API keys and campaigns. The admin
  * API and the CLI both call these, so the two cannot drift apart.
  */
-import { ApiError } from '../domain/errors.ts'
+import type { ChannelRegistry } from '../channels/registry.ts'
+import {
+  type AttemptPolicy,
+  DEFAULT_ATTEMPTS,
+  DEFAULT_SCHEDULE,
+  type Provider,
+  type RetryOutcome,
+  type Schedule,
+} from '../domain/campaignSettings.ts'
+import { ApiError, type ErrorDetail, ValidationFailed, valueError } from '../domain/errors.ts'
+import { scheduleProblems } from '../domain/schedule.ts'
 import { isId, newId } from '../domain/ids.ts'
 import type { ApiKey, Campaign, Channel, JsonObject, Organization, Scope } from '../domain/types.ts'
 import { DEFAULT_KEY_SCOPES } from '../domain/types.ts'
 import type { Database } from '../store/database.ts'
 import { insertApiKey, listApiKeys, revokeApiKey as revokeStoredKey } from '../store/apiKeys.ts'
-import { insertCampaign, listCampaigns as listStoredCampaigns } from '../store/campaigns.ts'
+import {
+  findCampaign,
+  insertCampaign,
+  listCampaigns as listStoredCampaigns,
+  updateCampaign as updateStoredCampaign,
+} from '../store/campaigns.ts'
 import { findOrganization, insertOrganization } from '../store/organizations.ts'
 import { generateApiKey } from './credentials.ts'
 
 export interface Operations {
   db: Database
   now: () => number
+  /** The channels, to check a campaign's provider settings. */
+  channels: ChannelRegistry
 }
 
 const isoNow = (ops: Operations) => new Date(ops.now()).toISOString()
@@ -65,12 +82,30 @@ export async function revokeApiKey(ops: Operations, orgId: string, keyId: string
   return revoked
 }
 
-export async function createCampaign(
-  ops: Operations,
-  orgId: string,
-  input: { routing_key: string; channel: Channel; name?: string; context?: JsonObject },
-): Promise<Campaign> {
+/** A campaign's settings as the admin API and the CLI take them; what is left out takes its default. */
+export interface CampaignSettingsInput {
+  name?: string
+  context?: JsonObject
+  schedule?: Schedule
+  attempts?: { max?: number; retry_delays_s?: Partial<Record<RetryOutcome, number>>; expire_after_s?: number }
+  provider?: Provider
+  provider_config?: JsonObject
+  max_concurrent?: number
+}
+
+export interface CreateCampaignInput extends CampaignSettingsInput {
+  routing_key: string
+  channel: Channel
+}
+
+export interface CampaignChanges extends CampaignSettingsInput {
+  /** max_concurrent was sent as null: no limit from now on. */
+  clearMaxConcurrent?: boolean
+}
+
+export async function createCampaign(ops: Operations, orgId: string, input: CreateCampaignInput): Promise<Campaign> {
   await requireOrganization(ops, orgId)
+  const now = isoNow(ops)
   const campaign: Campaign = {
     id: newId('campaign', ops.now()),
     orgId,
@@ -78,12 +113,67 @@ export async function createCampaign(
     channel: input.channel,
     name: input.name ?? input.routing_key,
     context: input.context ?? {},
-    createdAt: isoNow(ops),
+    schedule: input.schedule ?? DEFAULT_SCHEDULE,
+    attempts: withDefaults(input.attempts),
+    provider: input.provider ?? 'simulator',
+    providerConfig: input.provider_config ?? {},
+    maxConcurrent: input.max_concurrent ?? null,
+    createdAt: now,
+    updatedAt: now,
   }
+  checkSettings(ops, campaign)
   if (!(await insertCampaign(ops.db, campaign))) {
     throw new ApiError('conflict', `Organization ${orgId} already has a ${input.channel} campaign with routing key '${input.routing_key}'.`)
   }
   return campaign
+}
+
+/** Applies the changes sent; each replaces the current value (a new provider starts from an empty provider_config). */
+export async function updateCampaign(ops: Operations, orgId: string, campaignId: string, changes: CampaignChanges): Promise<Campaign> {
+  await requireOrganization(ops, orgId)
+  const current = isId('campaign', campaignId) ? await findCampaign(ops.db, orgId, campaignId) : undefined
+  if (current === undefined) throw new ApiError('not_found', `Organization ${orgId} has no campaign ${campaignId}.`)
+  const providerChanged = changes.provider !== undefined && changes.provider !== current.provider
+  const campaign: Campaign = {
+    ...current,
+    name: changes.name ?? current.name,
+    context: changes.context ?? current.context,
+    schedule: changes.schedule ?? current.schedule,
+    attempts: changes.attempts === undefined ? current.attempts : withDefaults(changes.attempts),
+    provider: changes.provider ?? current.provider,
+    providerConfig: changes.provider_config ?? (providerChanged ? {} : current.providerConfig),
+    maxConcurrent: changes.clearMaxConcurrent ? null : (changes.max_concurrent ?? current.maxConcurrent),
+    updatedAt: isoNow(ops),
+  }
+  checkSettings(ops, campaign)
+  await updateStoredCampaign(ops.db, campaign)
+  return campaign
+}
+
+function withDefaults(attempts: CreateCampaignInput['attempts']): AttemptPolicy {
+  return {
+    max: attempts?.max ?? DEFAULT_ATTEMPTS.max,
+    retry_delays_s: { ...DEFAULT_ATTEMPTS.retry_delays_s, ...attempts?.retry_delays_s },
+    expire_after_s: attempts?.expire_after_s ?? DEFAULT_ATTEMPTS.expire_after_s,
+  }
+}
+
+/** What the request schema cannot say: a coherent schedule, a provider for the channel, a valid provider_config. */
+function checkSettings(ops: Operations, campaign: Campaign): void {
+  const errors: ErrorDetail[] = scheduleProblems(campaign.schedule).map(({ path, message }) =>
+    valueError(['body', 'schedule', ...path], valueAt(campaign.schedule, path), message),
+  )
+  const channel = ops.channels.find(campaign.provider, campaign.channel)
+  if (channel === undefined) {
+    errors.push(valueError(['body', 'provider'], campaign.provider, `provider ${campaign.provider} does not serve the ${campaign.channel} channel`))
+  } else {
+    errors.push(...channel.checkConfig(campaign.providerConfig, ['body', 'provider_config']))
+  }
+  if (errors.length > 0) throw new ValidationFailed(errors)
+}
+
+function valueAt(root: unknown, path: (string | number)[]): unknown {
+  return path.reduce<unknown>((value, key) => (value as Record<string | number, unknown> | undefined)?.[key], root)
 }
 
 export async function listCampaigns(ops: Operations, orgId: string): Promise<Campaign[]> {

@@ -41,11 +41,13 @@ export class TriggerIntake {
   readonly #now: () => number
   readonly #committer: GroupCommitter<{ trigger: NewTrigger; bytes: number }, boolean>
 
-  constructor(db: Database, now: () => number) {
+  /** `onRecorded` is told after each commit that recorded tasks: they are due at once. */
+  constructor(db: Database, now: () => number, onRecorded: () => void) {
     this.#now = now
     this.#committer = new GroupCommitter(
       async (items) => {
         const recorded = await insertTriggersWithTasks(db, items.map(({ trigger }) => trigger))
+        if (recorded.size > 0) onRecorded()
         return items.map(({ trigger }) => recorded.has(trigger.id))
       },
       {
@@ -72,14 +74,19 @@ export class TriggerIntake {
    * recorded because, by the time of the commit, the submitting key had been
    * revoked.
    */
-  async record(submitter: Submitter, campaignId: string, request: TriggerRequest): Promise<AcceptedTrigger | undefined> {
+  async record(
+    submitter: Submitter,
+    target: { campaignId: string; timezone: string | null },
+    request: TriggerRequest,
+  ): Promise<AcceptedTrigger | undefined> {
     const now = this.#now()
     const trigger: NewTrigger = {
       id: newId('trigger', now),
       taskId: newId('task', now),
       orgId: submitter.orgId,
       apiKeyId: submitter.apiKeyId,
-      campaignId,
+      campaignId: target.campaignId,
+      timezone: target.timezone,
       requestId: submitter.requestId,
       ids: request.ids ?? [],
       contact: request.contact,

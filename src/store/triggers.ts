@@ -9,6 +9,8 @@ export interface NewTrigger extends TriggerContent {
   orgId: string
   apiKeyId: string
   campaignId: string
+  /** The contact's IANA zone, as far as the trigger and its phone number tell. */
+  timezone: string | null
 }
 
 const INSERT_TRIGGERS_WITH_TASKS: PreparedStatement = {
@@ -16,9 +18,10 @@ const INSERT_TRIGGERS_WITH_TASKS: PreparedStatement = {
   text: `WITH input AS (
        SELECT * FROM jsonb_to_recordset($1::jsonb) AS i(
          id text, task_id text, org_id text, api_key_id text, campaign_id text, request_id text,
-         ids jsonb, contact jsonb, context jsonb, test_mode boolean, created_at timestamptz)
+         ids jsonb, contact jsonb, context jsonb, test_mode boolean, timezone text, created_at timestamptz)
      ), accepted AS (
-       SELECT input.*, campaigns.context AS campaign_context
+       SELECT input.*, campaigns.context AS campaign_context,
+              input.created_at + make_interval(secs => (campaigns.attempts->>'expire_after_s')::int) AS expires_at
        FROM input
        JOIN api_keys ON api_keys.id = input.api_key_id AND api_keys.org_id = input.org_id AND api_keys.revoked_at IS NULL
        JOIN campaigns ON campaigns.id = input.campaign_id AND campaigns.org_id = input.org_id
@@ -27,8 +30,10 @@ const INSERT_TRIGGERS_WITH_TASKS: PreparedStatement = {
        SELECT id, org_id, api_key_id, campaign_id, request_id, ids, contact, context, test_mode, created_at FROM accepted
        RETURNING id
      ), new_tasks AS (
-       INSERT INTO tasks (id, org_id, trigger_id, campaign_id, status, context, test_mode, due_at, created_at, updated_at)
-       SELECT task_id, org_id, id, campaign_id, 'pending', campaign_context || context, test_mode, created_at, created_at, created_at
+       INSERT INTO tasks (id, org_id, trigger_id, campaign_id, status, context, test_mode, timezone, due_at, expires_at,
+                          created_at, updated_at)
+       SELECT task_id, org_id, id, campaign_id, 'pending', campaign_context || context, test_mode, timezone, created_at,
+              expires_at, created_at, created_at
        FROM accepted
      )
      SELECT id FROM new_triggers`,
@@ -41,7 +46,9 @@ const INSERT_TRIGGERS_WITH_TASKS: PreparedStatement = {
  * and key and campaign belong to its organization; the ids of the recorded
  * triggers are returned.
  * The task's context is the campaign's default context with the trigger's
- * merged over it, read here so that it is current at commit.
+ * merged over it, and its expiry the campaign's, both read here so that they
+ * are current at commit. Each task is due at once: the dispatcher checks the
+ * schedule.
  */
 export async function insertTriggersWithTasks(db: Queryable, triggers: readonly NewTrigger[]): Promise<Set<string>> {
   const batch = triggers.map((t) => ({
@@ -55,6 +62,7 @@ export async function insertTriggersWithTasks(db: Queryable, triggers: readonly 
     contact: t.contact,
     context: t.context,
     test_mode: t.testMode,
+    timezone: t.timezone,
     created_at: t.createdAt,
   }))
   const rows = await db.query<{ id: string }>(INSERT_TRIGGERS_WITH_TASKS, [JSON.stringify(batch)])

@@ -5,8 +5,9 @@
  * `detail` entries FastAPI returns, and yields the normalized value.
  *
  * The schemas use a small subset of JSON Schema: objects with `properties`
- * (models), objects with only `patternProperties` (dictionaries), arrays,
- * strings, booleans, unions of literals, and `{}` for any JSON value. What a
+ * (models, closed to unknown keys by `additionalProperties: false`), objects
+ * with only `patternProperties` (dictionaries), arrays, strings, integers,
+ * booleans, unions of literals, and `{}` for any JSON value. What a
  * schema cannot say (trimming, lowercasing, checking a phone number) is
  * attached with {@link refine}, under a symbol so it stays out of the document.
  */
@@ -94,6 +95,8 @@ class Walk {
         return this.#string(schema, input)
       case 'boolean':
         return this.#bool(input)
+      case 'integer':
+        return this.#int(schema, input)
       case undefined:
         return this.#jsonValue(input)
       default:
@@ -126,6 +129,14 @@ class Walk {
         continue
       }
       output[name] = this.#at(name, schema.properties[name] as SchemaNode, fieldInput)
+    }
+    if (schema.additionalProperties === false) {
+      for (const key in input) {
+        if (Object.hasOwn(schema.properties, key)) continue
+        this.#path.push(key)
+        this.fail('extra_forbidden', 'Extra inputs are not permitted', input[key])
+        this.#path.pop()
+      }
     }
     return output
   }
@@ -228,6 +239,36 @@ class Walk {
       return unparsable()
     }
     return this.fail('bool_type', 'Input should be a valid boolean', input)
+  }
+
+  /**
+   * pydantic's lax integer: whole JSON numbers (3.0 too), booleans, and
+   * strings that spell a whole number; then the schema's bounds.
+   */
+  #int(schema: SchemaNode, input: unknown): unknown {
+    let value: number
+    if (typeof input === 'boolean') value = input ? 1 : 0
+    else if (typeof input === 'number') {
+      if (!Number.isFinite(input)) return this.fail('finite_number', 'Input should be a finite number', input)
+      if (!Number.isInteger(input)) {
+        return this.fail('int_from_float', 'Input should be a valid integer, got a number with a fractional part', input)
+      }
+      value = input
+    } else if (typeof input === 'string') {
+      const trimmed = input.trim().replaceAll('_', '')
+      if (!/^[-+]?\d+(\.0*)?$/.test(trimmed)) {
+        return this.fail('int_parsing', 'Input should be a valid integer, unable to parse string as an integer', input)
+      }
+      value = Number.parseInt(trimmed, 10)
+    } else return this.fail('int_type', 'Input should be a valid integer', input)
+    if (!Number.isSafeInteger(value)) return this.fail('int_parsing_size', 'Unable to parse input string as an integer, exceeded maximum size', input)
+    if (schema.minimum !== undefined && value < schema.minimum) {
+      return this.fail('greater_than_equal', `Input should be greater than or equal to ${schema.minimum}`, input, { ge: schema.minimum })
+    }
+    if (schema.maximum !== undefined && value > schema.maximum) {
+      return this.fail('less_than_equal', `Input should be less than or equal to ${schema.maximum}`, input, { le: schema.maximum })
+    }
+    return value
   }
 
   #literal(schema: SchemaNode, input: unknown): unknown {

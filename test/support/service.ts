@@ -5,10 +5,12 @@
  * which runs the whole HTTP stack without a socket.
  */
 import { randomBytes } from 'node:crypto'
+import { type AddressInfo, createServer } from 'node:net'
 import { Writable } from 'node:stream'
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify'
 import pg from 'pg'
 import { buildApp } from '../../src/app.ts'
+import { type Channels, createChannels } from '../../src/channels/index.ts'
 import { type Database, openDatabase } from '../../src/store/database.ts'
 import { migrate } from '../../src/store/migrate.ts'
 
@@ -55,13 +57,22 @@ export async function freshDatabase(): Promise<TestDatabase> {
 export interface TestService {
   app: FastifyInstance
   db: Database
+  /** DATABASE_URL of this service's database for another process (PostgreSQL only). */
+  databaseUrl: string | undefined
   logs: string[]
   /** A second app on the same database: another process, with caches of its own. */
   peer(): Promise<FastifyInstance>
   close(): Promise<void>
 }
 
-export async function startService(options: { now?: () => number } = {}): Promise<TestService> {
+/** Channels whose providers are unreachable: enough for every test that uses the simulator only. */
+export const simulatorOnly = () =>
+  createChannels(
+    { publicBaseUrl: 'http://service.test', twilioApiBaseUrl: 'http://127.0.0.1:9', whatsappApiBaseUrl: 'http://127.0.0.1:9' },
+    () => undefined,
+  )
+
+export async function startService(options: { now?: () => number; channels?: Channels } = {}): Promise<TestService> {
   const database = await freshDatabase()
   const logs: string[] = []
   const logStream = new Writable({
@@ -71,12 +82,16 @@ export async function startService(options: { now?: () => number } = {}): Promis
     },
   })
   const build = () =>
-    buildApp({ operatorToken: OPERATOR_TOKEN, logLevel: 'info', logStream }, { db: database.db, now: options.now })
+    buildApp(
+      { operatorToken: OPERATOR_TOKEN, logLevel: 'info', logStream },
+      { db: database.db, now: options.now, channels: options.channels ?? simulatorOnly() },
+    )
   const app = await build()
   const peers: FastifyInstance[] = []
   return {
     app,
     db: database.db,
+    databaseUrl: database.url,
     logs,
     async peer() {
       const peer = await build()
@@ -89,6 +104,15 @@ export async function startService(options: { now?: () => number } = {}): Promis
       await database.drop()
     },
   }
+}
+
+/** A port nothing listens on now, as the system picks one. */
+export async function freePort(): Promise<number> {
+  const server = createServer()
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  const { port } = server.address() as AddressInfo
+  await new Promise((resolve) => server.close(resolve))
+  return port
 }
 
 export const bearer = (token: string) => ({ authorization: `Bearer ${token}` })

@@ -2,11 +2,13 @@
 import { type Static, Type } from '@sinclair/typebox'
 import type { FastifyInstance } from 'fastify'
 import { checkEmail, normalizeLanguage, normalizePhone, PHONE_REFUSED } from '../../domain/contact.ts'
-import { ApiError, type ErrorDetail, refuse, ValidationFailed } from '../../domain/errors.ts'
+import { ApiError, type ErrorDetail, refuse, ValidationFailed, valueError } from '../../domain/errors.ts'
 import { isId } from '../../domain/ids.ts'
-import type { Trigger } from '../../domain/types.ts'
+import { isTimeZone, timeZoneOfPhone } from '../../domain/timezones.ts'
+import type { Campaign, Trigger } from '../../domain/types.ts'
 import type { Authenticator } from '../../services/authenticator.ts'
 import type { CampaignDirectory } from '../../services/campaignDirectory.ts'
+import { zoneOf } from '../../services/taskLifecycle.ts'
 import type { TriggerIntake, TriggerRequest } from '../../services/triggerIntake.ts'
 import { findTrigger } from '../../store/triggers.ts'
 import type { Database } from '../../store/database.ts'
@@ -56,7 +58,20 @@ const ContactSchema = Type.Object({
       check: (tag) => normalizeLanguage(tag) ?? refuse('language must be a BCP 47 language tag, such as en or pt-BR'),
     }),
   ),
+  timezone: Type.Optional(
+    refine(
+      Type.String({
+        maxLength: 64,
+        description: "The contact's IANA time zone. Without it, the zone is told from the phone number where it has only one.",
+        examples: ['Europe/Madrid'],
+      }),
+      { check: (zone) => (isTimeZone(zone) ? zone : refuse('timezone must be an IANA time zone, such as Europe/Madrid')) },
+    ),
+  ),
 })
+
+const UNKNOWN_ZONE =
+  "the contact's time zone cannot be told from this phone number and the campaign has no fallback_timezone; send contact.timezone (an IANA zone, such as America/Chicago)"
 
 export const TriggerRequestSchema = Type.Object(
   {
@@ -92,6 +107,7 @@ const TriggerSchema = Type.Object({
     phone: Type.String(),
     email: Type.Optional(Type.String()),
     language: Type.Optional(Type.String()),
+    timezone: Type.Optional(Type.String()),
   }),
   context: Type.Record(Type.String(), Type.Unknown()),
   test_mode: Type.Boolean(),
@@ -124,15 +140,20 @@ export function triggerRoutes(
     async (request, reply) => {
       const principal = organizationOf(request)
       const errors = request.validationError instanceof ValidationFailed ? [...request.validationError.detail] : []
-      const campaignId = await resolveCampaign(principal.orgId, request.body, errors)
-      if (errors.length > 0 || campaignId === undefined) throw new ValidationFailed(inFieldOrder(TriggerRequestSchema, errors))
+      const campaign = await resolveCampaign(principal.orgId, request.body, errors)
+      if (errors.length > 0 || campaign === undefined) throw new ValidationFailed(inFieldOrder(TriggerRequestSchema, errors))
+      const body = request.body as TriggerRequest
+      const timezone = body.contact.timezone ?? timeZoneOfPhone(body.contact.phone) ?? null
+      if (timezone === null && zoneOf(campaign.schedule, null) === undefined) {
+        throw new ValidationFailed([valueError(['body', 'contact', 'phone'], body.contact.phone, UNKNOWN_ZONE)])
+      }
       const submitter = {
         orgId: principal.orgId,
         apiKeyId: principal.keyId,
         requestId: request.id,
         bodyBytes: Number(request.headers['content-length'] ?? MAX_BODY_BYTES),
       }
-      const accepted = await intake.record(submitter, campaignId, request.body as TriggerRequest)
+      const accepted = await intake.record(submitter, { campaignId: campaign.id, timezone }, body)
       if (accepted === undefined) {
         // Campaigns are never deleted: only a key revoked since it was cached stops the commit.
         authenticator.forget(principal.keyId)
@@ -145,17 +166,17 @@ export function triggerRoutes(
   )
 
   /**
-   * The id of the campaign the body names, or undefined with the 422 entry
+   * The campaign the body names, or undefined with the 422 entry
    * added that says why there is none. Runs on the raw body when other fields
    * failed, so that one answer lists every problem.
    */
-  async function resolveCampaign(orgId: string, body: unknown, errors: ErrorDetail[]): Promise<string | undefined> {
+  async function resolveCampaign(orgId: string, body: unknown, errors: ErrorDetail[]): Promise<Campaign | undefined> {
     const raw = body as Partial<Record<keyof TriggerRequest, unknown>> | undefined
     const failed = (field: string) => errors.some((error) => error.loc[1] === field)
     if (typeof raw?.campaign !== 'string' || failed('campaign')) return undefined
     const channelUsable = !failed('channel')
     const choice = await campaigns.choose(orgId, raw.campaign, channelUsable ? (raw.channel as TriggerRequest['channel']) : undefined)
-    if ('campaign' in choice) return choice.campaign.id
+    if ('campaign' in choice) return choice.campaign
     if (channelUsable || choice.error.loc[1] === 'campaign') errors.push(choice.error)
     return undefined
   }
@@ -184,7 +205,7 @@ export function triggerRoutes(
 }
 
 function presentTrigger(trigger: Trigger): Static<typeof TriggerSchema> {
-  const { first_name, last_name, phone, email, language } = trigger.contact
+  const { first_name, last_name, phone, email, language, timezone } = trigger.contact
   return {
     id: trigger.id,
     task_id: trigger.task.id,
@@ -192,7 +213,7 @@ function presentTrigger(trigger: Trigger): Static<typeof TriggerSchema> {
     campaign: trigger.campaign.routingKey,
     channel: trigger.campaign.channel,
     ids: trigger.ids.map(({ source, type, value }) => ({ source, type, value })),
-    contact: { first_name, last_name, phone, email, language },
+    contact: { first_name, last_name, phone, email, language, timezone },
     context: trigger.context,
     test_mode: trigger.testMode,
     created_at: trigger.createdAt,

@@ -1,22 +1,79 @@
+/** Campaigns on the admin API: create, change (PATCH), list. */
 import { Type } from '@sinclair/typebox'
 import type { FastifyInstance } from 'fastify'
-import type { Campaign, Channel, JsonObject } from '../../../domain/types.ts'
-import { createCampaign, listCampaigns, type Operations } from '../../../services/administration.ts'
+import { PROVIDERS, RETRY_OUTCOMES, WEEKDAYS } from '../../../domain/campaignSettings.ts'
+import type { Campaign } from '../../../domain/types.ts'
+import {
+  type CampaignChanges,
+  createCampaign,
+  type CreateCampaignInput,
+  listCampaigns,
+  type Operations,
+  updateCampaign,
+} from '../../../services/administration.ts'
 import type { Authenticator } from '../../../services/authenticator.ts'
 import type { CampaignDirectory } from '../../../services/campaignDirectory.ts'
 import { requireOperator } from '../../auth.ts'
 import { adminDocs, OrgParams } from './shared.ts'
 import { envelope } from '../../reply.ts'
-import { authErrors, ChannelSchema, conflict, Envelope, notFound, Timestamp, validationErrors } from '../../schemas.ts'
+import { authErrors, ChannelSchema, conflict, Envelope, notFound, OneOf, Timestamp, validationErrors } from '../../schemas.ts'
 
-const CampaignSchema = Type.Object({
-  id: Type.String(),
-  routing_key: Type.String(),
-  channel: ChannelSchema,
-  name: Type.String(),
-  context: Type.Record(Type.String(), Type.Unknown()),
-  created_at: Timestamp,
-})
+const Zone = Type.String({ minLength: 1, maxLength: 64 })
+
+const WindowSchema = Type.Object(
+  {
+    days: Type.Array(OneOf(WEEKDAYS), { maxItems: 7 }),
+    start: Type.String({ maxLength: 5, description: 'HH:MM, local time, inclusive.', examples: ['09:00'] }),
+    end: Type.String({ maxLength: 5, description: 'HH:MM, local time, exclusive; 24:00 for the end of the day.', examples: ['20:00'] }),
+  },
+  { additionalProperties: false },
+)
+
+const ScheduleSchema = Type.Object(
+  {
+    timezone: { ...Zone, description: '"contact" to follow each contact\'s own zone, or one IANA zone for every task.' },
+    fallback_timezone: Type.Optional({ ...Zone, description: "For contacts whose zone neither the trigger nor the phone number tells." }),
+    windows: Type.Array(WindowSchema, { maxItems: 50 }),
+    blackout_dates: Type.Optional(Type.Array(Type.String({ maxLength: 10 }), { maxItems: 366, description: 'Local dates, YYYY-MM-DD.' })),
+    starts_at: Type.Optional(Type.String({ maxLength: 40, description: 'ISO 8601 instant.' })),
+    ends_at: Type.Optional(Type.String({ maxLength: 40, description: 'ISO 8601 instant.' })),
+  },
+  { additionalProperties: false, description: 'When outreach may start. Default: every day 09:00-20:00 in the contact\'s zone.' },
+)
+
+const Seconds = (description: string, max: number) => Type.Integer({ minimum: 0, maximum: max, description })
+const DAY_S = 86_400
+
+const AttemptsSchema = Type.Object(
+  {
+    max: Type.Optional(Type.Integer({ minimum: 1, maximum: 20, description: 'Most attempts per task. Default 3.' })),
+    retry_delays_s: Type.Optional(
+      Type.Object(
+        Object.fromEntries(RETRY_OUTCOMES.map((outcome) => [outcome, Type.Optional(Seconds(`After ${outcome}.`, 30 * DAY_S))])),
+        { additionalProperties: false, description: 'Seconds until the next attempt, by outcome; a retry also waits for the next window.' },
+      ),
+    ),
+    expire_after_s: Type.Optional(Type.Integer({ minimum: 60, maximum: 90 * DAY_S, description: 'From the trigger. Default 7 days.' })),
+  },
+  { additionalProperties: false, description: 'Omitted fields take their defaults.' },
+)
+
+const settingsFields = {
+  name: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
+  context: Type.Optional(Type.Record(Type.String(), Type.Unknown(), { maxProperties: 50, description: 'Default task context.' })),
+  schedule: Type.Optional(ScheduleSchema),
+  attempts: Type.Optional(AttemptsSchema),
+  provider: Type.Optional({ ...OneOf(PROVIDERS), description: 'simulator (default; reaches nobody), twilio (voice), whatsapp_cloud (WhatsApp).' }),
+  provider_config: Type.Optional(
+    Type.Record(Type.String(), Type.Unknown(), {
+      maxProperties: 20,
+      description: "The provider's settings. Credentials are never sent: name the environment variables that hold them.",
+    }),
+  ),
+  max_concurrent: Type.Optional(
+    Type.Integer({ minimum: 1, maximum: 100_000, description: 'Most interactions of the campaign at once. No limit when absent.' }),
+  ),
+}
 
 export const CreateCampaignBody = Type.Object({
   routing_key: Type.String({
@@ -26,8 +83,26 @@ export const CreateCampaignBody = Type.Object({
     description: 'What triggers send as `campaign`: letters, digits, dot, dash, underscore.',
   }),
   channel: ChannelSchema,
-  name: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
-  context: Type.Optional(Type.Record(Type.String(), Type.Unknown(), { maxProperties: 50, description: 'Default task context.' })),
+  ...settingsFields,
+})
+
+export const UpdateCampaignBody = Type.Object(settingsFields, {
+  description: 'Each field sent replaces the current one; `max_concurrent: null` removes the limit.',
+})
+
+const CampaignSchema = Type.Object({
+  id: Type.String(),
+  routing_key: Type.String(),
+  channel: ChannelSchema,
+  name: Type.String(),
+  context: Type.Record(Type.String(), Type.Unknown()),
+  schedule: Type.Unknown(),
+  attempts: Type.Unknown(),
+  provider: OneOf(PROVIDERS),
+  provider_config: Type.Record(Type.String(), Type.Unknown()),
+  max_concurrent: Type.Union([Type.Integer(), Type.Null()]),
+  created_at: Timestamp,
+  updated_at: Timestamp,
 })
 
 export const presentCampaign = (campaign: Campaign) => ({
@@ -36,7 +111,13 @@ export const presentCampaign = (campaign: Campaign) => ({
   channel: campaign.channel,
   name: campaign.name,
   context: campaign.context,
+  schedule: campaign.schedule,
+  attempts: campaign.attempts,
+  provider: campaign.provider,
+  provider_config: campaign.providerConfig,
+  max_concurrent: campaign.maxConcurrent,
   created_at: campaign.createdAt,
+  updated_at: campaign.updatedAt,
 })
 
 export function campaignRoutes(
@@ -60,10 +141,37 @@ export function campaignRoutes(
     },
     async (request, reply) => {
       const { org_id } = request.params as { org_id: string }
-      const body = request.body as { routing_key: string; channel: Channel; name?: string; context?: JsonObject }
-      const campaign = await createCampaign(ops, org_id, body)
+      const campaign = await createCampaign(ops, org_id, request.body as CreateCampaignInput)
       campaigns.forget(org_id, campaign.routingKey)
       return reply.code(201).send(envelope(request, presentCampaign(campaign)))
+    },
+  )
+
+  app.patch(
+    '/admin/v1/organizations/:org_id/campaigns/:campaign_id',
+    {
+      onRequest: requireOperator(authenticator),
+      // Validation drops a null as "not sent"; for max_concurrent, null means "no limit".
+      preValidation: (request, _reply, done) => {
+        const raw = request.body as Record<string, unknown> | undefined
+        request.clearMaxConcurrent = typeof raw === 'object' && raw !== null && raw.max_concurrent === null
+        done()
+      },
+      schema: {
+        ...adminDocs,
+        summary: "Change a campaign's settings",
+        description: 'Routing key and channel never change. Tasks already waiting follow the new settings from their next step on.',
+        params: Type.Object({ org_id: Type.String(), campaign_id: Type.String() }),
+        body: UpdateCampaignBody,
+        response: { 200: Envelope(CampaignSchema), ...authErrors, ...notFound, ...validationErrors },
+      },
+    },
+    async (request, reply) => {
+      const { org_id, campaign_id } = request.params as { org_id: string; campaign_id: string }
+      const changes = { ...(request.body as CampaignChanges), clearMaxConcurrent: request.clearMaxConcurrent }
+      const campaign = await updateCampaign(ops, org_id, campaign_id, changes)
+      campaigns.forget(org_id, campaign.routingKey)
+      return reply.send(envelope(request, presentCampaign(campaign)))
     },
   )
 
@@ -83,4 +191,10 @@ export function campaignRoutes(
       return reply.send(envelope(request, (await listCampaigns(ops, org_id)).map(presentCampaign)))
     },
   )
+}
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    clearMaxConcurrent: boolean
+  }
 }

@@ -1,0 +1,79 @@
+/**
+ * The channel port: one interface for every way of reaching a person, one
+ * folder per provider behind it. An adapter translates; it never touches the
+ * store. The dispatcher decides when to start an attempt and records it
+ * before calling `start`, so an adapter is asked to start each attempt at
+ * most once.
+ */
+import type { Provider } from '../domain/campaignSettings.ts'
+import type { ErrorDetail } from '../domain/errors.ts'
+import type { Channel as ChannelName, InteractionOutcome, JsonObject } from '../domain/types.ts'
+
+export type { InteractionOutcome, VoiceOutcome, WhatsAppOutcome } from '../domain/types.ts'
+
+/** One outbound attempt, as the dispatcher asks a channel to start it. */
+export interface OutboundAttempt {
+  interactionId: string
+  taskId: string
+  /** 1 for the first attempt of the task. */
+  attempt: number
+  /** E.164. */
+  to: string
+  testMode: boolean
+  /** The task's context (campaign default merged with the trigger's). */
+  context: JsonObject
+  /** The contact's BCP 47 language, when the trigger gave one. */
+  language: string | undefined
+  /** The campaign's provider_config, as validated by this adapter's `checkConfig`. */
+  config: JsonObject
+}
+
+export type StartResult =
+  /** The provider accepted the attempt; its reports will name it by `providerRef`. */
+  | { kind: 'started'; providerRef: string }
+  /**
+   * The provider certainly did not start it. `permanent`: retrying cannot
+   * help (a number it cannot reach, a template it does not know), so the task
+   * fails rather than spending its attempts.
+   */
+  | { kind: 'refused'; permanent: boolean; reason: string }
+
+/** What a provider has said about an interaction so far. */
+export interface InteractionProgress {
+  providerRef: string | null
+  /** The adapter's own last status word for it (for WhatsApp: sent, delivered, read). */
+  providerStatus: string | null
+  attempt: number
+  config: JsonObject
+}
+
+/** A provider's report about an interaction it knows by `providerRef`. */
+export type ProviderReport =
+  /** Not over yet; `status` is kept as the interaction's provider status. */
+  | { kind: 'progress'; providerRef: string; status: string; at: number }
+  /** Over, with its outcome; `durationS` for calls. */
+  | { kind: 'final'; providerRef: string; outcome: InteractionOutcome; at: number; durationS?: number }
+
+export interface Channel {
+  readonly provider: Provider
+  readonly channel: ChannelName
+  /** 422 entries for a campaign's provider_config, `loc` starting at `prefix`; empty when valid. */
+  checkConfig(config: unknown, prefix: (string | number)[]): ErrorDetail[]
+  /**
+   * Starts one attempt. Resolves `refused` only when the provider certainly did
+   * not start it; throws when that is unknown (a timeout, a lost connection, a
+   * 5xx), and the attempt is then settled, never blindly repeated.
+   */
+  start(attempt: OutboundAttempt): Promise<StartResult>
+  /**
+   * How long after starting an attempt without a final report it is settled
+   * (the reply window of a message, the longest a call may last).
+   */
+  settleAfterMs(config: JsonObject): number
+  /**
+   * The outcome of an interaction that has had no final report by its settle
+   * time, or whose start is uncertain (`providerRef` null): asked of the
+   * provider where it can tell, otherwise inferred from the last status.
+   */
+  settle(progress: InteractionProgress): Promise<InteractionOutcome>
+}

@@ -1,0 +1,81 @@
+/**
+ * The simulator: a complete channel that reaches nobody. Attempt n ends with
+ * `outcomes[n-1]` (the last one repeating) `duration_ms` after it starts. It
+ * keeps nothing in memory: the outcome follows from the attempt number, and
+ * the dispatcher settles the interaction at its settle time, so simulated
+ * conversations survive restarts and follow an injected clock in tests.
+ */
+import { type ErrorDetail, valueError } from '../../domain/errors.ts'
+import type { Channel as ChannelName, InteractionOutcome, JsonObject } from '../../domain/types.ts'
+import type { Channel, InteractionProgress, OutboundAttempt, StartResult } from '../channel.ts'
+
+const OUTCOMES: Record<ChannelName, readonly InteractionOutcome[]> = {
+  voice: ['completed', 'no_answer', 'busy', 'voicemail', 'failed'],
+  whatsapp: ['replied', 'read', 'delivered', 'undelivered', 'failed'],
+}
+const DEFAULT_OUTCOME: Record<ChannelName, InteractionOutcome> = { voice: 'completed', whatsapp: 'replied' }
+const DEFAULT_DURATION_MS = 200
+const MAX_DURATION_MS = 86_400_000
+const MAX_OUTCOMES = 20
+
+interface SimulatorConfig {
+  outcomes: InteractionOutcome[]
+  durationMs: number
+}
+
+export class SimulatorChannel implements Channel {
+  readonly provider = 'simulator'
+
+  constructor(readonly channel: ChannelName) {}
+
+  checkConfig(config: unknown, prefix: (string | number)[]): ErrorDetail[] {
+    if (typeof config !== 'object' || config === null || Array.isArray(config)) {
+      return [{ type: 'dict_type', loc: prefix, msg: 'Input should be a valid dictionary', input: config }]
+    }
+    const errors: ErrorDetail[] = []
+    const { outcomes, duration_ms: durationMs, ...extra } = config as JsonObject
+    const allowed = OUTCOMES[this.channel]
+    if (outcomes !== undefined) {
+      if (!Array.isArray(outcomes) || outcomes.length === 0 || outcomes.length > MAX_OUTCOMES) {
+        errors.push(valueError([...prefix, 'outcomes'], outcomes, `outcomes must be a list of 1 to ${MAX_OUTCOMES} ${this.channel} outcomes`))
+      } else {
+        outcomes.forEach((outcome, index) => {
+          if (!allowed.includes(outcome as InteractionOutcome)) {
+            errors.push(
+              valueError([...prefix, 'outcomes', index], outcome, `a ${this.channel} outcome is one of ${allowed.map((o) => `'${o}'`).join(', ')}`),
+            )
+          }
+        })
+      }
+    }
+    if (durationMs !== undefined && !(Number.isInteger(durationMs) && (durationMs as number) >= 0 && (durationMs as number) <= MAX_DURATION_MS)) {
+      errors.push(valueError([...prefix, 'duration_ms'], durationMs, `duration_ms must be a whole number from 0 to ${MAX_DURATION_MS}`))
+    }
+    for (const key of Object.keys(extra)) {
+      errors.push({ type: 'extra_forbidden', loc: [...prefix, key], msg: 'Extra inputs are not permitted', input: extra[key] })
+    }
+    return errors
+  }
+
+  async start(attempt: OutboundAttempt): Promise<StartResult> {
+    return { kind: 'started', providerRef: `sim_${attempt.interactionId}` }
+  }
+
+  settleAfterMs(config: JsonObject): number {
+    return this.#config(config).durationMs
+  }
+
+  async settle(progress: InteractionProgress): Promise<InteractionOutcome> {
+    // A start that was never confirmed did not happen, even in a simulation.
+    if (progress.providerRef === null) return 'failed'
+    const { outcomes } = this.#config(progress.config)
+    return outcomes[Math.min(progress.attempt, outcomes.length) - 1]!
+  }
+
+  #config(config: JsonObject): SimulatorConfig {
+    return {
+      outcomes: (config.outcomes as InteractionOutcome[] | undefined) ?? [DEFAULT_OUTCOME[this.channel]],
+      durationMs: (config.duration_ms as number | undefined) ?? DEFAULT_DURATION_MS,
+    }
+  }
+}

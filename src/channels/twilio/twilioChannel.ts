@@ -1,0 +1,198 @@
+/**
+ * Voice calls through Twilio's Programmable Voice REST API (2010-04-01):
+ * "Create a Call" (POST /Accounts/{AccountSid}/Calls.json, form-encoded, HTTP
+ * basic auth) starts one, with status callbacks for its progress events, and
+ * "Fetch a Call" (GET /Accounts/{AccountSid}/Calls/{Sid}.json) settles one
+ * whose final callback never came. Refusals are read from Twilio's REST error
+ * body `{code, message, more_info, status}`.
+ */
+import type { Channel, InteractionOutcome, InteractionProgress, OutboundAttempt, StartResult } from '../channel.ts'
+import type { ErrorDetail } from '../../domain/errors.ts'
+import type { JsonObject } from '../../domain/types.ts'
+import { checkTwilioConfig, readTwilioConfig } from './config.ts'
+import { finalOutcome, statusCallbackUrl } from './webhooks.ts'
+
+export { reportFromStatusCallback, verifyTwilioSignature } from './webhooks.ts'
+
+export interface TwilioChannelOptions {
+  /** Default https://api.twilio.com; tests point it at a fake. */
+  apiBaseUrl?: string
+  /** This service's public URL, which Twilio calls back. */
+  publicBaseUrl: string
+  /** Reads a credential from the environment by name. */
+  secret: (envName: string) => string | undefined
+  /** Per request to Twilio; default 10 s. */
+  timeoutMs?: number
+}
+
+/** Every progress event, so a call that never ends still shows how far it got. */
+const STATUS_CALLBACK_EVENTS = ['initiated', 'ringing', 'answered', 'completed'] as const
+/**
+ * Twilio's default TimeLimit (4 hours), sent explicitly so that the settle
+ * time below holds whatever the account's defaults are.
+ */
+const MAX_CALL_S = 4 * 60 * 60
+/**
+ * Time for a call to leave Twilio's queue (calls are dequeued at the
+ * account's calls-per-second rate) and for its last callback to arrive.
+ */
+const SETTLE_MARGIN_MS = 15 * 60 * 1000
+const CALL_SID = /^CA[0-9a-fA-F]{32}$/
+/** Twilio's messages are short; anything longer is not one of them and stays out of the reason. */
+const MAX_REASON_MESSAGE = 300
+
+interface TwilioAnswer {
+  status: number
+  body: unknown
+}
+
+export class TwilioChannel implements Channel {
+  readonly provider = 'twilio'
+  readonly channel = 'voice'
+  readonly #apiBaseUrl: string
+  readonly #publicBaseUrl: string
+  readonly #secret: (envName: string) => string | undefined
+  readonly #timeoutMs: number
+
+  constructor(options: TwilioChannelOptions) {
+    this.#apiBaseUrl = (options.apiBaseUrl ?? 'https://api.twilio.com').replace(/\/+$/, '')
+    this.#publicBaseUrl = options.publicBaseUrl
+    this.#secret = options.secret
+    this.#timeoutMs = options.timeoutMs ?? 10_000
+  }
+
+  checkConfig(config: unknown, prefix: (string | number)[]): ErrorDetail[] {
+    return checkTwilioConfig(config, prefix)
+  }
+
+  /** The auth token of a campaign's account: what Twilio's callbacks for it are signed with. Undefined when unset or empty. */
+  authTokenFor(config: JsonObject): string | undefined {
+    const token = this.#secret(readTwilioConfig(config).authTokenEnv)
+    return token === '' ? undefined : token
+  }
+
+  /** The StatusCallback URL this channel gives Twilio for an interaction, which its callback signatures cover. */
+  statusCallbackUrl(interactionId: string): string {
+    return statusCallbackUrl(this.#publicBaseUrl, interactionId)
+  }
+
+  async start(attempt: OutboundAttempt): Promise<StartResult> {
+    const config = readTwilioConfig(attempt.config)
+    const token = this.authTokenFor(attempt.config)
+    if (token === undefined) {
+      return { kind: 'refused', permanent: true, reason: `no Twilio auth token: environment variable ${config.authTokenEnv} is not set` }
+    }
+    const form = new URLSearchParams({
+      To: attempt.to,
+      From: config.from,
+      Url: config.answerUrl,
+      StatusCallback: this.statusCallbackUrl(attempt.interactionId),
+      StatusCallbackMethod: 'POST',
+    })
+    for (const event of STATUS_CALLBACK_EVENTS) form.append('StatusCallbackEvent', event)
+    form.append('Timeout', String(config.ringTimeoutS))
+    form.append('TimeLimit', String(MAX_CALL_S))
+    // Synchronous detection: Twilio reports AnsweredBy with the call, so a voicemail is told from a person.
+    if (config.machineDetection) form.append('MachineDetection', 'Enable')
+
+    const answer = await this.#request('POST', `${accountPath(config.accountSid)}/Calls.json`, config.accountSid, token, form)
+    if (answer.status >= 200 && answer.status < 300) {
+      const sid = field(answer.body, 'sid')
+      // Twilio has taken the call but we cannot name it: its outcome is unknown, not refused.
+      if (typeof sid !== 'string' || !CALL_SID.test(sid)) throw new Error(`Twilio answered HTTP ${answer.status} to Create Call without a call SID`)
+      return { kind: 'started', providerRef: sid }
+    }
+    if (answer.status >= 400 && answer.status < 500) return refusal(answer, attempt.to)
+    throw new Error(`Twilio answered HTTP ${answer.status} to Create Call; the call may or may not have been placed`)
+  }
+
+  /**
+   * Long enough for any call to be over: it rings for at most the ring
+   * timeout, then lasts at most the TimeLimit sent with it; Twilio does not
+   * retry status callbacks, so this is when a lost final one is given up on.
+   */
+  settleAfterMs(config: JsonObject): number {
+    return (readTwilioConfig(config).ringTimeoutS + MAX_CALL_S) * 1000 + SETTLE_MARGIN_MS
+  }
+
+  /**
+   * Asks Twilio how the call ended. Anything short of a final status from it
+   * counts as a failed attempt: a call still live after its time limit has
+   * gone wrong, and a call whose start is uncertain is not redialled blindly.
+   */
+  async settle(progress: InteractionProgress): Promise<InteractionOutcome> {
+    const callSid = progress.providerRef
+    if (callSid === null || !CALL_SID.test(callSid)) return 'failed'
+    const config = readTwilioConfig(progress.config)
+    const token = this.authTokenFor(progress.config)
+    if (token === undefined) return 'failed'
+    let answer: TwilioAnswer
+    try {
+      answer = await this.#request('GET', `${accountPath(config.accountSid)}/Calls/${callSid}.json`, config.accountSid, token)
+    } catch {
+      return 'failed'
+    }
+    const status = field(answer.body, 'status')
+    if (answer.status !== 200 || typeof status !== 'string') return 'failed'
+    const answeredBy = field(answer.body, 'answered_by')
+    return finalOutcome(status, typeof answeredBy === 'string' ? answeredBy : null) ?? 'failed'
+  }
+
+  /** One REST request; throws when no answer came (network error, timeout), since Twilio may then have acted on it. */
+  async #request(method: 'GET' | 'POST', path: string, accountSid: string, token: string, form?: URLSearchParams): Promise<TwilioAnswer> {
+    const headers: Record<string, string> = {
+      authorization: `Basic ${Buffer.from(`${accountSid}:${token}`).toString('base64')}`,
+      accept: 'application/json',
+    }
+    if (form !== undefined) headers['content-type'] = 'application/x-www-form-urlencoded'
+    try {
+      const response = await fetch(this.#apiBaseUrl + path, {
+        method,
+        headers,
+        body: form?.toString(),
+        signal: AbortSignal.timeout(this.#timeoutMs),
+        // A redirect is not Twilio's; following it could carry the credentials elsewhere.
+        redirect: 'error',
+      })
+      const text = await response.text()
+      return { status: response.status, body: parseJson(text) }
+    } catch (error) {
+      const why = error instanceof Error && error.name === 'TimeoutError' ? `no answer within ${this.#timeoutMs} ms` : 'connection failed'
+      throw new Error(`Twilio ${method} ${path}: ${why}`, { cause: error })
+    }
+  }
+}
+
+function accountPath(accountSid: string): string {
+  return `/2010-04-01/Accounts/${accountSid}`
+}
+
+/**
+ * Twilio refuses with 4xx only when it did not place the call. Most refusals
+ * are about the number or the account (invalid or unreachable To, a From not
+ * owned, geo permissions, blocked numbers, bad credentials), which the same
+ * request meets again; only rate limits (HTTP 429, error 20429) and the
+ * 31xxx connection errors are worth another attempt later.
+ */
+function refusal(answer: TwilioAnswer, to: string): StartResult {
+  const rawCode = field(answer.body, 'code')
+  const code = typeof rawCode === 'number' ? rawCode : undefined
+  const transient = answer.status === 429 || code === 20429 || (code !== undefined && code >= 31000 && code < 32000)
+  const rawMessage = field(answer.body, 'message')
+  // Twilio's messages quote the number called ("The 'To' number +1... is not valid"): keep contact data out of reasons.
+  const message = typeof rawMessage === 'string' ? rawMessage.replaceAll(to, '[To]').slice(0, MAX_REASON_MESSAGE) : undefined
+  const what = code === undefined ? `HTTP ${answer.status}` : `HTTP ${answer.status}, error ${code}`
+  return { kind: 'refused', permanent: !transient, reason: `Twilio refused the call (${what})${message === undefined ? '' : `: ${message}`}` }
+}
+
+function parseJson(text: string): unknown {
+  try {
+    return JSON.parse(text)
+  } catch {
+    return undefined
+  }
+}
+
+function field(body: unknown, name: string): unknown {
+  return typeof body === 'object' && body !== null && !Array.isArray(body) ? (body as Record<string, unknown>)[name] : undefined
+}

@@ -1,0 +1,87 @@
+/**
+ * What Twilio sends to a call's StatusCallback: a form-encoded POST signed
+ * with `X-Twilio-Signature` (Twilio's "Webhooks security" page), carrying
+ * the call progress event fields (`CallSid`, `CallStatus`, `AnsweredBy`,
+ * `CallDuration`, `Timestamp`, ...) of the Calls resource's status callbacks.
+ */
+import { createHmac, timingSafeEqual } from 'node:crypto'
+import type { ProviderReport, VoiceOutcome } from '../channel.ts'
+
+/**
+ * The URL given to Twilio as a call's StatusCallback. Twilio signs the URL
+ * exactly as it was given, so the callback route must verify with this same
+ * string, not one rebuilt from the Host header it sees behind a proxy.
+ */
+export function statusCallbackUrl(publicBaseUrl: string, interactionId: string): string {
+  return `${publicBaseUrl.replace(/\/+$/, '')}/providers/twilio/calls/${encodeURIComponent(interactionId)}/status`
+}
+
+/**
+ * Twilio's signature: base64(HMAC-SHA1(auth token, URL followed by every POST
+ * parameter's name and value, sorted by name in byte order)). Compared in
+ * constant time so that a forger learns nothing from how long a refusal takes.
+ */
+export function verifyTwilioSignature(authToken: string, url: string, params: Record<string, string>, signature: string | undefined): boolean {
+  if (signature === undefined || authToken === '') return false
+  let signed = url
+  // The default sort compares UTF-16 code units, which is byte order for the ASCII names Twilio sends.
+  for (const name of Object.keys(params).sort()) signed += name + params[name]
+  const expected = createHmac('sha1', authToken).update(signed, 'utf8').digest()
+  const given = Buffer.from(signature, 'base64')
+  return given.length === expected.length && timingSafeEqual(given, expected)
+}
+
+const PROGRESS_STATUSES: ReadonlySet<string> = new Set(['queued', 'initiated', 'ringing', 'in-progress'])
+
+/**
+ * The outcome of a call in a final status (of a callback's `CallStatus` or
+ * the Calls resource's `status`), or undefined while it is not over.
+ * A fax machine answering is `failed`: no one was reached, and no voicemail
+ * was left either.
+ */
+export function finalOutcome(status: string, answeredBy: string | null | undefined): VoiceOutcome | undefined {
+  switch (status) {
+    case 'completed':
+      if (answeredBy?.startsWith('machine_')) return 'voicemail'
+      return answeredBy === 'fax' ? 'failed' : 'completed'
+    case 'busy':
+      return 'busy'
+    case 'no-answer':
+      return 'no_answer'
+    case 'failed':
+    case 'canceled':
+      return 'failed'
+    default:
+      return undefined
+  }
+}
+
+/**
+ * The report a status callback makes, or undefined when it names no call or
+ * a status Twilio does not document (so the route can ignore it). Twilio
+ * sends `AnsweredBy` only when machine detection was requested; without it a
+ * completed call counts as answered by a person.
+ */
+export function reportFromStatusCallback(params: Record<string, string>, now: number): ProviderReport | undefined {
+  const providerRef = params.CallSid
+  const status = params.CallStatus
+  if (!providerRef || status === undefined) return undefined
+  const at = instantOf(params.Timestamp) ?? now
+  if (PROGRESS_STATUSES.has(status)) return { kind: 'progress', providerRef, status, at }
+  const outcome = finalOutcome(status, params.AnsweredBy)
+  if (outcome === undefined) return undefined
+  const durationS = secondsOf(params.CallDuration)
+  return durationS === undefined ? { kind: 'final', providerRef, outcome, at } : { kind: 'final', providerRef, outcome, at, durationS }
+}
+
+/** Twilio's timestamps are RFC 2822 ("Tue, 14 May 2024 10:30:00 +0000"), which Date.parse reads. */
+function instantOf(timestamp: string | undefined): number | undefined {
+  if (timestamp === undefined) return undefined
+  const at = Date.parse(timestamp)
+  return Number.isFinite(at) ? at : undefined
+}
+
+/** Twilio sends durations as decimal strings of whole seconds. */
+function secondsOf(value: string | null | undefined): number | undefined {
+  return value !== null && value !== undefined && /^[0-9]{1,9}$/.test(value) ? Number(value) : undefined
+}

@@ -1,0 +1,135 @@
+/**
+ * The Cloud API's webhooks, as Meta sends them to the app's callback URL:
+ * - the verification request: GET with `hub.mode=subscribe`, `hub.verify_token`
+ *   (the token set in the app dashboard) and `hub.challenge`, answered with
+ *   the challenge as the body;
+ * - notifications: POST of a `whatsapp_business_account` object whose
+ *   `messages` changes carry message statuses (sent, delivered, read, failed)
+ *   and inbound messages, signed in `X-Hub-Signature-256` with the app secret
+ *   over the raw body bytes (Meta escapes non-ASCII and `/` in that JSON, so a
+ *   re-serialized body does not match).
+ * Meta retries a notification that is not answered 200, and may send one twice
+ * or out of order, so what is read here must be applied idempotently.
+ */
+import { createHash, createHmac, timingSafeEqual } from 'node:crypto'
+import type { ProviderReport } from '../channel.ts'
+import { isObject } from './config.ts'
+
+export type WhatsAppNotification =
+  | { kind: 'report'; phoneNumberId: string; report: ProviderReport }
+  | {
+      kind: 'inbound'
+      phoneNumberId: string
+      /** E.164, with `+`: the sender's WhatsApp ID. */
+      from: string
+      messageId: string
+      /** The wamid this message answers (a swipe-reply, a template button, a reaction), when WhatsApp says. */
+      replyTo: string | undefined
+      at: number
+    }
+
+/**
+ * The challenge to answer a subscription request with, or undefined when it
+ * must be refused (403). No verify token configured refuses every request.
+ */
+export function verifyWebhookSubscription(query: Record<string, string | undefined>, verifyToken: string | undefined): string | undefined {
+  const challenge = query['hub.challenge']
+  const token = query['hub.verify_token']
+  if (query['hub.mode'] !== 'subscribe' || challenge === undefined || challenge === '' || token === undefined) return undefined
+  if (verifyToken === undefined || verifyToken === '') return undefined
+  return sameSecret(token, verifyToken) ? challenge : undefined
+}
+
+/** Compares digests so that neither the content nor the length of the secret shows in the timing. */
+function sameSecret(given: string, expected: string): boolean {
+  const digest = (value: string) => createHash('sha256').update(value, 'utf8').digest()
+  return timingSafeEqual(digest(given), digest(expected))
+}
+
+const SIGNATURE = /^sha256=([0-9a-fA-F]{64})$/
+
+/** Whether `header` is `sha256=` and the hex HMAC-SHA256 of the exact body bytes under the app secret. */
+export function verifyWhatsAppSignature(appSecret: string, rawBody: Buffer | string, header: string | undefined): boolean {
+  if (appSecret === '' || header === undefined) return false
+  const match = SIGNATURE.exec(header.trim())
+  if (match === null) return false
+  const expected = createHmac('sha256', appSecret).update(rawBody).digest()
+  return timingSafeEqual(Buffer.from(match[1] as string, 'hex'), expected)
+}
+
+/**
+ * Codes of a failed status that mean WhatsApp would not hand the message to
+ * this person, rather than that sending it went wrong: not a WhatsApp user (or
+ * an old app, or terms not accepted), a template needed, Meta's per-user
+ * marketing limit (Meta advises against prompt retries, and the campaign's
+ * retry delays are minutes to hours), marketing opted out, an experiment
+ * holdout. They become `undelivered`, which is not retried; any other failure
+ * is `failed`, which the campaign's attempt policy may retry.
+ */
+const UNDELIVERED_CODES = new Set([131026, 131047, 131049, 131050, 130472])
+
+const STATUS_WORDS = new Set(['sent', 'delivered', 'read'])
+
+/**
+ * What a notification body says, in its order: a report per message status
+ * (`sent`/`delivered`/`read` as progress, `failed` as final) and an
+ * `inbound` per message a person sent. An inbound message is not turned into
+ * a `replied` report here: most replies carry no `replyTo` (only swipe-replies,
+ * template buttons and reactions do), so the caller matches them to an
+ * interaction by phone number ID and sender. Anything unreadable is skipped;
+ * this never throws.
+ */
+export function notificationsFromWebhook(body: unknown): WhatsAppNotification[] {
+  const notifications: WhatsAppNotification[] = []
+  if (!isObject(body) || body.object !== 'whatsapp_business_account') return notifications
+  for (const entry of arrayOf(body.entry)) {
+    if (!isObject(entry)) continue
+    for (const change of arrayOf(entry.changes)) {
+      if (!isObject(change) || change.field !== 'messages' || !isObject(change.value)) continue
+      readChange(change.value, notifications)
+    }
+  }
+  return notifications
+}
+
+function readChange(value: Record<string, unknown>, into: WhatsAppNotification[]): void {
+  const phoneNumberId = isObject(value.metadata) ? value.metadata.phone_number_id : undefined
+  if (typeof phoneNumberId !== 'string' || phoneNumberId === '') return
+  for (const status of arrayOf(value.statuses)) {
+    const report = isObject(status) ? reportOf(status) : undefined
+    if (report !== undefined) into.push({ kind: 'report', phoneNumberId, report })
+  }
+  for (const message of arrayOf(value.messages)) {
+    if (!isObject(message)) continue
+    const { from, id, type } = message
+    const at = instantOf(message.timestamp)
+    // A system message (the user changed number) is WhatsApp speaking, not the person.
+    if (typeof from !== 'string' || !/^[0-9]{1,20}$/.test(from) || typeof id !== 'string' || id === '' || at === undefined || type === 'system') continue
+    into.push({ kind: 'inbound', phoneNumberId, from: `+${from}`, messageId: id, replyTo: repliedTo(message), at })
+  }
+}
+
+function reportOf(status: Record<string, unknown>): ProviderReport | undefined {
+  const { id: providerRef, status: word } = status
+  const at = instantOf(status.timestamp)
+  if (typeof providerRef !== 'string' || providerRef === '' || typeof word !== 'string' || at === undefined) return undefined
+  if (STATUS_WORDS.has(word)) return { kind: 'progress', providerRef, status: word, at }
+  if (word !== 'failed') return undefined
+  const undelivered = arrayOf(status.errors).some((error) => isObject(error) && UNDELIVERED_CODES.has(error.code as number))
+  return { kind: 'final', providerRef, outcome: undelivered ? 'undelivered' : 'failed', at }
+}
+
+function repliedTo(message: Record<string, unknown>): string | undefined {
+  const answered = isObject(message.context) ? message.context.id : isObject(message.reaction) ? message.reaction.message_id : undefined
+  return typeof answered === 'string' && answered !== '' ? answered : undefined
+}
+
+/** Meta's timestamps are Unix seconds, as a string; the service's instants are milliseconds. */
+function instantOf(timestamp: unknown): number | undefined {
+  const seconds = typeof timestamp === 'string' && /^[0-9]{1,12}$/.test(timestamp) ? Number(timestamp) : timestamp
+  return typeof seconds === 'number' && Number.isSafeInteger(seconds) && seconds > 0 ? seconds * 1000 : undefined
+}
+
+function arrayOf(value: unknown): unknown[] {
+  return Array.isArray(value) ? value : []
+}

@@ -1,0 +1,171 @@
+/**
+ * WhatsApp through Meta's Cloud API. An attempt is one template message, sent
+ * with POST /{version}/{phone-number-id}/messages and a system user's access
+ * token; the answer's `messages[0].id` (a wamid) names it in the status
+ * webhooks (sent, delivered, read, failed) and in the `context` of a reply.
+ * The Cloud API has no endpoint to look a message's status up, so an
+ * interaction without a final report is settled from the last status it had.
+ */
+import type { ErrorDetail } from '../../domain/errors.ts'
+import type { JsonObject } from '../../domain/types.ts'
+import type { Channel, InteractionOutcome, InteractionProgress, OutboundAttempt, StartResult } from '../channel.ts'
+import { checkWhatsAppCloudConfig, isObject, readWhatsAppCloudConfig } from './config.ts'
+import { describeGraphError, graphErrorOf, isPermanent } from './graphErrors.ts'
+
+export { DEFAULT_ACCESS_TOKEN_ENV, DEFAULT_APP_SECRET_ENV, readWhatsAppCloudConfig, type WhatsAppCloudConfig } from './config.ts'
+export { notificationsFromWebhook, verifyWebhookSubscription, verifyWhatsAppSignature, type WhatsAppNotification } from './webhook.ts'
+
+export interface WhatsAppCloudChannelOptions {
+  /** Default https://graph.facebook.com; a fake's address in tests. */
+  apiBaseUrl?: string
+  /** Graph API version, default v21.0. */
+  apiVersion?: string
+  /** Reads a credential from the environment by the variable name the config gives. */
+  secret: (envName: string) => string | undefined
+  /** For the whole request, answer included; default 15 s. */
+  timeoutMs?: number
+}
+
+export class WhatsAppCloudChannel implements Channel {
+  readonly provider = 'whatsapp_cloud'
+  readonly channel = 'whatsapp'
+  readonly #apiBaseUrl: string
+  readonly #apiVersion: string
+  readonly #secret: (envName: string) => string | undefined
+  readonly #timeoutMs: number
+
+  constructor(options: WhatsAppCloudChannelOptions) {
+    this.#apiBaseUrl = (options.apiBaseUrl ?? 'https://graph.facebook.com').replace(/\/+$/, '')
+    this.#apiVersion = options.apiVersion ?? 'v21.0'
+    this.#secret = options.secret
+    this.#timeoutMs = options.timeoutMs ?? 15_000
+  }
+
+  checkConfig(config: unknown, prefix: (string | number)[]): ErrorDetail[] {
+    return checkWhatsAppCloudConfig(config, prefix)
+  }
+
+  async start(attempt: OutboundAttempt): Promise<StartResult> {
+    const config = readWhatsAppCloudConfig(attempt.config)
+    const token = this.#secret(config.accessTokenEnv)
+    if (token === undefined || token === '') {
+      return refused(true, `the WhatsApp Cloud API access token is not configured: environment variable ${config.accessTokenEnv} is not set`)
+    }
+    const parameters: { type: 'text'; text: string }[] = []
+    for (const [index, key] of config.bodyParameters.entries()) {
+      const text = Object.hasOwn(attempt.context, key) ? parameterText(attempt.context[key]) : undefined
+      if (text === undefined) {
+        return refused(true, `template parameter {{${index + 1}}} is filled from the context key "${key}", which this task's context lacks or leaves empty`)
+      }
+      parameters.push({ type: 'text', text })
+    }
+    const template: JsonObject = {
+      name: config.templateName,
+      language: { code: config.templateLanguage ?? templateLanguageOf(attempt.language) },
+    }
+    if (parameters.length > 0) template.components = [{ type: 'body', parameters }]
+    const message = { messaging_product: 'whatsapp', recipient_type: 'individual', to: attempt.to.replace(/^\+/, ''), type: 'template', template }
+
+    const redact = (text: string) => text.replaceAll(token, '[redacted]')
+    const path = `/${this.#apiVersion}/${config.phoneNumberId}/messages`
+    let status: number
+    let text: string
+    try {
+      const response = await fetch(`${this.#apiBaseUrl}${path}`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+        body: JSON.stringify(message),
+        // A redirected POST would be replayed elsewhere, or turned into a GET.
+        redirect: 'error',
+        signal: AbortSignal.timeout(this.#timeoutMs),
+      })
+      status = response.status
+      text = await response.text()
+    } catch (error) {
+      throw new Error(redact(`WhatsApp Cloud API POST ${path} got no answer, so whether the message was sent is unknown: ${causeOf(error)}`), { cause: error })
+    }
+
+    const body = parseJson(text)
+    const graphError = graphErrorOf(body)
+    if (status >= 500) {
+      // Meta's own 5xx (code 1, 2, 131000, 131016) may come after the message went out.
+      const said = graphError === undefined ? '' : `: ${describeGraphError(status, graphError)}`
+      throw new Error(redact(`WhatsApp Cloud API POST ${path} answered HTTP ${status}, so whether the message was sent is unknown${said}`))
+    }
+    if (status >= 200 && status < 300) {
+      const wamid = isObject(body) && Array.isArray(body.messages) && isObject(body.messages[0]) ? body.messages[0].id : undefined
+      if (typeof wamid === 'string' && wamid !== '') return { kind: 'started', providerRef: wamid }
+      throw new Error(`WhatsApp Cloud API POST ${path} answered HTTP ${status} without a message id, so whether the message was sent is unknown`)
+    }
+    if (graphError !== undefined) return refused(isPermanent(graphError), redact(describeGraphError(status, graphError)))
+    // A 4xx from something in front of the Graph API (a proxy, a gateway): the request went no further.
+    return refused(false, `WhatsApp Cloud API POST ${path} answered HTTP ${status} without a Graph API error`)
+  }
+
+  settleAfterMs(config: JsonObject): number {
+    return readWhatsAppCloudConfig(config).replyWindowS * 1000
+  }
+
+  /** The reply window ended without a reply: the furthest the message got is the outcome. */
+  async settle(progress: InteractionProgress): Promise<InteractionOutcome> {
+    if (progress.providerRef === null) return 'failed'
+    switch (progress.providerStatus) {
+      case 'read':
+        return 'read'
+      case 'delivered':
+        return 'delivered'
+      case 'failed':
+        return 'failed'
+      default:
+        return 'undelivered'
+    }
+  }
+}
+
+function refused(permanent: boolean, reason: string): StartResult {
+  return { kind: 'refused', permanent, reason }
+}
+
+/**
+ * A context value as template text. Meta refuses an empty parameter (131008)
+ * and one with newlines, tabs or more than four spaces in a row (132018), so
+ * multi-line values are flattened rather than failing the task.
+ */
+function parameterText(value: unknown): string | undefined {
+  if (value === undefined || value === null) return undefined
+  const text = typeof value === 'string' ? value : typeof value === 'number' || typeof value === 'boolean' ? String(value) : JSON.stringify(value)
+  const flat = text.replace(/[ ]*[\r\n\t]+[ \r\n\t]*/g, ' ').replace(/ {5,}/g, '    ')
+  return flat.trim() === '' ? undefined : flat
+}
+
+/**
+ * The languages Meta approves templates in by region; every other language
+ * is approved under its bare code (`de`, `fr`, `ja`).
+ */
+const REGIONAL_TEMPLATE_LANGUAGES = new Set(['en_GB', 'en_US', 'es_AR', 'es_ES', 'es_MX', 'pt_BR', 'pt_PT', 'zh_CN', 'zh_HK', 'zh_TW'])
+
+/** Meta's template language code for a contact's BCP 47 tag (`en-US` → `en_US`, `de-AT` → `de`), `en` without one. */
+export function templateLanguageOf(contactLanguage: string | undefined): string {
+  if (contactLanguage === undefined) return 'en'
+  const subtags = contactLanguage.split('-')
+  const language = (subtags[0] ?? '').toLowerCase()
+  const region = subtags.slice(1).find((subtag) => /^[A-Za-z]{2}$/.test(subtag))?.toUpperCase()
+  const regional = `${language}_${region}`
+  if (region !== undefined && REGIONAL_TEMPLATE_LANGUAGES.has(regional)) return regional
+  return language === '' ? 'en' : language
+}
+
+function parseJson(text: string): unknown {
+  try {
+    return JSON.parse(text)
+  } catch {
+    return undefined
+  }
+}
+
+/** fetch reports a refused or cut connection as "fetch failed", with the reason in `cause`. */
+function causeOf(error: unknown): string {
+  if (!(error instanceof Error)) return String(error)
+  const cause = error.cause instanceof Error ? `: ${error.cause.message}` : ''
+  return `${error.name}: ${error.message}${cause}`
+}

@@ -1,0 +1,58 @@
+/**
+ * How a campaign reaches people: when (schedule), how often (attempts),
+ * through whom (provider) and how many at once (max_concurrent). Field names
+ * are those of the admin API, since these documents are stored as sent.
+ */
+
+export const WEEKDAYS = ['mon', 'tue', 'wed', 'thu', 'fri', 'sat', 'sun'] as const
+export type Weekday = (typeof WEEKDAYS)[number]
+
+/** Local wall-clock hours on some days of the week: `start` inclusive, `end` exclusive; `end` may be "24:00". */
+export interface ScheduleWindow {
+  days: Weekday[]
+  /** "HH:MM" */
+  start: string
+  /** "HH:MM", or "24:00" for the end of the day. */
+  end: string
+}
+
+export interface Schedule {
+  /** "contact": each task in its contact's own zone; otherwise one IANA zone for every task. */
+  timezone: 'contact' | string
+  /** Used when a contact's zone cannot be told from the trigger or the phone number. */
+  fallback_timezone?: string
+  windows: ScheduleWindow[]
+  /** Local dates ("YYYY-MM-DD") on which nothing starts. */
+  blackout_dates?: string[]
+  /** Instants (ISO 8601) before which, and from which on, nothing starts. */
+  starts_at?: string
+  ends_at?: string
+}
+
+/** Every day 09:00–20:00 in the contact's local time. */
+export const DEFAULT_SCHEDULE: Schedule = {
+  timezone: 'contact',
+  windows: [{ days: [...WEEKDAYS], start: '09:00', end: '20:00' }],
+}
+
+/** Interaction outcomes after which another attempt may follow, each with its own delay. */
+export const RETRY_OUTCOMES = ['no_answer', 'busy', 'voicemail', 'failed'] as const
+export type RetryOutcome = (typeof RETRY_OUTCOMES)[number]
+
+export interface AttemptPolicy {
+  /** Most interactions per task. */
+  max: number
+  /** Seconds from the end of an attempt to the earliest next one, by outcome. */
+  retry_delays_s: Record<RetryOutcome, number>
+  /** Seconds from the trigger after which the task completes as expired. */
+  expire_after_s: number
+}
+
+export const DEFAULT_ATTEMPTS: AttemptPolicy = {
+  max: 3,
+  retry_delays_s: { no_answer: 7200, busy: 900, voicemail: 14400, failed: 1800 },
+  expire_after_s: 604800,
+}
+
+export const PROVIDERS = ['simulator', 'twilio', 'whatsapp_cloud'] as const
+export type Provider = (typeof PROVIDERS)[number]

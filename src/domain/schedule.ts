@@ -1,0 +1,345 @@
+/**
+ * When a campaign's schedule lets a conversation start for a contact: local
+ * wall-clock windows on local weekdays, minus local blackout dates, between
+ * two instants. Pure functions of their arguments (and of the time-zone rules
+ * the runtime's Intl knows); the dispatcher asks once per task, so the
+ * zone offsets they need are remembered rather than asked of Intl each time.
+ */
+import { IANAZone } from 'luxon'
+import { WEEKDAYS, type Schedule } from './campaignSettings.ts'
+import { isTimeZone } from './timezones.ts'
+
+const MINUTE_MS = 60_000
+const HOUR_MS = 60 * MINUTE_MS
+const DAY_MS = 24 * HOUR_MS
+
+/** How far ahead a schedule is searched before it is taken never to open again. */
+const HORIZON_DAYS = 2 * 366
+
+/** Local wall-clock span within a day, in ms from local midnight: start inclusive, end exclusive. */
+interface Span {
+  start: number
+  end: number
+}
+
+interface Plan {
+  /** A campaign-wide zone, or undefined to use the contact's. */
+  zone: string | undefined
+  /** Merged spans for each weekday, Monday first. */
+  spansByWeekday: Span[][]
+  opensAtAll: boolean
+  /** Blacked-out local dates, as days since 1970-01-01. */
+  blackoutDays: Set<number>
+  startsAt: number
+  endsAt: number
+}
+
+const TIME_OF_DAY = /^(\d{2}):(\d{2})$/
+
+/** Minutes since midnight of "HH:MM", from 00:00 to 23:59, or to 24:00 where `endOfDay` is allowed. */
+function minutesOfDay(text: string, endOfDay: boolean): number | undefined {
+  const match = TIME_OF_DAY.exec(text)
+  if (match === null) return undefined
+  const hours = Number(match[1])
+  const minutes = Number(match[2])
+  if (minutes > 59) return undefined
+  if (hours < 24) return hours * 60 + minutes
+  return endOfDay && hours === 24 && minutes === 0 ? 24 * 60 : undefined
+}
+
+const CALENDAR_DATE = /^(\d{4})-(\d{2})-(\d{2})$/
+
+/** Days since 1970-01-01 of a real "YYYY-MM-DD" date. */
+function dayNumber(text: string): number | undefined {
+  const match = CALENDAR_DATE.exec(text)
+  if (match === null) return undefined
+  const [year, month, day] = [Number(match[1]), Number(match[2]), Number(match[3])]
+  const date = new Date(0)
+  // setUTCFullYear, unlike Date.UTC, does not read years 0–99 as 1900–1999.
+  date.setUTCFullYear(year, month - 1, day)
+  if (date.getUTCFullYear() !== year || date.getUTCMonth() !== month - 1 || date.getUTCDate() !== day) return undefined
+  return date.getTime() / DAY_MS
+}
+
+/** An offset or Z is required: without one the instant would depend on the server's zone. */
+const ISO_INSTANT = /^(\d{4}-\d{2}-\d{2})T(\d{2}):(\d{2})(?::(\d{2})(?:\.\d+)?)?(?:Z|[+-](\d{2}):(\d{2}))$/
+
+function instant(text: string): number | undefined {
+  const match = ISO_INSTANT.exec(text)
+  if (match === null) return undefined
+  const [, date = '', hours, minutes, seconds = '00', offsetHours = '00', offsetMinutes = '00'] = match
+  const inRange =
+    Number(hours) <= 23 &&
+    Number(minutes) <= 59 &&
+    Number(seconds) <= 59 &&
+    Number(offsetHours) <= 23 &&
+    Number(offsetMinutes) <= 59
+  // Date.parse would roll 2026-02-30 over to March and read 24:00 as the next day.
+  return inRange && dayNumber(date) !== undefined ? Date.parse(text) : undefined
+}
+
+const WEEKDAY_INDEX = new Map<string, number>(WEEKDAYS.map((day, index) => [day, index]))
+
+function compile(schedule: Schedule): Plan {
+  const spansByWeekday: Span[][] = WEEKDAYS.map(() => [])
+  for (const window of schedule.windows) {
+    const start = minutesOfDay(window.start, false)
+    const end = minutesOfDay(window.end, true)
+    if (start === undefined || end === undefined || start >= end) {
+      throw new RangeError(`schedule window ${window.start}–${window.end} is not a span of a day`)
+    }
+    for (const day of window.days) {
+      const index = WEEKDAY_INDEX.get(day)
+      if (index === undefined) throw new RangeError(`schedule window has an unknown day "${day}"`)
+      spansByWeekday[index]?.push({ start: start * MINUTE_MS, end: end * MINUTE_MS })
+    }
+  }
+  const blackoutDays = new Set<number>()
+  for (const date of schedule.blackout_dates ?? []) {
+    const day = dayNumber(date)
+    if (day === undefined) throw new RangeError(`schedule blackout date "${date}" is not a calendar date`)
+    blackoutDays.add(day)
+  }
+  const instantOf = (text: string | undefined, name: string, absent: number) => {
+    if (text === undefined) return absent
+    const value = instant(text)
+    if (value === undefined) throw new RangeError(`schedule ${name} "${text}" is not an ISO instant with an offset`)
+    return value
+  }
+  return {
+    zone: schedule.timezone === 'contact' ? undefined : schedule.timezone,
+    spansByWeekday: spansByWeekday.map(merge),
+    opensAtAll: spansByWeekday.some((spans) => spans.length > 0),
+    blackoutDays,
+    startsAt: instantOf(schedule.starts_at, 'starts_at', -Infinity),
+    endsAt: instantOf(schedule.ends_at, 'ends_at', Infinity),
+  }
+}
+
+/** Overlapping or abutting spans as one, in order, so each day is scanned once. */
+function merge(spans: Span[]): Span[] {
+  const merged: Span[] = []
+  for (const span of [...spans].sort((a, b) => a.start - b.start)) {
+    const last = merged.at(-1)
+    if (last !== undefined && span.start <= last.end) last.end = Math.max(last.end, span.end)
+    else merged.push({ ...span })
+  }
+  return merged
+}
+
+/**
+ * Compiling costs more than searching, and tasks bring their campaign's
+ * schedule as a fresh object each time (parsed from its row), so plans are
+ * kept by content: a few hundred campaigns' schedules at most.
+ */
+const plans = new Map<string, Plan>()
+const MAX_PLANS = 1_000
+
+function planOf(schedule: Schedule): Plan {
+  const key = JSON.stringify(schedule)
+  let plan = plans.get(key)
+  if (plan === undefined) {
+    plan = compile(schedule)
+    if (plans.size >= MAX_PLANS) plans.clear()
+    plans.set(key, plan)
+  }
+  return plan
+}
+
+/**
+ * A zone's UTC offset (ms) over one UTC day. Time-zone rules never
+ * change a zone's offset twice within a day, so the two ends of the day and,
+ * where they differ, the instant of the change describe the whole day.
+ */
+interface DayOffsets {
+  before: number
+  after: number
+  changesAt: number
+}
+
+/** Intl's answer costs about 5 µs; a dispatcher meets the same few zones and days over and over. */
+class ZoneClock {
+  private readonly zone: IANAZone
+  private readonly days = new Map<number, DayOffsets>()
+  private static readonly MAX_DAYS = 4_096
+
+  constructor(name: string) {
+    this.zone = IANAZone.create(name)
+  }
+
+  offsetMs(at: number): number {
+    const offsets = this.offsetsOn(Math.floor(at / DAY_MS))
+    return at < offsets.changesAt ? offsets.before : offsets.after
+  }
+
+  private offsetsOn(day: number): DayOffsets {
+    let offsets = this.days.get(day)
+    if (offsets === undefined) {
+      offsets = this.askIntl(day)
+      if (this.days.size >= ZoneClock.MAX_DAYS) this.days.clear()
+      this.days.set(day, offsets)
+    }
+    return offsets
+  }
+
+  private askIntl(day: number): DayOffsets {
+    const start = day * DAY_MS
+    const before = this.zone.offset(start) * MINUTE_MS
+    const after = this.zone.offset(start + DAY_MS) * MINUTE_MS
+    if (before === after) return { before, after, changesAt: Infinity }
+    let unchanged = start
+    let changed = start + DAY_MS
+    while (changed - unchanged > 1) {
+      const middle = Math.floor((unchanged + changed) / 2)
+      if (this.zone.offset(middle) * MINUTE_MS === before) unchanged = middle
+      else changed = middle
+    }
+    return { before, after, changesAt: changed }
+  }
+
+  /** Local wall-clock time (as ms since a local 1970-01-01) at an instant. */
+  local(at: number): number {
+    return at + this.offsetMs(at)
+  }
+
+  /**
+   * The instant a local wall-clock time happens. A time skipped by a change
+   * (02:30 when clocks jump from 02:00 to 03:00) happens when the change
+   * does; a time lived twice (01:30 when clocks fall back) happens the first
+   * time.
+   */
+  instantOf(local: number): number {
+    // Offsets lie within -12 h…+14 h: the offsets 14 h either side bracket the one that applies.
+    const offsetBefore = this.offsetMs(local - 14 * HOUR_MS)
+    const offsetAfter = this.offsetMs(local + 14 * HOUR_MS)
+    const byOffsetBefore = local - offsetBefore
+    if (offsetBefore === offsetAfter) return byOffsetBefore
+    const byOffsetAfter = local - offsetAfter
+    const beforeFits = this.offsetMs(byOffsetBefore) === offsetBefore
+    const afterFits = this.offsetMs(byOffsetAfter) === offsetAfter
+    if (beforeFits && afterFits) return Math.min(byOffsetBefore, byOffsetAfter)
+    if (beforeFits) return byOffsetBefore
+    if (afterFits) return byOffsetAfter
+    // Skipped: the clocks jumped at an instant in (byOffsetAfter, byOffsetBefore].
+    const change = this.offsetsOn(Math.floor(byOffsetBefore / DAY_MS)).changesAt
+    return change > byOffsetAfter && change <= byOffsetBefore
+      ? change
+      : this.offsetsOn(Math.floor(byOffsetAfter / DAY_MS)).changesAt
+  }
+}
+
+const clocks = new Map<string, ZoneClock>()
+/** Above the ~600 IANA names, in case callers spell zones in many cases. */
+const MAX_CLOCKS = 1_000
+
+function clockOf(zone: string): ZoneClock {
+  let clock = clocks.get(zone)
+  if (clock === undefined) {
+    if (!isTimeZone(zone)) throw new RangeError(`"${zone}" is not an IANA time zone`)
+    clock = new ZoneClock(zone)
+    if (clocks.size >= MAX_CLOCKS) clocks.clear()
+    clocks.set(zone, clock)
+  }
+  return clock
+}
+
+/** 1970-01-01 was a Thursday, index 3 from Monday. */
+function weekdayIndex(day: number): number {
+  return (((day + 3) % 7) + 7) % 7
+}
+
+/**
+ * The earliest instant (ms since the epoch) at or after `from` at which the
+ * schedule is open, or null if it never opens again (past `ends_at`, or not
+ * within two years). `zone` is the contact's IANA zone, used when the
+ * schedule's timezone is "contact"; a campaign-wide zone overrides it.
+ *
+ * Each window opens on each of its local days from the instant its local
+ * start happens to the instant its local end happens (24:00 is the next
+ * midnight), so a window lasts as long as the wall clock says, even across a
+ * DST change. A start skipped by a spring-forward change opens when the clocks
+ * jump; a start or end lived twice in a fall-back change counts the first
+ * time. Windows that overlap or abut act as one.
+ *
+ * Throws a RangeError for a zone or schedule that `isTimeZone` or
+ * `scheduleProblems` would refuse.
+ */
+export function nextOpening(schedule: Schedule, zone: string, from: number): number | null {
+  if (!Number.isFinite(from)) throw new RangeError(`from must be a finite instant, got ${from}`)
+  const plan = planOf(schedule)
+  const clock = clockOf(plan.zone ?? zone)
+  const earliest = Math.max(from, plan.startsAt)
+  if (!plan.opensAtAll || earliest >= plan.endsAt) return null
+  // A window of the previous local date may still be open; so may, after a
+  // fall-back change at midnight, one of the next date.
+  const firstDay = Math.floor(clock.local(earliest) / DAY_MS) - 1
+  for (let day = firstDay; day <= firstDay + HORIZON_DAYS; day++) {
+    if (plan.blackoutDays.has(day)) continue
+    for (const span of plan.spansByWeekday[weekdayIndex(day)] ?? []) {
+      const opensAt = clock.instantOf(day * DAY_MS + span.start)
+      if (opensAt >= plan.endsAt) return null
+      const closesAt = clock.instantOf(day * DAY_MS + span.end)
+      const candidate = Math.max(opensAt, earliest)
+      if (candidate < closesAt) return candidate
+    }
+  }
+  return null
+}
+
+/** Whether the schedule is open at `at` for a contact in `zone`. */
+export function isOpen(schedule: Schedule, zone: string, at: number): boolean {
+  return nextOpening(schedule, zone, at) === at
+}
+
+export interface ScheduleProblem {
+  /** Where, from the schedule object: ['windows', 0, 'end']. */
+  path: (string | number)[]
+  message: string
+}
+
+/** What the request schema cannot see: meanings of times, dates and zones, and their order. */
+export function scheduleProblems(schedule: Schedule): ScheduleProblem[] {
+  const problems: ScheduleProblem[] = []
+  const problem = (path: (string | number)[], message: string) => problems.push({ path, message })
+
+  if (schedule.timezone !== 'contact' && !isTimeZone(schedule.timezone)) {
+    problem(['timezone'], 'timezone must be "contact" or an IANA time zone such as Europe/Berlin')
+  }
+  if (schedule.fallback_timezone !== undefined && !isTimeZone(schedule.fallback_timezone)) {
+    problem(['fallback_timezone'], 'fallback_timezone must be an IANA time zone such as Europe/Berlin')
+  }
+
+  if (schedule.windows.length === 0) problem(['windows'], 'windows must have at least one window')
+  schedule.windows.forEach((window, index) => {
+    if (window.days.length === 0) problem(['windows', index, 'days'], 'days must name at least one day')
+    window.days.forEach((day, dayIndex) => {
+      if (!WEEKDAY_INDEX.has(day)) {
+        problem(['windows', index, 'days', dayIndex], `day must be one of ${WEEKDAYS.join(', ')}`)
+      }
+    })
+    const start = minutesOfDay(window.start, false)
+    const end = minutesOfDay(window.end, true)
+    if (start === undefined) problem(['windows', index, 'start'], 'start must be a time from 00:00 to 23:59')
+    if (end === undefined) problem(['windows', index, 'end'], 'end must be a time from 00:00 to 24:00')
+    if (start !== undefined && end !== undefined && end <= start) {
+      problem(['windows', index, 'end'], 'end must be after start')
+    }
+  })
+
+  schedule.blackout_dates?.forEach((date, index) => {
+    if (dayNumber(date) === undefined) problem(['blackout_dates', index], 'blackout date must be a calendar date (YYYY-MM-DD)')
+  })
+
+  const startsAt = schedule.starts_at === undefined ? undefined : instant(schedule.starts_at)
+  const endsAt = schedule.ends_at === undefined ? undefined : instant(schedule.ends_at)
+  if (schedule.starts_at !== undefined && startsAt === undefined) {
+    problem(['starts_at'], 'starts_at must be an ISO 8601 instant with an offset or Z')
+  }
+  if (schedule.ends_at !== undefined && endsAt === undefined) {
+    problem(['ends_at'], 'ends_at must be an ISO 8601 instant with an offset or Z')
+  }
+  if (startsAt !== undefined && endsAt !== undefined && endsAt <= startsAt) {
+    problem(['ends_at'], 'ends_at must be after starts_at')
+  }
+  return problems
+}

@@ -1,0 +1,100 @@
+/**
+ * WhatsApp Cloud webhooks: GET /providers/whatsapp/webhook answers Meta's
+ * subscription handshake (WHATSAPP_VERIFY_TOKEN); POST receives notifications
+ * signed with the app secret in X-Hub-Signature-256 over the raw body.
+ *
+ * A notification is believed only when it verifies with the app secret of a
+ * campaign sending from the number it names, and only that number's changes
+ * are applied. Meta retries anything but a 200 and repeats and reorders
+ * notifications, so every change applies idempotently and a status never
+ * moves back (read > delivered > sent).
+ */
+import { Type } from '@sinclair/typebox'
+import type { FastifyInstance } from 'fastify'
+import type { Channels } from '../../../channels/index.ts'
+import {
+  notificationsFromWebhook,
+  readWhatsAppCloudConfig,
+  verifyWebhookSubscription,
+  verifyWhatsAppSignature,
+  type WhatsAppNotification,
+} from '../../../channels/whatsappCloud/whatsappCloudChannel.ts'
+import { ApiError } from '../../../domain/errors.ts'
+import type { Campaign } from '../../../domain/types.ts'
+import type { TaskLifecycle } from '../../../services/taskLifecycle.ts'
+import { findCampaignsByWhatsAppNumber } from '../../../store/campaigns.ts'
+import type { Database } from '../../../store/database.ts'
+import { findInteractionIdByProviderRef, findInteractionWithConfig, findRunningInteractionTo } from '../../../store/interactions.ts'
+
+const VERIFY_TOKEN_ENV = 'WHATSAPP_VERIFY_TOKEN'
+const STATUS_RANK: Record<string, number> = { sent: 1, delivered: 2, read: 3 }
+
+export async function whatsappRoutes(
+  app: FastifyInstance,
+  deps: { db: Database; channels: Channels; lifecycle: TaskLifecycle; now: () => number },
+) {
+  const { db, channels, lifecycle } = deps
+  const docs = { tags: ['providers'], description: 'Called by Meta; not for clients.' }
+
+  // The signature covers the body's exact bytes: this scope keeps them.
+  app.removeAllContentTypeParsers()
+  app.addContentTypeParser('*', { parseAs: 'buffer' }, (_request, body, done) => done(null, body))
+
+  app.get('/providers/whatsapp/webhook', { schema: { ...docs, summary: 'WhatsApp webhook subscription handshake' } }, async (request, reply) => {
+    const challenge = verifyWebhookSubscription(request.query as Record<string, string | undefined>, channels.secret(VERIFY_TOKEN_ENV))
+    if (challenge === undefined) throw new ApiError('forbidden', 'The subscription request does not carry the verify token.')
+    return reply.type('text/plain').send(challenge)
+  })
+
+  app.post(
+    '/providers/whatsapp/webhook',
+    { schema: { ...docs, summary: 'WhatsApp notifications', body: Type.Unknown() } },
+    async (request, reply) => {
+      const raw = Buffer.isBuffer(request.body) ? request.body : Buffer.alloc(0)
+      let notifications: WhatsAppNotification[] = []
+      try {
+        notifications = notificationsFromWebhook(JSON.parse(raw.toString('utf8')))
+      } catch {
+        // Not JSON: nothing a verified sender would send, and nothing to apply.
+      }
+      const numbers = [...new Set(notifications.map((notification) => notification.phoneNumberId))]
+      const campaigns = numbers.length === 0 ? [] : await findCampaignsByWhatsAppNumber(db, numbers)
+      const signature = request.headers['x-hub-signature-256']
+      const verified = campaigns.filter((campaign) => {
+        const secret = channels.secret(readWhatsAppCloudConfig(campaign.providerConfig).appSecretEnv)
+        return secret !== undefined && verifyWhatsAppSignature(secret, raw, typeof signature === 'string' ? signature : undefined)
+      })
+      if (verified.length === 0 && notifications.length > 0) {
+        throw new ApiError('forbidden', 'The notification is not signed with the app secret of a campaign sending from its number.')
+      }
+      for (const notification of notifications) {
+        const senders = verified.filter((campaign) => campaign.providerConfig.phone_number_id === notification.phoneNumberId)
+        if (senders.length > 0) await apply(notification, senders)
+      }
+      return reply.code(200).send()
+    },
+  )
+
+  async function apply(notification: WhatsAppNotification, senders: Campaign[]): Promise<void> {
+    if (notification.kind === 'report') {
+      const { report } = notification
+      const id = await findInteractionIdByProviderRef(db, 'whatsapp_cloud', report.providerRef)
+      const interaction = id === undefined ? undefined : await findInteractionWithConfig(db, id)
+      if (interaction === undefined || interaction.status === 'finalized') return
+      if (report.kind === 'progress' && (STATUS_RANK[report.status] ?? 0) <= (STATUS_RANK[interaction.providerStatus ?? ''] ?? 0)) return
+      await lifecycle.report(interaction, report)
+      return
+    }
+    // A reply: to the message it names, else to the latest running conversation with its sender on this
+    // number; one that answers nothing running is an inbound interaction of its own.
+    const answered =
+      (notification.replyTo === undefined ? undefined : await findInteractionIdByProviderRef(db, 'whatsapp_cloud', notification.replyTo)) ??
+      (await findRunningInteractionTo(db, senders.map((campaign) => campaign.id), notification.from))
+    const interaction = answered === undefined ? undefined : await findInteractionWithConfig(db, answered)
+    if (interaction !== undefined && interaction.status !== 'finalized') {
+      await lifecycle.report(interaction, { kind: 'final', providerRef: interaction.providerRef ?? notification.messageId, outcome: 'replied', at: notification.at })
+    } else {
+      await lifecycle.recordInbound(senders[0]!, notification.from, notification.at)
+    }
+  }
+}

@@ -1,0 +1,158 @@
+/**
+ * The client's view of its tasks: one by id, those of one of its own external
+ * ids, and cancellation. Another organization's task is never found.
+ */
+import { Type } from '@sinclair/typebox'
+import type { FastifyInstance } from 'fastify'
+import { ApiError } from '../../domain/errors.ts'
+import { isId } from '../../domain/ids.ts'
+import { TASK_OUTCOMES, type Task } from '../../domain/types.ts'
+import type { Authenticator } from '../../services/authenticator.ts'
+import type { TaskLifecycle } from '../../services/taskLifecycle.ts'
+import type { Database } from '../../store/database.ts'
+import { findTask, findTasksByExternalId } from '../../store/tasks.ts'
+import { refine } from '../../validation/model.ts'
+import { organizationOf, requireOrganizationKey } from '../auth.ts'
+import { envelope } from '../reply.ts'
+import { authErrors, ChannelSchema, conflict, Envelope, notFound, OneOf, Timestamp, validationErrors } from '../schemas.ts'
+
+const MAX_TASKS_BY_EXTERNAL_ID = 100
+
+const InteractionSchema = Type.Object({
+  id: Type.String(),
+  direction: OneOf(['outbound', 'inbound'] as const),
+  attempt: Type.Union([Type.Integer(), Type.Null()]),
+  status: OneOf(['starting', 'active', 'finalized'] as const),
+  outcome: Type.Union([Type.String(), Type.Null()]),
+  started_at: Timestamp,
+  ended_at: Type.Union([Timestamp, Type.Null()]),
+  duration_s: Type.Union([Type.Integer(), Type.Null()]),
+})
+
+const TaskSchema = Type.Object({
+  id: Type.String({ examples: ['tsk_01jd3y5v8m6m1r9cz8xk4j2h7q'] }),
+  trigger_id: Type.String(),
+  campaign: Type.String({ description: 'Routing key.' }),
+  channel: ChannelSchema,
+  status: OneOf(['pending', 'in_progress', 'completed'] as const),
+  outcome: Type.Union([OneOf(TASK_OUTCOMES), Type.Null()], { description: 'Set once completed.' }),
+  attempts: Type.Integer({ description: 'Interactions started so far.' }),
+  next_attempt_at: Type.Union([Timestamp, Type.Null()], {
+    description: 'When the next attempt is due, once the schedule allows; null while one runs or once completed.',
+  }),
+  timezone: Type.Union([Type.String(), Type.Null()], { description: "The contact's time zone, when known." }),
+  test_mode: Type.Boolean(),
+  ids: Type.Array(Type.Object({ source: Type.String(), type: Type.String(), value: Type.String() })),
+  created_at: Timestamp,
+  expires_at: Timestamp,
+  completed_at: Type.Union([Timestamp, Type.Null()]),
+  interactions: Type.Array(InteractionSchema),
+})
+
+const presentTask = (task: Task) => ({
+  id: task.id,
+  trigger_id: task.triggerId,
+  campaign: task.campaign.routingKey,
+  channel: task.campaign.channel,
+  status: task.status,
+  outcome: task.outcome,
+  attempts: task.attempts,
+  next_attempt_at: task.nextAttemptAt,
+  timezone: task.timezone,
+  test_mode: task.testMode,
+  ids: task.ids,
+  created_at: task.createdAt,
+  expires_at: task.expiresAt,
+  completed_at: task.completedAt,
+  interactions: task.interactions.map((interaction) => ({
+    id: interaction.id,
+    direction: interaction.direction,
+    attempt: interaction.attempt,
+    status: interaction.status,
+    outcome: interaction.outcome,
+    started_at: interaction.startedAt,
+    ended_at: interaction.endedAt,
+    duration_s: interaction.durationS,
+  })),
+})
+
+const lowercased = (value: string) => value.trim().toLowerCase()
+
+/** The same normalization as a trigger's ids, so that a lookup finds what was recorded. */
+const ExternalIdQuery = Type.Object({
+  source: refine(Type.String({ minLength: 1, maxLength: 100 }), { transform: lowercased }),
+  type: refine(Type.String({ minLength: 1, maxLength: 100 }), { transform: lowercased }),
+  value: Type.String({ minLength: 1, maxLength: 500, description: 'Matched exactly.' }),
+})
+
+const TaskParams = Type.Object({ id: Type.String() })
+
+export function taskRoutes(app: FastifyInstance, deps: { db: Database; authenticator: Authenticator; lifecycle: TaskLifecycle }) {
+  const { db, authenticator, lifecycle } = deps
+  const docs = { tags: ['tasks'], security: [{ apiKey: [] }] }
+
+  const requireTask = async (orgId: string, id: string): Promise<Task> => {
+    const task = isId('task', id) ? await findTask(db, orgId, id) : undefined
+    if (task === undefined) throw new ApiError('not_found', `No task ${id} exists.`)
+    return task
+  }
+
+  app.get(
+    '/api/v2/tasks/:id',
+    {
+      onRequest: requireOrganizationKey(authenticator, 'triggers:read'),
+      schema: {
+        ...docs,
+        summary: 'Look up one task',
+        description: 'Status, outcome, the next attempt time and every interaction so far.',
+        params: TaskParams,
+        response: { 200: Envelope(TaskSchema), ...authErrors, ...notFound },
+      },
+    },
+    async (request, reply) => {
+      const { id } = request.params as { id: string }
+      return reply.send(envelope(request, presentTask(await requireTask(organizationOf(request).orgId, id))))
+    },
+  )
+
+  app.get(
+    '/api/v2/tasks',
+    {
+      onRequest: requireOrganizationKey(authenticator, 'triggers:read'),
+      schema: {
+        ...docs,
+        summary: 'Find tasks by one of your external ids',
+        description: `Tasks whose trigger carried this id (source and type compared lowercased, value exactly), newest first, at most ${MAX_TASKS_BY_EXTERNAL_ID}.`,
+        querystring: ExternalIdQuery,
+        response: { 200: Envelope(Type.Array(TaskSchema)), ...authErrors, ...validationErrors },
+      },
+    },
+    async (request, reply) => {
+      const externalId = request.query as { source: string; type: string; value: string }
+      const tasks = await findTasksByExternalId(db, organizationOf(request).orgId, externalId, MAX_TASKS_BY_EXTERNAL_ID)
+      return reply.send(envelope(request, tasks.map(presentTask)))
+    },
+  )
+
+  app.post(
+    '/api/v2/tasks/:id/cancel',
+    {
+      onRequest: requireOrganizationKey(authenticator, 'triggers:write'),
+      schema: {
+        ...docs,
+        summary: 'Cancel a task',
+        description:
+          'No further attempt starts; the task completes with outcome cancelled and a task.completed event. An interaction already running is reported when it ends. A completed task answers 409.',
+        params: TaskParams,
+        response: { 200: Envelope(TaskSchema), ...authErrors, ...notFound, ...conflict },
+      },
+    },
+    async (request, reply) => {
+      const { orgId } = organizationOf(request)
+      const { id } = request.params as { id: string }
+      if (!isId('task', id)) throw new ApiError('not_found', `No task ${id} exists.`)
+      await lifecycle.cancel(orgId, id)
+      return reply.send(envelope(request, presentTask(await requireTask(orgId, id))))
+    },
+  )
+}

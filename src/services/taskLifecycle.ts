@@ -1,0 +1,368 @@
+/**
+ * What happens to a task after its trigger: each due task is checked against
+ * its campaign's schedule in the contact's local time and either rescheduled
+ * to the next opening or started as an interaction; each finished interaction
+ * is finalized and the attempt policy then retries the task or completes it.
+ * Every change that clients hear about writes its event in the same
+ * transaction.
+ *
+ * Never twice: an attempt is recorded (interaction row, UNIQUE per task and
+ * attempt, conditional on this worker's claim) and committed before the
+ * provider is asked to start it, and a start whose result is unknown is
+ * settled, never repeated.
+ */
+import type { FastifyBaseLogger } from 'fastify'
+import type { Channel, InteractionProgress, ProviderReport } from '../channels/channel.ts'
+import type { ChannelRegistry } from '../channels/registry.ts'
+import type { AttemptPolicy, RetryOutcome, Schedule } from '../domain/campaignSettings.ts'
+import { ApiError } from '../domain/errors.ts'
+import { newId } from '../domain/ids.ts'
+import { nextOpening } from '../domain/schedule.ts'
+import type { Campaign, InteractionOutcome, TaskOutcome } from '../domain/types.ts'
+import type { Database, Queryable } from '../store/database.ts'
+import { insertEvent } from '../store/events.ts'
+import {
+  claimInteractionsToSettle,
+  type FinalizedInteraction,
+  finalizeInteraction,
+  insertInteraction,
+  type InteractionWithConfig,
+  markStarted,
+  recordProviderStatus,
+} from '../store/interactions.ts'
+import {
+  beginAttempt,
+  type ClaimedTask,
+  claimDueTasks,
+  completeTask,
+  countRunningInteractions,
+  lockTask,
+  releaseTask,
+  scheduleNextAttempt,
+  type TaskForUpdate,
+} from '../store/tasks.ts'
+
+/** How long a claim on a due task holds; a dispatch takes milliseconds, a provider call seconds at most. */
+const TASK_LEASE_MS = 60_000
+/** How long a start may stay unconfirmed before it is settled: the provider's timeout and then some. */
+const START_SETTLE_MS = 120_000
+/** How long a worker may take to settle an interaction before another may. */
+const SETTLE_LEASE_MS = 60_000
+/** A campaign at its max_concurrent looks again after this long, or when one of its interactions ends. */
+const CAPACITY_RETRY_MS = 1_000
+
+/** Outcomes that mean the person was reached: the task is done. */
+const REACHED: ReadonlySet<InteractionOutcome> = new Set(['completed', 'replied'])
+
+/** The retry delay that applies after each interaction outcome that is not a reach. */
+const RETRY_DELAY_FOR: Record<Exclude<InteractionOutcome, 'completed' | 'replied'>, RetryOutcome> = {
+  no_answer: 'no_answer',
+  busy: 'busy',
+  voicemail: 'voicemail',
+  failed: 'failed',
+  // A message that was delivered or read but not answered is an unanswered call.
+  delivered: 'no_answer',
+  read: 'no_answer',
+  undelivered: 'failed',
+}
+
+export interface TaskLifecycleDeps {
+  db: Database
+  channels: ChannelRegistry
+  now: () => number
+  log: FastifyBaseLogger
+  /** Told when an interaction ends, so that a campaign waiting on max_concurrent is looked at again. */
+  onCapacityFreed?: () => void
+}
+
+export interface DispatchSummary {
+  claimed: number
+  started: number
+  rescheduled: number
+  completed: number
+}
+
+export class TaskLifecycle {
+  readonly #db: Database
+  readonly #channels: ChannelRegistry
+  readonly #now: () => number
+  readonly #onCapacityFreed: () => void
+  readonly #log: FastifyBaseLogger
+
+  constructor(deps: TaskLifecycleDeps) {
+    this.#db = deps.db
+    this.#channels = deps.channels
+    this.#now = deps.now
+    this.#onCapacityFreed = deps.onCapacityFreed ?? (() => {})
+    this.#log = deps.log
+  }
+
+  /** Claims up to `limit` due tasks for `worker` and takes each one step further. */
+  async dispatchDue(worker: string, limit: number): Promise<DispatchSummary> {
+    const now = this.#now()
+    const claimed = await claimDueTasks(this.#db, worker, now, now + TASK_LEASE_MS, limit)
+    const summary: DispatchSummary = { claimed: claimed.length, started: 0, rescheduled: 0, completed: 0 }
+    await Promise.all(claimed.map(async (task) => summary[await this.#dispatch(worker, task)]++))
+    return summary
+  }
+
+  async #dispatch(worker: string, task: ClaimedTask): Promise<'started' | 'rescheduled' | 'completed'> {
+    const now = this.#now()
+    if (now >= task.expiresAt) return this.#completeClaimed(task, 'expired')
+    const zone = zoneOf(task.campaign.schedule, task.timezone)
+    // The trigger was accepted with a zone; only a later change of the schedule can leave none.
+    if (zone === undefined) return this.#completeClaimed(task, 'failed')
+    const opening = nextOpening(task.campaign.schedule, zone, now)
+    if (opening === null) return this.#completeClaimed(task, 'expired')
+    if (opening > now) {
+      await releaseTask(this.#db, task.id, worker, Math.min(opening, task.expiresAt), now)
+      return 'rescheduled'
+    }
+    const channel = this.#channels.get(task.campaign.provider, task.campaign.channel)
+    const interactionId = newId('interaction', now)
+    const attempt = await this.#db.transaction(async (tx) => {
+      const limit = task.campaign.maxConcurrent
+      if (limit !== null && (await countRunningInteractions(tx, task.campaign.id)) >= limit) return 'at capacity'
+      const attempt = await beginAttempt(tx, task.id, worker, now)
+      if (attempt === undefined) return 'claim lost'
+      await insertInteraction(tx, {
+        id: interactionId,
+        orgId: task.orgId,
+        taskId: task.id,
+        campaignId: task.campaign.id,
+        channel: task.campaign.channel,
+        provider: task.campaign.provider,
+        direction: 'outbound',
+        attempt,
+        toPhone: task.contact.phone,
+        testMode: task.testMode,
+        settleAt: now + START_SETTLE_MS,
+        startedBy: worker,
+        startedAt: now,
+      })
+      return attempt
+    })
+    if (attempt === 'claim lost') return 'rescheduled'
+    if (attempt === 'at capacity') {
+      await releaseTask(this.#db, task.id, worker, now + CAPACITY_RETRY_MS, now)
+      return 'rescheduled'
+    }
+    await this.#start(channel, task, interactionId, attempt)
+    return 'started'
+  }
+
+  async #start(channel: Channel, task: ClaimedTask, interactionId: string, attempt: number): Promise<void> {
+    const config = task.campaign.providerConfig
+    const progress = (providerRef: string | null): InteractionProgress => ({ providerRef, providerStatus: null, attempt, config })
+    let result
+    try {
+      result = await channel.start({
+        interactionId,
+        taskId: task.id,
+        attempt,
+        to: task.contact.phone,
+        testMode: task.testMode,
+        context: task.context,
+        language: task.contact.language,
+        config,
+      })
+    } catch {
+      // Whether the provider started it is unknown: settle it now rather than guess.
+      await this.finalize(interactionId, await channel.settle(progress(null)), { at: this.#now() })
+      return
+    }
+    if (result.kind === 'refused') {
+      await this.finalize(interactionId, 'failed', { at: this.#now(), permanent: result.permanent })
+      return
+    }
+    await markStarted(this.#db, interactionId, result.providerRef, this.#now() + channel.settleAfterMs(config))
+  }
+
+  async #completeClaimed(task: ClaimedTask, outcome: TaskOutcome): Promise<'completed'> {
+    await this.#db.transaction(async (tx) => {
+      const locked = await lockTask(tx, task.id)
+      if (locked !== undefined && locked.status === 'pending') await this.#complete(tx, locked, outcome)
+    })
+    return 'completed'
+  }
+
+  /** Settles up to `limit` interactions that had no final word by their settle time. */
+  async settleDue(limit: number): Promise<number> {
+    const due = await claimInteractionsToSettle(this.#db, this.#now(), SETTLE_LEASE_MS, limit)
+    await Promise.all(
+      due.map((interaction) =>
+        // One that cannot be settled now (the provider does not answer) stays claimed until its lease runs out, then is tried again.
+        this.#settle(interaction).catch((error: unknown) => this.#log.warn({ err: error, interaction: interaction.id }, 'settling failed')),
+      ),
+    )
+    return due.length
+  }
+
+  async #settle(interaction: InteractionWithConfig): Promise<void> {
+    const channel = this.#channels.get(interaction.provider, interaction.channel)
+    // A start never confirmed has no reference to ask about.
+    const providerRef = interaction.status === 'starting' ? null : interaction.providerRef
+    const outcome = await channel.settle({
+      providerRef,
+      providerStatus: interaction.providerStatus,
+      attempt: interaction.attempt ?? 1,
+      config: interaction.providerConfig,
+    })
+    await this.finalize(interaction.id, outcome, { at: this.#now() })
+  }
+
+  /**
+   * A provider's report on an interaction, verified by the caller. Progress is
+   * kept as the provider's status; a final report finalizes. A report for an
+   * interaction whose start was never confirmed (the worker died, or the
+   * answer was lost) confirms it: the provider has it after all.
+   */
+  async report(interaction: InteractionWithConfig, report: ProviderReport): Promise<void> {
+    if (interaction.status === 'starting') {
+      const channel = this.#channels.get(interaction.provider, interaction.channel)
+      const startedAt = this.#now()
+      await markStarted(this.#db, interaction.id, report.providerRef, startedAt + channel.settleAfterMs(interaction.providerConfig))
+    }
+    if (report.kind === 'progress') await recordProviderStatus(this.#db, interaction.id, report.status)
+    else await this.finalize(interaction.id, report.outcome, { at: report.at, durationS: report.durationS })
+  }
+
+  /**
+   * A message from a person that answers no running interaction: recorded as
+   * a finalized inbound interaction of the campaign whose number it reached,
+   * with no task, and reported.
+   */
+  async recordInbound(campaign: Campaign, from: string, at: number): Promise<void> {
+    const now = this.#now()
+    const interactionId = newId('interaction', now)
+    await this.#db.transaction(async (tx) => {
+      await insertInteraction(tx, {
+        id: interactionId,
+        orgId: campaign.orgId,
+        taskId: null,
+        campaignId: campaign.id,
+        channel: campaign.channel,
+        provider: campaign.provider,
+        direction: 'inbound',
+        attempt: null,
+        toPhone: from,
+        testMode: false,
+        settleAt: null,
+        startedBy: null,
+        startedAt: at,
+      })
+      const interaction = await finalizeInteraction(tx, interactionId, 'replied', at, null)
+      await insertEvent(tx, campaign.orgId, interactionFinalizedEvent(interaction!, now))
+    })
+  }
+
+  /**
+   * Ends an interaction with its outcome, reports it, and moves its task on:
+   * done when reached, failed on a permanent refusal, unreachable when
+   * attempts run out, otherwise due again at the later of the retry delay
+   * and the next opening (completing as expired if that is too late). A
+   * repeated report of an interaction already over changes nothing.
+   */
+  async finalize(
+    interactionId: string,
+    outcome: InteractionOutcome,
+    options: { at: number; durationS?: number; permanent?: boolean },
+  ): Promise<boolean> {
+    const finalized = await this.#db.transaction(async (tx) => {
+      const interaction = await finalizeInteraction(tx, interactionId, outcome, options.at, options.durationS ?? null)
+      if (interaction === undefined) return false
+      await insertEvent(tx, interaction.orgId, interactionFinalizedEvent(interaction, this.#now()))
+      if (interaction.taskId !== null) await this.#afterInteraction(tx, interaction, options.permanent === true)
+      return true
+    })
+    if (finalized) this.#onCapacityFreed()
+    return finalized
+  }
+
+  async #afterInteraction(tx: Queryable, interaction: FinalizedInteraction, permanent: boolean): Promise<void> {
+    const task = await lockTask(tx, interaction.taskId!)
+    // Cancelled (or otherwise completed) while the interaction ran: nothing follows.
+    if (task === undefined || task.status === 'completed') return
+    const now = this.#now()
+    const policy: AttemptPolicy = task.campaign.attempts
+    if (REACHED.has(interaction.outcome)) return this.#complete(tx, task, 'reached')
+    if (permanent) return this.#complete(tx, task, 'failed')
+    if (task.attempts >= policy.max) return this.#complete(tx, task, 'unreachable')
+    const delayS = policy.retry_delays_s[RETRY_DELAY_FOR[interaction.outcome as keyof typeof RETRY_DELAY_FOR]]
+    const earliest = Date.parse(interaction.endedAt) + delayS * 1000
+    const zone = zoneOf(task.campaign.schedule, task.timezone)
+    const opening = zone === undefined ? null : nextOpening(task.campaign.schedule, zone, earliest)
+    if (opening === null || opening >= task.expiresAt) {
+      // No attempt can start before the task expires: it stays pending until then, so it expires on time.
+      await scheduleNextAttempt(tx, task.id, Math.max(task.expiresAt, now), now)
+      return
+    }
+    await scheduleNextAttempt(tx, task.id, opening, now)
+  }
+
+  async #complete(tx: Queryable, task: TaskForUpdate, outcome: TaskOutcome): Promise<void> {
+    const now = this.#now()
+    if (!(await completeTask(tx, task.id, outcome, now))) return
+    await insertEvent(tx, task.orgId, {
+      id: newId('event', now),
+      type: 'task.completed',
+      timestamp: new Date(now).toISOString(),
+      data: {
+        task_id: task.id,
+        trigger_id: task.triggerId,
+        campaign: task.campaign.routingKey,
+        channel: task.campaign.channel,
+        status: 'completed',
+        outcome,
+        attempts: task.attempts,
+        test_mode: task.testMode,
+        ids: task.ids,
+        completed_at: new Date(now).toISOString(),
+      },
+    })
+  }
+
+  /**
+   * Cancels a task that has not completed: no further attempt starts. An
+   * interaction already running finishes and is reported, but moves the task
+   * no further.
+   */
+  async cancel(orgId: string, taskId: string): Promise<void> {
+    await this.#db.transaction(async (tx) => {
+      const task = await lockTask(tx, taskId, orgId)
+      if (task === undefined) throw new ApiError('not_found', `No task ${taskId} exists.`)
+      if (task.status === 'completed') throw new ApiError('conflict', `Task ${taskId} has already completed; it cannot be cancelled.`)
+      await this.#complete(tx, task, 'cancelled')
+    })
+  }
+}
+
+/** The zone a task's schedule is read in: the campaign's own, or the contact's (else the campaign's fallback). */
+export function zoneOf(schedule: Schedule, contactZone: string | null): string | undefined {
+  if (schedule.timezone !== 'contact') return schedule.timezone
+  return contactZone ?? schedule.fallback_timezone
+}
+
+function interactionFinalizedEvent(interaction: FinalizedInteraction, now: number) {
+  const startedAt = Date.parse(interaction.startedAt)
+  return {
+    id: newId('event', now),
+    type: 'interaction.finalized' as const,
+    timestamp: new Date(now).toISOString(),
+    data: {
+      interaction_id: interaction.id,
+      task_id: interaction.taskId,
+      trigger_id: interaction.triggerId,
+      campaign: interaction.routingKey,
+      channel: interaction.channel,
+      direction: interaction.direction,
+      attempt: interaction.attempt,
+      outcome: interaction.outcome,
+      started_at: interaction.startedAt,
+      ended_at: interaction.endedAt,
+      duration_s: interaction.durationS ?? Math.round((Date.parse(interaction.endedAt) - startedAt) / 1000),
+      test_mode: interaction.testMode,
+      ...(interaction.taskId !== null ? { ids: interaction.ids ?? [] } : {}),
+    },
+  }
+}

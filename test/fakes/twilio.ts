@@ -1,0 +1,388 @@
+/**
+ * A local stand-in for Twilio's Programmable Voice REST API (2010-04-01) and
+ * its call status callbacks, in Twilio's wire format: "Create a Call" and
+ * "Fetch a Call" with HTTP basic auth, form-encoded requests, the Call
+ * resource as JSON, REST errors as `{code, message, more_info, status}`, and
+ * status callbacks form-encoded and signed with `X-Twilio-Signature` as the
+ * "Webhooks security" page describes. A test drives each call's life.
+ *
+ * The signature is computed here independently of the service's verifier, so
+ * that a test of one against the other checks the algorithm, not a copy of it.
+ */
+import { createHmac, randomBytes, randomUUID } from 'node:crypto'
+import { createServer, type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from 'node:http'
+import type { AddressInfo } from 'node:net'
+
+export interface RecordedRequest {
+  method: string
+  /** Path and query, as sent. */
+  path: string
+  headers: IncomingHttpHeaders
+  /** The form-encoded body; empty for a GET. Repeated names (StatusCallbackEvent) stay repeated. */
+  form: URLSearchParams
+}
+
+export type FinalCallStatus = 'completed' | 'busy' | 'no-answer' | 'failed' | 'canceled'
+export type AnsweredBy = 'human' | 'machine_start' | 'machine_end_beep' | 'machine_end_silence' | 'machine_end_other' | 'fax' | 'unknown'
+
+/** Twilio's Call resource, as its REST API returns it. */
+export interface CallResource {
+  sid: string
+  account_sid: string
+  parent_call_sid: null
+  date_created: string
+  date_updated: string
+  start_time: string | null
+  end_time: string | null
+  /** Whole seconds, as a string; null until the call is over. */
+  duration: string | null
+  to: string
+  to_formatted: string
+  from: string
+  from_formatted: string
+  phone_number_sid: string
+  status: 'queued' | 'ringing' | 'in-progress' | FinalCallStatus
+  price: null
+  price_unit: 'USD'
+  direction: 'outbound-api'
+  answered_by: AnsweredBy | null
+  api_version: '2010-04-01'
+  forwarded_from: null
+  group_sid: null
+  caller_name: null
+  queue_time: string
+  trunk_sid: null
+  annotation: null
+  uri: string
+  subresource_uris: Record<string, string>
+}
+
+export interface FakeTwilio {
+  /** http://127.0.0.1:port, to use as the API base URL. */
+  url: string
+  /** Every REST request received, in order. */
+  requests: RecordedRequest[]
+  /** The current state of a call, as "Fetch a Call" returns it. */
+  call(callSid: string): CallResource | undefined
+  /** The SID of the call created with this StatusCallback URL, if any. */
+  callSidFor(statusCallback: string): string | undefined
+  /** The next REST request is answered with this Twilio error. */
+  failNext(error: { status: number; code: number; message: string }): void
+  /** The next REST request's connection is destroyed without an answer. */
+  dropNext(): void
+  /** The next REST request is handled (a call is created) but answered only after `ms`. */
+  delayNext(ms: number): void
+  /**
+   * Moves a call on and sends the matching callback (`ringing` for ringing,
+   * `answered` for in-progress). Resolves the HTTP status the callback got,
+   * or null when Twilio would send none (no StatusCallback, or the event not
+   * subscribed).
+   */
+  progressCall(callSid: string, status: 'ringing' | 'in-progress'): Promise<number | null>
+  /** Ends a call and sends its `completed` event callback, as {@link progressCall}. */
+  finishCall(callSid: string, result: { status: FinalCallStatus; answeredBy?: AnsweredBy; duration?: number }): Promise<number | null>
+  close(): Promise<void>
+}
+
+interface FakeCall {
+  resource: CallResource
+  statusCallback: string | undefined
+  /** Twilio sends only the `completed` event when StatusCallbackEvent is not given. */
+  events: Set<string>
+  machineDetection: boolean
+  /** SequenceNumber of the next callback; Twilio counts from 0. */
+  sequence: number
+}
+
+type Plan = { kind: 'fail'; status: number; code: number; message: string } | { kind: 'drop' } | { kind: 'delay'; ms: number }
+
+const E164 = /^\+[1-9][0-9]{1,14}$/
+const CALLS = /^\/2010-04-01\/Accounts\/([^/]+)\/Calls\.json$/
+const CALL = /^\/2010-04-01\/Accounts\/([^/]+)\/Calls\/([^/]+)\.json$/
+
+export async function startFakeTwilio(options: { accounts: Record<string, string> }): Promise<FakeTwilio> {
+  const calls = new Map<string, FakeCall>()
+  const requests: RecordedRequest[] = []
+  const timers = new Set<NodeJS.Timeout>()
+  let plan: Plan | undefined
+
+  const server = createServer((req, res) => {
+    serve(req, res).catch(() => res.destroy())
+  })
+
+  async function serve(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const body = await readBody(req)
+    const path = req.url ?? '/'
+    const form = req.method === 'POST' ? new URLSearchParams(body) : new URLSearchParams()
+    requests.push({ method: req.method ?? '', path, headers: req.headers, form })
+    const planned = plan
+    plan = undefined
+    if (planned?.kind === 'drop') {
+      req.socket.destroy()
+      return
+    }
+    if (planned?.kind === 'fail') {
+      sendJson(res, planned.status, twilioError(planned.status, planned.code, planned.message))
+      return
+    }
+    const [status, answer] = handle(req.method ?? '', path, req.headers.authorization, form)
+    if (planned?.kind === 'delay') {
+      const timer = setTimeout(() => {
+        timers.delete(timer)
+        sendJson(res, status, answer)
+      }, planned.ms)
+      timers.add(timer)
+      return
+    }
+    sendJson(res, status, answer)
+  }
+
+  function handle(method: string, path: string, authorization: string | undefined, form: URLSearchParams): [number, unknown] {
+    const create = CALLS.exec(path)
+    const fetchOne = CALL.exec(path)
+    const accountSid = create?.[1] ?? fetchOne?.[1]
+    if (accountSid === undefined || (create && method !== 'POST') || (fetchOne && method !== 'GET')) return notFound(path)
+    if (!authenticates(authorization, accountSid)) {
+      return [401, twilioError(401, 20003, 'Authenticate')]
+    }
+    if (fetchOne) {
+      const call = calls.get(fetchOne[2] ?? '')
+      return call && call.resource.account_sid === accountSid ? [200, call.resource] : notFound(path)
+    }
+    return createCall(accountSid, form)
+  }
+
+  function authenticates(authorization: string | undefined, accountSid: string): boolean {
+    const match = /^Basic ([A-Za-z0-9+/=]+)$/.exec(authorization ?? '')
+    if (!match) return false
+    const decoded = Buffer.from(match[1] ?? '', 'base64').toString('utf8')
+    const colon = decoded.indexOf(':')
+    const user = decoded.slice(0, colon)
+    const token = options.accounts[user]
+    return colon > 0 && user === accountSid && token !== undefined && decoded.slice(colon + 1) === token
+  }
+
+  function createCall(accountSid: string, form: URLSearchParams): [number, unknown] {
+    const to = form.get('To')
+    const from = form.get('From')
+    const url = form.get('Url')
+    if (!to) return [400, twilioError(400, 21201, "No 'To' number is specified")]
+    if (!from) return [400, twilioError(400, 21213, "No 'From' number is specified")]
+    if (!url) return [400, twilioError(400, 21205, 'Url parameter is required')]
+    if (!E164.test(to)) return [400, twilioError(400, 21211, `The 'To' number ${to} is not a valid phone number.`)]
+    if (!E164.test(from)) return [400, twilioError(400, 21212, `The 'From' number ${from} is not a valid phone number.`)]
+    if (!isHttpUrl(url)) return [400, twilioError(400, 21205, `Url is not a valid URL: ${url}`)]
+
+    const sid = `CA${randomBytes(16).toString('hex')}`
+    const now = rfc2822(new Date())
+    const uri = `/2010-04-01/Accounts/${accountSid}/Calls/${sid}`
+    const resource: CallResource = {
+      sid,
+      account_sid: accountSid,
+      parent_call_sid: null,
+      date_created: now,
+      date_updated: now,
+      start_time: null,
+      end_time: null,
+      duration: null,
+      to,
+      to_formatted: to,
+      from,
+      from_formatted: from,
+      phone_number_sid: `PN${randomBytes(16).toString('hex')}`,
+      status: 'queued',
+      price: null,
+      price_unit: 'USD',
+      direction: 'outbound-api',
+      answered_by: null,
+      api_version: '2010-04-01',
+      forwarded_from: null,
+      group_sid: null,
+      caller_name: null,
+      queue_time: '0',
+      trunk_sid: null,
+      annotation: null,
+      uri: `${uri}.json`,
+      subresource_uris: {
+        notifications: `${uri}/Notifications.json`,
+        recordings: `${uri}/Recordings.json`,
+        payments: `${uri}/Payments.json`,
+        events: `${uri}/Events.json`,
+        siprec: `${uri}/Siprec.json`,
+        streams: `${uri}/Streams.json`,
+        user_defined_message_subscriptions: `${uri}/UserDefinedMessageSubscriptions.json`,
+        user_defined_messages: `${uri}/UserDefinedMessages.json`,
+      },
+    }
+    const events = form.getAll('StatusCallbackEvent').flatMap((value) => value.split(' '))
+    const machineDetection = form.get('MachineDetection')
+    calls.set(sid, {
+      resource,
+      statusCallback: form.get('StatusCallback') ?? undefined,
+      events: new Set(events.length > 0 ? events : ['completed']),
+      machineDetection: machineDetection === 'Enable' || machineDetection === 'DetectMessageEnd',
+      sequence: 0,
+    })
+    return [201, resource]
+  }
+
+  /** A call that is not over yet: Twilio sends nothing more about one that is. */
+  function liveCall(callSid: string): FakeCall {
+    const call = calls.get(callSid)
+    if (!call) throw new Error(`the fake Twilio has no call ${callSid}`)
+    if (!['queued', 'ringing', 'in-progress'].includes(call.resource.status)) throw new Error(`call ${callSid} is already ${call.resource.status}`)
+    return call
+  }
+
+  /** Posts a call's status callback as Twilio does, when the call subscribed to the event. */
+  async function sendCallback(call: FakeCall, event: string, extra: Record<string, string>): Promise<number | null> {
+    if (call.statusCallback === undefined || !call.events.has(event)) return null
+    const { resource } = call
+    const params: Record<string, string> = {
+      AccountSid: resource.account_sid,
+      ApiVersion: '2010-04-01',
+      CallSid: resource.sid,
+      CallStatus: resource.status,
+      Called: resource.to,
+      CalledCity: '',
+      CalledCountry: '',
+      CalledState: '',
+      CalledZip: '',
+      Caller: resource.from,
+      CallerCity: '',
+      CallerCountry: '',
+      CallerState: '',
+      CallerZip: '',
+      Direction: 'outbound-api',
+      From: resource.from,
+      FromCity: '',
+      FromCountry: '',
+      FromState: '',
+      FromZip: '',
+      To: resource.to,
+      ToCity: '',
+      ToCountry: '',
+      ToState: '',
+      ToZip: '',
+      Timestamp: rfc2822(new Date()),
+      CallbackSource: 'call-progress-events',
+      SequenceNumber: String(call.sequence++),
+      ...extra,
+    }
+    const token = options.accounts[resource.account_sid] ?? ''
+    const response = await fetch(call.statusCallback, {
+      method: 'POST',
+      headers: {
+        'content-type': 'application/x-www-form-urlencoded',
+        'user-agent': 'TwilioProxy/1.1',
+        'i-twilio-idempotency-token': randomUUID(),
+        'x-twilio-signature': twilioSignature(token, call.statusCallback, params),
+      },
+      body: new URLSearchParams(params).toString(),
+      redirect: 'manual',
+    })
+    await response.arrayBuffer()
+    return response.status
+  }
+
+  return {
+    url: `http://127.0.0.1:${await listen(server)}`,
+    requests,
+    call: (callSid) => {
+      const call = calls.get(callSid)
+      return call && structuredClone(call.resource)
+    },
+    callSidFor: (statusCallback) => [...calls.values()].find((call) => call.statusCallback === statusCallback)?.resource.sid,
+    failNext: (error) => {
+      plan = { kind: 'fail', ...error }
+    },
+    dropNext: () => {
+      plan = { kind: 'drop' }
+    },
+    delayNext: (ms) => {
+      plan = { kind: 'delay', ms }
+    },
+    progressCall: (callSid, status) => {
+      const call = liveCall(callSid)
+      const now = rfc2822(new Date())
+      call.resource.status = status
+      call.resource.date_updated = now
+      if (status === 'in-progress') call.resource.start_time = now
+      return sendCallback(call, status === 'ringing' ? 'ringing' : 'answered', {})
+    },
+    finishCall: (callSid, result) => {
+      const call = liveCall(callSid)
+      // Twilio reports AnsweredBy only when detection was asked for, and only for a call someone (or something) picked up.
+      if (result.answeredBy !== undefined && (!call.machineDetection || result.status !== 'completed')) {
+        throw new Error('Twilio gives AnsweredBy only for completed calls placed with MachineDetection')
+      }
+      const now = rfc2822(new Date())
+      const seconds = result.status === 'completed' ? (result.duration ?? 0) : 0
+      const answeredBy = call.machineDetection && result.status === 'completed' ? (result.answeredBy ?? 'human') : null
+      Object.assign(call.resource, {
+        status: result.status,
+        date_updated: now,
+        start_time: call.resource.start_time ?? (result.status === 'completed' ? now : null),
+        end_time: now,
+        duration: String(seconds),
+        answered_by: answeredBy,
+      })
+      const extra: Record<string, string> = { CallDuration: String(seconds) }
+      // Duration is the billed minutes, rounded up, of a call that connected.
+      if (result.status === 'completed') extra.Duration = String(Math.ceil(seconds / 60))
+      if (answeredBy !== null) extra.AnsweredBy = answeredBy
+      return sendCallback(call, 'completed', extra)
+    },
+    close: async () => {
+      for (const timer of timers) clearTimeout(timer)
+      server.closeAllConnections()
+      await new Promise<void>((resolve, reject) => server.close((error) => (error ? reject(error) : resolve())))
+    },
+  }
+}
+
+/** base64(HMAC-SHA1(token, URL + each parameter's name and value, sorted by name)). */
+function twilioSignature(token: string, url: string, params: Record<string, string>): string {
+  const names = Object.keys(params).sort((a, b) => (a < b ? -1 : a > b ? 1 : 0))
+  const data = url + names.map((name) => `${name}${params[name]}`).join('')
+  return createHmac('sha1', token).update(Buffer.from(data, 'utf8')).digest('base64')
+}
+
+function twilioError(status: number, code: number, message: string) {
+  return { code, message, more_info: `https://www.twilio.com/docs/errors/${code}`, status }
+}
+
+function notFound(path: string): [number, unknown] {
+  return [404, twilioError(404, 20404, `The requested resource ${path} was not found`)]
+}
+
+function sendJson(res: ServerResponse, status: number, body: unknown): void {
+  const text = JSON.stringify(body)
+  res.writeHead(status, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(text) })
+  res.end(text)
+}
+
+/** Twilio fetches TwiML over http or https. */
+function isHttpUrl(value: string): boolean {
+  try {
+    return ['http:', 'https:'].includes(new URL(value).protocol)
+  } catch {
+    return false
+  }
+}
+
+/** Twilio's date format: "Tue, 31 Aug 2010 20:36:28 +0000". */
+function rfc2822(date: Date): string {
+  return date.toUTCString().replace('GMT', '+0000')
+}
+
+async function readBody(req: IncomingMessage): Promise<string> {
+  const chunks: Buffer[] = []
+  for await (const chunk of req) chunks.push(chunk as Buffer)
+  return Buffer.concat(chunks).toString('utf8')
+}
+
+async function listen(server: ReturnType<typeof createServer>): Promise<number> {
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  return (server.address() as AddressInfo).port
+}

@@ -1,0 +1,286 @@
+/**
+ * The real provider adapters through the whole service: the dispatcher
+ * starts calls and messages on local fakes of Twilio and the WhatsApp Cloud
+ * API, and the fakes' signed callbacks reach the service over HTTP.
+ */
+import assert from 'node:assert/strict'
+import { after, before, describe, test } from 'node:test'
+import { createChannels } from '../src/channels/index.ts'
+import { type FakeTwilio, startFakeTwilio } from './fakes/twilio.ts'
+import { type FakeWhatsAppCloud, startFakeWhatsAppCloud } from './fakes/whatsappCloud.ts'
+import { bearer, freePort, json, OPERATOR_TOKEN, seedOrganization, startService, type TestService } from './support/service.ts'
+
+const ACCOUNT_SID = `AC${'0123456789abcdef'.repeat(2)}`
+const SECRETS: Record<string, string> = {
+  TWILIO_AUTH_TOKEN: 'twilio-auth-token-for-tests',
+  WHATSAPP_ACCESS_TOKEN: 'whatsapp-access-token-for-tests',
+  WHATSAPP_APP_SECRET: 'whatsapp-app-secret-for-tests',
+  WHATSAPP_VERIFY_TOKEN: 'whatsapp-verify-token-for-tests',
+}
+const PHONE_NUMBER_ID = '106540352242922'
+const ALWAYS_OPEN = { timezone: 'contact', windows: [{ days: ['mon', 'tue', 'wed', 'thu', 'fri', 'sat', 'sun'], start: '00:00', end: '24:00' }] }
+
+let service: TestService
+let twilio: FakeTwilio
+let whatsapp: FakeWhatsAppCloud
+let org: Awaited<ReturnType<typeof seedOrganization>>
+let baseUrl: string
+let now = Date.now()
+let routingKeys = 0
+
+before(async () => {
+  twilio = await startFakeTwilio({ accounts: { [ACCOUNT_SID]: SECRETS.TWILIO_AUTH_TOKEN! } })
+  whatsapp = await startFakeWhatsAppCloud({
+    accessToken: SECRETS.WHATSAPP_ACCESS_TOKEN!,
+    appSecret: SECRETS.WHATSAPP_APP_SECRET!,
+    phoneNumberIds: [PHONE_NUMBER_ID],
+    templates: { interview_invite: { languages: ['en', 'de'], bodyParameters: 2 } },
+  })
+  const port = await freePort()
+  baseUrl = `http://127.0.0.1:${port}`
+  const channels = createChannels(
+    { publicBaseUrl: baseUrl, twilioApiBaseUrl: twilio.url, whatsappApiBaseUrl: whatsapp.url },
+    (name) => SECRETS[name],
+  )
+  service = await startService({ now: () => now, channels })
+  await service.app.listen({ port, host: '127.0.0.1' })
+  whatsapp.setWebhookUrl(`${baseUrl}/providers/whatsapp/webhook`)
+  org = await seedOrganization(service.app)
+})
+after(async () => {
+  await service.close()
+  await twilio.close()
+  await whatsapp.close()
+})
+
+async function campaign(channel: 'voice' | 'whatsapp', settings: Record<string, unknown>): Promise<string> {
+  const response = await service.app.inject({
+    method: 'POST',
+    url: `/admin/v1/organizations/${org.orgId}/campaigns`,
+    headers: bearer(OPERATOR_TOKEN),
+    payload: { routing_key: `providers-${++routingKeys}`, channel, schedule: ALWAYS_OPEN, ...settings },
+  })
+  assert.equal(response.statusCode, 201, response.body)
+  return json(response).data.routing_key
+}
+
+const twilioCampaign = (attempts: object = {}) =>
+  campaign('voice', {
+    provider: 'twilio',
+    provider_config: { account_sid: ACCOUNT_SID, from: '+14155550100', answer_url: 'https://agent.example.com/twiml' },
+    attempts,
+  })
+
+const whatsappCampaign = () =>
+  campaign('whatsapp', {
+    provider: 'whatsapp_cloud',
+    provider_config: { phone_number_id: PHONE_NUMBER_ID, template: { name: 'interview_invite', body_parameters: ['role', 'slot'] } },
+    context: { role: 'Barista' },
+  })
+
+async function trigger(routingKey: string, body: Record<string, unknown> = {}) {
+  const response = await service.app.inject({
+    method: 'POST',
+    url: '/api/v2/triggers',
+    headers: { ...bearer(org.key), 'content-type': 'application/json' },
+    payload: { campaign: routingKey, ids: [{ source: 'ats', type: 'candidate', value: 'c-1' }], contact: { phone: '+44 20 7946 0958' }, ...body },
+  })
+  assert.equal(response.statusCode, 201, response.body)
+  return json(response).data as { id: string; task_id: string }
+}
+
+async function task(id: string) {
+  return json(await service.app.inject({ method: 'GET', url: `/api/v2/tasks/${id}`, headers: bearer(org.key) })).data
+}
+
+async function providerRefOf(interactionId: string): Promise<string | null> {
+  const [row] = await service.db.query<{ provider_ref: string | null }>('SELECT provider_ref FROM interactions WHERE id = $1', [interactionId])
+  return row!.provider_ref
+}
+
+async function eventsOf(taskId: string): Promise<any[]> {
+  const rows = await service.db.query<{ payload: any }>(`SELECT payload FROM events WHERE payload->'data'->>'task_id' = $1 ORDER BY id`, [taskId])
+  return rows.map((row) => row.payload)
+}
+
+const callsTo = (interactionId: string) =>
+  twilio.requests.filter((request) => request.method === 'POST' && String(request.form.get('StatusCallback')).includes(interactionId))
+
+describe('twilio voice', () => {
+  test('a call is created with a status callback, and its signed completion reaches the task', async () => {
+    const routingKey = await twilioCampaign()
+    const created = await trigger(routingKey)
+    await service.app.dispatcher.runOnce()
+    const running = await task(created.task_id)
+    assert.equal(running.status, 'in_progress')
+    const interactionId = running.interactions[0].id
+    const [request] = callsTo(interactionId)
+    assert.equal(request!.path, `/2010-04-01/Accounts/${ACCOUNT_SID}/Calls.json`)
+    assert.equal(request!.form.get('To'), '+442079460958')
+    assert.equal(request!.form.get('StatusCallback'), `${baseUrl}/providers/twilio/calls/${interactionId}/status`)
+    const callSid = await providerRefOf(interactionId)
+    assert.match(callSid!, /^CA[0-9a-f]{32}$/)
+
+    assert.equal(await twilio.progressCall(callSid!, 'ringing'), 204)
+    assert.equal((await task(created.task_id)).status, 'in_progress')
+    assert.equal(await twilio.finishCall(callSid!, { status: 'completed', answeredBy: 'human', duration: 42 }), 204)
+    const done = await task(created.task_id)
+    assert.equal(done.outcome, 'reached')
+    assert.equal(done.interactions[0].outcome, 'completed')
+    assert.equal(done.interactions[0].duration_s, 42)
+    const finalized = (await eventsOf(created.task_id)).find((event) => event.type === 'interaction.finalized')
+    assert.equal(finalized.data.duration_s, 42)
+    assert.equal((await eventsOf(created.task_id)).length, 2)
+  })
+
+  test('voicemail is retried after its delay', async () => {
+    const routingKey = await twilioCampaign({ retry_delays_s: { voicemail: 600 } })
+    const created = await trigger(routingKey)
+    await service.app.dispatcher.runOnce()
+    const interactionId = (await task(created.task_id)).interactions[0].id
+    await twilio.finishCall((await providerRefOf(interactionId))!, { status: 'completed', answeredBy: 'machine_end_beep', duration: 20 })
+    const state = await task(created.task_id)
+    assert.equal(state.status, 'pending')
+    assert.equal(state.interactions[0].outcome, 'voicemail')
+    assert.ok(Date.parse(state.next_attempt_at) >= now + 600_000 - 1000)
+  })
+
+  test('a callback with a bad signature is refused and changes nothing', async () => {
+    const routingKey = await twilioCampaign()
+    const created = await trigger(routingKey)
+    await service.app.dispatcher.runOnce()
+    const interactionId = (await task(created.task_id)).interactions[0].id
+    const callSid = await providerRefOf(interactionId)
+    const form = new URLSearchParams({ AccountSid: ACCOUNT_SID, CallSid: callSid!, CallStatus: 'completed', CallDuration: '5' })
+    for (const signature of [undefined, 'AAAAAAAAAAAAAAAAAAAAAAAAAAA=']) {
+      const response = await fetch(`${baseUrl}/providers/twilio/calls/${interactionId}/status`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-www-form-urlencoded', ...(signature ? { 'x-twilio-signature': signature } : {}) },
+        body: form,
+      })
+      assert.equal(response.status, 403)
+    }
+    const state = await task(created.task_id)
+    assert.equal(state.status, 'in_progress')
+    assert.equal(state.interactions[0].status, 'active')
+  })
+
+  test('a number Twilio refuses fails the task at once (permanent)', async () => {
+    const routingKey = await twilioCampaign()
+    const created = await trigger(routingKey)
+    twilio.failNext({ status: 400, code: 21211, message: "The 'To' number is not a valid phone number." })
+    await service.app.dispatcher.runOnce()
+    const state = await task(created.task_id)
+    assert.equal(state.status, 'completed')
+    assert.equal(state.outcome, 'failed')
+    assert.equal(state.interactions[0].outcome, 'failed')
+  })
+
+  test('a start whose answer is lost is settled as failed, never dialled again for that attempt', async () => {
+    const routingKey = await twilioCampaign({ retry_delays_s: { failed: 1800 } })
+    const created = await trigger(routingKey)
+    twilio.dropNext()
+    await service.app.dispatcher.runOnce()
+    const state = await task(created.task_id)
+    const interactionId = state.interactions[0].id
+    assert.equal(state.interactions[0].outcome, 'failed')
+    assert.equal(state.status, 'pending')
+    assert.equal(callsTo(interactionId).length, 1)
+    await service.app.dispatcher.runOnce()
+    assert.equal(callsTo(interactionId).length, 1)
+    assert.equal((await task(created.task_id)).interactions.length, 1)
+  })
+})
+
+describe('whatsapp cloud', () => {
+  test('a template is sent with parameters from the context; a swipe-reply reaches the task', async () => {
+    const routingKey = await whatsappCampaign()
+    const created = await trigger(routingKey, { context: { slot: 'Monday 10:00' }, contact: { phone: '+44 20 7946 0958', language: 'de-AT' } })
+    await service.app.dispatcher.runOnce()
+    const running = await task(created.task_id)
+    const interactionId = running.interactions[0].id
+    const wamid = (await providerRefOf(interactionId))!
+    const sent = whatsapp.sent.find((message) => message.wamid === wamid)!
+    assert.deepEqual(
+      { to: sent.to, template: sent.template, language: sent.language, parameters: sent.parameters },
+      { to: '442079460958', template: 'interview_invite', language: 'de', parameters: ['Barista', 'Monday 10:00'] },
+    )
+    assert.equal(await whatsapp.sendStatus(wamid, 'delivered'), 200)
+    assert.equal(await whatsapp.sendStatus(wamid, 'read'), 200)
+    // Out of order: an older status does not move it back.
+    assert.equal(await whatsapp.sendStatus(wamid, 'delivered'), 200)
+    const [row] = await service.db.query<{ provider_status: string }>('SELECT provider_status FROM interactions WHERE id = $1', [interactionId])
+    assert.equal(row!.provider_status, 'read')
+
+    assert.equal(await whatsapp.sendReply({ from: '442079460958', text: 'Yes!', replyTo: wamid }), 200)
+    const done = await task(created.task_id)
+    assert.equal(done.outcome, 'reached')
+    assert.equal(done.interactions[0].outcome, 'replied')
+  })
+
+  test('a plain reply from the person answers their running conversation', async () => {
+    const routingKey = await whatsappCampaign()
+    const created = await trigger(routingKey, { context: { slot: 'Tuesday' }, contact: { phone: '+49 30 901820' } })
+    await service.app.dispatcher.runOnce()
+    assert.equal(await whatsapp.sendReply({ from: '4930901820', text: 'ok' }), 200)
+    assert.equal((await task(created.task_id)).outcome, 'reached')
+  })
+
+  test('a message that answers no task is an inbound interaction without a task', async () => {
+    assert.equal(await whatsapp.sendReply({ from: '33142685300', text: 'Who is this?' }), 200)
+    const rows = await service.db.query<{ payload: any }>(
+      `SELECT payload FROM events WHERE payload->'data'->>'direction' = 'inbound' ORDER BY id DESC LIMIT 1`,
+    )
+    const event = rows[0]!.payload
+    assert.equal(event.type, 'interaction.finalized')
+    assert.equal(event.data.task_id, null)
+    assert.equal(event.data.trigger_id, null)
+    assert.equal(event.data.outcome, 'replied')
+    assert.equal('ids' in event.data, false)
+  })
+
+  test('without a reply, the conversation is settled when the reply window ends', async () => {
+    const routingKey = await whatsappCampaign()
+    const created = await trigger(routingKey, { context: { slot: 'Friday' }, contact: { phone: '+33 1 42 68 53 00' } })
+    await service.app.dispatcher.runOnce()
+    const interactionId = (await task(created.task_id)).interactions[0].id
+    await whatsapp.sendStatus((await providerRefOf(interactionId))!, 'delivered')
+    now += 86_400_000
+    try {
+      await service.app.dispatcher.runOnce()
+      const state = await task(created.task_id)
+      assert.equal(state.interactions[0].outcome, 'delivered')
+      assert.equal(state.status, 'pending')
+    } finally {
+      now -= 86_400_000
+    }
+  })
+
+  test('a notification with a bad signature is refused and changes nothing', async () => {
+    const routingKey = await whatsappCampaign()
+    const created = await trigger(routingKey, { context: { slot: 'Friday' } })
+    await service.app.dispatcher.runOnce()
+    const wamid = (await providerRefOf((await task(created.task_id)).interactions[0].id))!
+    const body = JSON.stringify({
+      object: 'whatsapp_business_account',
+      entry: [{ id: '1', changes: [{ field: 'messages', value: { messaging_product: 'whatsapp', metadata: { display_phone_number: '1', phone_number_id: PHONE_NUMBER_ID }, messages: [{ from: '442079460958', id: 'wamid.x', timestamp: '1700000000', type: 'text', text: { body: 'hi' }, context: { from: '1', id: wamid } }] } }] }],
+    })
+    for (const signature of [undefined, `sha256=${'0'.repeat(64)}`]) {
+      const response = await fetch(`${baseUrl}/providers/whatsapp/webhook`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', ...(signature ? { 'x-hub-signature-256': signature } : {}) },
+        body,
+      })
+      assert.equal(response.status, 403)
+    }
+    assert.equal((await task(created.task_id)).status, 'in_progress')
+  })
+
+  test("the subscription handshake answers Meta's challenge only with the verify token", async () => {
+    const url = `${baseUrl}/providers/whatsapp/webhook`
+    const good = await whatsapp.verifySubscription(url, SECRETS.WHATSAPP_VERIFY_TOKEN!)
+    assert.equal(good.status, 200)
+    assert.equal(good.body, good.challenge)
+    assert.equal((await whatsapp.verifySubscription(url, 'wrong')).status, 403)
+  })
+})

@@ -1,0 +1,415 @@
+/**
+ * The task lifecycle end to end on the simulator, with an injected clock:
+ * schedules in the contact's local time, attempts and retries, expiry,
+ * cancellation, max_concurrent, lookups and the events each step writes.
+ */
+import assert from 'node:assert/strict'
+import { after, before, beforeEach, describe, test } from 'node:test'
+import { bearer, json, OPERATOR_TOKEN, seedOrganization, startService, type TestService } from './support/service.ts'
+
+const HOUR = 3_600_000
+const ALWAYS_OPEN = { timezone: 'contact', windows: [{ days: ['mon', 'tue', 'wed', 'thu', 'fri', 'sat', 'sun'], start: '00:00', end: '24:00' }] }
+
+let service: TestService
+let org: Awaited<ReturnType<typeof seedOrganization>>
+let now = Date.parse('2026-06-01T10:00:00Z')
+let routingKeys = 0
+
+before(async () => {
+  service = await startService({ now: () => now })
+  org = await seedOrganization(service.app)
+})
+after(() => service.close())
+beforeEach(() => {
+  now = Date.parse('2026-06-01T10:00:00Z')
+})
+
+async function campaign(settings: Record<string, unknown>, channel = 'voice'): Promise<{ id: string; routing_key: string }> {
+  const response = await service.app.inject({
+    method: 'POST',
+    url: `/admin/v1/organizations/${org.orgId}/campaigns`,
+    headers: bearer(OPERATOR_TOKEN),
+    payload: { routing_key: `lifecycle-${++routingKeys}`, channel, ...settings },
+  })
+  assert.equal(response.statusCode, 201, response.body)
+  return json(response).data
+}
+
+async function trigger(routingKey: string, body: Record<string, unknown> = {}): Promise<{ id: string; task_id: string }> {
+  const response = await service.app.inject({
+    method: 'POST',
+    url: '/api/v2/triggers',
+    headers: { ...bearer(org.key), 'content-type': 'application/json' },
+    payload: {
+      campaign: routingKey,
+      ids: [{ source: 'ATS', type: 'Candidate', value: `c-${Math.random()}` }],
+      contact: { phone: '+442079460958' },
+      ...body,
+    },
+  })
+  assert.equal(response.statusCode, 201, response.body)
+  return json(response).data
+}
+
+async function task(id: string) {
+  const response = await service.app.inject({ method: 'GET', url: `/api/v2/tasks/${id}`, headers: bearer(org.key) })
+  assert.equal(response.statusCode, 200, response.body)
+  return json(response).data
+}
+
+/** Moves the clock and lets the dispatcher do everything that is due. */
+async function at(instant: string | number) {
+  now = typeof instant === 'string' ? Date.parse(instant) : instant
+  await service.app.dispatcher.runOnce()
+}
+
+async function eventsOf(taskId: string): Promise<any[]> {
+  const rows = await service.db.query<{ payload: any }>(
+    `SELECT payload FROM events WHERE payload->'data'->>'task_id' = $1 ORDER BY id`,
+    [taskId],
+  )
+  return rows.map((row) => row.payload)
+}
+
+describe('a test-mode trigger on an always-open simulator campaign', () => {
+  test('is called at once and completes as reached, with both events carrying the ids', async () => {
+    const { routing_key } = await campaign({ schedule: ALWAYS_OPEN, provider_config: { outcomes: ['completed'], duration_ms: 200 } })
+    const created = await trigger(routing_key, { test_mode: true, ids: [{ source: ' ATS ', type: 'Candidate_ID', value: 'AbC-1' }] })
+    await at(now)
+    const running = await task(created.task_id)
+    assert.equal(running.status, 'in_progress')
+    assert.equal(running.attempts, 1)
+    assert.equal(running.interactions[0].status, 'active')
+
+    await at(now + 200)
+    const done = await task(created.task_id)
+    assert.equal(done.status, 'completed')
+    assert.equal(done.outcome, 'reached')
+    assert.equal(done.interactions[0].outcome, 'completed')
+    assert.equal(done.next_attempt_at, null)
+
+    const [finalized, completed] = await eventsOf(created.task_id)
+    assert.equal(finalized.type, 'interaction.finalized')
+    assert.deepEqual(finalized.data, {
+      interaction_id: done.interactions[0].id,
+      task_id: created.task_id,
+      trigger_id: created.id,
+      campaign: routing_key,
+      channel: 'voice',
+      direction: 'outbound',
+      attempt: 1,
+      outcome: 'completed',
+      started_at: '2026-06-01T10:00:00.000Z',
+      ended_at: '2026-06-01T10:00:00.200Z',
+      duration_s: 0,
+      test_mode: true,
+      ids: [{ source: 'ats', type: 'candidate_id', value: 'AbC-1' }],
+    })
+    assert.equal(completed.type, 'task.completed')
+    assert.match(completed.id, /^evt_/)
+    assert.equal(completed.timestamp, '2026-06-01T10:00:00.200Z')
+    assert.deepEqual(completed.data, {
+      task_id: created.task_id,
+      trigger_id: created.id,
+      campaign: routing_key,
+      channel: 'voice',
+      status: 'completed',
+      outcome: 'reached',
+      attempts: 1,
+      test_mode: true,
+      ids: [{ source: 'ats', type: 'candidate_id', value: 'AbC-1' }],
+      completed_at: '2026-06-01T10:00:00.200Z',
+    })
+  })
+})
+
+describe("schedules in the contact's local time", () => {
+  test('a trigger at night waits for the next morning in the contact zone', async () => {
+    const { routing_key } = await campaign({})
+    // 02:00 in New York (EDT) is 06:00Z; the default window opens at 09:00 local, 13:00Z.
+    now = Date.parse('2026-06-01T06:00:00Z')
+    const created = await trigger(routing_key, { contact: { phone: '+1 212 555 0100' } })
+    await at(now)
+    const waiting = await task(created.task_id)
+    assert.equal(waiting.status, 'pending')
+    assert.equal(waiting.timezone, 'America/New_York')
+    assert.equal(waiting.next_attempt_at, '2026-06-01T13:00:00.000Z')
+    assert.equal(waiting.interactions.length, 0)
+
+    await at('2026-06-01T12:59:59.999Z')
+    assert.equal((await task(created.task_id)).interactions.length, 0)
+    await at('2026-06-01T13:00:00Z')
+    assert.equal((await task(created.task_id)).interactions.length, 1)
+  })
+
+  test('a contact in Kathmandu (+05:45) is called from 09:00 there', async () => {
+    const { routing_key } = await campaign({})
+    now = Date.parse('2026-06-01T01:00:00Z')
+    const created = await trigger(routing_key, { contact: { phone: '+977 1 4411 000' } })
+    await at(now)
+    const waiting = await task(created.task_id)
+    assert.equal(waiting.timezone, 'Asia/Kathmandu')
+    assert.equal(waiting.next_attempt_at, '2026-06-01T03:15:00.000Z')
+  })
+
+  test('contact.timezone wins over the phone number', async () => {
+    const { routing_key } = await campaign({})
+    now = Date.parse('2026-06-01T06:00:00Z')
+    const created = await trigger(routing_key, { contact: { phone: '+1 212 555 0100', timezone: 'America/Los_Angeles' } })
+    await at(now)
+    const waiting = await task(created.task_id)
+    assert.equal(waiting.timezone, 'America/Los_Angeles')
+    assert.equal(waiting.next_attempt_at, '2026-06-01T16:00:00.000Z')
+  })
+
+  test('area codes of the United States tell the zone', async () => {
+    const { routing_key } = await campaign({})
+    const cases: [string, string][] = [
+      ['+1 415 555 2671', 'America/Los_Angeles'],
+      ['+1 212 555 0100', 'America/New_York'],
+      ['+1 312 555 0100', 'America/Chicago'],
+      ['+1 303 555 0100', 'America/Denver'],
+    ]
+    for (const [phone, zone] of cases) {
+      const created = await trigger(routing_key, { contact: { phone } })
+      assert.equal((await task(created.task_id)).timezone, zone, phone)
+    }
+  })
+
+  test('a blackout date is skipped, to the next open day', async () => {
+    const { routing_key } = await campaign({
+      schedule: { timezone: 'Europe/London', windows: [{ days: ['mon', 'tue', 'wed', 'thu', 'fri'], start: '09:00', end: '17:00' }], blackout_dates: ['2026-12-25'] },
+    })
+    // Thursday 24 December 2026, 18:00 in London: the next weekday is the 25th, blacked out; then the weekend.
+    now = Date.parse('2026-12-24T18:00:00Z')
+    const created = await trigger(routing_key)
+    await at(now)
+    assert.equal((await task(created.task_id)).next_attempt_at, '2026-12-28T09:00:00.000Z')
+  })
+
+  test('a campaign in a fixed zone ignores the contact zone', async () => {
+    const { routing_key } = await campaign({ schedule: { timezone: 'Asia/Tokyo', windows: [{ days: ['mon'], start: '10:00', end: '11:00' }] } })
+    now = Date.parse('2026-06-01T03:00:00Z') // Monday 12:00 in Tokyo: the window has closed.
+    const created = await trigger(routing_key, { contact: { phone: '+1 212 555 0100' } })
+    await at(now)
+    assert.equal((await task(created.task_id)).next_attempt_at, '2026-06-08T01:00:00.000Z')
+  })
+})
+
+describe('attempts', () => {
+  test('a retry waits its delay and then the next window', async () => {
+    const { routing_key } = await campaign({
+      schedule: { timezone: 'Europe/London', windows: [{ days: ['mon', 'tue', 'wed', 'thu', 'fri', 'sat', 'sun'], start: '09:00', end: '20:00' }] },
+      provider_config: { outcomes: ['no_answer', 'busy', 'completed'], duration_ms: 60_000 },
+      attempts: { max: 3, retry_delays_s: { no_answer: 7200, busy: 900 } },
+    })
+    // 18:30 in London (BST): the first call at once, ending 18:31.
+    now = Date.parse('2026-06-01T17:30:00Z')
+    const created = await trigger(routing_key)
+    await at(now)
+    await at(now + 60_000)
+    let state = await task(created.task_id)
+    assert.equal(state.status, 'pending')
+    assert.equal(state.interactions[0].outcome, 'no_answer')
+    // 18:31 + 2 h = 20:31, after the window: the next morning at 09:00 BST.
+    assert.equal(state.next_attempt_at, '2026-06-02T08:00:00.000Z')
+
+    await at('2026-06-02T08:00:00Z')
+    await at(Date.parse('2026-06-02T08:01:00Z'))
+    state = await task(created.task_id)
+    assert.equal(state.interactions[1].outcome, 'busy')
+    // busy: 15 minutes, inside the window.
+    assert.equal(state.next_attempt_at, '2026-06-02T08:16:00.000Z')
+
+    await at('2026-06-02T08:16:00Z')
+    await at('2026-06-02T08:17:00Z')
+    state = await task(created.task_id)
+    assert.equal(state.status, 'completed')
+    assert.equal(state.outcome, 'reached')
+    assert.deepEqual(
+      state.interactions.map((interaction: any) => [interaction.attempt, interaction.outcome]),
+      [
+        [1, 'no_answer'],
+        [2, 'busy'],
+        [3, 'completed'],
+      ],
+    )
+    const finalized = (await eventsOf(created.task_id)).filter((event) => event.type === 'interaction.finalized')
+    assert.deepEqual(
+      finalized.map((event) => event.data.attempt),
+      [1, 2, 3],
+    )
+  })
+
+  test('the task is unreachable when attempts run out', async () => {
+    const { routing_key } = await campaign({
+      schedule: ALWAYS_OPEN,
+      provider_config: { outcomes: ['no_answer'], duration_ms: 1000 },
+      attempts: { max: 2, retry_delays_s: { no_answer: 60 } },
+    })
+    const created = await trigger(routing_key)
+    await at(now)
+    await at(now + 1000)
+    await at(now + 60_000)
+    await at(now + 1000)
+    const state = await task(created.task_id)
+    assert.equal(state.status, 'completed')
+    assert.equal(state.outcome, 'unreachable')
+    assert.equal(state.attempts, 2)
+    const completed = (await eventsOf(created.task_id)).find((event) => event.type === 'task.completed')
+    assert.equal(completed.data.outcome, 'unreachable')
+    assert.equal(completed.data.attempts, 2)
+  })
+
+  test('a task expires when no attempt can start before expire_after_s', async () => {
+    const { routing_key } = await campaign({
+      schedule: { timezone: 'UTC', windows: [{ days: ['mon', 'tue', 'wed', 'thu', 'fri', 'sat', 'sun'], start: '09:00', end: '10:00' }] },
+      attempts: { expire_after_s: 3600 },
+    })
+    now = Date.parse('2026-06-01T12:00:00Z')
+    const created = await trigger(routing_key)
+    await at(now)
+    const waiting = await task(created.task_id)
+    assert.equal(waiting.expires_at, '2026-06-01T13:00:00.000Z')
+    // The next window (tomorrow 09:00) is past the expiry: due at the expiry instead.
+    assert.equal(waiting.next_attempt_at, '2026-06-01T13:00:00.000Z')
+    await at('2026-06-01T13:00:00Z')
+    const expired = await task(created.task_id)
+    assert.equal(expired.status, 'completed')
+    assert.equal(expired.outcome, 'expired')
+    assert.equal(expired.interactions.length, 0)
+  })
+
+  test('max_concurrent bounds the interactions running at once', async () => {
+    const { routing_key } = await campaign({ schedule: ALWAYS_OPEN, max_concurrent: 2, provider_config: { duration_ms: 5000 } })
+    const tasks: { task_id: string }[] = []
+    for (let i = 0; i < 5; i++) tasks.push(await trigger(routing_key))
+    await at(now)
+    const running = async () => (await Promise.all(tasks.map((t) => task(t.task_id)))).filter((t) => t.status === 'in_progress').length
+    assert.equal(await running(), 2)
+    await at(now + 1000)
+    assert.equal(await running(), 2)
+    await at(now + 4000) // the first two end at +5 s
+    const states = await Promise.all(tasks.map((t) => task(t.task_id)))
+    assert.equal(states.filter((t) => t.status === 'completed').length, 2)
+    assert.equal(states.filter((t) => t.status === 'in_progress').length, 2)
+  })
+})
+
+describe('client endpoints', () => {
+  test('cancel completes a pending task as cancelled, once; other organizations cannot see it', async () => {
+    const { routing_key } = await campaign({ schedule: { timezone: 'UTC', windows: [{ days: ['sun'], start: '09:00', end: '10:00' }] } })
+    const created = await trigger(routing_key)
+    const cancel = (key = org.key) =>
+      service.app.inject({ method: 'POST', url: `/api/v2/tasks/${created.task_id}/cancel`, headers: bearer(key) })
+    const other = await seedOrganization(service.app)
+    assert.equal((await cancel(other.key)).statusCode, 404)
+
+    const response = await cancel()
+    assert.equal(response.statusCode, 200)
+    assert.equal(json(response).data.outcome, 'cancelled')
+    const again = await cancel()
+    assert.equal(again.statusCode, 409)
+    assert.equal(json(again).error.code, 'conflict')
+
+    await at(now + 7 * 24 * HOUR)
+    assert.equal((await task(created.task_id)).interactions.length, 0)
+    const [completed] = await eventsOf(created.task_id)
+    assert.equal(completed.data.outcome, 'cancelled')
+  })
+
+  test('a task cancelled while its call runs is not retried; the call is still reported', async () => {
+    const { routing_key } = await campaign({ schedule: ALWAYS_OPEN, provider_config: { outcomes: ['no_answer'], duration_ms: 1000 } })
+    const created = await trigger(routing_key)
+    await at(now)
+    assert.equal((await service.app.inject({ method: 'POST', url: `/api/v2/tasks/${created.task_id}/cancel`, headers: bearer(org.key) })).statusCode, 200)
+    await at(now + 1000)
+    const state = await task(created.task_id)
+    assert.equal(state.outcome, 'cancelled')
+    assert.equal(state.interactions[0].outcome, 'no_answer')
+    assert.equal(state.next_attempt_at, null)
+    assert.deepEqual(
+      (await eventsOf(created.task_id)).map((event) => event.type),
+      ['task.completed', 'interaction.finalized'],
+    )
+  })
+
+  test('tasks are found by one external id, source and type in any case', async () => {
+    const { routing_key } = await campaign({})
+    const first = await trigger(routing_key, { ids: [{ source: 'Greenhouse', type: 'Application', value: 'A-77' }] })
+    const second = await trigger(routing_key, { ids: [{ source: 'greenhouse', type: 'application', value: 'A-77' }, { source: 'crm', type: 'lead', value: 'x' }] })
+    await trigger(routing_key, { ids: [{ source: 'greenhouse', type: 'application', value: 'a-77' }] })
+    const response = await service.app.inject({
+      method: 'GET',
+      url: '/api/v2/tasks?source=GREENHOUSE&type=application&value=A-77',
+      headers: bearer(org.key),
+    })
+    assert.equal(response.statusCode, 200)
+    assert.deepEqual(
+      json(response).data.map((t: any) => t.id),
+      [second.task_id, first.task_id],
+    )
+    const other = await seedOrganization(service.app)
+    const theirs = await service.app.inject({ method: 'GET', url: '/api/v2/tasks?source=greenhouse&type=application&value=A-77', headers: bearer(other.key) })
+    assert.deepEqual(json(theirs).data, [])
+    const missing = await service.app.inject({ method: 'GET', url: '/api/v2/tasks?source=greenhouse', headers: bearer(org.key) })
+    assert.equal(missing.statusCode, 422)
+    assert.deepEqual(
+      json(missing).detail.map((entry: any) => entry.loc),
+      [
+        ['query', 'type'],
+        ['query', 'value'],
+      ],
+    )
+  })
+
+  test("another organization's task is 404, and so is a malformed id", async () => {
+    const { routing_key } = await campaign({})
+    const created = await trigger(routing_key)
+    const other = await seedOrganization(service.app)
+    for (const [id, key] of [
+      [created.task_id, other.key],
+      ['tsk_nope', org.key],
+    ] as const) {
+      const response = await service.app.inject({ method: 'GET', url: `/api/v2/tasks/${id}`, headers: bearer(key) })
+      assert.equal(response.statusCode, 404)
+      assert.equal(json(response).error.code, 'not_found')
+    }
+  })
+})
+
+describe('time zones the service cannot tell', () => {
+  test('are refused with 422 at contact.phone, unless the campaign has a fallback', async () => {
+    const { routing_key } = await campaign({})
+    // A Russian mobile number: Russia spans eleven zones.
+    const response = await service.app.inject({
+      method: 'POST',
+      url: '/api/v2/triggers',
+      headers: { ...bearer(org.key), 'content-type': 'application/json' },
+      payload: { campaign: routing_key, contact: { phone: '+7 912 345 67 89' } },
+    })
+    assert.equal(response.statusCode, 422, response.body)
+    const [entry] = json(response).detail
+    assert.deepEqual(entry.loc, ['body', 'contact', 'phone'])
+    assert.equal(entry.type, 'value_error')
+    assert.match(entry.msg, /^Value error, the contact's time zone cannot be told/)
+
+    const withFallback = await campaign({ schedule: { ...ALWAYS_OPEN, fallback_timezone: 'Europe/Moscow' } })
+    const created = await trigger(withFallback.routing_key, { contact: { phone: '+7 912 345 67 89' } })
+    assert.equal((await task(created.task_id)).timezone, null)
+    await at(now)
+    assert.equal((await task(created.task_id)).status, 'in_progress')
+  })
+
+  test('an invalid contact.timezone is a 422', async () => {
+    const { routing_key } = await campaign({})
+    const response = await service.app.inject({
+      method: 'POST',
+      url: '/api/v2/triggers',
+      headers: { ...bearer(org.key), 'content-type': 'application/json' },
+      payload: { campaign: routing_key, contact: { phone: '+442079460958', timezone: 'Mars/Olympus' } },
+    })
+    assert.equal(response.statusCode, 422)
+    assert.deepEqual(json(response).detail[0].loc, ['body', 'contact', 'timezone'])
+  })
+})

@@ -1,0 +1,568 @@
+/**
+ * The Twilio voice channel against a local fake of Twilio's REST API and
+ * status callbacks: the Create/Fetch Call wire format, how refusals and
+ * failures map, provider_config validation, callback signatures and reports.
+ */
+import assert from 'node:assert/strict'
+import { randomBytes } from 'node:crypto'
+import { createServer, type IncomingHttpHeaders } from 'node:http'
+import type { AddressInfo } from 'node:net'
+import { after, before, beforeEach, describe, test } from 'node:test'
+import type { OutboundAttempt } from '../src/channels/channel.ts'
+import { reportFromStatusCallback, TwilioChannel, verifyTwilioSignature } from '../src/channels/twilio/twilioChannel.ts'
+import type { JsonObject } from '../src/domain/types.ts'
+import { type AnsweredBy, type FakeTwilio, type FinalCallStatus, startFakeTwilio } from './fakes/twilio.ts'
+
+const ACCOUNT = `AC${randomBytes(16).toString('hex')}`
+const TOKEN = `token-${randomBytes(16).toString('hex')}`
+const OTHER_ACCOUNT = `AC${randomBytes(16).toString('hex')}`
+const OTHER_TOKEN = `other-${randomBytes(16).toString('hex')}`
+const FROM = '+14155552671'
+const TO = '+442079460958'
+const ANSWER_URL = 'https://voice.example.com/twiml/outreach'
+const CALL_SID = /^CA[0-9a-f]{32}$/
+
+const env: Record<string, string> = { TWILIO_AUTH_TOKEN: TOKEN, TWILIO_OTHER_TOKEN: OTHER_TOKEN }
+const secret = (name: string) => env[name]
+
+function config(overrides: JsonObject = {}): JsonObject {
+  return { account_sid: ACCOUNT, from: FROM, answer_url: ANSWER_URL, ...overrides }
+}
+
+function attempt(overrides: Partial<OutboundAttempt> = {}): OutboundAttempt {
+  return {
+    interactionId: 'int_01J0ABCDEF',
+    taskId: 'task_1',
+    attempt: 1,
+    to: TO,
+    testMode: false,
+    context: {},
+    language: undefined,
+    config: config(),
+    ...overrides,
+  }
+}
+
+interface Callback {
+  path: string
+  headers: IncomingHttpHeaders
+  params: Record<string, string>
+}
+
+/** Stands in for this service's callback route: records what Twilio posts and answers `status`. */
+async function startReceiver(status: number) {
+  const received: Callback[] = []
+  const server = createServer(async (req, res) => {
+    let body = ''
+    for await (const chunk of req) body += chunk
+    received.push({ path: req.url ?? '', headers: req.headers, params: Object.fromEntries(new URLSearchParams(body)) })
+    res.writeHead(status).end()
+  })
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    received,
+    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  }
+}
+
+let fake: FakeTwilio
+let receiver: Awaited<ReturnType<typeof startReceiver>>
+let channel: TwilioChannel
+
+before(async () => {
+  fake = await startFakeTwilio({ accounts: { [ACCOUNT]: TOKEN, [OTHER_ACCOUNT]: OTHER_TOKEN } })
+  receiver = await startReceiver(204)
+  channel = new TwilioChannel({ apiBaseUrl: fake.url, publicBaseUrl: `${receiver.url}/`, secret, timeoutMs: 2_000 })
+})
+
+after(async () => {
+  await fake.close()
+  await receiver.close()
+})
+
+beforeEach(() => {
+  fake.requests.length = 0
+  receiver.received.length = 0
+})
+
+async function startedCall(overrides: Partial<OutboundAttempt> = {}): Promise<string> {
+  const result = await channel.start(attempt(overrides))
+  assert.equal(result.kind, 'started')
+  return result.providerRef
+}
+
+describe('start', () => {
+  test('creates the call with Twilio’s wire format', async () => {
+    const result = await channel.start(attempt())
+
+    assert.equal(result.kind, 'started')
+    assert.match(result.providerRef, CALL_SID)
+    assert.equal(fake.requests.length, 1)
+    const [request] = fake.requests
+    assert.ok(request)
+    assert.equal(request.method, 'POST')
+    assert.equal(request.path, `/2010-04-01/Accounts/${ACCOUNT}/Calls.json`)
+    assert.equal(request.headers.authorization, `Basic ${Buffer.from(`${ACCOUNT}:${TOKEN}`).toString('base64')}`)
+    assert.equal(request.headers['content-type'], 'application/x-www-form-urlencoded')
+    assert.deepEqual(
+      [...request.form],
+      [
+        ['To', TO],
+        ['From', FROM],
+        ['Url', ANSWER_URL],
+        ['StatusCallback', `${receiver.url}/providers/twilio/calls/int_01J0ABCDEF/status`],
+        ['StatusCallbackMethod', 'POST'],
+        ['StatusCallbackEvent', 'initiated'],
+        ['StatusCallbackEvent', 'ringing'],
+        ['StatusCallbackEvent', 'answered'],
+        ['StatusCallbackEvent', 'completed'],
+        ['Timeout', '30'],
+        ['TimeLimit', '14400'],
+        ['MachineDetection', 'Enable'],
+      ],
+    )
+    const call = fake.call(result.providerRef)
+    assert.equal(call?.status, 'queued')
+    assert.equal(call?.to, TO)
+    assert.equal(call?.from, FROM)
+  })
+
+  test('follows the config: ring timeout, no machine detection, another account’s token', async () => {
+    await startedCall({
+      config: config({ account_sid: OTHER_ACCOUNT, auth_token_env: 'TWILIO_OTHER_TOKEN', machine_detection: false, ring_timeout_s: 45 }),
+    })
+
+    const [request] = fake.requests
+    assert.ok(request)
+    assert.equal(request.path, `/2010-04-01/Accounts/${OTHER_ACCOUNT}/Calls.json`)
+    assert.equal(request.headers.authorization, `Basic ${Buffer.from(`${OTHER_ACCOUNT}:${OTHER_TOKEN}`).toString('base64')}`)
+    assert.equal(request.form.get('Timeout'), '45')
+    assert.equal(request.form.has('MachineDetection'), false)
+  })
+
+  test('an invalid To is refused for good, without the number in the reason', async () => {
+    const result = await channel.start(attempt({ to: '+0123' }))
+
+    assert.equal(result.kind, 'refused')
+    assert.equal(result.permanent, true)
+    assert.match(result.reason, /HTTP 400, error 21211/)
+    assert.doesNotMatch(result.reason, /\+0123/)
+  })
+
+  test('wrong credentials (Twilio 20003) are refused for good, and the token is not told', async () => {
+    env.TWILIO_WRONG_TOKEN = 'not-the-token'
+    const result = await channel.start(attempt({ config: config({ auth_token_env: 'TWILIO_WRONG_TOKEN' }) }))
+
+    assert.deepEqual(result, { kind: 'refused', permanent: true, reason: 'Twilio refused the call (HTTP 401, error 20003): Authenticate' })
+  })
+
+  const REFUSALS: [status: number, code: number, permanent: boolean][] = [
+    [400, 21211, true],
+    [400, 21214, true],
+    [400, 21215, true],
+    [400, 21210, true],
+    [400, 21212, true],
+    [400, 21216, true],
+    [401, 20003, true],
+    [404, 20404, true],
+    [429, 20429, false],
+    [400, 20429, false],
+    [429, 20001, false],
+    [400, 31005, false],
+  ]
+  for (const [status, code, permanent] of REFUSALS) {
+    test(`HTTP ${status} with error ${code} is refused ${permanent ? 'for good' : 'for now'}`, async () => {
+      fake.failNext({ status, code, message: `Twilio says no (${code}) to ${TO}` })
+      const result = await channel.start(attempt())
+
+      assert.deepEqual(result, {
+        kind: 'refused',
+        permanent,
+        reason: `Twilio refused the call (HTTP ${status}, error ${code}): Twilio says no (${code}) to [To]`,
+      })
+    })
+  }
+
+  for (const status of [500, 503]) {
+    test(`HTTP ${status} throws: the call may have been placed`, async () => {
+      fake.failNext({ status, code: 20500, message: 'Internal Server Error' })
+      await assert.rejects(channel.start(attempt()), /HTTP \d{3} to Create Call; the call may or may not have been placed/)
+    })
+  }
+
+  test('a dropped connection throws', async () => {
+    fake.dropNext()
+    await assert.rejects(channel.start(attempt()), (error: Error) => {
+      assert.match(error.message, /connection failed/)
+      assert.ok(!error.message.includes(TOKEN))
+      return true
+    })
+  })
+
+  test('no answer within timeoutMs throws, though Twilio may have placed the call', async () => {
+    const impatient = new TwilioChannel({ apiBaseUrl: fake.url, publicBaseUrl: receiver.url, secret, timeoutMs: 100 })
+    fake.delayNext(1_000)
+    await assert.rejects(impatient.start(attempt()), /no answer within 100 ms/)
+
+    // The fake, like Twilio, went ahead: exactly why a timeout is not a refusal.
+    const [request] = fake.requests
+    assert.equal(request?.form.get('To'), TO)
+  })
+
+  test('a missing auth token is refused for good, naming the variable and not another token', async () => {
+    const result = await channel.start(attempt({ config: config({ auth_token_env: 'TWILIO_UNSET_TOKEN' }) }))
+
+    assert.deepEqual(result, {
+      kind: 'refused',
+      permanent: true,
+      reason: 'no Twilio auth token: environment variable TWILIO_UNSET_TOKEN is not set',
+    })
+    assert.ok(!result.reason.includes(TOKEN) && !result.reason.includes(OTHER_TOKEN))
+    assert.equal(fake.requests.length, 0)
+  })
+
+  test('an empty auth token counts as missing', async () => {
+    env.TWILIO_EMPTY_TOKEN = ''
+    const result = await channel.start(attempt({ config: config({ auth_token_env: 'TWILIO_EMPTY_TOKEN' }) }))
+
+    assert.equal(result.kind, 'refused')
+    assert.equal(result.permanent, true)
+    assert.equal(fake.requests.length, 0)
+  })
+})
+
+describe('checkConfig', () => {
+  const prefix = ['body', 'provider_config']
+  const check = (input: unknown) => channel.checkConfig(input, prefix)
+  const valueError = (key: string, input: unknown, message: string) => ({
+    type: 'value_error',
+    loc: [...prefix, key],
+    msg: `Value error, ${message}`,
+    input,
+    ctx: { error: {} },
+  })
+
+  test('accepts the required keys alone, every key, and null for optional ones', () => {
+    assert.deepEqual(check(config()), [])
+    assert.deepEqual(
+      check(
+        config({ account_sid: `AC${'ABCDEF0123456789'.repeat(2)}`, auth_token_env: 'TWILIO_TOKEN_2', machine_detection: false, ring_timeout_s: 600 }),
+      ),
+      [],
+    )
+    assert.deepEqual(check(config({ ring_timeout_s: 5, machine_detection: null, auth_token_env: null })), [])
+  })
+
+  test('not an object', () => {
+    assert.deepEqual(check(['x']), [
+      { type: 'model_attributes_type', loc: prefix, msg: 'Input should be a valid dictionary or object to extract fields from', input: ['x'] },
+    ])
+  })
+
+  test('missing keys, with the whole config as input', () => {
+    const input = { machine_detection: true }
+    assert.deepEqual(
+      check(input),
+      ['account_sid', 'from', 'answer_url'].map((key) => ({ type: 'missing', loc: [...prefix, key], msg: 'Field required', input })),
+    )
+  })
+
+  test('wrong types', () => {
+    assert.deepEqual(check({ account_sid: 5, from: null, answer_url: ['x'], auth_token_env: 1, machine_detection: 'yes', ring_timeout_s: '30' }), [
+      { type: 'string_type', loc: [...prefix, 'account_sid'], msg: 'Input should be a valid string', input: 5 },
+      { type: 'string_type', loc: [...prefix, 'from'], msg: 'Input should be a valid string', input: null },
+      { type: 'string_type', loc: [...prefix, 'answer_url'], msg: 'Input should be a valid string', input: ['x'] },
+      { type: 'string_type', loc: [...prefix, 'auth_token_env'], msg: 'Input should be a valid string', input: 1 },
+      { type: 'bool_type', loc: [...prefix, 'machine_detection'], msg: 'Input should be a valid boolean', input: 'yes' },
+      { type: 'int_type', loc: [...prefix, 'ring_timeout_s'], msg: 'Input should be a valid integer', input: '30' },
+    ])
+  })
+
+  test('ring timeout bounds', () => {
+    const loc = [...prefix, 'ring_timeout_s']
+    assert.deepEqual(check(config({ ring_timeout_s: 4 })), [
+      { type: 'greater_than_equal', loc, msg: 'Input should be greater than or equal to 5', input: 4, ctx: { ge: 5 } },
+    ])
+    assert.deepEqual(check(config({ ring_timeout_s: 601 })), [
+      { type: 'less_than_equal', loc, msg: 'Input should be less than or equal to 600', input: 601, ctx: { le: 600 } },
+    ])
+    assert.deepEqual(check(config({ ring_timeout_s: 30.5 })), [
+      { type: 'int_from_float', loc, msg: 'Input should be a valid integer, got a number with a fractional part', input: 30.5 },
+    ])
+  })
+
+  for (const sid of ['AC123', `SK${'0'.repeat(32)}`, `AC${'g'.repeat(32)}`, `${ACCOUNT} `]) {
+    test(`bad account_sid ${JSON.stringify(sid)}`, () => {
+      assert.deepEqual(check(config({ account_sid: sid })), [
+        valueError('account_sid', sid, 'account_sid must be "AC" followed by 32 hexadecimal digits'),
+      ])
+    })
+  }
+
+  for (const from of ['14155552671', '+1 415 555 2671', '+1415555', '+99912345678', 'client:alice']) {
+    test(`bad from ${JSON.stringify(from)}`, () => {
+      assert.deepEqual(check(config({ from })), [valueError('from', from, 'from must be a valid phone number in E.164 form, such as +14155552671')])
+    })
+  }
+
+  for (const url of ['http://voice.example.com/twiml', 'voice.example.com/twiml', 'https://voice.example.com/a\nb', 'https://']) {
+    test(`bad answer_url ${JSON.stringify(url)}`, () => {
+      assert.deepEqual(check(config({ answer_url: url })), [valueError('answer_url', url, 'answer_url must be an https URL')])
+    })
+  }
+
+  test('an answer_url longer than 2048 characters', () => {
+    const url = `https://voice.example.com/${'a'.repeat(2030)}`
+    assert.deepEqual(check(config({ answer_url: url })), [
+      {
+        type: 'string_too_long',
+        loc: [...prefix, 'answer_url'],
+        msg: 'String should have at most 2048 characters',
+        input: url,
+        ctx: { max_length: 2048 },
+      },
+    ])
+  })
+
+  for (const name of ['DATABASE_URL', 'twilio_token', 'TWILIO_', 'TWILIO-TOKEN']) {
+    test(`auth_token_env ${JSON.stringify(name)} is not a TWILIO_* variable name`, () => {
+      assert.deepEqual(check(config({ auth_token_env: name })), [
+        valueError(
+          'auth_token_env',
+          name,
+          'auth_token_env must be the name of an environment variable starting with TWILIO_ (uppercase letters, digits, underscores)',
+        ),
+      ])
+    })
+  }
+
+  test('extra keys (a token among them) come after the field errors', () => {
+    assert.deepEqual(check({ ...config({ from: 'x' }), auth_token: 'secret', region: 'ie1' }), [
+      valueError('from', 'x', 'from must be a valid phone number in E.164 form, such as +14155552671'),
+      { type: 'extra_forbidden', loc: [...prefix, 'auth_token'], msg: 'Extra inputs are not permitted', input: 'secret' },
+      { type: 'extra_forbidden', loc: [...prefix, 'region'], msg: 'Extra inputs are not permitted', input: 'ie1' },
+    ])
+  })
+})
+
+describe('status callbacks', () => {
+  test('the Twilio helper libraries’ signature example verifies', () => {
+    const params = { CallSid: 'CA1234567890ABCDE', Caller: '+14158675309', Digits: '1234', From: '+14158675309', To: '+18005551212' }
+    const url = 'https://mycompany.com/myapp.php?foo=1&bar=2'
+    assert.equal(verifyTwilioSignature('12345', url, params, 'RSOYDt4T1cUTdK1PDd93/VVr8B8='), true)
+    assert.equal(verifyTwilioSignature('12345', url, { ...params, Digits: '1235' }, 'RSOYDt4T1cUTdK1PDd93/VVr8B8='), false)
+  })
+
+  test('a callback from Twilio verifies with the StatusCallback URL, and nothing else does', async () => {
+    const callSid = await startedCall()
+    assert.equal(await fake.progressCall(callSid, 'ringing'), 204)
+
+    const [callback] = receiver.received
+    assert.ok(callback)
+    assert.equal(callback.path, '/providers/twilio/calls/int_01J0ABCDEF/status')
+    assert.equal(callback.headers['content-type'], 'application/x-www-form-urlencoded')
+    const signature = callback.headers['x-twilio-signature'] as string | undefined
+    const url = channel.statusCallbackUrl('int_01J0ABCDEF')
+    const { params } = callback
+    assert.equal(params.CallSid, callSid)
+    assert.equal(params.AccountSid, ACCOUNT)
+    assert.equal(params.CallStatus, 'ringing')
+    assert.equal(params.CallbackSource, 'call-progress-events')
+    assert.equal(params.SequenceNumber, '0')
+
+    assert.equal(channel.authTokenFor(config()), TOKEN)
+    assert.equal(verifyTwilioSignature(TOKEN, url, params, signature), true)
+    assert.equal(verifyTwilioSignature(TOKEN, url, { ...params, CallStatus: 'completed' }, signature), false, 'tampered param')
+    assert.equal(verifyTwilioSignature(TOKEN, url, { ...params, AnsweredBy: 'human' }, signature), false, 'added param')
+    assert.equal(verifyTwilioSignature(TOKEN, url.replace('127.0.0.1', 'localhost'), params, signature), false, 'another URL')
+    assert.equal(verifyTwilioSignature(TOKEN, `${url}?x=1`, params, signature), false, 'another query')
+    assert.equal(verifyTwilioSignature(OTHER_TOKEN, url, params, signature), false, 'wrong token')
+    assert.equal(verifyTwilioSignature('', url, params, signature), false, 'empty token')
+    assert.equal(verifyTwilioSignature(TOKEN, url, params, undefined), false, 'no header')
+    assert.equal(verifyTwilioSignature(TOKEN, url, params, 'not base64 at all!'), false, 'garbage header')
+    assert.equal(verifyTwilioSignature(TOKEN, url, params, ''), false, 'empty header')
+  })
+
+  test('a call’s callbacks report its progress, then its outcome and duration', async () => {
+    const callSid = await startedCall()
+    await fake.progressCall(callSid, 'ringing')
+    await fake.progressCall(callSid, 'in-progress')
+    assert.equal(await fake.finishCall(callSid, { status: 'completed', answeredBy: 'machine_start', duration: 42 }), 204)
+
+    const now = Date.now()
+    const reports = receiver.received.map((callback) => reportFromStatusCallback(callback.params, now))
+    const url = channel.statusCallbackUrl('int_01J0ABCDEF')
+    for (const { params, headers } of receiver.received) {
+      assert.equal(verifyTwilioSignature(TOKEN, url, params, headers['x-twilio-signature'] as string), true)
+    }
+    const at = (index: number) => Date.parse(receiver.received[index]?.params.Timestamp ?? '')
+    assert.deepEqual(reports, [
+      { kind: 'progress', providerRef: callSid, status: 'ringing', at: at(0) },
+      { kind: 'progress', providerRef: callSid, status: 'in-progress', at: at(1) },
+      { kind: 'final', providerRef: callSid, outcome: 'voicemail', at: at(2), durationS: 42 },
+    ])
+    assert.ok(Math.abs(at(2) - now) < 5_000)
+    assert.deepEqual(
+      receiver.received.map((callback) => callback.params.SequenceNumber),
+      ['0', '1', '2'],
+    )
+    assert.equal(receiver.received[2]?.params.AnsweredBy, 'machine_start')
+  })
+
+  test('without machine detection, a completed callback carries no AnsweredBy', async () => {
+    const callSid = await startedCall({ config: config({ machine_detection: false }) })
+    await fake.finishCall(callSid, { status: 'completed', duration: 7 })
+
+    const [callback] = receiver.received
+    assert.equal(callback?.params.AnsweredBy, undefined)
+    assert.deepEqual(reportFromStatusCallback(callback?.params ?? {}, 0), {
+      kind: 'final',
+      providerRef: callSid,
+      outcome: 'completed',
+      at: Date.parse(callback?.params.Timestamp ?? ''),
+      durationS: 7,
+    })
+  })
+
+  test('the service’s answer to the callback is what the fake returns', async () => {
+    const refusing = await startReceiver(403)
+    const strict = new TwilioChannel({ apiBaseUrl: fake.url, publicBaseUrl: refusing.url, secret })
+    try {
+      const result = await strict.start(attempt())
+      assert.equal(result.kind, 'started')
+      assert.equal(await fake.finishCall(result.providerRef, { status: 'busy' }), 403)
+    } finally {
+      await refusing.close()
+    }
+  })
+
+  const SID = `CA${'a'.repeat(32)}`
+  const TIMESTAMP = 'Tue, 14 May 2024 10:30:00 +0000'
+  const AT = Date.UTC(2024, 4, 14, 10, 30)
+
+  const PROGRESS = ['queued', 'initiated', 'ringing', 'in-progress']
+  for (const status of PROGRESS) {
+    test(`CallStatus ${status} is progress`, () => {
+      assert.deepEqual(reportFromStatusCallback({ CallSid: SID, CallStatus: status, Timestamp: TIMESTAMP }, 0), {
+        kind: 'progress',
+        providerRef: SID,
+        status,
+        at: AT,
+      })
+    })
+  }
+
+  const FINAL: [status: string, answeredBy: AnsweredBy | undefined, outcome: string][] = [
+    ['completed', undefined, 'completed'],
+    ['completed', 'human', 'completed'],
+    ['completed', 'unknown', 'completed'],
+    ['completed', 'machine_start', 'voicemail'],
+    ['completed', 'machine_end_beep', 'voicemail'],
+    ['completed', 'machine_end_silence', 'voicemail'],
+    ['completed', 'machine_end_other', 'voicemail'],
+    ['completed', 'fax', 'failed'],
+    ['busy', undefined, 'busy'],
+    ['no-answer', undefined, 'no_answer'],
+    ['failed', undefined, 'failed'],
+    ['canceled', undefined, 'failed'],
+  ]
+  for (const [status, answeredBy, outcome] of FINAL) {
+    test(`CallStatus ${status}${answeredBy ? ` answered by ${answeredBy}` : ''} is final: ${outcome}`, () => {
+      const params: Record<string, string> = { CallSid: SID, CallStatus: status, CallDuration: '17', Timestamp: TIMESTAMP }
+      if (answeredBy !== undefined) params.AnsweredBy = answeredBy
+      assert.deepEqual(reportFromStatusCallback(params, 0), { kind: 'final', providerRef: SID, outcome, at: AT, durationS: 17 })
+    })
+  }
+
+  test('an unreadable Timestamp or CallDuration falls back to now and no duration', () => {
+    const unreadable: Record<string, string>[] = [{}, { Timestamp: 'yesterday', CallDuration: '' }, { CallDuration: '-3' }, { CallDuration: '1.5' }]
+    for (const extra of unreadable) {
+      assert.deepEqual(reportFromStatusCallback({ CallSid: SID, CallStatus: 'busy', ...extra }, 1234), {
+        kind: 'final',
+        providerRef: SID,
+        outcome: 'busy',
+        at: 1234,
+      })
+    }
+  })
+
+  test('no CallSid, no CallStatus or an undocumented status reports nothing', () => {
+    assert.equal(reportFromStatusCallback({ CallStatus: 'completed' }, 0), undefined)
+    assert.equal(reportFromStatusCallback({ CallSid: '', CallStatus: 'completed' }, 0), undefined)
+    assert.equal(reportFromStatusCallback({ CallSid: SID }, 0), undefined)
+    assert.equal(reportFromStatusCallback({ CallSid: SID, CallStatus: 'answered' }, 0), undefined)
+  })
+})
+
+describe('settle', () => {
+  const progress = (providerRef: string | null, overrides: JsonObject = {}) => ({
+    providerRef,
+    providerStatus: 'ringing',
+    attempt: 1,
+    config: config(overrides),
+  })
+
+  const ENDINGS: [result: { status: FinalCallStatus; answeredBy?: AnsweredBy; duration?: number }, outcome: string][] = [
+    [{ status: 'completed', answeredBy: 'human', duration: 30 }, 'completed'],
+    [{ status: 'completed', answeredBy: 'machine_end_beep', duration: 20 }, 'voicemail'],
+    [{ status: 'busy' }, 'busy'],
+    [{ status: 'no-answer' }, 'no_answer'],
+    [{ status: 'canceled' }, 'failed'],
+  ]
+  for (const [result, outcome] of ENDINGS) {
+    const ended = `${result.status}${result.answeredBy ? ` (${result.answeredBy})` : ''}`
+    test(`a call that ended ${ended} settles as ${outcome}, read with Fetch a Call`, async () => {
+      const callSid = await startedCall()
+      await fake.finishCall(callSid, result)
+      fake.requests.length = 0
+
+      assert.equal(await channel.settle(progress(callSid)), outcome)
+      const [request] = fake.requests
+      assert.equal(request?.method, 'GET')
+      assert.equal(request?.path, `/2010-04-01/Accounts/${ACCOUNT}/Calls/${callSid}.json`)
+      assert.equal(request?.headers.authorization, `Basic ${Buffer.from(`${ACCOUNT}:${TOKEN}`).toString('base64')}`)
+    })
+  }
+
+  test('a call still ringing or in progress at settle time has failed', async () => {
+    const ringing = await startedCall()
+    await fake.progressCall(ringing, 'ringing')
+    const talking = await startedCall()
+    await fake.progressCall(talking, 'in-progress')
+    const queued = await startedCall()
+
+    assert.equal(await channel.settle(progress(ringing)), 'failed')
+    assert.equal(await channel.settle(progress(talking)), 'failed')
+    assert.equal(await channel.settle(progress(queued)), 'failed')
+  })
+
+  test('an uncertain start (no call SID) has failed, without asking Twilio', async () => {
+    assert.equal(await channel.settle(progress(null)), 'failed')
+    assert.equal(fake.requests.length, 0)
+  })
+
+  test('a call Twilio does not know, or an error from it, is failed', async () => {
+    assert.equal(await channel.settle(progress(`CA${'0'.repeat(32)}`)), 'failed')
+    const callSid = await startedCall()
+    await fake.finishCall(callSid, { status: 'completed', duration: 3 })
+    fake.failNext({ status: 500, code: 20500, message: 'Internal Server Error' })
+    assert.equal(await channel.settle(progress(callSid)), 'failed')
+    fake.dropNext()
+    assert.equal(await channel.settle(progress(callSid)), 'failed')
+    assert.equal(await channel.settle(progress(callSid, { auth_token_env: 'TWILIO_UNSET_TOKEN' })), 'failed')
+  })
+
+  test('Twilio unreachable: failed', async () => {
+    const gone = await startFakeTwilio({ accounts: { [ACCOUNT]: TOKEN } })
+    await gone.close()
+    const cutOff = new TwilioChannel({ apiBaseUrl: gone.url, publicBaseUrl: receiver.url, secret, timeoutMs: 500 })
+
+    assert.equal(await cutOff.settle(progress(`CA${'1'.repeat(32)}`)), 'failed')
+  })
+
+  test('settles after the ring timeout, the 4 hour call limit and a 15 minute margin', () => {
+    assert.equal(channel.settleAfterMs(config()), (30 + 4 * 3600 + 15 * 60) * 1000)
+    assert.equal(channel.settleAfterMs(config({ ring_timeout_s: 120 })), (120 + 4 * 3600 + 15 * 60) * 1000)
+  })
+})

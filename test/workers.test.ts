@@ -1,0 +1,172 @@
+/**
+ * Never twice, with real processes on one PostgreSQL: worker processes
+ * (`cli work`) share the due tasks, each attempt is started exactly once on
+ * the provider, and a worker killed while it dials causes no second dial.
+ * The provider is the local Twilio fake, which counts every call created.
+ */
+import assert from 'node:assert/strict'
+import { type ChildProcess, spawn } from 'node:child_process'
+import path from 'node:path'
+import { after, before, describe, test } from 'node:test'
+import { createChannels } from '../src/channels/index.ts'
+import { type FakeTwilio, startFakeTwilio } from './fakes/twilio.ts'
+import { bearer, freePort, json, onPostgres, OPERATOR_TOKEN, seedOrganization, startService, type TestService } from './support/service.ts'
+
+const ROOT = path.resolve(import.meta.dirname, '..')
+const ACCOUNT_SID = `AC${'fedcba9876543210'.repeat(2)}`
+const AUTH_TOKEN = 'worker-test-twilio-token'
+const ALWAYS_OPEN = { timezone: 'contact', windows: [{ days: ['mon', 'tue', 'wed', 'thu', 'fri', 'sat', 'sun'], start: '00:00', end: '24:00' }] }
+const TASKS = 1000
+
+describe('worker processes on one PostgreSQL', { skip: onPostgres ? false : 'needs PostgreSQL (DATABASE_URL)' }, () => {
+  let service: TestService
+  let twilio: FakeTwilio
+  let org: Awaited<ReturnType<typeof seedOrganization>>
+  let baseUrl: string
+  const workers: ChildProcess[] = []
+
+  before(async () => {
+    twilio = await startFakeTwilio({ accounts: { [ACCOUNT_SID]: AUTH_TOKEN } })
+    const port = await freePort()
+    baseUrl = `http://127.0.0.1:${port}`
+    const channels = createChannels({ publicBaseUrl: baseUrl, twilioApiBaseUrl: twilio.url, whatsappApiBaseUrl: twilio.url }, (name) =>
+      name === 'TWILIO_AUTH_TOKEN' ? AUTH_TOKEN : undefined,
+    )
+    // The API alone: its dispatcher is never started, so only the worker processes dial.
+    service = await startService({ channels })
+    await service.app.listen({ port, host: '127.0.0.1' })
+    org = await seedOrganization(service.app)
+  })
+  after(async () => {
+    for (const worker of workers) worker.kill('SIGKILL')
+    await service.close()
+    await twilio.close()
+  })
+
+  function startWorker(): ChildProcess {
+    const worker = spawn(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'work'], {
+      cwd: ROOT,
+      env: {
+        PATH: process.env.PATH,
+        DATABASE_URL: service.databaseUrl,
+        LOG_LEVEL: 'warn',
+        PUBLIC_BASE_URL: baseUrl,
+        TWILIO_API_BASE_URL: twilio.url,
+        TWILIO_AUTH_TOKEN: AUTH_TOKEN,
+      },
+      stdio: ['ignore', 'inherit', 'inherit'],
+    })
+    workers.push(worker)
+    return worker
+  }
+
+  async function campaign(routingKey: string): Promise<void> {
+    const response = await service.app.inject({
+      method: 'POST',
+      url: `/admin/v1/organizations/${org.orgId}/campaigns`,
+      headers: bearer(OPERATOR_TOKEN),
+      payload: {
+        routing_key: routingKey,
+        channel: 'voice',
+        schedule: ALWAYS_OPEN,
+        provider: 'twilio',
+        provider_config: { account_sid: ACCOUNT_SID, from: '+14155550100', answer_url: 'https://agent.example.com/twiml' },
+      },
+    })
+    assert.equal(response.statusCode, 201, response.body)
+  }
+
+  async function trigger(routingKey: string): Promise<string> {
+    const response = await service.app.inject({
+      method: 'POST',
+      url: '/api/v2/triggers',
+      headers: { ...bearer(org.key), 'content-type': 'application/json' },
+      payload: { campaign: routingKey, contact: { phone: '+442079460958' } },
+    })
+    assert.equal(response.statusCode, 201, response.body)
+    return json(response).data.task_id
+  }
+
+  async function until(condition: () => Promise<boolean>, timeoutMs: number, what: string): Promise<void> {
+    const deadline = Date.now() + timeoutMs
+    while (!(await condition())) {
+      if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`)
+      await new Promise((resolve) => setTimeout(resolve, 100))
+    }
+  }
+
+  const createdCalls = () => twilio.requests.filter((request) => request.method === 'POST')
+  const interactionOf = (request: { form: URLSearchParams }) => /calls\/(int_[0-9a-z]+)\/status$/.exec(request.form.get('StatusCallback') ?? '')?.[1]
+
+  test(`two workers start each of ${TASKS} due tasks exactly once`, async (t) => {
+    await campaign('many')
+    const taskIds: string[] = []
+    for (let i = 0; i < TASKS; i++) taskIds.push(await trigger('many'))
+    const before = createdCalls().length
+    const started = Date.now()
+    startWorker()
+    startWorker()
+    const dialled = async () => {
+      const [row] = await service.db.query<{ n: number }>(`SELECT count(*)::int AS n FROM interactions WHERE provider_ref IS NOT NULL`)
+      return row!.n >= TASKS
+    }
+    await until(dialled, 120_000, 'every task to be dialled')
+    const seconds = (Date.now() - started) / 1000
+    // Anything still in flight would show up here.
+    await new Promise((resolve) => setTimeout(resolve, 1000))
+
+    const calls = createdCalls().slice(before)
+    assert.equal(calls.length, TASKS)
+    const interactions = new Set(calls.map(interactionOf))
+    assert.equal(interactions.size, TASKS)
+    const rows = await service.db.query<{ task_id: string; attempts: number }>(
+      `SELECT task_id, count(*)::int AS attempts FROM interactions WHERE task_id = ANY($1::text[]) GROUP BY task_id`,
+      [taskIds],
+    )
+    assert.equal(rows.length, TASKS)
+    assert.ok(rows.every((row) => row.attempts === 1))
+    const [stray] = await service.db.query<{ n: number }>(
+      `SELECT count(*)::int AS n FROM interactions WHERE id <> ALL($1::text[]) AND task_id = ANY($2::text[])`,
+      [[...interactions], taskIds],
+    )
+    assert.equal(stray!.n, 0)
+    const byWorker = await service.db.query<{ started_by: string; n: number }>(
+      `SELECT started_by, count(*)::int AS n FROM interactions WHERE task_id = ANY($1::text[]) GROUP BY started_by`,
+      [taskIds],
+    )
+    assert.equal(byWorker.length, 2, 'both workers started calls')
+    t.diagnostic(`${TASKS} tasks dialled in ${seconds.toFixed(1)} s: ${byWorker.map((row) => row.n).join(' + ')} by the two workers`)
+    for (const worker of workers.splice(0)) worker.kill('SIGTERM')
+  })
+
+  test('a worker killed while it dials causes no second dial', async () => {
+    await campaign('killed')
+    const taskId = await trigger('killed')
+    // Twilio creates the call but answers only after the worker is gone.
+    twilio.delayNext(60_000)
+    const before = createdCalls().length
+    const worker = startWorker()
+    await until(async () => createdCalls().length > before, 30_000, 'the call to be created')
+    worker.kill('SIGKILL')
+    await new Promise((resolve) => worker.once('exit', resolve))
+    const [call] = createdCalls().slice(before)
+    const interactionId = interactionOf(call!)!
+
+    // Another worker takes over; the attempt is recorded as started, so it does not dial again.
+    const successor = startWorker()
+    await new Promise((resolve) => setTimeout(resolve, 2000))
+    assert.equal(createdCalls().length, before + 1)
+
+    // Twilio reports the call it did place; the callback settles the attempt with its real outcome.
+    const callSid = twilio.callSidFor(call!.form.get('StatusCallback')!)
+    assert.ok(callSid, 'the fake has the call')
+    assert.equal(await twilio.finishCall(callSid, { status: 'completed', answeredBy: 'human', duration: 30 }), 204)
+    const state = json(await service.app.inject({ method: 'GET', url: `/api/v2/tasks/${taskId}`, headers: bearer(org.key) })).data
+    assert.equal(state.outcome, 'reached')
+    assert.equal(state.interactions.length, 1)
+    assert.equal(state.interactions[0].id, interactionId)
+    await new Promise((resolve) => setTimeout(resolve, 1000))
+    assert.equal(createdCalls().length, before + 1)
+    successor.kill('SIGTERM')
+  })
+})
