@@ -78,7 +78,7 @@ Method:
 
 - Each server runs alone, pinned to CPU 0 (\`taskset -c 0\`); wrk is pinned to CPU 1 (\`wrk -t1 -c${method.connections} --latency\`); PostgreSQL is not pinned and shares both CPUs.
 - Per target: ${method.warmUpSeconds} s of warm-up (discarded), then ${method.durationSeconds} s measured. The bare route is measured once per run and its figure is the base of both ratios.
-- The service runs as in production: \`node --import tsx src/cli.ts serve\`, \`LOG_LEVEL=info\` (one JSON log line per request, to a file), on a fresh database (a new PostgreSQL database; a new PGlite data directory), with one organization, one API key and two campaigns.
+- The service runs as an API process runs in production: \`node --import tsx src/cli.ts serve --no-workers\` (worker processes dispatch the tasks; the dispatcher is measured below), \`LOG_LEVEL=info\` (one JSON log line per request, to a file), on a fresh database (a new PostgreSQL database; a new PGlite data directory), with one organization, one API key and two campaigns.
 - ${method.bodies} distinct bodies, posted in turn, each request with its own \`X-Request-ID\`: contacts in ${method.countries} countries with ${method.distinctNumbers} distinct valid mobile numbers, written as ${formats}; 2–3 ids with mixed-case source and type, 2–4 context keys, names with accents and non-Latin scripts, a language tag in 85 % and an email in 70 % of them, a channel in 30 %. Every body was first posted once to each service and got 201.
 - Any response other than 2xx, or any socket error, fails the run. wrk's timeout is raised to ${TIMEOUT_SECONDS} s so that slow answers stay in the percentiles instead of being dropped as timeouts (its default of 2 s would hide the tail of a saturated server).
 
@@ -116,4 +116,28 @@ export function textTable(rows: readonly TriggerRow[]): string {
   const table = [COLUMNS, ...rows.map(cells)]
   const widths = COLUMNS.map((_, i) => Math.max(...table.map((values) => values[i]!.length)))
   return table.map((values) => values.map((value, i) => (i === 0 ? value.padEnd(widths[i]!) : value.padStart(widths[i]!))).join('  ')).join('\n')
+}
+
+export interface DispatcherMethod {
+  tasks: number
+}
+
+export function dispatcherSection(method: DispatcherMethod, result: { seconds: number; tasksPerSecond: number }): Section {
+  return {
+    heading: 'Dispatcher',
+    body: [
+      'Due tasks started per second by one worker process (`cli work`), on the simulator, on PostgreSQL.',
+      '',
+      'Method:',
+      '',
+      `- ${method.tasks} tasks, all due, written straight into a fresh database; a simulator campaign with an always-open schedule whose calls last an hour, so that nothing settles while it runs.`,
+      '- The worker runs alone, pinned to CPU 0 (`taskset -c 0`); PostgreSQL is not pinned.',
+      '- Per task: claimed in a batch of 50 (`FOR UPDATE SKIP LOCKED`, with a lease), its window checked in the contact\'s zone, the attempt recorded in its own transaction, then started on the simulator.',
+      '- The rate is the number of tasks over the time from the first attempt started to the last.',
+      '',
+      '| tasks | seconds | tasks started per second |',
+      '| ---: | ---: | ---: |',
+      `| ${method.tasks} | ${result.seconds.toFixed(2)} | ${Math.round(result.tasksPerSecond)} |`,
+    ].join('\n'),
+  }
 }

@@ -1,7 +1,8 @@
 /**
  * `npm run bench`: POST /api/v2/triggers throughput and p99 latency on
  * PostgreSQL and on PGlite, beside a bare Fastify route measured in the same
- * run, printed and written to BENCHMARKS.md.
+ * run, and the dispatcher's throughput on PostgreSQL, printed and written to
+ * BENCHMARKS.md.
  *
  * Each server runs alone on CPU 0 and wrk on CPU 1, so that the load
  * generator does not take CPU from the server it measures.
@@ -20,7 +21,17 @@ import { fileURLToPath } from 'node:url'
 import pg from 'pg'
 import { CAMPAIGNS, generateBodies } from './bodies.ts'
 import { hasExited, startChild, stopAllChildren, stopChild } from './children.ts'
-import { type Machine, machineSection, renderReport, textTable, triggerSection, type TriggerRow, type Verdict } from './report.ts'
+import { benchDispatcher } from './dispatcher.ts'
+import {
+  dispatcherSection,
+  type Machine,
+  machineSection,
+  renderReport,
+  textTable,
+  triggerSection,
+  type TriggerRow,
+  type Verdict,
+} from './report.ts'
 import { failureOf, runWrk, type WrkResult } from './wrk.ts'
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url))
@@ -28,6 +39,7 @@ const SERVER_CPU = 0
 const WRK_CPU = 1
 const WARM_UP_SECONDS = 5
 const BODY_COUNT = 3000
+const DISPATCHER_TASKS = 10_000
 /** Bodies posted at once when checking that every one gets 201. */
 const VERIFY_CONCURRENCY = 16
 /** PGlite's first start initialises its data directory, which takes seconds. */
@@ -73,6 +85,17 @@ async function main(workDir: string): Promise<void> {
     result: await benchService('PostgreSQL', { DATABASE_URL: databaseUrl }, load, workDir),
   }))
   const pglite = await benchService('PGlite', { DATA_DIR: path.join(workDir, 'pglite') }, load, workDir)
+  log(`dispatcher: ${DISPATCHER_TASKS} due tasks`)
+  const dispatcher = await withPostgresDatabase((databaseUrl) =>
+    benchDispatcher({
+      databaseUrl,
+      tasks: DISPATCHER_TASKS,
+      root: ROOT,
+      cpu: SERVER_CPU,
+      logFile: path.join(workDir, 'dispatcher.log'),
+      timeoutMs: 300_000,
+    }),
+  )
 
   const rows: TriggerRow[] = [
     { target: 'bare', result: bare, ratio: undefined },
@@ -81,6 +104,7 @@ async function main(workDir: string): Promise<void> {
   ]
   const verdicts = GOALS.map((goal) => verdictFor(goal, rows.find((row) => row.target === goal.target)!))
   process.stdout.write(`\n${textTable(rows)}\n\n${verdicts.map((v) => `${v.target}: ${v.goal}: ${v.met ? 'met' : 'NOT MET'}`).join('\n')}\n`)
+  process.stdout.write(`\ndispatcher: ${DISPATCHER_TASKS} tasks started in ${dispatcher.seconds.toFixed(2)} s, ${Math.round(dispatcher.tasksPerSecond)} per second\n`)
 
   const machine = await describeMachine(version, synchronousCommit)
   const method = {
@@ -92,7 +116,11 @@ async function main(workDir: string): Promise<void> {
     distinctNumbers: bodySet.distinctNumbers,
     phoneFormats: bodySet.phoneFormats,
   }
-  const report = renderReport([machineSection(machine), triggerSection(method, rows, verdicts)])
+  const report = renderReport([
+    machineSection(machine),
+    triggerSection(method, rows, verdicts),
+    dispatcherSection({ tasks: DISPATCHER_TASKS }, dispatcher),
+  ])
   await writeFile(path.join(ROOT, 'BENCHMARKS.md'), report)
   log('wrote BENCHMARKS.md')
 }
@@ -127,7 +155,8 @@ async function benchBare(load: Load, workDir: string): Promise<WrkResult> {
 
 /** The service on a fresh database: provisioned, every body checked, then measured. */
 async function benchService(name: string, env: Record<string, string>, load: Load, workDir: string): Promise<WrkResult> {
-  const server = await startServer(name, ['src/cli.ts', 'serve'], { ...env, OPERATOR_TOKEN, LOG_LEVEL: 'info' }, workDir)
+  // The API alone, as API processes run beside worker processes; the dispatcher is measured on its own.
+  const server = await startServer(name, ['src/cli.ts', 'serve', '--no-workers'], { ...env, OPERATOR_TOKEN, LOG_LEVEL: 'info' }, workDir)
   try {
     const started = Date.now()
     await waitUntilReady(server, async () => (await fetch(`${server.baseUrl}/readyz`)).status === 200)

@@ -165,3 +165,57 @@ test('OPERATOR_TOKEN from the environment is used and never printed', async () =
   await server.stop()
   assert.ok(!server.output().includes(token))
 })
+
+test('serve runs the dispatcher: a test-mode trigger on an always-open simulator campaign completes within 2 s', async (t) => {
+  const token = 'dispatch-operator-token-0123456789'
+  const server = await startServer({ OPERATOR_TOKEN: token })
+  try {
+    const admin = { authorization: `Bearer ${token}`, 'content-type': 'application/json' }
+    const post = async (url: string, body: unknown, headers: Record<string, string> = admin) => {
+      const response = await fetch(`${server.base}${url}`, { method: 'POST', headers, body: JSON.stringify(body) })
+      assert.ok(response.ok, `${url}: ${response.status} ${await response.clone().text()}`)
+      return ((await response.json()) as { data: any }).data
+    }
+    const org = await post('/admin/v1/organizations', { name: 'Realtime' })
+    const key = await post(`/admin/v1/organizations/${org.id}/api-keys`, { name: 'demo' })
+    await post(`/admin/v1/organizations/${org.id}/campaigns`, {
+      routing_key: 'demo',
+      channel: 'voice',
+      schedule: { timezone: 'contact', windows: [{ days: ['mon', 'tue', 'wed', 'thu', 'fri', 'sat', 'sun'], start: '00:00', end: '24:00' }] },
+      provider_config: { outcomes: ['completed'], duration_ms: 200 },
+    })
+    const client = { authorization: `Bearer ${key.key}`, 'content-type': 'application/json' }
+    const started = performance.now()
+    const trigger = await post('/api/v2/triggers', { campaign: 'demo', test_mode: true, contact: { phone: '+44 20 7946 0958' } }, client)
+    let task: any
+    do {
+      await new Promise((resolve) => setTimeout(resolve, 25))
+      task = ((await (await fetch(`${server.base}/api/v2/tasks/${trigger.task_id}`, { headers: client })).json()) as { data: any }).data
+    } while (task.status !== 'completed' && performance.now() - started < 5000)
+    const elapsed = performance.now() - started
+    assert.equal(task.outcome, 'reached')
+    assert.equal(task.test_mode, true)
+    assert.ok(elapsed < 2000, `completed after ${Math.round(elapsed)} ms`)
+    t.diagnostic(`trigger to task.completed: ${Math.round(elapsed)} ms`)
+  } finally {
+    await server.stop()
+  }
+})
+
+test('campaign settings from the CLI: checked as the admin API checks them, and changed by update', async () => {
+  const org = parse(await runCli(['org', 'create', '--name', 'Settings']))
+  const refused = await runCli(['campaign', 'create', '--org', org.id, '--routing-key', 'calls', '--channel', 'voice',
+    '--schedule', '{"timezone": "Mars/Base", "windows": [{"days": ["mon"], "start": "10:00", "end": "09:00"}]}', '--max-concurrent', 'many'])
+  assert.equal(refused.code, 1)
+  assert.match(refused.stderr, /--max-concurrent: Input should be a valid integer/)
+  const created = parse(await runCli(['campaign', 'create', '--org', org.id, '--routing-key', 'calls', '--channel', 'voice', '--max-concurrent', '5']))
+  assert.equal(created.max_concurrent, 5)
+  const badSchedule = await runCli(['campaign', 'update', '--org', org.id, '--campaign', created.id,
+    '--schedule', '{"timezone": "Mars/Base", "windows": [{"days": ["mon"], "start": "10:00", "end": "09:00"}]}'])
+  assert.equal(badSchedule.code, 1)
+  assert.match(badSchedule.stderr, /--schedule \(timezone\): /)
+  assert.match(badSchedule.stderr, /--schedule \(windows\.0\.end\): /)
+  const updated = parse(await runCli(['campaign', 'update', '--org', org.id, '--campaign', created.id, '--attempts', '{"max": 5}']))
+  assert.equal(updated.attempts.max, 5)
+  assert.equal(updated.attempts.expire_after_s, 604800)
+})

@@ -22,11 +22,13 @@ interface Span {
   end: number
 }
 
+/** A schedule compiled for searching. */
 interface Plan {
   /** A campaign-wide zone, or undefined to use the contact's. */
   zone: string | undefined
   /** Merged spans for each weekday, Monday first. */
   spansByWeekday: Span[][]
+  /** False when no weekday has a window, so there is nothing to search for. */
   opensAtAll: boolean
   /** Blacked-out local dates, as days since 1970-01-01. */
   blackoutDays: Set<number>
