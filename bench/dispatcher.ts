@@ -1,5 +1,5 @@
 /**
- * Dispatcher throughput: how many due tasks one worker process (`cli work`,
+ * Dispatcher throughput: how many due tasks one worker process (`cli worker`,
  * pinned to its CPU) starts per second on the simulator, on PostgreSQL.
  *
  * The tasks are written straight into a fresh database through the store
@@ -72,7 +72,7 @@ export async function benchDispatcher(options: {
 
     const output = openSync(options.logFile, 'w')
     try {
-      worker = startChild('taskset', ['-c', String(options.cpu), process.execPath, '--import', 'tsx', 'src/cli.ts', 'work'], {
+      worker = startChild('taskset', ['-c', String(options.cpu), process.execPath, '--import', 'tsx', 'src/cli.ts', 'worker'], {
         cwd: options.root,
         env: { ...process.env, DATABASE_URL: options.databaseUrl, LOG_LEVEL: 'warn', OPERATOR_TOKEN: randomBytes(24).toString('hex') },
         stdio: ['ignore', output, output],

@@ -126,7 +126,7 @@ export function dispatcherSection(method: DispatcherMethod, result: { seconds: n
   return {
     heading: 'Dispatcher',
     body: [
-      'Due tasks started per second by one worker process (`cli work`), on the simulator, on PostgreSQL.',
+      'Due tasks started per second by one worker process (`cli worker`), on the simulator, on PostgreSQL.',
       '',
       'Method:',
       '',

@@ -1,5 +1,5 @@
 /**
- * The operator's command line: `serve`, `work`, `migrate`, and the admin
+ * The operator's command line: `serve`, `worker`, `migrate`, and the admin
  * operations (`org create`, `key issue|list|revoke`, `campaign
  * create|update|list`), which work on the database directly and print what
  * the admin API would return.
@@ -12,7 +12,7 @@ import { ApiError, ValidationFailed } from './domain/errors.ts'
 import { CreateCampaignBody, presentCampaign, UpdateCampaignBody } from './http/routes/admin/campaigns.ts'
 import { IssueApiKeyBody, presentKey } from './http/routes/admin/apiKeys.ts'
 import { CreateOrganizationBody, presentOrganization } from './http/routes/admin/organizations.ts'
-import { serve, work } from './server.ts'
+import { runWorker, serve } from './server.ts'
 import * as admin from './services/administration.ts'
 import { openDatabase } from './store/database.ts'
 import { migrate } from './store/migrate.ts'
@@ -21,7 +21,7 @@ import { validate } from './validation/model.ts'
 const USAGE = `usage: cli <command> [options]
 
   serve [--no-workers]                    run the HTTP API and the dispatcher (--no-workers: the API alone)
-  work                                    run the dispatcher alone
+  worker                                  run the dispatcher alone
   migrate                                 apply database migrations and exit
   org create --name NAME
   key issue --org ORG_ID --name NAME [--scopes triggers:write,triggers:read]
@@ -50,7 +50,7 @@ async function main(argv: string[]): Promise<void> {
   }
   const config = loadConfig(process.env)
   if (command === 'serve') return serve(config, { workers: values['no-workers'] !== true })
-  if (command === 'work') return work(config)
+  if (command === 'worker') return runWorker(config)
 
   const db = await openDatabase(config)
   try {

@@ -2,7 +2,7 @@
  * Running the service: open the database, apply migrations, build the app,
  * listen (and run the dispatcher, unless this process is API-only), and close
  * in order on SIGTERM/SIGINT so that every accepted trigger is committed and
- * answered before the process exits. `work` runs the dispatcher alone.
+ * answered before the process exits. `worker` runs the dispatcher alone.
  */
 import { chmod, mkdir, readFile, writeFile } from 'node:fs/promises'
 import path from 'node:path'
@@ -52,7 +52,7 @@ export async function serve(config: Config, options: { workers: boolean }): Prom
 }
 
 /** The dispatcher without the HTTP API, for worker processes beside API-only ones on one PostgreSQL. */
-export async function work(config: Config): Promise<void> {
+export async function runWorker(config: Config): Promise<void> {
   const db = await openDatabase(config)
   await migrate(db)
   const log = pino({ level: config.logLevel })

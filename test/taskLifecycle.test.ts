@@ -241,6 +241,28 @@ describe('attempts', () => {
     )
   })
 
+  test('a retry across a daylight saving change lands on the local opening hour, in both directions', async () => {
+    const { routing_key } = await campaign({
+      provider_config: { outcomes: ['no_answer'], duration_ms: 60_000 },
+      attempts: { retry_delays_s: { no_answer: 7200 } },
+    })
+    const cases = [
+      // Saturday 31 October 2026, 19:00 EDT; New York falls back that night: 09:00 EST is 14:00Z.
+      { at: '2026-10-31T23:00:00Z', next: '2026-11-01T14:00:00.000Z' },
+      // Saturday 7 March 2026, 19:00 EST; New York springs forward that night: 09:00 EDT is 13:00Z.
+      { at: '2026-03-08T00:00:00Z', next: '2026-03-08T13:00:00.000Z' },
+    ]
+    for (const { at: start, next } of cases) {
+      now = Date.parse(start)
+      const created = await trigger(routing_key, { contact: { phone: '+1 212 555 0100' } })
+      await at(now)
+      await at(now + 60_000)
+      const state = await task(created.task_id)
+      assert.equal(state.interactions[0].outcome, 'no_answer')
+      assert.equal(state.next_attempt_at, next, start)
+    }
+  })
+
   test('the task is unreachable when attempts run out', async () => {
     const { routing_key } = await campaign({
       schedule: ALWAYS_OPEN,

@@ -1,6 +1,6 @@
 /**
  * Never twice, with real processes on one PostgreSQL: worker processes
- * (`cli work`) share the due tasks, each attempt is started exactly once on
+ * (`cli worker`) share the due tasks, each attempt is started exactly once on
  * the provider, and a worker killed while it dials causes no second dial.
  * The provider is the local Twilio fake, which counts every call created.
  */
@@ -44,7 +44,7 @@ describe('worker processes on one PostgreSQL', { skip: onPostgres ? false : 'nee
   })
 
   function startWorker(): ChildProcess {
-    const worker = spawn(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'work'], {
+    const worker = spawn(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'worker'], {
       cwd: ROOT,
       env: {
         PATH: process.env.PATH,

@@ -2,7 +2,7 @@
  * Normalization of the contact fields that have a canonical form. Each
  * function returns the canonical value, or says why the input is refused.
  */
-import { parsePhoneNumberWithError } from 'libphonenumber-js/max'
+import { type NumberType, parsePhoneNumberFromString, parsePhoneNumberWithError } from 'libphonenumber-js/max'
 
 export const PHONE_REFUSED =
   'phone must include a country calling code (for example +44 20 7946 0958) and be a valid number'
@@ -22,10 +22,34 @@ export function normalizePhone(input: string): string | null {
   if (!PHONE_SHAPE.test(candidate)) return null
   try {
     const parsed = parsePhoneNumberWithError(candidate)
-    return parsed.isValid() ? parsed.number : null
+    // With full metadata a number is valid exactly when it has a type, which
+    // isValid() would work out again; only a numbering plan without types
+    // needs isValid() itself.
+    const type = parsed.getType()
+    if (type === undefined && !parsed.isValid()) return null
+    rememberType(parsed.number, type)
+    return parsed.number
   } catch {
     return null
   }
+}
+
+/**
+ * The types of the numbers normalized last. The contact's time zone depends
+ * on its number's type, and is asked right after the number is normalized:
+ * kept here, the type costs no second parse.
+ */
+const recentTypes = new Map<string, NumberType>()
+const MAX_RECENT_TYPES = 256
+
+function rememberType(e164: string, type: NumberType): void {
+  if (recentTypes.size >= MAX_RECENT_TYPES) recentTypes.clear()
+  recentTypes.set(e164, type)
+}
+
+/** The type (MOBILE, FIXED_LINE, ...) of a canonical E.164 number, undefined when it has none. */
+export function phoneType(e164: string): NumberType {
+  return recentTypes.has(e164) ? recentTypes.get(e164) : parsePhoneNumberFromString(e164)?.getType()
 }
 
 /** Intl's canonicalization costs microseconds and clients send few distinct tags. */

@@ -12,8 +12,8 @@
  * that conflicts with ours, so `npm ci` refuses it. To update, replace the
  * lines with those of a newer map_data.txt.
  */
-import { parsePhoneNumberFromString } from 'libphonenumber-js/max'
 import { IANAZone } from 'luxon'
+import { phoneType } from './contact.ts'
 
 /**
  * Offsets such as "+03:00" or "UTC+3" are refused even where a newer Intl
@@ -114,18 +114,17 @@ function zoneOfList(list: string): string | null {
 const E164 = /^\+[1-9]\d{1,14}$/
 
 /** Calling codes whose mobile numbers belong to an area, as libphonenumber counts them (MX, AR, BR, ID, CN). */
-const AREA_MOBILE_CALLING_CODES = new Set(['52', '54', '55', '62', '86'])
+const AREA_MOBILE_CALLING_CODES = /^\+(?:52|54|55|62|86)/
 
 /**
  * Whether libphonenumber places the number in an area (fixed lines; mobiles
  * in a few countries), or undefined for a number that is not valid.
  */
 function belongsToArea(e164: string): boolean | undefined {
-  const phone = parsePhoneNumberFromString(e164)
-  const type = phone?.getType()
-  if (phone === undefined || type === undefined) return undefined
+  const type = phoneType(e164)
+  if (type === undefined) return undefined
   if (type === 'FIXED_LINE' || type === 'FIXED_LINE_OR_MOBILE') return true
-  return type === 'MOBILE' && AREA_MOBILE_CALLING_CODES.has(phone.countryCallingCode)
+  return type === 'MOBILE' && AREA_MOBILE_CALLING_CODES.test(e164)
 }
 
 /**
@@ -138,9 +137,9 @@ function belongsToArea(e164: string): boolean | undefined {
  * Australian mobile), when nothing is known (+800), or for no E.164 number.
  *
  * Validity is checked only where the answer depends on the number's type:
- * pass numbers that `normalizePhone` accepted. Costs about 0.2 µs, or 3–4 µs
- * where the type decides (all of the NANP, mobiles of multi-zone countries),
- * which takes a libphonenumber parse.
+ * pass numbers that `normalizePhone` accepted. Costs about 0.2 µs; where the
+ * type decides (all of the NANP, mobiles of multi-zone countries) it is the
+ * one `normalizePhone` just found, or else a libphonenumber parse (3–4 µs).
  */
 export function timeZoneOfPhone(e164: string): string | undefined {
   if (!E164.test(e164)) return undefined
