@@ -115,7 +115,7 @@ export async function buildApp(options: AppOptions, deps: AppDeps): Promise<Fast
   triggerRoutes(app, { db: deps.db, authenticator, campaigns, intake })
   taskRoutes(app, { db: deps.db, authenticator, lifecycle })
   twilioRoutes(app, { db: deps.db, twilio: deps.channels.twilio, lifecycle, now })
-  await app.register(whatsappRoutes, { db: deps.db, channels: deps.channels, lifecycle, now })
+  await app.register(whatsappRoutes, { db: deps.db, channels: deps.channels, lifecycle })
   adminRoutes(app, { ops, authenticator, campaigns })
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger())
 

@@ -166,7 +166,7 @@ test('OPERATOR_TOKEN from the environment is used and never printed', async () =
   assert.ok(!server.output().includes(token))
 })
 
-test('serve runs the dispatcher: a test-mode trigger on an always-open simulator campaign completes within 2 s', async (t) => {
+test('serve runs the dispatcher: a test-mode trigger on an always-open simulator campaign starts within 1 s and completes within 2 s', async (t) => {
   const token = 'dispatch-operator-token-0123456789'
   const server = await startServer({ OPERATOR_TOKEN: token })
   try {
@@ -196,7 +196,9 @@ test('serve runs the dispatcher: a test-mode trigger on an always-open simulator
     assert.equal(task.outcome, 'reached')
     assert.equal(task.test_mode, true)
     assert.ok(elapsed < 2000, `completed after ${Math.round(elapsed)} ms`)
-    t.diagnostic(`trigger to task.completed: ${Math.round(elapsed)} ms`)
+    const startedAfter = Date.parse(task.interactions[0].started_at) - Date.parse(trigger.created_at)
+    assert.ok(startedAfter < 1000, `the call started ${startedAfter} ms after the trigger`)
+    t.diagnostic(`trigger to call started: ${startedAfter} ms; to task.completed: ${Math.round(elapsed)} ms`)
   } finally {
     await server.stop()
   }

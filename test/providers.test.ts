@@ -4,6 +4,7 @@
  * API, and the fakes' signed callbacks reach the service over HTTP.
  */
 import assert from 'node:assert/strict'
+import { createHmac } from 'node:crypto'
 import { after, before, describe, test } from 'node:test'
 import { createChannels } from '../src/channels/index.ts'
 import { type FakeTwilio, startFakeTwilio } from './fakes/twilio.ts'
@@ -103,6 +104,23 @@ async function eventsOf(taskId: string): Promise<any[]> {
   return rows.map((row) => row.payload)
 }
 
+/** A WhatsApp notification carrying one inbound message from our number. */
+const notification = (message: object) =>
+  JSON.stringify({
+    object: 'whatsapp_business_account',
+    entry: [{ id: '1', changes: [{ field: 'messages', value: { messaging_product: 'whatsapp', metadata: { display_phone_number: '1', phone_number_id: PHONE_NUMBER_ID }, messages: [message] } }] }],
+  })
+
+const postSigned = (body: string) =>
+  fetch(`${baseUrl}/providers/whatsapp/webhook`, {
+    method: 'POST',
+    headers: {
+      'content-type': 'application/json',
+      'x-hub-signature-256': `sha256=${createHmac('sha256', SECRETS.WHATSAPP_APP_SECRET!).update(body).digest('hex')}`,
+    },
+    body,
+  })
+
 const callsTo = (interactionId: string) =>
   twilio.requests.filter((request) => request.method === 'POST' && String(request.form.get('StatusCallback')).includes(interactionId))
 
@@ -176,19 +194,48 @@ describe('twilio voice', () => {
     assert.equal(state.interactions[0].outcome, 'failed')
   })
 
-  test('a start whose answer is lost is settled as failed, never dialled again for that attempt', async () => {
+  test("a start whose answer is lost waits for Twilio's word: its callback settles the attempt, never a second dial", async () => {
+    const routingKey = await twilioCampaign()
+    const created = await trigger(routingKey)
+    twilio.dropNext()
+    await service.app.dispatcher.runOnce()
+    const uncertain = await task(created.task_id)
+    const interactionId = uncertain.interactions[0].id
+    assert.equal(uncertain.status, 'in_progress')
+    assert.equal(uncertain.interactions[0].status, 'starting')
+    const [call] = callsTo(interactionId)
+    const callSid = twilio.callSidFor(call!.form.get('StatusCallback')!)!
+    assert.equal(await twilio.finishCall(callSid, { status: 'completed', answeredBy: 'human', duration: 12 }), 204)
+    const done = await task(created.task_id)
+    assert.equal(done.outcome, 'reached')
+    assert.equal(done.interactions[0].duration_s, 12)
+    assert.equal(await providerRefOf(interactionId), callSid)
+    await service.app.dispatcher.runOnce()
+    assert.equal(callsTo(interactionId).length, 1)
+  })
+
+  test('a start whose answer is lost and never reported is settled as failed when the call would be over, and retried later', async () => {
     const routingKey = await twilioCampaign({ retry_delays_s: { failed: 1800 } })
     const created = await trigger(routingKey)
     twilio.dropNext()
     await service.app.dispatcher.runOnce()
-    const state = await task(created.task_id)
-    const interactionId = state.interactions[0].id
-    assert.equal(state.interactions[0].outcome, 'failed')
-    assert.equal(state.status, 'pending')
-    assert.equal(callsTo(interactionId).length, 1)
-    await service.app.dispatcher.runOnce()
-    assert.equal(callsTo(interactionId).length, 1)
-    assert.equal((await task(created.task_id)).interactions.length, 1)
+    const interactionId = (await task(created.task_id)).interactions[0].id
+    const settleAfter = (30 + 4 * 3600 + 15 * 60) * 1000
+    now += settleAfter - 1000
+    try {
+      await service.app.dispatcher.runOnce()
+      assert.equal((await task(created.task_id)).interactions[0].status, 'starting')
+      now += 1000
+      await service.app.dispatcher.runOnce()
+      const settled = await task(created.task_id)
+      assert.equal(settled.interactions[0].outcome, 'failed')
+      assert.equal(settled.interactions[0].duration_s, 0)
+      assert.equal(settled.status, 'pending')
+      assert.equal(settled.next_attempt_at, new Date(now + 1_800_000).toISOString())
+      assert.equal(callsTo(interactionId).length, 1)
+    } finally {
+      now -= settleAfter
+    }
   })
 })
 
@@ -256,15 +303,51 @@ describe('whatsapp cloud', () => {
     }
   })
 
+  test('a reply delivered twice counts once', async () => {
+    const routingKey = await whatsappCampaign()
+    const created = await trigger(routingKey, { context: { slot: 'Monday' }, contact: { phone: '+44 20 7946 0100' } })
+    await service.app.dispatcher.runOnce()
+    const wamid = (await providerRefOf((await task(created.task_id)).interactions[0].id))!
+    const body = notification({ from: '442079460100', id: `wamid.reply-${wamid}`, timestamp: String(Math.floor(now / 1000)), type: 'text', text: { body: 'yes' }, context: { from: '1', id: wamid } })
+    assert.equal((await postSigned(body)).status, 200)
+    assert.equal((await postSigned(body)).status, 200)
+    const done = await task(created.task_id)
+    assert.equal(done.outcome, 'reached')
+    assert.equal(done.interactions.length, 1)
+    assert.equal((await eventsOf(created.task_id)).length, 2)
+  })
+
+  test('a reply after the conversation was settled still reaches the task, as an inbound interaction', async () => {
+    const routingKey = await whatsappCampaign()
+    const created = await trigger(routingKey, { context: { slot: 'Monday' }, contact: { phone: '+44 20 7946 0200' } })
+    await service.app.dispatcher.runOnce()
+    now += 86_400_000
+    try {
+      await service.app.dispatcher.runOnce()
+      assert.equal((await task(created.task_id)).status, 'pending')
+      assert.equal(await whatsapp.sendReply({ from: '442079460200', text: 'sorry, only saw it now' }), 200)
+      const done = await task(created.task_id)
+      assert.equal(done.outcome, 'reached')
+      assert.deepEqual(
+        done.interactions.map((interaction: any) => [interaction.direction, interaction.outcome]),
+        [
+          ['outbound', 'undelivered'],
+          ['inbound', 'replied'],
+        ],
+      )
+      const inbound = (await eventsOf(created.task_id)).find((event) => event.data.direction === 'inbound')
+      assert.deepEqual(inbound.data.ids, [{ source: 'ats', type: 'candidate', value: 'c-1' }])
+    } finally {
+      now -= 86_400_000
+    }
+  })
+
   test('a notification with a bad signature is refused and changes nothing', async () => {
     const routingKey = await whatsappCampaign()
     const created = await trigger(routingKey, { context: { slot: 'Friday' } })
     await service.app.dispatcher.runOnce()
     const wamid = (await providerRefOf((await task(created.task_id)).interactions[0].id))!
-    const body = JSON.stringify({
-      object: 'whatsapp_business_account',
-      entry: [{ id: '1', changes: [{ field: 'messages', value: { messaging_product: 'whatsapp', metadata: { display_phone_number: '1', phone_number_id: PHONE_NUMBER_ID }, messages: [{ from: '442079460958', id: 'wamid.x', timestamp: '1700000000', type: 'text', text: { body: 'hi' }, context: { from: '1', id: wamid } }] } }] }],
-    })
+    const body = notification({ from: '442079460958', id: 'wamid.x', timestamp: '1700000000', type: 'text', text: { body: 'hi' }, context: { from: '1', id: wamid } })
     for (const signature of [undefined, `sha256=${'0'.repeat(64)}`]) {
       const response = await fetch(`${baseUrl}/providers/whatsapp/webhook`, {
         method: 'POST',

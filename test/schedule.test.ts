@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import { describe, test } from 'node:test'
 import { DEFAULT_SCHEDULE, WEEKDAYS, type Schedule } from '../src/domain/campaignSettings.ts'
-import { isOpen, nextOpening, scheduleProblems } from '../src/domain/schedule.ts'
+import { nextOpening, scheduleProblems } from '../src/domain/schedule.ts'
 
 /** The next opening as an ISO instant, so a failure shows times rather than milliseconds. */
 function opening(schedule: Schedule, zone: string, from: string): string | null {
@@ -125,7 +125,7 @@ describe('nextOpening', () => {
       const lateNight = everyDay('01:30', '03:00')
       // 01:10 EST, the second 01:10 of the night: the window opened at 01:30 EDT.
       assert.equal(opening(lateNight, 'America/New_York', '2026-11-01T06:10:00.000Z'), '2026-11-01T06:10:00.000Z')
-      assert.equal(isOpen(lateNight, 'America/New_York', Date.parse('2026-11-01T06:10:00.000Z')), true)
+      assert.equal(nextOpening(lateNight, 'America/New_York', Date.parse('2026-11-01T06:10:00.000Z')), Date.parse('2026-11-01T06:10:00.000Z'))
       // 03:00 EST ends it.
       assert.equal(opening(lateNight, 'America/New_York', '2026-11-01T08:00:00.000Z'), '2026-11-02T06:30:00.000Z')
     })
@@ -240,11 +240,12 @@ describe('nextOpening', () => {
   })
 })
 
-describe('isOpen', () => {
-  test('is true inside a window and false outside it', () => {
-    assert.equal(isOpen(DEFAULT_SCHEDULE, 'Asia/Kathmandu', Date.parse('2026-06-01T03:15:00.000Z')), true)
-    assert.equal(isOpen(DEFAULT_SCHEDULE, 'Asia/Kathmandu', Date.parse('2026-06-01T03:14:59.999Z')), false)
-    assert.equal(isOpen(DEFAULT_SCHEDULE, 'Asia/Kathmandu', Date.parse('2026-06-01T14:15:00.000Z')), false)
+describe('open at an instant', () => {
+  const isOpen = (at: string) => nextOpening(DEFAULT_SCHEDULE, 'Asia/Kathmandu', Date.parse(at)) === Date.parse(at)
+  test('when the next opening is that instant itself', () => {
+    assert.equal(isOpen('2026-06-01T03:15:00.000Z'), true)
+    assert.equal(isOpen('2026-06-01T03:14:59.999Z'), false)
+    assert.equal(isOpen('2026-06-01T14:15:00.000Z'), false)
   })
 })
 

@@ -5,6 +5,9 @@
  */
 import assert from 'node:assert/strict'
 import { after, before, beforeEach, describe, test } from 'node:test'
+import { newId } from '../src/domain/ids.ts'
+import { insertInteraction } from '../src/store/interactions.ts'
+import { beginAttempt, claimDueTasks } from '../src/store/tasks.ts'
 import { bearer, json, OPERATOR_TOKEN, seedOrganization, startService, type TestService } from './support/service.ts'
 
 const HOUR = 3_600_000
@@ -86,6 +89,8 @@ describe('a test-mode trigger on an always-open simulator campaign', () => {
     assert.equal(done.status, 'completed')
     assert.equal(done.outcome, 'reached')
     assert.equal(done.interactions[0].outcome, 'completed')
+    assert.equal(done.interactions[0].test_mode, true)
+    assert.equal(done.test_mode, true)
     assert.equal(done.next_attempt_at, null)
 
     const [finalized, completed] = await eventsOf(created.task_id)
@@ -433,5 +438,56 @@ describe('time zones the service cannot tell', () => {
     })
     assert.equal(response.statusCode, 422)
     assert.deepEqual(json(response).detail[0].loc, ['body', 'contact', 'timezone'])
+  })
+})
+
+describe('a worker that dies', () => {
+  test('holding a claim: the task is taken over when the lease runs out, and started once', async () => {
+    const { routing_key } = await campaign({ schedule: ALWAYS_OPEN, provider_config: { duration_ms: 1000 } })
+    const created = await trigger(routing_key)
+    // Another worker claims every due task, then dies before starting any.
+    const claimed = await claimDueTasks(service.db, 'wrk_gone', now, now + 60_000, 10_000)
+    assert.ok(claimed.some((claim) => claim.id === created.task_id))
+    await at(now)
+    assert.equal((await task(created.task_id)).interactions.length, 0)
+    await at(now + 59_999)
+    assert.equal((await task(created.task_id)).interactions.length, 0)
+    await at(now + 1)
+    const started = await task(created.task_id)
+    assert.equal(started.interactions.length, 1)
+    assert.equal(started.attempts, 1)
+  })
+
+  test('after recording an attempt but before asking the provider: the attempt is settled as failed, not started again', async () => {
+    const { routing_key } = await campaign({ schedule: ALWAYS_OPEN, attempts: { retry_delays_s: { failed: 600 } } })
+    const created = await trigger(routing_key)
+    const [claim] = (await claimDueTasks(service.db, 'wrk_gone', now, now + 60_000, 10_000)).filter((c) => c.id === created.task_id)
+    // What the dying worker committed: the attempt, recorded as starting, never confirmed.
+    await service.db.transaction(async (tx) => {
+      const attempt = await beginAttempt(tx, claim!.id, 'wrk_gone', now)
+      await insertInteraction(tx, {
+        id: newId('interaction', now),
+        orgId: claim!.orgId,
+        taskId: claim!.id,
+        campaignId: claim!.campaign.id,
+        channel: 'voice',
+        provider: 'simulator',
+        providerConfig: {},
+        direction: 'outbound',
+        attempt: attempt!,
+        toPhone: claim!.contact.phone,
+        testMode: false,
+        settleAt: now + 120_000,
+        startedBy: 'wrk_gone',
+        startedAt: now,
+      })
+    })
+    await at(now + 119_999)
+    assert.equal((await task(created.task_id)).interactions[0].status, 'starting')
+    await at(now + 1)
+    const settled = await task(created.task_id)
+    assert.equal(settled.interactions.length, 1)
+    assert.equal(settled.interactions[0].outcome, 'failed')
+    assert.equal(settled.next_attempt_at, new Date(now + 600_000).toISOString())
   })
 })

@@ -542,23 +542,27 @@ describe('settle', () => {
     assert.equal(fake.requests.length, 0)
   })
 
-  test('a call Twilio does not know, or an error from it, is failed', async () => {
+  test('a call Twilio does not know is failed', async () => {
     assert.equal(await channel.settle(progress(`CA${'0'.repeat(32)}`)), 'failed')
     const callSid = await startedCall()
-    await fake.finishCall(callSid, { status: 'completed', duration: 3 })
-    fake.failNext({ status: 500, code: 20500, message: 'Internal Server Error' })
-    assert.equal(await channel.settle(progress(callSid)), 'failed')
-    fake.dropNext()
-    assert.equal(await channel.settle(progress(callSid)), 'failed')
     assert.equal(await channel.settle(progress(callSid, { auth_token_env: 'TWILIO_UNSET_TOKEN' })), 'failed')
   })
 
-  test('Twilio unreachable: failed', async () => {
+  test('no answer, a 5xx or a 429 says nothing of the call: settle throws, to be asked again later', async () => {
+    const callSid = await startedCall()
+    await fake.finishCall(callSid, { status: 'completed', duration: 3 })
+    fake.failNext({ status: 500, code: 20500, message: 'Internal Server Error' })
+    await assert.rejects(channel.settle(progress(callSid)))
+    fake.failNext({ status: 429, code: 20429, message: 'Too Many Requests' })
+    await assert.rejects(channel.settle(progress(callSid)))
+    fake.dropNext()
+    await assert.rejects(channel.settle(progress(callSid)))
+    assert.equal(await channel.settle(progress(callSid)), 'completed')
+
     const gone = await startFakeTwilio({ accounts: { [ACCOUNT]: TOKEN } })
     await gone.close()
     const cutOff = new TwilioChannel({ apiBaseUrl: gone.url, publicBaseUrl: receiver.url, secret, timeoutMs: 500 })
-
-    assert.equal(await cutOff.settle(progress(`CA${'1'.repeat(32)}`)), 'failed')
+    await assert.rejects(cutOff.settle(progress(`CA${'1'.repeat(32)}`)))
   })
 
   test('settles after the ring timeout, the 4 hour call limit and a 15 minute margin', () => {

@@ -577,7 +577,6 @@ describe('settle', () => {
     ['wamid.A', 'delivered', 'delivered'],
     ['wamid.A', 'sent', 'undelivered'],
     ['wamid.A', null, 'undelivered'],
-    ['wamid.A', 'failed', 'failed'],
     [null, null, 'failed'],
     [null, 'sent', 'failed'],
   ]

@@ -72,8 +72,9 @@ export interface Channel {
   settleAfterMs(config: JsonObject): number
   /**
    * The outcome of an interaction that has had no final report by its settle
-   * time, or whose start is uncertain (`providerRef` null): asked of the
-   * provider where it can tell, otherwise inferred from the last status.
+   * time, or whose start was never confirmed (`providerRef` null): asked of
+   * the provider where it can tell, otherwise inferred from the last status.
+   * Throws when the provider cannot be asked now: it is asked again later.
    */
   settle(progress: InteractionProgress): Promise<InteractionOutcome>
 }

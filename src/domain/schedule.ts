@@ -288,11 +288,6 @@ export function nextOpening(schedule: Schedule, zone: string, from: number): num
   return null
 }
 
-/** Whether the schedule is open at `at` for a contact in `zone`. */
-export function isOpen(schedule: Schedule, zone: string, at: number): boolean {
-  return nextOpening(schedule, zone, at) === at
-}
-
 export interface ScheduleProblem {
   /** Where, from the schedule object: ['windows', 0, 'end']. */
   path: (string | number)[]

@@ -20,6 +20,7 @@ import type { Database } from '../store/database.ts'
 import { insertApiKey, listApiKeys, revokeApiKey as revokeStoredKey } from '../store/apiKeys.ts'
 import {
   findCampaign,
+  findCampaignsByWhatsAppNumber,
   insertCampaign,
   listCampaigns as listStoredCampaigns,
   updateCampaign as updateStoredCampaign,
@@ -121,7 +122,7 @@ export async function createCampaign(ops: Operations, orgId: string, input: Crea
     createdAt: now,
     updatedAt: now,
   }
-  checkSettings(ops, campaign)
+  await checkSettings(ops, campaign)
   if (!(await insertCampaign(ops.db, campaign))) {
     throw new ApiError('conflict', `Organization ${orgId} already has a ${input.channel} campaign with routing key '${input.routing_key}'.`)
   }
@@ -145,7 +146,7 @@ export async function updateCampaign(ops: Operations, orgId: string, campaignId:
     maxConcurrent: changes.clearMaxConcurrent ? null : (changes.max_concurrent ?? current.maxConcurrent),
     updatedAt: isoNow(ops),
   }
-  checkSettings(ops, campaign)
+  await checkSettings(ops, campaign)
   await updateStoredCampaign(ops.db, campaign)
   return campaign
 }
@@ -158,8 +159,12 @@ function withDefaults(attempts: CreateCampaignInput['attempts']): AttemptPolicy 
   }
 }
 
-/** What the request schema cannot say: a coherent schedule, a provider for the channel, a valid provider_config. */
-function checkSettings(ops: Operations, campaign: Campaign): void {
+/**
+ * What the request schema cannot say: a coherent schedule, a provider for the
+ * channel, a valid provider_config, and a WhatsApp number that no other
+ * organization sends from (its replies must belong to one organization).
+ */
+async function checkSettings(ops: Operations, campaign: Campaign): Promise<void> {
   const errors: ErrorDetail[] = scheduleProblems(campaign.schedule).map(({ path, message }) =>
     valueError(['body', 'schedule', ...path], valueAt(campaign.schedule, path), message),
   )
@@ -168,6 +173,13 @@ function checkSettings(ops: Operations, campaign: Campaign): void {
     errors.push(valueError(['body', 'provider'], campaign.provider, `provider ${campaign.provider} does not serve the ${campaign.channel} channel`))
   } else {
     errors.push(...channel.checkConfig(campaign.providerConfig, ['body', 'provider_config']))
+  }
+  const number = campaign.providerConfig.phone_number_id
+  if (errors.length === 0 && campaign.provider === 'whatsapp_cloud' && typeof number === 'string') {
+    const sharing = await findCampaignsByWhatsAppNumber(ops.db, [number])
+    if (sharing.some((other) => other.orgId !== campaign.orgId)) {
+      errors.push(valueError(['body', 'provider_config', 'phone_number_id'], number, 'this WhatsApp number is used by another organization'))
+    }
   }
   if (errors.length > 0) throw new ValidationFailed(errors)
 }

@@ -12,9 +12,9 @@
  * settled, never repeated.
  */
 import type { FastifyBaseLogger } from 'fastify'
-import type { Channel, InteractionProgress, ProviderReport } from '../channels/channel.ts'
+import type { ProviderReport } from '../channels/channel.ts'
 import type { ChannelRegistry } from '../channels/registry.ts'
-import type { AttemptPolicy, RetryOutcome, Schedule } from '../domain/campaignSettings.ts'
+import type { AttemptPolicy, Provider, RetryOutcome, Schedule } from '../domain/campaignSettings.ts'
 import { ApiError } from '../domain/errors.ts'
 import { newId } from '../domain/ids.ts'
 import { nextOpening } from '../domain/schedule.ts'
@@ -22,12 +22,14 @@ import type { Campaign, InteractionOutcome, TaskOutcome } from '../domain/types.
 import type { Database, Queryable } from '../store/database.ts'
 import { insertEvent } from '../store/events.ts'
 import {
+  awaitConfirmation,
   claimInteractionsToSettle,
   type FinalizedInteraction,
   finalizeInteraction,
   insertInteraction,
   type InteractionWithConfig,
   markStarted,
+  recordProviderMessage,
   recordProviderStatus,
 } from '../store/interactions.ts'
 import {
@@ -44,8 +46,14 @@ import {
 
 /** How long a claim on a due task holds; a dispatch takes milliseconds, a provider call seconds at most. */
 const TASK_LEASE_MS = 60_000
-/** How long a start may stay unconfirmed before it is settled: the provider's timeout and then some. */
+/**
+ * How long a recorded attempt may stay unconfirmed before it is settled: the
+ * provider's timeout and then some. A worker that dies before asking the
+ * provider leaves it so, and it is then settled as failed.
+ */
 const START_SETTLE_MS = 120_000
+/** How long past its settle time a provider that cannot tell an interaction's outcome is asked again before it counts as failed. */
+const SETTLE_GIVE_UP_MS = 3_600_000
 /** How long a worker may take to settle an interaction before another may. */
 const SETTLE_LEASE_MS = 60_000
 /** A campaign at its max_concurrent looks again after this long, or when one of its interactions ends. */
@@ -80,7 +88,15 @@ export interface DispatchSummary {
   started: number
   rescheduled: number
   completed: number
+  failed: number
 }
+
+/** What a claimed task's dispatch decided, in the transaction that records an attempt. */
+type Step =
+  | { kind: 'complete'; outcome: TaskOutcome }
+  | { kind: 'release'; dueAt: number }
+  | { kind: 'claim lost' }
+  | { kind: 'start'; attempt: number }
 
 export class TaskLifecycle {
   readonly #db: Database
@@ -101,30 +117,39 @@ export class TaskLifecycle {
   async dispatchDue(worker: string, limit: number): Promise<DispatchSummary> {
     const now = this.#now()
     const claimed = await claimDueTasks(this.#db, worker, now, now + TASK_LEASE_MS, limit)
-    const summary: DispatchSummary = { claimed: claimed.length, started: 0, rescheduled: 0, completed: 0 }
-    await Promise.all(claimed.map(async (task) => summary[await this.#dispatch(worker, task)]++))
+    const summary: DispatchSummary = { claimed: claimed.length, started: 0, rescheduled: 0, completed: 0, failed: 0 }
+    // Every dispatch runs to its end, whatever another's fate: none is left running unwatched.
+    const results = await Promise.allSettled(claimed.map((task) => this.#dispatch(worker, task)))
+    results.forEach((result, index) => {
+      if (result.status === 'fulfilled') summary[result.value]++
+      else {
+        summary.failed++
+        this.#log.error({ err: result.reason, task: claimed[index]!.id }, 'dispatch failed; the task is due again when its claim runs out')
+      }
+    })
     return summary
   }
 
   async #dispatch(worker: string, task: ClaimedTask): Promise<'started' | 'rescheduled' | 'completed'> {
-    const now = this.#now()
-    if (now >= task.expiresAt) return this.#completeClaimed(task, 'expired')
     const zone = zoneOf(task.campaign.schedule, task.timezone)
-    // The trigger was accepted with a zone; only a later change of the schedule can leave none.
-    if (zone === undefined) return this.#completeClaimed(task, 'failed')
-    const opening = nextOpening(task.campaign.schedule, zone, now)
-    if (opening === null) return this.#completeClaimed(task, 'expired')
-    if (opening > now) {
-      await releaseTask(this.#db, task.id, worker, Math.min(opening, task.expiresAt), now)
-      return 'rescheduled'
-    }
-    const channel = this.#channels.get(task.campaign.provider, task.campaign.channel)
-    const interactionId = newId('interaction', now)
-    const attempt = await this.#db.transaction(async (tx) => {
+    const interactionId = newId('interaction', this.#now())
+    const step = await this.#db.transaction(async (tx): Promise<Step> => {
+      // Decided at the moment the attempt is recorded, not when the task was
+      // claimed: a wait for the pool or the campaign's lock must not carry a
+      // call past the end of a window.
+      const now = this.#now()
+      if (now >= task.expiresAt) return { kind: 'complete', outcome: 'expired' }
+      // The trigger was accepted with a zone; only a later change of the schedule can leave none.
+      if (zone === undefined) return { kind: 'complete', outcome: 'failed' }
+      const opening = nextOpening(task.campaign.schedule, zone, now)
+      if (opening === null) return { kind: 'complete', outcome: 'expired' }
+      if (opening > now) return { kind: 'release', dueAt: Math.min(opening, task.expiresAt) }
       const limit = task.campaign.maxConcurrent
-      if (limit !== null && (await countRunningInteractions(tx, task.campaign.id)) >= limit) return 'at capacity'
+      if (limit !== null && (await countRunningInteractions(tx, task.campaign.id)) >= limit) {
+        return { kind: 'release', dueAt: now + CAPACITY_RETRY_MS }
+      }
       const attempt = await beginAttempt(tx, task.id, worker, now)
-      if (attempt === undefined) return 'claim lost'
+      if (attempt === undefined) return { kind: 'claim lost' }
       await insertInteraction(tx, {
         id: interactionId,
         orgId: task.orgId,
@@ -132,6 +157,7 @@ export class TaskLifecycle {
         campaignId: task.campaign.id,
         channel: task.campaign.channel,
         provider: task.campaign.provider,
+        providerConfig: task.campaign.providerConfig,
         direction: 'outbound',
         attempt,
         toPhone: task.contact.phone,
@@ -140,20 +166,26 @@ export class TaskLifecycle {
         startedBy: worker,
         startedAt: now,
       })
-      return attempt
+      return { kind: 'start', attempt }
     })
-    if (attempt === 'claim lost') return 'rescheduled'
-    if (attempt === 'at capacity') {
-      await releaseTask(this.#db, task.id, worker, now + CAPACITY_RETRY_MS, now)
-      return 'rescheduled'
+    switch (step.kind) {
+      case 'complete':
+        await this.#completeClaimed(task, step.outcome)
+        return 'completed'
+      case 'release':
+        await releaseTask(this.#db, task.id, worker, step.dueAt, this.#now())
+        return 'rescheduled'
+      case 'claim lost':
+        return 'rescheduled'
+      case 'start':
+        await this.#start(task, interactionId, step.attempt)
+        return 'started'
     }
-    await this.#start(channel, task, interactionId, attempt)
-    return 'started'
   }
 
-  async #start(channel: Channel, task: ClaimedTask, interactionId: string, attempt: number): Promise<void> {
+  async #start(task: ClaimedTask, interactionId: string, attempt: number): Promise<void> {
+    const channel = this.#channels.get(task.campaign.provider, task.campaign.channel)
     const config = task.campaign.providerConfig
-    const progress = (providerRef: string | null): InteractionProgress => ({ providerRef, providerStatus: null, attempt, config })
     let result
     try {
       result = await channel.start({
@@ -166,49 +198,59 @@ export class TaskLifecycle {
         language: task.contact.language,
         config,
       })
-    } catch {
-      // Whether the provider started it is unknown: settle it now rather than guess.
-      await this.finalize(interactionId, await channel.settle(progress(null)), { at: this.#now() })
+    } catch (error) {
+      // The provider may have started it: its own report can still confirm it; if none comes
+      // by the time the attempt would be over, it is settled as failed. Never started again.
+      this.#log.warn({ err: error, interaction: interactionId }, 'start uncertain; waiting for the provider to report')
+      await awaitConfirmation(this.#db, interactionId, this.#now() + channel.settleAfterMs(config))
       return
     }
     if (result.kind === 'refused') {
-      await this.finalize(interactionId, 'failed', { at: this.#now(), permanent: result.permanent })
+      this.#log.warn({ interaction: interactionId, reason: result.reason, permanent: result.permanent }, 'start refused by the provider')
+      await this.finalize(interactionId, 'failed', { at: this.#now(), durationS: 0, permanent: result.permanent })
       return
     }
     await markStarted(this.#db, interactionId, result.providerRef, this.#now() + channel.settleAfterMs(config))
   }
 
-  async #completeClaimed(task: ClaimedTask, outcome: TaskOutcome): Promise<'completed'> {
+  async #completeClaimed(task: ClaimedTask, outcome: TaskOutcome): Promise<void> {
     await this.#db.transaction(async (tx) => {
       const locked = await lockTask(tx, task.id)
       if (locked !== undefined && locked.status === 'pending') await this.#complete(tx, locked, outcome)
     })
-    return 'completed'
   }
 
   /** Settles up to `limit` interactions that had no final word by their settle time. */
   async settleDue(limit: number): Promise<number> {
     const due = await claimInteractionsToSettle(this.#db, this.#now(), SETTLE_LEASE_MS, limit)
-    await Promise.all(
-      due.map((interaction) =>
-        // One that cannot be settled now (the provider does not answer) stays claimed until its lease runs out, then is tried again.
-        this.#settle(interaction).catch((error: unknown) => this.#log.warn({ err: error, interaction: interaction.id }, 'settling failed')),
-      ),
-    )
+    await Promise.all(due.map((interaction) => this.#settle(interaction)))
     return due.length
   }
 
   async #settle(interaction: InteractionWithConfig): Promise<void> {
     const channel = this.#channels.get(interaction.provider, interaction.channel)
-    // A start never confirmed has no reference to ask about.
-    const providerRef = interaction.status === 'starting' ? null : interaction.providerRef
-    const outcome = await channel.settle({
-      providerRef,
+    const confirmed = interaction.status !== 'starting'
+    const progress = {
+      // A start never confirmed has no reference to ask about.
+      providerRef: confirmed ? interaction.providerRef : null,
       providerStatus: interaction.providerStatus,
       attempt: interaction.attempt ?? 1,
       config: interaction.providerConfig,
-    })
-    await this.finalize(interaction.id, outcome, { at: this.#now() })
+    }
+    let outcome: InteractionOutcome
+    try {
+      outcome = await channel.settle(progress)
+    } catch (error) {
+      // The provider cannot tell now: asked again when this claim runs out, for a while, then failed.
+      const giveUpAt = interaction.startedAt + channel.settleAfterMs(interaction.providerConfig) + SETTLE_GIVE_UP_MS
+      if (this.#now() < giveUpAt) {
+        this.#log.warn({ err: error, interaction: interaction.id }, 'settling failed; asking again later')
+        return
+      }
+      outcome = 'failed'
+    }
+    // A provider's report may have confirmed the start meanwhile: then the provider has it, and its word will come.
+    await this.finalize(interaction.id, outcome, { at: this.#now(), durationS: confirmed ? undefined : 0, onlyIfStarting: !confirmed })
   }
 
   /**
@@ -230,30 +272,41 @@ export class TaskLifecycle {
   /**
    * A message from a person that answers no running interaction: recorded as
    * a finalized inbound interaction of the campaign whose number it reached,
-   * with no task, and reported.
+   * with the task it answers when there is one (a reply after its message's
+   * conversation was settled: the person is reached after all), and
+   * reported. The provider's message id makes a repeated delivery a no-op.
    */
-  async recordInbound(campaign: Campaign, from: string, at: number): Promise<void> {
+  async recordInbound(
+    campaign: Campaign,
+    message: { provider: Provider; id: string; from: string; at: number },
+    taskId: string | null,
+  ): Promise<void> {
     const now = this.#now()
     const interactionId = newId('interaction', now)
     await this.#db.transaction(async (tx) => {
+      if (!(await recordProviderMessage(tx, message.provider, message.id, now))) return
+      const task = taskId === null ? undefined : await lockTask(tx, taskId)
       await insertInteraction(tx, {
         id: interactionId,
         orgId: campaign.orgId,
-        taskId: null,
+        taskId: task?.id ?? null,
         campaignId: campaign.id,
         channel: campaign.channel,
         provider: campaign.provider,
+        providerConfig: campaign.providerConfig,
         direction: 'inbound',
         attempt: null,
-        toPhone: from,
-        testMode: false,
+        toPhone: message.from,
+        testMode: task?.testMode ?? false,
         settleAt: null,
         startedBy: null,
-        startedAt: at,
+        startedAt: message.at,
       })
-      const interaction = await finalizeInteraction(tx, interactionId, 'replied', at, null)
-      await insertEvent(tx, campaign.orgId, interactionFinalizedEvent(interaction!, now))
+      const interaction = (await finalizeInteraction(tx, interactionId, 'replied', message.at, 0))!
+      await insertEvent(tx, campaign.orgId, interactionFinalizedEvent(interaction, now))
+      if (task !== undefined && task.status !== 'completed') await this.#complete(tx, task, 'reached')
     })
+    this.#onCapacityFreed()
   }
 
   /**
@@ -266,10 +319,22 @@ export class TaskLifecycle {
   async finalize(
     interactionId: string,
     outcome: InteractionOutcome,
-    options: { at: number; durationS?: number; permanent?: boolean },
+    options: {
+      at: number
+      durationS?: number
+      permanent?: boolean
+      /** Only if the start is still unconfirmed (a settlement that asked the provider nothing). */
+      onlyIfStarting?: boolean
+      /** The provider's message that says so (a reply): counted once however often it is delivered. */
+      message?: { provider: Provider; id: string }
+    },
   ): Promise<boolean> {
     const finalized = await this.#db.transaction(async (tx) => {
-      const interaction = await finalizeInteraction(tx, interactionId, outcome, options.at, options.durationS ?? null)
+      if (options.message !== undefined && !(await recordProviderMessage(tx, options.message.provider, options.message.id, this.#now()))) {
+        return false
+      }
+      const { at, durationS, onlyIfStarting } = options
+      const interaction = await finalizeInteraction(tx, interactionId, outcome, at, durationS ?? null, onlyIfStarting)
       if (interaction === undefined) return false
       await insertEvent(tx, interaction.orgId, interactionFinalizedEvent(interaction, this.#now()))
       if (interaction.taskId !== null) await this.#afterInteraction(tx, interaction, options.permanent === true)

@@ -47,6 +47,8 @@ export interface NewInteraction {
   campaignId: string
   channel: Channel
   provider: Provider
+  /** The campaign's provider_config now: the interaction keeps it. */
+  providerConfig: JsonObject
   direction: Direction
   attempt: number | null
   /** The person's phone: called or written to, or (inbound) the sender. */
@@ -62,9 +64,9 @@ export interface NewInteraction {
 /** Records an interaction as starting: the provider is asked only once this is committed. */
 export async function insertInteraction(tx: Queryable, interaction: NewInteraction): Promise<void> {
   await tx.query(
-    `INSERT INTO interactions (id, org_id, task_id, campaign_id, channel, provider, direction, attempt, status, to_phone,
-                               test_mode, settle_at, started_by, started_at)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'starting', $9, $10, $11, $12, $13)`,
+    `INSERT INTO interactions (id, org_id, task_id, campaign_id, channel, provider, provider_config, direction, attempt, status,
+                               to_phone, test_mode, settle_at, started_by, started_at)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 'starting', $10, $11, $12, $13, $14)`,
     [
       interaction.id,
       interaction.orgId,
@@ -72,6 +74,7 @@ export async function insertInteraction(tx: Queryable, interaction: NewInteracti
       interaction.campaignId,
       interaction.channel,
       interaction.provider,
+      interaction.providerConfig,
       interaction.direction,
       interaction.attempt,
       interaction.toPhone,
@@ -91,27 +94,32 @@ export async function markStarted(db: Queryable, id: string, providerRef: string
   )
 }
 
-/** A provider's word on an interaction that is not over; false when it is unknown or already over. */
-export async function recordProviderStatus(db: Queryable, id: string, status: string): Promise<boolean> {
-  const rows = await db.query(
-    `UPDATE interactions SET provider_status = $2 WHERE id = $1 AND status <> 'finalized' RETURNING id`,
-    [id, status],
+/** A provider's word on an interaction that is not over (nothing, once it is). */
+export async function recordProviderStatus(db: Queryable, id: string, status: string): Promise<void> {
+  await db.query(`UPDATE interactions SET provider_status = $2 WHERE id = $1 AND status <> 'finalized'`, [id, status])
+}
+
+/** A start whose result is unknown waits for the provider's word until `settleAt` (nothing, once it has come). */
+export async function awaitConfirmation(db: Queryable, id: string, settleAt: number): Promise<void> {
+  await db.query(`UPDATE interactions SET settle_at = $2 WHERE id = $1 AND status = 'starting'`, [id, new Date(settleAt)])
+}
+
+/** Records that a provider delivered this message; false when it had already. */
+export async function recordProviderMessage(tx: Queryable, provider: Provider, messageId: string, at: number): Promise<boolean> {
+  const rows = await tx.query(
+    `INSERT INTO provider_messages (provider, message_id, received_at) VALUES ($1, $2, $3)
+     ON CONFLICT DO NOTHING RETURNING message_id`,
+    [provider, messageId, new Date(at)],
   )
   return rows.length === 1
 }
 
-export async function findInteractionIdByProviderRef(db: Queryable, provider: Provider, providerRef: string): Promise<string | undefined> {
-  const rows = await db.query<{ id: string }>('SELECT id FROM interactions WHERE provider = $1 AND provider_ref = $2', [
-    provider,
-    providerRef,
-  ])
-  return rows[0]?.id
-}
 
-/** An interaction with its campaign's provider settings, for a provider callback or a settlement. */
+/** An interaction with the provider settings it started with, for a provider callback or a settlement. */
 export interface InteractionWithConfig {
   id: string
   orgId: string
+  taskId: string | null
   campaignId: string
   channel: Channel
   provider: Provider
@@ -120,11 +128,13 @@ export interface InteractionWithConfig {
   providerRef: string | null
   providerStatus: string | null
   providerConfig: JsonObject
+  startedAt: number
 }
 
 interface WithConfigRow {
   id: string
   org_id: string
+  task_id: string | null
   campaign_id: string
   channel: Channel
   provider: Provider
@@ -133,11 +143,13 @@ interface WithConfigRow {
   provider_ref: string | null
   provider_status: string | null
   provider_config: JsonObject
+  started_at: Date
 }
 
 const toWithConfig = (row: WithConfigRow): InteractionWithConfig => ({
   id: row.id,
   orgId: row.org_id,
+  taskId: row.task_id,
   campaignId: row.campaign_id,
   channel: row.channel,
   provider: row.provider,
@@ -146,16 +158,27 @@ const toWithConfig = (row: WithConfigRow): InteractionWithConfig => ({
   providerRef: row.provider_ref,
   providerStatus: row.provider_status,
   providerConfig: row.provider_config,
+  startedAt: row.started_at.getTime(),
 })
 
-const WITH_CONFIG = `i.id, i.org_id, i.campaign_id, i.channel, i.provider, i.status, i.attempt, i.provider_ref, i.provider_status,
-                     c.provider_config`
+const WITH_CONFIG = `id, org_id, task_id, campaign_id, channel, provider, status, attempt, provider_ref, provider_status, provider_config,
+                     started_at`
 
 export async function findInteractionWithConfig(db: Queryable, id: string): Promise<InteractionWithConfig | undefined> {
-  const rows = await db.query<WithConfigRow>(
-    `SELECT ${WITH_CONFIG} FROM interactions i JOIN campaigns c ON c.id = i.campaign_id WHERE i.id = $1`,
-    [id],
-  )
+  const rows = await db.query<WithConfigRow>(`SELECT ${WITH_CONFIG} FROM interactions WHERE id = $1`, [id])
+  return rows[0] && toWithConfig(rows[0])
+}
+
+/** The interaction a provider knows by `providerRef`. */
+export async function findInteractionByProviderRef(
+  db: Queryable,
+  provider: Provider,
+  providerRef: string,
+): Promise<InteractionWithConfig | undefined> {
+  const rows = await db.query<WithConfigRow>(`SELECT ${WITH_CONFIG} FROM interactions WHERE provider = $1 AND provider_ref = $2`, [
+    provider,
+    providerRef,
+  ])
   return rows[0] && toWithConfig(rows[0])
 }
 
@@ -175,8 +198,8 @@ export async function claimInteractionsToSettle(db: Queryable, now: number, leas
          ORDER BY settle_at
          LIMIT $3
          FOR UPDATE SKIP LOCKED)
-       RETURNING *)
-     SELECT ${WITH_CONFIG} FROM claimed i JOIN campaigns c ON c.id = i.campaign_id`,
+       RETURNING ${WITH_CONFIG})
+     SELECT * FROM claimed`,
     [new Date(now), new Date(now + leaseMs), limit],
   )
   return rows.map(toWithConfig)
@@ -208,7 +231,8 @@ export interface FinalizedInteraction {
 
 /**
  * Finalizes a running interaction with its outcome. Undefined when it was
- * already over: providers repeat their reports, and only the first counts.
+ * already over (providers repeat their reports, and only the first counts),
+ * or, with `onlyIfStarting`, when its start has been confirmed meanwhile.
  */
 export async function finalizeInteraction(
   tx: Queryable,
@@ -216,6 +240,7 @@ export async function finalizeInteraction(
   outcome: InteractionOutcome,
   endedAt: number,
   durationS: number | null,
+  onlyIfStarting = false,
 ): Promise<FinalizedInteraction | undefined> {
   const rows = await tx.query<{
     id: string
@@ -235,7 +260,7 @@ export async function finalizeInteraction(
   }>(
     `WITH finalized AS (
        UPDATE interactions SET status = 'finalized', outcome = $2, ended_at = greatest($3, started_at), duration_s = $4, settle_at = NULL
-       WHERE id = $1 AND status <> 'finalized'
+       WHERE id = $1 AND (status = 'starting' OR (status = 'active' AND NOT $5::boolean))
        RETURNING *)
      SELECT f.id, f.org_id, f.task_id, t.trigger_id, c.routing_key, f.channel, f.direction, f.attempt, f.outcome, f.test_mode,
             f.started_at, f.ended_at, f.duration_s, tr.ids
@@ -243,7 +268,7 @@ export async function finalizeInteraction(
      JOIN campaigns c ON c.id = f.campaign_id
      LEFT JOIN tasks t ON t.id = f.task_id
      LEFT JOIN triggers tr ON tr.id = t.trigger_id`,
-    [id, outcome, new Date(endedAt), durationS],
+    [id, outcome, new Date(endedAt), durationS, onlyIfStarting],
   )
   const row = rows[0]
   return (
@@ -266,13 +291,20 @@ export async function finalizeInteraction(
   )
 }
 
-/** The latest running outbound WhatsApp interaction to a phone, for a reply that names no message. */
-export async function findRunningInteractionTo(db: Queryable, campaignIds: string[], phone: string): Promise<string | undefined> {
-  const rows = await db.query<{ id: string }>(
-    `SELECT id FROM interactions
-     WHERE campaign_id = ANY($1::text[]) AND to_phone = $2 AND direction = 'outbound' AND status <> 'finalized'
-     ORDER BY started_at DESC LIMIT 1`,
+/**
+ * The latest outbound interaction of these campaigns with a phone, running
+ * ones first, for a reply that names no message.
+ */
+export async function findLatestInteractionWith(
+  db: Queryable,
+  campaignIds: string[],
+  phone: string,
+): Promise<InteractionWithConfig | undefined> {
+  const rows = await db.query<WithConfigRow>(
+    `SELECT ${WITH_CONFIG} FROM interactions
+     WHERE campaign_id = ANY($1::text[]) AND to_phone = $2 AND direction = 'outbound'
+     ORDER BY status = 'finalized', started_at DESC LIMIT 1`,
     [campaignIds, phone],
   )
-  return rows[0]?.id
+  return rows[0] && toWithConfig(rows[0])
 }

@@ -1,8 +1,9 @@
 /**
  * Tasks as the dispatcher and the client endpoints see them. A claim is a
- * lease (`locked_by`, `locked_until`): every change a worker makes to a task
- * it claimed is conditional on still holding it, so a worker whose lease ran
- * out and was taken over changes nothing.
+ * lease (`locked_by`, `locked_until`, and `due_at` moved to its end): a task
+ * whose worker dies is due again when the lease runs out, and starting an
+ * attempt is conditional on still holding the lease, so a worker whose lease
+ * ran out and was taken over starts nothing.
  */
 import type { AttemptPolicy, Provider, Schedule } from '../domain/campaignSettings.ts'
 import type { Channel, Contact, ExternalId, Interaction, JsonObject, Task, TaskOutcome, TaskStatus } from '../domain/types.ts'
@@ -58,7 +59,7 @@ interface ClaimedRow {
 /**
  * Claims up to `limit` due tasks for `worker` until `lockedUntil`, oldest due
  * first. Rows another worker is claiming at this moment are skipped, not
- * waited for; a claim whose lease has run out is taken over.
+ * waited for; a claimed task is not due again until its lease runs out.
  */
 export async function claimDueTasks(
   db: Queryable,
@@ -69,21 +70,20 @@ export async function claimDueTasks(
 ): Promise<ClaimedTask[]> {
   const rows = await db.query<ClaimedRow>(
     `WITH claimed AS (
-       UPDATE tasks SET locked_by = $1, locked_until = $2
+       UPDATE tasks SET locked_by = $1, locked_until = $2, due_at = $2
        WHERE id IN (
          SELECT id FROM tasks
-         WHERE status = 'pending' AND due_at <= $3 AND (locked_until IS NULL OR locked_until <= $3)
+         WHERE status = 'pending' AND due_at <= $3
          ORDER BY due_at
          LIMIT $4
          FOR UPDATE SKIP LOCKED)
-       RETURNING id, org_id, trigger_id, campaign_id, attempts, test_mode, context, timezone, expires_at, due_at)
+       RETURNING id, org_id, trigger_id, campaign_id, attempts, test_mode, context, timezone, expires_at)
      SELECT claimed.id, claimed.org_id, claimed.trigger_id, claimed.attempts, claimed.test_mode, claimed.context,
             claimed.timezone, claimed.expires_at, tr.contact, tr.ids, c.id AS campaign_id, c.routing_key, c.channel,
             c.schedule, c.attempts AS attempt_policy, c.provider, c.provider_config, c.max_concurrent
      FROM claimed
      JOIN triggers tr ON tr.id = claimed.trigger_id
-     JOIN campaigns c ON c.id = claimed.campaign_id
-     ORDER BY claimed.due_at`,
+     JOIN campaigns c ON c.id = claimed.campaign_id`,
     [worker, new Date(lockedUntil), new Date(now), limit],
   )
   return rows.map((row) => ({
@@ -110,26 +110,24 @@ export async function claimDueTasks(
   }))
 }
 
-/** Gives a claimed task back, due at `dueAt`; false when the claim was lost. */
-export async function releaseTask(db: Queryable, taskId: string, worker: string, dueAt: number, now: number): Promise<boolean> {
-  const rows = await db.query(
+/** Gives a claimed task back, due at `dueAt` (nothing, when the claim was lost meanwhile). */
+export async function releaseTask(db: Queryable, taskId: string, worker: string, dueAt: number, now: number): Promise<void> {
+  await db.query(
     `UPDATE tasks SET due_at = $3, locked_by = NULL, locked_until = NULL, updated_at = $4
-     WHERE id = $1 AND locked_by = $2 AND status = 'pending'
-     RETURNING id`,
+     WHERE id = $1 AND locked_by = $2 AND status = 'pending'`,
     [taskId, worker, new Date(dueAt), new Date(now)],
   )
-  return rows.length === 1
 }
 
 /**
  * Turns a claimed task into a running attempt: the attempt count goes up and
  * the claim is released. Returns the attempt number, or undefined when the
- * claim was lost (another worker has the task now).
+ * claim was lost (its lease ran out; another worker may have the task now).
  */
 export async function beginAttempt(tx: Queryable, taskId: string, worker: string, now: number): Promise<number | undefined> {
   const rows = await tx.query<{ attempts: number }>(
     `UPDATE tasks SET status = 'in_progress', attempts = attempts + 1, locked_by = NULL, locked_until = NULL, updated_at = $3
-     WHERE id = $1 AND locked_by = $2 AND status = 'pending'
+     WHERE id = $1 AND locked_by = $2 AND locked_until > $3 AND status = 'pending'
      RETURNING attempts`,
     [taskId, worker, new Date(now)],
   )
@@ -230,12 +228,10 @@ export async function completeTask(tx: Queryable, taskId: string, outcome: TaskO
   return rows.length === 1
 }
 
-/** When the dispatcher next has something to do: the earliest due task. */
+/** When the dispatcher next has something to do: the earliest due task (claimed ones are due when their lease ends). */
 export async function nextDueAt(db: Queryable): Promise<number | undefined> {
-  const rows = await db.query<{ due_at: Date | null }>(
-    `SELECT min(greatest(due_at, coalesce(locked_until, due_at))) AS due_at FROM tasks WHERE status = 'pending'`,
-  )
-  return rows[0]?.due_at?.getTime()
+  const rows = await db.query<{ due_at: Date }>(`SELECT due_at FROM tasks WHERE status = 'pending' ORDER BY due_at LIMIT 1`)
+  return rows[0]?.due_at.getTime()
 }
 
 interface TaskRow {

@@ -68,7 +68,7 @@ export interface FakeTwilio {
   callSidFor(statusCallback: string): string | undefined
   /** The next REST request is answered with this Twilio error. */
   failNext(error: { status: number; code: number; message: string }): void
-  /** The next REST request's connection is destroyed without an answer. */
+  /** The next REST request is handled (a call is created) but its connection destroyed without an answer. */
   dropNext(): void
   /** The next REST request is handled (a call is created) but answered only after `ms`. */
   delayNext(ms: number): void
@@ -117,15 +117,15 @@ export async function startFakeTwilio(options: { accounts: Record<string, string
     requests.push({ method: req.method ?? '', path, headers: req.headers, form })
     const planned = plan
     plan = undefined
-    if (planned?.kind === 'drop') {
-      req.socket.destroy()
-      return
-    }
     if (planned?.kind === 'fail') {
       sendJson(res, planned.status, twilioError(planned.status, planned.code, planned.message))
       return
     }
     const [status, answer] = handle(req.method ?? '', path, req.headers.authorization, form)
+    if (planned?.kind === 'drop') {
+      req.socket.destroy()
+      return
+    }
     if (planned?.kind === 'delay') {
       const timer = setTimeout(() => {
         timers.delete(timer)

@@ -126,12 +126,9 @@ export class TwilioChannel implements Channel {
     const config = readTwilioConfig(progress.config)
     const token = this.authTokenFor(progress.config)
     if (token === undefined) return 'failed'
-    let answer: TwilioAnswer
-    try {
-      answer = await this.#request('GET', `${accountPath(config.accountSid)}/Calls/${callSid}.json`, config.accountSid, token)
-    } catch {
-      return 'failed'
-    }
+    // No answer, a 5xx or a 429 says nothing of the call: throw, and it is asked again later.
+    const answer = await this.#request('GET', `${accountPath(config.accountSid)}/Calls/${callSid}.json`, config.accountSid, token)
+    if (answer.status >= 500 || answer.status === 429) throw new Error(`Twilio answered HTTP ${answer.status} when asked about a call`)
     const status = field(answer.body, 'status')
     if (answer.status !== 200 || typeof status !== 'string') return 'failed'
     const answeredBy = field(answer.body, 'answered_by')

@@ -63,8 +63,8 @@ export function verifyWhatsAppSignature(appSecret: string, rawBody: Buffer | str
  * an old app, or terms not accepted), a template needed, Meta's per-user
  * marketing limit (Meta advises against prompt retries, and the campaign's
  * retry delays are minutes to hours), marketing opted out, an experiment
- * holdout. They become `undelivered`, which is not retried; any other failure
- * is `failed`, which the campaign's attempt policy may retry.
+ * holdout. They become `undelivered`, any other failure `failed`: the client
+ * learns which, and the campaign's attempt policy treats both as failures.
  */
 const UNDELIVERED_CODES = new Set([131026, 131047, 131049, 131050, 130472])
 

@@ -106,7 +106,10 @@ export class WhatsAppCloudChannel implements Channel {
     return readWhatsAppCloudConfig(config).replyWindowS * 1000
   }
 
-  /** The reply window ended without a reply: the furthest the message got is the outcome. */
+  /**
+   * The reply window ended without a reply: the furthest the message got is
+   * the outcome. (A failed status has finalized it already.)
+   */
   async settle(progress: InteractionProgress): Promise<InteractionOutcome> {
     if (progress.providerRef === null) return 'failed'
     switch (progress.providerStatus) {
@@ -114,8 +117,6 @@ export class WhatsAppCloudChannel implements Channel {
         return 'read'
       case 'delivered':
         return 'delivered'
-      case 'failed':
-        return 'failed'
       default:
         return 'undelivered'
     }

@@ -27,6 +27,7 @@ const InteractionSchema = Type.Object({
   started_at: Timestamp,
   ended_at: Type.Union([Timestamp, Type.Null()]),
   duration_s: Type.Union([Type.Integer(), Type.Null()]),
+  test_mode: Type.Boolean(),
 })
 
 const TaskSchema = Type.Object({
@@ -73,6 +74,7 @@ const presentTask = (task: Task) => ({
     started_at: interaction.startedAt,
     ended_at: interaction.endedAt,
     duration_s: interaction.durationS,
+    test_mode: interaction.testMode,
   })),
 })
 

@@ -29,8 +29,9 @@ ALTER TABLE tasks
   -- The contact's IANA zone as resolved when the trigger was accepted (NULL: not known).
   ADD COLUMN timezone     text,
   ADD COLUMN expires_at   timestamptz,
-  -- A dispatcher's claim: the worker and until when. A claim that has run
-  -- out is void, so a worker that dies leaves its tasks to the others.
+  -- A dispatcher's claim: the worker and until when. Claiming also moves
+  -- due_at to the claim's end, so a task whose worker dies is due again
+  -- then, for another worker, and the queue index stays the only one read.
   ADD COLUMN locked_by    text,
   ADD COLUMN locked_until timestamptz,
   ADD COLUMN completed_at timestamptz;
@@ -41,7 +42,9 @@ ALTER TABLE tasks ADD CONSTRAINT tasks_outcome_when_completed CHECK ((status = '
 -- Tasks are found by the client's external ids (GET /api/v2/tasks?source=&type=&value=).
 CREATE INDEX triggers_ids ON triggers USING gin (ids jsonb_path_ops);
 
--- One attempt to converse: a call, or a WhatsApp conversation.
+-- One attempt to converse: a call, or a WhatsApp conversation. Unlike the
+-- trigger tables, interactions and events keep their foreign keys: they are
+-- written by the dispatcher, a row per attempt, not per trigger request.
 CREATE TABLE interactions (
   id              text PRIMARY KEY,
   org_id          text NOT NULL REFERENCES organizations (id),
@@ -50,6 +53,9 @@ CREATE TABLE interactions (
   campaign_id     text NOT NULL REFERENCES campaigns (id),
   channel         text NOT NULL CHECK (channel IN ('voice', 'whatsapp')),
   provider        text NOT NULL,
+  -- The campaign's provider_config as the interaction started: a campaign
+  -- changed meanwhile must not change how its running calls are verified.
+  provider_config jsonb NOT NULL,
   direction       text NOT NULL CHECK (direction IN ('outbound', 'inbound')),
   attempt         integer,
   -- starting: recorded, the provider not yet (or not certainly) asked;
@@ -75,6 +81,15 @@ CREATE TABLE interactions (
 CREATE UNIQUE INDEX interactions_provider_ref ON interactions (provider, provider_ref);
 CREATE INDEX interactions_to_settle ON interactions (settle_at) WHERE status <> 'finalized';
 CREATE INDEX interactions_running_by_campaign ON interactions (campaign_id) WHERE status <> 'finalized';
+
+-- Messages a provider delivered to us, by the provider's own id: it may send
+-- one twice, and only the first may count.
+CREATE TABLE provider_messages (
+  provider    text NOT NULL,
+  message_id  text NOT NULL,
+  received_at timestamptz NOT NULL,
+  PRIMARY KEY (provider, message_id)
+);
 
 -- The transactional outbox: every event is written in the transaction of the
 -- state change it reports, and kept for listing and delivery.

@@ -24,14 +24,14 @@ import type { Campaign } from '../../../domain/types.ts'
 import type { TaskLifecycle } from '../../../services/taskLifecycle.ts'
 import { findCampaignsByWhatsAppNumber } from '../../../store/campaigns.ts'
 import type { Database } from '../../../store/database.ts'
-import { findInteractionIdByProviderRef, findInteractionWithConfig, findRunningInteractionTo } from '../../../store/interactions.ts'
+import { findInteractionByProviderRef, findLatestInteractionWith, type InteractionWithConfig } from '../../../store/interactions.ts'
 
 const VERIFY_TOKEN_ENV = 'WHATSAPP_VERIFY_TOKEN'
 const STATUS_RANK: Record<string, number> = { sent: 1, delivered: 2, read: 3 }
 
 export async function whatsappRoutes(
   app: FastifyInstance,
-  deps: { db: Database; channels: Channels; lifecycle: TaskLifecycle; now: () => number },
+  deps: { db: Database; channels: Channels; lifecycle: TaskLifecycle },
 ) {
   const { db, channels, lifecycle } = deps
   const docs = { tags: ['providers'], description: 'Called by Meta; not for clients.' }
@@ -75,26 +75,31 @@ export async function whatsappRoutes(
     },
   )
 
+  /** Applies one notification; only interactions of the campaigns whose secret verified it are touched. */
   async function apply(notification: WhatsAppNotification, senders: Campaign[]): Promise<void> {
+    const campaignIds = senders.map((campaign) => campaign.id)
+    const ours = (interaction: InteractionWithConfig | undefined) =>
+      interaction !== undefined && campaignIds.includes(interaction.campaignId) ? interaction : undefined
+    const sent = async (wamid: string | undefined) =>
+      wamid === undefined ? undefined : ours(await findInteractionByProviderRef(db, 'whatsapp_cloud', wamid))
+
     if (notification.kind === 'report') {
       const { report } = notification
-      const id = await findInteractionIdByProviderRef(db, 'whatsapp_cloud', report.providerRef)
-      const interaction = id === undefined ? undefined : await findInteractionWithConfig(db, id)
+      const interaction = await sent(report.providerRef)
       if (interaction === undefined || interaction.status === 'finalized') return
       if (report.kind === 'progress' && (STATUS_RANK[report.status] ?? 0) <= (STATUS_RANK[interaction.providerStatus ?? ''] ?? 0)) return
       await lifecycle.report(interaction, report)
       return
     }
-    // A reply: to the message it names, else to the latest running conversation with its sender on this
-    // number; one that answers nothing running is an inbound interaction of its own.
-    const answered =
-      (notification.replyTo === undefined ? undefined : await findInteractionIdByProviderRef(db, 'whatsapp_cloud', notification.replyTo)) ??
-      (await findRunningInteractionTo(db, senders.map((campaign) => campaign.id), notification.from))
-    const interaction = answered === undefined ? undefined : await findInteractionWithConfig(db, answered)
-    if (interaction !== undefined && interaction.status !== 'finalized') {
-      await lifecycle.report(interaction, { kind: 'final', providerRef: interaction.providerRef ?? notification.messageId, outcome: 'replied', at: notification.at })
+    // A reply: to the message it names, else to the latest conversation with its sender from this number
+    // (a running one first). One that answers nothing running is an inbound interaction of its own.
+    const message = { provider: 'whatsapp_cloud' as const, id: notification.messageId, from: notification.from, at: notification.at }
+    const answered = (await sent(notification.replyTo)) ?? ours(await findLatestInteractionWith(db, campaignIds, notification.from))
+    if (answered !== undefined && answered.status !== 'finalized') {
+      await lifecycle.finalize(answered.id, 'replied', { at: notification.at, message })
     } else {
-      await lifecycle.recordInbound(senders[0]!, notification.from, notification.at)
+      const campaign = senders.find((candidate) => candidate.id === answered?.campaignId) ?? senders[0]!
+      await lifecycle.recordInbound(campaign, message, answered?.taskId ?? null)
     }
   }
 }
