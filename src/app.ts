@@ -16,7 +16,9 @@ import { adminRoutes } from './http/routes/admin/index.ts'
 import { healthRoutes } from './http/routes/health.ts'
 import { twilioRoutes } from './http/routes/providers/twilio.ts'
 import { whatsappRoutes } from './http/routes/providers/whatsapp.ts'
+import { metricsRoutes } from './http/routes/metrics.ts'
 import { taskRoutes } from './http/routes/tasks.ts'
+import { webhookRoutes } from './http/routes/webhooks.ts'
 import { triggerRoutes } from './http/routes/triggers.ts'
 import { MAX_BODY_BYTES } from './http/limits.ts'
 import { installErrorHandling } from './http/reply.ts'
@@ -25,13 +27,17 @@ import { Authenticator } from './services/authenticator.ts'
 import { CampaignDirectory } from './services/campaignDirectory.ts'
 import { TriggerIntake } from './services/triggerIntake.ts'
 import type { Database } from './store/database.ts'
-import { createDispatcher, type Dispatcher } from './workers/dispatcher.ts'
+import { createDeliverer } from './workers/deliverer.ts'
+import { createDispatcher } from './workers/dispatcher.ts'
+import type { WorkLoop } from './workers/workLoop.ts'
 import { parseJsonBody } from './validation/json.ts'
 import { validate } from './validation/model.ts'
 
 export interface AppOptions {
   operatorToken: string
   logLevel: LogLevel
+  /** Webhook endpoints may be private or plain-http addresses (local development, tests). */
+  allowPrivateWebhookUrls?: boolean
   /** Where log lines go; standard output, buffered, when absent. */
   logStream?: DestinationStream
 }
@@ -69,14 +75,24 @@ export async function buildApp(options: AppOptions, deps: AppDeps): Promise<Fast
 
   const authenticator = new Authenticator(deps.db, options.operatorToken)
   const campaigns = new CampaignDirectory(deps.db, now)
-  const { lifecycle, dispatcher } = createDispatcher({ db: deps.db, channels: deps.channels.registry, now, log: app.log })
+  const allowPrivateWebhookUrls = options.allowPrivateWebhookUrls ?? false
+  const deliverer = createDeliverer({ db: deps.db, now, log: app.log, options: { allowPrivate: allowPrivateWebhookUrls } })
+  const { lifecycle, dispatcher } = createDispatcher({
+    db: deps.db,
+    channels: deps.channels.registry,
+    now,
+    log: app.log,
+    onEvents: () => deliverer.wake(),
+  })
   const intake = new TriggerIntake(deps.db, now, () => dispatcher.wake())
   const ops = { db: deps.db, now, channels: deps.channels.registry }
   app.decorate('dispatcher', dispatcher)
-  // Answer every accepted trigger, then let the dispatcher finish its round.
+  app.decorate('deliverer', deliverer)
+  // Answer every accepted trigger, then let the workers finish what they started.
   app.addHook('onClose', async () => {
     await intake.drained()
     await dispatcher.stop()
+    await deliverer.stop()
   })
 
   app.decorateRequest('principal', undefined)
@@ -114,6 +130,11 @@ export async function buildApp(options: AppOptions, deps: AppDeps): Promise<Fast
   healthRoutes(app, { db: deps.db })
   triggerRoutes(app, { db: deps.db, authenticator, campaigns, intake })
   taskRoutes(app, { db: deps.db, authenticator, lifecycle })
+  webhookRoutes(app, {
+    ops: { db: deps.db, now, allowPrivateWebhookUrls, onRedeliver: () => deliverer.wake() },
+    authenticator,
+  })
+  metricsRoutes(app, { db: deps.db, authenticator, now })
   twilioRoutes(app, { db: deps.db, twilio: deps.channels.twilio, lifecycle, now })
   await app.register(whatsappRoutes, { db: deps.db, channels: deps.channels, lifecycle })
   adminRoutes(app, { ops, authenticator, campaigns })
@@ -124,8 +145,9 @@ export async function buildApp(options: AppOptions, deps: AppDeps): Promise<Fast
 
 declare module 'fastify' {
   interface FastifyInstance {
-    /** Not started by buildApp: `serve` starts it unless told not to; tests drive it round by round. */
-    dispatcher: Dispatcher
+    /** The workers, not started by buildApp: `serve` starts them unless told not to; tests drive them round by round. */
+    dispatcher: WorkLoop
+    deliverer: WorkLoop
   }
 }
 

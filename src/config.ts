@@ -23,6 +23,8 @@ export interface Config {
   /** Provider APIs; configurable so that a test or a staging system can point them at a fake. */
   twilioApiBaseUrl: string
   whatsappApiBaseUrl: string
+  /** Lets webhook endpoints be private, loopback or plain-http addresses: for local development and tests only. */
+  allowPrivateWebhookUrls: boolean
 }
 
 export class ConfigError extends Error {}
@@ -42,7 +44,16 @@ export function loadConfig(env: NodeJS.ProcessEnv): Config {
     publicBaseUrl: parseHttpUrl('PUBLIC_BASE_URL', env.PUBLIC_BASE_URL) ?? `http://localhost:${port}`,
     twilioApiBaseUrl: parseHttpUrl('TWILIO_API_BASE_URL', env.TWILIO_API_BASE_URL) ?? 'https://api.twilio.com',
     whatsappApiBaseUrl: parseHttpUrl('WHATSAPP_API_BASE_URL', env.WHATSAPP_API_BASE_URL) ?? 'https://graph.facebook.com',
+    allowPrivateWebhookUrls: parseBoolean('ALLOW_PRIVATE_WEBHOOK_URLS', env.ALLOW_PRIVATE_WEBHOOK_URLS) ?? false,
   }
+}
+
+function parseBoolean(name: string, raw: string | undefined): boolean | undefined {
+  const value = nonEmpty(name, raw)?.toLowerCase()
+  if (value === undefined) return undefined
+  if (value === 'true') return true
+  if (value === 'false') return false
+  throw new ConfigError(`${name} must be true or false, got ${JSON.stringify(raw)}`)
 }
 
 /** An http(s) base URL, without a trailing slash. */

@@ -13,6 +13,7 @@ import { type Config, ConfigError } from './config.ts'
 import { generateOperatorToken } from './services/credentials.ts'
 import { openDatabase } from './store/database.ts'
 import { migrate } from './store/migrate.ts'
+import { createDeliverer } from './workers/deliverer.ts'
 import { createDispatcher } from './workers/dispatcher.ts'
 
 const SHUTDOWN_TIMEOUT_MS = 15_000
@@ -26,7 +27,10 @@ export async function serve(config: Config, options: { workers: boolean }): Prom
   await migrate(db)
   const operatorToken = config.operatorToken ?? (await operatorTokenFromDataDir(config.dataDir))
   const channels = createChannels(config, (name) => process.env[name])
-  const app = await buildApp({ operatorToken, logLevel: config.logLevel }, { db, channels })
+  const app = await buildApp(
+    { operatorToken, logLevel: config.logLevel, allowPrivateWebhookUrls: config.allowPrivateWebhookUrls },
+    { db, channels },
+  )
 
   let closing = false
   const shutdown = async (signal: string) => {
@@ -47,26 +51,32 @@ export async function serve(config: Config, options: { workers: boolean }): Prom
   onSignal(shutdown)
 
   await app.listen({ port: config.port, host: config.host })
-  if (options.workers) app.dispatcher.start()
+  if (options.workers) {
+    app.dispatcher.start()
+    app.deliverer.start()
+  }
   app.log.info({ database: db.kind, dataDir: db.kind === 'pglite' ? config.dataDir : undefined, workers: options.workers }, 'ready')
 }
 
-/** The dispatcher without the HTTP API, for worker processes beside API-only ones on one PostgreSQL. */
+/** The workers (dispatcher, deliverer) without the HTTP API, for worker processes beside API-only ones on one PostgreSQL. */
 export async function runWorker(config: Config): Promise<void> {
   const db = await openDatabase(config)
   await migrate(db)
   const log = pino({ level: config.logLevel })
   const channels = createChannels(config, (name) => process.env[name])
-  const { dispatcher } = createDispatcher({ db, channels: channels.registry, now: Date.now, log })
+  const deliverer = createDeliverer({ db, now: Date.now, log, options: { allowPrivate: config.allowPrivateWebhookUrls } })
+  const { dispatcher } = createDispatcher({ db, channels: channels.registry, now: Date.now, log, onEvents: () => deliverer.wake() })
   onSignal(async (signal) => {
     log.info({ signal }, 'shutting down')
     setTimeout(() => process.exit(1), SHUTDOWN_TIMEOUT_MS).unref()
     await dispatcher.stop()
+    await deliverer.stop()
     await db.close()
     process.exit(0)
   })
   dispatcher.start()
-  log.info({ database: db.kind, worker: dispatcher.worker }, 'worker ready')
+  deliverer.start()
+  log.info({ database: db.kind }, 'worker ready')
 }
 
 function onSignal(shutdown: (signal: string) => Promise<void>) {

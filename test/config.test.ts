@@ -15,6 +15,7 @@ test('defaults', () => {
     publicBaseUrl: 'http://localhost:8080',
     twilioApiBaseUrl: 'https://api.twilio.com',
     whatsappApiBaseUrl: 'https://graph.facebook.com',
+    allowPrivateWebhookUrls: false,
   })
 })
 
@@ -29,6 +30,7 @@ test('reads every variable', () => {
     PUBLIC_BASE_URL: 'https://triggers.example.com/',
     TWILIO_API_BASE_URL: 'http://127.0.0.1:9001',
     WHATSAPP_API_BASE_URL: 'http://127.0.0.1:9002/graph',
+    ALLOW_PRIVATE_WEBHOOK_URLS: 'TRUE',
   })
   assert.deepEqual(config, {
     port: 9000,
@@ -40,6 +42,7 @@ test('reads every variable', () => {
     publicBaseUrl: 'https://triggers.example.com',
     twilioApiBaseUrl: 'http://127.0.0.1:9001',
     whatsappApiBaseUrl: 'http://127.0.0.1:9002/graph',
+    allowPrivateWebhookUrls: true,
   })
 })
 
@@ -54,6 +57,7 @@ for (const [env, pattern] of [
   [{ PUBLIC_BASE_URL: 'triggers.example.com' }, /^PUBLIC_BASE_URL is not a URL/],
   [{ TWILIO_API_BASE_URL: 'ftp://twilio' }, /^TWILIO_API_BASE_URL must start with http:\/\/ or https:\/\//],
   [{ WHATSAPP_API_BASE_URL: 'https://graph.facebook.com?x=1' }, /^WHATSAPP_API_BASE_URL must not have a query or fragment$/],
+  [{ ALLOW_PRIVATE_WEBHOOK_URLS: 'yes' }, /^ALLOW_PRIVATE_WEBHOOK_URLS must be true or false, got "yes"$/],
 ] as const) {
   test(`refuses ${JSON.stringify(env)}`, () => {
     assert.throws(() => loadConfig(env), (error: unknown) => error instanceof ConfigError && pattern.test(error.message))

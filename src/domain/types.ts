@@ -14,6 +14,10 @@
  *   A task has one per attempt; an inbound one may answer no task.
  * - event: what the service reports to the client (task.completed,
  *   interaction.finalized), written in the transaction of the change.
+ * - webhook endpoint: a URL of an organization that receives its events,
+ *   signed with the endpoint's secret (Standard Webhooks).
+ * - delivery: one event sent to one endpoint, retried until it succeeds or
+ *   gives up; each attempt is logged.
  *
  * Timestamps are ISO 8601 strings in UTC with `Z`. JSON documents that are
  * recorded as the client sent them (ids, contact, context) keep the field
@@ -25,7 +29,7 @@ import type { AttemptPolicy, Provider, Schedule } from './campaignSettings.ts'
 export const CHANNELS = ['voice', 'whatsapp'] as const
 export type Channel = (typeof CHANNELS)[number]
 
-export const SCOPES = ['triggers:write', 'triggers:read'] as const
+export const SCOPES = ['triggers:write', 'triggers:read', 'webhooks:manage'] as const
 export type Scope = (typeof SCOPES)[number]
 export const DEFAULT_KEY_SCOPES: readonly Scope[] = ['triggers:write', 'triggers:read']
 
@@ -146,4 +150,19 @@ export interface Trigger extends TriggerContent {
   orgId: string
   campaign: { id: string; routingKey: string; channel: Channel }
   task: { id: string; status: TaskStatus }
+}
+
+export const EVENT_TYPES = ['task.completed', 'interaction.finalized'] as const
+export type EventType = (typeof EVENT_TYPES)[number]
+
+export interface WebhookEndpoint {
+  id: string
+  orgId: string
+  url: string
+  events: EventType[]
+  enabled: boolean
+  /** Why the service disabled it (a 410 from the receiver); null otherwise. */
+  disabledReason: string | null
+  createdAt: string
+  updatedAt: string
 }

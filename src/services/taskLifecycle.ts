@@ -79,8 +79,12 @@ export interface TaskLifecycleDeps {
   channels: ChannelRegistry
   now: () => number
   log: FastifyBaseLogger
-  /** Told when an interaction ends, so that a campaign waiting on max_concurrent is looked at again. */
-  onCapacityFreed?: () => void
+  /**
+   * Told after each change that wrote events (so they are delivered at once),
+   * among them every interaction that ended (a campaign waiting on
+   * max_concurrent has room again).
+   */
+  onEventsWritten: () => void
 }
 
 export interface DispatchSummary {
@@ -102,14 +106,14 @@ export class TaskLifecycle {
   readonly #db: Database
   readonly #channels: ChannelRegistry
   readonly #now: () => number
-  readonly #onCapacityFreed: () => void
+  readonly #onEventsWritten: () => void
   readonly #log: FastifyBaseLogger
 
   constructor(deps: TaskLifecycleDeps) {
     this.#db = deps.db
     this.#channels = deps.channels
     this.#now = deps.now
-    this.#onCapacityFreed = deps.onCapacityFreed ?? (() => {})
+    this.#onEventsWritten = deps.onEventsWritten
     this.#log = deps.log
   }
 
@@ -218,6 +222,7 @@ export class TaskLifecycle {
       const locked = await lockTask(tx, task.id)
       if (locked !== undefined && locked.status === 'pending') await this.#complete(tx, locked, outcome)
     })
+    this.#onEventsWritten()
   }
 
   /** Settles up to `limit` interactions that had no final word by their settle time. */
@@ -306,7 +311,7 @@ export class TaskLifecycle {
       await insertEvent(tx, campaign.orgId, interactionFinalizedEvent(interaction, now))
       if (task !== undefined && task.status !== 'completed') await this.#complete(tx, task, 'reached')
     })
-    this.#onCapacityFreed()
+    this.#onEventsWritten()
   }
 
   /**
@@ -340,7 +345,7 @@ export class TaskLifecycle {
       if (interaction.taskId !== null) await this.#afterInteraction(tx, interaction, options.permanent === true)
       return true
     })
-    if (finalized) this.#onCapacityFreed()
+    if (finalized) this.#onEventsWritten()
     return finalized
   }
 
@@ -399,6 +404,7 @@ export class TaskLifecycle {
       if (task.status === 'completed') throw new ApiError('conflict', `Task ${taskId} has already completed; it cannot be cancelled.`)
       await this.#complete(tx, task, 'cancelled')
     })
+    this.#onEventsWritten()
   }
 }
 

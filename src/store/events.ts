@@ -1,7 +1,8 @@
 /** The outbox: events written in the transaction of the change they report. */
+import type { EventType } from '../domain/types.ts'
 import type { Queryable } from './database.ts'
+import { fanOut } from './deliveries.ts'
 
-export type EventType = 'task.completed' | 'interaction.finalized'
 
 /** An event exactly as it is sent: the webhook body. */
 export interface OutboxEvent {
@@ -11,6 +12,7 @@ export interface OutboxEvent {
   data: Record<string, unknown>
 }
 
+/** Writes the event and, in the same transaction, its deliveries to the organization's endpoints. */
 export async function insertEvent(tx: Queryable, orgId: string, event: OutboxEvent): Promise<void> {
   await tx.query('INSERT INTO events (id, org_id, type, payload, created_at) VALUES ($1, $2, $3, $4, $5)', [
     event.id,
@@ -19,13 +21,25 @@ export async function insertEvent(tx: Queryable, orgId: string, event: OutboxEve
     event,
     event.timestamp,
   ])
+  await fanOut(tx, orgId, event.id, event.type, event.timestamp)
 }
 
 /** An organization's events, oldest first, after the event `after` (ids sort by time). */
-export async function listEvents(db: Queryable, orgId: string, options: { after?: string; limit: number }): Promise<OutboxEvent[]> {
+export async function listEvents(
+  db: Queryable,
+  orgId: string,
+  options: { type?: EventType; after?: string; limit: number },
+): Promise<OutboxEvent[]> {
   const rows = await db.query<{ payload: OutboxEvent }>(
-    `SELECT payload FROM events WHERE org_id = $1 AND ($2::text IS NULL OR id > $2) ORDER BY id LIMIT $3`,
-    [orgId, options.after ?? null, options.limit],
+    `SELECT payload FROM events
+     WHERE org_id = $1 AND ($2::text IS NULL OR type = $2) AND ($3::text IS NULL OR id > $3)
+     ORDER BY id LIMIT $4`,
+    [orgId, options.type ?? null, options.after ?? null, options.limit],
   )
   return rows.map((row) => row.payload)
+}
+
+export async function findEvent(db: Queryable, orgId: string, id: string): Promise<OutboxEvent | undefined> {
+  const rows = await db.query<{ payload: OutboxEvent }>('SELECT payload FROM events WHERE org_id = $1 AND id = $2', [orgId, id])
+  return rows[0]?.payload
 }

@@ -72,7 +72,9 @@ export const simulatorOnly = () =>
     () => undefined,
   )
 
-export async function startService(options: { now?: () => number; channels?: Channels } = {}): Promise<TestService> {
+export async function startService(
+  options: { now?: () => number; channels?: Channels; allowPrivateWebhookUrls?: boolean } = {},
+): Promise<TestService> {
   const database = await freshDatabase()
   const logs: string[] = []
   const logStream = new Writable({
@@ -83,7 +85,7 @@ export async function startService(options: { now?: () => number; channels?: Cha
   })
   const build = () =>
     buildApp(
-      { operatorToken: OPERATOR_TOKEN, logLevel: 'info', logStream },
+      { operatorToken: OPERATOR_TOKEN, logLevel: 'info', logStream, allowPrivateWebhookUrls: options.allowPrivateWebhookUrls },
       { db: database.db, now: options.now, channels: options.channels ?? simulatorOnly() },
     )
   const app = await build()

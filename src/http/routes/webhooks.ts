@@ -1,0 +1,323 @@
+/**
+ * Webhook endpoints and events, offered twice with the same handlers: to
+ * organizations under /api/v2 (their own, scope webhooks:manage; events with
+ * triggers:read) and to the operator under /admin/v1/organizations/{org_id}.
+ */
+import { Type } from '@sinclair/typebox'
+import type { FastifyInstance, FastifyRequest, onRequestHookHandler } from 'fastify'
+import { ApiError } from '../../domain/errors.ts'
+import { isId } from '../../domain/ids.ts'
+import { EVENT_TYPES, type EventType, type WebhookEndpoint } from '../../domain/types.ts'
+import type { Authenticator } from '../../services/authenticator.ts'
+import {
+  changeEndpoint,
+  createEndpoint,
+  eventWithDeliveries,
+  listOrganizationEvents,
+  listWebhookEndpoints,
+  redeliverEvent,
+  removeEndpoint,
+  requireEndpoint,
+  rotateEndpointSecret,
+  type WebhookOperations,
+} from '../../services/webhookAdministration.ts'
+import type { DeliveryLog } from '../../store/deliveries.ts'
+import { findOrganization } from '../../store/organizations.ts'
+import { organizationOf, requireOperator, requireOrganizationKey } from '../auth.ts'
+import { envelope } from '../reply.ts'
+import { authErrors, conflict, Envelope, notFound, OneOf, Timestamp, validationErrors } from '../schemas.ts'
+
+const MAX_PAGE = 100
+
+const EventTypeSchema = OneOf(EVENT_TYPES)
+
+const EndpointSchema = Type.Object({
+  id: Type.String({ examples: ['whe_01jd3y5v8m6m1r9cz8xk4j2h7q'] }),
+  url: Type.String(),
+  events: Type.Array(EventTypeSchema),
+  enabled: Type.Boolean(),
+  disabled_reason: Type.Union([Type.String(), Type.Null()], { description: 'Why the service disabled it (the receiver answered 410).' }),
+  created_at: Timestamp,
+  updated_at: Timestamp,
+})
+
+const WithSecret = Type.Composite([
+  EndpointSchema,
+  Type.Object({ secret: Type.String({ description: 'whsec_...: shown this once. Verify signatures with it (Standard Webhooks).' }) }),
+])
+
+const CreateBody = Type.Object({
+  url: Type.String({ minLength: 1, maxLength: 2048, description: 'https, to a public address.' }),
+  events: Type.Optional(Type.Array(EventTypeSchema, { maxItems: EVENT_TYPES.length, description: 'Default: every type.' })),
+})
+
+const ChangeBody = Type.Object({
+  url: Type.Optional(Type.String({ minLength: 1, maxLength: 2048 })),
+  events: Type.Optional(Type.Array(EventTypeSchema, { maxItems: EVENT_TYPES.length })),
+  enabled: Type.Optional(Type.Boolean({ description: 'true also lifts a disable by the service (after a 410).' })),
+})
+
+const EventSchema = Type.Object({
+  id: Type.String({ description: 'Also the webhook-id header of its deliveries.' }),
+  type: EventTypeSchema,
+  timestamp: Timestamp,
+  data: Type.Record(Type.String(), Type.Unknown()),
+})
+
+const DeliverySchema = Type.Object({
+  endpoint_id: Type.String(),
+  url: Type.String(),
+  status: OneOf(['pending', 'succeeded', 'failed'] as const),
+  next_attempt_at: Type.Union([Timestamp, Type.Null()]),
+  attempts: Type.Array(
+    Type.Object({
+      attempt: Type.Integer(),
+      at: Timestamp,
+      status_code: Type.Union([Type.Integer(), Type.Null()]),
+      latency_ms: Type.Integer(),
+      error: Type.Union([Type.String(), Type.Null()]),
+    }),
+  ),
+})
+
+const EventsQuery = Type.Object({
+  type: Type.Optional(EventTypeSchema),
+  after: Type.Optional(Type.String({ maxLength: 40, description: 'The last event id of the previous page.' })),
+  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_PAGE, description: `Default ${MAX_PAGE}.` })),
+})
+
+const presentEndpoint = (endpoint: WebhookEndpoint) => ({
+  id: endpoint.id,
+  url: endpoint.url,
+  events: endpoint.events,
+  enabled: endpoint.enabled,
+  disabled_reason: endpoint.disabledReason,
+  created_at: endpoint.createdAt,
+  updated_at: endpoint.updatedAt,
+})
+
+const presentDelivery = (delivery: DeliveryLog) => ({
+  endpoint_id: delivery.endpointId,
+  url: delivery.url,
+  status: delivery.status,
+  next_attempt_at: delivery.nextAttemptAt,
+  attempts: delivery.attempts.map((attempt) => ({
+    attempt: attempt.attempt,
+    at: attempt.at,
+    status_code: attempt.statusCode,
+    latency_ms: attempt.latencyMs,
+    error: attempt.error,
+  })),
+})
+
+interface Audience {
+  /** Path prefix: /api/v2 or /admin/v1/organizations/:org_id */
+  prefix: string
+  docs: { tags: string[]; security: { [name: string]: string[] }[] }
+  params: Record<string, ReturnType<typeof Type.String>>
+  manage: onRequestHookHandler
+  read: onRequestHookHandler
+  /** The organization addressed; for the operator, one that exists. */
+  orgId: (request: FastifyRequest) => Promise<string>
+}
+
+export function webhookRoutes(app: FastifyInstance, deps: { ops: WebhookOperations; authenticator: Authenticator }) {
+  const { authenticator } = deps
+  const client: Audience = {
+    prefix: '/api/v2',
+    docs: { tags: ['webhooks'], security: [{ apiKey: [] }] },
+    params: {},
+    manage: requireOrganizationKey(authenticator, 'webhooks:manage'),
+    read: requireOrganizationKey(authenticator, 'triggers:read'),
+    orgId: async (request) => organizationOf(request).orgId,
+  }
+  const operator: Audience = {
+    prefix: '/admin/v1/organizations/:org_id',
+    docs: { tags: ['admin'], security: [{ operatorToken: [] }] },
+    params: { org_id: Type.String() },
+    manage: requireOperator(authenticator),
+    read: requireOperator(authenticator),
+    orgId: async (request) => {
+      const { org_id } = request.params as { org_id: string }
+      const organization = isId('organization', org_id) ? await findOrganization(deps.ops.db, org_id) : undefined
+      if (organization === undefined) throw new ApiError('not_found', `No organization ${org_id} exists.`)
+      return org_id
+    },
+  }
+  for (const audience of [client, operator]) routesFor(app, deps.ops, audience)
+}
+
+function routesFor(app: FastifyInstance, ops: WebhookOperations, audience: Audience) {
+  const { prefix, docs, params } = audience
+  const endpoints = `${prefix}/webhook-endpoints`
+  const oneEndpoint = Type.Object({ ...params, id: Type.String() })
+
+  app.post(
+    endpoints,
+    {
+      onRequest: audience.manage,
+      schema: {
+        ...docs,
+        summary: 'Register a webhook endpoint',
+        description: 'Its secret is returned this once. Events are signed with it (Standard Webhooks) and retried until they succeed or give up.',
+        params: Type.Object(params),
+        body: CreateBody,
+        response: { 201: Envelope(WithSecret), ...authErrors, ...notFound, ...validationErrors },
+      },
+    },
+    async (request, reply) => {
+      const { endpoint, secret } = await createEndpoint(ops, await audience.orgId(request), request.body as { url: string; events?: EventType[] })
+      return reply.code(201).send(envelope(request, { ...presentEndpoint(endpoint), secret }))
+    },
+  )
+
+  app.get(
+    endpoints,
+    {
+      onRequest: audience.manage,
+      schema: { ...docs, summary: 'List webhook endpoints', params: Type.Object(params), response: { 200: Envelope(Type.Array(EndpointSchema)), ...authErrors } },
+    },
+    async (request, reply) => {
+      const endpoints = await listWebhookEndpoints(ops, await audience.orgId(request))
+      return reply.send(envelope(request, endpoints.map(presentEndpoint)))
+    },
+  )
+
+  app.get(
+    `${endpoints}/:id`,
+    {
+      onRequest: audience.manage,
+      schema: { ...docs, summary: 'Look up a webhook endpoint', params: oneEndpoint, response: { 200: Envelope(EndpointSchema), ...authErrors, ...notFound } },
+    },
+    async (request, reply) => {
+      const { id } = request.params as { id: string }
+      return reply.send(envelope(request, presentEndpoint(await requireEndpoint(ops, await audience.orgId(request), id))))
+    },
+  )
+
+  app.patch(
+    `${endpoints}/:id`,
+    {
+      onRequest: audience.manage,
+      schema: {
+        ...docs,
+        summary: 'Change a webhook endpoint',
+        params: oneEndpoint,
+        body: ChangeBody,
+        response: { 200: Envelope(EndpointSchema), ...authErrors, ...notFound, ...validationErrors },
+      },
+    },
+    async (request, reply) => {
+      const { id } = request.params as { id: string }
+      const changes = request.body as { url?: string; events?: EventType[]; enabled?: boolean }
+      return reply.send(envelope(request, presentEndpoint(await changeEndpoint(ops, await audience.orgId(request), id, changes))))
+    },
+  )
+
+  app.delete(
+    `${endpoints}/:id`,
+    {
+      onRequest: audience.manage,
+      schema: {
+        ...docs,
+        summary: 'Delete a webhook endpoint',
+        description: 'What was still to be delivered to it is given up; its delivery log is kept.',
+        params: oneEndpoint,
+        response: { 204: Type.Null(), ...authErrors, ...notFound },
+      },
+    },
+    async (request, reply) => {
+      const { id } = request.params as { id: string }
+      await removeEndpoint(ops, await audience.orgId(request), id)
+      return reply.code(204).send()
+    },
+  )
+
+  app.post(
+    `${endpoints}/:id/rotate-secret`,
+    {
+      onRequest: audience.manage,
+      schema: {
+        ...docs,
+        summary: "Rotate a webhook endpoint's secret",
+        description: 'The new secret is returned this once; for 24 hours webhooks carry signatures by both the new and the previous secret.',
+        params: oneEndpoint,
+        response: {
+          200: Envelope(Type.Composite([WithSecret, Type.Object({ previous_secret_expires_at: Timestamp })])),
+          ...authErrors,
+          ...notFound,
+        },
+      },
+    },
+    async (request, reply) => {
+      const { id } = request.params as { id: string }
+      const rotated = await rotateEndpointSecret(ops, await audience.orgId(request), id)
+      return reply.send(
+        envelope(request, { ...presentEndpoint(rotated.endpoint), secret: rotated.secret, previous_secret_expires_at: rotated.previousSecretExpiresAt }),
+      )
+    },
+  )
+
+  app.get(
+    `${prefix}/events`,
+    {
+      onRequest: audience.read,
+      schema: {
+        ...docs,
+        summary: 'List events',
+        description: `Oldest first, after the event \`after\`, at most \`limit\` (${MAX_PAGE}). The next page starts after the last id of this one; an empty page means none newer yet. A client that cannot receive webhooks can poll this.`,
+        params: Type.Object(params),
+        querystring: EventsQuery,
+        response: { 200: Envelope(Type.Array(EventSchema)), ...authErrors, ...validationErrors },
+      },
+    },
+    async (request, reply) => {
+      const query = request.query as { type?: EventType; after?: string; limit?: number }
+      const events = await listOrganizationEvents(ops, await audience.orgId(request), { ...query, limit: query.limit ?? MAX_PAGE })
+      return reply.send(envelope(request, events))
+    },
+  )
+
+  app.get(
+    `${prefix}/events/:id`,
+    {
+      onRequest: audience.read,
+      schema: {
+        ...docs,
+        summary: 'Look up an event, with every delivery attempt',
+        params: Type.Object({ ...params, id: Type.String() }),
+        response: {
+          200: Envelope(Type.Composite([EventSchema, Type.Object({ deliveries: Type.Array(DeliverySchema) })])),
+          ...authErrors,
+          ...notFound,
+        },
+      },
+    },
+    async (request, reply) => {
+      const { id } = request.params as { id: string }
+      const { event, deliveries } = await eventWithDeliveries(ops, await audience.orgId(request), id)
+      return reply.send(envelope(request, { ...event, deliveries: deliveries.map(presentDelivery) }))
+    },
+  )
+
+  app.post(
+    `${prefix}/events/:id/redeliver`,
+    {
+      onRequest: audience.manage,
+      schema: {
+        ...docs,
+        summary: 'Send an event again',
+        description: 'With the same webhook-id, to one endpoint or to every enabled endpoint subscribed to its type.',
+        params: Type.Object({ ...params, id: Type.String() }),
+        querystring: Type.Object({ endpoint_id: Type.Optional(Type.String({ maxLength: 40, description: 'Only to this endpoint.' })) }),
+        response: { 202: Envelope(Type.Object({ endpoints: Type.Array(Type.String()) })), ...authErrors, ...notFound, ...conflict },
+      },
+    },
+    async (request, reply) => {
+      const { id } = request.params as { id: string }
+      const { endpoint_id } = request.query as { endpoint_id?: string }
+      const targets = await redeliverEvent(ops, await audience.orgId(request), id, endpoint_id)
+      return reply.code(202).send(envelope(request, { endpoints: targets.map((endpoint) => endpoint.id) }))
+    },
+  )
+}

@@ -1,0 +1,143 @@
+/**
+ * Webhook endpoints and events, as the operator (admin API) and an
+ * organization (client API, scope webhooks:manage) manage them: both call
+ * these, for one organization at a time.
+ */
+import { ApiError, ValidationFailed, valueError } from '../domain/errors.ts'
+import { isId, newId } from '../domain/ids.ts'
+import { EVENT_TYPES, type EventType, type WebhookEndpoint } from '../domain/types.ts'
+import type { Database } from '../store/database.ts'
+import { deliveriesOf, type DeliveryLog, redeliver } from '../store/deliveries.ts'
+import { findEvent, listEvents, type OutboxEvent } from '../store/events.ts'
+import { deleteEndpoint, findEndpoint, insertEndpoint, listEndpoints, rotateSecret, updateEndpoint } from '../store/webhookEndpoints.ts'
+import { webhookUrlProblem } from '../webhooks/urlSafety.ts'
+import { newWebhookSecret } from '../webhooks/signing.ts'
+
+/** After a rotation the previous secret keeps signing this long, so receivers can switch without losing a webhook. */
+const PREVIOUS_SECRET_MS = 24 * 3_600_000
+
+export interface WebhookOperations {
+  db: Database
+  now: () => number
+  allowPrivateWebhookUrls: boolean
+  /** Told when deliveries were added by hand, so they go at once. */
+  onRedeliver: () => void
+}
+
+const isoNow = (ops: WebhookOperations) => new Date(ops.now()).toISOString()
+
+function checkUrl(ops: WebhookOperations, url: string): void {
+  const problem = webhookUrlProblem(url, ops.allowPrivateWebhookUrls)
+  if (problem !== undefined) throw new ValidationFailed([valueError(['body', 'url'], url, problem)])
+}
+
+export async function createEndpoint(
+  ops: WebhookOperations,
+  orgId: string,
+  input: { url: string; events?: EventType[] },
+): Promise<{ endpoint: WebhookEndpoint; secret: string }> {
+  checkUrl(ops, input.url)
+  const now = isoNow(ops)
+  const endpoint: WebhookEndpoint = {
+    id: newId('webhookEndpoint', ops.now()),
+    orgId,
+    url: input.url,
+    events: [...new Set(input.events ?? EVENT_TYPES)],
+    enabled: true,
+    disabledReason: null,
+    createdAt: now,
+    updatedAt: now,
+  }
+  const secret = newWebhookSecret()
+  await insertEndpoint(ops.db, endpoint, secret)
+  return { endpoint, secret }
+}
+
+export function listWebhookEndpoints(ops: WebhookOperations, orgId: string): Promise<WebhookEndpoint[]> {
+  return listEndpoints(ops.db, orgId)
+}
+
+export async function requireEndpoint(ops: WebhookOperations, orgId: string, id: string): Promise<WebhookEndpoint> {
+  const endpoint = isId('webhookEndpoint', id) ? await findEndpoint(ops.db, orgId, id) : undefined
+  if (endpoint === undefined) throw new ApiError('not_found', `No webhook endpoint ${id} exists.`)
+  return endpoint
+}
+
+export async function changeEndpoint(
+  ops: WebhookOperations,
+  orgId: string,
+  id: string,
+  changes: { url?: string; events?: EventType[]; enabled?: boolean },
+): Promise<WebhookEndpoint> {
+  const current = await requireEndpoint(ops, orgId, id)
+  if (changes.url !== undefined) checkUrl(ops, changes.url)
+  const enabled = changes.enabled ?? current.enabled
+  const endpoint: WebhookEndpoint = {
+    ...current,
+    url: changes.url ?? current.url,
+    events: changes.events === undefined ? current.events : [...new Set(changes.events)],
+    enabled,
+    disabledReason: enabled ? null : current.disabledReason,
+    updatedAt: isoNow(ops),
+  }
+  await updateEndpoint(ops.db, endpoint)
+  return endpoint
+}
+
+export async function removeEndpoint(ops: WebhookOperations, orgId: string, id: string): Promise<void> {
+  const removed = isId('webhookEndpoint', id) && (await ops.db.transaction((tx) => deleteEndpoint(tx, orgId, id, ops.now())))
+  if (!removed) throw new ApiError('not_found', `No webhook endpoint ${id} exists.`)
+}
+
+/** A new secret, shown this once; the previous one also signs for the next 24 hours. */
+export async function rotateEndpointSecret(
+  ops: WebhookOperations,
+  orgId: string,
+  id: string,
+): Promise<{ endpoint: WebhookEndpoint; secret: string; previousSecretExpiresAt: string }> {
+  const endpoint = await requireEndpoint(ops, orgId, id)
+  const secret = newWebhookSecret()
+  const until = ops.now() + PREVIOUS_SECRET_MS
+  await rotateSecret(ops.db, orgId, id, secret, until, ops.now())
+  return { endpoint, secret, previousSecretExpiresAt: new Date(until).toISOString() }
+}
+
+export function listOrganizationEvents(
+  ops: WebhookOperations,
+  orgId: string,
+  query: { type?: EventType; after?: string; limit: number },
+): Promise<OutboxEvent[]> {
+  return listEvents(ops.db, orgId, query)
+}
+
+export async function eventWithDeliveries(
+  ops: WebhookOperations,
+  orgId: string,
+  id: string,
+): Promise<{ event: OutboxEvent; deliveries: DeliveryLog[] }> {
+  const event = isId('event', id) ? await findEvent(ops.db, orgId, id) : undefined
+  if (event === undefined) throw new ApiError('not_found', `No event ${id} exists.`)
+  return { event, deliveries: await deliveriesOf(ops.db, id) }
+}
+
+/**
+ * Sends an event again, with the same webhook-id: to one endpoint, or to
+ * every enabled endpoint subscribed to its type. Returns the endpoints.
+ */
+export async function redeliverEvent(
+  ops: WebhookOperations,
+  orgId: string,
+  id: string,
+  endpointId: string | undefined,
+): Promise<WebhookEndpoint[]> {
+  const { event } = await eventWithDeliveries(ops, orgId, id)
+  const targets =
+    endpointId !== undefined
+      ? [await requireEndpoint(ops, orgId, endpointId)]
+      : (await listEndpoints(ops.db, orgId)).filter((endpoint) => endpoint.enabled && endpoint.events.includes(event.type))
+  const disabled = targets.find((endpoint) => !endpoint.enabled)
+  if (disabled !== undefined) throw new ApiError('conflict', `Webhook endpoint ${disabled.id} is disabled; enable it first.`)
+  for (const endpoint of targets) await redeliver(ops.db, orgId, event.id, endpoint.id, ops.now())
+  ops.onRedeliver()
+  return targets
+}

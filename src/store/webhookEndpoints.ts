@@ -1,0 +1,96 @@
+/** Webhook endpoints. Their secrets are read only to sign, or to show a new one once. */
+import type { EventType, WebhookEndpoint } from '../domain/types.ts'
+import type { Queryable } from './database.ts'
+import { iso } from './rows.ts'
+
+interface EndpointRow {
+  id: string
+  org_id: string
+  url: string
+  events: EventType[]
+  enabled: boolean
+  disabled_reason: string | null
+  created_at: Date
+  updated_at: Date
+}
+
+const COLUMNS = 'id, org_id, url, events, enabled, disabled_reason, created_at, updated_at'
+
+const toEndpoint = (row: EndpointRow): WebhookEndpoint => ({
+  id: row.id,
+  orgId: row.org_id,
+  url: row.url,
+  events: row.events,
+  enabled: row.enabled,
+  disabledReason: row.disabled_reason,
+  createdAt: iso(row.created_at),
+  updatedAt: iso(row.updated_at),
+})
+
+export async function insertEndpoint(db: Queryable, endpoint: WebhookEndpoint, secret: string): Promise<void> {
+  await db.query(
+    `INSERT INTO webhook_endpoints (id, org_id, url, events, enabled, secret, created_at, updated_at)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
+    [endpoint.id, endpoint.orgId, endpoint.url, endpoint.events, endpoint.enabled, secret, endpoint.createdAt, endpoint.updatedAt],
+  )
+}
+
+export async function listEndpoints(db: Queryable, orgId: string): Promise<WebhookEndpoint[]> {
+  const rows = await db.query<EndpointRow>(
+    `SELECT ${COLUMNS} FROM webhook_endpoints WHERE org_id = $1 AND deleted_at IS NULL ORDER BY id`,
+    [orgId],
+  )
+  return rows.map(toEndpoint)
+}
+
+export async function findEndpoint(db: Queryable, orgId: string, id: string): Promise<WebhookEndpoint | undefined> {
+  const rows = await db.query<EndpointRow>(
+    `SELECT ${COLUMNS} FROM webhook_endpoints WHERE org_id = $1 AND id = $2 AND deleted_at IS NULL`,
+    [orgId, id],
+  )
+  return rows[0] && toEndpoint(rows[0])
+}
+
+/** Replaces url, events and enabled; enabling clears the reason the service disabled it for. */
+export async function updateEndpoint(db: Queryable, endpoint: WebhookEndpoint): Promise<void> {
+  await db.query(
+    `UPDATE webhook_endpoints SET url = $3, events = $4, enabled = $5, disabled_reason = CASE WHEN $5 THEN NULL ELSE disabled_reason END,
+            updated_at = $6
+     WHERE org_id = $1 AND id = $2 AND deleted_at IS NULL`,
+    [endpoint.orgId, endpoint.id, endpoint.url, endpoint.events, endpoint.enabled, endpoint.updatedAt],
+  )
+}
+
+/** Deletes the endpoint (kept for the delivery log); what was still to be delivered to it gives up. */
+export async function deleteEndpoint(tx: Queryable, orgId: string, id: string, now: number): Promise<boolean> {
+  const rows = await tx.query(
+    `UPDATE webhook_endpoints SET deleted_at = $3, enabled = false, updated_at = $3
+     WHERE org_id = $1 AND id = $2 AND deleted_at IS NULL RETURNING id`,
+    [orgId, id, new Date(now)],
+  )
+  if (rows.length === 0) return false
+  await tx.query(
+    `UPDATE deliveries SET status = 'failed', completed_at = $2, locked_by = NULL, locked_until = NULL
+     WHERE endpoint_id = $1 AND status = 'pending'`,
+    [id, new Date(now)],
+  )
+  return true
+}
+
+/** A new secret; the current one keeps signing beside it until `previousUntil`. */
+export async function rotateSecret(db: Queryable, orgId: string, id: string, secret: string, previousUntil: number, now: number): Promise<boolean> {
+  const rows = await db.query(
+    `UPDATE webhook_endpoints SET previous_secret = secret, previous_secret_until = $4, secret = $3, updated_at = $5
+     WHERE org_id = $1 AND id = $2 AND deleted_at IS NULL RETURNING id`,
+    [orgId, id, secret, new Date(previousUntil), new Date(now)],
+  )
+  return rows.length === 1
+}
+
+/** The receiver said 410 Gone: nothing more is sent to it until its owner enables it again. */
+export async function disableEndpoint(tx: Queryable, id: string, reason: string, now: number): Promise<void> {
+  await tx.query(
+    `UPDATE webhook_endpoints SET enabled = false, disabled_reason = $2, updated_at = $3 WHERE id = $1 AND enabled`,
+    [id, reason, new Date(now)],
+  )
+}

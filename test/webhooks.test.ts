@@ -1,0 +1,368 @@
+/**
+ * Webhooks end to end: endpoints registered by the operator or the client,
+ * events delivered signed (verified with the standardwebhooks package),
+ * retried on the schedule, Retry-After and 410 honoured, one endpoint never
+ * holding up another, the event log, redelivery and metrics.
+ */
+import assert from 'node:assert/strict'
+import { createHmac } from 'node:crypto'
+import { after, before, beforeEach, describe, test } from 'node:test'
+import { Webhook } from 'standardwebhooks'
+import { createChannels } from '../src/channels/index.ts'
+import { type Receiver, startReceiver } from './support/receiver.ts'
+import { bearer, json, OPERATOR_TOKEN, seedOrganization, startService, type TestService } from './support/service.ts'
+
+const ALWAYS_OPEN = { timezone: 'contact', windows: [{ days: ['mon', 'tue', 'wed', 'thu', 'fri', 'sat', 'sun'], start: '00:00', end: '24:00' }] }
+const APP_SECRET = 'webhook-test-whatsapp-app-secret'
+const PHONE_NUMBER_ID = '1098765432'
+
+let service: TestService
+let receiver: Receiver
+let now = Date.now()
+let orgs = 0
+
+before(async () => {
+  const channels = createChannels(
+    { publicBaseUrl: 'http://service.test', twilioApiBaseUrl: 'http://127.0.0.1:9', whatsappApiBaseUrl: 'http://127.0.0.1:9' },
+    (name) => (name === 'WHATSAPP_APP_SECRET' ? APP_SECRET : undefined),
+  )
+  service = await startService({ now: () => now, channels, allowPrivateWebhookUrls: true })
+  receiver = await startReceiver()
+})
+after(async () => {
+  await service.close()
+  await receiver.close()
+})
+beforeEach(() => {
+  receiver.received.length = 0
+  // Receivers check a signature's timestamp against their own clock. (What an
+  // earlier test left due later then stays due later.)
+  now = Date.now()
+})
+
+const admin = bearer(OPERATOR_TOKEN)
+
+/** An organization with a key that may manage webhooks, an endpoint to the receiver, and an always-open simulator campaign. */
+async function setUp(endpoint: { url?: string; events?: string[] } = {}) {
+  const org = json(await service.app.inject({ method: 'POST', url: '/admin/v1/organizations', headers: admin, payload: { name: `Org ${++orgs}` } })).data
+  const key = json(
+    await service.app.inject({
+      method: 'POST',
+      url: `/admin/v1/organizations/${org.id}/api-keys`,
+      headers: admin,
+      payload: { name: 'ats', scopes: ['triggers:write', 'triggers:read', 'webhooks:manage'] },
+    }),
+  ).data.key as string
+  await service.app.inject({
+    method: 'POST',
+    url: `/admin/v1/organizations/${org.id}/campaigns`,
+    headers: admin,
+    payload: { routing_key: 'screening', channel: 'voice', schedule: ALWAYS_OPEN, provider_config: { duration_ms: 200 } },
+  })
+  const created = await service.app.inject({
+    method: 'POST',
+    url: '/api/v2/webhook-endpoints',
+    headers: bearer(key),
+    payload: { url: endpoint.url ?? receiver.url, ...(endpoint.events ? { events: endpoint.events } : {}) },
+  })
+  assert.equal(created.statusCode, 201, created.body)
+  return { orgId: org.id as string, key, endpoint: json(created).data as { id: string; secret: string } }
+}
+
+async function trigger(key: string, ids: object[] = [{ source: 'ats', type: 'candidate', value: 'c-1' }]) {
+  const response = await service.app.inject({
+    method: 'POST',
+    url: '/api/v2/triggers',
+    headers: { ...bearer(key), 'content-type': 'application/json' },
+    payload: { campaign: 'screening', ids, contact: { phone: '+442079460958' }, test_mode: true },
+  })
+  assert.equal(response.statusCode, 201, response.body)
+  return json(response).data as { id: string; task_id: string }
+}
+
+/** Runs a simulated call to its end: both events are written. */
+async function callToTheEnd() {
+  await service.app.dispatcher.runOnce()
+  now += 200
+  await service.app.dispatcher.runOnce()
+}
+
+const deliver = () => service.app.deliverer.runOnce()
+
+const payloads = () => receiver.received.map((request) => JSON.parse(request.body))
+
+describe('delivery', () => {
+  test('both events reach the receiver with the ids as sent (source/type lowercased), signed as Standard Webhooks', async () => {
+    const { key, endpoint } = await setUp()
+    const created = await trigger(key, [
+      { source: 'ATS', type: 'Candidate_ID', value: 'AbC-001' },
+      { source: 'Greenhouse', type: 'Application', value: 'APP-77x' },
+      { source: 'crm', type: 'LEAD', value: 'Lead:Ünïcode' },
+    ])
+    await callToTheEnd()
+    await deliver()
+    assert.equal(receiver.received.length, 2)
+    const verifier = new Webhook(endpoint.secret)
+    const events = receiver.received.map((request) => verifier.verify(request.body, request.headers as Record<string, string>) as any)
+    assert.deepEqual(
+      events.map((event) => event.type),
+      ['interaction.finalized', 'task.completed'],
+    )
+    const ids = [
+      { source: 'ats', type: 'candidate_id', value: 'AbC-001' },
+      { source: 'greenhouse', type: 'application', value: 'APP-77x' },
+      { source: 'crm', type: 'lead', value: 'Lead:Ünïcode' },
+    ]
+    for (const event of events) {
+      assert.deepEqual(event.data.ids, ids)
+      assert.equal(event.data.task_id, created.task_id)
+    }
+    for (const request of receiver.received) {
+      assert.equal(request.headers['content-type'], 'application/json')
+      assert.equal(request.headers['webhook-id'], JSON.parse(request.body).id)
+      assert.match(String(request.headers['user-agent']), /^ConversationTriggerService-Webhooks\//)
+    }
+    // A tampered body does not verify.
+    const [first] = receiver.received
+    assert.throws(() => verifier.verify(first!.body.replace('AbC-001', 'AbC-002'), first!.headers as Record<string, string>))
+  })
+
+  test('an inbound message that answers no task is delivered as interaction.finalized without ids', async () => {
+    const { orgId } = await setUp()
+    const created = await service.app.inject({
+      method: 'POST',
+      url: `/admin/v1/organizations/${orgId}/campaigns`,
+      headers: admin,
+      payload: {
+        routing_key: 'whatsapp',
+        channel: 'whatsapp',
+        provider: 'whatsapp_cloud',
+        provider_config: { phone_number_id: PHONE_NUMBER_ID, template: { name: 'hello' } },
+      },
+    })
+    assert.equal(created.statusCode, 201, created.body)
+    const body = JSON.stringify({
+      object: 'whatsapp_business_account',
+      entry: [{ id: '1', changes: [{ field: 'messages', value: { messaging_product: 'whatsapp', metadata: { display_phone_number: '1', phone_number_id: PHONE_NUMBER_ID }, messages: [{ from: '4915123456789', id: 'wamid.inbound-1', timestamp: String(Math.floor(now / 1000)), type: 'text', text: { body: 'Hello?' } }] } }] }],
+    })
+    const posted = await service.app.inject({
+      method: 'POST',
+      url: '/providers/whatsapp/webhook',
+      headers: { 'content-type': 'application/json', 'x-hub-signature-256': `sha256=${createHmac('sha256', APP_SECRET).update(body).digest('hex')}` },
+      payload: body,
+    })
+    assert.equal(posted.statusCode, 200)
+    await deliver()
+    const [event] = payloads()
+    assert.equal(event.type, 'interaction.finalized')
+    assert.equal(event.data.task_id, null)
+    assert.equal(event.data.direction, 'inbound')
+    assert.equal('ids' in event.data, false)
+  })
+
+  test('a failing receiver is retried on the schedule, with the same webhook-id, until it answers', async () => {
+    const { key } = await setUp({ events: ['task.completed'] })
+    await trigger(key)
+    await callToTheEnd()
+    receiver.answer({ status: 500 }, { status: 502 })
+    await deliver()
+    assert.equal(receiver.received.length, 1)
+    now += 4_000 // before the first retry (5 s, less 10 % at most)
+    await deliver()
+    assert.equal(receiver.received.length, 1)
+    now += 2_000
+    await deliver()
+    assert.equal(receiver.received.length, 2)
+    now += 240_000 // the second retry comes after about 5 minutes
+    await deliver()
+    assert.equal(receiver.received.length, 2)
+    now += 100_000
+    await deliver()
+    assert.equal(receiver.received.length, 3)
+    const ids = new Set(receiver.received.map((request) => request.headers['webhook-id']))
+    assert.equal(ids.size, 1)
+    now += 3 * 3_600_000
+    await deliver()
+    assert.equal(receiver.received.length, 3, 'delivered: no more attempts')
+  })
+
+  test('Retry-After on 429 and 503 is honoured', async () => {
+    const { key } = await setUp({ events: ['task.completed'] })
+    await trigger(key)
+    await callToTheEnd()
+    receiver.answer({ status: 503, headers: { 'retry-after': '120' } }, { status: 429, headers: { 'retry-after': '30' } })
+    await deliver()
+    now += 119_000
+    await deliver()
+    assert.equal(receiver.received.length, 1)
+    now += 1_000
+    await deliver()
+    assert.equal(receiver.received.length, 2)
+    now += 29_000
+    await deliver()
+    assert.equal(receiver.received.length, 2)
+    now += 1_000
+    await deliver()
+    assert.equal(receiver.received.length, 3)
+  })
+
+  test('410 Gone disables the endpoint: nothing more is sent to it until it is enabled again', async () => {
+    const { key, endpoint } = await setUp({ events: ['task.completed'] })
+    await trigger(key)
+    await callToTheEnd()
+    receiver.answer({ status: 410 })
+    await deliver()
+    const state = json(await service.app.inject({ method: 'GET', url: `/api/v2/webhook-endpoints/${endpoint.id}`, headers: bearer(key) })).data
+    assert.equal(state.enabled, false)
+    assert.match(state.disabled_reason, /410/)
+    await trigger(key)
+    await callToTheEnd()
+    now += 3_600_000
+    await deliver()
+    assert.equal(receiver.received.length, 1)
+    const metrics = await service.app.inject({ method: 'GET', url: '/metrics', headers: admin })
+    assert.match(metrics.body, /^webhook_endpoints_disabled [1-9]/m)
+    const enabled = await service.app.inject({ method: 'PATCH', url: `/api/v2/webhook-endpoints/${endpoint.id}`, headers: bearer(key), payload: { enabled: true } })
+    assert.equal(json(enabled).data.disabled_reason, null)
+  })
+
+  test('a receiver that hangs does not hold up another endpoint; an event arrives within 1 s', async () => {
+    const slow = await startReceiver()
+    try {
+      const { key, orgId } = await setUp({ url: slow.url, events: ['task.completed'] })
+      const second = await service.app.inject({ method: 'POST', url: `/admin/v1/organizations/${orgId}/webhook-endpoints`, headers: admin, payload: { url: receiver.url, events: ['task.completed'] } })
+      assert.equal(second.statusCode, 201)
+      slow.answer('hang', 'hang', 'hang')
+      for (let i = 0; i < 3; i++) await trigger(key)
+      await callToTheEnd()
+      const written = Date.now()
+      service.app.deliverer.start()
+      try {
+        await receiver.waitFor(3, 1000)
+        const slowest = Math.max(...receiver.received.map((request) => request.at)) - written
+        assert.ok(slowest < 1000, `delivered after ${slowest} ms`)
+        assert.equal(slow.received.length, 3, 'the hanging receiver got its own, still unanswered')
+      } finally {
+        slow.release()
+        await service.app.deliverer.stop()
+      }
+    } finally {
+      await slow.close()
+    }
+  })
+})
+
+describe('endpoints', () => {
+  test('private and plain-http URLs are refused unless allowed', async () => {
+    const strict = await startService()
+    try {
+      const { orgId } = await seedOrganization(strict.app)
+      for (const url of ['http://example.com/hooks', 'https://127.0.0.1/hooks', 'https://10.1.2.3/hooks', 'https://localhost/x', 'https://[::1]/x', 'https://169.254.169.254/latest']) {
+        const response = await strict.app.inject({ method: 'POST', url: `/admin/v1/organizations/${orgId}/webhook-endpoints`, headers: admin, payload: { url } })
+        assert.equal(response.statusCode, 422, url)
+        assert.deepEqual(json(response).detail[0].loc, ['body', 'url'])
+      }
+      const ok = await strict.app.inject({ method: 'POST', url: `/admin/v1/organizations/${orgId}/webhook-endpoints`, headers: admin, payload: { url: 'https://hooks.example.com/in' } })
+      assert.equal(ok.statusCode, 201)
+    } finally {
+      await strict.close()
+    }
+  })
+
+  test('the secret is shown once; a key without webhooks:manage is 403; another organization sees nothing', async () => {
+    const { key, endpoint, orgId } = await setUp()
+    assert.match(endpoint.secret, /^whsec_[A-Za-z0-9+/]{43}=$/)
+    const listed = json(await service.app.inject({ method: 'GET', url: '/api/v2/webhook-endpoints', headers: bearer(key) })).data
+    assert.equal(listed.length, 1)
+    assert.equal('secret' in listed[0], false)
+    const plain = await seedOrganization(service.app)
+    assert.equal((await service.app.inject({ method: 'GET', url: '/api/v2/webhook-endpoints', headers: bearer(plain.key) })).statusCode, 403)
+    const other = await setUp()
+    const theirs = await service.app.inject({ method: 'GET', url: `/api/v2/webhook-endpoints/${endpoint.id}`, headers: bearer(other.key) })
+    assert.equal(theirs.statusCode, 404)
+    const viaAdmin = await service.app.inject({ method: 'GET', url: `/admin/v1/organizations/${orgId}/webhook-endpoints`, headers: admin })
+    assert.equal(json(viaAdmin).data[0].id, endpoint.id)
+    const unknownOrg = await service.app.inject({ method: 'GET', url: '/admin/v1/organizations/org_01jd3y5v8m6m1r9cz8xk4j2h7q/webhook-endpoints', headers: admin })
+    assert.equal(unknownOrg.statusCode, 404)
+  })
+
+  test('a rotated secret: both the new and the previous one sign for 24 hours, then only the new one', async () => {
+    const { key, endpoint } = await setUp({ events: ['task.completed'] })
+    const rotated = json(await service.app.inject({ method: 'POST', url: `/api/v2/webhook-endpoints/${endpoint.id}/rotate-secret`, headers: bearer(key) })).data
+    assert.notEqual(rotated.secret, endpoint.secret)
+    await trigger(key)
+    await callToTheEnd()
+    await deliver()
+    const [request] = receiver.received
+    assert.equal(String(request!.headers['webhook-signature']).split(' ').length, 2)
+    for (const secret of [endpoint.secret, rotated.secret]) new Webhook(secret).verify(request!.body, request!.headers as Record<string, string>)
+
+    now += 24 * 3_600_000
+    await trigger(key)
+    await callToTheEnd()
+    await deliver()
+    const later = receiver.received.at(-1)!
+    assert.equal(String(later.headers['webhook-signature']).split(' ').length, 1)
+    assert.equal(JSON.parse(later.body).type, 'task.completed')
+  })
+
+  test('a deleted endpoint gets nothing more, and what was pending for it is given up', async () => {
+    const { key, endpoint } = await setUp({ events: ['task.completed'] })
+    await trigger(key)
+    await callToTheEnd()
+    assert.equal((await service.app.inject({ method: 'DELETE', url: `/api/v2/webhook-endpoints/${endpoint.id}`, headers: bearer(key) })).statusCode, 204)
+    await deliver()
+    assert.equal(receiver.received.length, 0)
+    assert.equal((await service.app.inject({ method: 'DELETE', url: `/api/v2/webhook-endpoints/${endpoint.id}`, headers: bearer(key) })).statusCode, 404)
+  })
+})
+
+describe('the event log', () => {
+  test('lists events by type and cursor, shows each delivery attempt, and redelivers with the same webhook-id', async () => {
+    const { key } = await setUp()
+    for (let i = 0; i < 3; i++) await trigger(key)
+    await callToTheEnd()
+    receiver.answer({ status: 500 })
+    await deliver()
+
+    const page = async (query: string) => json(await service.app.inject({ method: 'GET', url: `/api/v2/events?${query}`, headers: bearer(key) })).data
+    const all = await page('')
+    assert.equal(all.length, 6)
+    const completed = await page('type=task.completed')
+    assert.equal(completed.length, 3)
+    const first = await page('type=task.completed&limit=2')
+    const rest = await page(`type=task.completed&after=${first[1].id}`)
+    assert.deepEqual([...first, ...rest].map((event: any) => event.id), completed.map((event: any) => event.id))
+    const bad = await service.app.inject({ method: 'GET', url: '/api/v2/events?limit=0&type=task.started', headers: bearer(key) })
+    assert.equal(bad.statusCode, 422)
+
+    const failed = receiver.received.find((request) => receiver.received.indexOf(request) === 0)!
+    const eventId = JSON.parse(failed.body).id
+    const detail = json(await service.app.inject({ method: 'GET', url: `/api/v2/events/${eventId}`, headers: bearer(key) })).data
+    assert.equal(detail.deliveries.length, 1)
+    assert.equal(detail.deliveries[0].status, 'pending')
+    assert.equal(detail.deliveries[0].attempts[0].status_code, 500)
+    assert.ok(detail.deliveries[0].next_attempt_at)
+
+    const before = receiver.received.length
+    const redelivered = await service.app.inject({ method: 'POST', url: `/api/v2/events/${eventId}/redeliver`, headers: bearer(key) })
+    assert.equal(redelivered.statusCode, 202)
+    await deliver()
+    const again = receiver.received.slice(before).find((request) => request.headers['webhook-id'] === eventId)
+    assert.ok(again, 'redelivered with the same webhook-id')
+
+    const other = await setUp()
+    assert.equal((await service.app.inject({ method: 'GET', url: `/api/v2/events/${eventId}`, headers: bearer(other.key) })).statusCode, 404)
+  })
+
+  test('metrics count deliveries by status and the age of the oldest pending one', async () => {
+    const response = await service.app.inject({ method: 'GET', url: '/metrics', headers: admin })
+    assert.equal(response.statusCode, 200)
+    assert.match(response.headers['content-type'] as string, /^text\/plain/)
+    for (const name of ['webhook_deliveries{status="succeeded"}', 'webhook_deliveries{status="pending"}', 'webhook_deliveries_retrying', 'webhook_oldest_pending_delivery_age_seconds']) {
+      assert.match(response.body, new RegExp(`^${name.replace(/[{}"]/g, '\\$&')} \\d`, 'm'))
+    }
+    const { key } = await setUp()
+    assert.equal((await service.app.inject({ method: 'GET', url: '/metrics', headers: bearer(key) })).statusCode, 403)
+  })
+})
