@@ -1,8 +1,8 @@
 /**
  * `npm run bench`: POST /api/v2/triggers throughput and p99 latency on
  * PostgreSQL and on PGlite, beside a bare Fastify route measured in the same
- * run, and the dispatcher's throughput on PostgreSQL, printed and written to
- * BENCHMARKS.md.
+ * run, and the dispatcher's and the webhook deliverer's throughput on
+ * PostgreSQL, printed and written to BENCHMARKS.md.
  *
  * Each server runs alone on CPU 0 and wrk on CPU 1, so that the load
  * generator does not take CPU from the server it measures.
@@ -21,8 +21,10 @@ import { fileURLToPath } from 'node:url'
 import pg from 'pg'
 import { CAMPAIGNS, generateBodies } from './bodies.ts'
 import { hasExited, startChild, stopAllChildren, stopChild } from './children.ts'
+import { benchDeliverer } from './deliverer.ts'
 import { benchDispatcher } from './dispatcher.ts'
 import {
+  delivererSection,
   dispatcherSection,
   type Machine,
   machineSection,
@@ -40,6 +42,7 @@ const WRK_CPU = 1
 const WARM_UP_SECONDS = 5
 const BODY_COUNT = 3000
 const DISPATCHER_TASKS = 10_000
+const DELIVERIES = 5_000
 /** Bodies posted at once when checking that every one gets 201. */
 const VERIFY_CONCURRENCY = 16
 /** PGlite's first start initialises its data directory, which takes seconds. */
@@ -97,6 +100,18 @@ async function main(workDir: string): Promise<void> {
     }),
   )
 
+  log(`deliverer: ${DELIVERIES} webhook deliveries`)
+  const deliverer = await withPostgresDatabase((databaseUrl) =>
+    benchDeliverer({
+      databaseUrl,
+      deliveries: DELIVERIES,
+      root: ROOT,
+      cpu: SERVER_CPU,
+      logFile: path.join(workDir, 'deliverer.log'),
+      timeoutMs: 300_000,
+    }),
+  )
+
   const rows: TriggerRow[] = [
     { target: 'bare', result: bare, ratio: undefined },
     { target: 'PostgreSQL', result: postgres, ratio: postgres.requestsPerSecond / bare.requestsPerSecond },
@@ -105,6 +120,7 @@ async function main(workDir: string): Promise<void> {
   const verdicts = GOALS.map((goal) => verdictFor(goal, rows.find((row) => row.target === goal.target)!))
   process.stdout.write(`\n${textTable(rows)}\n\n${verdicts.map((v) => `${v.target}: ${v.goal}: ${v.met ? 'met' : 'NOT MET'}`).join('\n')}\n`)
   process.stdout.write(`\ndispatcher: ${DISPATCHER_TASKS} tasks started in ${dispatcher.seconds.toFixed(2)} s, ${Math.round(dispatcher.tasksPerSecond)} per second\n`)
+  process.stdout.write(`deliverer: ${DELIVERIES} webhooks delivered in ${deliverer.seconds.toFixed(2)} s, ${Math.round(deliverer.deliveriesPerSecond)} per second\n`)
 
   const machine = await describeMachine(version, synchronousCommit)
   const method = {
@@ -120,6 +136,7 @@ async function main(workDir: string): Promise<void> {
     machineSection(machine),
     triggerSection(method, rows, verdicts),
     dispatcherSection({ tasks: DISPATCHER_TASKS }, dispatcher),
+    delivererSection(deliverer),
   ])
   await writeFile(path.join(ROOT, 'BENCHMARKS.md'), report)
   log('wrote BENCHMARKS.md')

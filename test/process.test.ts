@@ -8,6 +8,8 @@ import { mkdtemp, readFile, rm, stat } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { after, before, test } from 'node:test'
+import { openDatabase } from '../src/store/database.ts'
+import { startReceiver } from './support/receiver.ts'
 import { freePort, freshDatabase, onPostgres, type TestDatabase } from './support/service.ts'
 
 const ROOT = path.resolve(import.meta.dirname, '..')
@@ -51,7 +53,17 @@ async function startServer(extra: Record<string, string> = {}) {
       await new Promise((resolve) => setTimeout(resolve, 100))
     }
   }
-  return { base, output: () => stdout, stop: () => stop(child) }
+  return {
+    base,
+    output: () => stdout,
+    stop: () => stop(child),
+    /** As a crash would end it: no shutdown at all. */
+    kill: () =>
+      new Promise<void>((resolve) => {
+        child.on('close', () => resolve())
+        child.kill('SIGKILL')
+      }),
+  }
 }
 
 function stop(child: ChildProcess): Promise<number | null> {
@@ -220,4 +232,84 @@ test('campaign settings from the CLI: checked as the admin API checks them, and 
   const updated = parse(await runCli(['campaign', 'update', '--org', org.id, '--campaign', created.id, '--attempts', '{"max": 5}']))
   assert.equal(updated.attempts.max, 5)
   assert.equal(updated.attempts.expire_after_s, 604800)
+})
+
+test('a receiver down for its first three attempts gets the event once, across SIGKILLs and restarts', async (t) => {
+  const token = 'webhook-crash-operator-token-0123456789'
+  const ownDir = await mkdtemp(path.join(tmpdir(), 'trigger-service-webhooks-'))
+  const env = { OPERATOR_TOKEN: token, ALLOW_PRIVATE_WEBHOOK_URLS: 'true', DATA_DIR: ownDir }
+  const receiverPort = await freePort()
+  // Time travel for a crashed service: what the deliverer would do in minutes or hours is made due now.
+  const fastForward = async () => {
+    const db = await openDatabase({ databaseUrl: database?.url, dataDir: ownDir })
+    try {
+      await db.query(`UPDATE deliveries SET due_at = now() WHERE status = 'pending'`)
+    } finally {
+      await db.close()
+    }
+  }
+  let server = await startServer(env)
+  try {
+    const admin = { authorization: `Bearer ${token}`, 'content-type': 'application/json' }
+    const call = async (method: string, url: string, body?: unknown, headers: Record<string, string> = admin) => {
+      const response = await fetch(`${server.base}${url}`, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) })
+      assert.ok(response.ok, `${method} ${url}: ${response.status}`)
+      return ((await response.json()) as { data: any }).data
+    }
+    const org = await call('POST', '/admin/v1/organizations', { name: 'Crashy' })
+    const key = await call('POST', `/admin/v1/organizations/${org.id}/api-keys`, { name: 'ats' })
+    const client = { authorization: `Bearer ${key.key}`, 'content-type': 'application/json' }
+    await call('POST', `/admin/v1/organizations/${org.id}/campaigns`, {
+      routing_key: 'demo',
+      channel: 'voice',
+      schedule: { timezone: 'contact', windows: [{ days: ['mon', 'tue', 'wed', 'thu', 'fri', 'sat', 'sun'], start: '00:00', end: '24:00' }] },
+      provider_config: { duration_ms: 100 },
+    })
+    await call('POST', `/admin/v1/organizations/${org.id}/webhook-endpoints`, { url: `http://127.0.0.1:${receiverPort}/hooks`, events: ['task.completed'] })
+    await call('POST', '/api/v2/triggers', { campaign: 'demo', test_mode: true, contact: { phone: '+44 20 7946 0958' } }, client)
+
+    const attemptsSoFar = async (): Promise<{ id: string; attempts: number } | undefined> => {
+      const [event] = await call('GET', '/api/v2/events?type=task.completed', undefined, client)
+      if (event === undefined) return undefined
+      const detail = await call('GET', `/api/v2/events/${event.id}`, undefined, client)
+      return { id: event.id, attempts: detail.deliveries[0]?.attempts.length ?? 0 }
+    }
+    const until = async (attempts: number) => {
+      for (let waited = 0; ; waited += 50) {
+        const seen = await attemptsSoFar()
+        if (seen !== undefined && seen.attempts >= attempts) return seen.id
+        if (waited > 10_000) throw new Error(`no attempt ${attempts}: ${JSON.stringify(seen)}`)
+        await new Promise((resolve) => setTimeout(resolve, 50))
+      }
+    }
+    // Three attempts while nothing listens, each by a process that is then killed; the receiver comes up before the fourth.
+    let receiver: Awaited<ReturnType<typeof startReceiver>> | undefined
+    for (let attempt = 1; attempt <= 3; attempt++) {
+      await until(attempt)
+      await server.kill()
+      await fastForward()
+      if (attempt === 3) receiver = await startReceiver({ port: receiverPort })
+      server = await startServer(env)
+    }
+    try {
+      const eventId = await until(4)
+      await receiver!.waitFor(1)
+      await new Promise((resolve) => setTimeout(resolve, 1000))
+      const { received } = receiver!
+      assert.equal(received.length, 1)
+      assert.equal(received[0]!.headers['webhook-id'], eventId)
+      assert.equal(JSON.parse(received[0]!.body).id, eventId)
+      const detail = await call('GET', `/api/v2/events/${eventId}`, undefined, client)
+      assert.deepEqual(
+        detail.deliveries[0].attempts.map((attempt: any) => attempt.status_code),
+        [null, null, null, 200],
+      )
+      t.diagnostic(`delivered on attempt 4, after 3 refused connections and 3 SIGKILLs`)
+    } finally {
+      await receiver?.close()
+    }
+  } finally {
+    await server.stop()
+    await rm(ownDir, { recursive: true, force: true })
+  }
 })

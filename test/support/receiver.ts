@@ -26,7 +26,8 @@ export interface Receiver {
   close(): Promise<void>
 }
 
-export async function startReceiver(): Promise<Receiver> {
+/** `port`: a fixed one (to come up where a receiver was down); any free one by default. */
+export async function startReceiver(options: { port?: number } = {}): Promise<Receiver> {
   const received: Received[] = []
   const script: Answer[] = []
   const hanging = new Set<ServerResponse>()
@@ -48,7 +49,7 @@ export async function startReceiver(): Promise<Receiver> {
       res.writeHead(answer.status, answer.headers).end()
     })
   })
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  await new Promise<void>((resolve) => server.listen(options.port ?? 0, '127.0.0.1', resolve))
   const { port } = server.address() as AddressInfo
   return {
     url: `http://127.0.0.1:${port}/hooks`,

@@ -1,0 +1,122 @@
+/**
+ * Webhook delivery throughput: how many deliveries one worker process
+ * (`cli worker`, pinned to its CPU) sends per second to a local receiver that
+ * answers 200 at once, on PostgreSQL.
+ *
+ * The events are written straight into a fresh database through the store,
+ * each with its delivery (as the task lifecycle writes them), before the
+ * worker starts; each delivery is signed, sent on a connection of its own,
+ * and its attempt logged.
+ */
+import type { ChildProcess } from 'node:child_process'
+import { randomBytes } from 'node:crypto'
+import { closeSync, openSync } from 'node:fs'
+import { createServer } from 'node:http'
+import type { AddressInfo } from 'node:net'
+import { newId } from '../src/domain/ids.ts'
+import { createOrganization } from '../src/services/administration.ts'
+import { createEndpoint } from '../src/services/webhookAdministration.ts'
+import { createChannels } from '../src/channels/index.ts'
+import { openDatabase } from '../src/store/database.ts'
+import { insertEvent } from '../src/store/events.ts'
+import { migrate } from '../src/store/migrate.ts'
+import { startChild, stopChild } from './children.ts'
+
+export interface DelivererResult {
+  deliveries: number
+  /** From the first delivery received to the last. */
+  seconds: number
+  deliveriesPerSecond: number
+}
+
+const INSERT_BATCH = 500
+
+export async function benchDeliverer(options: {
+  databaseUrl: string
+  deliveries: number
+  root: string
+  cpu: number
+  logFile: string
+  timeoutMs: number
+}): Promise<DelivererResult> {
+  let first: number | undefined
+  let last = 0
+  let received = 0
+  const receiver = createServer((req, res) => {
+    req.resume()
+    req.on('end', () => {
+      const now = performance.now()
+      first ??= now
+      last = now
+      received++
+      res.writeHead(200).end()
+    })
+  })
+  await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve))
+  const port = (receiver.address() as AddressInfo).port
+
+  const db = await openDatabase({ databaseUrl: options.databaseUrl, dataDir: 'memory://' })
+  let worker: ChildProcess | undefined
+  try {
+    await migrate(db)
+    const channels = createChannels({ publicBaseUrl: 'http://127.0.0.1:1', twilioApiBaseUrl: 'http://127.0.0.1:1', whatsappApiBaseUrl: 'http://127.0.0.1:1' }, () => undefined)
+    const org = await createOrganization({ db, now: Date.now, channels: channels.registry }, 'Delivery Bench')
+    await createEndpoint({ db, now: Date.now, allowPrivateWebhookUrls: true, onRedeliver: () => {} }, org.id, {
+      url: `http://127.0.0.1:${port}/hooks`,
+      events: ['task.completed'],
+    })
+    for (let written = 0; written < options.deliveries; written += INSERT_BATCH) {
+      const count = Math.min(INSERT_BATCH, options.deliveries - written)
+      await db.transaction(async (tx) => {
+        for (let index = 0; index < count; index++) {
+          const now = Date.now()
+          await insertEvent(tx, org.id, {
+            id: newId('event', now),
+            type: 'task.completed',
+            timestamp: new Date(now).toISOString(),
+            data: {
+              task_id: newId('task', now),
+              trigger_id: newId('trigger', now),
+              campaign: 'screening',
+              channel: 'voice',
+              status: 'completed',
+              outcome: 'reached',
+              attempts: 1,
+              test_mode: false,
+              ids: [{ source: 'ats', type: 'candidate_id', value: `C-${written + index}` }],
+              completed_at: new Date(now).toISOString(),
+            },
+          })
+        }
+      })
+    }
+
+    const output = openSync(options.logFile, 'w')
+    try {
+      worker = startChild('taskset', ['-c', String(options.cpu), process.execPath, '--import', 'tsx', 'src/cli.ts', 'worker'], {
+        cwd: options.root,
+        env: {
+          ...process.env,
+          DATABASE_URL: options.databaseUrl,
+          LOG_LEVEL: 'warn',
+          ALLOW_PRIVATE_WEBHOOK_URLS: 'true',
+          OPERATOR_TOKEN: randomBytes(24).toString('hex'),
+        },
+        stdio: ['ignore', output, output],
+      })
+    } finally {
+      closeSync(output)
+    }
+    const deadline = Date.now() + options.timeoutMs
+    while (received < options.deliveries) {
+      if (Date.now() > deadline) throw new Error(`the receiver got ${received} of ${options.deliveries} deliveries in ${options.timeoutMs / 1000} s`)
+      await new Promise((resolve) => setTimeout(resolve, 100))
+    }
+    const seconds = (last - first!) / 1000
+    return { deliveries: options.deliveries, seconds, deliveriesPerSecond: options.deliveries / seconds }
+  } finally {
+    if (worker !== undefined) await stopChild(worker)
+    await db.close()
+    await new Promise((resolve) => receiver.close(resolve))
+  }
+}
