@@ -66,6 +66,7 @@ export async function benchDispatcher(options: {
         context: {},
         testMode: true,
         createdAt: new Date(now).toISOString(),
+        idempotency: null,
       }))
       await insertTriggersWithTasks(db, batch)
     }

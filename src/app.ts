@@ -128,7 +128,7 @@ export async function buildApp(options: AppOptions, deps: AppDeps): Promise<Fast
   await app.register(swaggerUi, { routePrefix: '/docs' })
 
   healthRoutes(app, { db: deps.db })
-  triggerRoutes(app, { db: deps.db, authenticator, campaigns, intake })
+  triggerRoutes(app, { db: deps.db, authenticator, campaigns, intake, now })
   taskRoutes(app, { db: deps.db, authenticator, lifecycle })
   webhookRoutes(app, {
     ops: { db: deps.db, now, allowPrivateWebhookUrls, onRedeliver: () => deliverer.wake() },

@@ -12,6 +12,8 @@ export type ErrorCode =
   | 'forbidden'
   | 'not_found'
   | 'conflict'
+  | 'idempotency_key_reused'
+  | 'idempotency_key_in_use'
   | 'payload_too_large'
   | 'internal_error'
 
@@ -21,6 +23,8 @@ export const STATUS_BY_CODE: Record<ErrorCode, number> = {
   forbidden: 403,
   not_found: 404,
   conflict: 409,
+  idempotency_key_reused: 409,
+  idempotency_key_in_use: 409,
   payload_too_large: 413,
   internal_error: 500,
 }

@@ -33,6 +33,11 @@ export interface AcceptedTrigger {
   createdAt: string
 }
 
+/** The 201's `data` for an accepted trigger; kept as is for an idempotent replay. */
+export function acceptedData(accepted: AcceptedTrigger) {
+  return { id: accepted.id, task_id: accepted.taskId, status: 'accepted' as const, created_at: accepted.createdAt }
+}
+
 /** Up to this many triggers, and about this many bytes of them, share one commit. */
 const MAX_BATCH = 256
 const MAX_BATCH_BYTES = 8 * 1024 * 1024
@@ -76,13 +81,17 @@ export class TriggerIntake {
    */
   async record(
     submitter: Submitter,
-    target: { campaignId: string; timezone: string | null },
+    target: { campaignId: string; timezone: string | null; idempotencyKey: string | undefined },
     request: TriggerRequest,
   ): Promise<AcceptedTrigger | undefined> {
     const now = this.#now()
+    const id = newId('trigger', now)
+    const taskId = newId('task', now)
+    const createdAt = new Date(now).toISOString()
+    const accepted: AcceptedTrigger = { id, taskId, createdAt }
     const trigger: NewTrigger = {
-      id: newId('trigger', now),
-      taskId: newId('task', now),
+      id,
+      taskId,
       orgId: submitter.orgId,
       apiKeyId: submitter.apiKeyId,
       campaignId: target.campaignId,
@@ -92,10 +101,11 @@ export class TriggerIntake {
       contact: request.contact,
       context: request.context ?? {},
       testMode: request.test_mode ?? false,
-      createdAt: new Date(now).toISOString(),
+      createdAt,
+      idempotency: target.idempotencyKey === undefined ? null : { key: target.idempotencyKey, response: acceptedData(accepted) },
     }
     const recorded = await this.#committer.submit({ trigger, bytes: submitter.bodyBytes })
-    return recorded ? { id: trigger.id, taskId: trigger.taskId, createdAt: trigger.createdAt } : undefined
+    return recorded ? accepted : undefined
   }
 
   /** Resolves once every trigger submitted so far has been answered. */

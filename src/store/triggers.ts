@@ -11,6 +11,8 @@ export interface NewTrigger extends TriggerContent {
   campaignId: string
   /** The contact's IANA zone, as far as the trigger and its phone number tell. */
   timezone: string | null
+  /** The request's Idempotency-Key, reserved beforehand; the commit marks it done with `response`. */
+  idempotency: { key: string; response: unknown } | null
 }
 
 const INSERT_TRIGGERS_WITH_TASKS: PreparedStatement = {
@@ -18,7 +20,8 @@ const INSERT_TRIGGERS_WITH_TASKS: PreparedStatement = {
   text: `WITH input AS (
        SELECT * FROM jsonb_to_recordset($1::jsonb) AS i(
          id text, task_id text, org_id text, api_key_id text, campaign_id text, request_id text,
-         ids jsonb, contact jsonb, context jsonb, test_mode boolean, timezone text, created_at timestamptz)
+         ids jsonb, contact jsonb, context jsonb, test_mode boolean, timezone text, created_at timestamptz,
+         idempotency_key text, response jsonb)
      ), accepted AS (
        SELECT input.*, campaigns.context AS campaign_context,
               input.created_at + make_interval(secs => (campaigns.attempts->>'expire_after_s')::int) AS expires_at
@@ -35,6 +38,10 @@ const INSERT_TRIGGERS_WITH_TASKS: PreparedStatement = {
        SELECT task_id, org_id, id, campaign_id, 'pending', campaign_context || context, test_mode, timezone, created_at,
               expires_at, created_at, created_at
        FROM accepted
+     ), remembered AS (
+       UPDATE idempotency_keys k SET status = 'done', response = accepted.response
+       FROM accepted
+       WHERE accepted.idempotency_key IS NOT NULL AND k.org_id = accepted.org_id AND k.key = accepted.idempotency_key
      )
      SELECT id FROM new_triggers`,
 }
@@ -64,6 +71,8 @@ export async function insertTriggersWithTasks(db: Queryable, triggers: readonly 
     test_mode: t.testMode,
     timezone: t.timezone,
     created_at: t.createdAt,
+    idempotency_key: t.idempotency?.key ?? null,
+    response: t.idempotency?.response ?? null,
   }))
   const rows = await db.query<{ id: string }>(INSERT_TRIGGERS_WITH_TASKS, [JSON.stringify(batch)])
   return new Set(rows.map((row) => row.id))

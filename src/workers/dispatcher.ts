@@ -1,26 +1,34 @@
 /**
  * The dispatcher's work: settle the interactions due to be settled and
- * dispatch the due tasks, in batches, until none are left.
+ * dispatch the due tasks, in batches, until none are left; and now and then
+ * forget expired idempotency keys.
  */
 import type { FastifyBaseLogger } from 'fastify'
 import type { ChannelRegistry } from '../channels/registry.ts'
 import { newId } from '../domain/ids.ts'
 import { TaskLifecycle } from '../services/taskLifecycle.ts'
 import type { Database } from '../store/database.ts'
+import { deleteExpiredKeys } from '../store/idempotency.ts'
 import { nextSettleAt } from '../store/interactions.ts'
 import { nextDueAt } from '../store/tasks.ts'
 import { type Work, WorkLoop } from './workLoop.ts'
 
 const BATCH = 50
+/** Expired idempotency keys are swept this often, a batch at a time. */
+const SWEEP_EVERY_MS = 60_000
+const SWEEP_BATCH = 1_000
 
 class Dispatch implements Work {
   readonly name = 'dispatcher'
   /** This worker's name on its claims: unique per process and start. */
   readonly worker = newId('worker')
 
+  #sweptAt = 0
+
   constructor(
     readonly db: Database,
     readonly lifecycle: TaskLifecycle,
+    readonly now: () => number,
   ) {}
 
   /**
@@ -31,7 +39,11 @@ class Dispatch implements Work {
     for (;;) {
       const settled = await this.lifecycle.settleDue(BATCH)
       const dispatched = await this.lifecycle.dispatchDue(this.worker, BATCH)
-      if (dispatched.claimed < BATCH && settled < BATCH) return
+      if (dispatched.claimed < BATCH && settled < BATCH) break
+    }
+    if (this.now() - this.#sweptAt >= SWEEP_EVERY_MS) {
+      this.#sweptAt = this.now()
+      await deleteExpiredKeys(this.db, this.#sweptAt, SWEEP_BATCH)
     }
   }
 
@@ -63,6 +75,6 @@ export function createDispatcher(deps: {
       deps.onEvents()
     },
   })
-  dispatcher = new WorkLoop(new Dispatch(deps.db, lifecycle), deps.log)
+  dispatcher = new WorkLoop(new Dispatch(deps.db, lifecycle, deps.now), deps.log)
   return { lifecycle, dispatcher }
 }

@@ -1,4 +1,5 @@
 /** POST /api/v2/triggers and GET /api/v2/triggers/{id}: the client contract. */
+import { createHash } from 'node:crypto'
 import { type Static, Type } from '@sinclair/typebox'
 import type { FastifyInstance } from 'fastify'
 import { checkEmail, normalizeLanguage, normalizePhone, PHONE_REFUSED } from '../../domain/contact.ts'
@@ -9,14 +10,15 @@ import type { Campaign, Trigger } from '../../domain/types.ts'
 import type { Authenticator } from '../../services/authenticator.ts'
 import type { CampaignDirectory } from '../../services/campaignDirectory.ts'
 import { zoneOf } from '../../services/taskLifecycle.ts'
-import type { TriggerIntake, TriggerRequest } from '../../services/triggerIntake.ts'
+import { acceptedData, type TriggerIntake, type TriggerRequest } from '../../services/triggerIntake.ts'
+import { releaseKey, reserveKey } from '../../store/idempotency.ts'
 import { findTrigger } from '../../store/triggers.ts'
 import type { Database } from '../../store/database.ts'
 import { inFieldOrder, refine } from '../../validation/model.ts'
 import { MAX_BODY_BYTES } from '../limits.ts'
-import { organizationOf, requireOrganizationKey, unauthorized } from '../auth.ts'
+import { confirmBeforeAnswering, organizationOf, requireOrganizationKey, unauthorized } from '../auth.ts'
 import { envelope } from '../reply.ts'
-import { authErrors, ChannelSchema, Envelope, notFound, Timestamp, validationErrors } from '../schemas.ts'
+import { authErrors, ChannelSchema, conflict, Envelope, notFound, Timestamp, validationErrors } from '../schemas.ts'
 
 /** Unicode White_Space, as pydantic's strip_whitespace trims it. */
 const EDGE_WHITESPACE = /^\p{White_Space}+|\p{White_Space}+$/gu
@@ -115,11 +117,40 @@ const TriggerSchema = Type.Object({
   task: Type.Object({ id: Type.String(), status: Type.String() }),
 })
 
+/** A reservation outlives any request; one older belongs to a process that died. */
+const IDEMPOTENCY_LEASE_MS = 60_000
+const IDEMPOTENCY_KEEP_MS = 24 * 3_600_000
+const MAX_IDEMPOTENCY_KEY_LENGTH = 255
+
+/** The Idempotency-Key header, refused (422, as FastAPI refuses a header) when it is not one we can keep. */
+function idempotencyKeyOf(header: string | string[] | undefined): string | undefined {
+  if (header === undefined) return undefined
+  const loc = ['header', 'idempotency-key']
+  if (typeof header !== 'string' || header === '' || /[^\x21-\x7e]/.test(header)) {
+    throw new ValidationFailed([valueError(loc, header, 'Idempotency-Key must be 1 to 255 printable ASCII characters without spaces')])
+  }
+  if (header.length > MAX_IDEMPOTENCY_KEY_LENGTH) {
+    throw new ValidationFailed([
+      {
+        type: 'string_too_long',
+        loc,
+        msg: `String should have at most ${MAX_IDEMPOTENCY_KEY_LENGTH} characters`,
+        input: header,
+        ctx: { max_length: MAX_IDEMPOTENCY_KEY_LENGTH },
+      },
+    ])
+  }
+  return header
+}
+
+/** The same request, however its JSON was spaced or its fields ordered: the validated body, serialized. */
+const requestHash = (body: TriggerRequest) => createHash('sha256').update(JSON.stringify(body)).digest()
+
 export function triggerRoutes(
   app: FastifyInstance,
-  deps: { db: Database; authenticator: Authenticator; campaigns: CampaignDirectory; intake: TriggerIntake },
+  deps: { db: Database; authenticator: Authenticator; campaigns: CampaignDirectory; intake: TriggerIntake; now: () => number },
 ) {
-  const { db, authenticator, campaigns, intake } = deps
+  const { db, authenticator, campaigns, intake, now } = deps
 
   app.post(
     '/api/v2/triggers',
@@ -130,11 +161,14 @@ export function triggerRoutes(
       schema: {
         summary: 'Start one conversation',
         description:
-          'Records the trigger and creates its task. A 201 means both are committed; the conversation starts later, when the campaign schedule allows it.',
+          'Records the trigger and creates its task. A 201 means both are committed; the conversation starts later, when the campaign schedule allows it. ' +
+          'With an `Idempotency-Key` header (up to 255 characters, kept 24 hours per organization), a retry with the same body gets the first answer again ' +
+          '(with `Idempotent-Replayed: true`) and records nothing; the same key with another body is 409 `idempotency_key_reused`, and while the first ' +
+          'request is still in flight 409 `idempotency_key_in_use`.',
         tags: ['triggers'],
         security: [{ apiKey: [] }],
         body: TriggerRequestSchema,
-        response: { 201: Envelope(AcceptedSchema), ...authErrors, ...validationErrors },
+        response: { 201: Envelope(AcceptedSchema), ...authErrors, ...conflict, ...validationErrors },
       },
     },
     async (request, reply) => {
@@ -153,15 +187,31 @@ export function triggerRoutes(
         requestId: request.id,
         bodyBytes: Number(request.headers['content-length'] ?? MAX_BODY_BYTES),
       }
-      const accepted = await intake.record(submitter, { campaignId: campaign.id, timezone }, body)
+      const idempotencyKey = idempotencyKeyOf(request.headers['idempotency-key'])
+      if (idempotencyKey !== undefined) {
+        // A request that may be a retry is confirmed (one round trip) before a replay can answer a revoked key.
+        await confirmBeforeAnswering(authenticator, request)
+        const reservation = await reserveKey(db, principal.orgId, idempotencyKey, requestHash(body), now(), IDEMPOTENCY_LEASE_MS, IDEMPOTENCY_KEEP_MS)
+        if (reservation.kind === 'replay') return reply.code(201).header('idempotent-replayed', 'true').send(envelope(request, reservation.response))
+        if (reservation.kind === 'reused') {
+          throw new ApiError('idempotency_key_reused', 'This Idempotency-Key was used with another request body in the last 24 hours.')
+        }
+        if (reservation.kind === 'in_use') {
+          throw new ApiError('idempotency_key_in_use', 'A request with this Idempotency-Key is still being processed; retry in a moment.')
+        }
+      }
+      let accepted
+      try {
+        accepted = await intake.record(submitter, { campaignId: campaign.id, timezone, idempotencyKey }, body)
+      } finally {
+        if (accepted === undefined && idempotencyKey !== undefined) await releaseKey(db, principal.orgId, idempotencyKey)
+      }
       if (accepted === undefined) {
         // Campaigns are never deleted: only a key revoked since it was cached stops the commit.
         authenticator.forget(principal.keyId)
         throw unauthorized()
       }
-      return reply
-        .code(201)
-        .send(envelope(request, { id: accepted.id, task_id: accepted.taskId, status: 'accepted', created_at: accepted.createdAt }))
+      return reply.code(201).send(envelope(request, acceptedData(accepted)))
     },
   )
 

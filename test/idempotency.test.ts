@@ -1,0 +1,145 @@
+/**
+ * Idempotency-Key on POST /api/v2/triggers: a retry gets the first answer and
+ * records nothing; a reused key with another body, or one still in flight, is
+ * 409; a storm of retries across two API processes records one trigger.
+ */
+import assert from 'node:assert/strict'
+import { spawn } from 'node:child_process'
+import { createHash } from 'node:crypto'
+import path from 'node:path'
+import { after, before, test } from 'node:test'
+import { reserveKey } from '../src/store/idempotency.ts'
+import { bearer, freePort, json, onPostgres, OPERATOR_TOKEN, seedOrganization, startService, type TestService } from './support/service.ts'
+
+const ROOT = path.resolve(import.meta.dirname, '..')
+let service: TestService
+let org: Awaited<ReturnType<typeof seedOrganization>>
+let now = Date.parse('2026-06-01T10:00:00Z')
+
+before(async () => {
+  service = await startService({ now: () => now })
+  org = await seedOrganization(service.app)
+})
+after(() => service.close())
+
+const body = (phone = '+442079460958') => ({ campaign: 'screening', ids: [{ source: 'ats', type: 'candidate', value: 'c-9' }], contact: { phone } })
+
+const post = (key: string | undefined, payload: object, apiKey = org.key) =>
+  service.app.inject({
+    method: 'POST',
+    url: '/api/v2/triggers',
+    headers: { ...bearer(apiKey), 'content-type': 'application/json', ...(key === undefined ? {} : { 'idempotency-key': key }) },
+    payload,
+  })
+
+async function countTriggers(requestIdPrefix?: string): Promise<number> {
+  const [row] = await service.db.query<{ n: number }>(
+    `SELECT count(*)::int AS n FROM triggers t JOIN tasks k ON k.trigger_id = t.id WHERE t.org_id = $1 ${requestIdPrefix ? 'AND t.request_id LIKE $2' : ''}`,
+    requestIdPrefix ? [org.orgId, `${requestIdPrefix}%`] : [org.orgId],
+  )
+  return row!.n
+}
+
+test('a retry with the same key and body gets the first answer, byte for byte, and records nothing', async () => {
+  const before = await countTriggers()
+  const first = await post('order-1', body())
+  assert.equal(first.statusCode, 201)
+  assert.equal(first.headers['idempotent-replayed'], undefined)
+  // The same request, written differently: spacing and field order do not matter.
+  const retry = await service.app.inject({
+    method: 'POST',
+    url: '/api/v2/triggers',
+    headers: { ...bearer(org.key), 'content-type': 'application/json', 'idempotency-key': 'order-1' },
+    payload: `{ "contact": {"phone": "+442079460958"},  "ids": [{"source": "ats", "type": "candidate", "value": "c-9"}], "campaign": "screening" }`,
+  })
+  assert.equal(retry.statusCode, 201)
+  assert.equal(retry.headers['idempotent-replayed'], 'true')
+  assert.equal(JSON.stringify(json(retry).data), JSON.stringify(json(first).data))
+  assert.equal(await countTriggers(), before + 1)
+})
+
+test('the same key with another body is 409 idempotency_key_reused; keys are per organization', async () => {
+  assert.equal((await post('order-2', body())).statusCode, 201)
+  const reused = await post('order-2', body('+14155552671'))
+  assert.equal(reused.statusCode, 409)
+  assert.equal(json(reused).error.code, 'idempotency_key_reused')
+  const other = await seedOrganization(service.app)
+  assert.equal((await post('order-2', body('+14155552671'), other.key)).statusCode, 201)
+})
+
+test('a key still in flight is 409 idempotency_key_in_use; a refused request does not use its key up', async () => {
+  const hash = createHash('sha256').update(JSON.stringify(body())).digest()
+  assert.equal((await reserveKey(service.db, org.orgId, 'order-3', hash, now, 60_000, 86_400_000)).kind, 'reserved')
+  const inUse = await post('order-3', body())
+  assert.equal(inUse.statusCode, 409)
+  assert.equal(json(inUse).error.code, 'idempotency_key_in_use')
+  // A reservation left by a process that died is taken over once its lease is over.
+  now += 60_000
+  assert.equal((await post('order-3', body())).statusCode, 201)
+
+  const refused = await post('order-4', { ...body(), campaign: 'nope' })
+  assert.equal(refused.statusCode, 422)
+  assert.equal((await post('order-4', body())).statusCode, 201)
+})
+
+test('a key is kept 24 hours', async () => {
+  const first = json(await post('order-5', body())).data
+  now += 24 * 3_600_000 - 1
+  assert.equal(json(await post('order-5', body())).data.id, first.id)
+  now += 1
+  const later = await post('order-5', body())
+  assert.equal(later.statusCode, 201)
+  assert.notEqual(json(later).data.id, first.id)
+  assert.equal(later.headers['idempotent-replayed'], undefined)
+})
+
+test('an unusable key is a 422 at the header', async () => {
+  for (const key of ['x'.repeat(256), 'with space', 'naïve']) {
+    const response = await post(key, body())
+    assert.equal(response.statusCode, 422, key)
+    assert.deepEqual(json(response).detail[0].loc, ['header', 'idempotency-key'])
+  }
+})
+
+test('a storm of 20 concurrent retries, across two API processes on PostgreSQL, records one trigger and one task', { skip: !onPostgres && 'needs PostgreSQL' }, async () => {
+  // A real second API process on the same database, beside this one, on the real clock as this one now is.
+  now = Date.now()
+  const port = await freePort()
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'serve', '--no-workers'], {
+    cwd: ROOT,
+    env: { PATH: process.env.PATH, DATABASE_URL: service.databaseUrl, OPERATOR_TOKEN, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'warn' },
+    stdio: 'ignore',
+  })
+  try {
+    const base = `http://127.0.0.1:${port}`
+    for (let waited = 0; ; waited += 100) {
+      if ((await fetch(`${base}/healthz`).catch(() => undefined))?.ok) break
+      if (waited > 30_000) throw new Error('the second API process did not start')
+      await new Promise((resolve) => setTimeout(resolve, 100))
+    }
+    const storm = body('+12125550100')
+    const headers = { ...bearer(org.key), 'content-type': 'application/json', 'idempotency-key': 'storm-1' }
+    const answers = await Promise.all(
+      Array.from({ length: 20 }, async (_, index) => {
+        if (index % 2 === 0) {
+          const response = await post('storm-1', storm)
+          return { status: response.statusCode, body: json(response) }
+        }
+        const response = await fetch(`${base}/api/v2/triggers`, { method: 'POST', headers, body: JSON.stringify(storm) })
+        return { status: response.status, body: (await response.json()) as any }
+      }),
+    )
+    const accepted = answers.filter((answer) => answer.status === 201)
+    assert.ok(accepted.length >= 1)
+    assert.ok(answers.every((answer) => answer.status === 201 || answer.body.error?.code === 'idempotency_key_in_use'), JSON.stringify(answers.map((a) => a.status)))
+    assert.equal(new Set(accepted.map((answer) => answer.body.data.id)).size, 1)
+    const [row] = await service.db.query<{ triggers: number; tasks: number }>(
+      `SELECT count(DISTINCT t.id)::int AS triggers, count(k.id)::int AS tasks
+       FROM triggers t JOIN tasks k ON k.trigger_id = t.id WHERE t.org_id = $1 AND t.contact->>'phone' = '+12125550100'`,
+      [org.orgId],
+    )
+    assert.deepEqual(row, { triggers: 1, tasks: 1 })
+  } finally {
+    child.kill('SIGTERM')
+  }
+})
