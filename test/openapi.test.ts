@@ -23,6 +23,17 @@ test('an OpenAPI 3.1 document of the client and admin APIs', async () => {
     '/admin/v1/organizations/{org_id}/api-keys',
     '/admin/v1/organizations/{org_id}/api-keys/{key_id}',
     '/admin/v1/organizations/{org_id}/campaigns',
+    '/admin/v1/organizations/{org_id}/campaigns/{campaign_id}',
+    '/api/v2/tasks/{id}',
+    '/api/v2/tasks',
+    '/api/v2/tasks/{id}/cancel',
+    '/api/v2/webhook-endpoints',
+    '/api/v2/events',
+    '/api/v2/events/{id}/redeliver',
+    '/admin/v1/organizations/{org_id}/webhook-endpoints/{id}/rotate-secret',
+    '/providers/twilio/calls/{interaction_id}/status',
+    '/providers/whatsapp/webhook',
+    '/metrics',
   ]) {
     assert.ok(document.paths[path], path)
   }
@@ -31,7 +42,11 @@ test('an OpenAPI 3.1 document of the client and admin APIs', async () => {
   assert.deepEqual(Object.keys(requestSchema.properties), Object.keys(TriggerRequestSchema.properties))
   assert.deepEqual(requestSchema.required, ['campaign', 'contact'])
   assert.equal(requestSchema.properties.ids.maxItems, 20)
-  assert.deepEqual(Object.keys(create.responses).sort(), ['201', '401', '403', '422'])
+  assert.deepEqual(Object.keys(create.responses).sort(), ['201', '401', '403', '409', '422'])
+  // The task outcomes clients may meet, opted_out among them.
+  const task = document.paths['/api/v2/tasks/{id}'].get.responses['200'].content['application/json'].schema
+  const outcome = task.properties.data.properties.outcome
+  assert.ok(JSON.stringify(outcome).includes('opted_out'))
   assert.deepEqual(create.security, [{ apiKey: [] }])
   assert.ok(document.components.securitySchemes.apiKey)
 })
