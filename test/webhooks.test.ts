@@ -6,7 +6,7 @@
  */
 import assert from 'node:assert/strict'
 import { createHmac } from 'node:crypto'
-import { after, before, beforeEach, describe, test } from 'node:test'
+import { after, afterEach, before, beforeEach, describe, test } from 'node:test'
 import { Webhook } from 'standardwebhooks'
 import { createChannels } from '../src/channels/index.ts'
 import { type Receiver, startReceiver } from './support/receiver.ts'
@@ -27,18 +27,16 @@ before(async () => {
     (name) => (name === 'WHATSAPP_APP_SECRET' ? APP_SECRET : undefined),
   )
   service = await startService({ now: () => now, channels, allowPrivateWebhookUrls: true })
+})
+after(() => service.close())
+// A receiver of its own for each test: what an earlier test left pending goes elsewhere.
+beforeEach(async () => {
   receiver = await startReceiver()
-})
-after(async () => {
-  await service.close()
-  await receiver.close()
-})
-beforeEach(() => {
-  receiver.received.length = 0
   // Receivers check a signature's timestamp against their own clock. (What an
   // earlier test left due later then stays due later.)
   now = Date.now()
 })
+afterEach(() => receiver.close())
 
 const admin = bearer(OPERATOR_TOKEN)
 
@@ -186,11 +184,33 @@ describe('delivery', () => {
     assert.equal(receiver.received.length, 3, 'delivered: no more attempts')
   })
 
+  test('a delivery is given up after its tenth attempt', async () => {
+    const { key } = await setUp({ events: ['task.completed'] })
+    await trigger(key)
+    await callToTheEnd()
+    receiver.answer(...Array.from({ length: 12 }, () => ({ status: 500 })))
+    await deliver()
+    for (const delayS of [5, 300, 1_800, 7_200, 18_000, 36_000, 50_400, 72_000, 86_400]) {
+      now += delayS * 1100
+      await deliver()
+    }
+    assert.equal(receiver.received.length, 10)
+    now += 7 * 86_400_000
+    await deliver()
+    assert.equal(receiver.received.length, 10)
+    const [event] = payloads()
+    const detail = json(await service.app.inject({ method: 'GET', url: `/api/v2/events/${event.id}`, headers: bearer(key) })).data
+    assert.equal(detail.deliveries[0].status, 'failed')
+    assert.equal(detail.deliveries[0].attempts.length, 10)
+    assert.equal(detail.deliveries[0].next_attempt_at, null)
+  })
+
   test('Retry-After on 429 and 503 is honoured', async () => {
     const { key } = await setUp({ events: ['task.completed'] })
     await trigger(key)
     await callToTheEnd()
-    receiver.answer({ status: 503, headers: { 'retry-after': '120' } }, { status: 429, headers: { 'retry-after': '30' } })
+    // Later than the schedule (5 s, then 5 min): waited for as asked.
+    receiver.answer({ status: 503, headers: { 'retry-after': '120' } }, { status: 429, headers: { 'retry-after': '600' } }, { status: 429, headers: { 'retry-after': '0' } })
     await deliver()
     now += 119_000
     await deliver()
@@ -198,20 +218,36 @@ describe('delivery', () => {
     now += 1_000
     await deliver()
     assert.equal(receiver.received.length, 2)
-    now += 29_000
+    now += 599_000
     await deliver()
     assert.equal(receiver.received.length, 2)
     now += 1_000
     await deliver()
     assert.equal(receiver.received.length, 3)
+    // "At once" does not spend the attempts: the schedule (30 min for the fourth) still applies.
+    await deliver()
+    now += 60_000
+    await deliver()
+    assert.equal(receiver.received.length, 3)
+    now += 1_980_000 // 30 min and its 10 % of jitter, since the third attempt
+    await deliver()
+    assert.equal(receiver.received.length, 4)
   })
 
-  test('410 Gone disables the endpoint: nothing more is sent to it until it is enabled again', async () => {
+  test('410 Gone disables the endpoint: what was pending for it is given up, nothing more is sent until it is enabled again', async () => {
     const { key, endpoint } = await setUp({ events: ['task.completed'] })
+    await trigger(key)
+    await callToTheEnd()
+    receiver.answer({ status: 500 })
+    await deliver()
+    const [pending] = payloads()
     await trigger(key)
     await callToTheEnd()
     receiver.answer({ status: 410 })
     await deliver()
+    const given = json(await service.app.inject({ method: 'GET', url: `/api/v2/events/${pending.id}`, headers: bearer(key) })).data
+    assert.equal(given.deliveries[0].status, 'failed')
+    assert.deepEqual(given.deliveries[0].attempts.map((attempt: any) => attempt.status_code), [500])
     const state = json(await service.app.inject({ method: 'GET', url: `/api/v2/webhook-endpoints/${endpoint.id}`, headers: bearer(key) })).data
     assert.equal(state.enabled, false)
     assert.match(state.disabled_reason, /410/)
@@ -219,7 +255,7 @@ describe('delivery', () => {
     await callToTheEnd()
     now += 3_600_000
     await deliver()
-    assert.equal(receiver.received.length, 1)
+    assert.equal(receiver.received.length, 2)
     const metrics = await service.app.inject({ method: 'GET', url: '/metrics', headers: admin })
     assert.match(metrics.body, /^webhook_endpoints_disabled [1-9]/m)
     const enabled = await service.app.inject({ method: 'PATCH', url: `/api/v2/webhook-endpoints/${endpoint.id}`, headers: bearer(key), payload: { enabled: true } })
@@ -232,16 +268,16 @@ describe('delivery', () => {
       const { key, orgId } = await setUp({ url: slow.url, events: ['task.completed'] })
       const second = await service.app.inject({ method: 'POST', url: `/admin/v1/organizations/${orgId}/webhook-endpoints`, headers: admin, payload: { url: receiver.url, events: ['task.completed'] } })
       assert.equal(second.statusCode, 201)
-      slow.answer('hang', 'hang', 'hang')
-      for (let i = 0; i < 3; i++) await trigger(key)
+      slow.answer(...Array.from({ length: 10 }, () => 'hang' as const))
+      for (let i = 0; i < 10; i++) await trigger(key)
       await callToTheEnd()
       const written = Date.now()
       service.app.deliverer.start()
       try {
-        await receiver.waitFor(3, 1000)
+        await receiver.waitFor(10, 1000)
         const slowest = Math.max(...receiver.received.map((request) => request.at)) - written
         assert.ok(slowest < 1000, `delivered after ${slowest} ms`)
-        assert.equal(slow.received.length, 3, 'the hanging receiver got its own, still unanswered')
+        assert.equal(slow.received.length, 4, 'the hanging receiver has no more than 4 sends in flight')
       } finally {
         slow.release()
         await service.app.deliverer.stop()
@@ -264,6 +300,16 @@ describe('endpoints', () => {
       }
       const ok = await strict.app.inject({ method: 'POST', url: `/admin/v1/organizations/${orgId}/webhook-endpoints`, headers: admin, payload: { url: 'https://hooks.example.com/in' } })
       assert.equal(ok.statusCode, 201)
+      const moved = await strict.app.inject({
+        method: 'PATCH',
+        url: `/admin/v1/organizations/${orgId}/webhook-endpoints/${json(ok).data.id}`,
+        headers: admin,
+        payload: { url: 'https://192.168.1.10/hooks' },
+      })
+      assert.equal(moved.statusCode, 422)
+      const none = await strict.app.inject({ method: 'POST', url: `/admin/v1/organizations/${orgId}/webhook-endpoints`, headers: admin, payload: { url: 'https://hooks.example.com/in', events: [] } })
+      assert.equal(none.statusCode, 422)
+      assert.deepEqual(json(none).detail[0].loc, ['body', 'events'])
     } finally {
       await strict.close()
     }
@@ -304,6 +350,11 @@ describe('endpoints', () => {
     const later = receiver.received.at(-1)!
     assert.equal(String(later.headers['webhook-signature']).split(' ').length, 1)
     assert.equal(JSON.parse(later.body).type, 'task.completed')
+    // A second rotation may come once the previous secret has stopped signing, not before.
+    const again = await service.app.inject({ method: 'POST', url: `/api/v2/webhook-endpoints/${endpoint.id}/rotate-secret`, headers: bearer(key) })
+    assert.equal(again.statusCode, 200)
+    const tooSoon = await service.app.inject({ method: 'POST', url: `/api/v2/webhook-endpoints/${endpoint.id}/rotate-secret`, headers: bearer(key) })
+    assert.equal(tooSoon.statusCode, 409)
   })
 
   test('a deleted endpoint gets nothing more, and what was pending for it is given up', async () => {
@@ -359,7 +410,16 @@ describe('the event log', () => {
     const response = await service.app.inject({ method: 'GET', url: '/metrics', headers: admin })
     assert.equal(response.statusCode, 200)
     assert.match(response.headers['content-type'] as string, /^text\/plain/)
-    for (const name of ['webhook_deliveries{status="succeeded"}', 'webhook_deliveries{status="pending"}', 'webhook_deliveries_retrying', 'webhook_oldest_pending_delivery_age_seconds']) {
+    for (const name of [
+      'webhook_deliveries_total{status="succeeded"}',
+      'webhook_deliveries_total{status="failed"}',
+      'webhook_delivery_attempts_total',
+      'webhook_deliveries_pending',
+      'webhook_deliveries_retrying',
+      'webhook_endpoints_disabled',
+      'webhook_oldest_pending_delivery_age_seconds',
+      'webhook_delivery_lag_seconds',
+    ]) {
       assert.match(response.body, new RegExp(`^${name.replace(/[{}"]/g, '\\$&')} \\d`, 'm'))
     }
     const { key } = await setUp()

@@ -7,7 +7,7 @@ import { ApiError, ValidationFailed, valueError } from '../domain/errors.ts'
 import { isId, newId } from '../domain/ids.ts'
 import { EVENT_TYPES, type EventType, type WebhookEndpoint } from '../domain/types.ts'
 import type { Database } from '../store/database.ts'
-import { deliveriesOf, type DeliveryLog, redeliver } from '../store/deliveries.ts'
+import { deliveriesOf, type DeliveryLog, giveUpPending, redeliver } from '../store/deliveries.ts'
 import { findEvent, listEvents, type OutboxEvent } from '../store/events.ts'
 import { deleteEndpoint, findEndpoint, insertEndpoint, listEndpoints, rotateSecret, updateEndpoint } from '../store/webhookEndpoints.ts'
 import { webhookUrlProblem } from '../webhooks/urlSafety.ts'
@@ -31,12 +31,19 @@ function checkUrl(ops: WebhookOperations, url: string): void {
   if (problem !== undefined) throw new ValidationFailed([valueError(['body', 'url'], url, problem)])
 }
 
+function checkEvents(events: EventType[] | undefined): void {
+  if (events !== undefined && events.length === 0) {
+    throw new ValidationFailed([valueError(['body', 'events'], events, 'events must name at least one event type; leave it out for all')])
+  }
+}
+
 export async function createEndpoint(
   ops: WebhookOperations,
   orgId: string,
   input: { url: string; events?: EventType[] },
 ): Promise<{ endpoint: WebhookEndpoint; secret: string }> {
   checkUrl(ops, input.url)
+  checkEvents(input.events)
   const now = isoNow(ops)
   const endpoint: WebhookEndpoint = {
     id: newId('webhookEndpoint', ops.now()),
@@ -71,6 +78,7 @@ export async function changeEndpoint(
 ): Promise<WebhookEndpoint> {
   const current = await requireEndpoint(ops, orgId, id)
   if (changes.url !== undefined) checkUrl(ops, changes.url)
+  checkEvents(changes.events)
   const enabled = changes.enabled ?? current.enabled
   const endpoint: WebhookEndpoint = {
     ...current,
@@ -80,12 +88,22 @@ export async function changeEndpoint(
     disabledReason: enabled ? null : current.disabledReason,
     updatedAt: isoNow(ops),
   }
-  await updateEndpoint(ops.db, endpoint)
+  await ops.db.transaction(async (tx) => {
+    await updateEndpoint(tx, endpoint)
+    // A disabled endpoint receives nothing: what was pending for it is given up (and can be redelivered).
+    if (!enabled) await giveUpPending(tx, id, ops.now())
+  })
   return endpoint
 }
 
 export async function removeEndpoint(ops: WebhookOperations, orgId: string, id: string): Promise<void> {
-  const removed = isId('webhookEndpoint', id) && (await ops.db.transaction((tx) => deleteEndpoint(tx, orgId, id, ops.now())))
+  const removed =
+    isId('webhookEndpoint', id) &&
+    (await ops.db.transaction(async (tx) => {
+      if (!(await deleteEndpoint(tx, orgId, id, ops.now()))) return false
+      await giveUpPending(tx, id, ops.now())
+      return true
+    }))
   if (!removed) throw new ApiError('not_found', `No webhook endpoint ${id} exists.`)
 }
 
@@ -95,19 +113,25 @@ export async function rotateEndpointSecret(
   orgId: string,
   id: string,
 ): Promise<{ endpoint: WebhookEndpoint; secret: string; previousSecretExpiresAt: string }> {
-  const endpoint = await requireEndpoint(ops, orgId, id)
+  await requireEndpoint(ops, orgId, id)
   const secret = newWebhookSecret()
   const until = ops.now() + PREVIOUS_SECRET_MS
-  await rotateSecret(ops.db, orgId, id, secret, until, ops.now())
-  return { endpoint, secret, previousSecretExpiresAt: new Date(until).toISOString() }
+  if (!(await rotateSecret(ops.db, orgId, id, secret, until, ops.now()))) {
+    throw new ApiError('conflict', 'The previous secret still signs, for up to 24 hours after the last rotation; rotate again after that.')
+  }
+  return { endpoint: await requireEndpoint(ops, orgId, id), secret, previousSecretExpiresAt: new Date(until).toISOString() }
 }
 
-export function listOrganizationEvents(
+export async function listOrganizationEvents(
   ops: WebhookOperations,
   orgId: string,
   query: { type?: EventType; after?: string; limit: number },
 ): Promise<OutboxEvent[]> {
-  return listEvents(ops.db, orgId, query)
+  const events = await listEvents(ops.db, orgId, query)
+  if (events === undefined) {
+    throw new ValidationFailed([valueError(['query', 'after'], query.after, 'after must be the id of an event of a page before')])
+  }
+  return events
 }
 
 export async function eventWithDeliveries(

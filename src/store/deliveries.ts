@@ -28,12 +28,14 @@ export interface ClaimedDelivery {
 }
 
 /**
- * Claims up to `limit` due deliveries, skipping endpoints that already have
- * `perEndpoint` in flight.
+ * Claims up to `limit` due deliveries for `claim`, at most `perEndpoint` in
+ * flight for any one endpoint: each endpoint with due work is locked while
+ * its room is counted and filled, so workers claiming at once skip it rather
+ * than both fill it.
  */
 export async function claimDueDeliveries(
   db: Queryable,
-  worker: string,
+  claim: string,
   now: number,
   lockedUntil: number,
   limit: number,
@@ -51,23 +53,31 @@ export async function claimDueDeliveries(
     previous_secret: string | null
     previous_secret_until: Date | null
   }>(
-    `WITH claimed AS (
-       UPDATE deliveries SET locked_by = $1, locked_until = $2, due_at = $2
-       WHERE id IN (
+    `WITH endpoints AS (
+       SELECT w.id, $5 - (SELECT count(*) FROM deliveries r
+                          WHERE r.endpoint_id = w.id AND r.status = 'pending' AND r.locked_until > $3) AS room
+       FROM webhook_endpoints w
+       WHERE EXISTS (SELECT 1 FROM deliveries d WHERE d.endpoint_id = w.id AND d.status = 'pending' AND d.due_at <= $3)
+       FOR NO KEY UPDATE SKIP LOCKED
+     ), picked AS (
+       SELECT due.id FROM endpoints e
+       CROSS JOIN LATERAL (
          SELECT d.id FROM deliveries d
-         WHERE d.status = 'pending' AND d.due_at <= $3
-           AND (SELECT count(*) FROM deliveries r
-                WHERE r.endpoint_id = d.endpoint_id AND r.status = 'pending' AND r.locked_until > $3) < $5
+         WHERE d.endpoint_id = e.id AND d.status = 'pending' AND d.due_at <= $3
          ORDER BY d.due_at
-         LIMIT $4
-         FOR UPDATE SKIP LOCKED)
+         LIMIT greatest(e.room, 0)
+         FOR UPDATE SKIP LOCKED) due
+       LIMIT $4
+     ), claimed AS (
+       UPDATE deliveries SET locked_by = $1, locked_until = $2, due_at = $2
+       WHERE id IN (SELECT id FROM picked)
        RETURNING id, attempts, event_id, endpoint_id)
      SELECT c.id, c.attempts, e.payload, w.id AS endpoint_id, w.url, w.enabled, w.deleted_at IS NOT NULL AS deleted, w.secret,
             w.previous_secret, w.previous_secret_until
      FROM claimed c
      JOIN events e ON e.id = c.event_id
      JOIN webhook_endpoints w ON w.id = c.endpoint_id`,
-    [worker, new Date(lockedUntil), new Date(now), limit, perEndpoint],
+    [claim, new Date(lockedUntil), new Date(now), limit, perEndpoint],
   )
   return rows.map((row) => ({
     id: Number(row.id),
@@ -94,13 +104,14 @@ export interface AttemptRecord {
 
 /**
  * Logs an attempt and moves the delivery on: done (`succeeded`, or `failed`
- * when it gives up) or due again at `retryAt`. Only while `worker` still holds
- * the claim; false when it does not (the attempt is then not logged twice).
+ * when it gives up) or due again at `retryAt`. Only while `claim` still holds
+ * it: false when its lease ran out and it was claimed again (the later claim
+ * logs its own attempt).
  */
 export async function recordAttempt(
   tx: Queryable,
   deliveryId: number,
-  worker: string,
+  claim: string,
   attempt: AttemptRecord,
   next: { status: 'succeeded' | 'failed' } | { status: 'pending'; retryAt: number },
 ): Promise<boolean> {
@@ -109,7 +120,7 @@ export async function recordAttempt(
             completed_at = CASE WHEN $3 = 'pending' THEN NULL ELSE $5::timestamptz END, locked_by = NULL, locked_until = NULL
      WHERE id = $1 AND locked_by = $2 AND status = 'pending'
      RETURNING attempts`,
-    [deliveryId, worker, next.status, next.status === 'pending' ? new Date(next.retryAt) : null, new Date(attempt.at)],
+    [deliveryId, claim, next.status, next.status === 'pending' ? new Date(next.retryAt) : null, new Date(attempt.at)],
   )
   if (rows.length === 0) return false
   await tx.query(
@@ -120,12 +131,16 @@ export async function recordAttempt(
   return true
 }
 
-/** Gives up a claimed delivery without attempting it (its endpoint was disabled or deleted meanwhile). */
-export async function abandonDelivery(db: Queryable, deliveryId: number, worker: string, now: number): Promise<void> {
-  await db.query(
-    `UPDATE deliveries SET status = 'failed', completed_at = $3, locked_by = NULL, locked_until = NULL
-     WHERE id = $1 AND locked_by = $2 AND status = 'pending'`,
-    [deliveryId, worker, new Date(now)],
+/**
+ * Gives up what is pending for an endpoint that no longer receives (deleted,
+ * disabled by its owner, or gone with a 410); the event log still lists it,
+ * and an event can be redelivered once the endpoint is enabled again.
+ */
+export async function giveUpPending(tx: Queryable, endpointId: string, now: number): Promise<void> {
+  await tx.query(
+    `UPDATE deliveries SET status = 'failed', completed_at = $2, locked_by = NULL, locked_until = NULL
+     WHERE endpoint_id = $1 AND status = 'pending'`,
+    [endpointId, new Date(now)],
   )
 }
 
@@ -135,17 +150,26 @@ export async function nextDeliveryDueAt(db: Queryable): Promise<number | undefin
   return rows[0]?.due_at.getTime()
 }
 
-/** A new delivery of an event to one of its organization's endpoints, due now. */
+/**
+ * Sends an event to one of its organization's endpoints now: a delivery of
+ * it still pending there is brought forward (unless a send is in flight), so
+ * that asking twice never queues it twice; otherwise a new delivery is made.
+ */
 export async function redeliver(db: Queryable, orgId: string, eventId: string, endpointId: string, now: number): Promise<void> {
   await db.query(
-    `INSERT INTO deliveries (event_id, endpoint_id, org_id, status, due_at, created_at) VALUES ($1, $2, $3, 'pending', $4, $4)`,
+    `WITH hurried AS (
+       UPDATE deliveries SET due_at = $4
+       WHERE event_id = $1 AND endpoint_id = $2 AND status = 'pending' AND (locked_until IS NULL OR locked_until <= $4)
+     )
+     INSERT INTO deliveries (event_id, endpoint_id, org_id, status, due_at, created_at)
+     SELECT $1, $2, $3, 'pending', $4, $4
+     WHERE NOT EXISTS (SELECT 1 FROM deliveries WHERE event_id = $1 AND endpoint_id = $2 AND status = 'pending')`,
     [eventId, endpointId, orgId, new Date(now)],
   )
 }
 
 export interface DeliveryLog {
   endpointId: string
-  url: string
   status: 'pending' | 'succeeded' | 'failed'
   nextAttemptAt: string | null
   attempts: { attempt: number; at: string; statusCode: number | null; latencyMs: number; error: string | null }[]
@@ -156,7 +180,6 @@ export async function deliveriesOf(db: Queryable, eventId: string): Promise<Deli
   const rows = await db.query<{
     id: string
     endpoint_id: string
-    url: string
     status: DeliveryLog['status']
     due_at: Date
     attempt: number | null
@@ -165,9 +188,8 @@ export async function deliveriesOf(db: Queryable, eventId: string): Promise<Deli
     latency_ms: number | null
     error: string | null
   }>(
-    `SELECT d.id, d.endpoint_id, w.url, d.status, d.due_at, a.attempt, a.attempted_at, a.status_code, a.latency_ms, a.error
+    `SELECT d.id, d.endpoint_id, d.status, d.due_at, a.attempt, a.attempted_at, a.status_code, a.latency_ms, a.error
      FROM deliveries d
-     JOIN webhook_endpoints w ON w.id = d.endpoint_id
      LEFT JOIN delivery_attempts a ON a.delivery_id = d.id
      WHERE d.event_id = $1
      ORDER BY d.id, a.attempt`,
@@ -179,7 +201,6 @@ export async function deliveriesOf(db: Queryable, eventId: string): Promise<Deli
     if (log === undefined) {
       log = {
         endpointId: row.endpoint_id,
-        url: row.url,
         status: row.status,
         nextAttemptAt: row.status === 'pending' ? iso(row.due_at) : null,
         attempts: [],
@@ -209,6 +230,8 @@ export interface DeliveryMetrics {
   disabledEndpoints: number
   /** Age of the oldest pending delivery, in seconds; 0 when none is pending. */
   oldestPendingAgeS: number
+  /** How long the most overdue delivery has been due, in seconds: the deliverers' lag. */
+  lagS: number
 }
 
 export async function deliveryMetrics(db: Queryable, now: number): Promise<DeliveryMetrics> {
@@ -219,17 +242,21 @@ export async function deliveryMetrics(db: Queryable, now: number): Promise<Deliv
     retrying: number
     attempts: number
     oldest: Date | null
+    overdue: Date | null
     disabled: number
   }>(
     `SELECT count(*) FILTER (WHERE status = 'succeeded')::int AS succeeded,
             count(*) FILTER (WHERE status = 'failed')::int AS failed,
             count(*) FILTER (WHERE status = 'pending')::int AS pending,
             count(*) FILTER (WHERE status = 'pending' AND attempts > 0)::int AS retrying,
-            coalesce(sum(attempts), 0)::int AS attempts,
+            coalesce(sum(attempts), 0)::float8 AS attempts,
             min(created_at) FILTER (WHERE status = 'pending') AS oldest,
+            min(due_at) FILTER (WHERE status = 'pending' AND due_at <= $1) AS overdue,
             (SELECT count(*)::int FROM webhook_endpoints WHERE NOT enabled AND deleted_at IS NULL AND disabled_reason IS NOT NULL) AS disabled
      FROM deliveries`,
+    [new Date(now)],
   )
+  const secondsSince = (instant: Date | null) => (instant === null ? 0 : Math.max(0, (now - instant.getTime()) / 1000))
   return {
     succeeded: row!.succeeded,
     failed: row!.failed,
@@ -237,6 +264,7 @@ export async function deliveryMetrics(db: Queryable, now: number): Promise<Deliv
     retrying: row!.retrying,
     attempts: row!.attempts,
     disabledEndpoints: row!.disabled,
-    oldestPendingAgeS: row!.oldest === null ? 0 : Math.max(0, (now - row!.oldest.getTime()) / 1000),
+    oldestPendingAgeS: secondsSince(row!.oldest),
+    lagS: secondsSince(row!.overdue),
   }
 }

@@ -61,27 +61,26 @@ export async function updateEndpoint(db: Queryable, endpoint: WebhookEndpoint): 
   )
 }
 
-/** Deletes the endpoint (kept for the delivery log); what was still to be delivered to it gives up. */
+/** Deletes the endpoint (kept for the delivery log). */
 export async function deleteEndpoint(tx: Queryable, orgId: string, id: string, now: number): Promise<boolean> {
   const rows = await tx.query(
     `UPDATE webhook_endpoints SET deleted_at = $3, enabled = false, updated_at = $3
      WHERE org_id = $1 AND id = $2 AND deleted_at IS NULL RETURNING id`,
     [orgId, id, new Date(now)],
   )
-  if (rows.length === 0) return false
-  await tx.query(
-    `UPDATE deliveries SET status = 'failed', completed_at = $2, locked_by = NULL, locked_until = NULL
-     WHERE endpoint_id = $1 AND status = 'pending'`,
-    [id, new Date(now)],
-  )
-  return true
+  return rows.length === 1
 }
 
-/** A new secret; the current one keeps signing beside it until `previousUntil`. */
+/**
+ * A new secret; the current one keeps signing beside it until `previousUntil`.
+ * Refused (false) while a previous rotation's secret still signs: a second
+ * rotation would drop it before its receivers had moved on.
+ */
 export async function rotateSecret(db: Queryable, orgId: string, id: string, secret: string, previousUntil: number, now: number): Promise<boolean> {
   const rows = await db.query(
     `UPDATE webhook_endpoints SET previous_secret = secret, previous_secret_until = $4, secret = $3, updated_at = $5
-     WHERE org_id = $1 AND id = $2 AND deleted_at IS NULL RETURNING id`,
+     WHERE org_id = $1 AND id = $2 AND deleted_at IS NULL AND (previous_secret_until IS NULL OR previous_secret_until <= $5)
+     RETURNING id`,
     [orgId, id, secret, new Date(previousUntil), new Date(now)],
   )
   return rows.length === 1

@@ -7,14 +7,7 @@
 import type { FastifyBaseLogger } from 'fastify'
 import { newId } from '../domain/ids.ts'
 import type { Database } from '../store/database.ts'
-import {
-  abandonDelivery,
-  type AttemptRecord,
-  type ClaimedDelivery,
-  claimDueDeliveries,
-  nextDeliveryDueAt,
-  recordAttempt,
-} from '../store/deliveries.ts'
+import { type AttemptRecord, type ClaimedDelivery, claimDueDeliveries, giveUpPending, nextDeliveryDueAt, recordAttempt } from '../store/deliveries.ts'
 import { disableEndpoint } from '../store/webhookEndpoints.ts'
 import { DeliveryError, postWebhook, type PostResult } from '../webhooks/httpPoster.ts'
 import { signatureHeader } from '../webhooks/signing.ts'
@@ -42,6 +35,7 @@ class Delivery implements Work {
   readonly name = 'deliverer'
   readonly worker = newId('worker')
   readonly #inFlight = new Set<Promise<void>>()
+  #claims = 0
 
   constructor(
     readonly db: Database,
@@ -51,14 +45,18 @@ class Delivery implements Work {
     readonly onSlotFreed: () => void,
   ) {}
 
-  async round(): Promise<void> {
+  async round(): Promise<boolean> {
+    let progressed = false
     for (;;) {
       const room = Math.min(CLAIM_BATCH, MAX_IN_FLIGHT - this.#inFlight.size)
-      if (room <= 0) return
+      if (room <= 0) return progressed
       const now = this.now()
-      const claimed = await claimDueDeliveries(this.db, this.worker, now, now + LEASE_MS, room, PER_ENDPOINT)
+      // Each claim has a name of its own: a send whose lease ran out and was claimed again cannot record over the later one.
+      const claim = `${this.worker}.${++this.#claims}`
+      const claimed = await claimDueDeliveries(this.db, claim, now, now + LEASE_MS, room, PER_ENDPOINT)
+      progressed ||= claimed.length > 0
       for (const delivery of claimed) {
-        const sending = this.#send(delivery)
+        const sending = this.#send(delivery, claim)
           .catch((error: unknown) => this.log.error({ err: error, event: delivery.event.id }, 'delivery failed to be recorded; retried when its claim runs out'))
           .finally(() => {
             this.#inFlight.delete(sending)
@@ -66,7 +64,7 @@ class Delivery implements Work {
           })
         this.#inFlight.add(sending)
       }
-      if (claimed.length < room) return
+      if (claimed.length < room) return progressed
     }
   }
 
@@ -78,12 +76,10 @@ class Delivery implements Work {
     while (this.#inFlight.size > 0) await Promise.all(this.#inFlight)
   }
 
-  async #send(delivery: ClaimedDelivery): Promise<void> {
+  async #send(delivery: ClaimedDelivery, claim: string): Promise<void> {
     const { event, endpoint } = delivery
-    if (!endpoint.enabled) {
-      await abandonDelivery(this.db, delivery.id, this.worker, this.now())
-      return
-    }
+    // Disabled or deleted as it was claimed: what was pending for it has been given up.
+    if (!endpoint.enabled) return
     const body = JSON.stringify(event)
     const timestamp = Math.floor(this.now() / 1000)
     let result: PostResult | undefined
@@ -122,16 +118,23 @@ class Delivery implements Work {
           ? ({ status: 'failed' } as const)
           : ({ status: 'pending', retryAt: this.now() + this.#retryDelayMs(delivery.attempts, result) } as const)
     await this.db.transaction(async (tx) => {
-      if (!(await recordAttempt(tx, delivery.id, this.worker, attempt, next))) return
-      if (gone) await disableEndpoint(tx, endpoint.id, `the receiver answered 410 Gone on ${new Date(at).toISOString()}`, this.now())
+      if (!(await recordAttempt(tx, delivery.id, claim, attempt, next))) return
+      if (gone) {
+        await disableEndpoint(tx, endpoint.id, `the receiver answered 410 Gone on ${new Date(at).toISOString()}`, this.now())
+        await giveUpPending(tx, endpoint.id, this.now())
+      }
     })
   }
 
-  /** A 429 or 503 with Retry-After is retried when it says; any other failure after the next delay of the schedule. */
+  /**
+   * The next delay of the schedule, spread by the jitter; a 429 or 503 with
+   * Retry-After waits at least as long as it asks (never less than the
+   * schedule, so that "retry at once" cannot spend every attempt in seconds).
+   */
   #retryDelayMs(attemptsBefore: number, result: PostResult | undefined): number {
-    if ((result?.status === 429 || result?.status === 503) && result.retryAfterMs !== undefined) return result.retryAfterMs
-    const delay = RETRY_DELAYS_S[attemptsBefore]! * 1000
-    return Math.round(delay * (1 + JITTER * (2 * Math.random() - 1)))
+    const scheduled = Math.round(RETRY_DELAYS_S[attemptsBefore]! * 1000 * (1 + JITTER * (2 * Math.random() - 1)))
+    const asked = result?.status === 429 || result?.status === 503 ? result.retryAfterMs : undefined
+    return Math.max(scheduled, asked ?? 0)
   }
 }
 

@@ -35,16 +35,19 @@ class Dispatch implements Work {
    * Settles and dispatches until nothing is due. Settling first frees the
    * places of a campaign at its max_concurrent for the tasks dispatched next.
    */
-  async round(): Promise<void> {
+  async round(): Promise<boolean> {
+    let progressed = false
     for (;;) {
       const settled = await this.lifecycle.settleDue(BATCH)
       const dispatched = await this.lifecycle.dispatchDue(this.worker, BATCH)
+      progressed ||= settled > 0 || dispatched.claimed > 0
       if (dispatched.claimed < BATCH && settled < BATCH) break
     }
     if (this.now() - this.#sweptAt >= SWEEP_EVERY_MS) {
       this.#sweptAt = this.now()
       await deleteExpiredKeys(this.db, this.#sweptAt, SWEEP_BATCH)
     }
+    return progressed
   }
 
   async nextDueAt(): Promise<number | undefined> {

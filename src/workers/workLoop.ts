@@ -10,8 +10,8 @@ const POLL_MS = 500
 
 export interface Work {
   readonly name: string
-  /** Takes on what is due now. */
-  round(): Promise<void>
+  /** Takes on what is due now; false when it could take on nothing (even if something is due). */
+  round(): Promise<boolean>
   /** When something is next due, as far as the database tells. */
   nextDueAt(): Promise<number | undefined>
   /** Waits for what the rounds so far have started (the deliverer's sends run beyond their round). */
@@ -62,9 +62,11 @@ export class WorkLoop {
       this.#woken = false
       let delay = POLL_MS
       try {
-        await this.#work.round()
+        const progressed = await this.#work.round()
         const next = await this.#work.nextDueAt()
-        delay = Math.max(0, Math.min(POLL_MS, (next ?? Infinity) - Date.now()))
+        // Due but not taken (a receiver at its limit of sends in flight): wait for a wake-up or the poll, not spin.
+        const pastDue = next !== undefined && next <= Date.now()
+        delay = !progressed && pastDue ? POLL_MS : Math.max(0, Math.min(POLL_MS, (next ?? Infinity) - Date.now()))
       } catch (error) {
         this.#log.error({ err: error }, `${this.#work.name} round failed`)
       }

@@ -22,15 +22,16 @@ export function metricsRoutes(app: FastifyInstance, deps: { db: Database; authen
     async (_request, reply) => {
       const m = await deliveryMetrics(deps.db, deps.now())
       const lines = [
-        metric('webhook_deliveries', 'gauge', 'Deliveries by status.', [
+        metric('webhook_deliveries_total', 'counter', 'Deliveries ended: succeeded, or failed (given up after the last retry, or for an endpoint that no longer receives).', [
           ['status="succeeded"', m.succeeded],
           ['status="failed"', m.failed],
-          ['status="pending"', m.pending],
         ]),
+        metric('webhook_delivery_attempts_total', 'counter', 'Attempts made, over every delivery.', [['', m.attempts]]),
+        metric('webhook_deliveries_pending', 'gauge', 'Deliveries still to be made.', [['', m.pending]]),
         metric('webhook_deliveries_retrying', 'gauge', 'Pending deliveries that have failed at least once.', [['', m.retrying]]),
-        metric('webhook_delivery_attempts', 'gauge', 'Attempts made, over every delivery.', [['', m.attempts]]),
         metric('webhook_endpoints_disabled', 'gauge', 'Endpoints the service disabled after a 410.', [['', m.disabledEndpoints]]),
         metric('webhook_oldest_pending_delivery_age_seconds', 'gauge', 'Age of the oldest pending delivery.', [['', m.oldestPendingAgeS]]),
+        metric('webhook_delivery_lag_seconds', 'gauge', 'How long the most overdue delivery has waited past its due time.', [['', m.lagS]]),
       ]
       return reply.type('text/plain; version=0.0.4').send(`${lines.join('\n')}\n`)
     },

@@ -66,7 +66,6 @@ const EventSchema = Type.Object({
 
 const DeliverySchema = Type.Object({
   endpoint_id: Type.String(),
-  url: Type.String(),
   status: OneOf(['pending', 'succeeded', 'failed'] as const),
   next_attempt_at: Type.Union([Timestamp, Type.Null()]),
   attempts: Type.Array(
@@ -98,7 +97,6 @@ const presentEndpoint = (endpoint: WebhookEndpoint) => ({
 
 const presentDelivery = (delivery: DeliveryLog) => ({
   endpoint_id: delivery.endpointId,
-  url: delivery.url,
   status: delivery.status,
   next_attempt_at: delivery.nextAttemptAt,
   attempts: delivery.attempts.map((attempt) => ({
@@ -265,7 +263,7 @@ function routesFor(app: FastifyInstance, ops: WebhookOperations, audience: Audie
       schema: {
         ...docs,
         summary: 'List events',
-        description: `Oldest first, after the event \`after\`, at most \`limit\` (${MAX_PAGE}). The next page starts after the last id of this one; an empty page means none newer yet. A client that cannot receive webhooks can poll this.`,
+        description: `In the order they were recorded, after the event \`after\`, at most \`limit\` (${MAX_PAGE}). The next page starts after the last id of this one; an empty page means none newer yet, and no event is ever written behind a page already read. A client that cannot receive webhooks can poll this.`,
         params: Type.Object(params),
         querystring: EventsQuery,
         response: { 200: Envelope(Type.Array(EventSchema)), ...authErrors, ...validationErrors },

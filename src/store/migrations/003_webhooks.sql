@@ -42,7 +42,7 @@ CREATE TABLE deliveries (
   completed_at  timestamptz
 );
 CREATE INDEX deliveries_due ON deliveries (due_at) WHERE status = 'pending';
-CREATE INDEX deliveries_running_by_endpoint ON deliveries (endpoint_id, locked_until) WHERE status = 'pending';
+CREATE INDEX deliveries_pending_by_endpoint ON deliveries (endpoint_id, due_at) WHERE status = 'pending';
 CREATE INDEX deliveries_event ON deliveries (event_id);
 
 CREATE TABLE delivery_attempts (
@@ -56,4 +56,10 @@ CREATE TABLE delivery_attempts (
   PRIMARY KEY (delivery_id, attempt)
 );
 
-CREATE INDEX events_org_type ON events (org_id, type, id);
+-- The transaction that wrote each event. Ids follow the clock of the process
+-- that made them, and transactions commit in another order, so a reader
+-- that pages by id could pass an event that commits later with a smaller id.
+-- Pages follow (txid, id) instead, and stop short of every transaction still
+-- in progress: what a page has passed is final.
+ALTER TABLE events ADD COLUMN txid xid8 NOT NULL DEFAULT pg_current_xact_id();
+CREATE INDEX events_org_txid ON events (org_id, txid, id);
