@@ -17,6 +17,7 @@ import { healthRoutes } from './http/routes/health.ts'
 import { twilioRoutes } from './http/routes/providers/twilio.ts'
 import { whatsappRoutes } from './http/routes/providers/whatsapp.ts'
 import { metricsRoutes } from './http/routes/metrics.ts'
+import { suppressionRoutes } from './http/routes/suppressions.ts'
 import { taskRoutes } from './http/routes/tasks.ts'
 import { webhookRoutes } from './http/routes/webhooks.ts'
 import { triggerRoutes } from './http/routes/triggers.ts'
@@ -135,6 +136,7 @@ export async function buildApp(options: AppOptions, deps: AppDeps): Promise<Fast
     authenticator,
   })
   metricsRoutes(app, { db: deps.db, authenticator, now })
+  suppressionRoutes(app, { db: deps.db, authenticator, now })
   twilioRoutes(app, { db: deps.db, twilio: deps.channels.twilio, lifecycle, now })
   await app.register(whatsappRoutes, { db: deps.db, channels: deps.channels, lifecycle })
   adminRoutes(app, { ops, authenticator, campaigns })

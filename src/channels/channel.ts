@@ -51,8 +51,11 @@ export interface InteractionProgress {
 export type ProviderReport =
   /** Not over yet; `status` is kept as the interaction's provider status. */
   | { kind: 'progress'; providerRef: string; status: string; at: number }
-  /** Over, with its outcome; `durationS` for calls. */
-  | { kind: 'final'; providerRef: string; outcome: InteractionOutcome; at: number; durationS?: number }
+  /**
+   * Over, with its outcome; `durationS` for calls. `optedOut`: the provider
+   * says the person refuses such messages (the number is then suppressed).
+   */
+  | { kind: 'final'; providerRef: string; outcome: InteractionOutcome; at: number; durationS?: number; optedOut?: boolean }
 
 export interface Channel {
   readonly provider: Provider

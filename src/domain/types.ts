@@ -29,7 +29,7 @@ import type { AttemptPolicy, Provider, Schedule } from './campaignSettings.ts'
 export const CHANNELS = ['voice', 'whatsapp'] as const
 export type Channel = (typeof CHANNELS)[number]
 
-export const SCOPES = ['triggers:write', 'triggers:read', 'webhooks:manage'] as const
+export const SCOPES = ['triggers:write', 'triggers:read', 'webhooks:manage', 'suppressions:manage'] as const
 export type Scope = (typeof SCOPES)[number]
 export const DEFAULT_KEY_SCOPES: readonly Scope[] = ['triggers:write', 'triggers:read']
 

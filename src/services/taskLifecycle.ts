@@ -21,6 +21,7 @@ import { nextOpening } from '../domain/schedule.ts'
 import type { Campaign, InteractionOutcome, TaskOutcome } from '../domain/types.ts'
 import type { Database, Queryable } from '../store/database.ts'
 import { insertEvent } from '../store/events.ts'
+import { isSuppressed, suppress } from '../store/suppressions.ts'
 import {
   awaitConfirmation,
   claimInteractionsToSettle,
@@ -142,6 +143,8 @@ export class TaskLifecycle {
       // claimed: a wait for the pool or the campaign's lock must not carry a
       // call past the end of a window.
       const now = this.#now()
+      // The person asked not to be contacted: the task closes at once, whatever the hour.
+      if (await isSuppressed(tx, task.orgId, task.contact.phone)) return { kind: 'complete', outcome: 'opted_out' }
       if (now >= task.expiresAt) return { kind: 'complete', outcome: 'expired' }
       // The trigger was accepted with a zone; only a later change of the schedule can leave none.
       if (zone === undefined) return { kind: 'complete', outcome: 'failed' }
@@ -271,7 +274,7 @@ export class TaskLifecycle {
       await markStarted(this.#db, interaction.id, report.providerRef, startedAt + channel.settleAfterMs(interaction.providerConfig))
     }
     if (report.kind === 'progress') await recordProviderStatus(this.#db, interaction.id, report.status)
-    else await this.finalize(interaction.id, report.outcome, { at: report.at, durationS: report.durationS })
+    else await this.finalize(interaction.id, report.outcome, { at: report.at, durationS: report.durationS, optOut: report.optedOut ? 'provider' : undefined })
   }
 
   /**
@@ -285,6 +288,7 @@ export class TaskLifecycle {
     campaign: Campaign,
     message: { provider: Provider; id: string; from: string; at: number },
     taskId: string | null,
+    optOut: boolean,
   ): Promise<void> {
     const now = this.#now()
     const interactionId = newId('interaction', now)
@@ -309,7 +313,8 @@ export class TaskLifecycle {
       })
       const interaction = (await finalizeInteraction(tx, interactionId, 'replied', message.at, 0))!
       await insertEvent(tx, campaign.orgId, interactionFinalizedEvent(interaction, now))
-      if (task !== undefined && task.status !== 'completed') await this.#complete(tx, task, 'reached')
+      if (optOut) await suppress(tx, campaign.orgId, message.from, 'reply', now)
+      if (task !== undefined && task.status !== 'completed') await this.#complete(tx, task, optOut ? 'opted_out' : 'reached')
     })
     this.#onEventsWritten()
   }
@@ -332,6 +337,8 @@ export class TaskLifecycle {
       onlyIfStarting?: boolean
       /** The provider's message that says so (a reply): counted once however often it is delivered. */
       message?: { provider: Provider; id: string }
+      /** The person opted out (wrote STOP, or the provider says so): never contacted again, and the task closes. */
+      optOut?: 'reply' | 'provider'
     },
   ): Promise<boolean> {
     const finalized = await this.#db.transaction(async (tx) => {
@@ -342,19 +349,21 @@ export class TaskLifecycle {
       const interaction = await finalizeInteraction(tx, interactionId, outcome, at, durationS ?? null, onlyIfStarting)
       if (interaction === undefined) return false
       await insertEvent(tx, interaction.orgId, interactionFinalizedEvent(interaction, this.#now()))
-      if (interaction.taskId !== null) await this.#afterInteraction(tx, interaction, options.permanent === true)
+      if (options.optOut !== undefined) await suppress(tx, interaction.orgId, interaction.toPhone, options.optOut, this.#now())
+      if (interaction.taskId !== null) await this.#afterInteraction(tx, interaction, options.permanent === true, options.optOut !== undefined)
       return true
     })
     if (finalized) this.#onEventsWritten()
     return finalized
   }
 
-  async #afterInteraction(tx: Queryable, interaction: FinalizedInteraction, permanent: boolean): Promise<void> {
+  async #afterInteraction(tx: Queryable, interaction: FinalizedInteraction, permanent: boolean, optedOut: boolean): Promise<void> {
     const task = await lockTask(tx, interaction.taskId!)
     // Cancelled (or otherwise completed) while the interaction ran: nothing follows.
     if (task === undefined || task.status === 'completed') return
     const now = this.#now()
     const policy: AttemptPolicy = task.campaign.attempts
+    if (optedOut) return this.#complete(tx, task, 'opted_out')
     if (REACHED.has(interaction.outcome)) return this.#complete(tx, task, 'reached')
     if (permanent) return this.#complete(tx, task, 'failed')
     if (task.attempts >= policy.max) return this.#complete(tx, task, 'unreachable')

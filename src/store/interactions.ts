@@ -215,6 +215,8 @@ export async function nextSettleAt(db: Queryable): Promise<number | undefined> {
 export interface FinalizedInteraction {
   id: string
   orgId: string
+  /** The person's phone. */
+  toPhone: string
   taskId: string | null
   triggerId: string | null
   routingKey: string
@@ -245,6 +247,7 @@ export async function finalizeInteraction(
   const rows = await tx.query<{
     id: string
     org_id: string
+    to_phone: string
     task_id: string | null
     trigger_id: string | null
     routing_key: string
@@ -262,7 +265,7 @@ export async function finalizeInteraction(
        UPDATE interactions SET status = 'finalized', outcome = $2, ended_at = greatest($3, started_at), duration_s = $4, settle_at = NULL
        WHERE id = $1 AND (status = 'starting' OR (status = 'active' AND NOT $5::boolean))
        RETURNING *)
-     SELECT f.id, f.org_id, f.task_id, t.trigger_id, c.routing_key, f.channel, f.direction, f.attempt, f.outcome, f.test_mode,
+     SELECT f.id, f.org_id, f.to_phone, f.task_id, t.trigger_id, c.routing_key, f.channel, f.direction, f.attempt, f.outcome, f.test_mode,
             f.started_at, f.ended_at, f.duration_s, tr.ids
      FROM finalized f
      JOIN campaigns c ON c.id = f.campaign_id
@@ -275,6 +278,7 @@ export async function finalizeInteraction(
     row && {
       id: row.id,
       orgId: row.org_id,
+      toPhone: row.to_phone,
       taskId: row.task_id,
       triggerId: row.trigger_id,
       routingKey: row.routing_key,

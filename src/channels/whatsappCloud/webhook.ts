@@ -25,6 +25,8 @@ export type WhatsAppNotification =
       messageId: string
       /** The wamid this message answers (a swipe-reply, a template button, a reaction), when WhatsApp says. */
       replyTo: string | undefined
+      /** What the person wrote (a text, or a button's label), when it is text. */
+      text: string | undefined
       at: number
     }
 
@@ -67,6 +69,8 @@ export function verifyWhatsAppSignature(appSecret: string, rawBody: Buffer | str
  * learns which, and the campaign's attempt policy treats both as failures.
  */
 const UNDELIVERED_CODES = new Set([131026, 131047, 131049, 131050, 130472])
+/** "The user has stopped marketing messages": an opt-out, said by WhatsApp. */
+const OPTED_OUT_CODE = 131050
 
 const STATUS_WORDS = new Set(['sent', 'delivered', 'read'])
 
@@ -105,7 +109,7 @@ function readChange(value: Record<string, unknown>, into: WhatsAppNotification[]
     const at = instantOf(message.timestamp)
     // A system message (the user changed number) is WhatsApp speaking, not the person.
     if (typeof from !== 'string' || !/^[0-9]{1,20}$/.test(from) || typeof id !== 'string' || id === '' || at === undefined || type === 'system') continue
-    into.push({ kind: 'inbound', phoneNumberId, from: `+${from}`, messageId: id, replyTo: repliedTo(message), at })
+    into.push({ kind: 'inbound', phoneNumberId, from: `+${from}`, messageId: id, replyTo: repliedTo(message), text: textOf(message), at })
   }
 }
 
@@ -115,8 +119,16 @@ function reportOf(status: Record<string, unknown>): ProviderReport | undefined {
   if (typeof providerRef !== 'string' || providerRef === '' || typeof word !== 'string' || at === undefined) return undefined
   if (STATUS_WORDS.has(word)) return { kind: 'progress', providerRef, status: word, at }
   if (word !== 'failed') return undefined
-  const undelivered = arrayOf(status.errors).some((error) => isObject(error) && UNDELIVERED_CODES.has(error.code as number))
-  return { kind: 'final', providerRef, outcome: undelivered ? 'undelivered' : 'failed', at }
+  const codes = arrayOf(status.errors).map((error) => (isObject(error) ? error.code : undefined))
+  const undelivered = codes.some((code) => UNDELIVERED_CODES.has(code as number))
+  const report: ProviderReport = { kind: 'final', providerRef, outcome: undelivered ? 'undelivered' : 'failed', at }
+  return codes.includes(OPTED_OUT_CODE) ? { ...report, optedOut: true } : report
+}
+
+/** A text message's body, or the label of a button the person pressed. */
+function textOf(message: Record<string, unknown>): string | undefined {
+  const text = isObject(message.text) ? message.text.body : isObject(message.button) ? message.button.text : undefined
+  return typeof text === 'string' ? text : undefined
 }
 
 function repliedTo(message: Record<string, unknown>): string | undefined {

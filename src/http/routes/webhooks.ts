@@ -1,12 +1,9 @@
 /**
- * Webhook endpoints and events, offered twice with the same handlers: to
- * organizations under /api/v2 (their own, scope webhooks:manage; events with
- * triggers:read) and to the operator under /admin/v1/organizations/{org_id}.
+ * Webhook endpoints (scope webhooks:manage) and events (triggers:read to
+ * read, webhooks:manage to redeliver), for an organization and the operator.
  */
 import { Type } from '@sinclair/typebox'
-import type { FastifyInstance, FastifyRequest, onRequestHookHandler } from 'fastify'
-import { ApiError } from '../../domain/errors.ts'
-import { isId } from '../../domain/ids.ts'
+import type { FastifyInstance } from 'fastify'
 import { EVENT_TYPES, type EventType, type WebhookEndpoint } from '../../domain/types.ts'
 import type { Authenticator } from '../../services/authenticator.ts'
 import {
@@ -22,9 +19,8 @@ import {
   type WebhookOperations,
 } from '../../services/webhookAdministration.ts'
 import type { DeliveryLog } from '../../store/deliveries.ts'
-import { findOrganization } from '../../store/organizations.ts'
-import { organizationOf, requireOperator, requireOrganizationKey } from '../auth.ts'
 import { envelope } from '../reply.ts'
+import { type Audience, audiences } from './audiences.ts'
 import { authErrors, conflict, Envelope, notFound, OneOf, Timestamp, validationErrors } from '../schemas.ts'
 
 const MAX_PAGE = 100
@@ -108,41 +104,8 @@ const presentDelivery = (delivery: DeliveryLog) => ({
   })),
 })
 
-interface Audience {
-  /** Path prefix: /api/v2 or /admin/v1/organizations/:org_id */
-  prefix: string
-  docs: { tags: string[]; security: { [name: string]: string[] }[] }
-  params: Record<string, ReturnType<typeof Type.String>>
-  manage: onRequestHookHandler
-  read: onRequestHookHandler
-  /** The organization addressed; for the operator, one that exists. */
-  orgId: (request: FastifyRequest) => Promise<string>
-}
-
 export function webhookRoutes(app: FastifyInstance, deps: { ops: WebhookOperations; authenticator: Authenticator }) {
-  const { authenticator } = deps
-  const client: Audience = {
-    prefix: '/api/v2',
-    docs: { tags: ['webhooks'], security: [{ apiKey: [] }] },
-    params: {},
-    manage: requireOrganizationKey(authenticator, 'webhooks:manage'),
-    read: requireOrganizationKey(authenticator, 'triggers:read'),
-    orgId: async (request) => organizationOf(request).orgId,
-  }
-  const operator: Audience = {
-    prefix: '/admin/v1/organizations/:org_id',
-    docs: { tags: ['admin'], security: [{ operatorToken: [] }] },
-    params: { org_id: Type.String() },
-    manage: requireOperator(authenticator),
-    read: requireOperator(authenticator),
-    orgId: async (request) => {
-      const { org_id } = request.params as { org_id: string }
-      const organization = isId('organization', org_id) ? await findOrganization(deps.ops.db, org_id) : undefined
-      if (organization === undefined) throw new ApiError('not_found', `No organization ${org_id} exists.`)
-      return org_id
-    },
-  }
-  for (const audience of [client, operator]) routesFor(app, deps.ops, audience)
+  for (const audience of audiences({ db: deps.ops.db, authenticator: deps.authenticator }, 'webhooks')) routesFor(app, deps.ops, audience)
 }
 
 function routesFor(app: FastifyInstance, ops: WebhookOperations, audience: Audience) {
@@ -153,7 +116,7 @@ function routesFor(app: FastifyInstance, ops: WebhookOperations, audience: Audie
   app.post(
     endpoints,
     {
-      onRequest: audience.manage,
+      onRequest: audience.guard('webhooks:manage'),
       schema: {
         ...docs,
         summary: 'Register a webhook endpoint',
@@ -172,7 +135,7 @@ function routesFor(app: FastifyInstance, ops: WebhookOperations, audience: Audie
   app.get(
     endpoints,
     {
-      onRequest: audience.manage,
+      onRequest: audience.guard('webhooks:manage'),
       schema: { ...docs, summary: 'List webhook endpoints', params: Type.Object(params), response: { 200: Envelope(Type.Array(EndpointSchema)), ...authErrors } },
     },
     async (request, reply) => {
@@ -184,7 +147,7 @@ function routesFor(app: FastifyInstance, ops: WebhookOperations, audience: Audie
   app.get(
     `${endpoints}/:id`,
     {
-      onRequest: audience.manage,
+      onRequest: audience.guard('webhooks:manage'),
       schema: { ...docs, summary: 'Look up a webhook endpoint', params: oneEndpoint, response: { 200: Envelope(EndpointSchema), ...authErrors, ...notFound } },
     },
     async (request, reply) => {
@@ -196,7 +159,7 @@ function routesFor(app: FastifyInstance, ops: WebhookOperations, audience: Audie
   app.patch(
     `${endpoints}/:id`,
     {
-      onRequest: audience.manage,
+      onRequest: audience.guard('webhooks:manage'),
       schema: {
         ...docs,
         summary: 'Change a webhook endpoint',
@@ -215,7 +178,7 @@ function routesFor(app: FastifyInstance, ops: WebhookOperations, audience: Audie
   app.delete(
     `${endpoints}/:id`,
     {
-      onRequest: audience.manage,
+      onRequest: audience.guard('webhooks:manage'),
       schema: {
         ...docs,
         summary: 'Delete a webhook endpoint',
@@ -234,7 +197,7 @@ function routesFor(app: FastifyInstance, ops: WebhookOperations, audience: Audie
   app.post(
     `${endpoints}/:id/rotate-secret`,
     {
-      onRequest: audience.manage,
+      onRequest: audience.guard('webhooks:manage'),
       schema: {
         ...docs,
         summary: "Rotate a webhook endpoint's secret",
@@ -259,7 +222,7 @@ function routesFor(app: FastifyInstance, ops: WebhookOperations, audience: Audie
   app.get(
     `${prefix}/events`,
     {
-      onRequest: audience.read,
+      onRequest: audience.guard('triggers:read'),
       schema: {
         ...docs,
         summary: 'List events',
@@ -279,7 +242,7 @@ function routesFor(app: FastifyInstance, ops: WebhookOperations, audience: Audie
   app.get(
     `${prefix}/events/:id`,
     {
-      onRequest: audience.read,
+      onRequest: audience.guard('triggers:read'),
       schema: {
         ...docs,
         summary: 'Look up an event, with every delivery attempt',
@@ -301,7 +264,7 @@ function routesFor(app: FastifyInstance, ops: WebhookOperations, audience: Audie
   app.post(
     `${prefix}/events/:id/redeliver`,
     {
-      onRequest: audience.manage,
+      onRequest: audience.guard('webhooks:manage'),
       schema: {
         ...docs,
         summary: 'Send an event again',

@@ -20,6 +20,7 @@ import {
   type WhatsAppNotification,
 } from '../../../channels/whatsappCloud/whatsappCloudChannel.ts'
 import { ApiError } from '../../../domain/errors.ts'
+import { asksToStop } from '../../../domain/optOut.ts'
 import type { Campaign } from '../../../domain/types.ts'
 import type { TaskLifecycle } from '../../../services/taskLifecycle.ts'
 import { findCampaignsByWhatsAppNumber } from '../../../store/campaigns.ts'
@@ -94,12 +95,13 @@ export async function whatsappRoutes(
     // A reply: to the message it names, else to the latest conversation with its sender from this number
     // (a running one first). One that answers nothing running is an inbound interaction of its own.
     const message = { provider: 'whatsapp_cloud' as const, id: notification.messageId, from: notification.from, at: notification.at }
+    const optOut = asksToStop(notification.text)
     const answered = (await sent(notification.replyTo)) ?? ours(await findLatestInteractionWith(db, campaignIds, notification.from))
     if (answered !== undefined && answered.status !== 'finalized') {
-      await lifecycle.finalize(answered.id, 'replied', { at: notification.at, message })
+      await lifecycle.finalize(answered.id, 'replied', { at: notification.at, message, optOut: optOut ? 'reply' : undefined })
     } else {
       const campaign = senders.find((candidate) => candidate.id === answered?.campaignId) ?? senders[0]!
-      await lifecycle.recordInbound(campaign, message, answered?.taskId ?? null)
+      await lifecycle.recordInbound(campaign, message, answered?.taskId ?? null, optOut)
     }
   }
 }
