@@ -437,7 +437,7 @@ describe('notificationsFromWebhook', () => {
 
   test('failed is final: undelivered when WhatsApp would not hand it to the person, failed otherwise', async () => {
     const wamid = await sentWamid()
-    const cases: [code: number | undefined, outcome: string][] = [
+    const cases: [code: number | undefined, outcome: string, optedOut?: true][] = [
       [undefined, 'failed'],
       [131000, 'failed'],
       [131053, 'failed'],
@@ -445,11 +445,13 @@ describe('notificationsFromWebhook', () => {
       [131026, 'undelivered'],
       [131047, 'undelivered'],
       [131049, 'undelivered'],
-      [131050, 'undelivered'],
+      // The person stopped marketing messages: an opt-out.
+      [131050, 'undelivered', true],
     ]
-    for (const [errorCode, outcome] of cases) {
+    for (const [errorCode, outcome, optedOut] of cases) {
       await fake.sendStatus(wamid, 'failed', { at: AT, errorCode })
-      assert.deepEqual(received(), [{ kind: 'report', phoneNumberId: PHONE_NUMBER_ID, report: { kind: 'final', providerRef: wamid, outcome, at: AT_S } }], String(errorCode))
+      const report = { kind: 'final', providerRef: wamid, outcome, at: AT_S, ...(optedOut ? { optedOut } : {}) }
+      assert.deepEqual(received(), [{ kind: 'report', phoneNumberId: PHONE_NUMBER_ID, report }], String(errorCode))
     }
   })
 
@@ -459,7 +461,15 @@ describe('notificationsFromWebhook', () => {
     const [swiped] = received()
     assert.ok(swiped?.kind === 'inbound')
     assert.match(swiped.messageId, /^wamid\./)
-    assert.deepEqual(swiped, { kind: 'inbound', phoneNumberId: PHONE_NUMBER_ID, from: '+4915123456789', messageId: swiped.messageId, replyTo: wamid, at: AT_S })
+    assert.deepEqual(swiped, {
+      kind: 'inbound',
+      phoneNumberId: PHONE_NUMBER_ID,
+      from: '+4915123456789',
+      messageId: swiped.messageId,
+      replyTo: wamid,
+      text: 'Yes, see you',
+      at: AT_S,
+    })
 
     await fake.sendReply({ from: '4915123456789', text: 'ok' })
     const [plain] = received()
@@ -517,8 +527,8 @@ describe('notificationsFromWebhook', () => {
     assert.deepEqual(notificationsFromWebhook(body), [
       { kind: 'report', phoneNumberId: '111', report: { kind: 'progress', providerRef: 'wamid.A', status: 'delivered', at: 1_700_000_000_000 } },
       { kind: 'report', phoneNumberId: '111', report: { kind: 'progress', providerRef: 'wamid.B', status: 'read', at: 1_700_000_001_000 } },
-      { kind: 'inbound', phoneNumberId: '222', from: '+4915100000003', messageId: 'wamid.C', replyTo: 'wamid.A', at: 1_700_000_002_000 },
-      { kind: 'inbound', phoneNumberId: '222', from: '+4915100000004', messageId: 'wamid.D', replyTo: 'wamid.B', at: 1_700_000_003_000 },
+      { kind: 'inbound', phoneNumberId: '222', from: '+4915100000003', messageId: 'wamid.C', replyTo: 'wamid.A', text: 'Yes', at: 1_700_000_002_000 },
+      { kind: 'inbound', phoneNumberId: '222', from: '+4915100000004', messageId: 'wamid.D', replyTo: 'wamid.B', text: undefined, at: 1_700_000_003_000 },
       { kind: 'report', phoneNumberId: '222', report: { kind: 'final', providerRef: 'wamid.F', outcome: 'undelivered', at: 1_700_000_005_000 } },
     ])
   })
