@@ -26,6 +26,7 @@ import { installErrorHandling } from './http/reply.ts'
 import { ErrorResponse, ValidationErrorResponse } from './http/schemas.ts'
 import { Authenticator } from './services/authenticator.ts'
 import { CampaignDirectory } from './services/campaignDirectory.ts'
+import { SourceDirectory } from './services/sourceDirectory.ts'
 import { TriggerIntake } from './services/triggerIntake.ts'
 import type { Database } from './store/database.ts'
 import { createDeliverer } from './workers/deliverer.ts'
@@ -76,6 +77,7 @@ export async function buildApp(options: AppOptions, deps: AppDeps): Promise<Fast
 
   const authenticator = new Authenticator(deps.db, options.operatorToken)
   const campaigns = new CampaignDirectory(deps.db, now)
+  const sources = new SourceDirectory(deps.db, now)
   const allowPrivateWebhookUrls = options.allowPrivateWebhookUrls ?? false
   const deliverer = createDeliverer({ db: deps.db, now, log: app.log, options: { allowPrivate: allowPrivateWebhookUrls } })
   const { lifecycle, dispatcher } = createDispatcher({
@@ -129,7 +131,7 @@ export async function buildApp(options: AppOptions, deps: AppDeps): Promise<Fast
   await app.register(swaggerUi, { routePrefix: '/docs' })
 
   healthRoutes(app, { db: deps.db })
-  triggerRoutes(app, { db: deps.db, authenticator, campaigns, intake, now })
+  triggerRoutes(app, { db: deps.db, authenticator, campaigns, sources, intake, now })
   taskRoutes(app, { db: deps.db, authenticator, lifecycle })
   webhookRoutes(app, {
     ops: { db: deps.db, now, allowPrivateWebhookUrls, onRedeliver: () => deliverer.wake() },
@@ -139,7 +141,7 @@ export async function buildApp(options: AppOptions, deps: AppDeps): Promise<Fast
   suppressionRoutes(app, { db: deps.db, authenticator, now })
   twilioRoutes(app, { db: deps.db, twilio: deps.channels.twilio, lifecycle, now })
   await app.register(whatsappRoutes, { db: deps.db, channels: deps.channels, lifecycle })
-  adminRoutes(app, { ops, authenticator, campaigns })
+  adminRoutes(app, { ops, authenticator, campaigns, sources })
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger())
 
   return app

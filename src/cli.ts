@@ -1,8 +1,8 @@
 /**
  * The operator's command line: `serve`, `worker`, `migrate`, and the admin
  * operations (`org create`, `key issue|list|revoke`, `campaign
- * create|update|list`), which work on the database directly and print what
- * the admin API would return.
+ * create|update|list`, `source create|update|list|delete`), which work on
+ * the database directly and print what the admin API would return.
  */
 import { parseArgs } from 'node:util'
 import type { Static, TSchema } from '@sinclair/typebox'
@@ -11,6 +11,7 @@ import { createChannels } from './channels/index.ts'
 import { ApiError, ValidationFailed } from './domain/errors.ts'
 import { CreateCampaignBody, presentCampaign, UpdateCampaignBody } from './http/routes/admin/campaigns.ts'
 import { IssueApiKeyBody, presentKey } from './http/routes/admin/apiKeys.ts'
+import { ChangeSourceBody, CreateSourceBody, presentSource } from './http/routes/admin/sources.ts'
 import { CreateOrganizationBody, presentOrganization } from './http/routes/admin/organizations.ts'
 import { runWorker, serve } from './server.ts'
 import * as admin from './services/administration.ts'
@@ -30,6 +31,10 @@ const USAGE = `usage: cli <command> [options]
   campaign create --org ORG_ID --routing-key KEY --channel voice|whatsapp [SETTINGS]
   campaign update --org ORG_ID --campaign CAMPAIGN_ID [SETTINGS]
   campaign list --org ORG_ID
+  source create --org ORG_ID --name NAME --id-types TYPE,... [--contact required|optional] [--required-context KEY,...]
+  source update --org ORG_ID --name NAME [--id-types TYPE,...] [--contact required|optional] [--required-context KEY,...]
+  source list --org ORG_ID
+  source delete --org ORG_ID --name NAME
 
 SETTINGS, as on the admin API: [--name NAME] [--context JSON] [--schedule JSON] [--attempts JSON]
   [--provider simulator|twilio|whatsapp_cloud] [--provider-config JSON] [--max-concurrent N]
@@ -93,6 +98,19 @@ async function runAdminCommand(command: string, options: Options, ops: admin.Ope
     }
     case 'campaign list':
       return (await admin.listCampaigns(ops, org())).map(presentCampaign)
+    case 'source create': {
+      const input = checked(CreateSourceBody, { name: options.name, ...sourceRuleOptions(options) })
+      return presentSource(await admin.createSource(ops, org(), input as admin.SourceInput))
+    }
+    case 'source update': {
+      const changes = checked(ChangeSourceBody, sourceRuleOptions(options))
+      return presentSource(await admin.changeSource(ops, org(), required(options, 'name'), changes as Partial<admin.SourceInput>))
+    }
+    case 'source list':
+      return (await admin.listOrganizationSources(ops, org())).map(presentSource)
+    case 'source delete':
+      await admin.removeSource(ops, org(), required(options, 'name'))
+      return { deleted: options.name }
     default:
       throw new UsageError(`unknown command: ${command}`)
   }
@@ -118,6 +136,9 @@ function parseCommandLine(argv: string[]) {
         'provider-config': { type: 'string' },
         'max-concurrent': { type: 'string' },
         'no-workers': { type: 'boolean' },
+        'id-types': { type: 'string' },
+        contact: { type: 'string' },
+        'required-context': { type: 'string' },
         help: { type: 'boolean', short: 'h' },
       },
     })
@@ -131,6 +152,11 @@ function required(options: Options, name: string): string {
   const value = options[name]
   if (value === undefined) throw new UsageError(`--${name} is required`)
   return value
+}
+
+function sourceRuleOptions(options: Options): Record<string, unknown> {
+  const list = (name: string) => options[name]?.split(',').map((item) => item.trim())
+  return { id_types: list('id-types'), contact: options.contact, required_context: list('required-context') }
 }
 
 function settingsOptions(options: Options): Record<string, unknown> {

@@ -166,3 +166,18 @@ export interface WebhookEndpoint {
   createdAt: string
   updatedAt: string
 }
+
+/** A system an organization's external ids come from, and what a trigger citing it must carry. */
+export interface Source {
+  orgId: string
+  /** Lowercased. */
+  name: string
+  /** The id types it allows, lowercased. */
+  idTypes: string[]
+  /** optional: `contact` may be left out when one of the trigger's ids of this source names a known contact. */
+  contact: 'required' | 'optional'
+  /** Context keys a trigger citing it must send. */
+  requiredContext: string[]
+  createdAt: string
+  updatedAt: string
+}

@@ -1,5 +1,5 @@
 /**
- * Operator actions on organizations, their API keys and campaigns. The admin
+ * Operator actions on organizations, their API keys, campaigns and sources. The admin
  * API and the CLI both call these, so the two cannot drift apart.
  */
 import type { ChannelRegistry } from '../channels/registry.ts'
@@ -14,7 +14,7 @@ import {
 import { ApiError, type ErrorDetail, ValidationFailed, valueError } from '../domain/errors.ts'
 import { scheduleProblems } from '../domain/schedule.ts'
 import { isId, newId } from '../domain/ids.ts'
-import type { ApiKey, Campaign, Channel, JsonObject, Organization, Scope } from '../domain/types.ts'
+import type { ApiKey, Campaign, Channel, JsonObject, Organization, Scope, Source } from '../domain/types.ts'
 import { DEFAULT_KEY_SCOPES } from '../domain/types.ts'
 import type { Database } from '../store/database.ts'
 import { insertApiKey, listApiKeys, revokeApiKey as revokeStoredKey } from '../store/apiKeys.ts'
@@ -26,6 +26,7 @@ import {
   updateCampaign as updateStoredCampaign,
 } from '../store/campaigns.ts'
 import { findOrganization, insertOrganization } from '../store/organizations.ts'
+import { deleteSource, insertSource, listSources, updateSource } from '../store/sources.ts'
 import { generateApiKey } from './credentials.ts'
 
 export interface Operations {
@@ -191,4 +192,58 @@ function valueAt(root: unknown, path: (string | number)[]): unknown {
 export async function listCampaigns(ops: Operations, orgId: string): Promise<Campaign[]> {
   await requireOrganization(ops, orgId)
   return listStoredCampaigns(ops.db, orgId)
+}
+
+export interface SourceInput {
+  name: string
+  id_types: string[]
+  contact?: Source['contact']
+  required_context?: string[]
+}
+
+const lowercased = (values: readonly string[]) => [...new Set(values.map((value) => value.trim().toLowerCase()))]
+
+export async function createSource(ops: Operations, orgId: string, input: SourceInput): Promise<Source> {
+  await requireOrganization(ops, orgId)
+  const now = isoNow(ops)
+  const source: Source = {
+    orgId,
+    name: input.name.trim().toLowerCase(),
+    idTypes: lowercased(input.id_types),
+    contact: input.contact ?? 'required',
+    requiredContext: [...new Set(input.required_context ?? [])],
+    createdAt: now,
+    updatedAt: now,
+  }
+  if (!(await insertSource(ops.db, source))) throw new ApiError('conflict', `Organization ${orgId} already has a source '${source.name}'.`)
+  return source
+}
+
+export async function listOrganizationSources(ops: Operations, orgId: string): Promise<Source[]> {
+  await requireOrganization(ops, orgId)
+  return listSources(ops.db, orgId)
+}
+
+async function requireSource(ops: Operations, orgId: string, name: string): Promise<Source> {
+  const source = (await listOrganizationSources(ops, orgId)).find((candidate) => candidate.name === name.trim().toLowerCase())
+  if (source === undefined) throw new ApiError('not_found', `Organization ${orgId} has no source '${name}'.`)
+  return source
+}
+
+export async function changeSource(ops: Operations, orgId: string, name: string, changes: Partial<Omit<SourceInput, 'name'>>): Promise<Source> {
+  const current = await requireSource(ops, orgId, name)
+  const source: Source = {
+    ...current,
+    idTypes: changes.id_types === undefined ? current.idTypes : lowercased(changes.id_types),
+    contact: changes.contact ?? current.contact,
+    requiredContext: changes.required_context === undefined ? current.requiredContext : [...new Set(changes.required_context)],
+    updatedAt: isoNow(ops),
+  }
+  await updateSource(ops.db, source)
+  return source
+}
+
+export async function removeSource(ops: Operations, orgId: string, name: string): Promise<void> {
+  const source = await requireSource(ops, orgId, name)
+  await deleteSource(ops.db, orgId, source.name)
 }

@@ -9,6 +9,7 @@ import { isTimeZone, timeZoneOfPhone } from '../../domain/timezones.ts'
 import type { Campaign, Trigger } from '../../domain/types.ts'
 import type { Authenticator } from '../../services/authenticator.ts'
 import type { CampaignDirectory } from '../../services/campaignDirectory.ts'
+import { type SourceDirectory, sourceProblems } from '../../services/sourceDirectory.ts'
 import { zoneOf } from '../../services/taskLifecycle.ts'
 import { acceptedData, type TriggerIntake, type TriggerRequest } from '../../services/triggerIntake.ts'
 import { releaseKey, reserveKey } from '../../store/idempotency.ts'
@@ -148,9 +149,16 @@ const requestHash = (body: TriggerRequest) => createHash('sha256').update(JSON.s
 
 export function triggerRoutes(
   app: FastifyInstance,
-  deps: { db: Database; authenticator: Authenticator; campaigns: CampaignDirectory; intake: TriggerIntake; now: () => number },
+  deps: {
+    db: Database
+    authenticator: Authenticator
+    campaigns: CampaignDirectory
+    sources: SourceDirectory
+    intake: TriggerIntake
+    now: () => number
+  },
 ) {
-  const { db, authenticator, campaigns, intake, now } = deps
+  const { db, authenticator, campaigns, sources, intake, now } = deps
 
   app.post(
     '/api/v2/triggers',
@@ -175,6 +183,7 @@ export function triggerRoutes(
       const principal = organizationOf(request)
       const errors = request.validationError instanceof ValidationFailed ? [...request.validationError.detail] : []
       const campaign = await resolveCampaign(principal.orgId, request.body, errors)
+      await checkSources(principal.orgId, request.body, errors)
       if (errors.length > 0 || campaign === undefined) throw new ValidationFailed(inFieldOrder(TriggerRequestSchema, errors))
       const body = request.body as TriggerRequest
       const timezone = body.contact.timezone ?? timeZoneOfPhone(body.contact.phone) ?? null
@@ -214,6 +223,19 @@ export function triggerRoutes(
       return reply.code(201).send(envelope(request, acceptedData(accepted)))
     },
   )
+
+  /**
+   * Adds the 422 entries of the organization's source rules, when the ids and
+   * context are well formed enough to be read (from the raw body, normalized
+   * as validation would, when other fields failed).
+   */
+  async function checkSources(orgId: string, body: unknown, errors: ErrorDetail[]): Promise<void> {
+    const organizationSources = await sources.sourcesOf(orgId)
+    if (organizationSources.size === 0 || errors.some((error) => error.loc[1] === 'ids' || error.loc[1] === 'context')) return
+    const raw = body as { ids?: { source: string; type: string }[]; context?: Record<string, unknown> } | undefined
+    const ids = (raw?.ids ?? []).map((id) => ({ source: trimmedLowercase(id.source), type: trimmedLowercase(id.type) }))
+    errors.push(...sourceProblems(organizationSources, ids, raw?.context ?? {}))
+  }
 
   /**
    * The campaign the body names, or undefined with the 422 entry

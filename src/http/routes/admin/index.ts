@@ -6,12 +6,15 @@ import type { CampaignDirectory } from '../../../services/campaignDirectory.ts'
 import { apiKeyRoutes } from './apiKeys.ts'
 import { campaignRoutes } from './campaigns.ts'
 import { organizationRoutes } from './organizations.ts'
+import { sourceRoutes } from './sources.ts'
+import type { SourceDirectory } from '../../../services/sourceDirectory.ts'
 
 export function adminRoutes(
   app: FastifyInstance,
-  deps: { ops: Operations; authenticator: Authenticator; campaigns: CampaignDirectory },
+  deps: { ops: Operations; authenticator: Authenticator; campaigns: CampaignDirectory; sources: SourceDirectory },
 ) {
   organizationRoutes(app, deps)
   apiKeyRoutes(app, deps)
   campaignRoutes(app, deps)
+  sourceRoutes(app, deps)
 }
