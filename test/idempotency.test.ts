@@ -8,7 +8,10 @@ import { spawn } from 'node:child_process'
 import { createHash } from 'node:crypto'
 import path from 'node:path'
 import { after, before, test } from 'node:test'
+import { newId } from '../src/domain/ids.ts'
+import { requestHash, type TriggerRequest } from '../src/services/triggerIntake.ts'
 import { reserveKey } from '../src/store/idempotency.ts'
+import { insertTriggersWithTasks } from '../src/store/triggers.ts'
 import { bearer, freePort, json, onPostgres, OPERATOR_TOKEN, seedOrganization, startService, type TestService } from './support/service.ts'
 
 const ROOT = path.resolve(import.meta.dirname, '..')
@@ -68,11 +71,13 @@ test('the same key with another body is 409 idempotency_key_reused; keys are per
 })
 
 test('a key still in flight is 409 idempotency_key_in_use; a refused request does not use its key up', async () => {
-  const hash = createHash('sha256').update(JSON.stringify(body())).digest()
-  assert.equal((await reserveKey(service.db, org.orgId, 'order-3', hash, now, 60_000, 86_400_000)).kind, 'reserved')
+  // The same request, reserved by another process that is still recording it.
+  const hash = requestHash(body() as TriggerRequest)
+  assert.equal((await reserveKey(service.db, org.orgId, 'order-3', { hash, token: 'trg_other' }, now, 60_000, 86_400_000)).kind, 'reserved')
   const inUse = await post('order-3', body())
   assert.equal(inUse.statusCode, 409)
   assert.equal(json(inUse).error.code, 'idempotency_key_in_use')
+  assert.equal(inUse.headers['idempotent-replayed'], undefined)
   // A reservation left by a process that died is taken over once its lease is over.
   now += 60_000
   assert.equal((await post('order-3', body())).statusCode, 201)
@@ -80,6 +85,63 @@ test('a key still in flight is 409 idempotency_key_in_use; a refused request doe
   const refused = await post('order-4', { ...body(), campaign: 'nope' })
   assert.equal(refused.statusCode, 422)
   assert.equal((await post('order-4', body())).statusCode, 201)
+})
+
+test('a request whose reservation was taken over (it stalled past the lease) records nothing', async () => {
+  const hash = createHash('sha256').update('stalled').digest()
+  const stalled = newId('trigger', now)
+  assert.equal((await reserveKey(service.db, org.orgId, 'order-6', { hash, token: stalled }, now, 60_000, 86_400_000)).kind, 'reserved')
+  now += 60_000
+  const takenOver = await post('order-6', body())
+  assert.equal(takenOver.statusCode, 201)
+  // The stalled request's commit comes at last: its trigger is not recorded, and the key keeps the answer given.
+  const [ids] = await service.db.query<{ key_id: string; campaign_id: string }>(
+    `SELECT k.id AS key_id, c.id AS campaign_id FROM api_keys k JOIN campaigns c ON c.org_id = k.org_id WHERE k.org_id = $1 LIMIT 1`,
+    [org.orgId],
+  )
+  const recorded = await insertTriggersWithTasks(service.db, [
+    {
+      id: stalled,
+      taskId: newId('task', now),
+      orgId: org.orgId,
+      apiKeyId: ids!.key_id,
+      campaignId: ids!.campaign_id,
+      timezone: 'Europe/London',
+      requestId: 'stalled',
+      ids: [],
+      contact: { phone: '+442079460958' },
+      context: {},
+      testMode: false,
+      createdAt: new Date(now).toISOString(),
+      idempotency: { key: 'order-6', response: { id: stalled } },
+    },
+  ])
+  assert.equal(recorded.size, 0)
+  const replay = await post('order-6', body())
+  assert.equal(json(replay).data.id, json(takenOver).data.id)
+})
+
+test('the same body in another key order or with its defaults written out is the same request', async () => {
+  const first = await post('order-7', { ...body(), context: { a: 1, b: { c: 2, d: 3 } } })
+  assert.equal(first.statusCode, 201)
+  const again = await post('order-7', { ...body(), test_mode: false, context: { b: { d: 3, c: 2 }, a: 1 } })
+  assert.equal(again.statusCode, 201)
+  assert.equal(again.headers['idempotent-replayed'], 'true')
+})
+
+test('a retry gets its first answer even when the organization has changed since (here, new sources)', async () => {
+  const changing = await seedOrganization(service.app)
+  const first = await post('order-8', body(), changing.key)
+  assert.equal(first.statusCode, 201)
+  await service.app.inject({
+    method: 'POST',
+    url: `/admin/v1/organizations/${changing.orgId}/sources`,
+    headers: bearer(OPERATOR_TOKEN),
+    payload: { name: 'hris', id_types: ['employee'] },
+  })
+  const retry = await post('order-8', body(), changing.key)
+  assert.equal(retry.statusCode, 201)
+  assert.equal(json(retry).data.id, json(first).data.id)
 })
 
 test('a key is kept 24 hours', async () => {
@@ -99,6 +161,15 @@ test('an unusable key is a 422 at the header', async () => {
     assert.equal(response.statusCode, 422, key)
     assert.deepEqual(json(response).detail[0].loc, ['header', 'idempotency-key'])
   }
+  // Reported with the body's problems, first, as FastAPI checks headers first.
+  const both = await post('with space', { ...body(), campaign: 5 })
+  assert.deepEqual(
+    json(both).detail.map((entry: any) => entry.loc),
+    [
+      ['header', 'idempotency-key'],
+      ['body', 'campaign'],
+    ],
+  )
 })
 
 test('a storm of 20 concurrent retries, across two API processes on PostgreSQL, records one trigger and one task', { skip: !onPostgres && 'needs PostgreSQL' }, async () => {

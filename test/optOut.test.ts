@@ -135,6 +135,8 @@ describe('opting out by reply or by the provider', () => {
     const done = await task(created.task_id)
     assert.equal(done.outcome, 'opted_out')
     assert.equal(json(await suppression('+4930901821')).data.reason, 'reply')
+    // The person opted out: the organization cannot lift it, only the operator.
+    assert.equal((await service.app.inject({ method: 'DELETE', url: '/api/v2/suppressions/%2B4930901821', headers: bearer(key) })).statusCode, 409)
     const later = await trigger('+49 30 901821', 'voice')
     await service.app.dispatcher.runOnce()
     assert.equal((await task(later.task_id)).outcome, 'opted_out')
@@ -164,7 +166,7 @@ describe('opting out by reply or by the provider', () => {
 })
 
 test('the words that opt out, and those that do not', () => {
-  for (const text of ['STOP', 'stop.', ' Stop! ', 'UNSUBSCRIBE', 'Baja', 'darme de baja', 'Stopp', 'arrêt', 'Désabonner', 'afmelden', 'Sair', 'basta!!', 'opt out', '🛑 stop 🛑']) {
+  for (const text of ['STOP', 'stop.', ' Stop! ', 'UNSUBSCRIBE', 'Baja', 'darme de baja', 'Stopp', 'arrêt', 'Désabonner', 'afmelden', 'Sair', 'basta!!', 'opt out', '🛑 stop 🛑', 'Stop please', 'please stop', 'STOP STOP', 'ＳＴＯＰ', 'stop\u200b']) {
     assert.equal(asksToStop(text), true, text)
   }
   for (const text of [undefined, '', 'stop by at 5', "don't stop", 'cancel', 'Cancelar', 'yes', 'ok', 'stopped']) {

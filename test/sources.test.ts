@@ -85,6 +85,26 @@ test('unknown sources, types not allowed and missing required context keys are a
   assert.equal(fine.statusCode, 201, fine.body)
 })
 
+test("one id's own problem does not hide the others'", async () => {
+  const org = await withSources()
+  const response = await post(org.key, {
+    campaign: 'screening',
+    ids: [
+      { source: 'greenhouse', type: 'candidate', value: '' },
+      { source: 'workday', type: 'worker', value: 'W-1' },
+    ],
+    contact: { phone: '+442079460958' },
+  })
+  assert.deepEqual(
+    json(response).detail.map((entry: any) => [entry.type, entry.loc]),
+    [
+      ['string_too_short', ['body', 'ids', 0, 'value']],
+      ['value_error', ['body', 'ids', 1, 'source']],
+      ['missing', ['body', 'context', 'job_title']],
+    ],
+  )
+})
+
 test("source problems come with the body's other problems", async () => {
   const org = await withSources()
   const response = await post(org.key, { campaign: 'screening', ids: [{ source: 'workday', type: 'worker', value: 'W-1' }], contact: { phone: 'nope' } })

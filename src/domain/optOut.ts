@@ -1,13 +1,13 @@
 /**
  * Whether a message a person sent asks to be left alone: the whole message,
- * trimmed of spaces, punctuation and emoji, is one of the words people use
- * for it (in English, Spanish, Portuguese, French, German, Italian, Dutch,
- * Polish, Turkish, Indonesian and Hindi transliterated). Only the whole
- * message counts, so "don't stop" or "stop by at 5" are not an opt-out; and
- * "cancel" is not one either, since a reply to a reminder may cancel just the
- * appointment.
- * Words of every language are accepted for every contact: a person may not
- * write in the language on file, and these words mean nothing else.
+ * trimmed of spaces, punctuation, emoji and a "please", is one of the words
+ * people use for it (in English, Spanish, Portuguese, French, German,
+ * Italian, Dutch, Polish, Turkish, Indonesian and Hindi transliterated).
+ * Only the whole message counts, so "don't stop" or "stop by at 5" are not
+ * an opt-out; and "cancel" is not one either, since a reply to a reminder may
+ * cancel just the appointment. Every language's words count for every
+ * contact: people do not always write in the language on file, and as the
+ * whole reply to an outreach message each of these asks it to stop.
  */
 const OPT_OUT_WORDS = new Set([
   // English; carriers' standard keywords among them
@@ -28,13 +28,21 @@ const OPT_OUT_WORDS = new Set([
   'wypisz', 'dur', 'berhenti', 'band karo', 'बंद करो',
 ])
 
+const POLITENESS = /^(?:please|pls|por favor|bitte|s il vous plait|svp|per favore|alsjeblieft|por favor) | (?:please|pls|por favor|bitte|s il vous plait|svp|per favore|alsjeblieft)$/
+
 export function asksToStop(text: string | undefined): boolean {
   if (text === undefined) return false
   const words = text
-    .normalize('NFC')
+    // Fullwidth letters and ligatures as their plain forms; invisible characters out.
+    .normalize('NFKC')
+    .replace(/[\u200B-\u200D\u2060\uFEFF]/g, '')
     .toLocaleLowerCase()
     .replace(/[\p{P}\p{S}\p{Extended_Pictographic}]+/gu, ' ')
     .replace(/\s+/g, ' ')
     .trim()
-  return OPT_OUT_WORDS.has(words)
+    .replace(POLITENESS, '')
+    .trim()
+  // "STOP STOP STOP" says it three times.
+  const once = words.replace(/^(.+?)(?: \1)+$/, '$1')
+  return OPT_OUT_WORDS.has(once)
 }

@@ -45,30 +45,32 @@ export class SourceDirectory {
 /**
  * A trigger's ids and context checked against its organization's sources:
  * every id's source must be one of them and its type one the source allows,
- * and the context must carry every key its sources require. `ids` and
- * `context` as normalized (source and type lowercased).
+ * and the context must carry every key its sources require. `ids` as
+ * normalized (source and type lowercased), each with its index in the body
+ * and its type undefined when it cannot be read; `context` likewise.
  */
 export function sourceProblems(
   sources: Map<string, Source>,
-  ids: readonly { source: string; type: string }[],
-  context: Record<string, unknown>,
+  ids: readonly { index: number; source: string; type: string | undefined }[],
+  context: Record<string, unknown> | undefined,
 ): ErrorDetail[] {
   if (sources.size === 0) return []
   const errors: ErrorDetail[] = []
   const required = new Set<string>()
-  ids.forEach((id, index) => {
+  ids.forEach(({ index, ...id }) => {
     const source = sources.get(id.source)
     if (source === undefined) {
       const known = [...sources.keys()].map((name) => `'${name}'`).join(', ')
       errors.push(valueError(['body', 'ids', index, 'source'], id.source, `source '${id.source}' is not one of this organization's sources: ${known}`))
       return
     }
-    if (!source.idTypes.includes(id.type)) {
+    if (id.type !== undefined && !source.idTypes.includes(id.type)) {
       const allowed = source.idTypes.map((type) => `'${type}'`).join(', ')
       errors.push(valueError(['body', 'ids', index, 'type'], id.type, `source '${source.name}' allows the id types ${allowed}, not '${id.type}'`))
     }
     for (const key of source.requiredContext) required.add(key)
   })
+  if (context === undefined) return errors
   for (const key of required) {
     if (!Object.hasOwn(context, key)) errors.push({ type: 'missing', loc: ['body', 'context', key], msg: 'Field required', input: context })
   }

@@ -21,7 +21,7 @@ import { nextOpening } from '../domain/schedule.ts'
 import type { Campaign, InteractionOutcome, TaskOutcome } from '../domain/types.ts'
 import type { Database, Queryable } from '../store/database.ts'
 import { insertEvent } from '../store/events.ts'
-import { isSuppressed, suppress } from '../store/suppressions.ts'
+import { isSuppressed, suppress, type SuppressionReason } from '../store/suppressions.ts'
 import {
   awaitConfirmation,
   claimInteractionsToSettle,
@@ -193,6 +193,12 @@ export class TaskLifecycle {
   async #start(task: ClaimedTask, interactionId: string, attempt: number): Promise<void> {
     const channel = this.#channels.get(task.campaign.provider, task.campaign.channel)
     const config = task.campaign.providerConfig
+    // Suppressed since the attempt was recorded (a STOP in another conversation, the API): it is not made.
+    if (await isSuppressed(this.#db, task.orgId, task.contact.phone)) {
+      const optOut = { orgId: task.orgId, phone: task.contact.phone, reason: 'manual' as const }
+      await this.finalize(interactionId, 'failed', { at: this.#now(), durationS: 0, optOut })
+      return
+    }
     let result
     try {
       result = await channel.start({
@@ -274,7 +280,10 @@ export class TaskLifecycle {
       await markStarted(this.#db, interaction.id, report.providerRef, startedAt + channel.settleAfterMs(interaction.providerConfig))
     }
     if (report.kind === 'progress') await recordProviderStatus(this.#db, interaction.id, report.status)
-    else await this.finalize(interaction.id, report.outcome, { at: report.at, durationS: report.durationS, optOut: report.optedOut ? 'provider' : undefined })
+    else {
+      const optOut = report.optedOut ? { orgId: interaction.orgId, phone: interaction.toPhone, reason: 'provider' as const } : undefined
+      await this.finalize(interaction.id, report.outcome, { at: report.at, durationS: report.durationS, optOut })
+    }
   }
 
   /**
@@ -319,6 +328,11 @@ export class TaskLifecycle {
     this.#onEventsWritten()
   }
 
+  /** A number the person or their provider asked to leave alone, outside any conversation still running. */
+  async suppressNumber(orgId: string, phone: string, reason: SuppressionReason): Promise<void> {
+    await suppress(this.#db, orgId, phone, reason, this.#now())
+  }
+
   /**
    * Ends an interaction with its outcome, reports it, and moves its task on:
    * done when reached, failed on a permanent refusal, unreachable when
@@ -337,20 +351,23 @@ export class TaskLifecycle {
       onlyIfStarting?: boolean
       /** The provider's message that says so (a reply): counted once however often it is delivered. */
       message?: { provider: Provider; id: string }
-      /** The person opted out (wrote STOP, or the provider says so): never contacted again, and the task closes. */
-      optOut?: 'reply' | 'provider'
+      /**
+       * The person opted out (wrote STOP, or the provider says so): the number
+       * is suppressed even if the interaction was over already, and its task closes.
+       */
+      optOut?: { orgId: string; phone: string; reason: SuppressionReason }
     },
   ): Promise<boolean> {
     const finalized = await this.#db.transaction(async (tx) => {
       if (options.message !== undefined && !(await recordProviderMessage(tx, options.message.provider, options.message.id, this.#now()))) {
         return false
       }
-      const { at, durationS, onlyIfStarting } = options
+      const { at, durationS, onlyIfStarting, optOut } = options
+      if (optOut !== undefined) await suppress(tx, optOut.orgId, optOut.phone, optOut.reason, this.#now())
       const interaction = await finalizeInteraction(tx, interactionId, outcome, at, durationS ?? null, onlyIfStarting)
       if (interaction === undefined) return false
       await insertEvent(tx, interaction.orgId, interactionFinalizedEvent(interaction, this.#now()))
-      if (options.optOut !== undefined) await suppress(tx, interaction.orgId, interaction.toPhone, options.optOut, this.#now())
-      if (interaction.taskId !== null) await this.#afterInteraction(tx, interaction, options.permanent === true, options.optOut !== undefined)
+      if (interaction.taskId !== null) await this.#afterInteraction(tx, interaction, options.permanent === true, optOut !== undefined)
       return true
     })
     if (finalized) this.#onEventsWritten()

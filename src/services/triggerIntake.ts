@@ -2,6 +2,7 @@
  * Recording accepted triggers: each with its task, in group commits. A
  * trigger is answered 201 only once its own rows are committed.
  */
+import { createHash } from 'node:crypto'
 import { newId } from '../domain/ids.ts'
 import type { Channel, Contact, ExternalId, JsonObject } from '../domain/types.ts'
 import type { Database } from '../store/database.ts'
@@ -77,15 +78,20 @@ export class TriggerIntake {
   /**
    * Records the trigger and its task, due now. Undefined when it was not
    * recorded because, by the time of the commit, the submitting key had been
-   * revoked.
+   * revoked, or the request's Idempotency-Key reservation had been taken over.
    */
   async record(
     submitter: Submitter,
-    target: { campaignId: string; timezone: string | null; idempotencyKey: string | undefined },
+    target: {
+      campaignId: string
+      timezone: string | null
+      /** The Idempotency-Key reserved for this trigger, under the trigger id given. */
+      idempotency: { key: string; triggerId: string } | undefined
+    },
     request: TriggerRequest,
   ): Promise<AcceptedTrigger | undefined> {
     const now = this.#now()
-    const id = newId('trigger', now)
+    const id = target.idempotency?.triggerId ?? newId('trigger', now)
     const taskId = newId('task', now)
     const createdAt = new Date(now).toISOString()
     const accepted: AcceptedTrigger = { id, taskId, createdAt }
@@ -102,7 +108,7 @@ export class TriggerIntake {
       context: request.context ?? {},
       testMode: request.test_mode ?? false,
       createdAt,
-      idempotency: target.idempotencyKey === undefined ? null : { key: target.idempotencyKey, response: acceptedData(accepted) },
+      idempotency: target.idempotency === undefined ? null : { key: target.idempotency.key, response: acceptedData(accepted) },
     }
     const recorded = await this.#committer.submit({ trigger, bytes: submitter.bodyBytes })
     return recorded ? accepted : undefined
@@ -112,4 +118,23 @@ export class TriggerIntake {
   drained(): Promise<void> {
     return this.#committer.drained()
   }
+}
+
+/**
+ * The same request, however its JSON was spaced, its keys ordered (at any
+ * depth) or its defaults written out: the validated body with its defaults,
+ * as canonical JSON.
+ */
+export function requestHash(body: TriggerRequest): Buffer {
+  const complete = { ...body, ids: body.ids ?? [], context: body.context ?? {}, test_mode: body.test_mode ?? false }
+  return createHash('sha256').update(canonicalJson(complete)).digest()
+}
+
+function canonicalJson(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`
+  if (typeof value === 'object' && value !== null) {
+    const entries = Object.entries(value).filter(([, item]) => item !== undefined)
+    return `{${entries.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([key, item]) => `${JSON.stringify(key)}:${canonicalJson(item)}`).join(',')}}`
+  }
+  return JSON.stringify(value)
 }

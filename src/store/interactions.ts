@@ -128,6 +128,8 @@ export interface InteractionWithConfig {
   providerRef: string | null
   providerStatus: string | null
   providerConfig: JsonObject
+  /** The person's phone. */
+  toPhone: string
   startedAt: number
 }
 
@@ -143,6 +145,7 @@ interface WithConfigRow {
   provider_ref: string | null
   provider_status: string | null
   provider_config: JsonObject
+  to_phone: string
   started_at: Date
 }
 
@@ -158,11 +161,12 @@ const toWithConfig = (row: WithConfigRow): InteractionWithConfig => ({
   providerRef: row.provider_ref,
   providerStatus: row.provider_status,
   providerConfig: row.provider_config,
+  toPhone: row.to_phone,
   startedAt: row.started_at.getTime(),
 })
 
 const WITH_CONFIG = `id, org_id, task_id, campaign_id, channel, provider, status, attempt, provider_ref, provider_status, provider_config,
-                     started_at`
+                     to_phone, started_at`
 
 export async function findInteractionWithConfig(db: Queryable, id: string): Promise<InteractionWithConfig | undefined> {
   const rows = await db.query<WithConfigRow>(`SELECT ${WITH_CONFIG} FROM interactions WHERE id = $1`, [id])

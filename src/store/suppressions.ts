@@ -41,7 +41,6 @@ export async function listSuppressions(db: Queryable, orgId: string, options: { 
   return rows.map((row) => ({ phone: row.phone, reason: row.reason, createdAt: iso(row.created_at) }))
 }
 
-export async function unsuppress(db: Queryable, orgId: string, phone: string): Promise<boolean> {
-  const rows = await db.query('DELETE FROM suppressions WHERE org_id = $1 AND phone = $2 RETURNING phone', [orgId, phone])
-  return rows.length === 1
+export async function unsuppress(db: Queryable, orgId: string, phone: string): Promise<void> {
+  await db.query('DELETE FROM suppressions WHERE org_id = $1 AND phone = $2', [orgId, phone])
 }

@@ -11,7 +11,11 @@ export interface NewTrigger extends TriggerContent {
   campaignId: string
   /** The contact's IANA zone, as far as the trigger and its phone number tell. */
   timezone: string | null
-  /** The request's Idempotency-Key, reserved beforehand; the commit marks it done with `response`. */
+  /**
+   * The request's Idempotency-Key, reserved beforehand under this trigger's
+   * id: the trigger is recorded only while it still holds the key, which the
+   * commit marks done with `response`.
+   */
   idempotency: { key: string; response: unknown } | null
 }
 
@@ -22,12 +26,18 @@ const INSERT_TRIGGERS_WITH_TASKS: PreparedStatement = {
          id text, task_id text, org_id text, api_key_id text, campaign_id text, request_id text,
          ids jsonb, contact jsonb, context jsonb, test_mode boolean, timezone text, created_at timestamptz,
          idempotency_key text, response jsonb)
+     ), owned AS (
+       -- Locked, so that a takeover of a stalled reservation cannot slip between this check and the commit.
+       SELECT input.id FROM input
+       JOIN idempotency_keys k ON k.org_id = input.org_id AND k.key = input.idempotency_key AND k.token = input.id AND k.status = 'in_flight'
+       FOR UPDATE OF k
      ), accepted AS (
        SELECT input.*, campaigns.context AS campaign_context,
               input.created_at + make_interval(secs => (campaigns.attempts->>'expire_after_s')::int) AS expires_at
        FROM input
        JOIN api_keys ON api_keys.id = input.api_key_id AND api_keys.org_id = input.org_id AND api_keys.revoked_at IS NULL
        JOIN campaigns ON campaigns.id = input.campaign_id AND campaigns.org_id = input.org_id
+       WHERE input.idempotency_key IS NULL OR input.id IN (SELECT id FROM owned)
      ), new_triggers AS (
        INSERT INTO triggers (id, org_id, api_key_id, campaign_id, request_id, ids, contact, context, test_mode, created_at)
        SELECT id, org_id, api_key_id, campaign_id, request_id, ids, contact, context, test_mode, created_at FROM accepted
@@ -41,7 +51,7 @@ const INSERT_TRIGGERS_WITH_TASKS: PreparedStatement = {
      ), remembered AS (
        UPDATE idempotency_keys k SET status = 'done', response = accepted.response
        FROM accepted
-       WHERE accepted.idempotency_key IS NOT NULL AND k.org_id = accepted.org_id AND k.key = accepted.idempotency_key
+       WHERE accepted.idempotency_key IS NOT NULL AND k.org_id = accepted.org_id AND k.key = accepted.idempotency_key AND k.token = accepted.id
      )
      SELECT id FROM new_triggers`,
 }
@@ -50,8 +60,9 @@ const INSERT_TRIGGERS_WITH_TASKS: PreparedStatement = {
  * Records many triggers, each with its task, in one statement and so in one
  * transaction: the group commit of the trigger path. A trigger is recorded
  * only if the API key that sent it is still unrevoked as the statement runs,
- * and key and campaign belong to its organization; the ids of the recorded
- * triggers are returned.
+ * key and campaign belong to its organization, and its request still holds
+ * its Idempotency-Key if it has one; the ids of the recorded triggers are
+ * returned.
  * The task's context is the campaign's default context with the trigger's
  * merged over it, and its expiry the campaign's, both read here so that they
  * are current at commit. Each task is due at once: the dispatcher checks the

@@ -53,11 +53,14 @@ export function validate<T>(schema: TSchema, input: unknown, loc: Loc = ['body']
 
 /**
  * Sorts 422 entries by the model's field order, as pydantic reports them,
- * when entries found by later checks are added to the schema's own.
+ * when entries found by later checks are added to the schema's own. Entries
+ * about other parts of the request (a header) come first, as FastAPI checks
+ * them before the body.
  */
 export function inFieldOrder(schema: TSchema, errors: ErrorDetail[]): ErrorDetail[] {
   const fields = Object.keys((schema as SchemaNode).properties ?? {})
   const rank = (error: ErrorDetail) => {
+    if (error.loc[0] !== 'body') return -1
     const index = fields.indexOf(String(error.loc[1]))
     return index === -1 ? fields.length : index
   }

@@ -45,7 +45,7 @@ class Dispatch implements Work {
     }
     if (this.now() - this.#sweptAt >= SWEEP_EVERY_MS) {
       this.#sweptAt = this.now()
-      await deleteExpiredKeys(this.db, this.#sweptAt, SWEEP_BATCH)
+      while ((await deleteExpiredKeys(this.db, this.#sweptAt, SWEEP_BATCH)) === SWEEP_BATCH) {}
     }
     return progressed
   }

@@ -14,6 +14,8 @@ import { findOrganization } from '../../store/organizations.ts'
 import { organizationOf, requireOperator, requireOrganizationKey } from '../auth.ts'
 
 export interface Audience {
+  /** The operator's (admin) routes rather than the organization's own. */
+  operator: boolean
   /** Path prefix: /api/v2 or /admin/v1/organizations/:org_id */
   prefix: string
   docs: { tags: string[]; security: { [name: string]: string[] }[] }
@@ -29,6 +31,7 @@ export function audiences(deps: { db: Database; authenticator: Authenticator }, 
   const { db, authenticator } = deps
   const operatorGuard = requireOperator(authenticator)
   const client: Audience = {
+    operator: false,
     prefix: '/api/v2',
     docs: { tags: [tag], security: [{ apiKey: [] }] },
     params: {},
@@ -36,6 +39,7 @@ export function audiences(deps: { db: Database; authenticator: Authenticator }, 
     orgId: async (request) => organizationOf(request).orgId,
   }
   const operator: Audience = {
+    operator: true,
     prefix: '/admin/v1/organizations/:org_id',
     docs: { tags: ['admin'], security: [{ operatorToken: [] }] },
     params: { org_id: Type.String() },

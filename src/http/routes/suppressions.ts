@@ -12,7 +12,7 @@ import type { Database } from '../../store/database.ts'
 import { findSuppression, listSuppressions, type Suppression, suppress, unsuppress } from '../../store/suppressions.ts'
 import { refine } from '../../validation/model.ts'
 import { envelope } from '../reply.ts'
-import { authErrors, Envelope, notFound, OneOf, Timestamp, validationErrors } from '../schemas.ts'
+import { authErrors, conflict, Envelope, notFound, OneOf, Timestamp, validationErrors } from '../schemas.ts'
 import { audiences } from './audiences.ts'
 
 const MAX_PAGE = 1_000
@@ -109,15 +109,21 @@ export function suppressionRoutes(app: FastifyInstance, deps: { db: Database; au
         schema: {
           ...docs,
           summary: 'Lift a suppression',
-          description: 'Only when the person has asked to be contacted again.',
+          description:
+            'Only when the person has asked to be contacted again. An organization may lift what it added itself (reason manual); a number that opted out by reply or through its provider only the operator can.',
           params: onePhone,
-          response: { 204: Type.Null(), ...authErrors, ...notFound },
+          response: { 204: Type.Null(), ...authErrors, ...notFound, ...conflict },
         },
       },
       async (request, reply) => {
         const orgId = await audience.orgId(request)
         const phone = phoneOf((request.params as { phone: string }).phone)
-        if (!(await unsuppress(db, orgId, phone))) throw new ApiError('not_found', `${phone} is not suppressed.`)
+        const suppression = await findSuppression(db, orgId, phone)
+        if (suppression === undefined) throw new ApiError('not_found', `${phone} is not suppressed.`)
+        if (suppression.reason !== 'manual' && !audience.operator) {
+          throw new ApiError('conflict', `${phone} opted out itself (${suppression.reason}); only the operator can lift that, on the person's request.`)
+        }
+        await unsuppress(db, orgId, phone)
         return reply.code(204).send()
       },
     )

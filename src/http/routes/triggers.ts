@@ -1,23 +1,22 @@
 /** POST /api/v2/triggers and GET /api/v2/triggers/{id}: the client contract. */
-import { createHash } from 'node:crypto'
 import { type Static, Type } from '@sinclair/typebox'
-import type { FastifyInstance } from 'fastify'
+import type { FastifyInstance, FastifyRequest } from 'fastify'
 import { checkEmail, normalizeLanguage, normalizePhone, PHONE_REFUSED } from '../../domain/contact.ts'
 import { ApiError, type ErrorDetail, refuse, ValidationFailed, valueError } from '../../domain/errors.ts'
-import { isId } from '../../domain/ids.ts'
+import { isId, newId } from '../../domain/ids.ts'
 import { isTimeZone, timeZoneOfPhone } from '../../domain/timezones.ts'
 import type { Campaign, Trigger } from '../../domain/types.ts'
 import type { Authenticator } from '../../services/authenticator.ts'
 import type { CampaignDirectory } from '../../services/campaignDirectory.ts'
 import { type SourceDirectory, sourceProblems } from '../../services/sourceDirectory.ts'
 import { zoneOf } from '../../services/taskLifecycle.ts'
-import { acceptedData, type TriggerIntake, type TriggerRequest } from '../../services/triggerIntake.ts'
+import { type AcceptedTrigger, acceptedData, requestHash, type TriggerIntake, type TriggerRequest } from '../../services/triggerIntake.ts'
 import { releaseKey, reserveKey } from '../../store/idempotency.ts'
 import { findTrigger } from '../../store/triggers.ts'
 import type { Database } from '../../store/database.ts'
 import { inFieldOrder, refine } from '../../validation/model.ts'
 import { MAX_BODY_BYTES } from '../limits.ts'
-import { confirmBeforeAnswering, organizationOf, requireOrganizationKey, unauthorized } from '../auth.ts'
+import { confirmBeforeAnswering, type OrganizationPrincipal, organizationOf, requireOrganizationKey, unauthorized } from '../auth.ts'
 import { envelope } from '../reply.ts'
 import { authErrors, ChannelSchema, conflict, Envelope, notFound, Timestamp, validationErrors } from '../schemas.ts'
 
@@ -123,29 +122,31 @@ const IDEMPOTENCY_LEASE_MS = 60_000
 const IDEMPOTENCY_KEEP_MS = 24 * 3_600_000
 const MAX_IDEMPOTENCY_KEY_LENGTH = 255
 
-/** The Idempotency-Key header, refused (422, as FastAPI refuses a header) when it is not one we can keep. */
-function idempotencyKeyOf(header: string | string[] | undefined): string | undefined {
+const keyInUse = () => new ApiError('idempotency_key_in_use', 'A request with this Idempotency-Key is still being processed; retry in a moment.')
+
+/**
+ * The Idempotency-Key header; when it is not one we can keep, a 422 entry
+ * (at the header, as FastAPI reports a header) is added with the body's.
+ */
+function idempotencyKeyOf(header: string | string[] | undefined, errors: ErrorDetail[]): string | undefined {
   if (header === undefined) return undefined
   const loc = ['header', 'idempotency-key']
   if (typeof header !== 'string' || header === '' || /[^\x21-\x7e]/.test(header)) {
-    throw new ValidationFailed([valueError(loc, header, 'Idempotency-Key must be 1 to 255 printable ASCII characters without spaces')])
+    errors.unshift(valueError(loc, header, 'Idempotency-Key must be 1 to 255 printable ASCII characters without spaces'))
+    return undefined
   }
   if (header.length > MAX_IDEMPOTENCY_KEY_LENGTH) {
-    throw new ValidationFailed([
-      {
-        type: 'string_too_long',
-        loc,
-        msg: `String should have at most ${MAX_IDEMPOTENCY_KEY_LENGTH} characters`,
-        input: header,
-        ctx: { max_length: MAX_IDEMPOTENCY_KEY_LENGTH },
-      },
-    ])
+    errors.unshift({
+      type: 'string_too_long',
+      loc,
+      msg: `String should have at most ${MAX_IDEMPOTENCY_KEY_LENGTH} characters`,
+      input: header,
+      ctx: { max_length: MAX_IDEMPOTENCY_KEY_LENGTH },
+    })
+    return undefined
   }
   return header
 }
-
-/** The same request, however its JSON was spaced or its fields ordered: the validated body, serialized. */
-const requestHash = (body: TriggerRequest) => createHash('sha256').update(JSON.stringify(body)).digest()
 
 export function triggerRoutes(
   app: FastifyInstance,
@@ -182,40 +183,38 @@ export function triggerRoutes(
     async (request, reply) => {
       const principal = organizationOf(request)
       const errors = request.validationError instanceof ValidationFailed ? [...request.validationError.detail] : []
-      const campaign = await resolveCampaign(principal.orgId, request.body, errors)
-      await checkSources(principal.orgId, request.body, errors)
-      if (errors.length > 0 || campaign === undefined) throw new ValidationFailed(inFieldOrder(TriggerRequestSchema, errors))
-      const body = request.body as TriggerRequest
-      const timezone = body.contact.timezone ?? timeZoneOfPhone(body.contact.phone) ?? null
-      if (timezone === null && zoneOf(campaign.schedule, null) === undefined) {
-        throw new ValidationFailed([valueError(['body', 'contact', 'phone'], body.contact.phone, UNKNOWN_ZONE)])
-      }
-      const submitter = {
-        orgId: principal.orgId,
-        apiKeyId: principal.keyId,
-        requestId: request.id,
-        bodyBytes: Number(request.headers['content-length'] ?? MAX_BODY_BYTES),
-      }
-      const idempotencyKey = idempotencyKeyOf(request.headers['idempotency-key'])
-      if (idempotencyKey !== undefined) {
-        // A request that may be a retry is confirmed (one round trip) before a replay can answer a revoked key.
+      const key = idempotencyKeyOf(request.headers['idempotency-key'], errors)
+      let idempotency: { key: string; triggerId: string } | undefined
+      if (key !== undefined && errors.length === 0) {
+        // Looked at before the campaign and the sources, so that a retry gets its first answer whatever changed since;
+        // and the key confirmed (one round trip), so that a replay never answers a revoked key.
         await confirmBeforeAnswering(authenticator, request)
-        const reservation = await reserveKey(db, principal.orgId, idempotencyKey, requestHash(body), now(), IDEMPOTENCY_LEASE_MS, IDEMPOTENCY_KEEP_MS)
+        idempotency = { key, triggerId: newId('trigger', now()) }
+        const reservation = await reserveKey(
+          db,
+          principal.orgId,
+          key,
+          { hash: requestHash(request.body as TriggerRequest), token: idempotency.triggerId },
+          now(),
+          IDEMPOTENCY_LEASE_MS,
+          IDEMPOTENCY_KEEP_MS,
+        )
         if (reservation.kind === 'replay') return reply.code(201).header('idempotent-replayed', 'true').send(envelope(request, reservation.response))
         if (reservation.kind === 'reused') {
           throw new ApiError('idempotency_key_reused', 'This Idempotency-Key was used with another request body in the last 24 hours.')
         }
-        if (reservation.kind === 'in_use') {
-          throw new ApiError('idempotency_key_in_use', 'A request with this Idempotency-Key is still being processed; retry in a moment.')
-        }
+        if (reservation.kind === 'in_use') throw keyInUse()
       }
       let accepted
       try {
-        accepted = await intake.record(submitter, { campaignId: campaign.id, timezone, idempotencyKey }, body)
+        accepted = await accept(request, principal, errors, idempotency)
       } finally {
-        if (accepted === undefined && idempotencyKey !== undefined) await releaseKey(db, principal.orgId, idempotencyKey)
+        // Not recorded: the key may be used again. A failure to say so leaves it to expire with its lease; it must not hide why.
+        if (accepted === undefined && idempotency !== undefined) await releaseKey(db, principal.orgId, idempotency.key, idempotency.triggerId).catch(() => {})
       }
       if (accepted === undefined) {
+        // Its reservation was taken over after stalling past the lease: the request that took it answers.
+        if (idempotency !== undefined && (await authenticator.confirm(principal))) throw keyInUse()
         // Campaigns are never deleted: only a key revoked since it was cached stops the commit.
         authenticator.forget(principal.keyId)
         throw unauthorized()
@@ -224,17 +223,49 @@ export function triggerRoutes(
     },
   )
 
+  /** Checks what depends on the organization's campaigns and sources, then records the trigger; undefined when it was not. */
+  async function accept(
+    request: FastifyRequest,
+    principal: OrganizationPrincipal,
+    errors: ErrorDetail[],
+    idempotency: { key: string; triggerId: string } | undefined,
+  ): Promise<AcceptedTrigger | undefined> {
+    const campaign = await resolveCampaign(principal.orgId, request.body, errors)
+    await checkSources(principal.orgId, request.body, errors)
+    if (errors.length > 0 || campaign === undefined) throw new ValidationFailed(inFieldOrder(TriggerRequestSchema, errors))
+    const body = request.body as TriggerRequest
+    const timezone = body.contact.timezone ?? timeZoneOfPhone(body.contact.phone) ?? null
+    if (timezone === null && zoneOf(campaign.schedule, null) === undefined) {
+      throw new ValidationFailed([valueError(['body', 'contact', 'phone'], body.contact.phone, UNKNOWN_ZONE)])
+    }
+    const submitter = {
+      orgId: principal.orgId,
+      apiKeyId: principal.keyId,
+      requestId: request.id,
+      bodyBytes: Number(request.headers['content-length'] ?? MAX_BODY_BYTES),
+    }
+    return intake.record(submitter, { campaignId: campaign.id, timezone, idempotency }, body)
+  }
+
   /**
-   * Adds the 422 entries of the organization's source rules, when the ids and
-   * context are well formed enough to be read (from the raw body, normalized
-   * as validation would, when other fields failed).
+   * Adds the 422 entries of the organization's source rules for every id and
+   * the context where they are well formed enough to be read (from the raw
+   * body, normalized as validation would, when other fields failed).
    */
   async function checkSources(orgId: string, body: unknown, errors: ErrorDetail[]): Promise<void> {
     const organizationSources = await sources.sourcesOf(orgId)
-    if (organizationSources.size === 0 || errors.some((error) => error.loc[1] === 'ids' || error.loc[1] === 'context')) return
-    const raw = body as { ids?: { source: string; type: string }[]; context?: Record<string, unknown> } | undefined
-    const ids = (raw?.ids ?? []).map((id) => ({ source: trimmedLowercase(id.source), type: trimmedLowercase(id.type) }))
-    errors.push(...sourceProblems(organizationSources, ids, raw?.context ?? {}))
+    if (organizationSources.size === 0) return
+    // Whether validation refused exactly this part of the body.
+    const failed = (...loc: (string | number)[]) => errors.some((error) => error.loc.length === loc.length + 1 && loc.every((part, depth) => error.loc[depth + 1] === part))
+    const raw = body as { ids?: unknown; context?: unknown } | undefined
+    const ids = Array.isArray(raw?.ids) && !failed('ids') ? (raw.ids as { source: unknown; type: unknown }[]) : []
+    const readable = ids.flatMap((id, index) =>
+      failed('ids', index) || failed('ids', index, 'source') || typeof id.source !== 'string'
+        ? []
+        : [{ index, source: trimmedLowercase(id.source), type: failed('ids', index, 'type') || typeof id.type !== 'string' ? undefined : trimmedLowercase(id.type) }],
+    )
+    const context = failed('context') ? undefined : ((raw?.context ?? {}) as Record<string, unknown>)
+    errors.push(...sourceProblems(organizationSources, readable, context))
   }
 
   /**

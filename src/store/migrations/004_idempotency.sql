@@ -7,6 +7,10 @@ CREATE TABLE idempotency_keys (
   -- SHA-256 of the validated request body: the same key with another body is refused.
   request_hash bytea NOT NULL,
   status       text NOT NULL CHECK (status IN ('in_flight', 'done')),
+  -- Who holds the reservation: the id of the trigger it is for. The trigger
+  -- is recorded only while its request still holds the key, so a request
+  -- whose reservation was taken over (it stalled past the lease) records nothing.
+  token        text NOT NULL,
   -- The 201's data, replayed as it was.
   response     jsonb,
   -- For an in_flight reservation: until when it holds (a process that died

@@ -87,7 +87,12 @@ export async function whatsappRoutes(
     if (notification.kind === 'report') {
       const { report } = notification
       const interaction = await sent(report.providerRef)
-      if (interaction === undefined || interaction.status === 'finalized') return
+      if (interaction === undefined) return
+      // Over already (settled at the end of the reply window): an opt-out still counts.
+      if (interaction.status === 'finalized') {
+        if (report.kind === 'final' && report.optedOut) await lifecycle.suppressNumber(interaction.orgId, interaction.toPhone, 'provider')
+        return
+      }
       if (report.kind === 'progress' && (STATUS_RANK[report.status] ?? 0) <= (STATUS_RANK[interaction.providerStatus ?? ''] ?? 0)) return
       await lifecycle.report(interaction, report)
       return
@@ -98,7 +103,12 @@ export async function whatsappRoutes(
     const optOut = asksToStop(notification.text)
     const answered = (await sent(notification.replyTo)) ?? ours(await findLatestInteractionWith(db, campaignIds, notification.from))
     if (answered !== undefined && answered.status !== 'finalized') {
-      await lifecycle.finalize(answered.id, 'replied', { at: notification.at, message, optOut: optOut ? 'reply' : undefined })
+      const orgId = senders.find((campaign) => campaign.id === answered.campaignId)!.orgId
+      await lifecycle.finalize(answered.id, 'replied', {
+        at: notification.at,
+        message,
+        optOut: optOut ? { orgId, phone: notification.from, reason: 'reply' } : undefined,
+      })
     } else {
       const campaign = senders.find((candidate) => candidate.id === answered?.campaignId) ?? senders[0]!
       await lifecycle.recordInbound(campaign, message, answered?.taskId ?? null, optOut)
