@@ -174,7 +174,10 @@ export interface Source {
   name: string
   /** The id types it allows, lowercased. */
   idTypes: string[]
-  /** optional: `contact` may be left out when one of the trigger's ids of this source names a known contact. */
+  /**
+   * optional: `contact` may be left out when one of the trigger's ids of this
+   * source names a known contact (once contacts are kept; until then unused).
+   */
   contact: 'required' | 'optional'
   /** Context keys a trigger citing it must send. */
   requiredContext: string[]

@@ -33,7 +33,8 @@ const rules = {
   id_types: Type.Array(Name, { maxItems: 50, description: 'The id types triggers may cite with this source (lowercased).' }),
   contact: Type.Optional({
     ...ContactRule,
-    description: 'optional: a trigger may leave `contact` out when one of its ids of this source names a known contact. Default required.',
+    description:
+      'Default required. optional is kept for the contact directory, which is to let a trigger leave `contact` out when one of its ids of this source names a known contact; until then every trigger needs `contact`.',
   }),
   required_context: Type.Optional(Type.Array(Name, { maxItems: 50, description: 'Context keys a trigger citing this source must send.' })),
 }
