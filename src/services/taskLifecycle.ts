@@ -143,8 +143,8 @@ export class TaskLifecycle {
       // claimed: a wait for the pool or the campaign's lock must not carry a
       // call past the end of a window.
       const now = this.#now()
-      // The person asked not to be contacted: the task closes at once, whatever the hour.
-      if (await isSuppressed(tx, task.orgId, task.contact.phone)) return { kind: 'complete', outcome: 'opted_out' }
+      // The person asked not to be contacted (as the claim found): the task closes at once, whatever the hour.
+      if (task.suppressed) return { kind: 'complete', outcome: 'opted_out' }
       if (now >= task.expiresAt) return { kind: 'complete', outcome: 'expired' }
       // The trigger was accepted with a zone; only a later change of the schedule can leave none.
       if (zone === undefined) return { kind: 'complete', outcome: 'failed' }

@@ -23,6 +23,8 @@ export interface ClaimedTask {
   expiresAt: number
   contact: Contact
   ids: ExternalId[]
+  /** The contact's number is on the organization's suppression list. */
+  suppressed: boolean
   campaign: {
     id: string
     routingKey: string
@@ -46,6 +48,7 @@ interface ClaimedRow {
   expires_at: Date
   contact: Contact
   ids: ExternalId[]
+  suppressed: boolean
   campaign_id: string
   routing_key: string
   channel: Channel
@@ -79,7 +82,9 @@ export async function claimDueTasks(
          FOR UPDATE SKIP LOCKED)
        RETURNING id, org_id, trigger_id, campaign_id, attempts, test_mode, context, timezone, expires_at)
      SELECT claimed.id, claimed.org_id, claimed.trigger_id, claimed.attempts, claimed.test_mode, claimed.context,
-            claimed.timezone, claimed.expires_at, tr.contact, tr.ids, c.id AS campaign_id, c.routing_key, c.channel,
+            claimed.timezone, claimed.expires_at, tr.contact, tr.ids,
+            EXISTS (SELECT 1 FROM suppressions s WHERE s.org_id = claimed.org_id AND s.phone = tr.contact->>'phone') AS suppressed,
+            c.id AS campaign_id, c.routing_key, c.channel,
             c.schedule, c.attempts AS attempt_policy, c.provider, c.provider_config, c.max_concurrent
      FROM claimed
      JOIN triggers tr ON tr.id = claimed.trigger_id
@@ -97,6 +102,7 @@ export async function claimDueTasks(
     expiresAt: row.expires_at.getTime(),
     contact: row.contact,
     ids: row.ids,
+    suppressed: row.suppressed,
     campaign: {
       id: row.campaign_id,
       routingKey: row.routing_key,
