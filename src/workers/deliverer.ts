@@ -24,7 +24,7 @@ const LEASE_MS = TIMEOUT_MS + 45_000
 const RETRY_DELAYS_S = [5, 300, 1_800, 7_200, 18_000, 36_000, 50_400, 72_000, 86_400]
 /** Retries are spread by up to this share of their delay, so that a recovering receiver is not hit by a wave. */
 const JITTER = 0.1
-export const USER_AGENT = 'ConversationTriggerService-Webhooks/1'
+const USER_AGENT = 'ConversationTriggerService-Webhooks/1'
 
 export interface DelivererOptions {
   /** Lets webhooks go to private and loopback addresses (local development, tests). */
