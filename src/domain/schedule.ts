@@ -250,6 +250,12 @@ function weekdayIndex(day: number): number {
   return (((day + 3) % 7) + 7) % 7
 }
 
+/** The zone a task's schedule is read in: the campaign's own, or the contact's (else the campaign's fallback). */
+export function zoneOf(schedule: Schedule, contactZone: string | null): string | undefined {
+  if (schedule.timezone !== 'contact') return schedule.timezone
+  return contactZone ?? schedule.fallback_timezone
+}
+
 /**
  * The earliest instant (ms since the epoch) at or after `from` at which the
  * schedule is open, or null if it never opens again (past `ends_at`, or not

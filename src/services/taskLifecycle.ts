@@ -14,10 +14,10 @@
 import type { FastifyBaseLogger } from 'fastify'
 import type { ProviderReport } from '../channels/channel.ts'
 import type { ChannelRegistry } from '../channels/registry.ts'
-import type { AttemptPolicy, Provider, RetryOutcome, Schedule } from '../domain/campaignSettings.ts'
+import type { AttemptPolicy, Provider, RetryOutcome } from '../domain/campaignSettings.ts'
 import { ApiError } from '../domain/errors.ts'
 import { newId } from '../domain/ids.ts'
-import { nextOpening } from '../domain/schedule.ts'
+import { nextOpening, zoneOf } from '../domain/schedule.ts'
 import type { Campaign, InteractionOutcome, TaskOutcome } from '../domain/types.ts'
 import type { Database, Queryable } from '../store/database.ts'
 import { insertEvent } from '../store/events.ts'
@@ -271,7 +271,8 @@ export class TaskLifecycle {
    * A provider's report on an interaction, verified by the caller. Progress is
    * kept as the provider's status; a final report finalizes. A report for an
    * interaction whose start was never confirmed (the worker died, or the
-   * answer was lost) confirms it: the provider has it after all.
+   * answer was lost) confirms it: the provider has it after all. One for an
+   * interaction already over changes nothing, but an opt-out it carries.
    */
   async report(interaction: InteractionWithConfig, report: ProviderReport): Promise<void> {
     if (interaction.status === 'starting') {
@@ -326,11 +327,6 @@ export class TaskLifecycle {
       if (task !== undefined && task.status !== 'completed') await this.#complete(tx, task, optOut ? 'opted_out' : 'reached')
     })
     this.#onEventsWritten()
-  }
-
-  /** A number the person or their provider asked to leave alone, outside any conversation still running. */
-  async suppressNumber(orgId: string, phone: string, reason: SuppressionReason): Promise<void> {
-    await suppress(this.#db, orgId, phone, reason, this.#now())
   }
 
   /**
@@ -432,12 +428,6 @@ export class TaskLifecycle {
     })
     this.#onEventsWritten()
   }
-}
-
-/** The zone a task's schedule is read in: the campaign's own, or the contact's (else the campaign's fallback). */
-export function zoneOf(schedule: Schedule, contactZone: string | null): string | undefined {
-  if (schedule.timezone !== 'contact') return schedule.timezone
-  return contactZone ?? schedule.fallback_timezone
 }
 
 function interactionFinalizedEvent(interaction: FinalizedInteraction, now: number) {

@@ -134,14 +134,18 @@ export async function listOrganizationEvents(
   return events
 }
 
+async function requireEvent(ops: WebhookOperations, orgId: string, id: string): Promise<OutboxEvent> {
+  const event = isId('event', id) ? await findEvent(ops.db, orgId, id) : undefined
+  if (event === undefined) throw new ApiError('not_found', `No event ${id} exists.`)
+  return event
+}
+
 export async function eventWithDeliveries(
   ops: WebhookOperations,
   orgId: string,
   id: string,
 ): Promise<{ event: OutboxEvent; deliveries: DeliveryLog[] }> {
-  const event = isId('event', id) ? await findEvent(ops.db, orgId, id) : undefined
-  if (event === undefined) throw new ApiError('not_found', `No event ${id} exists.`)
-  return { event, deliveries: await deliveriesOf(ops.db, id) }
+  return { event: await requireEvent(ops, orgId, id), deliveries: await deliveriesOf(ops.db, id) }
 }
 
 /**
@@ -154,7 +158,7 @@ export async function redeliverEvent(
   id: string,
   endpointId: string | undefined,
 ): Promise<WebhookEndpoint[]> {
-  const { event } = await eventWithDeliveries(ops, orgId, id)
+  const event = await requireEvent(ops, orgId, id)
   const targets =
     endpointId !== undefined
       ? [await requireEndpoint(ops, orgId, endpointId)]

@@ -1,7 +1,7 @@
 import type { AttemptPolicy, Provider, Schedule } from '../domain/campaignSettings.ts'
 import type { Campaign, Channel, JsonObject } from '../domain/types.ts'
 import type { Queryable } from './database.ts'
-import { iso, sqlState, UNIQUE_VIOLATION } from './rows.ts'
+import { iso } from './rows.ts'
 
 interface CampaignRow {
   id: string
@@ -40,30 +40,26 @@ export const toCampaign = (row: CampaignRow): Campaign => ({
 
 /** Inserts the campaign; false when the organization already has one for this routing key and channel. */
 export async function insertCampaign(db: Queryable, campaign: Campaign): Promise<boolean> {
-  try {
-    await db.query(
-      `INSERT INTO campaigns (${COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`,
-      [
-        campaign.id,
-        campaign.orgId,
-        campaign.routingKey,
-        campaign.channel,
-        campaign.name,
-        campaign.context,
-        campaign.schedule,
-        campaign.attempts,
-        campaign.provider,
-        campaign.providerConfig,
-        campaign.maxConcurrent,
-        campaign.createdAt,
-        campaign.updatedAt,
-      ],
-    )
-    return true
-  } catch (error) {
-    if (sqlState(error) === UNIQUE_VIOLATION) return false
-    throw error
-  }
+  const rows = await db.query(
+    `INSERT INTO campaigns (${COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
+     ON CONFLICT DO NOTHING RETURNING id`,
+    [
+      campaign.id,
+      campaign.orgId,
+      campaign.routingKey,
+      campaign.channel,
+      campaign.name,
+      campaign.context,
+      campaign.schedule,
+      campaign.attempts,
+      campaign.provider,
+      campaign.providerConfig,
+      campaign.maxConcurrent,
+      campaign.createdAt,
+      campaign.updatedAt,
+    ],
+  )
+  return rows.length === 1
 }
 
 /** Replaces the campaign's changeable fields (routing key and channel never change). */

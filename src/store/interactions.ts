@@ -11,6 +11,7 @@ export interface InteractionRow {
   campaign_id: string
   channel: Channel
   provider: Provider
+  provider_config: JsonObject
   direction: Direction
   attempt: number | null
   status: Interaction['status']
@@ -133,21 +134,22 @@ export interface InteractionWithConfig {
   startedAt: number
 }
 
-interface WithConfigRow {
-  id: string
-  org_id: string
-  task_id: string | null
-  campaign_id: string
-  channel: Channel
-  provider: Provider
-  status: Interaction['status']
-  attempt: number | null
-  provider_ref: string | null
-  provider_status: string | null
-  provider_config: JsonObject
-  to_phone: string
-  started_at: Date
-}
+type WithConfigRow = Pick<
+  InteractionRow,
+  | 'id'
+  | 'org_id'
+  | 'task_id'
+  | 'campaign_id'
+  | 'channel'
+  | 'provider'
+  | 'status'
+  | 'attempt'
+  | 'provider_ref'
+  | 'provider_status'
+  | 'provider_config'
+  | 'to_phone'
+  | 'started_at'
+>
 
 const toWithConfig = (row: WithConfigRow): InteractionWithConfig => ({
   id: row.id,

@@ -18,5 +18,3 @@ export function sqlState(error: unknown): string | undefined {
   const { code, severity } = (error ?? {}) as { code?: unknown; severity?: unknown }
   return typeof severity === 'string' && typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code) ? code : undefined
 }
-
-export const UNIQUE_VIOLATION = '23505'

@@ -1,6 +1,6 @@
 import type { Source } from '../domain/types.ts'
 import type { Queryable } from './database.ts'
-import { iso, sqlState, UNIQUE_VIOLATION } from './rows.ts'
+import { iso } from './rows.ts'
 
 interface SourceRow {
   org_id: string
@@ -24,16 +24,12 @@ const toSource = (row: SourceRow): Source => ({
 
 /** False when the organization already has a source of that name. */
 export async function insertSource(db: Queryable, source: Source): Promise<boolean> {
-  try {
-    await db.query(
-      `INSERT INTO sources (org_id, name, id_types, contact, required_context, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7)`,
-      [source.orgId, source.name, source.idTypes, source.contact, source.requiredContext, source.createdAt, source.updatedAt],
-    )
-    return true
-  } catch (error) {
-    if (sqlState(error) === UNIQUE_VIOLATION) return false
-    throw error
-  }
+  const rows = await db.query(
+    `INSERT INTO sources (org_id, name, id_types, contact, required_context, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7)
+     ON CONFLICT DO NOTHING RETURNING name`,
+    [source.orgId, source.name, source.idTypes, source.contact, source.requiredContext, source.createdAt, source.updatedAt],
+  )
+  return rows.length === 1
 }
 
 export async function updateSource(db: Queryable, source: Source): Promise<void> {

@@ -4,17 +4,17 @@ import type { FastifyInstance, FastifyRequest } from 'fastify'
 import { checkEmail, normalizeLanguage, normalizePhone, PHONE_REFUSED } from '../../domain/contact.ts'
 import { ApiError, type ErrorDetail, refuse, ValidationFailed, valueError } from '../../domain/errors.ts'
 import { isId, newId } from '../../domain/ids.ts'
+import { zoneOf } from '../../domain/schedule.ts'
 import { isTimeZone, timeZoneOfPhone } from '../../domain/timezones.ts'
 import type { Campaign, Trigger } from '../../domain/types.ts'
 import type { Authenticator } from '../../services/authenticator.ts'
 import type { CampaignDirectory } from '../../services/campaignDirectory.ts'
 import { type SourceDirectory, sourceProblems } from '../../services/sourceDirectory.ts'
-import { zoneOf } from '../../services/taskLifecycle.ts'
 import { type AcceptedTrigger, acceptedData, requestHash, type TriggerIntake, type TriggerRequest } from '../../services/triggerIntake.ts'
 import { releaseKey, reserveKey } from '../../store/idempotency.ts'
 import { findTrigger } from '../../store/triggers.ts'
 import type { Database } from '../../store/database.ts'
-import { inFieldOrder, refine } from '../../validation/model.ts'
+import { inFieldOrder, refine, validate } from '../../validation/model.ts'
 import { MAX_BODY_BYTES } from '../limits.ts'
 import { confirmBeforeAnswering, type OrganizationPrincipal, organizationOf, requireOrganizationKey, unauthorized } from '../auth.ts'
 import { envelope } from '../reply.ts'
@@ -124,28 +124,19 @@ const MAX_IDEMPOTENCY_KEY_LENGTH = 255
 
 const keyInUse = () => new ApiError('idempotency_key_in_use', 'A request with this Idempotency-Key is still being processed; retry in a moment.')
 
+const IdempotencyKeyHeader = refine(Type.String({ minLength: 1, maxLength: MAX_IDEMPOTENCY_KEY_LENGTH }), {
+  check: (key) => (/^[\x21-\x7e]+$/.test(key) ? key : refuse('Idempotency-Key must be 1 to 255 printable ASCII characters without spaces')),
+})
+
 /**
- * The Idempotency-Key header; when it is not one we can keep, a 422 entry
- * (at the header, as FastAPI reports a header) is added with the body's.
+ * The Idempotency-Key header; when it is not one we can keep, its 422 entries
+ * (at the header, as FastAPI reports a header) are added with the body's.
  */
 function idempotencyKeyOf(header: string | string[] | undefined, errors: ErrorDetail[]): string | undefined {
   if (header === undefined) return undefined
-  const loc = ['header', 'idempotency-key']
-  if (typeof header !== 'string' || header === '' || /[^\x21-\x7e]/.test(header)) {
-    errors.unshift(valueError(loc, header, 'Idempotency-Key must be 1 to 255 printable ASCII characters without spaces'))
-    return undefined
-  }
-  if (header.length > MAX_IDEMPOTENCY_KEY_LENGTH) {
-    errors.unshift({
-      type: 'string_too_long',
-      loc,
-      msg: `String should have at most ${MAX_IDEMPOTENCY_KEY_LENGTH} characters`,
-      input: header,
-      ctx: { max_length: MAX_IDEMPOTENCY_KEY_LENGTH },
-    })
-    return undefined
-  }
-  return header
+  const checked = validate<string>(IdempotencyKeyHeader, header, ['header', 'idempotency-key'])
+  errors.unshift(...checked.errors)
+  return checked.value
 }
 
 export function triggerRoutes(

@@ -40,7 +40,7 @@ export function twilioRoutes(app: FastifyInstance, deps: { db: Database; twilio:
       if (params.AccountSid !== interaction.providerConfig.account_sid) throw refused()
       if (interaction.providerRef !== null && params.CallSid !== interaction.providerRef) throw refused()
       const report = reportFromStatusCallback(params, now())
-      if (report !== undefined && interaction.status !== 'finalized') await lifecycle.report(interaction, report)
+      if (report !== undefined) await lifecycle.report(interaction, report)
       return reply.code(204).send()
     },
   )

@@ -88,11 +88,6 @@ export async function whatsappRoutes(
       const { report } = notification
       const interaction = await sent(report.providerRef)
       if (interaction === undefined) return
-      // Over already (settled at the end of the reply window): an opt-out still counts.
-      if (interaction.status === 'finalized') {
-        if (report.kind === 'final' && report.optedOut) await lifecycle.suppressNumber(interaction.orgId, interaction.toPhone, 'provider')
-        return
-      }
       if (report.kind === 'progress' && (STATUS_RANK[report.status] ?? 0) <= (STATUS_RANK[interaction.providerStatus ?? ''] ?? 0)) return
       await lifecycle.report(interaction, report)
       return
