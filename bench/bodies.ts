@@ -94,17 +94,23 @@ export function generateBodies(count: number, seed = 20_250_101): BodySet {
   const numbers = new Map(LOCALES.map((locale) => [locale.country, phoneNumbers(locale.country, random)]))
   const phoneFormats: Record<string, number> = {}
   const bodies: string[] = []
+  const takenIds = new Set<string>()
   for (let i = 0; i < count; i++) {
     const locale = random.pick(LOCALES)
     const { format, text } = random.pick(writtenForms(random.pick(numbers.get(locale.country)!)))
     phoneFormats[format] = (phoneFormats[format] ?? 0) + 1
-    bodies.push(JSON.stringify(triggerBody(random, locale, text)))
+    bodies.push(JSON.stringify(triggerBody(random, locale, text, takenIds)))
   }
   const distinctNumbers = [...numbers.values()].reduce((sum, list) => sum + list.length, 0)
   return { bodies, countries: LOCALES.length, distinctNumbers, phoneFormats }
 }
 
-function triggerBody(random: Random, locale: Locale, phone: string) {
+/**
+ * One person's trigger. Each body is another person, so its ids are its own
+ * (`taken` holds those of the bodies before it): ids shared by two people
+ * would make the service refuse the trigger, as their ids name two contacts.
+ */
+function triggerBody(random: Random, locale: Locale, phone: string, taken: Set<string>) {
   const campaign = random.pick(CAMPAIGNS)
   const firstName = random.pick(locale.firstNames)
   const lastName = random.pick(locale.lastNames)
@@ -112,7 +118,7 @@ function triggerBody(random: Random, locale: Locale, phone: string) {
     campaign: campaign.routing_key,
     // Most clients leave the channel out; some name it although the routing key has one.
     ...(random.chance(0.3) ? { channel: campaign.channel } : {}),
-    ids: random.sample(ID_KINDS, random.int(2, 3)).map((kind) => ({ source: kind.source, type: kind.type, value: kind.value(random) })),
+    ids: random.sample(ID_KINDS, random.int(2, 3)).map((kind) => ({ source: kind.source, type: kind.type, value: unusedValue(random, kind, taken) })),
     contact: {
       first_name: firstName,
       last_name: lastName,
@@ -123,6 +129,16 @@ function triggerBody(random: Random, locale: Locale, phone: string) {
     context: Object.fromEntries(
       random.sample(Object.entries(CONTEXT_VALUES), random.int(2, 4)).map(([key, value]) => [key, value(random)]),
     ),
+  }
+}
+
+function unusedValue(random: Random, kind: (typeof ID_KINDS)[number], taken: Set<string>): string {
+  for (;;) {
+    const value = kind.value(random)
+    const key = `${kind.source}/${kind.type}/${value}`
+    if (taken.has(key)) continue
+    taken.add(key)
+    return value
   }
 }
 

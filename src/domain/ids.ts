@@ -15,6 +15,7 @@ export const ID_PREFIXES = {
   campaign: 'cmp',
   trigger: 'trg',
   task: 'tsk',
+  contact: 'ctc',
   interaction: 'int',
   event: 'evt',
   webhookEndpoint: 'whe',

@@ -7,6 +7,10 @@
  *   token on /admin/v1. Organization keys are never accepted there.
  * - campaign: what a routing key resolves to, one per channel. A routing key
  *   may name a voice campaign and a WhatsApp campaign at once.
+ * - contact: a person an organization has triggered outreach to, kept in its
+ *   contact directory and found again by the external ids it was triggered
+ *   with. A trigger with `contact` creates or updates it; one without may
+ *   reach it through an id of a source whose contact is optional.
  * - trigger: one accepted POST /api/v2/triggers. Immutable once recorded.
  * - task: the outreach work a trigger creates; lives until it completes,
  *   with an outcome.
@@ -96,7 +100,8 @@ export type TaskStatus = 'pending' | 'in_progress' | 'completed'
 export interface TriggerContent {
   requestId: string
   ids: ExternalId[]
-  contact: Contact
+  /** Null when the trigger left it out, to reach a contact on file. */
+  contact: Contact | null
   context: JsonObject
   testMode: boolean
   createdAt: string
@@ -136,6 +141,8 @@ export interface Task {
   attempts: number
   /** When the next attempt is due; null once completed or while one runs. */
   nextAttemptAt: string | null
+  /** Whom it reaches, as known when its trigger was accepted (the tester, in test mode). */
+  contact: Contact
   timezone: string | null
   testMode: boolean
   ids: ExternalId[]
@@ -174,10 +181,7 @@ export interface Source {
   name: string
   /** The id types it allows, lowercased. */
   idTypes: string[]
-  /**
-   * optional: `contact` may be left out when one of the trigger's ids of this
-   * source names a known contact (once contacts are kept; until then unused).
-   */
+  /** optional: `contact` may be left out when one of the trigger's ids of this source names a contact on file. */
   contact: 'required' | 'optional'
   /** Context keys a trigger citing it must send. */
   requiredContext: string[]

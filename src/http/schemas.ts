@@ -1,6 +1,6 @@
-/** Schemas shared by every route: the success envelope and the two error shapes. */
-import { type TSchema, Type } from '@sinclair/typebox'
-import { CHANNELS } from '../domain/types.ts'
+/** Schemas shared by several routes: the success envelope, the two error shapes, and the common resources. */
+import { type Static, type TSchema, Type } from '@sinclair/typebox'
+import { CHANNELS, type Contact } from '../domain/types.ts'
 
 export const Timestamp = Type.String({ format: 'date-time', description: 'UTC, ISO 8601 with Z' })
 
@@ -8,6 +8,21 @@ export const Timestamp = Type.String({ format: 'date-time', description: 'UTC, I
 export const OneOf = <T extends string>(values: readonly T[]) => Type.Union(values.map((value) => Type.Literal(value)))
 
 export const ChannelSchema = OneOf(CHANNELS)
+
+/** A contact as the service recorded it: phone in E.164, language canonical. */
+export const ContactSchema = Type.Object({
+  first_name: Type.Optional(Type.String()),
+  last_name: Type.Optional(Type.String()),
+  phone: Type.String(),
+  email: Type.Optional(Type.String()),
+  language: Type.Optional(Type.String()),
+  timezone: Type.Optional(Type.String()),
+})
+
+/** Only the fields the API names, whatever a stored document holds. */
+export function presentContact({ first_name, last_name, phone, email, language, timezone }: Contact): Static<typeof ContactSchema> {
+  return { first_name, last_name, phone, email, language, timezone }
+}
 
 export const Envelope = <T extends TSchema>(data: T) =>
   Type.Object({

@@ -7,14 +7,15 @@ import { newId } from '../domain/ids.ts'
 import type { Channel, Contact, ExternalId, JsonObject } from '../domain/types.ts'
 import type { Database } from '../store/database.ts'
 import { sqlState } from '../store/rows.ts'
-import { insertTriggersWithTasks, type NewTrigger } from '../store/triggers.ts'
+import { insertTriggersWithTasks, type NewTrigger, type RecordOutcome } from '../store/triggers.ts'
+import type { ContactOnFile } from './contactDirectory.ts'
 import { GroupCommitter } from './groupCommitter.ts'
 
 /** A trigger request as validated and normalized. */
 export interface TriggerRequest {
   campaign: string
   ids?: ExternalId[]
-  contact: Contact
+  contact?: Contact
   channel?: Channel
   context?: JsonObject
   test_mode?: boolean
@@ -34,9 +35,37 @@ export interface AcceptedTrigger {
   createdAt: string
 }
 
+/** What became of a trigger: accepted, or why it was not recorded. */
+export type Recording = { kind: 'accepted'; accepted: AcceptedTrigger } | Exclude<RecordOutcome, { kind: 'recorded' }>
+
 /** The 201's `data` for an accepted trigger; kept as is for an idempotent replay. */
 export function acceptedData(accepted: AcceptedTrigger) {
   return { id: accepted.id, task_id: accepted.taskId, status: 'accepted' as const, created_at: accepted.createdAt }
+}
+
+/**
+ * SQLSTATEs of a commit that collided with another over the contact
+ * directory: it linked an id that the other linked first (unique_violation),
+ * or they waited for each other (deadlock_detected).
+ */
+const DIRECTORY_COLLISIONS = new Set(['23505', '40P01'])
+const MAX_COLLISIONS = 3
+
+/**
+ * One group commit. A batch of several triggers that collides is left to the
+ * group committer, which records them one by one (two of them may link the
+ * same new id). A single trigger cannot collide with itself: it collided with
+ * another commit, now finished, and a new statement sees what that one wrote.
+ */
+async function commitRacingDirectory(db: Database, triggers: NewTrigger[]): Promise<RecordOutcome[]> {
+  for (let collisions = 0; ; collisions++) {
+    try {
+      return await insertTriggersWithTasks(db, triggers)
+    } catch (error) {
+      const retry = triggers.length === 1 && collisions < MAX_COLLISIONS && DIRECTORY_COLLISIONS.has(sqlState(error) ?? '')
+      if (!retry) throw error
+    }
+  }
 }
 
 /** Up to this many triggers, and about this many bytes of them, share one commit. */
@@ -45,16 +74,16 @@ const MAX_BATCH_BYTES = 8 * 1024 * 1024
 
 export class TriggerIntake {
   readonly #now: () => number
-  readonly #committer: GroupCommitter<{ trigger: NewTrigger; bytes: number }, boolean>
+  readonly #committer: GroupCommitter<{ trigger: NewTrigger; bytes: number }, RecordOutcome>
 
   /** `onRecorded` is told after each commit that recorded tasks: they are due at once. */
   constructor(db: Database, now: () => number, onRecorded: () => void) {
     this.#now = now
     this.#committer = new GroupCommitter(
       async (items) => {
-        const recorded = await insertTriggersWithTasks(db, items.map(({ trigger }) => trigger))
-        if (recorded.size > 0) onRecorded()
-        return items.map(({ trigger }) => recorded.has(trigger.id))
+        const outcomes = await commitRacingDirectory(db, items.map(({ trigger }) => trigger))
+        if (outcomes.some((outcome) => outcome.kind === 'recorded')) onRecorded()
+        return outcomes
       },
       {
         maxBatch: MAX_BATCH,
@@ -76,42 +105,51 @@ export class TriggerIntake {
   }
 
   /**
-   * Records the trigger and its task, due now. Undefined when it was not
-   * recorded because, by the time of the commit, the submitting key had been
-   * revoked, or the request's Idempotency-Key reservation had been taken over.
+   * Records the trigger and its task, due now, and what the contact directory
+   * learns from it: a trigger with ids, out of test mode, creates or updates
+   * the contact they name. Not recorded when, by the time of the commit, the
+   * submitting key had been revoked or the request's Idempotency-Key
+   * reservation taken over, or when the ids turn out to name several contacts.
    */
   async record(
     submitter: Submitter,
     target: {
       campaignId: string
-      timezone: string | null
+      /** The contact reached when the request leaves `contact` out. */
+      onFile: ContactOnFile | undefined
+      /** The zone the reached contact's phone number tells, if it tells one. */
+      phoneZone: string | null
       /** The Idempotency-Key reserved for this trigger, under the trigger id given. */
       idempotency: { key: string; triggerId: string } | undefined
     },
     request: TriggerRequest,
-  ): Promise<AcceptedTrigger | undefined> {
+  ): Promise<Recording> {
     const now = this.#now()
     const id = target.idempotency?.triggerId ?? newId('trigger', now)
     const taskId = newId('task', now)
     const createdAt = new Date(now).toISOString()
     const accepted: AcceptedTrigger = { id, taskId, createdAt }
+    const ids = request.ids ?? []
+    const testMode = request.test_mode ?? false
     const trigger: NewTrigger = {
       id,
       taskId,
       orgId: submitter.orgId,
       apiKeyId: submitter.apiKeyId,
       campaignId: target.campaignId,
-      timezone: target.timezone,
+      // The tester's number is never the real person's: a test leaves the directory as it was.
+      contactId: testMode || ids.length === 0 ? null : (target.onFile?.contactId ?? newId('contact', now)),
+      phoneZone: target.phoneZone,
       requestId: submitter.requestId,
-      ids: request.ids ?? [],
-      contact: request.contact,
+      ids,
+      contact: request.contact ?? null,
       context: request.context ?? {},
-      testMode: request.test_mode ?? false,
+      testMode,
       createdAt,
       idempotency: target.idempotency === undefined ? null : { key: target.idempotency.key, response: acceptedData(accepted) },
     }
-    const recorded = await this.#committer.submit({ trigger, bytes: submitter.bodyBytes })
-    return recorded ? accepted : undefined
+    const outcome = await this.#committer.submit({ trigger, bytes: submitter.bodyBytes })
+    return outcome.kind === 'recorded' ? { kind: 'accepted', accepted } : outcome
   }
 
   /** Resolves once every trigger submitted so far has been answered. */

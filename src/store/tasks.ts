@@ -21,6 +21,7 @@ export interface ClaimedTask {
   context: JsonObject
   timezone: string | null
   expiresAt: number
+  /** Whom it reaches: the contact as known when its trigger was accepted (the tester, in test mode). */
   contact: Contact
   ids: ExternalId[]
   /** The contact's number is on the organization's suppression list. */
@@ -80,10 +81,10 @@ export async function claimDueTasks(
          ORDER BY due_at
          LIMIT $4
          FOR UPDATE SKIP LOCKED)
-       RETURNING id, org_id, trigger_id, campaign_id, attempts, test_mode, context, timezone, expires_at)
+       RETURNING id, org_id, trigger_id, campaign_id, attempts, test_mode, context, timezone, expires_at, contact)
      SELECT claimed.id, claimed.org_id, claimed.trigger_id, claimed.attempts, claimed.test_mode, claimed.context,
-            claimed.timezone, claimed.expires_at, tr.contact, tr.ids,
-            EXISTS (SELECT 1 FROM suppressions s WHERE s.org_id = claimed.org_id AND s.phone = tr.contact->>'phone') AS suppressed,
+            claimed.timezone, claimed.expires_at, claimed.contact, tr.ids,
+            EXISTS (SELECT 1 FROM suppressions s WHERE s.org_id = claimed.org_id AND s.phone = claimed.contact->>'phone') AS suppressed,
             c.id AS campaign_id, c.routing_key, c.channel,
             c.schedule, c.attempts AS attempt_policy, c.provider, c.provider_config, c.max_concurrent
      FROM claimed
@@ -251,6 +252,7 @@ interface TaskRow {
   outcome: TaskOutcome | null
   attempts: number
   due_at: Date
+  contact: Contact
   timezone: string | null
   test_mode: boolean
   ids: ExternalId[]
@@ -261,7 +263,7 @@ interface TaskRow {
 
 const TASK_SELECT = `
   SELECT t.id, t.org_id, t.trigger_id, t.campaign_id, c.routing_key, c.channel, t.status, t.outcome, t.attempts,
-         t.due_at, t.timezone, t.test_mode, tr.ids, t.created_at, t.expires_at, t.completed_at
+         t.due_at, t.contact, t.timezone, t.test_mode, tr.ids, t.created_at, t.expires_at, t.completed_at
   FROM tasks t
   JOIN triggers tr ON tr.id = t.trigger_id
   JOIN campaigns c ON c.id = t.campaign_id`
@@ -287,6 +289,7 @@ async function withInteractions(db: Queryable, rows: TaskRow[]): Promise<Task[]>
     outcome: row.outcome,
     attempts: row.attempts,
     nextAttemptAt: row.status === 'pending' ? iso(row.due_at) : null,
+    contact: row.contact,
     timezone: row.timezone,
     testMode: row.test_mode,
     ids: row.ids,

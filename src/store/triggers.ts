@@ -9,8 +9,15 @@ export interface NewTrigger extends TriggerContent {
   orgId: string
   apiKeyId: string
   campaignId: string
-  /** The contact's IANA zone, as far as the trigger and its phone number tell. */
-  timezone: string | null
+  /**
+   * The contact directory's part in this trigger: the contact its ids are
+   * expected to name (for a trigger without `contact`, the one they were found
+   * to name), or a new contact's id to use should they name none. Null when
+   * the trigger leaves the directory alone: it has no ids, or is in test mode.
+   */
+  contactId: string | null
+  /** The zone the reached contact's phone number tells, if it tells one; an explicit contact.timezone wins. */
+  phoneZone: string | null
   /**
    * The request's Idempotency-Key, reserved beforehand under this trigger's
    * id: the trigger is recorded only while it still holds the key, which the
@@ -19,57 +26,115 @@ export interface NewTrigger extends TriggerContent {
   idempotency: { key: string; response: unknown } | null
 }
 
+/** What became of one trigger of a group commit. */
+export type RecordOutcome =
+  | { kind: 'recorded' }
+  /** Its key was revoked, or its Idempotency-Key reservation taken over, before the commit. */
+  | { kind: 'not recorded' }
+  /** Its ids name more than one contact on file: by index in `ids`, the contact each names. */
+  | { kind: 'conflict'; named: { index: number; contactId: string }[] }
+
 const INSERT_TRIGGERS_WITH_TASKS: PreparedStatement = {
   name: 'insert_triggers_with_tasks',
   text: `WITH input AS (
        SELECT * FROM jsonb_to_recordset($1::jsonb) AS i(
-         id text, task_id text, org_id text, api_key_id text, campaign_id text, request_id text,
-         ids jsonb, contact jsonb, context jsonb, test_mode boolean, timezone text, created_at timestamptz,
+         ord int, id text, task_id text, org_id text, api_key_id text, campaign_id text, request_id text,
+         ids jsonb, contact jsonb, context jsonb, test_mode boolean, contact_id text, phone_zone text, created_at timestamptz,
          idempotency_key text, response jsonb)
      ), owned AS (
        -- Locked, so that a takeover of a stalled reservation cannot slip between this check and the commit.
        SELECT input.id FROM input
        JOIN idempotency_keys k ON k.org_id = input.org_id AND k.key = input.idempotency_key AND k.token = input.id AND k.status = 'in_flight'
        FOR UPDATE OF k
-     ), accepted AS (
+     ), eligible AS (
        SELECT input.*, campaigns.context AS campaign_context,
               input.created_at + make_interval(secs => (campaigns.attempts->>'expire_after_s')::int) AS expires_at
        FROM input
        JOIN api_keys ON api_keys.id = input.api_key_id AND api_keys.org_id = input.org_id AND api_keys.revoked_at IS NULL
        JOIN campaigns ON campaigns.id = input.campaign_id AND campaigns.org_id = input.org_id
        WHERE input.idempotency_key IS NULL OR input.id IN (SELECT id FROM owned)
+     ), named AS (
+       -- Each id of a trigger that uses the directory, with the contact it names now (NULL: none yet).
+       SELECT eligible.id AS trigger_id, e.n - 1 AS index, e.id->>'source' AS source, e.id->>'type' AS type,
+              e.id->>'value' AS value, contact_ids.contact_id
+       FROM eligible
+       CROSS JOIN LATERAL jsonb_array_elements(eligible.ids) WITH ORDINALITY AS e(id, n)
+       LEFT JOIN contact_ids ON contact_ids.org_id = eligible.org_id AND contact_ids.source = e.id->>'source'
+                            AND contact_ids.type = e.id->>'type' AND contact_ids.value = e.id->>'value'
+       WHERE eligible.contact_id IS NOT NULL
+     ), resolved AS (
+       SELECT trigger_id, count(DISTINCT contact_id) AS contacts, min(contact_id) AS contact_id FROM named GROUP BY trigger_id
+     ), accepted AS (
+       -- The contact reached: the one the ids name, else a new one; its fields as on file with the trigger's merged over them.
+       SELECT eligible.*, COALESCE(resolved.contact_id, eligible.contact_id) AS reached_id,
+              CASE WHEN eligible.contact_id IS NULL THEN eligible.contact
+                   ELSE COALESCE(stored.fields, '{}') || COALESCE(eligible.contact, '{}') END AS reached
+       FROM eligible
+       LEFT JOIN resolved ON resolved.trigger_id = eligible.id
+       LEFT JOIN contacts stored ON stored.id = resolved.contact_id
+       WHERE COALESCE(resolved.contacts, 0) <= 1 AND (eligible.contact IS NOT NULL OR stored.id IS NOT NULL)
      ), new_triggers AS (
        INSERT INTO triggers (id, org_id, api_key_id, campaign_id, request_id, ids, contact, context, test_mode, created_at)
        SELECT id, org_id, api_key_id, campaign_id, request_id, ids, contact, context, test_mode, created_at FROM accepted
        RETURNING id
      ), new_tasks AS (
-       INSERT INTO tasks (id, org_id, trigger_id, campaign_id, status, context, test_mode, timezone, due_at, expires_at,
-                          created_at, updated_at)
-       SELECT task_id, org_id, id, campaign_id, 'pending', campaign_context || context, test_mode, timezone, created_at,
-              expires_at, created_at, created_at
+       INSERT INTO tasks (id, org_id, trigger_id, campaign_id, status, context, test_mode, contact_id, contact, timezone,
+                          due_at, expires_at, created_at, updated_at)
+       SELECT task_id, org_id, id, campaign_id, 'pending', campaign_context || context, test_mode,
+              CASE WHEN contact_id IS NOT NULL THEN reached_id END, reached, COALESCE(reached->>'timezone', phone_zone),
+              created_at, expires_at, created_at, created_at
        FROM accepted
+     ), contact_changes AS (
+       -- Several triggers of the batch may update one contact: the later one's fields win.
+       SELECT accepted.reached_id AS id, accepted.org_id, jsonb_object_agg(field.key, field.value ORDER BY accepted.ord) AS fields,
+              max(accepted.created_at) AS at
+       FROM accepted CROSS JOIN LATERAL jsonb_each(accepted.contact) AS field
+       WHERE accepted.contact_id IS NOT NULL
+       GROUP BY accepted.reached_id, accepted.org_id
+     ), saved_contacts AS (
+       -- In id order, as every commit takes their locks, so that two commits never wait for each other in a cycle.
+       INSERT INTO contacts (id, org_id, fields, created_at, updated_at)
+       SELECT id, org_id, fields, at, at FROM contact_changes ORDER BY id
+       ON CONFLICT (id) DO UPDATE SET fields = contacts.fields || excluded.fields, updated_at = excluded.updated_at
+     ), new_links AS (
+       -- No ON CONFLICT: an id linked meanwhile by another commit (or twice in this batch) fails the batch,
+       -- whose triggers are then recorded one by one, each seeing the links before it. In key order, as
+       -- the contacts are in id order, so that two commits never wait for each other in a cycle.
+       INSERT INTO contact_ids (org_id, source, type, value, contact_id, created_at)
+       SELECT DISTINCT accepted.org_id, named.source, named.type, named.value, accepted.reached_id, accepted.created_at
+       FROM accepted JOIN named ON named.trigger_id = accepted.id
+       WHERE named.contact_id IS NULL
+       ORDER BY accepted.org_id, named.source, named.type, named.value
      ), remembered AS (
        UPDATE idempotency_keys k SET status = 'done', response = accepted.response
        FROM accepted
        WHERE accepted.idempotency_key IS NOT NULL AND k.org_id = accepted.org_id AND k.key = accepted.idempotency_key AND k.token = accepted.id
      )
-     SELECT id FROM new_triggers`,
+     SELECT id, NULL::jsonb AS conflict FROM new_triggers
+     UNION ALL
+     SELECT named.trigger_id, jsonb_agg(jsonb_build_object('index', named.index, 'contact_id', named.contact_id) ORDER BY named.index)
+     FROM named JOIN resolved ON resolved.trigger_id = named.trigger_id
+     WHERE resolved.contacts > 1 AND named.contact_id IS NOT NULL
+     GROUP BY named.trigger_id`,
 }
 
 /**
  * Records many triggers, each with its task, in one statement and so in one
  * transaction: the group commit of the trigger path. A trigger is recorded
  * only if the API key that sent it is still unrevoked as the statement runs,
- * key and campaign belong to its organization, and its request still holds
- * its Idempotency-Key if it has one; the ids of the recorded triggers are
- * returned.
+ * key and campaign belong to its organization, its request still holds its
+ * Idempotency-Key if it has one, and its ids name at most one contact on file.
  * The task's context is the campaign's default context with the trigger's
  * merged over it, and its expiry the campaign's, both read here so that they
  * are current at commit. Each task is due at once: the dispatcher checks the
  * schedule.
+ * In the same statement the contact directory learns from each trigger that
+ * uses it: the contact is created or its fields updated, and its new ids are
+ * linked to it. Returns what became of each trigger, in the order given.
  */
-export async function insertTriggersWithTasks(db: Queryable, triggers: readonly NewTrigger[]): Promise<Set<string>> {
-  const batch = triggers.map((t) => ({
+export async function insertTriggersWithTasks(db: Queryable, triggers: readonly NewTrigger[]): Promise<RecordOutcome[]> {
+  const batch = triggers.map((t, ord) => ({
+    ord,
     id: t.id,
     task_id: t.taskId,
     org_id: t.orgId,
@@ -80,13 +145,24 @@ export async function insertTriggersWithTasks(db: Queryable, triggers: readonly 
     contact: t.contact,
     context: t.context,
     test_mode: t.testMode,
-    timezone: t.timezone,
+    contact_id: t.contactId,
+    phone_zone: t.phoneZone,
     created_at: t.createdAt,
     idempotency_key: t.idempotency?.key ?? null,
     response: t.idempotency?.response ?? null,
   }))
-  const rows = await db.query<{ id: string }>(INSERT_TRIGGERS_WITH_TASKS, [JSON.stringify(batch)])
-  return new Set(rows.map((row) => row.id))
+  const rows = await db.query<{ id: string; conflict: { index: number; contact_id: string }[] | null }>(INSERT_TRIGGERS_WITH_TASKS, [
+    JSON.stringify(batch),
+  ])
+  const outcomes = new Map(
+    rows.map((row): [string, RecordOutcome] => [
+      row.id,
+      row.conflict === null
+        ? { kind: 'recorded' }
+        : { kind: 'conflict', named: row.conflict.map(({ index, contact_id }) => ({ index, contactId: contact_id })) },
+    ]),
+  )
+  return triggers.map((trigger) => outcomes.get(trigger.id) ?? { kind: 'not recorded' })
 }
 
 interface TriggerRow {
@@ -97,7 +173,7 @@ interface TriggerRow {
   channel: Channel
   request_id: string
   ids: ExternalId[]
-  contact: Contact
+  contact: Contact | null
   context: JsonObject
   test_mode: boolean
   created_at: Date

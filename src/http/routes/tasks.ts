@@ -14,7 +14,7 @@ import { findTask, findTasksByExternalId } from '../../store/tasks.ts'
 import { refine } from '../../validation/model.ts'
 import { organizationOf, requireOrganizationKey } from '../auth.ts'
 import { envelope } from '../reply.ts'
-import { authErrors, ChannelSchema, conflict, Envelope, notFound, OneOf, Timestamp, validationErrors } from '../schemas.ts'
+import { authErrors, ChannelSchema, ContactSchema, conflict, Envelope, notFound, OneOf, presentContact, Timestamp, validationErrors } from '../schemas.ts'
 
 const MAX_TASKS_BY_EXTERNAL_ID = 100
 
@@ -41,6 +41,7 @@ const TaskSchema = Type.Object({
   next_attempt_at: Type.Union([Timestamp, Type.Null()], {
     description: 'When the next attempt is due, once the schedule allows; null while one runs or once completed.',
   }),
+  contact: { ...ContactSchema, description: 'Whom the task reaches, as known when its trigger was accepted: in test mode, the tester.' },
   timezone: Type.Union([Type.String(), Type.Null()], { description: "The contact's time zone, when known." }),
   test_mode: Type.Boolean(),
   ids: Type.Array(Type.Object({ source: Type.String(), type: Type.String(), value: Type.String() })),
@@ -59,6 +60,7 @@ const presentTask = (task: Task) => ({
   outcome: task.outcome,
   attempts: task.attempts,
   next_attempt_at: task.nextAttemptAt,
+  contact: presentContact(task.contact),
   timezone: task.timezone,
   test_mode: task.testMode,
   ids: task.ids,

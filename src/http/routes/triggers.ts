@@ -9,8 +9,9 @@ import { isTimeZone, timeZoneOfPhone } from '../../domain/timezones.ts'
 import type { Campaign, Trigger } from '../../domain/types.ts'
 import type { Authenticator } from '../../services/authenticator.ts'
 import type { CampaignDirectory } from '../../services/campaignDirectory.ts'
+import { type ContactOnFile, contactOnFile, idsNameSeveralContacts, missingContact, type ReadableId } from '../../services/contactDirectory.ts'
 import { type SourceDirectory, sourceProblems } from '../../services/sourceDirectory.ts'
-import { type AcceptedTrigger, acceptedData, requestHash, type TriggerIntake, type TriggerRequest } from '../../services/triggerIntake.ts'
+import { acceptedData, type Recording, requestHash, type TriggerIntake, type TriggerRequest } from '../../services/triggerIntake.ts'
 import { releaseKey, reserveKey } from '../../store/idempotency.ts'
 import { findTrigger } from '../../store/triggers.ts'
 import type { Database } from '../../store/database.ts'
@@ -18,7 +19,7 @@ import { inFieldOrder, refine, validate } from '../../validation/model.ts'
 import { MAX_BODY_BYTES } from '../limits.ts'
 import { confirmBeforeAnswering, type OrganizationPrincipal, organizationOf, requireOrganizationKey, unauthorized } from '../auth.ts'
 import { envelope } from '../reply.ts'
-import { authErrors, ChannelSchema, conflict, Envelope, notFound, Timestamp, validationErrors } from '../schemas.ts'
+import { authErrors, ChannelSchema, ContactSchema, conflict, Envelope, notFound, presentContact, Timestamp, validationErrors } from '../schemas.ts'
 
 /** Unicode White_Space, as pydantic's strip_whitespace trims it. */
 const EDGE_WHITESPACE = /^\p{White_Space}+|\p{White_Space}+$/gu
@@ -34,7 +35,7 @@ const ExternalIdSchema = Type.Object({
   value: Type.String({ minLength: 1, maxLength: 500, description: 'Returned unchanged.' }),
 })
 
-const ContactSchema = Type.Object({
+const ContactInput = Type.Object({
   first_name: Type.Optional(Type.String({ maxLength: 200 })),
   last_name: Type.Optional(Type.String({ maxLength: 200 })),
   phone: refine(
@@ -79,7 +80,11 @@ export const TriggerRequestSchema = Type.Object(
   {
     campaign: Type.String({ minLength: 1, maxLength: 100, description: 'Routing key of the target campaign.' }),
     ids: Type.Optional(Type.Array(ExternalIdSchema, { maxItems: 20, description: "The contact's ids in your systems." })),
-    contact: ContactSchema,
+    contact: Type.Optional({
+      ...ContactInput,
+      description:
+        "The person to reach. Fields sent replace those on file for the contact the ids name. May be left out when one of the ids, of a source whose contact is optional, names a contact on file; never in test mode.",
+    }),
     channel: Type.Optional({ ...ChannelSchema, description: 'Needed when the routing key has campaigns on more than one channel.' }),
     context: Type.Optional(
       Type.Record(Type.String(), Type.Unknown(), { maxProperties: 50, description: "Merged over the campaign's default context." }),
@@ -103,19 +108,19 @@ const TriggerSchema = Type.Object({
   campaign: Type.String(),
   channel: ChannelSchema,
   ids: Type.Array(Type.Object({ source: Type.String(), type: Type.String(), value: Type.String() })),
-  contact: Type.Object({
-    first_name: Type.Optional(Type.String()),
-    last_name: Type.Optional(Type.String()),
-    phone: Type.String(),
-    email: Type.Optional(Type.String()),
-    language: Type.Optional(Type.String()),
-    timezone: Type.Optional(Type.String()),
-  }),
+  contact: Type.Union([ContactSchema, Type.Null()], { description: 'As sent; null when the trigger left it out to reach a contact on file.' }),
   context: Type.Record(Type.String(), Type.Unknown()),
   test_mode: Type.Boolean(),
   created_at: Timestamp,
   task: Type.Object({ id: Type.String(), status: Type.String() }),
 })
+
+const isObject = (value: unknown): value is object => typeof value === 'object' && value !== null && !Array.isArray(value)
+
+/** Whether validation refused exactly this part of the body. */
+function failed(errors: readonly ErrorDetail[], ...loc: (string | number)[]): boolean {
+  return errors.some((error) => error.loc.length === loc.length + 1 && loc.every((part, depth) => error.loc[depth + 1] === part))
+}
 
 /** A reservation outlives any request; one older belongs to a process that died. */
 const IDEMPOTENCY_LEASE_MS = 60_000
@@ -196,38 +201,61 @@ export function triggerRoutes(
         }
         if (reservation.kind === 'in_use') throw keyInUse()
       }
-      let accepted
+      let recording: Recording | undefined
       try {
-        accepted = await accept(request, principal, errors, idempotency)
+        recording = await accept(request, principal, errors, idempotency)
       } finally {
         // Not recorded: the key may be used again. A failure to say so leaves it to expire with its lease; it must not hide why.
-        if (accepted === undefined && idempotency !== undefined) await releaseKey(db, principal.orgId, idempotency.key, idempotency.triggerId).catch(() => {})
+        if (recording?.kind !== 'accepted' && idempotency !== undefined) {
+          await releaseKey(db, principal.orgId, idempotency.key, idempotency.triggerId).catch(() => {})
+        }
       }
-      if (accepted === undefined) {
+      if (recording.kind === 'conflict') {
+        throw new ValidationFailed([idsNameSeveralContacts((request.body as TriggerRequest).ids, recording.named)])
+      }
+      if (recording.kind === 'not recorded') {
         // Its reservation was taken over after stalling past the lease: the request that took it answers.
         if (idempotency !== undefined && (await authenticator.confirm(principal))) throw keyInUse()
         // Campaigns are never deleted: only a key revoked since it was cached stops the commit.
         authenticator.forget(principal.keyId)
         throw unauthorized()
       }
-      return reply.code(201).send(envelope(request, acceptedData(accepted)))
+      return reply.code(201).send(envelope(request, acceptedData(recording.accepted)))
     },
   )
 
-  /** Checks what depends on the organization's campaigns and sources, then records the trigger; undefined when it was not. */
+  /**
+   * Checks what depends on the organization's campaigns, sources and contacts,
+   * then records the trigger.
+   */
   async function accept(
     request: FastifyRequest,
     principal: OrganizationPrincipal,
     errors: ErrorDetail[],
     idempotency: { key: string; triggerId: string } | undefined,
-  ): Promise<AcceptedTrigger | undefined> {
+  ): Promise<Recording> {
     const campaign = await resolveCampaign(principal.orgId, request.body, errors)
-    await checkSources(principal.orgId, request.body, errors)
+    // The body as sent when validation failed, which may be anything; only an object has fields to check.
+    const raw = isObject(request.body) ? (request.body as Partial<Record<keyof TriggerRequest, unknown>>) : undefined
+    const organizationSources = await sources.sourcesOf(principal.orgId)
+    const omitsContact = raw !== undefined && (raw.contact === undefined || raw.contact === null)
+    // Read only when something checks them: most triggers carry a contact for an organization without sources.
+    const ids = organizationSources.size > 0 || omitsContact ? readableIds(raw, errors) : []
+    errors.push(...sourceProblems(organizationSources, ids, failed(errors, 'context') ? undefined : ((raw?.context ?? {}) as Record<string, unknown>)))
+    let onFile: ContactOnFile | undefined
+    if (omitsContact) {
+      // A test needs the tester's number; otherwise the person may be on file.
+      const found = raw.test_mode === true ? missingContact(raw) : await contactOnFile(db, principal.orgId, organizationSources, ids, raw)
+      if ('contactId' in found) onFile = found
+      else errors.push(found)
+    }
     if (errors.length > 0 || campaign === undefined) throw new ValidationFailed(inFieldOrder(TriggerRequestSchema, errors))
     const body = request.body as TriggerRequest
-    const timezone = body.contact.timezone ?? timeZoneOfPhone(body.contact.phone) ?? null
-    if (timezone === null && zoneOf(campaign.schedule, null) === undefined) {
-      throw new ValidationFailed([valueError(['body', 'contact', 'phone'], body.contact.phone, UNKNOWN_ZONE)])
+    const contact = body.contact ?? onFile!.contact
+    const phoneZone = timeZoneOfPhone(contact.phone) ?? null
+    if ((contact.timezone ?? phoneZone) === null && zoneOf(campaign.schedule, null) === undefined) {
+      const loc = body.contact === undefined ? ['body', 'contact'] : ['body', 'contact', 'phone']
+      throw new ValidationFailed([valueError(loc, body.contact?.phone, UNKNOWN_ZONE)])
     }
     const submitter = {
       orgId: principal.orgId,
@@ -235,28 +263,23 @@ export function triggerRoutes(
       requestId: request.id,
       bodyBytes: Number(request.headers['content-length'] ?? MAX_BODY_BYTES),
     }
-    return intake.record(submitter, { campaignId: campaign.id, timezone, idempotency }, body)
+    return intake.record(submitter, { campaignId: campaign.id, onFile, phoneZone, idempotency }, body)
   }
 
   /**
-   * Adds the 422 entries of the organization's source rules for every id and
-   * the context where they are well formed enough to be read (from the raw
-   * body, normalized as validation would, when other fields failed).
+   * The ids of the body as far as they can be read, normalized as validation
+   * normalizes them: from the raw body when other fields failed, so that the
+   * source and contact checks still report on every id they can.
    */
-  async function checkSources(orgId: string, body: unknown, errors: ErrorDetail[]): Promise<void> {
-    const organizationSources = await sources.sourcesOf(orgId)
-    if (organizationSources.size === 0) return
-    // Whether validation refused exactly this part of the body.
-    const failed = (...loc: (string | number)[]) => errors.some((error) => error.loc.length === loc.length + 1 && loc.every((part, depth) => error.loc[depth + 1] === part))
-    const raw = body as { ids?: unknown; context?: unknown } | undefined
-    const ids = Array.isArray(raw?.ids) && !failed('ids') ? (raw.ids as { source: unknown; type: unknown }[]) : []
-    const readable = ids.flatMap((id, index) =>
-      failed('ids', index) || failed('ids', index, 'source') || typeof id.source !== 'string'
-        ? []
-        : [{ index, source: trimmedLowercase(id.source), type: failed('ids', index, 'type') || typeof id.type !== 'string' ? undefined : trimmedLowercase(id.type) }],
-    )
-    const context = failed('context') ? undefined : ((raw?.context ?? {}) as Record<string, unknown>)
-    errors.push(...sourceProblems(organizationSources, readable, context))
+  function readableIds(raw: Partial<Record<keyof TriggerRequest, unknown>> | undefined, errors: ErrorDetail[]): ReadableId[] {
+    if (!Array.isArray(raw?.ids) || failed(errors, 'ids')) return []
+    const part = (id: Record<string, unknown>, index: number, name: 'type' | 'value') =>
+      failed(errors, 'ids', index, name) || typeof id[name] !== 'string' ? undefined : (id[name] as string)
+    return (raw.ids as Record<string, unknown>[]).flatMap((id, index) => {
+      if (failed(errors, 'ids', index) || failed(errors, 'ids', index, 'source') || typeof id.source !== 'string') return []
+      const type = part(id, index, 'type')
+      return [{ index, source: trimmedLowercase(id.source), type: type === undefined ? undefined : trimmedLowercase(type), value: part(id, index, 'value') }]
+    })
   }
 
   /**
@@ -299,7 +322,6 @@ export function triggerRoutes(
 }
 
 function presentTrigger(trigger: Trigger): Static<typeof TriggerSchema> {
-  const { first_name, last_name, phone, email, language, timezone } = trigger.contact
   return {
     id: trigger.id,
     task_id: trigger.task.id,
@@ -307,7 +329,7 @@ function presentTrigger(trigger: Trigger): Static<typeof TriggerSchema> {
     campaign: trigger.campaign.routingKey,
     channel: trigger.campaign.channel,
     ids: trigger.ids.map(({ source, type, value }) => ({ source, type, value })),
-    contact: { first_name, last_name, phone, email, language, timezone },
+    contact: trigger.contact && presentContact(trigger.contact),
     context: trigger.context,
     test_mode: trigger.testMode,
     created_at: trigger.createdAt,
