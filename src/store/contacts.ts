@@ -17,11 +17,16 @@ export interface NamedContact {
 /** The contacts on file that the given ids of an organization name, by the ids' positions, in order. */
 export async function findContactsNamedBy(db: Queryable, orgId: string, ids: readonly ExternalId[]): Promise<NamedContact[]> {
   const rows = await db.query<{ index: number; id: string; fields: Contact }>(
+    // One id at a time in the key's index, as the group commit looks them up (see store/triggers.ts).
     `SELECT e.n - 1 AS index, contacts.id, contacts.fields
      FROM jsonb_array_elements($2::jsonb) WITH ORDINALITY AS e(id, n)
-     JOIN contact_ids ON contact_ids.org_id = $1 AND contact_ids.source = e.id->>'source'
-                     AND contact_ids.type = e.id->>'type' AND contact_ids.value = e.id->>'value'
-     JOIN contacts ON contacts.id = contact_ids.contact_id
+     CROSS JOIN LATERAL (
+       SELECT contact_ids.contact_id FROM contact_ids
+       WHERE contact_ids.org_id = $1 AND contact_ids.source = e.id->>'source'
+         AND contact_ids.type = e.id->>'type' AND contact_ids.value = e.id->>'value'
+       LIMIT 1
+     ) link
+     JOIN contacts ON contacts.id = link.contact_id
      ORDER BY e.n`,
     [orgId, JSON.stringify(ids)],
   )

@@ -55,12 +55,18 @@ const INSERT_TRIGGERS_WITH_TASKS: PreparedStatement = {
        WHERE input.idempotency_key IS NULL OR input.id IN (SELECT id FROM owned)
      ), named AS (
        -- Each id of a trigger that uses the directory, with the contact it names now (NULL: none yet).
+       -- Looked up one id at a time in the key's index: as a join, the planner, which cannot see into $1, may hash all of contact_ids.
+       -- (LIMIT 1, never more than one row, keeps the subquery from being turned into that join.)
        SELECT eligible.id AS trigger_id, e.n - 1 AS index, e.id->>'source' AS source, e.id->>'type' AS type,
-              e.id->>'value' AS value, contact_ids.contact_id
+              e.id->>'value' AS value, link.contact_id
        FROM eligible
        CROSS JOIN LATERAL jsonb_array_elements(eligible.ids) WITH ORDINALITY AS e(id, n)
-       LEFT JOIN contact_ids ON contact_ids.org_id = eligible.org_id AND contact_ids.source = e.id->>'source'
-                            AND contact_ids.type = e.id->>'type' AND contact_ids.value = e.id->>'value'
+       LEFT JOIN LATERAL (
+         SELECT contact_ids.contact_id FROM contact_ids
+         WHERE contact_ids.org_id = eligible.org_id AND contact_ids.source = e.id->>'source'
+           AND contact_ids.type = e.id->>'type' AND contact_ids.value = e.id->>'value'
+         LIMIT 1
+       ) link ON true
        WHERE eligible.contact_id IS NOT NULL
      ), resolved AS (
        SELECT trigger_id, count(DISTINCT contact_id) AS contacts, min(contact_id) AS contact_id FROM named GROUP BY trigger_id
