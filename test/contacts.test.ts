@@ -200,6 +200,28 @@ describe('the contact directory', () => {
     assert.ok(names.includes(reached.contact.first_name))
   })
 
+  test("a contact sent without a zone its phone tells is scheduled in the person's zone on file", async () => {
+    const org = await organization()
+    // Russia spans eleven zones, and the campaign has no fallback_timezone.
+    const phone = '+7 912 345 67 89'
+    const unknown = await org.post({ ids: [lead('L-1')], contact: { phone } })
+    assert.equal(unknown.statusCode, 422, unknown.body)
+    assert.deepEqual(json(unknown).detail[0].loc, ['body', 'contact', 'phone'])
+
+    await org.accepted({ ids: [lead('L-1')], contact: { phone, timezone: 'Asia/Yekaterinburg' } })
+    const later = await org.accepted({ ids: [candidate('C-1'), lead('L-1')], contact: { first_name: 'Olga', phone: '+7 912 345 67 90' } })
+    assert.equal(later.timezone, 'Asia/Yekaterinburg')
+    assert.deepEqual(later.contact, { first_name: 'Olga', phone: '+79123456790', timezone: 'Asia/Yekaterinburg' })
+
+    // A test never reaches the person on file, so their zone is not the tester's.
+    const test = await org.post({ ids: [lead('L-1')], contact: { phone }, test_mode: true })
+    assert.equal(test.statusCode, 422, test.body)
+    // Ids of two people are refused as such.
+    await org.accepted({ ids: [lead('L-2')], contact: { phone: LONDON } })
+    const two = await org.post({ ids: [lead('L-1'), lead('L-2')], contact: { phone } })
+    assert.deepEqual(json(two).detail.map((entry: { loc: unknown[] }) => entry.loc), [['body', 'ids']])
+  })
+
   test('a trigger without ids leaves the directory alone', async () => {
     const org = await organization()
     await org.accepted({ contact: { first_name: 'Ana', phone: LONDON } })

@@ -5,7 +5,7 @@
  * in the trigger's own commit (store/triggers.ts).
  */
 import { type ErrorDetail, valueError } from '../domain/errors.ts'
-import type { Contact, Source } from '../domain/types.ts'
+import type { Contact, ExternalId, Source } from '../domain/types.ts'
 import { findContactsNamedBy } from '../store/contacts.ts'
 import type { Queryable } from '../store/database.ts'
 
@@ -44,6 +44,19 @@ export async function contactOnFile(
   if (new Set(named.map((entry) => entry.contactId)).size > 1) return idsNameSeveralContacts((body as { ids: unknown }).ids, named)
   const reached = named.find((entry) => mayName.some((id) => id.index === entry.index))
   return reached === undefined ? missing : { contactId: reached.contactId, contact: reached.contact }
+}
+
+/**
+ * The time zone on file for the person a trigger's ids name: the zone its
+ * task will be scheduled in when the trigger's own contact tells none, since
+ * fields a trigger leaves out stay as they are on file. A contact's timezone,
+ * once on file, is never removed, so what is read here still holds at the
+ * commit. The 422 entry when the ids name several people.
+ */
+export async function timezoneOnFile(db: Queryable, orgId: string, ids: readonly ExternalId[]): Promise<{ timezone: string | undefined } | ErrorDetail> {
+  const named = await findContactsNamedBy(db, orgId, ids)
+  if (new Set(named.map((entry) => entry.contactId)).size > 1) return idsNameSeveralContacts(ids, named)
+  return { timezone: named[0]?.contact.timezone }
 }
 
 /** The 422 entry for a body that leaves out a contact it needs, as pydantic reports a missing field. */

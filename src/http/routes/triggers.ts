@@ -9,7 +9,14 @@ import { isTimeZone, timeZoneOfPhone } from '../../domain/timezones.ts'
 import type { Campaign, Trigger } from '../../domain/types.ts'
 import type { Authenticator } from '../../services/authenticator.ts'
 import type { CampaignDirectory } from '../../services/campaignDirectory.ts'
-import { type ContactOnFile, contactOnFile, idsNameSeveralContacts, missingContact, type ReadableId } from '../../services/contactDirectory.ts'
+import {
+  type ContactOnFile,
+  contactOnFile,
+  idsNameSeveralContacts,
+  missingContact,
+  type ReadableId,
+  timezoneOnFile,
+} from '../../services/contactDirectory.ts'
 import { type SourceDirectory, sourceProblems } from '../../services/sourceDirectory.ts'
 import { acceptedData, type Recording, requestHash, type TriggerIntake, type TriggerRequest } from '../../services/triggerIntake.ts'
 import { releaseKey, reserveKey } from '../../store/idempotency.ts'
@@ -254,8 +261,14 @@ export function triggerRoutes(
     const contact = body.contact ?? onFile!.contact
     const phoneZone = timeZoneOfPhone(contact.phone) ?? null
     if ((contact.timezone ?? phoneZone) === null && zoneOf(campaign.schedule, null) === undefined) {
-      const loc = body.contact === undefined ? ['body', 'contact'] : ['body', 'contact', 'phone']
-      throw new ValidationFailed([valueError(loc, body.contact?.phone, UNKNOWN_ZONE)])
+      // A contact sent without a zone keeps the one on file, if the person has one.
+      const usesDirectory = body.contact !== undefined && body.test_mode !== true && body.ids !== undefined && body.ids.length > 0
+      const onFileZone = usesDirectory ? await timezoneOnFile(db, principal.orgId, body.ids!) : { timezone: undefined }
+      if ('loc' in onFileZone) throw new ValidationFailed([onFileZone])
+      if (onFileZone.timezone === undefined) {
+        const loc = body.contact === undefined ? ['body', 'contact'] : ['body', 'contact', 'phone']
+        throw new ValidationFailed([valueError(loc, body.contact?.phone, UNKNOWN_ZONE)])
+      }
     }
     const submitter = {
       orgId: principal.orgId,
