@@ -9,8 +9,9 @@ import { PGlite } from '@electric-sql/pglite'
 import pg from 'pg'
 
 /**
- * A statement of the hot path, named so that a server connection parses and
- * plans it once and then only binds parameters to it.
+ * A statement of the hot path, named so that the database parses and plans
+ * it once and then only binds parameters to it. On PGlite its parameters must
+ * be text.
  */
 export interface PreparedStatement {
   name: string
@@ -95,12 +96,21 @@ function openPostgres(connectionString: string, poolSize: number): Database {
 async function openPglite(dataDir: string): Promise<Database> {
   if (dataDir !== 'memory://') await mkdir(dataDir, { recursive: true })
   const db = await PGlite.create(dataDir)
+  // Statements are prepared once for the session, whatever transaction they
+  // were first run in: PREPARE is not undone by a rollback.
+  const prepared = new Set<string>()
   const runOn = (session: Pick<PGlite, 'query' | 'exec'>): Queryable => ({
-    // PGlite has no named statements (SQL EXECUTE would need its parameters
-    // written into the text), so it parses and plans the text each time.
     async query<Row>(sql: string | PreparedStatement, params?: readonly unknown[]) {
-      const result = await session.query<Row>(typeof sql === 'string' ? sql : sql.text, params as unknown[] | undefined)
-      return result.rows
+      if (typeof sql === 'string') return (await session.query<Row>(sql, params as unknown[] | undefined)).rows
+      // PGlite's protocol path has no named statements, so a statement of the
+      // hot path is PREPAREd in SQL and run by EXECUTE, which takes its
+      // parameters only as literals; planning it each time would cost more
+      // than the work it plans.
+      if (!prepared.has(sql.name)) {
+        await session.exec(`PREPARE ${sql.name} AS ${sql.text}`)
+        prepared.add(sql.name)
+      }
+      return (await session.query<Row>(`EXECUTE ${sql.name}(${(params ?? []).map(dollarQuoted).join(', ')})`)).rows
     },
     async exec(sql: string) {
       await session.exec(sql)
@@ -114,4 +124,17 @@ async function openPglite(dataDir: string): Promise<Database> {
     transaction: (work) => db.transaction((tx) => work(runOn(tx))),
     close: () => db.close(),
   }
+}
+
+/**
+ * A text parameter as a dollar-quoted literal, which has no escapes whatever
+ * the session's settings: its tag is chosen so that the first place it
+ * appears after the opening one is the closing one (not inside the value,
+ * nor across the value's end).
+ */
+function dollarQuoted(value: unknown): string {
+  if (typeof value !== 'string') throw new TypeError('parameters of prepared statements on PGlite must be text')
+  let tag = '$p$'
+  for (let n = 0; (value + tag).indexOf(tag) !== value.length; n++) tag = `$p${n}$`
+  return tag + value + tag
 }
