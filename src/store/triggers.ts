@@ -92,11 +92,10 @@ const INSERT_TRIGGERS_WITH_TASKS: PreparedStatement = {
        FROM accepted
      ), contact_changes AS (
        -- Several triggers of the batch may update one contact: the later one's fields win.
-       SELECT accepted.reached_id AS id, accepted.org_id, jsonb_object_agg(field.key, field.value ORDER BY accepted.ord) AS fields,
-              max(accepted.created_at) AS at
-       FROM accepted CROSS JOIN LATERAL jsonb_each(accepted.contact) AS field
-       WHERE accepted.contact_id IS NOT NULL
-       GROUP BY accepted.reached_id, accepted.org_id
+       SELECT reached_id AS id, org_id, jsonb_merge_agg(contact ORDER BY ord) AS fields, max(created_at) AS at
+       FROM accepted
+       WHERE contact_id IS NOT NULL AND contact IS NOT NULL
+       GROUP BY reached_id, org_id
      ), saved_contacts AS (
        -- In id order, as every commit takes their locks, so that two commits never wait for each other in a cycle.
        INSERT INTO contacts (id, org_id, fields, created_at, updated_at)
