@@ -7,7 +7,7 @@
  * key is compared with that hash in constant time. A SHA-256 is enough (no
  * slow hash) because the secret part carries 256 random bits.
  */
-import { createHash, randomBytes, timingSafeEqual } from 'node:crypto'
+import { hash, randomBytes, timingSafeEqual } from 'node:crypto'
 
 export const KEY_PREFIX_LENGTH = 'ctk_'.length + 12
 const KEY_SHAPE = /^ctk_[0-9a-z]{12}_[A-Za-z0-9_-]{43}$/
@@ -31,7 +31,7 @@ export function apiKeyPrefix(candidate: string): string | undefined {
 }
 
 export function hashSecret(secret: string): Buffer {
-  return createHash('sha256').update(secret).digest()
+  return hash('sha256', secret, 'buffer')
 }
 
 /** Constant-time comparison of two SHA-256 digests. */
