@@ -6,7 +6,7 @@
  */
 import { type ErrorDetail, valueError } from '../domain/errors.ts'
 import type { Contact, ExternalId, Source } from '../domain/types.ts'
-import { findContactsNamedBy } from '../store/contacts.ts'
+import { findContactsNamedBy, type NamedContact } from '../store/contacts.ts'
 import type { Queryable } from '../store/database.ts'
 
 /** One of a trigger's ids, normalized, with its index in the body; a part that cannot be read is undefined. */
@@ -41,7 +41,7 @@ export async function contactOnFile(
   const found = await findContactsNamedBy(db, orgId, complete.map(({ source, type, value }) => ({ source, type: type!, value: value! })))
   // Positions in the body, not in the list looked up.
   const named = found.map((entry) => ({ ...entry, index: complete[entry.index]!.index }))
-  if (new Set(named.map((entry) => entry.contactId)).size > 1) return idsNameSeveralContacts((body as { ids: unknown }).ids, named)
+  if (namesSeveral(named)) return idsNameSeveralContacts((body as { ids: unknown }).ids, named)
   const reached = named.find((entry) => mayName.some((id) => id.index === entry.index))
   return reached === undefined ? missing : { contactId: reached.contactId, contact: reached.contact }
 }
@@ -55,8 +55,12 @@ export async function contactOnFile(
  */
 export async function timezoneOnFile(db: Queryable, orgId: string, ids: readonly ExternalId[]): Promise<{ timezone: string | undefined } | ErrorDetail> {
   const named = await findContactsNamedBy(db, orgId, ids)
-  if (new Set(named.map((entry) => entry.contactId)).size > 1) return idsNameSeveralContacts(ids, named)
+  if (namesSeveral(named)) return idsNameSeveralContacts(ids, named)
   return { timezone: named[0]?.contact.timezone }
+}
+
+function namesSeveral(named: readonly NamedContact[]): boolean {
+  return new Set(named.map((entry) => entry.contactId)).size > 1
 }
 
 /** The 422 entry for a body that leaves out a contact it needs, as pydantic reports a missing field. */

@@ -38,6 +38,14 @@ export interface AcceptedTrigger {
 /** What became of a trigger: accepted, or why it was not recorded. */
 export type Recording = { kind: 'accepted'; accepted: AcceptedTrigger } | Exclude<RecordOutcome, { kind: 'recorded' }>
 
+/**
+ * Whether a trigger creates or updates the person its ids name. A test never
+ * does: the tester's number is not the real person's.
+ */
+export function usesDirectory(request: TriggerRequest): boolean {
+  return request.test_mode !== true && request.ids !== undefined && request.ids.length > 0
+}
+
 /** The 201's `data` for an accepted trigger; kept as is for an idempotent replay. */
 export function acceptedData(accepted: AcceptedTrigger) {
   return { id: accepted.id, task_id: accepted.taskId, status: 'accepted' as const, created_at: accepted.createdAt }
@@ -129,22 +137,19 @@ export class TriggerIntake {
     const taskId = newId('task', now)
     const createdAt = new Date(now).toISOString()
     const accepted: AcceptedTrigger = { id, taskId, createdAt }
-    const ids = request.ids ?? []
-    const testMode = request.test_mode ?? false
     const trigger: NewTrigger = {
       id,
       taskId,
       orgId: submitter.orgId,
       apiKeyId: submitter.apiKeyId,
       campaignId: target.campaignId,
-      // The tester's number is never the real person's: a test leaves the directory as it was.
-      contactId: testMode || ids.length === 0 ? null : (target.onFile?.contactId ?? newId('contact', now)),
+      contactId: usesDirectory(request) ? (target.onFile?.contactId ?? newId('contact', now)) : null,
       phoneZone: target.phoneZone,
       requestId: submitter.requestId,
-      ids,
+      ids: request.ids ?? [],
       contact: request.contact ?? null,
       context: request.context ?? {},
-      testMode,
+      testMode: request.test_mode ?? false,
       createdAt,
       idempotency: target.idempotency === undefined ? null : { key: target.idempotency.key, response: acceptedData(accepted) },
     }

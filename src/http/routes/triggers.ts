@@ -18,7 +18,7 @@ import {
   timezoneOnFile,
 } from '../../services/contactDirectory.ts'
 import { type SourceDirectory, sourceProblems } from '../../services/sourceDirectory.ts'
-import { acceptedData, type Recording, requestHash, type TriggerIntake, type TriggerRequest } from '../../services/triggerIntake.ts'
+import { acceptedData, type Recording, requestHash, type TriggerIntake, type TriggerRequest, usesDirectory } from '../../services/triggerIntake.ts'
 import { releaseKey, reserveKey } from '../../store/idempotency.ts'
 import { findTrigger } from '../../store/triggers.ts'
 import type { Database } from '../../store/database.ts'
@@ -262,10 +262,9 @@ export function triggerRoutes(
     const phoneZone = timeZoneOfPhone(contact.phone) ?? null
     if ((contact.timezone ?? phoneZone) === null && zoneOf(campaign.schedule, null) === undefined) {
       // A contact sent without a zone keeps the one on file, if the person has one.
-      const usesDirectory = body.contact !== undefined && body.test_mode !== true && body.ids !== undefined && body.ids.length > 0
-      const onFileZone = usesDirectory ? await timezoneOnFile(db, principal.orgId, body.ids!) : { timezone: undefined }
-      if ('loc' in onFileZone) throw new ValidationFailed([onFileZone])
-      if (onFileZone.timezone === undefined) {
+      const stored = body.contact !== undefined && usesDirectory(body) ? await timezoneOnFile(db, principal.orgId, body.ids!) : undefined
+      if (stored !== undefined && 'loc' in stored) throw new ValidationFailed([stored])
+      if (stored?.timezone === undefined) {
         const loc = body.contact === undefined ? ['body', 'contact'] : ['body', 'contact', 'phone']
         throw new ValidationFailed([valueError(loc, body.contact?.phone, UNKNOWN_ZONE)])
       }
