@@ -276,6 +276,17 @@ describe('422: fields', () => {
     assert.deepEqual(contextEntry?.loc, ['body', 'context', 'note'])
   })
 
+  test('lengths count characters as Python does: a surrogate pair is one', async () => {
+    const emoji = '\u{1F600}'
+    const fits = await post({ ...VALID, contact: { ...VALID.contact, first_name: emoji.repeat(200) } })
+    assert.equal(fits.statusCode, 201)
+    const [entry] = await detail({ ...VALID, contact: { ...VALID.contact, first_name: emoji.repeat(201) } })
+    assert.equal(entry?.type, 'string_too_long')
+    assert.deepEqual(entry?.loc, ['body', 'contact', 'first_name'])
+    const [lone] = await detail({ ...VALID, contact: { ...VALID.contact, first_name: '\ud83d' } })
+    assert.equal(lone?.type, 'value_error', 'a lone surrogate is one character, refused as unstorable')
+  })
+
   test('an id source or type that is empty once trimmed: string_too_short', async () => {
     assert.deepEqual(await detail({ ...VALID, ids: [{ source: '   ', type: 'x', value: 'v' }] }), [
       {

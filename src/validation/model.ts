@@ -118,20 +118,19 @@ class Walk {
     if (!isPlainObject(input)) {
       return this.fail('model_attributes_type', 'Input should be a valid dictionary or object to extract fields from', input)
     }
-    const required: string[] = schema.required ?? []
     const output: Record<string, unknown> = {}
-    for (const name in schema.properties) {
-      const fieldInput = Object.hasOwn(input, name) ? input[name] : undefined
+    for (const field of fieldsOf(schema)) {
+      const fieldInput = Object.hasOwn(input, field.name) ? input[field.name] : undefined
       // An optional field sent as null is treated as not sent (pydantic's `X | None = None`).
-      if (fieldInput === undefined || (fieldInput === null && !required.includes(name))) {
-        if (required.includes(name)) {
-          this.#path.push(name)
+      if (fieldInput === undefined || (fieldInput === null && !field.required)) {
+        if (field.required) {
+          this.#path.push(field.name)
           this.fail('missing', 'Field required', input)
           this.#path.pop()
         }
         continue
       }
-      output[name] = this.#at(name, schema.properties[name] as SchemaNode, fieldInput)
+      output[field.name] = this.#at(field.name, field.schema, fieldInput)
     }
     if (schema.additionalProperties === false) {
       for (const key in input) {
@@ -146,9 +145,10 @@ class Walk {
 
   #dict(schema: SchemaNode, input: unknown): unknown {
     if (!isPlainObject(input)) return this.fail('dict_type', 'Input should be a valid dictionary', input)
-    const valueSchema = Object.values((schema.patternProperties ?? {}) as Record<string, SchemaNode>)[0] ?? ({} as SchemaNode)
+    const valueSchema = valueSchemaOf(schema)
     const errorsBefore = this.errors.length
-    const entries: [string, unknown][] = []
+    const output: Record<string, unknown> = {}
+    let length = 0
     for (const key in input) {
       this.#path.push(key)
       const problem = keyProblem(key)
@@ -158,15 +158,18 @@ class Walk {
         this.#valueError(key, problem)
         this.#path.pop()
       }
-      entries.push([key, this.check(valueSchema, input[key])])
+      const value = this.check(valueSchema, input[key])
+      // A "__proto__" key is defined as data, as JSON.parse defines it, rather than assigned (which would set the prototype).
+      if (key === '__proto__') Object.defineProperty(output, key, { value, enumerable: true, writable: true, configurable: true })
+      else output[key] = value
+      length++
       this.#path.pop()
     }
     // Unlike a list's, a dictionary's length is checked only when its entries are valid.
-    if (this.errors.length === errorsBefore && schema.maxProperties !== undefined && entries.length > schema.maxProperties) {
-      return this.#tooLong('Dictionary', schema.maxProperties, entries.length, input)
+    if (this.errors.length === errorsBefore && schema.maxProperties !== undefined && length > schema.maxProperties) {
+      return this.#tooLong('Dictionary', schema.maxProperties, length, input)
     }
-    // fromEntries defines every key as data, "__proto__" included.
-    return Object.fromEntries(entries)
+    return output
   }
 
   #list(schema: SchemaNode, input: unknown): unknown {
@@ -192,14 +195,13 @@ class Walk {
   #string(schema: SchemaNode, input: unknown): unknown {
     if (typeof input !== 'string') return this.fail('string_type', 'Input should be a valid string', input)
     const value = schema[TRANSFORM]?.(input) ?? input
-    const length = characterCount(value)
-    if (schema.minLength !== undefined && length < schema.minLength) {
+    if (schema.minLength !== undefined && tooFewCharacters(value, schema.minLength)) {
       const min = schema.minLength
       return this.fail('string_too_short', `String should have at least ${min} character${min === 1 ? '' : 's'}`, input, {
         min_length: min,
       })
     }
-    if (schema.maxLength !== undefined && length > schema.maxLength) {
+    if (schema.maxLength !== undefined && tooManyCharacters(value, schema.maxLength)) {
       const max = schema.maxLength
       return this.fail('string_too_long', `String should have at most ${max} character${max === 1 ? '' : 's'}`, input, {
         max_length: max,
@@ -289,6 +291,41 @@ class Walk {
   }
 }
 
+interface Field {
+  name: string
+  schema: SchemaNode
+  required: boolean
+}
+
+/** A model's fields in declaration order, worked out once per schema rather than once per request. */
+const modelFields = new WeakMap<SchemaNode, readonly Field[]>()
+
+function fieldsOf(schema: SchemaNode): readonly Field[] {
+  let fields = modelFields.get(schema)
+  if (fields === undefined) {
+    const required: string[] = schema.required ?? []
+    fields = Object.entries(schema.properties as Record<string, SchemaNode>).map(([name, field]) => ({
+      name,
+      schema: field,
+      required: required.includes(name),
+    }))
+    modelFields.set(schema, fields)
+  }
+  return fields
+}
+
+/** A dictionary's value schema (`{}`, any JSON value, when it has none). */
+const dictValues = new WeakMap<SchemaNode, SchemaNode>()
+
+function valueSchemaOf(schema: SchemaNode): SchemaNode {
+  let values = dictValues.get(schema)
+  if (values === undefined) {
+    values = Object.values((schema.patternProperties ?? {}) as Record<string, SchemaNode>)[0] ?? ({} as SchemaNode)
+    dictValues.set(schema, values)
+  }
+  return values
+}
+
 function isPlainObject(input: unknown): input is Record<string, unknown> {
   return typeof input === 'object' && input !== null && !Array.isArray(input)
 }
@@ -307,7 +344,7 @@ const MAX_KEY_LENGTH = 100
 
 function jsonValueProblem(input: unknown, depth: number): string | undefined {
   if (typeof input === 'string') {
-    if (characterCount(input) > MAX_FREE_TEXT) return `text must be at most ${MAX_FREE_TEXT} characters long`
+    if (tooManyCharacters(input, MAX_FREE_TEXT)) return `text must be at most ${MAX_FREE_TEXT} characters long`
     return textProblem(input)
   }
   if (typeof input === 'number') {
@@ -318,16 +355,22 @@ function jsonValueProblem(input: unknown, depth: number): string | undefined {
   }
   if (typeof input !== 'object' || input === null) return undefined
   if (depth >= MAX_JSON_DEPTH) return `value must not be nested more than ${MAX_JSON_DEPTH} levels deep`
-  const entries = Array.isArray(input) ? input.map((item) => ['', item] as const) : Object.entries(input)
-  for (const [key, value] of entries) {
-    const problem = keyProblem(key) ?? jsonValueProblem(value, depth + 1)
+  if (Array.isArray(input)) {
+    for (const item of input) {
+      const problem = jsonValueProblem(item, depth + 1)
+      if (problem !== undefined) return problem
+    }
+    return undefined
+  }
+  for (const key in input) {
+    const problem = keyProblem(key) ?? jsonValueProblem((input as Record<string, unknown>)[key], depth + 1)
     if (problem !== undefined) return problem
   }
   return undefined
 }
 
 function keyProblem(key: string): string | undefined {
-  return characterCount(key) > MAX_KEY_LENGTH ? `keys must be at most ${MAX_KEY_LENGTH} characters long` : textProblem(key)
+  return tooManyCharacters(key, MAX_KEY_LENGTH) ? `keys must be at most ${MAX_KEY_LENGTH} characters long` : textProblem(key)
 }
 
 /** PostgreSQL text cannot hold NUL, and UTF-8 cannot encode an unpaired surrogate. */
@@ -338,12 +381,33 @@ function textProblem(value: string): string | undefined {
   return undefined
 }
 
-/** Length in code points, as Python counts it, not in UTF-16 units. */
+/**
+ * Length in code points, as Python counts it, not in UTF-16 units: a
+ * surrogate pair is one character, a lone surrogate one too.
+ */
 function characterCount(value: string): number {
   let count = value.length
-  for (let i = 0; i < value.length; i++) {
+  for (let i = 0; i < value.length - 1; i++) {
     const unit = value.charCodeAt(i)
-    if (unit >= 0xd800 && unit <= 0xdbff) count--
+    if (unit >= 0xd800 && unit <= 0xdbff) {
+      const next = value.charCodeAt(i + 1)
+      if (next >= 0xdc00 && next <= 0xdfff) {
+        count--
+        i++
+      }
+    }
   }
   return count
+}
+
+/**
+ * A string has between half its UTF-16 length and all of it in code points,
+ * so most strings are settled without counting them.
+ */
+function tooManyCharacters(value: string, max: number): boolean {
+  return value.length > max && characterCount(value) > max
+}
+
+function tooFewCharacters(value: string, min: number): boolean {
+  return value.length < 2 * min && characterCount(value) < min
 }

@@ -129,6 +129,11 @@ function failed(errors: readonly ErrorDetail[], ...loc: (string | number)[]): bo
   return errors.some((error) => error.loc.length === loc.length + 1 && loc.every((part, depth) => error.loc[depth + 1] === part))
 }
 
+/** Whether validation refused this top-level field or anything inside it. */
+function failedField(errors: readonly ErrorDetail[], field: string): boolean {
+  return errors.some((error) => error.loc[1] === field)
+}
+
 /** A reservation outlives any request; one older belongs to a process that died. */
 const IDEMPOTENCY_LEASE_MS = 60_000
 const IDEMPOTENCY_KEEP_MS = 24 * 3_600_000
@@ -301,9 +306,8 @@ export function triggerRoutes(
    */
   async function resolveCampaign(orgId: string, body: unknown, errors: ErrorDetail[]): Promise<Campaign | undefined> {
     const raw = body as Partial<Record<keyof TriggerRequest, unknown>> | undefined
-    const failed = (field: string) => errors.some((error) => error.loc[1] === field)
-    if (typeof raw?.campaign !== 'string' || failed('campaign')) return undefined
-    const channelUsable = !failed('channel')
+    if (typeof raw?.campaign !== 'string' || failedField(errors, 'campaign')) return undefined
+    const channelUsable = !failedField(errors, 'channel')
     const choice = await campaigns.choose(orgId, raw.campaign, channelUsable ? (raw.channel as TriggerRequest['channel']) : undefined)
     if ('campaign' in choice) return choice.campaign
     if (channelUsable || choice.error.loc[1] === 'campaign') errors.push(choice.error)
