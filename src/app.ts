@@ -233,6 +233,8 @@ function installValidation(app: FastifyInstance) {
 
 function isJsonMediaType(contentType: string | undefined): boolean {
   if (contentType === undefined) return false
+  // What nearly every client sends, settled without splitting and lowercasing it.
+  if (contentType === 'application/json') return true
   const mediaType = contentType.split(';', 1)[0]!.trim().toLowerCase()
   return mediaType === 'application/json' || (mediaType.startsWith('application/') && mediaType.endsWith('+json'))
 }
