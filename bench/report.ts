@@ -13,7 +13,7 @@ export interface Section {
 }
 
 export function renderReport(sections: readonly Section[]): string {
-  const intro = '# Benchmarks\n\nWritten by `npm run bench` (bench/run.ts), which overwrites this file; figures from one run on the machine below.\n'
+  const intro = '# Benchmarks\n\nWritten by `npm run bench` (bench/run.ts), which overwrites this file; figures from one run of it on the machine below.\n'
   return [intro, ...sections.map((section) => `## ${section.heading}\n\n${section.body.trim()}\n`)].join('\n')
 }
 
@@ -41,11 +41,38 @@ export function machineSection(machine: Machine): Section {
   }
 }
 
-/** One measured target of the trigger benchmark. */
+/** Each trigger target's wrk result in every round, in round order. */
+export type Measured = { target: string; results: WrkResult[] }[]
+
+/** What the rounds of one target come to: medians of the rates and percentiles, totals of the counts. */
+export interface Summary {
+  requestsPerSecond: number
+  latencyMs: WrkResult['latencyMs']
+  requests: number
+  non2xx: number
+}
+
+export function summarize(results: readonly WrkResult[]): Summary {
+  const percentile = (p: keyof WrkResult['latencyMs']) => median(results.map((result) => result.latencyMs[p]))
+  return {
+    requestsPerSecond: median(results.map((result) => result.requestsPerSecond)),
+    latencyMs: { p50: percentile('p50'), p75: percentile('p75'), p90: percentile('p90'), p99: percentile('p99') },
+    requests: results.reduce((sum, result) => sum + result.requests, 0),
+    non2xx: results.reduce((sum, result) => sum + result.non2xx, 0),
+  }
+}
+
+export function median(values: readonly number[]): number {
+  const sorted = [...values].sort((a, b) => a - b)
+  const middle = Math.floor(sorted.length / 2)
+  return sorted.length % 2 === 1 ? sorted[middle]! : (sorted[middle - 1]! + sorted[middle]!) / 2
+}
+
+/** One trigger target over all rounds. */
 export interface TriggerRow {
   target: string
-  result: WrkResult
-  /** Its throughput over the bare route's; undefined for the bare route itself. */
+  result: Summary
+  /** The median of its rounds' throughput over the bare route's in the same round; undefined for the bare route itself. */
   ratio: number | undefined
 }
 
@@ -57,6 +84,7 @@ export interface Verdict {
 }
 
 export interface TriggerMethod {
+  rounds: number
   durationSeconds: number
   warmUpSeconds: number
   connections: number
@@ -66,7 +94,7 @@ export interface TriggerMethod {
   phoneFormats: Record<string, number>
 }
 
-export function triggerSection(method: TriggerMethod, rows: readonly TriggerRow[], verdicts: readonly Verdict[]): Section {
+export function triggerSection(method: TriggerMethod, rows: readonly TriggerRow[], measured: Measured, verdicts: readonly Verdict[]): Section {
   const formats = Object.entries(method.phoneFormats)
     .sort(([, a], [, b]) => b - a)
     .map(([format, count]) => `${format} ${count}`)
@@ -76,13 +104,17 @@ Throughput and latency of \`POST /api/v2/triggers\`, beside a bare Fastify route
 
 Method:
 
-- Each server runs alone, pinned to CPU 0 (\`taskset -c 0\`); wrk is pinned to CPU 1 (\`wrk -t1 -c${method.connections} --latency\`); PostgreSQL is not pinned and shares both CPUs.
-- Per target: ${method.warmUpSeconds} s of warm-up (discarded), then ${method.durationSeconds} s measured. The bare route is measured once per run and its figure is the base of both ratios.
+- The three servers run side by side, pinned to CPU 0 (\`taskset -c 0\`), each idle while another is measured; wrk is pinned to CPU 1 (\`wrk -t1 -c${method.connections} --latency\`); PostgreSQL is not pinned and shares both CPUs.
+- Each target gets ${method.warmUpSeconds} s of warm-up (discarded); then ${method.rounds} rounds, each measuring bare, PostgreSQL and PGlite in turn for ${method.durationSeconds} s. A round's ratio is the target's throughput over the bare route's in that round, so that the machine's drift over the run (on a shared machine, often more than 10 %) falls on both sides of it. The summary gives, per target, the median over the rounds of each figure and of the ratio, and the totals of the counts.
 - The service runs as an API process runs in production: \`node --import tsx src/cli.ts serve --no-workers\` (worker processes dispatch the tasks; the dispatcher is measured below), \`LOG_LEVEL=info\` (one JSON log line per request, to a file), on a fresh database (a new PostgreSQL database; a new PGlite data directory), with one organization, one API key and two campaigns.
 - ${method.bodies} distinct bodies, posted in turn, each request with its own \`X-Request-ID\`: contacts in ${method.countries} countries with ${method.distinctNumbers} distinct valid mobile numbers, written as ${formats}; 2–3 ids of their own with mixed-case source and type (each body is one person: once every body has been posted, each trigger updates a contact on file), 2–4 context keys, names with accents and non-Latin scripts, a language tag in 85 % and an email in 70 % of them, a channel in 30 %. Every body was first posted once to each service and got 201.
 - Any response other than 2xx, or any socket error, fails the run. wrk's timeout is raised to ${TIMEOUT_SECONDS} s so that slow answers stay in the percentiles instead of being dropped as timeouts (its default of 2 s would hide the tail of a saturated server).
 
 ${markdownTable(rows)}
+
+Each round:
+
+${markdownRoundsTable(measured)}
 
 Targets (the project's, set for 64 connections${method.connections === 64 ? '' : `; this run used ${method.connections}, so the verdicts are only indicative`}):
 
@@ -113,8 +145,39 @@ function markdownTable(rows: readonly TriggerRow[]): string {
 
 /** The same table, aligned for a terminal. */
 export function textTable(rows: readonly TriggerRow[]): string {
-  const table = [COLUMNS, ...rows.map(cells)]
-  const widths = COLUMNS.map((_, i) => Math.max(...table.map((values) => values[i]!.length)))
+  return alignedTable(COLUMNS, rows.map(cells))
+}
+
+/** Per round, each target's throughput and p99, and each service's ratio to the bare route in that round. */
+function roundsTable(measured: Measured): { columns: string[]; rows: string[][] } {
+  const bare = measured.find(({ target }) => target === 'bare')!
+  const columns = ['round', ...measured.map(({ target }) => (target === 'bare' ? 'bare req/s' : `${target} req/s (ratio, p99 ms)`))]
+  const rows = bare.results.map((bareResult, round) => [
+    String(round + 1),
+    ...measured.map(({ target, results }) => {
+      const result = results[round]!
+      const rate = result.requestsPerSecond.toFixed(0)
+      if (target === 'bare') return rate
+      return `${rate} (${(result.requestsPerSecond / bareResult.requestsPerSecond).toFixed(2)}, ${result.latencyMs.p99.toFixed(1)})`
+    }),
+  ])
+  return { columns, rows }
+}
+
+function markdownRoundsTable(measured: Measured): string {
+  const { columns, rows } = roundsTable(measured)
+  const line = (values: string[]) => `| ${values.join(' | ')} |`
+  return [line(columns), line(columns.map(() => '---:')), ...rows.map(line)].join('\n')
+}
+
+export function roundsTextTable(measured: Measured): string {
+  const { columns, rows } = roundsTable(measured)
+  return alignedTable(columns, rows)
+}
+
+function alignedTable(columns: string[], rows: string[][]): string {
+  const table = [columns, ...rows]
+  const widths = columns.map((_, i) => Math.max(...table.map((values) => values[i]!.length)))
   return table.map((values) => values.map((value, i) => (i === 0 ? value.padEnd(widths[i]!) : value.padStart(widths[i]!))).join('  ')).join('\n')
 }
 

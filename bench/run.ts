@@ -4,11 +4,15 @@
  * run, and the dispatcher's and the webhook deliverer's throughput on
  * PostgreSQL, printed and written to BENCHMARKS.md.
  *
- * Each server runs alone on CPU 0 and wrk on CPU 1, so that the load
- * generator does not take CPU from the server it measures.
+ * Each server runs on CPU 0 and wrk on CPU 1, so that the load generator
+ * does not take CPU from the server it measures. The three trigger targets
+ * are measured in turn, round after round, and each round's ratio is taken
+ * against the bare route's figure of that same round: a shared machine's
+ * speed drifts by more over a minute than most changes are worth, and the
+ * median of interleaved rounds stays put where one measurement of each does not.
  *
- * Environment: BENCH_DURATION (seconds measured per target, default 15),
- * BENCH_CONNECTIONS (default 64).
+ * Environment: BENCH_ROUNDS (default 3), BENCH_DURATION (seconds measured
+ * per target and round, default 10), BENCH_CONNECTIONS (default 64).
  */
 import type { ChildProcess } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
@@ -28,7 +32,11 @@ import {
   dispatcherSection,
   type Machine,
   machineSection,
+  type Measured,
+  median,
   renderReport,
+  roundsTextTable,
+  summarize,
   textTable,
   triggerSection,
   type TriggerRow,
@@ -59,6 +67,7 @@ const GOALS = [
 interface Load {
   bodies: string[]
   bodiesFile: string
+  rounds: number
   durationSeconds: number
   connections: number
 }
@@ -74,20 +83,21 @@ interface Server {
 }
 
 async function main(workDir: string): Promise<void> {
-  const durationSeconds = positiveInteger('BENCH_DURATION', 15)
+  const rounds = positiveInteger('BENCH_ROUNDS', 3)
+  const durationSeconds = positiveInteger('BENCH_DURATION', 10)
   const connections = positiveInteger('BENCH_CONNECTIONS', 64)
   const bodySet = generateBodies(BODY_COUNT)
   const bodiesFile = path.join(workDir, 'bodies.ndjson')
   await writeFile(bodiesFile, `${bodySet.bodies.join('\n')}\n`)
-  const load: Load = { bodies: bodySet.bodies, bodiesFile, durationSeconds, connections }
-  log(`${bodySet.bodies.length} bodies; ${durationSeconds} s measured per target after ${WARM_UP_SECONDS} s of warm-up, ${connections} connections`)
+  const load: Load = { bodies: bodySet.bodies, bodiesFile, rounds, durationSeconds, connections }
+  log(
+    `${bodySet.bodies.length} bodies; ${rounds} rounds of ${durationSeconds} s measured per target, after ${WARM_UP_SECONDS} s of warm-up, ${connections} connections`,
+  )
 
-  const bare = await benchBare(load, workDir)
-  const { result: postgres, version, synchronousCommit } = await withPostgresDatabase(async (databaseUrl, info) => ({
+  const { result: measured, version, synchronousCommit } = await withPostgresDatabase(async (databaseUrl, info) => ({
     ...info,
-    result: await benchService('PostgreSQL', { DATABASE_URL: databaseUrl }, load, workDir),
+    result: await benchTriggers(load, workDir, databaseUrl),
   }))
-  const pglite = await benchService('PGlite', { DATA_DIR: path.join(workDir, 'pglite') }, load, workDir)
   log(`dispatcher: ${DISPATCHER_TASKS} due tasks`)
   const dispatcher = await withPostgresDatabase((databaseUrl) =>
     benchDispatcher({
@@ -112,18 +122,15 @@ async function main(workDir: string): Promise<void> {
     }),
   )
 
-  const rows: TriggerRow[] = [
-    { target: 'bare', result: bare, ratio: undefined },
-    { target: 'PostgreSQL', result: postgres, ratio: postgres.requestsPerSecond / bare.requestsPerSecond },
-    { target: 'PGlite', result: pglite, ratio: pglite.requestsPerSecond / bare.requestsPerSecond },
-  ]
+  const rows = triggerRows(measured)
   const verdicts = GOALS.map((goal) => verdictFor(goal, rows.find((row) => row.target === goal.target)!))
-  process.stdout.write(`\n${textTable(rows)}\n\n${verdicts.map((v) => `${v.target}: ${v.goal}: ${v.met ? 'met' : 'NOT MET'}`).join('\n')}\n`)
+  process.stdout.write(`\n${textTable(rows)}\n\n${roundsTextTable(measured)}\n\n${verdicts.map((v) => `${v.target}: ${v.goal}: ${v.met ? 'met' : 'NOT MET'}`).join('\n')}\n`)
   process.stdout.write(`\ndispatcher: ${DISPATCHER_TASKS} tasks started in ${dispatcher.seconds.toFixed(2)} s, ${Math.round(dispatcher.tasksPerSecond)} per second\n`)
   process.stdout.write(`deliverer: ${DELIVERIES} webhooks delivered in ${deliverer.seconds.toFixed(2)} s, ${Math.round(deliverer.deliveriesPerSecond)} per second\n`)
 
   const machine = await describeMachine(version, synchronousCommit)
   const method = {
+    rounds,
     durationSeconds,
     warmUpSeconds: WARM_UP_SECONDS,
     connections,
@@ -134,7 +141,7 @@ async function main(workDir: string): Promise<void> {
   }
   const report = renderReport([
     machineSection(machine),
-    triggerSection(method, rows, verdicts),
+    triggerSection(method, rows, measured, verdicts),
     dispatcherSection({ tasks: DISPATCHER_TASKS }, dispatcher),
     delivererSection(deliverer),
   ])
@@ -159,32 +166,63 @@ function verdictFor(goal: (typeof GOALS)[number], row: TriggerRow): Verdict {
   }
 }
 
-async function benchBare(load: Load, workDir: string): Promise<WrkResult> {
-  const server = await startServer('bare', ['bench/bareServer.ts'], {}, workDir)
+/** A server ready to be measured, with the key its requests carry. */
+interface Target {
+  server: Server
+  apiKey: string
+}
+
+/**
+ * The three targets started side by side (each idle while another is
+ * measured), each warmed up, then measured in turn, round after round.
+ */
+async function benchTriggers(load: Load, workDir: string, databaseUrl: string): Promise<Measured> {
+  const targets: Target[] = []
   try {
-    // The bare route answers anything; one post is enough to know it listens.
-    await waitUntilReady(server, async () => (await postTrigger(server.baseUrl, 'none', load.bodies[0]!, 'bare-ready')).status === 201)
-    return await measure(server, 'none', load)
+    targets.push(await startBare(load, workDir))
+    targets.push(await startService('PostgreSQL', { DATABASE_URL: databaseUrl }, load, workDir))
+    targets.push(await startService('PGlite', { DATA_DIR: path.join(workDir, 'pglite') }, load, workDir))
+    for (const target of targets) await measureOnce(target, load, 'warm-up', WARM_UP_SECONDS)
+    const measured: Measured = targets.map((target) => ({ target: target.server.name, results: [] }))
+    for (let round = 1; round <= load.rounds; round++) {
+      for (const [index, target] of targets.entries()) {
+        measured[index]!.results.push(await measureOnce(target, load, `round-${round}`, load.durationSeconds))
+      }
+    }
+    return measured
   } finally {
-    await stopChild(server.child)
+    await Promise.all(targets.map((target) => stopChild(target.server.child)))
   }
 }
 
-/** The service on a fresh database: provisioned, every body checked, then measured. */
-async function benchService(name: string, env: Record<string, string>, load: Load, workDir: string): Promise<WrkResult> {
+async function startBare(load: Load, workDir: string): Promise<Target> {
+  const server = await startServer('bare', ['bench/bareServer.ts'], {}, workDir)
+  // The bare route answers anything; one post is enough to know it listens.
+  await waitUntilReady(server, async () => (await postTrigger(server.baseUrl, 'none', load.bodies[0]!, 'bare-ready')).status === 201)
+  return { server, apiKey: 'none' }
+}
+
+/** The service on a fresh database: provisioned, and every body checked. */
+async function startService(name: string, env: Record<string, string>, load: Load, workDir: string): Promise<Target> {
   // The API alone, as API processes run beside worker processes; the dispatcher is measured on its own.
   const server = await startServer(name, ['src/cli.ts', 'serve', '--no-workers'], { ...env, OPERATOR_TOKEN, LOG_LEVEL: 'info' }, workDir)
-  try {
-    const started = Date.now()
-    await waitUntilReady(server, async () => (await fetch(`${server.baseUrl}/readyz`)).status === 200)
-    log(`${name}: ready after ${((Date.now() - started) / 1000).toFixed(1)} s`)
-    const apiKey = await provision(server.baseUrl)
-    await verifyBodies(server, apiKey, load.bodies)
-    log(`${name}: all ${load.bodies.length} bodies answered 201`)
-    return await measure(server, apiKey, load)
-  } finally {
-    await stopChild(server.child)
-  }
+  const started = Date.now()
+  await waitUntilReady(server, async () => (await fetch(`${server.baseUrl}/readyz`)).status === 200)
+  log(`${name}: ready after ${((Date.now() - started) / 1000).toFixed(1)} s`)
+  const apiKey = await provision(server.baseUrl)
+  await verifyBodies(server, apiKey, load.bodies)
+  log(`${name}: all ${load.bodies.length} bodies answered 201`)
+  return { server, apiKey }
+}
+
+/** Per target, the medians over the rounds; each ratio the median of the rounds' own ratios to the bare route. */
+function triggerRows(measured: Measured): TriggerRow[] {
+  const bare = measured.find(({ target }) => target === 'bare')!
+  return measured.map(({ target, results }) => ({
+    target,
+    result: summarize(results),
+    ratio: target === 'bare' ? undefined : median(results.map((result, round) => result.requestsPerSecond / bare.results[round]!.requestsPerSecond)),
+  }))
 }
 
 /** Starts a server pinned to its CPU, its output (the request log) going to a file. */
@@ -227,27 +265,23 @@ async function waitUntilReady(server: Server, probe: () => Promise<boolean>): Pr
   throw new Error(`the server was not ready after ${READY_TIMEOUT_MS / 1000} s:\n${await tail(server.logFile)}`)
 }
 
-/** Warm-up (discarded), then the measured run; either fails on any non-2xx response or socket error. */
-async function measure(server: Server, apiKey: string, load: Load): Promise<WrkResult> {
-  const run = async (phase: string, durationSeconds: number) => {
-    log(`${server.name}: ${phase}, ${durationSeconds} s`)
-    const result = await runWrk({
-      url: `${server.baseUrl}/api/v2/triggers`,
-      cpu: WRK_CPU,
-      durationSeconds,
-      connections: load.connections,
-      bodiesFile: load.bodiesFile,
-      apiKey,
-      label: `${server.label}-${phase}`,
-    })
-    const failure = failureOf(result)
-    if (failure !== undefined) {
-      throw new Error(`${server.name} ${phase} failed: ${failure}\n${result.output}\nserver log:\n${await tail(server.logFile)}`)
-    }
-    return result
+/** One wrk run against the target; fails on any non-2xx response or socket error. */
+async function measureOnce({ server, apiKey }: Target, load: Load, phase: string, durationSeconds: number): Promise<WrkResult> {
+  log(`${server.name}: ${phase}, ${durationSeconds} s`)
+  const result = await runWrk({
+    url: `${server.baseUrl}/api/v2/triggers`,
+    cpu: WRK_CPU,
+    durationSeconds,
+    connections: load.connections,
+    bodiesFile: load.bodiesFile,
+    apiKey,
+    label: `${server.label}-${phase}`,
+  })
+  const failure = failureOf(result)
+  if (failure !== undefined) {
+    throw new Error(`${server.name} ${phase} failed: ${failure}\n${result.output}\nserver log:\n${await tail(server.logFile)}`)
   }
-  await run('warm-up', WARM_UP_SECONDS)
-  return run('measured', load.durationSeconds)
+  return result
 }
 
 /** One organization, its API key and the campaigns the bodies name, through the admin API. */
