@@ -197,22 +197,32 @@ async function benchTriggers(load: Load, workDir: string, databaseUrl: string): 
 
 async function startBare(load: Load, workDir: string): Promise<Target> {
   const server = await startServer('bare', ['bench/bareServer.ts'], {}, workDir)
-  // The bare route answers anything; one post is enough to know it listens.
-  await waitUntilReady(server, async () => (await postTrigger(server.baseUrl, 'none', load.bodies[0]!, 'bare-ready')).status === 201)
-  return { server, apiKey: 'none' }
+  try {
+    // The bare route answers anything; one post is enough to know it listens.
+    await waitUntilReady(server, async () => (await postTrigger(server.baseUrl, 'none', load.bodies[0]!, 'bare-ready')).status === 201)
+    return { server, apiKey: 'none' }
+  } catch (error) {
+    await stopChild(server.child)
+    throw error
+  }
 }
 
 /** The service on a fresh database: provisioned, and every body checked. */
 async function startService(name: string, env: Record<string, string>, load: Load, workDir: string): Promise<Target> {
   // The API alone, as API processes run beside worker processes; the dispatcher is measured on its own.
   const server = await startServer(name, ['src/cli.ts', 'serve', '--no-workers'], { ...env, OPERATOR_TOKEN, LOG_LEVEL: 'info' }, workDir)
-  const started = Date.now()
-  await waitUntilReady(server, async () => (await fetch(`${server.baseUrl}/readyz`)).status === 200)
-  log(`${name}: ready after ${((Date.now() - started) / 1000).toFixed(1)} s`)
-  const apiKey = await provision(server.baseUrl)
-  await verifyBodies(server, apiKey, load.bodies)
-  log(`${name}: all ${load.bodies.length} bodies answered 201`)
-  return { server, apiKey }
+  try {
+    const started = Date.now()
+    await waitUntilReady(server, async () => (await fetch(`${server.baseUrl}/readyz`)).status === 200)
+    log(`${name}: ready after ${((Date.now() - started) / 1000).toFixed(1)} s`)
+    const apiKey = await provision(server.baseUrl)
+    await verifyBodies(server, apiKey, load.bodies)
+    log(`${name}: all ${load.bodies.length} bodies answered 201`)
+    return { server, apiKey }
+  } catch (error) {
+    await stopChild(server.child)
+    throw error
+  }
 }
 
 /** Per target, the medians over the rounds; each ratio the median of the rounds' own ratios to the bare route. */
