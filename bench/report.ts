@@ -52,7 +52,7 @@ export interface Summary {
   non2xx: number
 }
 
-export function summarize(results: readonly WrkResult[]): Summary {
+function summarize(results: readonly WrkResult[]): Summary {
   const percentile = (p: keyof WrkResult['latencyMs']) => median(results.map((result) => result.latencyMs[p]))
   return {
     requestsPerSecond: median(results.map((result) => result.requestsPerSecond)),
@@ -62,7 +62,7 @@ export function summarize(results: readonly WrkResult[]): Summary {
   }
 }
 
-export function median(values: readonly number[]): number {
+function median(values: readonly number[]): number {
   const sorted = [...values].sort((a, b) => a - b)
   const middle = Math.floor(sorted.length / 2)
   return sorted.length % 2 === 1 ? sorted[middle]! : (sorted[middle - 1]! + sorted[middle]!) / 2
@@ -74,6 +74,21 @@ export interface TriggerRow {
   result: Summary
   /** The median of its rounds' throughput over the bare route's in the same round; undefined for the bare route itself. */
   ratio: number | undefined
+}
+
+/** Per target, the medians over the rounds; each ratio the median of the rounds' own ratios to the bare route. */
+export function triggerRows(measured: Measured): TriggerRow[] {
+  return measured.map(({ target, results }) => ({
+    target,
+    result: summarize(results),
+    ratio: target === 'bare' ? undefined : median(ratiosToBare(measured, results)),
+  }))
+}
+
+/** Each round's throughput over the bare route's in that same round. */
+function ratiosToBare(measured: Measured, results: readonly WrkResult[]): number[] {
+  const bare = measured.find(({ target }) => target === 'bare')!.results
+  return results.map((result, round) => result.requestsPerSecond / bare[round]!.requestsPerSecond)
 }
 
 /** A figure the project holds itself to, and whether this run meets it. */
@@ -110,11 +125,11 @@ Method:
 - ${method.bodies} distinct bodies, posted in turn, each request with its own \`X-Request-ID\`: contacts in ${method.countries} countries with ${method.distinctNumbers} distinct valid mobile numbers, written as ${formats}; 2–3 ids of their own with mixed-case source and type (each body is one person: once every body has been posted, each trigger updates a contact on file), 2–4 context keys, names with accents and non-Latin scripts, a language tag in 85 % and an email in 70 % of them, a channel in 30 %. Every body was first posted once to each service and got 201.
 - Any response other than 2xx, or any socket error, fails the run. wrk's timeout is raised to ${TIMEOUT_SECONDS} s so that slow answers stay in the percentiles instead of being dropped as timeouts (its default of 2 s would hide the tail of a saturated server).
 
-${markdownTable(rows)}
+${markdownTable(COLUMNS, rows.map(cells))}
 
 Each round:
 
-${markdownRoundsTable(measured)}
+${markdownTable(...roundsTable(measured))}
 
 Targets (the project's, set for 64 connections${method.connections === 64 ? '' : `; this run used ${method.connections}, so the verdicts are only indicative`}):
 
@@ -138,9 +153,10 @@ function cells(row: TriggerRow): string[] {
   ]
 }
 
-function markdownTable(rows: readonly TriggerRow[]): string {
-  const line = (values: string[]) => `| ${values.join(' | ')} |`
-  return [line(COLUMNS), line(COLUMNS.map((_, i) => (i === 0 ? '---' : '---:'))), ...rows.map((row) => line(cells(row)))].join('\n')
+/** The first column left-aligned, the figures right-aligned. */
+function markdownTable(columns: readonly string[], rows: readonly string[][]): string {
+  const line = (values: readonly string[]) => `| ${values.join(' | ')} |`
+  return [line(columns), line(columns.map((_, i) => (i === 0 ? '---' : '---:'))), ...rows.map(line)].join('\n')
 }
 
 /** The same table, aligned for a terminal. */
@@ -149,33 +165,24 @@ export function textTable(rows: readonly TriggerRow[]): string {
 }
 
 /** Per round, each target's throughput and p99, and each service's ratio to the bare route in that round. */
-function roundsTable(measured: Measured): { columns: string[]; rows: string[][] } {
-  const bare = measured.find(({ target }) => target === 'bare')!
+function roundsTable(measured: Measured): [columns: string[], rows: string[][]] {
   const columns = ['round', ...measured.map(({ target }) => (target === 'bare' ? 'bare req/s' : `${target} req/s (ratio, p99 ms)`))]
-  const rows = bare.results.map((bareResult, round) => [
-    String(round + 1),
-    ...measured.map(({ target, results }) => {
-      const result = results[round]!
+  const cellsByTarget = measured.map(({ target, results }) => {
+    const ratios = ratiosToBare(measured, results)
+    return results.map((result, round) => {
       const rate = result.requestsPerSecond.toFixed(0)
-      if (target === 'bare') return rate
-      return `${rate} (${(result.requestsPerSecond / bareResult.requestsPerSecond).toFixed(2)}, ${result.latencyMs.p99.toFixed(1)})`
-    }),
-  ])
-  return { columns, rows }
-}
-
-function markdownRoundsTable(measured: Measured): string {
-  const { columns, rows } = roundsTable(measured)
-  const line = (values: string[]) => `| ${values.join(' | ')} |`
-  return [line(columns), line(columns.map(() => '---:')), ...rows.map(line)].join('\n')
+      return target === 'bare' ? rate : `${rate} (${ratios[round]!.toFixed(2)}, ${result.latencyMs.p99.toFixed(1)})`
+    })
+  })
+  const rows = measured[0]!.results.map((_, round) => [String(round + 1), ...cellsByTarget.map((cells) => cells[round]!)])
+  return [columns, rows]
 }
 
 export function roundsTextTable(measured: Measured): string {
-  const { columns, rows } = roundsTable(measured)
-  return alignedTable(columns, rows)
+  return alignedTable(...roundsTable(measured))
 }
 
-function alignedTable(columns: string[], rows: string[][]): string {
+function alignedTable(columns: readonly string[], rows: readonly string[][]): string {
   const table = [columns, ...rows]
   const widths = columns.map((_, i) => Math.max(...table.map((values) => values[i]!.length)))
   return table.map((values) => values.map((value, i) => (i === 0 ? value.padEnd(widths[i]!) : value.padStart(widths[i]!))).join('  ')).join('\n')

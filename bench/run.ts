@@ -33,11 +33,10 @@ import {
   type Machine,
   machineSection,
   type Measured,
-  median,
   renderReport,
   roundsTextTable,
-  summarize,
   textTable,
+  triggerRows,
   triggerSection,
   type TriggerRow,
   type Verdict,
@@ -223,16 +222,6 @@ async function startService(name: string, env: Record<string, string>, load: Loa
     await stopChild(server.child)
     throw error
   }
-}
-
-/** Per target, the medians over the rounds; each ratio the median of the rounds' own ratios to the bare route. */
-function triggerRows(measured: Measured): TriggerRow[] {
-  const bare = measured.find(({ target }) => target === 'bare')!
-  return measured.map(({ target, results }) => ({
-    target,
-    result: summarize(results),
-    ratio: target === 'bare' ? undefined : median(results.map((result, round) => result.requestsPerSecond / bare.results[round]!.requestsPerSecond)),
-  }))
 }
 
 /** Starts a server pinned to its CPU, its output (the request log) going to a file. */

@@ -297,34 +297,30 @@ interface Field {
   required: boolean
 }
 
-/** A model's fields in declaration order, worked out once per schema rather than once per request. */
-const modelFields = new WeakMap<SchemaNode, readonly Field[]>()
-
-function fieldsOf(schema: SchemaNode): readonly Field[] {
-  let fields = modelFields.get(schema)
-  if (fields === undefined) {
-    const required: string[] = schema.required ?? []
-    fields = Object.entries(schema.properties as Record<string, SchemaNode>).map(([name, field]) => ({
-      name,
-      schema: field,
-      required: required.includes(name),
-    }))
-    modelFields.set(schema, fields)
+/** What `derive` reads from a schema, worked out once per schema rather than once per request. */
+function perSchema<T extends object>(derive: (schema: SchemaNode) => T): (schema: SchemaNode) => T {
+  const derived = new WeakMap<SchemaNode, T>()
+  return (schema) => {
+    let value = derived.get(schema)
+    if (value === undefined) derived.set(schema, (value = derive(schema)))
+    return value
   }
-  return fields
 }
+
+/** A model's fields, in declaration order. */
+const fieldsOf = perSchema((schema): readonly Field[] => {
+  const required: string[] = schema.required ?? []
+  return Object.entries(schema.properties as Record<string, SchemaNode>).map(([name, field]) => ({
+    name,
+    schema: field,
+    required: required.includes(name),
+  }))
+})
 
 /** A dictionary's value schema (`{}`, any JSON value, when it has none). */
-const dictValues = new WeakMap<SchemaNode, SchemaNode>()
-
-function valueSchemaOf(schema: SchemaNode): SchemaNode {
-  let values = dictValues.get(schema)
-  if (values === undefined) {
-    values = Object.values((schema.patternProperties ?? {}) as Record<string, SchemaNode>)[0] ?? ({} as SchemaNode)
-    dictValues.set(schema, values)
-  }
-  return values
-}
+const valueSchemaOf = perSchema(
+  (schema) => Object.values((schema.patternProperties ?? {}) as Record<string, SchemaNode>)[0] ?? ({} as SchemaNode),
+)
 
 function isPlainObject(input: unknown): input is Record<string, unknown> {
   return typeof input === 'object' && input !== null && !Array.isArray(input)
