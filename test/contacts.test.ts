@@ -200,6 +200,33 @@ describe('the contact directory', () => {
     assert.ok(names.includes(reached.contact.first_name))
   })
 
+  test('a person triggered again with the fields on file is left as is; a changed field is merged in', async () => {
+    const org = await organization()
+    const onFile = async () => {
+      const rows = await service.db.query<{ version: string; fields: Record<string, string>; updated_at: Date }>(
+        'SELECT xmin::text AS version, fields, updated_at FROM contacts WHERE org_id = $1',
+        [org.orgId],
+      )
+      assert.equal(rows.length, 1)
+      return { ...rows[0]!, updated_at: rows[0]!.updated_at.toISOString() }
+    }
+    const createdAt = async (task: { trigger_id: string }) => (await org.get(`/api/v2/triggers/${task.trigger_id}`)).created_at as string
+    const contact = { first_name: 'Ana', phone: LONDON, language: 'es' }
+
+    const first = await org.accepted({ ids: [candidate('C-7')], contact })
+    const created = await onFile()
+    assert.equal(created.updated_at, await createdAt(first))
+
+    await org.accepted({ ids: [candidate('C-7')], contact: { phone: LONDON, first_name: 'Ana' } })
+    assert.deepEqual(await onFile(), created, 'the same fields again write no new row version')
+
+    const changed = await org.accepted({ ids: [candidate('C-7')], contact: { phone: LONDON, first_name: 'Anna' } })
+    const updated = await onFile()
+    assert.notEqual(updated.version, created.version)
+    assert.deepEqual(updated.fields, { ...contact, first_name: 'Anna' })
+    assert.equal(updated.updated_at, await createdAt(changed))
+  })
+
   test("a contact sent without a zone its phone tells is scheduled in the person's zone on file", async () => {
     const org = await organization()
     // Russia spans eleven zones, and the campaign has no fallback_timezone.

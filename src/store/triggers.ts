@@ -98,18 +98,24 @@ const INSERT_TRIGGERS_WITH_TASKS: PreparedStatement = {
        GROUP BY reached_id, org_id
      ), saved_contacts AS (
        -- In id order, as every commit takes their locks, so that two commits never wait for each other in a cycle.
+       -- A person triggered again with the fields on file is left as is: no new row version, and updated_at says
+       -- when the fields last changed.
        INSERT INTO contacts (id, org_id, fields, created_at, updated_at)
        SELECT id, org_id, fields, at, at FROM contact_changes ORDER BY id
        ON CONFLICT (id) DO UPDATE SET fields = contacts.fields || excluded.fields, updated_at = excluded.updated_at
+       WHERE contacts.fields || excluded.fields <> contacts.fields
      ), new_links AS (
        -- No ON CONFLICT: an id linked meanwhile by another commit (or twice in this batch) fails the batch,
        -- whose triggers are then recorded one by one, each seeing the links before it. In key order, as
        -- the contacts are in id order, so that two commits never wait for each other in a cycle.
+       -- Driven from the new ids (none, once a person's ids are on file), each finding its trigger: the planner,
+       -- blind to both CTEs' sizes, would otherwise scan all of named once per accepted trigger.
        INSERT INTO contact_ids (org_id, source, type, value, contact_id, created_at)
-       SELECT DISTINCT accepted.org_id, named.source, named.type, named.value, accepted.reached_id, accepted.created_at
-       FROM accepted JOIN named ON named.trigger_id = accepted.id
+       SELECT DISTINCT reached.org_id, named.source, named.type, named.value, reached.reached_id, reached.created_at
+       FROM named
+       CROSS JOIN LATERAL (SELECT org_id, reached_id, created_at FROM accepted WHERE accepted.id = named.trigger_id) reached
        WHERE named.contact_id IS NULL
-       ORDER BY accepted.org_id, named.source, named.type, named.value
+       ORDER BY reached.org_id, named.source, named.type, named.value
      ), remembered AS (
        UPDATE idempotency_keys k SET status = 'done', response = accepted.response
        FROM accepted
