@@ -41,8 +41,14 @@ export function machineSection(machine: Machine): Section {
   }
 }
 
-/** Each trigger target's wrk result in every round, in round order. */
-export type Measured = { target: string; results: WrkResult[] }[]
+/** One round of one target: wrk's figures, and what its requests cost in CPU. */
+export interface RoundResult extends WrkResult {
+  /** Microseconds of CPU per request answered: the server process's, and PostgreSQL's for a target that runs on it. */
+  cpuUsPerRequest: { server: number; postgres: number | undefined }
+}
+
+/** Each trigger target's result in every round, in round order. */
+export type Measured = { target: string; results: RoundResult[] }[]
 
 /** What the rounds of one target come to: medians of the rates and percentiles, totals of the counts. */
 export interface Summary {
@@ -50,13 +56,19 @@ export interface Summary {
   latencyMs: WrkResult['latencyMs']
   requests: number
   non2xx: number
+  cpuUsPerRequest: RoundResult['cpuUsPerRequest']
 }
 
-function summarize(results: readonly WrkResult[]): Summary {
+function summarize(results: readonly RoundResult[]): Summary {
   const percentile = (p: keyof WrkResult['latencyMs']) => median(results.map((result) => result.latencyMs[p]))
+  const postgres = results.map((result) => result.cpuUsPerRequest.postgres)
   return {
     requestsPerSecond: median(results.map((result) => result.requestsPerSecond)),
     latencyMs: { p50: percentile('p50'), p75: percentile('p75'), p90: percentile('p90'), p99: percentile('p99') },
+    cpuUsPerRequest: {
+      server: median(results.map((result) => result.cpuUsPerRequest.server)),
+      postgres: postgres.includes(undefined) ? undefined : median(postgres as number[]),
+    },
     requests: results.reduce((sum, result) => sum + result.requests, 0),
     non2xx: results.reduce((sum, result) => sum + result.non2xx, 0),
   }
@@ -86,7 +98,7 @@ export function triggerRows(measured: Measured): TriggerRow[] {
 }
 
 /** Each round's throughput over the bare route's in that same round. */
-function ratiosToBare(measured: Measured, results: readonly WrkResult[]): number[] {
+function ratiosToBare(measured: Measured, results: readonly RoundResult[]): number[] {
   const bare = measured.find(({ target }) => target === 'bare')!.results
   return results.map((result, round) => result.requestsPerSecond / bare[round]!.requestsPerSecond)
 }
@@ -123,6 +135,7 @@ Method:
 - Each target gets ${method.warmUpSeconds} s of warm-up (discarded); then ${method.rounds} rounds, each measuring bare, PostgreSQL and PGlite in turn for ${method.durationSeconds} s. A round's ratio is the target's throughput over the bare route's in that round, so that the machine's drift over the run (on a shared machine, often more than 10 %) falls on both sides of it. The summary gives, per target, the median over the rounds of each figure and of the ratio, and the totals of the counts.
 - The service runs as an API process runs in production: \`node --import tsx src/cli.ts serve --no-workers\` (worker processes dispatch the tasks; the dispatcher is measured below), \`LOG_LEVEL=info\` (one JSON log line per request, to a file), on a fresh database (a new PostgreSQL database; a new PGlite data directory), with one organization, one API key and two campaigns.
 - ${method.bodies} distinct bodies, posted in turn, each request with its own \`X-Request-ID\`: contacts in ${method.countries} countries with ${method.distinctNumbers} distinct valid mobile numbers, written as ${formats}; 2–3 ids of their own with mixed-case source and type (each body is one person: once every body has been posted, each trigger updates a contact on file), 2–4 context keys, names with accents and non-Latin scripts, a language tag in 85 % and an email in 70 % of them, a channel in 30 %. Every body was first posted once to each service and got 201.
+- CPU per request: the CPU time (user and system, from \`/proc\`) of the server process, all its threads, and for the PostgreSQL target of every PostgreSQL process, over the round, divided by the requests answered in it. The two CPUs are what the server, PostgreSQL and wrk share: what a request costs in each bounds the throughput.
 - Any response other than 2xx, or any socket error, fails the run. wrk's timeout is raised to ${TIMEOUT_SECONDS} s so that slow answers stay in the percentiles instead of being dropped as timeouts (its default of 2 s would hide the tail of a saturated server).
 
 ${markdownTable(COLUMNS, rows.map(cells))}
@@ -138,7 +151,7 @@ ${verdicts.map((verdict) => `- ${verdict.target}: ${verdict.goal} — **${verdic
   return { heading: 'POST /api/v2/triggers', body }
 }
 
-const COLUMNS = ['target', 'req/s', 'p50 (ms)', 'p75 (ms)', 'p90 (ms)', 'p99 (ms)', 'ratio to bare', 'requests', 'non-2xx']
+const COLUMNS = ['target', 'req/s', 'p50 (ms)', 'p75 (ms)', 'p90 (ms)', 'p99 (ms)', 'ratio to bare', 'server CPU (µs/req)', 'PostgreSQL CPU (µs/req)', 'requests', 'non-2xx']
 
 function cells(row: TriggerRow): string[] {
   const { result } = row
@@ -148,6 +161,8 @@ function cells(row: TriggerRow): string[] {
     result.requestsPerSecond.toFixed(0),
     ...[p50, p75, p90, p99].map((ms) => ms.toFixed(2)),
     row.ratio === undefined ? '1' : row.ratio.toFixed(2),
+    result.cpuUsPerRequest.server.toFixed(0),
+    result.cpuUsPerRequest.postgres === undefined ? '—' : result.cpuUsPerRequest.postgres.toFixed(0),
     String(result.requests),
     String(result.non2xx),
   ]

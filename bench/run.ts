@@ -25,6 +25,7 @@ import { fileURLToPath } from 'node:url'
 import pg from 'pg'
 import { CAMPAIGNS, generateBodies } from './bodies.ts'
 import { hasExited, startChild, stopAllChildren, stopChild } from './children.ts'
+import { postgresCpuSeconds, processCpuSeconds } from './cpu.ts'
 import { benchDeliverer } from './deliverer.ts'
 import { benchDispatcher } from './dispatcher.ts'
 import {
@@ -34,6 +35,7 @@ import {
   machineSection,
   type Measured,
   renderReport,
+  type RoundResult,
   roundsTextTable,
   textTable,
   triggerRows,
@@ -41,7 +43,7 @@ import {
   type TriggerRow,
   type Verdict,
 } from './report.ts'
-import { failureOf, runWrk, type WrkResult } from './wrk.ts'
+import { failureOf, runWrk } from './wrk.ts'
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url))
 const SERVER_CPU = 0
@@ -169,6 +171,8 @@ function verdictFor(goal: (typeof GOALS)[number], row: TriggerRow): Verdict {
 interface Target {
   server: Server
   apiKey: string
+  /** Whether it stores its triggers on PostgreSQL, whose CPU then counts towards its requests'. */
+  onPostgres: boolean
 }
 
 /**
@@ -179,8 +183,8 @@ async function benchTriggers(load: Load, workDir: string, databaseUrl: string): 
   const targets: Target[] = []
   try {
     targets.push(await startBare(load, workDir))
-    targets.push(await startService('PostgreSQL', { DATABASE_URL: databaseUrl }, load, workDir))
-    targets.push(await startService('PGlite', { DATA_DIR: path.join(workDir, 'pglite') }, load, workDir))
+    targets.push({ ...(await startService('PostgreSQL', { DATABASE_URL: databaseUrl }, load, workDir)), onPostgres: true })
+    targets.push({ ...(await startService('PGlite', { DATA_DIR: path.join(workDir, 'pglite') }, load, workDir)), onPostgres: false })
     for (const target of targets) await measureOnce(target, load, 'warm-up', WARM_UP_SECONDS)
     const measured: Measured = targets.map((target) => ({ target: target.server.name, results: [] }))
     for (let round = 1; round <= load.rounds; round++) {
@@ -199,7 +203,7 @@ async function startBare(load: Load, workDir: string): Promise<Target> {
   try {
     // The bare route answers anything; one post is enough to know it listens.
     await waitUntilReady(server, async () => (await postTrigger(server.baseUrl, 'none', load.bodies[0]!, 'bare-ready')).status === 201)
-    return { server, apiKey: 'none' }
+    return { server, apiKey: 'none', onPostgres: false }
   } catch (error) {
     await stopChild(server.child)
     throw error
@@ -207,7 +211,7 @@ async function startBare(load: Load, workDir: string): Promise<Target> {
 }
 
 /** The service on a fresh database: provisioned, and every body checked. */
-async function startService(name: string, env: Record<string, string>, load: Load, workDir: string): Promise<Target> {
+async function startService(name: string, env: Record<string, string>, load: Load, workDir: string): Promise<Omit<Target, 'onPostgres'>> {
   // The API alone, as API processes run beside worker processes; the dispatcher is measured on its own.
   const server = await startServer(name, ['src/cli.ts', 'serve', '--no-workers'], { ...env, OPERATOR_TOKEN, LOG_LEVEL: 'info' }, workDir)
   try {
@@ -264,9 +268,11 @@ async function waitUntilReady(server: Server, probe: () => Promise<boolean>): Pr
   throw new Error(`the server was not ready after ${READY_TIMEOUT_MS / 1000} s:\n${await tail(server.logFile)}`)
 }
 
-/** One wrk run against the target; fails on any non-2xx response or socket error. */
-async function measureOnce({ server, apiKey }: Target, load: Load, phase: string, durationSeconds: number): Promise<WrkResult> {
+/** One wrk run against the target, with the CPU it cost; fails on any non-2xx response or socket error. */
+async function measureOnce({ server, apiKey, onPostgres }: Target, load: Load, phase: string, durationSeconds: number): Promise<RoundResult> {
   log(`${server.name}: ${phase}, ${durationSeconds} s`)
+  const serverCpuBefore = processCpuSeconds(server.child.pid!)
+  const postgresCpuBefore = onPostgres ? postgresCpuSeconds() : 0
   const result = await runWrk({
     url: `${server.baseUrl}/api/v2/triggers`,
     cpu: WRK_CPU,
@@ -280,7 +286,14 @@ async function measureOnce({ server, apiKey }: Target, load: Load, phase: string
   if (failure !== undefined) {
     throw new Error(`${server.name} ${phase} failed: ${failure}\n${result.output}\nserver log:\n${await tail(server.logFile)}`)
   }
-  return result
+  const perRequest = (seconds: number) => (seconds * 1e6) / result.requests
+  return {
+    ...result,
+    cpuUsPerRequest: {
+      server: perRequest(processCpuSeconds(server.child.pid!) - serverCpuBefore),
+      postgres: onPostgres ? perRequest(postgresCpuSeconds() - postgresCpuBefore) : undefined,
+    },
+  }
 }
 
 /** One organization, its API key and the campaigns the bodies name, through the admin API. */
