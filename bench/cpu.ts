@@ -26,9 +26,9 @@ function readProcess(pid: string): { name: string; seconds: number } | undefined
 }
 
 export function processCpuSeconds(pid: number): number {
-  const process = readProcess(String(pid))
-  if (process === undefined) throw new Error(`process ${pid} has exited`)
-  return process.seconds
+  const found = readProcess(String(pid))
+  if (found === undefined) throw new Error(`process ${pid} has exited`)
+  return found.seconds
 }
 
 /**
@@ -41,8 +41,8 @@ export function postgresCpuSeconds(): number {
   let seconds = 0
   for (const pid of readdirSync('/proc')) {
     if (!/^\d+$/.test(pid)) continue
-    const process = readProcess(pid)
-    if (process?.name === 'postgres') seconds += process.seconds
+    const found = readProcess(pid)
+    if (found?.name === 'postgres') seconds += found.seconds
   }
   return seconds
 }

@@ -172,7 +172,7 @@ interface Target {
   server: Server
   apiKey: string
   /** Whether it stores its triggers on PostgreSQL, whose CPU then counts towards its requests'. */
-  onPostgres: boolean
+  usesPostgres: boolean
 }
 
 /**
@@ -183,8 +183,8 @@ async function benchTriggers(load: Load, workDir: string, databaseUrl: string): 
   const targets: Target[] = []
   try {
     targets.push(await startBare(load, workDir))
-    targets.push({ ...(await startService('PostgreSQL', { DATABASE_URL: databaseUrl }, load, workDir)), onPostgres: true })
-    targets.push({ ...(await startService('PGlite', { DATA_DIR: path.join(workDir, 'pglite') }, load, workDir)), onPostgres: false })
+    targets.push(await startService('PostgreSQL', { DATABASE_URL: databaseUrl }, load, workDir))
+    targets.push(await startService('PGlite', { DATA_DIR: path.join(workDir, 'pglite') }, load, workDir))
     for (const target of targets) await measureOnce(target, load, 'warm-up', WARM_UP_SECONDS)
     const measured: Measured = targets.map((target) => ({ target: target.server.name, results: [] }))
     for (let round = 1; round <= load.rounds; round++) {
@@ -203,7 +203,7 @@ async function startBare(load: Load, workDir: string): Promise<Target> {
   try {
     // The bare route answers anything; one post is enough to know it listens.
     await waitUntilReady(server, async () => (await postTrigger(server.baseUrl, 'none', load.bodies[0]!, 'bare-ready')).status === 201)
-    return { server, apiKey: 'none', onPostgres: false }
+    return { server, apiKey: 'none', usesPostgres: false }
   } catch (error) {
     await stopChild(server.child)
     throw error
@@ -211,7 +211,7 @@ async function startBare(load: Load, workDir: string): Promise<Target> {
 }
 
 /** The service on a fresh database: provisioned, and every body checked. */
-async function startService(name: string, env: Record<string, string>, load: Load, workDir: string): Promise<Omit<Target, 'onPostgres'>> {
+async function startService(name: string, env: Record<string, string>, load: Load, workDir: string): Promise<Target> {
   // The API alone, as API processes run beside worker processes; the dispatcher is measured on its own.
   const server = await startServer(name, ['src/cli.ts', 'serve', '--no-workers'], { ...env, OPERATOR_TOKEN, LOG_LEVEL: 'info' }, workDir)
   try {
@@ -221,7 +221,7 @@ async function startService(name: string, env: Record<string, string>, load: Loa
     const apiKey = await provision(server.baseUrl)
     await verifyBodies(server, apiKey, load.bodies)
     log(`${name}: all ${load.bodies.length} bodies answered 201`)
-    return { server, apiKey }
+    return { server, apiKey, usesPostgres: env.DATABASE_URL !== undefined }
   } catch (error) {
     await stopChild(server.child)
     throw error
@@ -269,10 +269,10 @@ async function waitUntilReady(server: Server, probe: () => Promise<boolean>): Pr
 }
 
 /** One wrk run against the target, with the CPU it cost; fails on any non-2xx response or socket error. */
-async function measureOnce({ server, apiKey, onPostgres }: Target, load: Load, phase: string, durationSeconds: number): Promise<RoundResult> {
+async function measureOnce({ server, apiKey, usesPostgres }: Target, load: Load, phase: string, durationSeconds: number): Promise<RoundResult> {
   log(`${server.name}: ${phase}, ${durationSeconds} s`)
   const serverCpuBefore = processCpuSeconds(server.child.pid!)
-  const postgresCpuBefore = onPostgres ? postgresCpuSeconds() : 0
+  const postgresCpuBefore = usesPostgres ? postgresCpuSeconds() : 0
   const result = await runWrk({
     url: `${server.baseUrl}/api/v2/triggers`,
     cpu: WRK_CPU,
@@ -291,7 +291,7 @@ async function measureOnce({ server, apiKey, onPostgres }: Target, load: Load, p
     ...result,
     cpuUsPerRequest: {
       server: perRequest(processCpuSeconds(server.child.pid!) - serverCpuBefore),
-      postgres: onPostgres ? perRequest(postgresCpuSeconds() - postgresCpuBefore) : undefined,
+      postgres: usesPostgres ? perRequest(postgresCpuSeconds() - postgresCpuBefore) : undefined,
     },
   }
 }
