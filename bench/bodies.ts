@@ -14,18 +14,14 @@ import examples from 'libphonenumber-js/mobile/examples'
 
 /**
  * The campaigns the bodies name; the benchmark creates them before posting.
- * Each has the default hours and, as a campaign reaching many countries
- * needs, a fallback zone for mobiles whose country spans several (Spain's
- * reach the Canaries, Australia's and Brazil's several zones).
+ * Each has the default schedule (every day 09:00–20:00 in the contact's
+ * zones) and no fallback zone, as the quick start makes one: mobiles of
+ * countries with several zones (Spain, Australia, Russia, Brazil, Mexico) are
+ * called only at hours open in every zone of their country.
  */
-const SCHEDULE = {
-  timezone: 'contact',
-  fallback_timezone: 'Europe/London',
-  windows: [{ days: ['mon', 'tue', 'wed', 'thu', 'fri', 'sat', 'sun'], start: '09:00', end: '20:00' }],
-}
 export const CAMPAIGNS = [
-  { routing_key: 'screening', channel: 'voice', context: { company: 'Acme' }, schedule: SCHEDULE },
-  { routing_key: 'interview-reminder', channel: 'whatsapp', context: { company: 'Acme', template: 'reminder_v2' }, schedule: SCHEDULE },
+  { routing_key: 'screening', channel: 'voice', context: { company: 'Acme' } },
+  { routing_key: 'interview-reminder', channel: 'whatsapp', context: { company: 'Acme', template: 'reminder_v2' } },
 ]
 
 interface Locale {
@@ -53,6 +49,7 @@ const LOCALES: Locale[] = [
   { country: 'ZA', languages: ['en-ZA', 'af-ZA', 'zu'], firstNames: ['Thabo', 'Anika', 'Lerato'], lastNames: ['Nkosi', 'van der Merwe', 'Dlamini'] },
   { country: 'PL', languages: ['pl-PL', 'pl'], firstNames: ['Łukasz', 'Zofia', 'Wojciech'], lastNames: ['Kowalski', 'Wiśniewska', 'Wójcik'] },
   { country: 'SE', languages: ['sv-SE', 'sv'], firstNames: ['Björn', 'Astrid', 'Elsa'], lastNames: ['Andersson', 'Lindqvist', 'Öberg'] },
+  { country: 'RU', languages: ['ru-RU', 'ru'], firstNames: ['Ольга', 'Дмитрий', 'Anastasia'], lastNames: ['Иванова', 'Смирнов', 'Kuznetsova'] },
 ]
 
 /** The clients' own id kinds, in the mixed case clients use (the service lowercases source and type). */

@@ -60,7 +60,7 @@ export async function benchDispatcher(options: {
         apiKeyId: apiKey.id,
         campaignId: campaign.id,
         contactId: null,
-        phoneZone: 'Europe/London',
+        numberZones: { zones: ['Europe/London'], source: 'country' },
         requestId: `dispatch-bench-${written + index}`,
         ids: [{ source: 'bench', type: 'row', value: String(written + index) }],
         contact: { phone: '+442079460958' },

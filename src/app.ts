@@ -27,6 +27,7 @@ import { ErrorResponse, ValidationErrorResponse } from './http/schemas.ts'
 import { Authenticator } from './services/authenticator.ts'
 import { CampaignDirectory } from './services/campaignDirectory.ts'
 import { SourceDirectory } from './services/sourceDirectory.ts'
+import { TriggerAcceptance } from './services/triggerAcceptance.ts'
 import { TriggerIntake } from './services/triggerIntake.ts'
 import type { Database } from './store/database.ts'
 import { createDeliverer } from './workers/deliverer.ts'
@@ -88,6 +89,7 @@ export async function buildApp(options: AppOptions, deps: AppDeps): Promise<Fast
     onEvents: () => deliverer.wake(),
   })
   const intake = new TriggerIntake(deps.db, now, () => dispatcher.wake())
+  const acceptance = new TriggerAcceptance({ db: deps.db, authenticator, campaigns, sources, intake, now })
   const ops = { db: deps.db, now, channels: deps.channels.registry }
   app.decorate('dispatcher', dispatcher)
   app.decorate('deliverer', deliverer)
@@ -131,7 +133,7 @@ export async function buildApp(options: AppOptions, deps: AppDeps): Promise<Fast
   await app.register(swaggerUi, { routePrefix: '/docs' })
 
   healthRoutes(app, { db: deps.db })
-  triggerRoutes(app, { db: deps.db, authenticator, campaigns, sources, intake, now })
+  triggerRoutes(app, { db: deps.db, authenticator, acceptance })
   taskRoutes(app, { db: deps.db, authenticator, lifecycle })
   webhookRoutes(app, {
     ops: { db: deps.db, now, allowPrivateWebhookUrls, onRedeliver: () => deliverer.wake() },

@@ -89,16 +89,18 @@ test('structural problems: every one at once, in pydantic v2 types', async () =>
   assert.equal(first.msg, "Input should be 'mon', 'tue', 'wed', 'thu', 'fri', 'sat' or 'sun'")
 })
 
-test('meaningful problems: a schedule that cannot be read, a provider that does not serve the channel, its config', async () => {
+test("every problem of a schedule at once (an unknown zone and day, 25:00, an end before its start), with the body's others", async () => {
   const response = await create({
     schedule: {
       timezone: 'Mars/Olympus',
-      windows: [{ days: ['mon'], start: '18:00', end: '09:00' }],
+      windows: [
+        { days: ['mon', 'funday'], start: '25:00', end: '20:00' },
+        { days: ['tue'], start: '18:00', end: '09:00' },
+      ],
       blackout_dates: ['2026-02-30'],
       starts_at: 'tomorrow',
     },
-    provider: 'twilio',
-    provider_config: { account_sid: 'AC123', answer_url: 'http://insecure.example.com' },
+    max_concurrent: 'many',
   })
   assert.equal(response.statusCode, 422)
   const detail = json(response).detail
@@ -106,16 +108,32 @@ test('meaningful problems: a schedule that cannot be read, a provider that does 
     detail.map((entry: any) => [entry.type, entry.loc.join('.')]),
     [
       ['value_error', 'body.schedule.timezone'],
-      ['value_error', 'body.schedule.windows.0.end'],
+      ['literal_error', 'body.schedule.windows.0.days.1'],
+      ['value_error', 'body.schedule.windows.0.start'],
+      ['value_error', 'body.schedule.windows.1.end'],
       ['value_error', 'body.schedule.blackout_dates.0'],
       ['value_error', 'body.schedule.starts_at'],
-      ['value_error', 'body.provider_config.account_sid'],
-      ['missing', 'body.provider_config.from'],
-      ['value_error', 'body.provider_config.answer_url'],
+      ['int_parsing', 'body.max_concurrent'],
     ],
   )
-  assert.equal(detail[1].msg, 'Value error, end must be after start')
-  assert.equal(detail[1].input, '09:00')
+  assert.equal(detail[0].msg, 'Value error, timezone must be "contact" or an IANA time zone such as Europe/Berlin')
+  assert.equal(detail[2].msg, 'Value error, start must be a time from 00:00 to 23:59')
+  assert.equal(detail[2].input, '25:00')
+  assert.equal(detail[3].msg, 'Value error, end must be after start')
+  assert.equal(detail[3].input, '09:00')
+})
+
+test('meaningful problems: a provider that does not serve the channel, its config (checked once the rest of the body is valid)', async () => {
+  const response = await create({
+    provider: 'twilio',
+    provider_config: { account_sid: 'AC123', answer_url: 'http://insecure.example.com' },
+  })
+  assert.equal(response.statusCode, 422)
+  assert.deepEqual(locs(response), [
+    ['value_error', 'body.provider_config.account_sid'],
+    ['missing', 'body.provider_config.from'],
+    ['value_error', 'body.provider_config.answer_url'],
+  ])
 
   const wrongChannel = await create({ channel: 'whatsapp', provider: 'twilio', provider_config: TWILIO })
   assert.equal(wrongChannel.statusCode, 422)

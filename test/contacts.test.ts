@@ -227,22 +227,22 @@ describe('the contact directory', () => {
     assert.equal(updated.updated_at, await createdAt(changed))
   })
 
-  test("a contact sent without a zone its phone tells is scheduled in the person's zone on file", async () => {
+  test("a contact sent without a zone is scheduled in the person's zone on file, not in every zone of the number's country", async () => {
     const org = await organization()
-    // Russia spans eleven zones, and the campaign has no fallback_timezone.
+    // Russia spans eleven zones.
     const phone = '+7 912 345 67 89'
-    const unknown = await org.post({ ids: [lead('L-1')], contact: { phone } })
-    assert.equal(unknown.statusCode, 422, unknown.body)
-    assert.deepEqual(json(unknown).detail[0].loc, ['body', 'contact', 'phone'])
+    const unknown = await org.accepted({ ids: [lead('L-1')], contact: { phone } })
+    assert.equal(unknown.candidate_timezones.length, 11)
+    assert.equal(unknown.timezone_source, 'country')
 
     await org.accepted({ ids: [lead('L-1')], contact: { phone, timezone: 'Asia/Yekaterinburg' } })
     const later = await org.accepted({ ids: [candidate('C-1'), lead('L-1')], contact: { first_name: 'Olga', phone: '+7 912 345 67 90' } })
-    assert.equal(later.timezone, 'Asia/Yekaterinburg')
+    assert.deepEqual([later.candidate_timezones, later.timezone_source, later.timezone], [['Asia/Yekaterinburg'], 'on_file', 'Asia/Yekaterinburg'])
     assert.deepEqual(later.contact, { first_name: 'Olga', phone: '+79123456790', timezone: 'Asia/Yekaterinburg' })
 
     // A test never reaches the person on file, so their zone is not the tester's.
-    const test = await org.post({ ids: [lead('L-1')], contact: { phone }, test_mode: true })
-    assert.equal(test.statusCode, 422, test.body)
+    const test = await org.accepted({ ids: [lead('L-1')], contact: { phone }, test_mode: true })
+    assert.equal(test.timezone_source, 'country')
     // Ids of two people are refused as such.
     await org.accepted({ ids: [lead('L-2')], contact: { phone: LONDON } })
     const two = await org.post({ ids: [lead('L-1'), lead('L-2')], contact: { phone } })

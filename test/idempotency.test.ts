@@ -107,7 +107,7 @@ test('a request whose reservation was taken over (it stalled past the lease) rec
       apiKeyId: ids!.key_id,
       campaignId: ids!.campaign_id,
       contactId: null,
-      phoneZone: 'Europe/London',
+      numberZones: { zones: ['Europe/London'], source: 'country' },
       requestId: 'stalled',
       ids: [],
       contact: { phone: '+442079460958' },

@@ -5,7 +5,7 @@ import { nextOpening, scheduleProblems } from '../src/domain/schedule.ts'
 
 /** The next opening as an ISO instant, so a failure shows times rather than milliseconds. */
 function opening(schedule: Schedule, zone: string, from: string): string | null {
-  const found = nextOpening(schedule, zone, Date.parse(from))
+  const found = nextOpening(schedule, [zone], Date.parse(from))
   return found === null ? null : new Date(found).toISOString()
 }
 
@@ -125,7 +125,7 @@ describe('nextOpening', () => {
       const lateNight = everyDay('01:30', '03:00')
       // 01:10 EST, the second 01:10 of the night: the window opened at 01:30 EDT.
       assert.equal(opening(lateNight, 'America/New_York', '2026-11-01T06:10:00.000Z'), '2026-11-01T06:10:00.000Z')
-      assert.equal(nextOpening(lateNight, 'America/New_York', Date.parse('2026-11-01T06:10:00.000Z')), Date.parse('2026-11-01T06:10:00.000Z'))
+      assert.equal(nextOpening(lateNight, ['America/New_York'], Date.parse('2026-11-01T06:10:00.000Z')), Date.parse('2026-11-01T06:10:00.000Z'))
       // 03:00 EST ends it.
       assert.equal(opening(lateNight, 'America/New_York', '2026-11-01T08:00:00.000Z'), '2026-11-02T06:30:00.000Z')
     })
@@ -235,13 +235,13 @@ describe('nextOpening', () => {
   })
 
   test('an unknown zone is refused', () => {
-    assert.throws(() => nextOpening(DEFAULT_SCHEDULE, 'Mars/Olympus_Mons', 0), RangeError)
-    assert.throws(() => nextOpening({ ...DEFAULT_SCHEDULE, timezone: 'Nowhere' }, 'UTC', 0), RangeError)
+    assert.throws(() => nextOpening(DEFAULT_SCHEDULE, ['Mars/Olympus_Mons'], 0), RangeError)
+    assert.throws(() => nextOpening({ ...DEFAULT_SCHEDULE, timezone: 'Nowhere' }, ['UTC'], 0), RangeError)
   })
 })
 
 describe('open at an instant', () => {
-  const isOpen = (at: string) => nextOpening(DEFAULT_SCHEDULE, 'Asia/Kathmandu', Date.parse(at)) === Date.parse(at)
+  const isOpen = (at: string) => nextOpening(DEFAULT_SCHEDULE, ['Asia/Kathmandu'], Date.parse(at)) === Date.parse(at)
   test('when the next opening is that instant itself', () => {
     assert.equal(isOpen('2026-06-01T03:15:00.000Z'), true)
     assert.equal(isOpen('2026-06-01T03:14:59.999Z'), false)
@@ -281,8 +281,8 @@ describe('scheduleProblems', () => {
     assert.deepEqual(problems, [
       { path: ['windows', 0, 'start'], message: 'start must be a time from 00:00 to 23:59' },
       { path: ['windows', 0, 'end'], message: 'end must be a time from 00:00 to 24:00' },
-      { path: ['windows', 1, 'days'], message: 'days must name at least one day' },
       { path: ['windows', 1, 'start'], message: 'start must be a time from 00:00 to 23:59' },
+      { path: ['windows', 1, 'days'], message: 'days must name at least one day' },
       { path: ['windows', 2, 'days', 1], message: 'day must be one of mon, tue, wed, thu, fri, sat, sun' },
       { path: ['windows', 2, 'end'], message: 'end must be after start' },
       { path: ['windows', 3, 'end'], message: 'end must be after start' },

@@ -390,6 +390,20 @@ describe('client endpoints', () => {
     )
   })
 
+  test('a lookup finds a trigger\'s ids however Unicode whitespace edges them, as the trigger normalized them', async () => {
+    const { routing_key } = await campaign({})
+    const edged = await trigger(routing_key, { ids: [{ source: '\u0085ATS\u00a0', type: '\ufeffCandidate', value: 'U-1' }] })
+    const find = async (source: string, type: string) => {
+      const query = new URLSearchParams({ source, type, value: 'U-1' })
+      const response = await service.app.inject({ method: 'GET', url: `/api/v2/tasks?${query}`, headers: bearer(org.key) })
+      assert.equal(response.statusCode, 200, response.body)
+      return json(response).data.map((t: any) => t.id)
+    }
+    assert.deepEqual(await find('ats', '\ufeffcandidate'), [edged.task_id])
+    assert.deepEqual(await find('\u2003ATS\u0085', '\ufeffCANDIDATE '), [edged.task_id])
+    assert.deepEqual(await find('ats', 'candidate'), [])
+  })
+
   test("another organization's task is 404, and so is a malformed id", async () => {
     const { routing_key } = await campaign({})
     const created = await trigger(routing_key)
@@ -406,14 +420,14 @@ describe('client endpoints', () => {
 })
 
 describe('time zones the service cannot tell', () => {
-  test('are refused with 422 at contact.phone, unless the campaign has a fallback', async () => {
+  test('a number of no country is refused with 422 at contact.phone, unless the campaign has a fallback', async () => {
     const { routing_key } = await campaign({})
-    // A Russian mobile number: Russia spans eleven zones.
+    // International freephone (+800) belongs to no country.
     const response = await service.app.inject({
       method: 'POST',
       url: '/api/v2/triggers',
       headers: { ...bearer(org.key), 'content-type': 'application/json' },
-      payload: { campaign: routing_key, contact: { phone: '+7 912 345 67 89' } },
+      payload: { campaign: routing_key, contact: { phone: '+800 1234 5678' } },
     })
     assert.equal(response.statusCode, 422, response.body)
     const [entry] = json(response).detail
@@ -422,8 +436,9 @@ describe('time zones the service cannot tell', () => {
     assert.match(entry.msg, /^Value error, the contact's time zone cannot be told/)
 
     const withFallback = await campaign({ schedule: { ...ALWAYS_OPEN, fallback_timezone: 'Europe/Moscow' } })
-    const created = await trigger(withFallback.routing_key, { contact: { phone: '+7 912 345 67 89' } })
-    assert.equal((await task(created.task_id)).timezone, null)
+    const created = await trigger(withFallback.routing_key, { contact: { phone: '+800 1234 5678' } })
+    const waiting = await task(created.task_id)
+    assert.deepEqual([waiting.timezone, waiting.candidate_timezones, waiting.timezone_source], ['Europe/Moscow', ['Europe/Moscow'], 'fallback'])
     await at(now)
     assert.equal((await task(created.task_id)).status, 'in_progress')
   })

@@ -1,70 +1,82 @@
 import assert from 'node:assert/strict'
 import { describe, test } from 'node:test'
-import { isTimeZone, timeZoneOfPhone } from '../src/domain/timezones.ts'
+import { normalizePhone } from '../src/domain/contact.ts'
+import { isTimeZone, zonesOfPhone } from '../src/domain/timezones.ts'
 
-describe('timeZoneOfPhone', () => {
-  test('finds US zones by area code', () => {
-    assert.equal(timeZoneOfPhone('+14155552671'), 'America/Los_Angeles')
-    assert.equal(timeZoneOfPhone('+12127363100'), 'America/New_York')
-    assert.equal(timeZoneOfPhone('+13122440000'), 'America/Chicago')
-    assert.equal(timeZoneOfPhone('+13038920000'), 'America/Denver')
-    assert.equal(timeZoneOfPhone('+18089561234'), 'Pacific/Honolulu')
-    assert.equal(timeZoneOfPhone('+16475550123'), 'America/Toronto')
+/** The zones of a number as a client writes it, after normalizePhone has accepted it. */
+function zones(written: string, fallback?: string) {
+  const e164 = normalizePhone(written)
+  assert.notEqual(e164, null, `${written} is a valid number`)
+  return zonesOfPhone(e164!, fallback)
+}
+
+describe('zonesOfPhone', () => {
+  const cases: [string, string[], 'phone' | 'country' | 'fallback', string][] = [
+    // Numbers tied to an area: the zones the data lists for the longest prefix.
+    ['+1 415 555 2671', ['America/Los_Angeles'], 'phone', 'a US area code in one zone'],
+    ['+1 212 736 3100', ['America/New_York'], 'phone', 'a US area code in one zone'],
+    ['+1 208 244 5000', ['America/Los_Angeles', 'America/Boise'], 'phone', 'an Idaho exchange the data puts in two zones'],
+    ['+1 605 555 0100', ['America/Denver', 'America/North_Dakota/Center'], 'phone', 'South Dakota spans Mountain and Central'],
+    ['+1 907 201 0123', ['America/Adak', 'America/Anchorage'], 'phone', 'Alaska outside Juneau'],
+    ['+1 907 463 2000', ['America/Juneau'], 'phone', 'a Juneau exchange'],
+    ['+1 647 555 0123', ['America/Toronto'], 'phone', 'Canada'],
+    ['+1 306 555 0100', ['America/Regina'], 'phone', 'Saskatchewan keeps no DST'],
+    ['+1 876 555 1234', ['America/Jamaica'], 'phone', 'Jamaica, in the +1 plan too'],
+    ['+52 664 123 4567', ['America/Tijuana'], 'phone', 'Mexican numbers carry area codes, mobiles too'],
+    ['+52 200 123 4909', ['America/Tijuana', 'America/Mexico_City'], 'phone', 'a Mexican prefix the data puts in two zones'],
+    ['+55 11 96123 4567', ['America/Sao_Paulo'], 'phone', 'a Brazilian mobile carries its area code'],
+    ['+55 92 91234 5678', ['America/Manaus'], 'phone', 'Amazonas'],
+    ['+34 912 345 678', ['Europe/Madrid'], 'phone', 'a Madrid fixed line'],
+    ['+34 922 12 34 56', ['Atlantic/Canary'], 'phone', 'a Canary Islands fixed line'],
+    ['+61 2 1234 5678', ['Australia/Sydney'], 'phone', 'a Sydney fixed line'],
+    ['+61 8 9123 4567', ['Australia/Perth', 'Australia/Adelaide'], 'phone', 'an 08 fixed line: Perth or Adelaide'],
+    ['+7 495 123 45 67', ['Europe/Moscow'], 'phone', 'a Moscow fixed line'],
+    ['+62 967 123 456', ['Asia/Jayapura'], 'phone', 'a Papua fixed line'],
+    ['+44 20 7946 0958', ['Europe/London'], 'phone', 'a London fixed line'],
+    // Mobiles, and numbers that may be mobiles: every zone of the country, each clock once.
+    ['+34 612 34 58 11', ['Atlantic/Canary', 'Europe/Madrid'], 'country', 'Spain (Ceuta keeps Madrid’s clock)'],
+    ['+351 912 345 678', ['Atlantic/Azores', 'Europe/Lisbon'], 'country', 'Portugal (Madeira keeps Lisbon’s clock)'],
+    ['+61 412 345 976', ['Australia/Perth', 'Australia/Eucla', 'Asia/Tokyo', 'Australia/Darwin', 'Australia/Brisbane', 'Australia/Adelaide', 'Australia/Lord_Howe', 'Australia/Sydney'], 'country', 'Australia (tzdb lists Asia/Tokyo for part of it)'],
+    ['+64 21 123 4567', ['Pacific/Auckland', 'Pacific/Chatham'], 'country', 'New Zealand'],
+    ['+7 912 345 67 89', ['Europe/Kaliningrad', 'Europe/Moscow', 'Europe/Samara', 'Asia/Yekaterinburg', 'Asia/Omsk', 'Asia/Krasnoyarsk', 'Asia/Irkutsk', 'Asia/Yakutsk', 'Asia/Vladivostok', 'Asia/Magadan', 'Asia/Anadyr'], 'country', 'Russia, eleven clocks'],
+    ['+62 812 345 678', ['Asia/Jakarta', 'Asia/Makassar', 'Asia/Jayapura'], 'country', 'an Indonesian mobile: its prefix names a carrier, not a place'],
+    ['+243 81 234 5678', ['Africa/Kinshasa', 'Africa/Lubumbashi'], 'country', 'DR Congo, named by its own cities'],
+    ['+976 8812 3456', ['Asia/Hovd', 'Asia/Ulaanbaatar'], 'country', 'Mongolia'],
+    ['+686 72001234', ['Pacific/Tarawa', 'Pacific/Kanton', 'Pacific/Kiritimati'], 'country', 'Kiribati'],
+    ['+691 350 1234', ['Pacific/Chuuk', 'Pacific/Pohnpei'], 'country', 'Micronesia, by current names'],
+    ['+593 99 123 4567', ['Pacific/Galapagos', 'America/Guayaquil'], 'country', 'Ecuador'],
+    ['+56 9 6123 4567', ['Pacific/Easter', 'America/Coyhaique', 'America/Santiago'], 'country', 'Chile: fixed lines and mobiles share 9…'],
+    ['+54 9 11 2345 6789', ['America/Argentina/Buenos_Aires'], 'country', 'Argentina: twelve names, one clock'],
+    ['+86 131 2345 6789', ['Asia/Urumqi', 'Asia/Shanghai'], 'country', 'China'],
+    ['+44 7911 123456', ['Europe/London'], 'country', 'a UK mobile'],
+    ['+49 1512 3456789', ['Europe/Berlin'], 'country', 'Germany (Busingen keeps Berlin’s clock)'],
+    ['+977 984 1234567', ['Asia/Kathmandu'], 'country', 'Nepal, +05:45'],
+    ['+1 800 555 0123', ['America/Adak', 'Pacific/Honolulu', 'America/Juneau', 'America/Los_Angeles', 'America/Denver', 'America/Phoenix', 'America/Chicago', 'America/New_York'], 'country', 'US toll-free: anywhere in the US'],
+    // A number of no country: only the campaign's fallback can say.
+    ['+800 1234 5678', ['Europe/London'], 'fallback', 'international freephone'],
+  ]
+  for (const [written, expected, source, what] of cases) {
+    test(`${written}: ${what}`, () => {
+      assert.deepEqual(zones(written, 'Europe/London'), { zones: expected, source })
+    })
+  }
+
+  test('a number of no country tells nothing without a fallback', () => {
+    assert.equal(zones('+800 1234 5678'), undefined)
   })
 
-  test('in Alaska (907), finds Juneau exchanges and leaves the rest in doubt between Anchorage and Adak', () => {
-    assert.equal(timeZoneOfPhone('+19074632000'), 'America/Juneau')
-    assert.equal(timeZoneOfPhone('+19072010123'), undefined)
+  test('names each clock once, west first: the eleven zones of Russia are at eleven offsets, in order', () => {
+    const offsetMinutes = (zone: string) => {
+      const [, sign, hours, minutes] = /GMT([+-])(\d{2}):(\d{2})/.exec(new Date().toLocaleString('en-US', { timeZone: zone, timeZoneName: 'longOffset' }))!
+      return (sign === '-' ? -1 : 1) * (Number(hours) * 60 + Number(minutes))
+    }
+    const offsets = zones('+7 912 345 67 89')!.zones.map(offsetMinutes)
+    assert.deepEqual(offsets, [...new Set(offsets)].sort((a, b) => a - b))
+    assert.equal(offsets.length, 11)
   })
 
-  test('finds the zone of single-zone countries, for fixed lines and mobiles', () => {
-    assert.equal(timeZoneOfPhone('+442079460958'), 'Europe/London')
-    assert.equal(timeZoneOfPhone('+447911123456'), 'Europe/London')
-    assert.equal(timeZoneOfPhone('+493012345678'), 'Europe/Berlin')
-    assert.equal(timeZoneOfPhone('+33123456789'), 'Europe/Paris')
-    assert.equal(timeZoneOfPhone('+33612345678'), 'Europe/Paris')
-    assert.equal(timeZoneOfPhone('+912223456789'), 'Asia/Kolkata')
-    assert.equal(timeZoneOfPhone('+919812345678'), 'Asia/Kolkata')
-    assert.equal(timeZoneOfPhone('+97714123456'), 'Asia/Kathmandu')
-    assert.equal(timeZoneOfPhone('+9779812345678'), 'Asia/Kathmandu')
-    assert.equal(timeZoneOfPhone('+81312345678'), 'Asia/Tokyo')
-    assert.equal(timeZoneOfPhone('+819012345678'), 'Asia/Tokyo')
-    assert.equal(timeZoneOfPhone('+390612345678'), 'Europe/Rome')
-    assert.equal(timeZoneOfPhone('+393123456789'), 'Europe/Rome')
-  })
-
-  test('places fixed lines of multi-zone countries by prefix', () => {
-    assert.equal(timeZoneOfPhone('+61212345678'), 'Australia/Sydney')
-    assert.equal(timeZoneOfPhone('+61731234567'), 'Australia/Brisbane')
-    assert.equal(timeZoneOfPhone('+34912345678'), 'Europe/Madrid')
-    assert.equal(timeZoneOfPhone('+34922123456'), 'Atlantic/Canary')
-    assert.equal(timeZoneOfPhone('+74951234567'), 'Europe/Moscow')
-  })
-
-  test('places mobiles by prefix only where libphonenumber ties them to an area (Brazil)', () => {
-    assert.equal(timeZoneOfPhone('+5511912345678'), 'America/Sao_Paulo')
-  })
-
-  test('is undefined where the zones listed keep different clocks', () => {
-    // Mobiles of multi-zone countries: the data lists 614 as Sydney, but an
-    // Australian mobile may be anywhere in Australia.
-    assert.equal(timeZoneOfPhone('+61412345678'), undefined)
-    assert.equal(timeZoneOfPhone('+79161234567'), undefined)
-    assert.equal(timeZoneOfPhone('+34612345678'), undefined)
-    // Fixed lines whose prefix spans zones: Perth or Adelaide; Boise or Los Angeles.
-    assert.equal(timeZoneOfPhone('+61891234567'), undefined)
-    assert.equal(timeZoneOfPhone('+12082445000'), undefined)
-  })
-
-  test('is undefined for numbers tied to no place, unknown codes, invalid numbers and non-E.164 text', () => {
-    assert.equal(timeZoneOfPhone('+18005550123'), undefined)
-    assert.equal(timeZoneOfPhone('+80012345678'), undefined)
-    assert.equal(timeZoneOfPhone('+441481123456'), undefined)
-    assert.equal(timeZoneOfPhone('4930123456'), undefined)
-    assert.equal(timeZoneOfPhone('+0123456789'), undefined)
-    assert.equal(timeZoneOfPhone('+1 415 555 2671'), undefined)
-    assert.equal(timeZoneOfPhone('not a phone'), undefined)
-    assert.equal(timeZoneOfPhone(''), undefined)
+  test('every zone named is one this runtime knows', () => {
+    for (const [written] of cases) for (const zone of zones(written, 'Europe/London')!.zones) assert.ok(isTimeZone(zone), zone)
   })
 })
 

@@ -2,7 +2,7 @@
  * Normalization of the contact fields that have a canonical form. Each
  * function returns the canonical value, or says why the input is refused.
  */
-import { type NumberType, parsePhoneNumberFromString, parsePhoneNumberWithError } from 'libphonenumber-js/max'
+import { type CountryCode, type NumberType, parsePhoneNumberFromString, parsePhoneNumberWithError } from 'libphonenumber-js/max'
 
 export const PHONE_REFUSED =
   'phone must include a country calling code (for example +44 20 7946 0958) and be a valid number'
@@ -27,29 +27,40 @@ export function normalizePhone(input: string): string | null {
     // needs isValid() itself.
     const type = parsed.getType()
     if (type === undefined && !parsed.isValid()) return null
-    rememberType(parsed.number, type)
+    remember(parsed.number, { type, country: parsed.country })
     return parsed.number
   } catch {
     return null
   }
 }
 
-/**
- * The types of the numbers normalized last. The contact's time zone depends
- * on its number's type, and is asked right after the number is normalized:
- * kept here, the type costs no second parse.
- */
-const recentTypes = new Map<string, NumberType>()
-const MAX_RECENT_TYPES = 256
-
-function rememberType(e164: string, type: NumberType): void {
-  if (recentTypes.size >= MAX_RECENT_TYPES) recentTypes.clear()
-  recentTypes.set(e164, type)
+/** What libphonenumber tells of a valid number beyond its digits. */
+export interface PhoneFacts {
+  /** MOBILE, FIXED_LINE, ...; undefined in numbering plans that give no types. */
+  type: NumberType
+  /** The number's country; undefined for numbers of no country (+800, +881, ...). */
+  country: CountryCode | undefined
 }
 
-/** The type (MOBILE, FIXED_LINE, ...) of a canonical E.164 number, undefined when it has none. */
-export function phoneType(e164: string): NumberType {
-  return recentTypes.has(e164) ? recentTypes.get(e164) : parsePhoneNumberFromString(e164)?.getType()
+/**
+ * The facts of the numbers normalized last. The contact's time zones depend
+ * on its number's type and country, and are asked right after the number is
+ * normalized: kept here, they cost no second parse.
+ */
+const recentFacts = new Map<string, PhoneFacts>()
+const MAX_RECENT_FACTS = 256
+
+function remember(e164: string, facts: PhoneFacts): void {
+  if (recentFacts.size >= MAX_RECENT_FACTS) recentFacts.clear()
+  recentFacts.set(e164, facts)
+}
+
+/** The type and country of a canonical E.164 number, or undefined for one libphonenumber cannot parse. */
+export function phoneFacts(e164: string): PhoneFacts | undefined {
+  const known = recentFacts.get(e164)
+  if (known !== undefined) return known
+  const parsed = parsePhoneNumberFromString(e164)
+  return parsed && { type: parsed.getType(), country: parsed.country }
 }
 
 /** Intl's canonicalization costs microseconds and clients send few distinct tags. */

@@ -6,7 +6,7 @@
  * zone offsets they need are remembered rather than asked of Intl each time.
  */
 import { IANAZone } from 'luxon'
-import { WEEKDAYS, type Schedule } from './campaignSettings.ts'
+import { type Schedule, type ScheduleWindow, WEEKDAYS } from './campaignSettings.ts'
 import { isTimeZone } from './timezones.ts'
 
 const MINUTE_MS = 60_000
@@ -250,33 +250,65 @@ function weekdayIndex(day: number): number {
   return (((day + 3) % 7) + 7) % 7
 }
 
-/** The zone a task's schedule is read in: the campaign's own, or the contact's (else the campaign's fallback). */
-export function zoneOf(schedule: Schedule, contactZone: string | null): string | undefined {
-  if (schedule.timezone !== 'contact') return schedule.timezone
-  return contactZone ?? schedule.fallback_timezone
+/**
+ * The zones a task's schedule is read in: the campaign's own zone, or else
+ * the contact's candidate zones (the campaign's fallback when there are none:
+ * a task accepted while the campaign kept a zone of its own).
+ */
+export function scheduleZones(schedule: Schedule, candidateZones: readonly string[]): readonly string[] {
+  if (schedule.timezone !== 'contact') return [schedule.timezone]
+  if (candidateZones.length > 0) return candidateZones
+  return schedule.fallback_timezone === undefined ? [] : [schedule.fallback_timezone]
 }
 
 /**
  * The earliest instant (ms since the epoch) at or after `from` at which the
- * schedule is open, or null if it never opens again (past `ends_at`, or not
- * within two years). `zone` is the contact's IANA zone, used when the
- * schedule's timezone is "contact"; a campaign-wide zone overrides it.
+ * schedule is open in every one of `zones` at once, or null if that never
+ * happens again (past `ends_at`, or not within two years). `zones` are the
+ * contact's candidate zones, used when the schedule's timezone is "contact";
+ * a campaign-wide zone overrides them.
  *
- * Each window opens on each of its local days from the instant its local
- * start happens to the instant its local end happens (24:00 is the next
- * midnight), so a window lasts as long as the wall clock says, even across a
- * DST change. A start skipped by a spring-forward change opens when the clocks
- * jump; a start or end lived twice in a fall-back change counts the first
- * time. Windows that overlap or abut act as one.
+ * In each zone, each window opens on each of its local days from the instant
+ * its local start happens to the instant its local end happens (24:00 is the
+ * next midnight), so a window lasts as long as the wall clock says, even
+ * across a DST change. A start skipped by a spring-forward change opens when
+ * the clocks jump; a start or end lived twice in a fall-back change counts
+ * the first time. Windows that overlap or abut act as one.
  *
- * Throws a RangeError for a zone or schedule that `isTimeZone` or
- * `scheduleProblems` would refuse.
+ * Throws a RangeError for no zones, or for a zone or schedule that
+ * `isTimeZone` or `scheduleProblems` would refuse.
  */
-export function nextOpening(schedule: Schedule, zone: string, from: number): number | null {
+export function nextOpening(schedule: Schedule, zones: readonly string[], from: number): number | null {
   if (!Number.isFinite(from)) throw new RangeError(`from must be a finite instant, got ${from}`)
   const plan = planOf(schedule)
-  const clock = clockOf(plan.zone ?? zone)
+  const clocks = plan.zone === undefined ? zones.map(clockOf) : [clockOf(plan.zone)]
+  if (clocks.length === 0) throw new RangeError('a schedule is read in at least one zone')
   const earliest = Math.max(from, plan.startsAt)
+  return commonOpening(plan, clocks, earliest, earliest + HORIZON_DAYS * DAY_MS)
+}
+
+/**
+ * Each clock's next opening at or after a candidate instant; when one opens
+ * later, the others are asked again from there. Every round moves the
+ * candidate to a window's start, so the search ends, at the latest past `giveUpAt`.
+ */
+function commonOpening(plan: Plan, clocks: readonly ZoneClock[], earliest: number, giveUpAt: number): number | null {
+  let candidate = earliest
+  for (;;) {
+    let latest = candidate
+    for (const clock of clocks) {
+      const opening = openingIn(plan, clock, candidate)
+      if (opening === null) return null
+      latest = Math.max(latest, opening)
+    }
+    if (latest === candidate) return candidate
+    if (latest > giveUpAt) return null
+    candidate = latest
+  }
+}
+
+/** The earliest instant at or after `earliest` at which the plan is open on one clock. */
+function openingIn(plan: Plan, clock: ZoneClock, earliest: number): number | null {
   if (!plan.opensAtAll || earliest >= plan.endsAt) return null
   // A window of the previous local date may still be open; so may, after a
   // fall-back change at midnight, one of the next date.
@@ -294,55 +326,103 @@ export function nextOpening(schedule: Schedule, zone: string, from: number): num
   return null
 }
 
+/** How far ahead a trigger's candidate zones must share an open window. */
+export const COMMON_WINDOW_DAYS = 14
+
+/**
+ * Whether the schedule's windows are open in all of `zones` at once at some
+ * instant within COMMON_WINDOW_DAYS of `from`: what a contact with several
+ * candidate zones needs to be reached at all. Only the weekly windows count:
+ * blackout dates and the campaign's start and end are the campaign's own
+ * business, and would refuse a contact with one zone as much. Remembered per
+ * schedule, zones and hour.
+ */
+export function windowsMeet(schedule: Schedule, zones: readonly string[], from: number): boolean {
+  if (schedule.timezone !== 'contact' || zones.length < 2) return true
+  const key = `${JSON.stringify(schedule.windows)}|${zones.join('&')}|${Math.floor(from / HOUR_MS)}`
+  let meet = meetings.get(key)
+  if (meet === undefined) {
+    const weekly = planOf({ timezone: 'contact', windows: schedule.windows })
+    const giveUpAt = from + COMMON_WINDOW_DAYS * DAY_MS
+    const opening = commonOpening(weekly, zones.map(clockOf), from, giveUpAt)
+    meet = opening !== null && opening < giveUpAt
+    if (meetings.size >= MAX_MEETINGS) meetings.clear()
+    meetings.set(key, meet)
+  }
+  return meet
+}
+
+const meetings = new Map<string, boolean>()
+const MAX_MEETINGS = 1_000
+
 export interface ScheduleProblem {
-  /** Where, from the schedule object: ['windows', 0, 'end']. */
+  /** Where, from the object checked: ['windows', 0, 'end'] from a schedule, ['end'] from a window. */
   path: (string | number)[]
   message: string
 }
 
-/** What the request schema cannot see: meanings of times, dates and zones, and their order. */
-export function scheduleProblems(schedule: Schedule): ScheduleProblem[] {
+/**
+ * The rule of each field of a schedule on its own: why a value is refused,
+ * or undefined. The admin API's schema applies them field by field, and the
+ * relations below model by model, so that one 422 lists every problem of a
+ * schedule with the rest of the body's.
+ */
+export const SCHEDULE_FIELD_RULES = {
+  timezone: (zone: string) =>
+    zone === 'contact' || isTimeZone(zone) ? undefined : 'timezone must be "contact" or an IANA time zone such as Europe/Berlin',
+  fallback_timezone: (zone: string) => (isTimeZone(zone) ? undefined : 'fallback_timezone must be an IANA time zone such as Europe/Berlin'),
+  day: (day: string) => (WEEKDAY_INDEX.has(day) ? undefined : `day must be one of ${WEEKDAYS.join(', ')}`),
+  start: (time: string) => (minutesOfDay(time, false) === undefined ? 'start must be a time from 00:00 to 23:59' : undefined),
+  end: (time: string) => (minutesOfDay(time, true) === undefined ? 'end must be a time from 00:00 to 24:00' : undefined),
+  blackout_date: (date: string) => (dayNumber(date) === undefined ? 'blackout date must be a calendar date (YYYY-MM-DD)' : undefined),
+  starts_at: (text: string) => (instant(text) === undefined ? 'starts_at must be an ISO 8601 instant with an offset or Z' : undefined),
+  ends_at: (text: string) => (instant(text) === undefined ? 'ends_at must be an ISO 8601 instant with an offset or Z' : undefined),
+} as const
+
+/** What relates a window's fields, once each is valid on its own; paths from the window. */
+export function windowProblems(window: ScheduleWindow): ScheduleProblem[] {
   const problems: ScheduleProblem[] = []
-  const problem = (path: (string | number)[], message: string) => problems.push({ path, message })
+  if (window.days.length === 0) problems.push({ path: ['days'], message: 'days must name at least one day' })
+  const start = minutesOfDay(window.start, false)
+  const end = minutesOfDay(window.end, true)
+  if (start !== undefined && end !== undefined && end <= start) problems.push({ path: ['end'], message: 'end must be after start' })
+  return problems
+}
 
-  if (schedule.timezone !== 'contact' && !isTimeZone(schedule.timezone)) {
-    problem(['timezone'], 'timezone must be "contact" or an IANA time zone such as Europe/Berlin')
-  }
-  if (schedule.fallback_timezone !== undefined && !isTimeZone(schedule.fallback_timezone)) {
-    problem(['fallback_timezone'], 'fallback_timezone must be an IANA time zone such as Europe/Berlin')
-  }
-
-  if (schedule.windows.length === 0) problem(['windows'], 'windows must have at least one window')
-  schedule.windows.forEach((window, index) => {
-    if (window.days.length === 0) problem(['windows', index, 'days'], 'days must name at least one day')
-    window.days.forEach((day, dayIndex) => {
-      if (!WEEKDAY_INDEX.has(day)) {
-        problem(['windows', index, 'days', dayIndex], `day must be one of ${WEEKDAYS.join(', ')}`)
-      }
-    })
-    const start = minutesOfDay(window.start, false)
-    const end = minutesOfDay(window.end, true)
-    if (start === undefined) problem(['windows', index, 'start'], 'start must be a time from 00:00 to 23:59')
-    if (end === undefined) problem(['windows', index, 'end'], 'end must be a time from 00:00 to 24:00')
-    if (start !== undefined && end !== undefined && end <= start) {
-      problem(['windows', index, 'end'], 'end must be after start')
-    }
-  })
-
-  schedule.blackout_dates?.forEach((date, index) => {
-    if (dayNumber(date) === undefined) problem(['blackout_dates', index], 'blackout date must be a calendar date (YYYY-MM-DD)')
-  })
-
+/** What relates a schedule's own fields, once each is valid (its windows' relations apart); paths from the schedule. */
+export function scheduleRelationProblems(schedule: Schedule): ScheduleProblem[] {
+  const problems: ScheduleProblem[] = []
+  if (schedule.windows.length === 0) problems.push({ path: ['windows'], message: 'windows must have at least one window' })
   const startsAt = schedule.starts_at === undefined ? undefined : instant(schedule.starts_at)
   const endsAt = schedule.ends_at === undefined ? undefined : instant(schedule.ends_at)
-  if (schedule.starts_at !== undefined && startsAt === undefined) {
-    problem(['starts_at'], 'starts_at must be an ISO 8601 instant with an offset or Z')
-  }
-  if (schedule.ends_at !== undefined && endsAt === undefined) {
-    problem(['ends_at'], 'ends_at must be an ISO 8601 instant with an offset or Z')
-  }
   if (startsAt !== undefined && endsAt !== undefined && endsAt <= startsAt) {
-    problem(['ends_at'], 'ends_at must be after starts_at')
+    problems.push({ path: ['ends_at'], message: 'ends_at must be after starts_at' })
   }
+  return problems
+}
+
+/**
+ * Every problem of a schedule by the rules above, each field's and each
+ * relation's: what a campaign's schedule must pass however the campaign is made.
+ */
+export function scheduleProblems(schedule: Schedule): ScheduleProblem[] {
+  const problems: ScheduleProblem[] = []
+  const check = (path: (string | number)[], rule: (value: string) => string | undefined, value: string | undefined) => {
+    const message = value === undefined ? undefined : rule(value)
+    if (message !== undefined) problems.push({ path, message })
+  }
+  const rules = SCHEDULE_FIELD_RULES
+  check(['timezone'], rules.timezone, schedule.timezone)
+  check(['fallback_timezone'], rules.fallback_timezone, schedule.fallback_timezone)
+  schedule.windows.forEach((window, index) => {
+    window.days.forEach((day, dayIndex) => check(['windows', index, 'days', dayIndex], rules.day, day))
+    check(['windows', index, 'start'], rules.start, window.start)
+    check(['windows', index, 'end'], rules.end, window.end)
+    for (const { path, message } of windowProblems(window)) problems.push({ path: ['windows', index, ...path], message })
+  })
+  schedule.blackout_dates?.forEach((date, index) => check(['blackout_dates', index], rules.blackout_date, date))
+  check(['starts_at'], rules.starts_at, schedule.starts_at)
+  check(['ends_at'], rules.ends_at, schedule.ends_at)
+  problems.push(...scheduleRelationProblems(schedule))
   return problems
 }

@@ -14,6 +14,8 @@
  * - trigger: one accepted POST /api/v2/triggers. Immutable once recorded.
  * - task: the outreach work a trigger creates; lives until it completes,
  *   with an outcome.
+ * - candidate zones: the time zones a task's contact may be in. An attempt
+ *   starts only at an instant inside the campaign's window in every one.
  * - interaction: one attempt to converse, a call or a WhatsApp conversation.
  *   A task has one per attempt; an inbound one may answer no task.
  * - event: what the service reports to the client (task.completed,
@@ -38,6 +40,20 @@ export type Scope = (typeof SCOPES)[number]
 export const DEFAULT_KEY_SCOPES: readonly Scope[] = ['triggers:write', 'triggers:read']
 
 export type JsonObject = { [key: string]: unknown }
+
+/**
+ * What told a contact's candidate zones: the trigger's contact.timezone, the
+ * zone on file for the person, the phone number's area, its country, or the
+ * campaign's fallback (numbers of no country).
+ */
+export const ZONE_SOURCES = ['sent', 'on_file', 'phone', 'country', 'fallback'] as const
+export type ZoneSource = (typeof ZONE_SOURCES)[number]
+
+/** The zones a contact may be in, and what told them. */
+export interface CandidateZones {
+  zones: string[]
+  source: ZoneSource
+}
 
 export interface Organization {
   id: string
@@ -143,7 +159,10 @@ export interface Task {
   nextAttemptAt: string | null
   /** Whom it reaches, as known when its trigger was accepted (the tester, in test mode). */
   contact: Contact
-  timezone: string | null
+  /** The contact's candidate zones: an attempt starts only inside the campaign's window in every one. */
+  timezones: string[]
+  /** What told them; null when nothing did and the campaign keeps a zone of its own. */
+  timezoneSource: ZoneSource | null
   testMode: boolean
   ids: ExternalId[]
   createdAt: string

@@ -7,7 +7,7 @@
 import type { FastifyReply, FastifyRequest, onRequestHookHandler } from 'fastify'
 import { ApiError } from '../domain/errors.ts'
 import type { Scope } from '../domain/types.ts'
-import type { Authenticator, Principal } from '../services/authenticator.ts'
+import { type Authenticator, type OrganizationPrincipal, type Principal, unauthorized } from '../services/authenticator.ts'
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -20,10 +20,6 @@ declare module 'fastify' {
     principalConfirmed: boolean
   }
 }
-
-export type OrganizationPrincipal = Extract<Principal, { kind: 'organization' }>
-
-export const unauthorized = () => new ApiError('unauthorized', 'Send a valid API key as "Authorization: Bearer <API_KEY>".')
 
 /**
  * Accepts an organization key with `scope`. With `confirm: 'deferred'` the

@@ -13,7 +13,9 @@ import {
 } from '../domain/campaignSettings.ts'
 import { ApiError, type ErrorDetail, ValidationFailed, valueError } from '../domain/errors.ts'
 import { scheduleProblems } from '../domain/schedule.ts'
+import { valueAt } from '../validation/model.ts'
 import { isId, newId } from '../domain/ids.ts'
+import { normalizeIdPart } from '../domain/externalIds.ts'
 import type { ApiKey, Campaign, Channel, JsonObject, Organization, Scope, Source } from '../domain/types.ts'
 import { DEFAULT_KEY_SCOPES } from '../domain/types.ts'
 import type { Database } from '../store/database.ts'
@@ -185,10 +187,6 @@ async function checkSettings(ops: Operations, campaign: Campaign): Promise<void>
   if (errors.length > 0) throw new ValidationFailed(errors)
 }
 
-function valueAt(root: unknown, path: (string | number)[]): unknown {
-  return path.reduce<unknown>((value, key) => (value as Record<string | number, unknown> | undefined)?.[key], root)
-}
-
 export async function listCampaigns(ops: Operations, orgId: string): Promise<Campaign[]> {
   await requireOrganization(ops, orgId)
   return listStoredCampaigns(ops.db, orgId)
@@ -201,15 +199,15 @@ export interface SourceInput {
   required_context?: string[]
 }
 
-const lowercased = (values: readonly string[]) => [...new Set(values.map((value) => value.trim().toLowerCase()))]
+const normalizedOnce = (values: readonly string[]) => [...new Set(values.map(normalizeIdPart))]
 
 export async function createSource(ops: Operations, orgId: string, input: SourceInput): Promise<Source> {
   await requireOrganization(ops, orgId)
   const now = isoNow(ops)
   const source: Source = {
     orgId,
-    name: input.name.trim().toLowerCase(),
-    idTypes: lowercased(input.id_types),
+    name: normalizeIdPart(input.name),
+    idTypes: normalizedOnce(input.id_types),
     contact: input.contact ?? 'required',
     requiredContext: [...new Set(input.required_context ?? [])],
     createdAt: now,
@@ -225,7 +223,7 @@ export async function listOrganizationSources(ops: Operations, orgId: string): P
 }
 
 async function requireSource(ops: Operations, orgId: string, name: string): Promise<Source> {
-  const source = (await listOrganizationSources(ops, orgId)).find((candidate) => candidate.name === name.trim().toLowerCase())
+  const source = (await listOrganizationSources(ops, orgId)).find((candidate) => candidate.name === normalizeIdPart(name))
   if (source === undefined) throw new ApiError('not_found', `Organization ${orgId} has no source '${name}'.`)
   return source
 }
@@ -234,7 +232,7 @@ export async function changeSource(ops: Operations, orgId: string, name: string,
   const current = await requireSource(ops, orgId, name)
   const source: Source = {
     ...current,
-    idTypes: changes.id_types === undefined ? current.idTypes : lowercased(changes.id_types),
+    idTypes: changes.id_types === undefined ? current.idTypes : normalizedOnce(changes.id_types),
     contact: changes.contact ?? current.contact,
     requiredContext: changes.required_context === undefined ? current.requiredContext : [...new Set(changes.required_context)],
     updatedAt: isoNow(ops),

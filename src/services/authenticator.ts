@@ -8,6 +8,7 @@
  * {@link Authenticator.confirm} or the trigger commit (which records a trigger
  * only for an unrevoked key) has checked it against the database.
  */
+import { ApiError } from '../domain/errors.ts'
 import type { Scope } from '../domain/types.ts'
 import type { Database } from '../store/database.ts'
 import { findLiveApiKeyByPrefix, isApiKeyLive } from '../store/apiKeys.ts'
@@ -16,6 +17,11 @@ import { apiKeyPrefix, hashSecret, sameHash } from './credentials.ts'
 export type Principal =
   | { kind: 'operator' }
   | { kind: 'organization'; keyId: string; orgId: string; scopes: readonly Scope[] }
+
+export type OrganizationPrincipal = Extract<Principal, { kind: 'organization' }>
+
+/** The answer to a request whose credential is missing, unknown or revoked. */
+export const unauthorized = () => new ApiError('unauthorized', 'Send a valid API key as "Authorization: Bearer <API_KEY>".')
 
 interface CachedKey {
   keyId: string

@@ -1,6 +1,6 @@
 /**
  * What happens to a task after its trigger: each due task is checked against
- * its campaign's schedule in the contact's local time and either rescheduled
+ * its campaign's schedule in every zone its contact may be in and either rescheduled
  * to the next opening or started as an interaction; each finished interaction
  * is finalized and the attempt policy then retries the task or completes it.
  * Every change that clients hear about writes its event in the same
@@ -17,7 +17,7 @@ import type { ChannelRegistry } from '../channels/registry.ts'
 import type { AttemptPolicy, Provider, RetryOutcome } from '../domain/campaignSettings.ts'
 import { ApiError } from '../domain/errors.ts'
 import { newId } from '../domain/ids.ts'
-import { nextOpening, zoneOf } from '../domain/schedule.ts'
+import { nextOpening, scheduleZones } from '../domain/schedule.ts'
 import type { Campaign, InteractionOutcome, TaskOutcome } from '../domain/types.ts'
 import type { Database, Queryable } from '../store/database.ts'
 import { insertEvent } from '../store/events.ts'
@@ -136,7 +136,7 @@ export class TaskLifecycle {
   }
 
   async #dispatch(worker: string, task: ClaimedTask): Promise<'started' | 'rescheduled' | 'completed'> {
-    const zone = zoneOf(task.campaign.schedule, task.timezone)
+    const zones = scheduleZones(task.campaign.schedule, task.timezones)
     const interactionId = newId('interaction', this.#now())
     const step = await this.#db.transaction(async (tx): Promise<Step> => {
       // Decided at the moment the attempt is recorded, not when the task was
@@ -146,9 +146,9 @@ export class TaskLifecycle {
       // The person asked not to be contacted (as the claim found): the task closes at once, whatever the hour.
       if (task.suppressed) return { kind: 'complete', outcome: 'opted_out' }
       if (now >= task.expiresAt) return { kind: 'complete', outcome: 'expired' }
-      // The trigger was accepted with a zone; only a later change of the schedule can leave none.
-      if (zone === undefined) return { kind: 'complete', outcome: 'failed' }
-      const opening = nextOpening(task.campaign.schedule, zone, now)
+      // The trigger was accepted with zones; only a later change of the schedule can leave none.
+      if (zones.length === 0) return { kind: 'complete', outcome: 'failed' }
+      const opening = nextOpening(task.campaign.schedule, zones, now)
       if (opening === null) return { kind: 'complete', outcome: 'expired' }
       if (opening > now) return { kind: 'release', dueAt: Math.min(opening, task.expiresAt) }
       const limit = task.campaign.maxConcurrent
@@ -382,8 +382,8 @@ export class TaskLifecycle {
     if (task.attempts >= policy.max) return this.#complete(tx, task, 'unreachable')
     const delayS = policy.retry_delays_s[RETRY_DELAY_FOR[interaction.outcome as keyof typeof RETRY_DELAY_FOR]]
     const earliest = Date.parse(interaction.endedAt) + delayS * 1000
-    const zone = zoneOf(task.campaign.schedule, task.timezone)
-    const opening = zone === undefined ? null : nextOpening(task.campaign.schedule, zone, earliest)
+    const zones = scheduleZones(task.campaign.schedule, task.timezones)
+    const opening = zones.length === 0 ? null : nextOpening(task.campaign.schedule, zones, earliest)
     if (opening === null || opening >= task.expiresAt) {
       // No attempt can start before the task expires: it stays pending until then, so it expires on time.
       await scheduleNextAttempt(tx, task.id, Math.max(task.expiresAt, now), now)

@@ -4,7 +4,7 @@
  */
 import { createHash } from 'node:crypto'
 import { newId } from '../domain/ids.ts'
-import type { Channel, Contact, ExternalId, JsonObject } from '../domain/types.ts'
+import type { CandidateZones, Channel, Contact, ExternalId, JsonObject } from '../domain/types.ts'
 import type { Database } from '../store/database.ts'
 import { sqlState } from '../store/rows.ts'
 import { insertTriggersWithTasks, type NewTrigger, type RecordOutcome } from '../store/triggers.ts'
@@ -125,8 +125,8 @@ export class TriggerIntake {
       campaignId: string
       /** The contact reached when the request leaves `contact` out. */
       onFile: ContactOnFile | undefined
-      /** The zone the reached contact's phone number tells, if it tells one. */
-      phoneZone: string | null
+      /** The zones the reached contact's number tells, for a contact with no timezone sent or on file. */
+      numberZones: CandidateZones | null
       /** The Idempotency-Key reserved for this trigger, under the trigger id given. */
       idempotency: { key: string; triggerId: string } | undefined
     },
@@ -144,7 +144,7 @@ export class TriggerIntake {
       apiKeyId: submitter.apiKeyId,
       campaignId: target.campaignId,
       contactId: usesDirectory(request) ? (target.onFile?.contactId ?? newId('contact', now)) : null,
-      phoneZone: target.phoneZone,
+      numberZones: target.numberZones,
       requestId: submitter.requestId,
       ids: request.ids ?? [],
       contact: request.contact ?? null,

@@ -6,7 +6,7 @@
  * ran out and was taken over starts nothing.
  */
 import type { AttemptPolicy, Provider, Schedule } from '../domain/campaignSettings.ts'
-import type { Channel, Contact, ExternalId, Interaction, JsonObject, Task, TaskOutcome, TaskStatus } from '../domain/types.ts'
+import type { Channel, Contact, ExternalId, Interaction, JsonObject, Task, TaskOutcome, TaskStatus, ZoneSource } from '../domain/types.ts'
 import type { Queryable } from './database.ts'
 import { toInteraction, type InteractionRow } from './interactions.ts'
 import { iso, isoOrNull } from './rows.ts'
@@ -19,7 +19,8 @@ export interface ClaimedTask {
   attempts: number
   testMode: boolean
   context: JsonObject
-  timezone: string | null
+  /** The contact's candidate zones. */
+  timezones: string[]
   expiresAt: number
   /** Whom it reaches: the contact as known when its trigger was accepted (the tester, in test mode). */
   contact: Contact
@@ -45,7 +46,7 @@ interface ClaimedRow {
   attempts: number
   test_mode: boolean
   context: JsonObject
-  timezone: string | null
+  timezones: string[]
   expires_at: Date
   contact: Contact
   ids: ExternalId[]
@@ -81,9 +82,9 @@ export async function claimDueTasks(
          ORDER BY due_at
          LIMIT $4
          FOR UPDATE SKIP LOCKED)
-       RETURNING id, org_id, trigger_id, campaign_id, attempts, test_mode, context, timezone, expires_at, contact)
+       RETURNING id, org_id, trigger_id, campaign_id, attempts, test_mode, context, timezones, expires_at, contact)
      SELECT claimed.id, claimed.org_id, claimed.trigger_id, claimed.attempts, claimed.test_mode, claimed.context,
-            claimed.timezone, claimed.expires_at, claimed.contact, tr.ids,
+            claimed.timezones, claimed.expires_at, claimed.contact, tr.ids,
             EXISTS (SELECT 1 FROM suppressions s WHERE s.org_id = claimed.org_id AND s.phone = claimed.contact->>'phone') AS suppressed,
             c.id AS campaign_id, c.routing_key, c.channel,
             c.schedule, c.attempts AS attempt_policy, c.provider, c.provider_config, c.max_concurrent
@@ -99,7 +100,7 @@ export async function claimDueTasks(
     attempts: row.attempts,
     testMode: row.test_mode,
     context: row.context,
-    timezone: row.timezone,
+    timezones: row.timezones,
     expiresAt: row.expires_at.getTime(),
     contact: row.contact,
     ids: row.ids,
@@ -159,7 +160,8 @@ export interface TaskForUpdate {
   status: TaskStatus
   attempts: number
   testMode: boolean
-  timezone: string | null
+  /** The contact's candidate zones. */
+  timezones: string[]
   expiresAt: number
   ids: ExternalId[]
   campaign: { id: string; routingKey: string; channel: Channel; schedule: Schedule; attempts: AttemptPolicy }
@@ -172,7 +174,7 @@ interface TaskForUpdateRow {
   status: TaskStatus
   attempts: number
   test_mode: boolean
-  timezone: string | null
+  timezones: string[]
   expires_at: Date
   ids: ExternalId[]
   campaign_id: string
@@ -184,7 +186,7 @@ interface TaskForUpdateRow {
 
 export async function lockTask(tx: Queryable, taskId: string, orgId?: string): Promise<TaskForUpdate | undefined> {
   const rows = await tx.query<TaskForUpdateRow>(
-    `SELECT t.id, t.org_id, t.trigger_id, t.status, t.attempts, t.test_mode, t.timezone, t.expires_at, tr.ids,
+    `SELECT t.id, t.org_id, t.trigger_id, t.status, t.attempts, t.test_mode, t.timezones, t.expires_at, tr.ids,
             c.id AS campaign_id, c.routing_key, c.channel, c.schedule, c.attempts AS attempt_policy
      FROM tasks t
      JOIN triggers tr ON tr.id = t.trigger_id
@@ -202,7 +204,7 @@ export async function lockTask(tx: Queryable, taskId: string, orgId?: string): P
       status: row.status,
       attempts: row.attempts,
       testMode: row.test_mode,
-      timezone: row.timezone,
+      timezones: row.timezones,
       expiresAt: row.expires_at.getTime(),
       ids: row.ids,
       campaign: {
@@ -253,7 +255,8 @@ interface TaskRow {
   attempts: number
   due_at: Date
   contact: Contact
-  timezone: string | null
+  timezones: string[]
+  timezone_source: ZoneSource | null
   test_mode: boolean
   ids: ExternalId[]
   created_at: Date
@@ -263,7 +266,7 @@ interface TaskRow {
 
 const TASK_SELECT = `
   SELECT t.id, t.org_id, t.trigger_id, t.campaign_id, c.routing_key, c.channel, t.status, t.outcome, t.attempts,
-         t.due_at, t.contact, t.timezone, t.test_mode, tr.ids, t.created_at, t.expires_at, t.completed_at
+         t.due_at, t.contact, t.timezones, t.timezone_source, t.test_mode, tr.ids, t.created_at, t.expires_at, t.completed_at
   FROM tasks t
   JOIN triggers tr ON tr.id = t.trigger_id
   JOIN campaigns c ON c.id = t.campaign_id`
@@ -290,7 +293,8 @@ async function withInteractions(db: Queryable, rows: TaskRow[]): Promise<Task[]>
     attempts: row.attempts,
     nextAttemptAt: row.status === 'pending' ? iso(row.due_at) : null,
     contact: row.contact,
-    timezone: row.timezone,
+    timezones: row.timezones,
+    timezoneSource: row.timezone_source,
     testMode: row.test_mode,
     ids: row.ids,
     createdAt: iso(row.created_at),

@@ -1,4 +1,4 @@
-import type { Channel, Contact, ExternalId, JsonObject, TaskStatus, Trigger, TriggerContent } from '../domain/types.ts'
+import type { CandidateZones, Channel, Contact, ExternalId, JsonObject, TaskStatus, Trigger, TriggerContent } from '../domain/types.ts'
 import type { PreparedStatement, Queryable } from './database.ts'
 import { iso } from './rows.ts'
 
@@ -16,8 +16,12 @@ export interface NewTrigger extends TriggerContent {
    * the trigger leaves the directory alone: it has no ids, or is in test mode.
    */
   contactId: string | null
-  /** The zone the reached contact's phone number tells, if it tells one; an explicit contact.timezone wins. */
-  phoneZone: string | null
+  /**
+   * The zones the reached contact's phone number tells (or the campaign's
+   * fallback, for a number of no country): the task's candidate zones unless
+   * the contact, as sent or as on file, has a timezone. Null when nothing tells.
+   */
+  numberZones: CandidateZones | null
   /**
    * The request's Idempotency-Key, reserved beforehand under this trigger's
    * id: the trigger is recorded only while it still holds the key, which the
@@ -39,7 +43,8 @@ const INSERT_TRIGGERS_WITH_TASKS: PreparedStatement = {
   text: `WITH input AS (
        SELECT * FROM jsonb_to_recordset($1::jsonb) AS i(
          ord int, id text, task_id text, org_id text, api_key_id text, campaign_id text, request_id text,
-         ids jsonb, contact jsonb, context jsonb, test_mode boolean, contact_id text, phone_zone text, created_at timestamptz,
+         ids jsonb, contact jsonb, context jsonb, test_mode boolean, contact_id text, number_zones text[], number_zone_source text,
+         created_at timestamptz,
          idempotency_key text, response jsonb)
      ), owned AS (
        -- Locked, so that a takeover of a stalled reservation cannot slip between this check and the commit.
@@ -84,10 +89,13 @@ const INSERT_TRIGGERS_WITH_TASKS: PreparedStatement = {
        SELECT id, org_id, api_key_id, campaign_id, request_id, ids, contact, context, test_mode, created_at FROM accepted
        RETURNING id
      ), new_tasks AS (
-       INSERT INTO tasks (id, org_id, trigger_id, campaign_id, status, context, test_mode, contact_id, contact, timezone,
-                          due_at, expires_at, created_at, updated_at)
+       -- The contact's candidate zones: its timezone as sent or on file, else those its number tells.
+       INSERT INTO tasks (id, org_id, trigger_id, campaign_id, status, context, test_mode, contact_id, contact,
+                          timezones, timezone_source, due_at, expires_at, created_at, updated_at)
        SELECT task_id, org_id, id, campaign_id, 'pending', campaign_context || context, test_mode,
-              CASE WHEN contact_id IS NOT NULL THEN reached_id END, reached, COALESCE(reached->>'timezone', phone_zone),
+              CASE WHEN contact_id IS NOT NULL THEN reached_id END, reached,
+              CASE WHEN reached ? 'timezone' THEN ARRAY[reached->>'timezone'] ELSE COALESCE(number_zones, '{}') END,
+              CASE WHEN contact ? 'timezone' THEN 'sent' WHEN reached ? 'timezone' THEN 'on_file' ELSE number_zone_source END,
               created_at, expires_at, created_at, created_at
        FROM accepted
      ), contact_changes AS (
@@ -157,7 +165,8 @@ export async function insertTriggersWithTasks(db: Queryable, triggers: readonly 
     context: t.context,
     test_mode: t.testMode,
     contact_id: t.contactId,
-    phone_zone: t.phoneZone,
+    number_zones: t.numberZones?.zones ?? null,
+    number_zone_source: t.numberZones?.source ?? null,
     created_at: t.createdAt,
     idempotency_key: t.idempotency?.key ?? null,
     response: t.idempotency?.response ?? null,

@@ -9,7 +9,9 @@
  * with only `patternProperties` (dictionaries), arrays, strings, integers,
  * booleans, unions of literals, and `{}` for any JSON value. What a
  * schema cannot say (trimming, lowercasing, checking a phone number) is
- * attached with {@link refine}, under a symbol so it stays out of the document.
+ * attached with {@link refine}, and what relates a model's fields (an end
+ * after its start) with {@link refineModel}, under symbols so they stay out
+ * of the document.
  */
 import type { TSchema } from '@sinclair/typebox'
 import { type ErrorDetail, type Refusal, refuse } from '../domain/errors.ts'
@@ -19,6 +21,10 @@ export type Refinement = (value: string) => string | Refusal
 
 const REFINE = Symbol('refine')
 const TRANSFORM = Symbol('transform')
+const REFINE_MODEL = Symbol('refineModel')
+
+/** What a model's fields, each valid, get wrong together: where (from the model) and why. */
+export type ModelRefinement = (value: never) => { path: (string | number)[]; message: string }[]
 
 /**
  * Attaches a normalization to a string schema. `transform` runs before the
@@ -27,6 +33,16 @@ const TRANSFORM = Symbol('transform')
  */
 export function refine<S extends TSchema>(schema: S, hooks: { transform?: (value: string) => string; check?: Refinement }): S {
   return Object.assign(schema, { [TRANSFORM]: hooks.transform, [REFINE]: hooks.check })
+}
+
+/**
+ * Attaches a check of the relations between a model's fields, run as
+ * pydantic runs an after-model-validator: only when every field of the model
+ * is valid, on the normalized value; each problem is a `value_error` at the
+ * field it names, beside the problems found elsewhere in the input.
+ */
+export function refineModel<S extends TSchema>(schema: S, check: ModelRefinement): S {
+  return Object.assign(schema, { [REFINE_MODEL]: check })
 }
 
 export interface ValidationResult<T> {
@@ -38,6 +54,7 @@ type Loc = ErrorDetail['loc']
 type SchemaNode = TSchema & {
   [REFINE]?: Refinement
   [TRANSFORM]?: (value: string) => string
+  [REFINE_MODEL]?: ModelRefinement
 }
 
 /** Validates `input` (a parsed body, or `undefined` when none was sent) against `schema`. */
@@ -118,6 +135,7 @@ class Walk {
     if (!isPlainObject(input)) {
       return this.fail('model_attributes_type', 'Input should be a valid dictionary or object to extract fields from', input)
     }
+    const errorsBefore = this.errors.length
     const output: Record<string, unknown> = {}
     for (const field of fieldsOf(schema)) {
       const fieldInput = Object.hasOwn(input, field.name) ? input[field.name] : undefined
@@ -138,6 +156,14 @@ class Walk {
         this.#path.push(key)
         this.fail('extra_forbidden', 'Extra inputs are not permitted', input[key])
         this.#path.pop()
+      }
+    }
+    const relations = schema[REFINE_MODEL]
+    if (relations !== undefined && this.errors.length === errorsBefore) {
+      for (const { path, message } of relations(output as never)) {
+        this.#path.push(...path)
+        this.#valueError(valueAt(input, path), message)
+        this.#path.length -= path.length
       }
     }
     return output
@@ -321,6 +347,11 @@ const fieldsOf = perSchema((schema): readonly Field[] => {
 const valueSchemaOf = perSchema(
   (schema) => Object.values((schema.patternProperties ?? {}) as Record<string, SchemaNode>)[0] ?? ({} as SchemaNode),
 )
+
+/** The value at `path` inside `root`, or undefined where the path leads nowhere. */
+export function valueAt(root: unknown, path: readonly (string | number)[]): unknown {
+  return path.reduce<unknown>((value, key) => (value as Record<string | number, unknown> | undefined)?.[key], root)
+}
 
 function isPlainObject(input: unknown): input is Record<string, unknown> {
   return typeof input === 'object' && input !== null && !Array.isArray(input)

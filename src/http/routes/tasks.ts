@@ -5,8 +5,9 @@
 import { Type } from '@sinclair/typebox'
 import type { FastifyInstance } from 'fastify'
 import { ApiError } from '../../domain/errors.ts'
+import { normalizeIdPart } from '../../domain/externalIds.ts'
 import { isId } from '../../domain/ids.ts'
-import { TASK_OUTCOMES, type Task } from '../../domain/types.ts'
+import { TASK_OUTCOMES, type Task, ZONE_SOURCES } from '../../domain/types.ts'
 import type { Authenticator } from '../../services/authenticator.ts'
 import type { TaskLifecycle } from '../../services/taskLifecycle.ts'
 import type { Database } from '../../store/database.ts'
@@ -42,7 +43,18 @@ const TaskSchema = Type.Object({
     description: 'When the next attempt is due, once the schedule allows; null while one runs or once completed.',
   }),
   contact: { ...ContactSchema, description: 'Whom the task reaches, as known when its trigger was accepted: in test mode, the tester.' },
-  timezone: Type.Union([Type.String(), Type.Null()], { description: "The contact's time zone, when known." }),
+  timezone: Type.Union([Type.String(), Type.Null()], {
+    description: 'The contact\'s time zone when only one is possible; null when `candidate_timezones` holds several (or none).',
+  }),
+  candidate_timezones: Type.Array(Type.String(), {
+    description:
+      'Every zone the contact may be in, west first: an attempt starts only at an instant inside the campaign\'s window in all of them. Empty only when nothing told the zone and the campaign keeps a zone of its own.',
+    examples: [['Atlantic/Canary', 'Europe/Madrid']],
+  }),
+  timezone_source: Type.Union([OneOf(ZONE_SOURCES), Type.Null()], {
+    description:
+      'What told the zones: `sent` (contact.timezone), `on_file` (the person\'s zone in the contact directory), `phone` (the area of the number), `country` (every zone of the number\'s country: mobiles move), `fallback` (the campaign\'s fallback_timezone, for numbers of no country).',
+  }),
   test_mode: Type.Boolean(),
   ids: Type.Array(Type.Object({ source: Type.String(), type: Type.String(), value: Type.String() })),
   created_at: Timestamp,
@@ -61,7 +73,9 @@ const presentTask = (task: Task) => ({
   attempts: task.attempts,
   next_attempt_at: task.nextAttemptAt,
   contact: presentContact(task.contact),
-  timezone: task.timezone,
+  timezone: task.timezones.length === 1 ? task.timezones[0]! : null,
+  candidate_timezones: task.timezones,
+  timezone_source: task.timezoneSource,
   test_mode: task.testMode,
   ids: task.ids,
   created_at: task.createdAt,
@@ -80,12 +94,10 @@ const presentTask = (task: Task) => ({
   })),
 })
 
-const lowercased = (value: string) => value.trim().toLowerCase()
-
-/** The same normalization as a trigger's ids, so that a lookup finds what was recorded. */
+/** Normalized as a trigger's ids are, so that a lookup finds what was recorded. */
 const ExternalIdQuery = Type.Object({
-  source: refine(Type.String({ minLength: 1, maxLength: 100 }), { transform: lowercased }),
-  type: refine(Type.String({ minLength: 1, maxLength: 100 }), { transform: lowercased }),
+  source: refine(Type.String({ minLength: 1, maxLength: 100 }), { transform: normalizeIdPart }),
+  type: refine(Type.String({ minLength: 1, maxLength: 100 }), { transform: normalizeIdPart }),
   value: Type.String({ minLength: 1, maxLength: 500, description: 'Matched exactly.' }),
 })
 

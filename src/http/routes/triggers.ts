@@ -1,43 +1,28 @@
 /** POST /api/v2/triggers and GET /api/v2/triggers/{id}: the client contract. */
 import { type Static, Type } from '@sinclair/typebox'
-import type { FastifyInstance, FastifyRequest } from 'fastify'
+import type { FastifyInstance } from 'fastify'
 import { checkEmail, normalizeLanguage, normalizePhone, PHONE_REFUSED } from '../../domain/contact.ts'
-import { ApiError, type ErrorDetail, refuse, ValidationFailed, valueError } from '../../domain/errors.ts'
-import { isId, newId } from '../../domain/ids.ts'
-import { zoneOf } from '../../domain/schedule.ts'
-import { isTimeZone, timeZoneOfPhone } from '../../domain/timezones.ts'
-import type { Campaign, Trigger } from '../../domain/types.ts'
+import { ApiError, type ErrorDetail, refuse, ValidationFailed } from '../../domain/errors.ts'
+import { normalizeIdPart } from '../../domain/externalIds.ts'
+import { isId } from '../../domain/ids.ts'
+import { isTimeZone } from '../../domain/timezones.ts'
+import type { Trigger } from '../../domain/types.ts'
 import type { Authenticator } from '../../services/authenticator.ts'
-import type { CampaignDirectory } from '../../services/campaignDirectory.ts'
-import {
-  type ContactOnFile,
-  contactOnFile,
-  idsNameSeveralContacts,
-  missingContact,
-  type ReadableId,
-  timezoneOnFile,
-} from '../../services/contactDirectory.ts'
-import { type SourceDirectory, sourceProblems } from '../../services/sourceDirectory.ts'
-import { acceptedData, type Recording, requestHash, type TriggerIntake, type TriggerRequest, usesDirectory } from '../../services/triggerIntake.ts'
-import { releaseKey, reserveKey } from '../../store/idempotency.ts'
+import type { TriggerAcceptance } from '../../services/triggerAcceptance.ts'
 import { findTrigger } from '../../store/triggers.ts'
 import type { Database } from '../../store/database.ts'
 import { inFieldOrder, refine, validate } from '../../validation/model.ts'
 import { MAX_BODY_BYTES } from '../limits.ts'
-import { confirmBeforeAnswering, type OrganizationPrincipal, organizationOf, requireOrganizationKey, unauthorized } from '../auth.ts'
+import { confirmBeforeAnswering, organizationOf, requireOrganizationKey } from '../auth.ts'
 import { envelope } from '../reply.ts'
 import { authErrors, ChannelSchema, ContactSchema, conflict, Envelope, notFound, presentContact, Timestamp, validationErrors } from '../schemas.ts'
 
-/** Unicode White_Space, as pydantic's strip_whitespace trims it. */
-const EDGE_WHITESPACE = /^\p{White_Space}+|\p{White_Space}+$/gu
-const trimmedLowercase = (value: string) => value.replace(EDGE_WHITESPACE, '').toLowerCase()
-
 const ExternalIdSchema = Type.Object({
   source: refine(Type.String({ minLength: 1, maxLength: 100, description: 'Lowercased and trimmed by the service.' }), {
-    transform: trimmedLowercase,
+    transform: normalizeIdPart,
   }),
   type: refine(Type.String({ minLength: 1, maxLength: 100, description: 'Lowercased and trimmed by the service.' }), {
-    transform: trimmedLowercase,
+    transform: normalizeIdPart,
   }),
   value: Type.String({ minLength: 1, maxLength: 500, description: 'Returned unchanged.' }),
 })
@@ -72,16 +57,14 @@ const ContactInput = Type.Object({
     refine(
       Type.String({
         maxLength: 64,
-        description: "The contact's IANA time zone. Without it, the zone is told from the phone number where it has only one.",
+        description:
+          "The contact's IANA time zone. Without it: the zone on file for the person the ids name; else every zone the number may be in (its area's for a fixed line or a US/Canadian number, its country's for a mobile), and outreach only at hours inside the campaign's window in all of them.",
         examples: ['Europe/Madrid'],
       }),
       { check: (zone) => (isTimeZone(zone) ? zone : refuse('timezone must be an IANA time zone, such as Europe/Madrid')) },
     ),
   ),
 })
-
-const UNKNOWN_ZONE =
-  "the contact's time zone cannot be told from this phone number and the campaign has no fallback_timezone; send contact.timezone (an IANA zone, such as America/Chicago)"
 
 export const TriggerRequestSchema = Type.Object(
   {
@@ -122,24 +105,7 @@ const TriggerSchema = Type.Object({
   task: Type.Object({ id: Type.String(), status: Type.String() }),
 })
 
-const isObject = (value: unknown): value is object => typeof value === 'object' && value !== null && !Array.isArray(value)
-
-/** Whether validation refused exactly this part of the body. */
-function failed(errors: readonly ErrorDetail[], ...loc: (string | number)[]): boolean {
-  return errors.some((error) => error.loc.length === loc.length + 1 && loc.every((part, depth) => error.loc[depth + 1] === part))
-}
-
-/** Whether validation refused this top-level field or anything inside it. */
-function failedField(errors: readonly ErrorDetail[], field: string): boolean {
-  return errors.some((error) => error.loc[1] === field)
-}
-
-/** A reservation outlives any request; one older belongs to a process that died. */
-const IDEMPOTENCY_LEASE_MS = 60_000
-const IDEMPOTENCY_KEEP_MS = 24 * 3_600_000
 const MAX_IDEMPOTENCY_KEY_LENGTH = 255
-
-const keyInUse = () => new ApiError('idempotency_key_in_use', 'A request with this Idempotency-Key is still being processed; retry in a moment.')
 
 const IdempotencyKeyHeader = refine(Type.String({ minLength: 1, maxLength: MAX_IDEMPOTENCY_KEY_LENGTH }), {
   check: (key) => (/^[\x21-\x7e]+$/.test(key) ? key : refuse('Idempotency-Key must be 1 to 255 printable ASCII characters without spaces')),
@@ -156,18 +122,8 @@ function idempotencyKeyOf(header: string | string[] | undefined, errors: ErrorDe
   return checked.value
 }
 
-export function triggerRoutes(
-  app: FastifyInstance,
-  deps: {
-    db: Database
-    authenticator: Authenticator
-    campaigns: CampaignDirectory
-    sources: SourceDirectory
-    intake: TriggerIntake
-    now: () => number
-  },
-) {
-  const { db, authenticator, campaigns, sources, intake, now } = deps
+export function triggerRoutes(app: FastifyInstance, deps: { db: Database; authenticator: Authenticator; acceptance: TriggerAcceptance }) {
+  const { db, authenticator, acceptance } = deps
 
   app.post(
     '/api/v2/triggers',
@@ -179,6 +135,9 @@ export function triggerRoutes(
         summary: 'Start one conversation',
         description:
           'Records the trigger and creates its task. A 201 means both are committed; the conversation starts later, when the campaign schedule allows it. ' +
+          "Without `contact.timezone` (or a zone on file for the person), the service calls only at hours inside the campaign's window in every zone the number may be in: " +
+          "its area's zones for a fixed line or a US/Canadian number, every zone of its country for a mobile (a Spanish mobile may be in the Canaries), the campaign's " +
+          "`fallback_timezone` for a number of no country. It refuses the trigger (422 at `contact.phone`) only when those zones share no open hour within 14 days, or a number of no country has no fallback. " +
           'With an `Idempotency-Key` header (up to 255 characters, kept 24 hours per organization), a retry with the same body gets the first answer again ' +
           '(with `Idempotent-Replayed: true`) and records nothing; the same key with another body is 409 `idempotency_key_reused`, and while the first ' +
           'request is still in flight 409 `idempotency_key_in_use`.',
@@ -189,130 +148,27 @@ export function triggerRoutes(
       },
     },
     async (request, reply) => {
-      const principal = organizationOf(request)
       const errors = request.validationError instanceof ValidationFailed ? [...request.validationError.detail] : []
-      const key = idempotencyKeyOf(request.headers['idempotency-key'], errors)
-      let idempotency: { key: string; triggerId: string } | undefined
-      if (key !== undefined && errors.length === 0) {
-        // Looked at before the campaign and the sources, so that a retry gets its first answer whatever changed since;
-        // and the key confirmed (one round trip), so that a replay never answers a revoked key.
-        await confirmBeforeAnswering(authenticator, request)
-        idempotency = { key, triggerId: newId('trigger', now()) }
-        const reservation = await reserveKey(
-          db,
-          principal.orgId,
-          key,
-          { hash: requestHash(request.body as TriggerRequest), token: idempotency.triggerId },
-          now(),
-          IDEMPOTENCY_LEASE_MS,
-          IDEMPOTENCY_KEEP_MS,
-        )
-        if (reservation.kind === 'replay') return reply.code(201).header('idempotent-replayed', 'true').send(envelope(request, reservation.response))
-        if (reservation.kind === 'reused') {
-          throw new ApiError('idempotency_key_reused', 'This Idempotency-Key was used with another request body in the last 24 hours.')
-        }
-        if (reservation.kind === 'in_use') throw keyInUse()
+      const idempotencyKey = idempotencyKeyOf(request.headers['idempotency-key'], errors)
+      const caller = { principal: organizationOf(request), confirmKey: () => confirmBeforeAnswering(authenticator, request) }
+      const submission = {
+        body: request.body,
+        errors,
+        idempotencyKey,
+        requestId: request.id,
+        bodyBytes: Number(request.headers['content-length'] ?? MAX_BODY_BYTES),
       }
-      let recording: Recording | undefined
       try {
-        recording = await accept(request, principal, errors, idempotency)
-      } finally {
-        // Not recorded: the key may be used again. A failure to say so leaves it to expire with its lease; it must not hide why.
-        if (recording?.kind !== 'accepted' && idempotency !== undefined) {
-          await releaseKey(db, principal.orgId, idempotency.key, idempotency.triggerId).catch(() => {})
-        }
+        const accepted = await acceptance.accept(caller, submission)
+        if (accepted.kind === 'replay') reply.header('idempotent-replayed', 'true')
+        return reply.code(201).send(envelope(request, accepted.data))
+      } catch (error) {
+        // Reported in the order of the body's fields, as pydantic reports them.
+        if (error instanceof ValidationFailed) throw new ValidationFailed(inFieldOrder(TriggerRequestSchema, error.detail))
+        throw error
       }
-      if (recording.kind === 'conflict') {
-        throw new ValidationFailed([idsNameSeveralContacts((request.body as TriggerRequest).ids, recording.named)])
-      }
-      if (recording.kind === 'not recorded') {
-        // Its reservation was taken over after stalling past the lease: the request that took it answers.
-        if (idempotency !== undefined && (await authenticator.confirm(principal))) throw keyInUse()
-        // Campaigns are never deleted: only a key revoked since it was cached stops the commit.
-        authenticator.forget(principal.keyId)
-        throw unauthorized()
-      }
-      return reply.code(201).send(envelope(request, acceptedData(recording.accepted)))
     },
   )
-
-  /**
-   * Checks what depends on the organization's campaigns, sources and contacts,
-   * then records the trigger.
-   */
-  async function accept(
-    request: FastifyRequest,
-    principal: OrganizationPrincipal,
-    errors: ErrorDetail[],
-    idempotency: { key: string; triggerId: string } | undefined,
-  ): Promise<Recording> {
-    const campaign = await resolveCampaign(principal.orgId, request.body, errors)
-    // The body as sent when validation failed, which may be anything; only an object has fields to check.
-    const raw = isObject(request.body) ? (request.body as Partial<Record<keyof TriggerRequest, unknown>>) : undefined
-    const organizationSources = await sources.sourcesOf(principal.orgId)
-    const omitsContact = raw !== undefined && (raw.contact === undefined || raw.contact === null)
-    // Read only when something checks them: most triggers carry a contact for an organization without sources.
-    const ids = organizationSources.size > 0 || omitsContact ? readableIds(raw, errors) : []
-    errors.push(...sourceProblems(organizationSources, ids, failed(errors, 'context') ? undefined : ((raw?.context ?? {}) as Record<string, unknown>)))
-    let onFile: ContactOnFile | undefined
-    if (omitsContact) {
-      // A test needs the tester's number; otherwise the person may be on file.
-      const found = raw.test_mode === true ? missingContact(raw) : await contactOnFile(db, principal.orgId, organizationSources, ids, raw)
-      if ('contactId' in found) onFile = found
-      else errors.push(found)
-    }
-    if (errors.length > 0 || campaign === undefined) throw new ValidationFailed(inFieldOrder(TriggerRequestSchema, errors))
-    const body = request.body as TriggerRequest
-    const contact = body.contact ?? onFile!.contact
-    const phoneZone = timeZoneOfPhone(contact.phone) ?? null
-    if ((contact.timezone ?? phoneZone) === null && zoneOf(campaign.schedule, null) === undefined) {
-      // A contact sent without a zone keeps the one on file, if the person has one.
-      const stored = body.contact !== undefined && usesDirectory(body) ? await timezoneOnFile(db, principal.orgId, body.ids!) : undefined
-      if (stored !== undefined && 'loc' in stored) throw new ValidationFailed([stored])
-      if (stored?.timezone === undefined) {
-        const loc = body.contact === undefined ? ['body', 'contact'] : ['body', 'contact', 'phone']
-        throw new ValidationFailed([valueError(loc, body.contact?.phone, UNKNOWN_ZONE)])
-      }
-    }
-    const submitter = {
-      orgId: principal.orgId,
-      apiKeyId: principal.keyId,
-      requestId: request.id,
-      bodyBytes: Number(request.headers['content-length'] ?? MAX_BODY_BYTES),
-    }
-    return intake.record(submitter, { campaignId: campaign.id, onFile, phoneZone, idempotency }, body)
-  }
-
-  /**
-   * The ids of the body as far as they can be read, normalized as validation
-   * normalizes them: from the raw body when other fields failed, so that the
-   * source and contact checks still report on every id they can.
-   */
-  function readableIds(raw: Partial<Record<keyof TriggerRequest, unknown>> | undefined, errors: ErrorDetail[]): ReadableId[] {
-    if (!Array.isArray(raw?.ids) || failed(errors, 'ids')) return []
-    const part = (id: Record<string, unknown>, index: number, name: 'type' | 'value') =>
-      failed(errors, 'ids', index, name) || typeof id[name] !== 'string' ? undefined : (id[name] as string)
-    return (raw.ids as Record<string, unknown>[]).flatMap((id, index) => {
-      if (failed(errors, 'ids', index) || failed(errors, 'ids', index, 'source') || typeof id.source !== 'string') return []
-      const type = part(id, index, 'type')
-      return [{ index, source: trimmedLowercase(id.source), type: type === undefined ? undefined : trimmedLowercase(type), value: part(id, index, 'value') }]
-    })
-  }
-
-  /**
-   * The campaign the body names, or undefined with the 422 entry
-   * added that says why there is none. Runs on the raw body when other fields
-   * failed, so that one answer lists every problem.
-   */
-  async function resolveCampaign(orgId: string, body: unknown, errors: ErrorDetail[]): Promise<Campaign | undefined> {
-    const raw = body as Partial<Record<keyof TriggerRequest, unknown>> | undefined
-    if (typeof raw?.campaign !== 'string' || failedField(errors, 'campaign')) return undefined
-    const channelUsable = !failedField(errors, 'channel')
-    const choice = await campaigns.choose(orgId, raw.campaign, channelUsable ? (raw.channel as TriggerRequest['channel']) : undefined)
-    if ('campaign' in choice) return choice.campaign
-    if (channelUsable || choice.error.loc[1] === 'campaign') errors.push(choice.error)
-    return undefined
-  }
 
   app.get(
     '/api/v2/triggers/:id',
@@ -328,9 +184,8 @@ export function triggerRoutes(
       },
     },
     async (request, reply) => {
-      const principal = organizationOf(request)
       const { id } = request.params as { id: string }
-      const trigger = isId('trigger', id) ? await findTrigger(db, principal.orgId, id) : undefined
+      const trigger = isId('trigger', id) ? await findTrigger(db, organizationOf(request).orgId, id) : undefined
       if (trigger === undefined) throw new ApiError('not_found', `No trigger ${id} exists.`)
       return reply.send(envelope(request, presentTrigger(trigger)))
     },

@@ -1,7 +1,9 @@
 /** Campaigns on the admin API: create, change (PATCH), list. */
-import { Type } from '@sinclair/typebox'
+import { type TString, Type } from '@sinclair/typebox'
 import type { FastifyInstance } from 'fastify'
 import { PROVIDERS, RETRY_OUTCOMES, WEEKDAYS } from '../../../domain/campaignSettings.ts'
+import { refuse } from '../../../domain/errors.ts'
+import { SCHEDULE_FIELD_RULES, scheduleRelationProblems, windowProblems } from '../../../domain/schedule.ts'
 import type { Campaign } from '../../../domain/types.ts'
 import {
   type CampaignChanges,
@@ -13,33 +15,66 @@ import {
 } from '../../../services/administration.ts'
 import type { Authenticator } from '../../../services/authenticator.ts'
 import type { CampaignDirectory } from '../../../services/campaignDirectory.ts'
+import { refine, refineModel } from '../../../validation/model.ts'
 import { requireOperator } from '../../auth.ts'
 import { adminDocs, OrgParams } from './shared.ts'
 import { envelope } from '../../reply.ts'
 import { authErrors, ChannelSchema, conflict, Envelope, notFound, OneOf, Timestamp, validationErrors } from '../../schemas.ts'
 
-const Zone = Type.String({ minLength: 1, maxLength: 64 })
+/** A string field that follows one of the schedule's field rules. */
+function ruled<S extends TString>(schema: S, rule: (value: string) => string | undefined): S {
+  return refine(schema, {
+    check: (value) => {
+      const problem = rule(value)
+      return problem === undefined ? value : refuse(problem)
+    },
+  })
+}
 
-const WindowSchema = Type.Object(
-  {
-    days: Type.Array(OneOf(WEEKDAYS), { maxItems: 7 }),
-    start: Type.String({ maxLength: 5, description: 'HH:MM, local time, inclusive.', examples: ['09:00'] }),
-    end: Type.String({ maxLength: 5, description: 'HH:MM, local time, exclusive; 24:00 for the end of the day.', examples: ['20:00'] }),
-  },
-  { additionalProperties: false },
+const rules = SCHEDULE_FIELD_RULES
+
+const WindowSchema = refineModel(
+  Type.Object(
+    {
+      days: Type.Array(OneOf(WEEKDAYS), { maxItems: 7 }),
+      start: ruled(Type.String({ maxLength: 5, description: 'HH:MM, local time, inclusive.', examples: ['09:00'] }), rules.start),
+      end: ruled(
+        Type.String({ maxLength: 5, description: 'HH:MM, local time, exclusive; 24:00 for the end of the day.', examples: ['20:00'] }),
+        rules.end,
+      ),
+    },
+    { additionalProperties: false },
+  ),
+  windowProblems,
 )
 
-const ScheduleSchema = Type.Object(
+/**
+ * Every rule of a schedule is checked here, each field's and each
+ * relation's, so that one 422 lists all of a schedule's problems with the
+ * rest of the body's. The provider's settings, which depend on the whole
+ * body, are checked once it is valid.
+ */
+const ScheduleSchema = refineModel(Type.Object(
   {
-    timezone: { ...Zone, description: '"contact" to follow each contact\'s own zone, or one IANA zone for every task.' },
-    fallback_timezone: Type.Optional({ ...Zone, description: "For contacts whose zone neither the trigger nor the phone number tells." }),
+    timezone: ruled(
+      Type.String({ minLength: 1, maxLength: 64, description: '"contact" to follow each contact\'s own zones, or one IANA zone for every task.' }),
+      rules.timezone,
+    ),
+    fallback_timezone: Type.Optional(
+      ruled(Type.String({ minLength: 1, maxLength: 64, description: 'For contacts whose number belongs to no country (+800...).' }), rules.fallback_timezone),
+    ),
     windows: Type.Array(WindowSchema, { maxItems: 50 }),
-    blackout_dates: Type.Optional(Type.Array(Type.String({ maxLength: 10 }), { maxItems: 366, description: 'Local dates, YYYY-MM-DD.' })),
-    starts_at: Type.Optional(Type.String({ maxLength: 40, description: 'ISO 8601 instant.' })),
-    ends_at: Type.Optional(Type.String({ maxLength: 40, description: 'ISO 8601 instant.' })),
+    blackout_dates: Type.Optional(
+      Type.Array(ruled(Type.String({ maxLength: 10 }), rules.blackout_date), { maxItems: 366, description: 'Local dates, YYYY-MM-DD.' }),
+    ),
+    starts_at: Type.Optional(ruled(Type.String({ maxLength: 40, description: 'ISO 8601 instant.' }), rules.starts_at)),
+    ends_at: Type.Optional(ruled(Type.String({ maxLength: 40, description: 'ISO 8601 instant.' }), rules.ends_at)),
   },
-  { additionalProperties: false, description: 'When outreach may start. Default: every day 09:00-20:00 in the contact\'s zone.' },
-)
+  {
+    additionalProperties: false,
+    description: "When outreach may start, in the local time of every zone the contact may be in. Default: every day 09:00-20:00 in the contact's zones.",
+  },
+), scheduleRelationProblems)
 
 const Seconds = (description: string, max: number) => Type.Integer({ minimum: 0, maximum: max, description })
 const DAY_S = 86_400
