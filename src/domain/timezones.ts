@@ -112,8 +112,9 @@ export function zonesOfPhone(e164: string, fallback: string | undefined): Candid
 const AREA_MOBILE_CALLING_CODES = new Set(['52', '54', '55'])
 
 /**
- * Elsewhere a number that may be a fixed line or a mobile (Chile's 9…, where
- * the two share a range) is taken for a mobile: it may be anywhere in the country.
+ * A fixed line is tied to an area. A mobile, or a number that may be either
+ * (Chile's 9…, where the two share a range), only in the +1 plan and where
+ * mobiles carry area codes: elsewhere it may be anywhere in its country.
  */
 function tiedToArea(type: NumberType, callingCode: string): boolean {
   if (type === 'FIXED_LINE') return true
@@ -195,18 +196,13 @@ function distinctClocks(zones: readonly string[], country: CountryCode, callingC
     const signature = clockSignature(zone)
     byClock.set(signature, [...(byClock.get(signature) ?? []), zone])
   }
-  const rank = (zone: string) => {
+  // Mentions first; then, among names mentioned as often, one of this country alone, then a current one.
+  const score = (zone: string) => {
     const info = countriesAndTimezones.getTimezone(zone)
-    return [-(mentions.get(zone) ?? 0), info?.countries.length === 1 && info.countries[0] === country ? 0 : 1, info?.deprecated ? 1 : 0]
+    const ownCountry = info?.countries.length === 1 && info.countries[0] === country
+    return (mentions.get(zone) ?? 0) * 4 + (ownCountry ? 2 : 0) + (info?.deprecated ? 0 : 1)
   }
-  const chosen = [...byClock.values()].map((group) =>
-    group.reduce((best, zone) => {
-      const [a, b] = [rank(zone), rank(best)]
-      const order = a.findIndex((value, index) => value !== b[index])
-      if (order === -1) return zone < best ? zone : best
-      return a[order]! < b[order]! ? zone : best
-    }),
-  )
+  const chosen = [...byClock.values()].map((group) => group.sort((a, b) => score(b) - score(a) || (a < b ? -1 : 1))[0]!)
   const offsetNow = (zone: string) => IANAZone.create(zone).offset(sampledFrom() * DAY_MS)
   return chosen.sort((a, b) => offsetNow(a) - offsetNow(b) || (a < b ? -1 : 1))
 }

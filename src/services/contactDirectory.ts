@@ -47,8 +47,8 @@ export async function contactOnFile(
 }
 
 /**
- * The time zone on file for the person a trigger's ids name: the zone its
- * task will be scheduled in when the trigger's own contact tells none, since
+ * The time zone on file for the person a trigger's ids name: its task's one
+ * candidate zone when the trigger's own contact has none, since
  * fields a trigger leaves out stay as they are on file. A contact's timezone,
  * once on file, is never removed, so what is read here still holds at the
  * commit. The 422 entry when the ids name several people.

@@ -1,8 +1,9 @@
 /**
  * What happens to a task after its trigger: each due task is checked against
- * its campaign's schedule in every zone its contact may be in and either rescheduled
- * to the next opening or started as an interaction; each finished interaction
- * is finalized and the attempt policy then retries the task or completes it.
+ * its campaign's schedule in every zone its contact may be in, and either
+ * rescheduled to the next instant open in all of them or started as an
+ * interaction; each finished interaction is finalized and the attempt policy
+ * then retries the task or completes it.
  * Every change that clients hear about writes its event in the same
  * transaction.
  *
