@@ -95,7 +95,8 @@ test("every problem of a schedule at once (an unknown zone and day, 25:00, an en
       timezone: 'Mars/Olympus',
       windows: [
         { days: ['mon', 'funday'], start: '25:00', end: '20:00' },
-        { days: ['tue'], start: '18:00', end: '09:00' },
+        { days: ['tue', 'caturday'], start: '18:00', end: '09:00' },
+        { days: [], start: '10:00', end: '11:00' },
       ],
       blackout_dates: ['2026-02-30'],
       starts_at: 'tomorrow',
@@ -110,7 +111,9 @@ test("every problem of a schedule at once (an unknown zone and day, 25:00, an en
       ['value_error', 'body.schedule.timezone'],
       ['literal_error', 'body.schedule.windows.0.days.1'],
       ['value_error', 'body.schedule.windows.0.start'],
+      ['literal_error', 'body.schedule.windows.1.days.1'],
       ['value_error', 'body.schedule.windows.1.end'],
+      ['value_error', 'body.schedule.windows.2.days'],
       ['value_error', 'body.schedule.blackout_dates.0'],
       ['value_error', 'body.schedule.starts_at'],
       ['int_parsing', 'body.max_concurrent'],
@@ -119,8 +122,18 @@ test("every problem of a schedule at once (an unknown zone and day, 25:00, an en
   assert.equal(detail[0].msg, 'Value error, timezone must be "contact" or an IANA time zone such as Europe/Berlin')
   assert.equal(detail[2].msg, 'Value error, start must be a time from 00:00 to 23:59')
   assert.equal(detail[2].input, '25:00')
-  assert.equal(detail[3].msg, 'Value error, end must be after start')
-  assert.equal(detail[3].input, '09:00')
+  assert.equal(detail[4].msg, 'Value error, end must be after start')
+  assert.equal(detail[4].input, '09:00')
+  assert.equal(detail[5].msg, 'Value error, days must name at least one day')
+
+  const relations = await create({
+    schedule: { timezone: 'Bad/Zone', windows: [], starts_at: '2026-06-02T00:00:00Z', ends_at: '2026-06-01T00:00:00Z' },
+  })
+  assert.deepEqual(locs(relations), [
+    ['value_error', 'body.schedule.timezone'],
+    ['value_error', 'body.schedule.windows'],
+    ['value_error', 'body.schedule.ends_at'],
+  ])
 })
 
 test('meaningful problems: a provider that does not serve the channel, its config (checked once the rest of the body is valid)', async () => {

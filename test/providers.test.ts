@@ -9,7 +9,7 @@ import { after, before, describe, test } from 'node:test'
 import { createChannels } from '../src/channels/index.ts'
 import { type FakeTwilio, startFakeTwilio } from './fakes/twilio.ts'
 import { type FakeWhatsAppCloud, startFakeWhatsAppCloud } from './fakes/whatsappCloud.ts'
-import { bearer, freePort, json, OPERATOR_TOKEN, seedOrganization, startService, type TestService } from './support/service.ts'
+import { bearer, freePort, json, OPERATOR_TOKEN, seedOrganization, startService, taskOf, type TestService } from './support/service.ts'
 
 const ACCOUNT_SID = `AC${'0123456789abcdef'.repeat(2)}`
 const SECRETS: Record<string, string> = {
@@ -90,9 +90,7 @@ async function trigger(routingKey: string, body: Record<string, unknown> = {}) {
   return json(response).data as { id: string; task_id: string }
 }
 
-async function task(id: string) {
-  return json(await service.app.inject({ method: 'GET', url: `/api/v2/tasks/${id}`, headers: bearer(org.key) })).data
-}
+const task = (id: string) => taskOf(service.app, org.key, id)
 
 async function providerRefOf(interactionId: string): Promise<string | null> {
   const [row] = await service.db.query<{ provider_ref: string | null }>('SELECT provider_ref FROM interactions WHERE id = $1', [interactionId])

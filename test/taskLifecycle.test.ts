@@ -8,7 +8,7 @@ import { after, before, beforeEach, describe, test } from 'node:test'
 import { newId } from '../src/domain/ids.ts'
 import { insertInteraction } from '../src/store/interactions.ts'
 import { beginAttempt, claimDueTasks } from '../src/store/tasks.ts'
-import { bearer, json, OPERATOR_TOKEN, seedOrganization, startService, type TestService } from './support/service.ts'
+import { bearer, json, OPERATOR_TOKEN, seedOrganization, startService, taskOf, type TestService } from './support/service.ts'
 
 const HOUR = 3_600_000
 const ALWAYS_OPEN = { timezone: 'contact', windows: [{ days: ['mon', 'tue', 'wed', 'thu', 'fri', 'sat', 'sun'], start: '00:00', end: '24:00' }] }
@@ -54,11 +54,7 @@ async function trigger(routingKey: string, body: Record<string, unknown> = {}): 
   return json(response).data
 }
 
-async function task(id: string) {
-  const response = await service.app.inject({ method: 'GET', url: `/api/v2/tasks/${id}`, headers: bearer(org.key) })
-  assert.equal(response.statusCode, 200, response.body)
-  return json(response).data
-}
+const task = (id: string) => taskOf(service.app, org.key, id)
 
 /** Moves the clock and lets the dispatcher do everything that is due. */
 async function at(instant: string | number) {

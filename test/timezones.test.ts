@@ -65,6 +65,15 @@ describe('zonesOfPhone', () => {
     assert.equal(zones('+800 1234 5678'), undefined)
   })
 
+  test('a number on file that the data no longer holds valid is placed by its calling code, never by the fallback', () => {
+    // +1 200 is not an assigned area code: normalizePhone refuses it, but a contact on file may carry such a number.
+    assert.equal(normalizePhone('+1 200 555 0123'), null)
+    const found = zonesOfPhone('+12005550123', 'Europe/Berlin')!
+    assert.equal(found.source, 'country')
+    assert.ok(found.zones.includes('America/New_York') && found.zones.includes('Pacific/Honolulu'), found.zones.join(' '))
+    assert.ok(!found.zones.includes('Europe/Berlin'))
+  })
+
   test('names each clock once, west first: the eleven zones of Russia are at eleven offsets, in order', () => {
     const offsetMinutes = (zone: string) => {
       const [, sign, hours, minutes] = /GMT([+-])(\d{2}):(\d{2})/.exec(new Date().toLocaleString('en-US', { timeZone: zone, timeZoneName: 'longOffset' }))!

@@ -19,7 +19,11 @@ export interface ScheduleWindow {
 export interface Schedule {
   /** "contact": each task in its contact's own zone; otherwise one IANA zone for every task. */
   timezone: 'contact' | string
-  /** Used when a contact's zone cannot be told from the trigger or the phone number. */
+  /**
+   * The zone of contacts whose number belongs to no country (+800...), decided
+   * when their trigger is accepted; also read for a task accepted with no
+   * zones, while the campaign kept a zone of its own.
+   */
   fallback_timezone?: string
   windows: ScheduleWindow[]
   /** Local dates ("YYYY-MM-DD") on which nothing starts. */

@@ -2,7 +2,7 @@
  * Normalization of the contact fields that have a canonical form. Each
  * function returns the canonical value, or says why the input is refused.
  */
-import { type CountryCode, type NumberType, parsePhoneNumberFromString, parsePhoneNumberWithError } from 'libphonenumber-js/max'
+import { type CountryCode, type NumberType, type PhoneNumber, parsePhoneNumberFromString, parsePhoneNumberWithError } from 'libphonenumber-js/max'
 
 export const PHONE_REFUSED =
   'phone must include a country calling code (for example +44 20 7946 0958) and be a valid number'
@@ -27,19 +27,29 @@ export function normalizePhone(input: string): string | null {
     // needs isValid() itself.
     const type = parsed.getType()
     if (type === undefined && !parsed.isValid()) return null
-    remember(parsed.number, { type, country: parsed.country })
+    remember(parsed.number, factsOf(parsed, type))
     return parsed.number
   } catch {
     return null
   }
 }
 
-/** What libphonenumber tells of a valid number beyond its digits. */
+/** What libphonenumber tells of a number beyond its digits. */
 export interface PhoneFacts {
-  /** MOBILE, FIXED_LINE, ...; undefined in numbering plans that give no types. */
+  /** MOBILE, FIXED_LINE, ...; undefined in numbering plans that give no types, and for a number not valid. */
   type: NumberType
-  /** The number's country; undefined for numbers of no country (+800, +881, ...). */
+  /** The number's country; undefined for numbers of no country, and where it cannot be told. */
   country: CountryCode | undefined
+  /** Its calling code: "34", "1", "800". */
+  callingCode: string
+  /** Of a calling code that belongs to no country (+800, +881...). */
+  ofNoCountry: boolean
+}
+
+function factsOf(parsed: PhoneNumber, type: NumberType = parsed.getType()): PhoneFacts {
+  // Asked only of a number without a country: the library builds a Metadata object to answer.
+  const ofNoCountry = parsed.country === undefined && parsed.isNonGeographic()
+  return { type, country: parsed.country, callingCode: parsed.countryCallingCode, ofNoCountry }
 }
 
 /**
@@ -55,12 +65,16 @@ function remember(e164: string, facts: PhoneFacts): void {
   recentFacts.set(e164, facts)
 }
 
-/** The type and country of a canonical E.164 number, or undefined for one libphonenumber cannot parse. */
+/**
+ * The facts of a canonical E.164 number, or undefined for one libphonenumber
+ * cannot parse. A number on file may no longer be valid after an update of
+ * the library's data: its calling code is still told.
+ */
 export function phoneFacts(e164: string): PhoneFacts | undefined {
   const known = recentFacts.get(e164)
   if (known !== undefined) return known
   const parsed = parsePhoneNumberFromString(e164)
-  return parsed && { type: parsed.getType(), country: parsed.country }
+  return parsed && factsOf(parsed)
 }
 
 /** Intl's canonicalization costs microseconds and clients send few distinct tags. */

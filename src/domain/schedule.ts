@@ -262,11 +262,13 @@ export function scheduleZones(schedule: Schedule, candidateZones: readonly strin
 }
 
 /**
- * The earliest instant (ms since the epoch) at or after `from` at which the
- * schedule is open in every one of `zones` at once, or null if that never
- * happens again (past `ends_at`, or not within two years). `zones` are the
- * contact's candidate zones, used when the schedule's timezone is "contact";
- * a campaign-wide zone overrides them.
+ * The earliest instant (ms since the epoch) at or after `from`, and before
+ * `until` (by default two years on), at which the schedule is open in every
+ * one of `zones` at once, or null if there is none (past `ends_at`, too
+ * late, or never: zones whose windows never meet). `zones` are the contact's
+ * candidate zones, used when the schedule's timezone is "contact"; a
+ * campaign-wide zone overrides them. Bounding the search by a task's expiry
+ * bounds its cost: zones that never meet are searched opening by opening.
  *
  * In each zone, each window opens on each of its local days from the instant
  * its local start happens to the instant its local end happens (24:00 is the
@@ -278,23 +280,23 @@ export function scheduleZones(schedule: Schedule, candidateZones: readonly strin
  * Throws a RangeError for no zones, or for a zone or schedule that
  * `isTimeZone` or `scheduleProblems` would refuse.
  */
-export function nextOpening(schedule: Schedule, zones: readonly string[], from: number): number | null {
+export function nextOpening(schedule: Schedule, zones: readonly string[], from: number, until = from + HORIZON_DAYS * DAY_MS): number | null {
   if (!Number.isFinite(from)) throw new RangeError(`from must be a finite instant, got ${from}`)
   const plan = planOf(schedule)
   const clocks = plan.zone === undefined ? zones.map(clockOf) : [clockOf(plan.zone)]
   if (clocks.length === 0) throw new RangeError('a schedule is read in at least one zone')
-  const earliest = Math.max(from, plan.startsAt)
-  return commonOpening(plan, clocks, earliest, earliest + HORIZON_DAYS * DAY_MS)
+  return commonOpening(plan, clocks, Math.max(from, plan.startsAt), until)
 }
 
 /**
- * Each clock's next opening at or after a candidate instant; when one opens
+ * The earliest instant in [earliest, until) open on every clock: each
+ * clock's next opening at or after a candidate instant; when one opens
  * later, the others are asked again from there. Every round moves the
- * candidate to a window's start, so the search ends, at the latest past `giveUpAt`.
+ * candidate to a window's start, so the search ends, at the latest at `until`.
  */
-function commonOpening(plan: Plan, clocks: readonly ZoneClock[], earliest: number, giveUpAt: number): number | null {
+function commonOpening(plan: Plan, clocks: readonly ZoneClock[], earliest: number, until: number): number | null {
   let candidate = earliest
-  for (;;) {
+  while (candidate < until) {
     let latest = candidate
     for (const clock of clocks) {
       const opening = openingIn(plan, clock, candidate)
@@ -302,9 +304,9 @@ function commonOpening(plan: Plan, clocks: readonly ZoneClock[], earliest: numbe
       latest = Math.max(latest, opening)
     }
     if (latest === candidate) return candidate
-    if (latest > giveUpAt) return null
     candidate = latest
   }
+  return null
 }
 
 /** The earliest instant at or after `earliest` at which the plan is open on one clock. */
@@ -343,9 +345,7 @@ export function windowsMeet(schedule: Schedule, zones: readonly string[], from: 
   let meet = meetings.get(key)
   if (meet === undefined) {
     const weekly = planOf({ timezone: 'contact', windows: schedule.windows })
-    const giveUpAt = from + COMMON_WINDOW_DAYS * DAY_MS
-    const opening = commonOpening(weekly, zones.map(clockOf), from, giveUpAt)
-    meet = opening !== null && opening < giveUpAt
+    meet = commonOpening(weekly, zones.map(clockOf), from, from + COMMON_WINDOW_DAYS * DAY_MS) !== null
     if (meetings.size >= MAX_MEETINGS) meetings.clear()
     meetings.set(key, meet)
   }
@@ -379,20 +379,23 @@ export const SCHEDULE_FIELD_RULES = {
   ends_at: (text: string) => (instant(text) === undefined ? 'ends_at must be an ISO 8601 instant with an offset or Z' : undefined),
 } as const
 
-/** What relates a window's fields, once each is valid on its own; paths from the window. */
-export function windowProblems(window: ScheduleWindow): ScheduleProblem[] {
+/**
+ * What relates a window's fields, or a field to itself as a whole; paths from
+ * the window. A field that is missing (refused on its own) is not related.
+ */
+export function windowProblems(window: Partial<ScheduleWindow>): ScheduleProblem[] {
   const problems: ScheduleProblem[] = []
-  if (window.days.length === 0) problems.push({ path: ['days'], message: 'days must name at least one day' })
-  const start = minutesOfDay(window.start, false)
-  const end = minutesOfDay(window.end, true)
+  if (window.days?.length === 0) problems.push({ path: ['days'], message: 'days must name at least one day' })
+  const start = window.start === undefined ? undefined : minutesOfDay(window.start, false)
+  const end = window.end === undefined ? undefined : minutesOfDay(window.end, true)
   if (start !== undefined && end !== undefined && end <= start) problems.push({ path: ['end'], message: 'end must be after start' })
   return problems
 }
 
-/** What relates a schedule's own fields, once each is valid (its windows' relations apart); paths from the schedule. */
-export function scheduleRelationProblems(schedule: Schedule): ScheduleProblem[] {
+/** What relates a schedule's own fields (its windows' relations apart); paths from the schedule. */
+export function scheduleRelationProblems(schedule: Partial<Schedule>): ScheduleProblem[] {
   const problems: ScheduleProblem[] = []
-  if (schedule.windows.length === 0) problems.push({ path: ['windows'], message: 'windows must have at least one window' })
+  if (schedule.windows?.length === 0) problems.push({ path: ['windows'], message: 'windows must have at least one window' })
   const startsAt = schedule.starts_at === undefined ? undefined : instant(schedule.starts_at)
   const endsAt = schedule.ends_at === undefined ? undefined : instant(schedule.ends_at)
   if (startsAt !== undefined && endsAt !== undefined && endsAt <= startsAt) {

@@ -20,7 +20,7 @@
  */
 import { readFileSync } from 'node:fs'
 import countriesAndTimezones from 'countries-and-timezones'
-import { type CountryCode, getCountryCallingCode, type NumberType } from 'libphonenumber-js/max'
+import type { CountryCode, NumberType } from 'libphonenumber-js/max'
 import { IANAZone } from 'luxon'
 import { phoneFacts } from './contact.ts'
 import type { CandidateZones } from './types.ts'
@@ -90,10 +90,9 @@ const currentName = (zone: string) => RENAMED_ZONES[zone] ?? zone
 export function zonesOfPhone(e164: string, fallback: string | undefined): CandidateZones | undefined {
   const facts = phoneFacts(e164)
   if (facts === undefined) return undefined
-  const { country, type } = facts
-  if (country === undefined) return fallback === undefined ? undefined : { zones: [fallback], source: 'fallback' }
-  const callingCode = getCountryCallingCode(country)
-  if (tiedToArea(type, callingCode)) {
+  const { country, type, callingCode, ofNoCountry } = facts
+  if (ofNoCountry) return fallback === undefined ? undefined : { zones: [fallback], source: 'fallback' }
+  if (country !== undefined && tiedToArea(type, callingCode)) {
     const prefix = longestListedPrefix(e164)
     if (prefix !== undefined && prefix.length > callingCode.length) {
       const zones = areaZones(prefix, country, callingCode)
@@ -163,20 +162,23 @@ function areaZones(prefix: string, country: CountryCode, callingCode: string): s
   return zones
 }
 
-const zonesOfCountry = new Map<CountryCode, string[]>()
+const zonesOfCountry = new Map<string, string[]>()
 
 /**
  * Every zone of a country, tzdb's old names included (so that a country's own
  * name for a clock it shares, Africa/Kinshasa, can be chosen over another
- * country's, Africa/Lagos); for the few countries the package does not know
- * (Ascension, Tristan da Cunha, Kosovo), those the data lists for the calling code.
+ * country's, Africa/Lagos). Where the country is not known (a number on file
+ * that the library's data no longer holds valid), or the package does not
+ * know it (Ascension, Tristan da Cunha, Kosovo): every zone the data lists
+ * for the calling code.
  */
-function countryZones(country: CountryCode, callingCode: string): string[] {
-  let zones = zonesOfCountry.get(country)
+function countryZones(country: CountryCode | undefined, callingCode: string): string[] {
+  const key = country ?? `+${callingCode}`
+  let zones = zonesOfCountry.get(key)
   if (zones === undefined) {
-    const listed = countriesAndTimezones.getCountry(country, { deprecated: true })?.timezones
+    const listed = country === undefined ? undefined : countriesAndTimezones.getCountry(country, { deprecated: true })?.timezones
     zones = distinctClocks(listed ?? prefixes().zonesByPrefix.get(callingCode) ?? [], country, callingCode)
-    zonesOfCountry.set(country, zones)
+    zonesOfCountry.set(key, zones)
   }
   return zones
 }
@@ -188,7 +190,7 @@ function countryZones(country: CountryCode, callingCode: string): string[] {
  * code (Europe/Madrid, not Africa/Ceuta; America/Toronto, not
  * America/Iqaluit), then one of this country alone, then a current name.
  */
-function distinctClocks(zones: readonly string[], country: CountryCode, callingCode: string): string[] {
+function distinctClocks(zones: readonly string[], country: CountryCode | undefined, callingCode: string): string[] {
   const mentions = mentionsUnder(callingCode)
   const byClock = new Map<string, string[]>()
   for (const zone of new Set(zones.map(currentName))) {
@@ -199,7 +201,7 @@ function distinctClocks(zones: readonly string[], country: CountryCode, callingC
   // Mentions first; then, among names mentioned as often, one of this country alone, then a current one.
   const score = (zone: string) => {
     const info = countriesAndTimezones.getTimezone(zone)
-    const ownCountry = info?.countries.length === 1 && info.countries[0] === country
+    const ownCountry = country !== undefined && info?.countries.length === 1 && info.countries[0] === country
     return (mentions.get(zone) ?? 0) * 4 + (ownCountry ? 2 : 0) + (info?.deprecated ? 0 : 1)
   }
   const chosen = [...byClock.values()].map((group) => group.sort((a, b) => score(b) - score(a) || (a < b ? -1 : 1))[0]!)

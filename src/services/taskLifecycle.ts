@@ -149,9 +149,10 @@ export class TaskLifecycle {
       if (now >= task.expiresAt) return { kind: 'complete', outcome: 'expired' }
       // The trigger was accepted with zones; only a later change of the schedule can leave none.
       if (zones.length === 0) return { kind: 'complete', outcome: 'failed' }
-      const opening = nextOpening(task.campaign.schedule, zones, now)
-      if (opening === null) return { kind: 'complete', outcome: 'expired' }
-      if (opening > now) return { kind: 'release', dueAt: Math.min(opening, task.expiresAt) }
+      // No attempt can start before the task expires: it stays pending until then, so it expires on time.
+      const opening = nextOpening(task.campaign.schedule, zones, now, task.expiresAt)
+      if (opening === null) return { kind: 'release', dueAt: task.expiresAt }
+      if (opening > now) return { kind: 'release', dueAt: opening }
       const limit = task.campaign.maxConcurrent
       if (limit !== null && (await countRunningInteractions(tx, task.campaign.id)) >= limit) {
         return { kind: 'release', dueAt: now + CAPACITY_RETRY_MS }
@@ -384,8 +385,8 @@ export class TaskLifecycle {
     const delayS = policy.retry_delays_s[RETRY_DELAY_FOR[interaction.outcome as keyof typeof RETRY_DELAY_FOR]]
     const earliest = Date.parse(interaction.endedAt) + delayS * 1000
     const zones = scheduleZones(task.campaign.schedule, task.timezones)
-    const opening = zones.length === 0 ? null : nextOpening(task.campaign.schedule, zones, earliest)
-    if (opening === null || opening >= task.expiresAt) {
+    const opening = zones.length === 0 ? null : nextOpening(task.campaign.schedule, zones, earliest, task.expiresAt)
+    if (opening === null) {
       // No attempt can start before the task expires: it stays pending until then, so it expires on time.
       await scheduleNextAttempt(tx, task.id, Math.max(task.expiresAt, now), now)
       return

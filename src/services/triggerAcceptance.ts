@@ -57,12 +57,12 @@ const IDEMPOTENCY_KEEP_MS = 24 * 3_600_000
 const keyInUse = () => new ApiError('idempotency_key_in_use', 'A request with this Idempotency-Key is still being processed; retry in a moment.')
 
 const NO_ZONE =
-  "the contact's time zone cannot be told from this phone number, which belongs to no country, and the campaign has no fallback_timezone; send contact.timezone (an IANA zone, such as America/Chicago)"
+  "the contact's time zone cannot be told from this phone number (a number of no country, such as +800, is placed in the campaign's fallback_timezone, and this campaign has none); send contact.timezone, the IANA zone the contact is in"
 
 function noCommonWindow(zones: readonly string[]): string {
   return (
-    `this number may be in any of ${zones.length} time zones (${zones.join(', ')}), and the campaign's windows are not open in all of them ` +
-    `at once within the next ${COMMON_WINDOW_DAYS} days; send contact.timezone (an IANA zone, such as ${zones[0]})`
+    `this number may be in any of ${zones.length} time zones (${zones.join(', ')}), and the campaign's windows are never open in all of them ` +
+    `at once within the next ${COMMON_WINDOW_DAYS} days; send contact.timezone, the IANA zone the contact is in`
   )
 }
 

@@ -13,7 +13,7 @@
  * after its start) with {@link refineModel}, under symbols so they stay out
  * of the document.
  */
-import type { TSchema } from '@sinclair/typebox'
+import type { Static, TObject, TSchema } from '@sinclair/typebox'
 import { type ErrorDetail, type Refusal, refuse } from '../domain/errors.ts'
 
 /** A field's normalization: the value to keep, or why it is refused. */
@@ -23,8 +23,11 @@ const REFINE = Symbol('refine')
 const TRANSFORM = Symbol('transform')
 const REFINE_MODEL = Symbol('refineModel')
 
-/** What a model's fields, each valid, get wrong together: where (from the model) and why. */
-export type ModelRefinement = (value: never) => { path: (string | number)[]; message: string }[]
+/** A relation between a model's fields that its value breaks: where (from the model) and why. */
+export interface ModelProblem {
+  path: (string | number)[]
+  message: string
+}
 
 /**
  * Attaches a normalization to a string schema. `transform` runs before the
@@ -36,12 +39,14 @@ export function refine<S extends TSchema>(schema: S, hooks: { transform?: (value
 }
 
 /**
- * Attaches a check of the relations between a model's fields, run as
- * pydantic runs an after-model-validator: only when every field of the model
- * is valid, on the normalized value; each problem is a `value_error` at the
- * field it names, beside the problems found elsewhere in the input.
+ * Attaches a check of the relations between a model's fields (an end after
+ * its start). It runs on the model's normalized value, in which a field that
+ * was refused is undefined, and checks each relation whose fields are there:
+ * so that one answer lists every problem, where pydantic's after-validators
+ * would wait for the whole model to be valid. Each problem is a `value_error`
+ * at the field it names.
  */
-export function refineModel<S extends TSchema>(schema: S, check: ModelRefinement): S {
+export function refineModel<S extends TObject>(schema: S, check: (value: Partial<Static<S>>) => ModelProblem[]): S {
   return Object.assign(schema, { [REFINE_MODEL]: check })
 }
 
@@ -54,7 +59,7 @@ type Loc = ErrorDetail['loc']
 type SchemaNode = TSchema & {
   [REFINE]?: Refinement
   [TRANSFORM]?: (value: string) => string
-  [REFINE_MODEL]?: ModelRefinement
+  [REFINE_MODEL]?: (value: Record<string, unknown>) => ModelProblem[]
 }
 
 /** Validates `input` (a parsed body, or `undefined` when none was sent) against `schema`. */
@@ -135,7 +140,6 @@ class Walk {
     if (!isPlainObject(input)) {
       return this.fail('model_attributes_type', 'Input should be a valid dictionary or object to extract fields from', input)
     }
-    const errorsBefore = this.errors.length
     const output: Record<string, unknown> = {}
     for (const field of fieldsOf(schema)) {
       const fieldInput = Object.hasOwn(input, field.name) ? input[field.name] : undefined
@@ -159,8 +163,8 @@ class Walk {
       }
     }
     const relations = schema[REFINE_MODEL]
-    if (relations !== undefined && this.errors.length === errorsBefore) {
-      for (const { path, message } of relations(output as never)) {
+    if (relations !== undefined) {
+      for (const { path, message } of relations(output)) {
         this.#path.push(...path)
         this.#valueError(valueAt(input, path), message)
         this.#path.length -= path.length

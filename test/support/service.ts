@@ -4,6 +4,7 @@
  * PostgreSQL database (dropped at the end). Requests go through app.inject,
  * which runs the whole HTTP stack without a socket.
  */
+import assert from 'node:assert/strict'
 import { randomBytes } from 'node:crypto'
 import { type AddressInfo, createServer } from 'node:net'
 import { Writable } from 'node:stream'
@@ -24,12 +25,12 @@ export interface TestDatabase {
   drop(): Promise<void>
 }
 
-/** A fresh, migrated database of the kind this run tests. */
-export async function freshDatabase(): Promise<TestDatabase> {
+/** A fresh database of the kind this run tests, migrated unless asked not to be. */
+export async function freshDatabase(options: { migrated: boolean } = { migrated: true }): Promise<TestDatabase> {
   const baseUrl = process.env.DATABASE_URL
   if (baseUrl === undefined) {
     const db = await openDatabase({ databaseUrl: undefined, dataDir: 'memory://' })
-    await migrate(db)
+    if (options.migrated) await migrate(db)
     return { db, url: undefined, drop: () => db.close() }
   }
   const schema = `test_${randomBytes(6).toString('hex')}`
@@ -40,7 +41,7 @@ export async function freshDatabase(): Promise<TestDatabase> {
   const url = new URL(baseUrl)
   url.searchParams.set('options', `-c search_path=${schema}`)
   const db = await openDatabase({ databaseUrl: url.toString(), dataDir: 'memory://' })
-  await migrate(db)
+  if (options.migrated) await migrate(db)
   return {
     db,
     url: url.toString(),
@@ -121,6 +122,13 @@ export const bearer = (token: string) => ({ authorization: `Bearer ${token}` })
 
 export function json(response: LightMyRequestResponse): any {
   return JSON.parse(response.body)
+}
+
+/** A task as GET /api/v2/tasks/{id} shows it to the organization of `key`, which must find it. */
+export async function taskOf(app: FastifyInstance, key: string, id: string): Promise<any> {
+  const response = await app.inject({ method: 'GET', url: `/api/v2/tasks/${id}`, headers: bearer(key) })
+  assert.equal(response.statusCode, 200, response.body)
+  return json(response).data
 }
 
 /** An organization with a key (default scopes) and one voice campaign, made through the admin API. */

@@ -53,7 +53,7 @@ const TaskSchema = Type.Object({
   }),
   timezone_source: Type.Union([OneOf(ZONE_SOURCES), Type.Null()], {
     description:
-      'What told the zones: `sent` (contact.timezone), `on_file` (the person\'s zone in the contact directory), `phone` (the area of the number), `country` (every zone of the number\'s country: mobiles move), `fallback` (the campaign\'s fallback_timezone, for numbers of no country).',
+      'What told the zones, when the trigger was accepted: `sent` (contact.timezone), `on_file` (the person\'s zone in the contact directory), `phone` (the area of the number), `country` (every zone of the number\'s country: mobiles move), `fallback` (the campaign\'s fallback_timezone, for numbers of no country). Null when nothing told them and the campaign keeps a zone of its own.',
   }),
   test_mode: Type.Boolean(),
   ids: Type.Array(Type.Object({ source: Type.String(), type: Type.String(), value: Type.String() })),

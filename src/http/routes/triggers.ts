@@ -58,7 +58,7 @@ const ContactInput = Type.Object({
       Type.String({
         maxLength: 64,
         description:
-          "The contact's IANA time zone. Without it: the zone on file for the person the ids name; else every zone the number may be in (its area's for a fixed line or a US/Canadian number, its country's for a mobile), and outreach only at hours inside the campaign's window in all of them.",
+          "The contact's IANA time zone. Without it: the zone on file for the person the ids name; else every zone the number may be in (its area's for a fixed line, any +1 number and mobiles of Mexico, Argentina and Brazil; every zone of its country for other mobiles), and outreach only at instants inside the campaign's window in all of them.",
         examples: ['Europe/Madrid'],
       }),
       { check: (zone) => (isTimeZone(zone) ? zone : refuse('timezone must be an IANA time zone, such as Europe/Madrid')) },
@@ -135,9 +135,10 @@ export function triggerRoutes(app: FastifyInstance, deps: { db: Database; authen
         summary: 'Start one conversation',
         description:
           'Records the trigger and creates its task. A 201 means both are committed; the conversation starts later, when the campaign schedule allows it. ' +
-          "Without `contact.timezone` (or a zone on file for the person), the service calls only at hours inside the campaign's window in every zone the number may be in: " +
-          "its area's zones for a fixed line or a US/Canadian number, every zone of its country for a mobile (a Spanish mobile may be in the Canaries), the campaign's " +
-          "`fallback_timezone` for a number of no country. It refuses the trigger (422 at `contact.phone`) only when those zones share no open hour within 14 days, or a number of no country has no fallback. " +
+          "Without `contact.timezone` (or a zone on file for the person), the service starts an attempt only at an instant inside the campaign's window in every zone the number may be in: " +
+          "its area's zones for a fixed line, any +1 number and mobiles of Mexico, Argentina and Brazil; every zone of its country for other mobiles (a Spanish mobile may be in the Canaries); the campaign's " +
+          "`fallback_timezone` for a number of no country (+800...). It refuses the trigger (422 at `contact.phone`, or at `contact` when that was left out to reach a person on file) only when " +
+          "the campaign's windows are never open in all those zones at once within 14 days, or a number of no country meets a campaign without a fallback; `contact.timezone` fixes both. " +
           'With an `Idempotency-Key` header (up to 255 characters, kept 24 hours per organization), a retry with the same body gets the first answer again ' +
           '(with `Idempotent-Replayed: true`) and records nothing; the same key with another body is 409 `idempotency_key_reused`, and while the first ' +
           'request is still in flight 409 `idempotency_key_in_use`.',

@@ -10,7 +10,11 @@ ALTER TABLE tasks
   ADD COLUMN timezones       text[] NOT NULL DEFAULT '{}',
   ADD COLUMN timezone_source text CHECK (timezone_source IN ('sent', 'on_file', 'phone', 'country', 'fallback'));
 
--- Tasks recorded before knew one zone or none; where none, the campaign's fallback served.
+-- Tasks recorded before knew one zone or none; where none, the campaign's
+-- fallback served. A task pending now keeps the one zone it was accepted with
+-- (zones are decided when a trigger is accepted, never again). The new code
+-- stops writing tasks.timezone, which this migration drops: stop processes of
+-- the earlier version before starting this one.
 UPDATE tasks
 SET timezones = ARRAY[tasks.timezone],
     timezone_source = CASE WHEN triggers.contact->>'timezone' = tasks.timezone THEN 'sent'
@@ -21,7 +25,7 @@ WHERE triggers.id = tasks.trigger_id AND tasks.timezone IS NOT NULL;
 UPDATE tasks
 SET timezones = ARRAY[campaigns.schedule->>'fallback_timezone'], timezone_source = 'fallback'
 FROM campaigns
-WHERE campaigns.id = tasks.campaign_id AND tasks.timezone IS NULL AND campaigns.schedule ? 'fallback_timezone';
+WHERE campaigns.id = tasks.campaign_id AND tasks.timezone IS NULL AND campaigns.schedule->>'fallback_timezone' IS NOT NULL;
 
 ALTER TABLE tasks
   ALTER COLUMN timezones DROP DEFAULT,

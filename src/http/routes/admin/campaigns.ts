@@ -61,7 +61,15 @@ const ScheduleSchema = refineModel(Type.Object(
       rules.timezone,
     ),
     fallback_timezone: Type.Optional(
-      ruled(Type.String({ minLength: 1, maxLength: 64, description: 'For contacts whose number belongs to no country (+800...).' }), rules.fallback_timezone),
+      ruled(
+        Type.String({
+          minLength: 1,
+          maxLength: 64,
+          description:
+            'The zone of contacts whose number belongs to no country (+800...), decided when their trigger is accepted: a change applies to triggers accepted after it.',
+        }),
+        rules.fallback_timezone,
+      ),
     ),
     windows: Type.Array(WindowSchema, { maxItems: 50 }),
     blackout_dates: Type.Optional(

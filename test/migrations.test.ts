@@ -1,0 +1,53 @@
+/** Migrations that change what existing rows mean, applied over rows written before them. */
+import assert from 'node:assert/strict'
+import { test } from 'node:test'
+import { loadMigrations } from '../src/store/migrate.ts'
+import { freshDatabase } from './support/service.ts'
+
+test('011: tasks recorded with one zone or none keep the zone they were scheduled in, and say what told it', async () => {
+  const database = await freshDatabase({ migrated: false })
+  try {
+    const { db } = database
+    const migrations = await loadMigrations()
+    for (const migration of migrations.filter(({ version }) => version <= 10)) await db.transaction((tx) => tx.exec(migration.sql))
+    const at = "'2026-06-01T10:00:00Z'"
+    const campaign = (id: string, schedule: object) =>
+      `('${id}', 'org_1', '${id}', 'voice', '${id}', '${JSON.stringify(schedule)}', '{"max": 3, "retry_delays_s": {}, "expire_after_s": 604800}', ${at}, ${at})`
+    const windows = [{ days: ['mon'], start: '09:00', end: '20:00' }]
+    await db.exec(`
+      INSERT INTO organizations (id, name, created_at) VALUES ('org_1', 'Acme', ${at});
+      INSERT INTO campaigns (id, org_id, routing_key, channel, name, schedule, attempts, created_at, updated_at) VALUES
+        ${campaign('cmp_fallback', { timezone: 'contact', fallback_timezone: 'Europe/Moscow', windows })},
+        ${campaign('cmp_own_zone', { timezone: 'Asia/Tokyo', windows })};
+      INSERT INTO triggers (id, org_id, api_key_id, campaign_id, request_id, ids, contact, context, test_mode, created_at) VALUES
+        ('trg_sent', 'org_1', 'key_1', 'cmp_fallback', 'r', '[]', '{"phone": "+34612345811", "timezone": "Atlantic/Canary"}', '{}', false, ${at}),
+        ('trg_on_file', 'org_1', 'key_1', 'cmp_fallback', 'r', '[]', '{"phone": "+34612345811"}', '{}', false, ${at}),
+        ('trg_phone', 'org_1', 'key_1', 'cmp_fallback', 'r', '[]', '{"phone": "+442079460958"}', '{}', false, ${at}),
+        ('trg_fallback', 'org_1', 'key_1', 'cmp_fallback', 'r', '[]', '{"phone": "+79123456789"}', '{}', false, ${at}),
+        ('trg_none', 'org_1', 'key_1', 'cmp_own_zone', 'r', '[]', '{"phone": "+80012345678"}', '{}', false, ${at});
+      INSERT INTO tasks (id, org_id, trigger_id, campaign_id, status, context, test_mode, due_at, created_at, updated_at, expires_at, contact, timezone) VALUES
+        ('tsk_sent', 'org_1', 'trg_sent', 'cmp_fallback', 'pending', '{}', false, ${at}, ${at}, ${at}, ${at}, '{"phone": "+34612345811", "timezone": "Atlantic/Canary"}', 'Atlantic/Canary'),
+        ('tsk_on_file', 'org_1', 'trg_on_file', 'cmp_fallback', 'pending', '{}', false, ${at}, ${at}, ${at}, ${at}, '{"phone": "+34612345811", "timezone": "Europe/Madrid"}', 'Europe/Madrid'),
+        ('tsk_phone', 'org_1', 'trg_phone', 'cmp_fallback', 'pending', '{}', false, ${at}, ${at}, ${at}, ${at}, '{"phone": "+442079460958"}', 'Europe/London'),
+        ('tsk_fallback', 'org_1', 'trg_fallback', 'cmp_fallback', 'pending', '{}', false, ${at}, ${at}, ${at}, ${at}, '{"phone": "+79123456789"}', NULL),
+        ('tsk_none', 'org_1', 'trg_none', 'cmp_own_zone', 'pending', '{}', false, ${at}, ${at}, ${at}, ${at}, '{"phone": "+80012345678"}', NULL);
+    `)
+    await db.transaction((tx) => tx.exec(migrations.find(({ version }) => version === 11)!.sql))
+    const rows = await db.query<{ id: string; timezones: string[]; timezone_source: string | null }>(
+      'SELECT id, timezones, timezone_source FROM tasks ORDER BY id',
+    )
+    assert.deepEqual(rows, [
+      { id: 'tsk_fallback', timezones: ['Europe/Moscow'], timezone_source: 'fallback' },
+      { id: 'tsk_none', timezones: [], timezone_source: null },
+      { id: 'tsk_on_file', timezones: ['Europe/Madrid'], timezone_source: 'on_file' },
+      { id: 'tsk_phone', timezones: ['Europe/London'], timezone_source: 'phone' },
+      { id: 'tsk_sent', timezones: ['Atlantic/Canary'], timezone_source: 'sent' },
+    ])
+    const columns = await db.query<{ column_name: string }>(
+      `SELECT column_name FROM information_schema.columns WHERE table_name = 'tasks' AND column_name = 'timezone' AND table_schema = current_schema()`,
+    )
+    assert.deepEqual(columns, [])
+  } finally {
+    await database.drop()
+  }
+})
