@@ -91,6 +91,7 @@ describe('every valid number, posted without contact.timezone to a campaign with
     ['+1 306 555 0100', ['America/Regina']],
     ['+1 403 555 0100', ['America/Edmonton']],
     ['+1 506 234 5678', ['America/Halifax']],
+    ['+1 709 555 0100', ['America/Puerto_Rico', 'America/St_Johns']],
     ['+52 200 123 4909', ['America/Tijuana', 'America/Mexico_City']],
     ['+52 664 123 4567', ['America/Tijuana']],
     ['+52 998 123 4567', ['America/Cancun']],

@@ -21,6 +21,7 @@ describe('zonesOfPhone', () => {
     ['+1 907 463 2000', ['America/Juneau'], 'phone', 'a Juneau exchange'],
     ['+1 647 555 0123', ['America/Toronto'], 'phone', 'Canada'],
     ['+1 306 555 0100', ['America/Regina'], 'phone', 'Saskatchewan keeps no DST'],
+    ['+1 709 555 0100', ['America/Puerto_Rico', 'America/St_Johns'], 'phone', 'a Canadian area code across two zones: Labrador or Newfoundland'],
     ['+1 876 555 1234', ['America/Jamaica'], 'phone', 'Jamaica, in the +1 plan too'],
     ['+52 664 123 4567', ['America/Tijuana'], 'phone', 'Mexican numbers carry area codes, mobiles too'],
     ['+52 200 123 4909', ['America/Tijuana', 'America/Mexico_City'], 'phone', 'a Mexican prefix the data puts in two zones'],
