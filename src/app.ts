@@ -24,15 +24,9 @@ import { triggerRoutes } from './http/routes/triggers.ts'
 import { MAX_BODY_BYTES } from './http/limits.ts'
 import { installErrorHandling } from './http/reply.ts'
 import { ErrorResponse, ValidationErrorResponse } from './http/schemas.ts'
-import { Authenticator } from './services/authenticator.ts'
-import { CampaignDirectory } from './services/campaignDirectory.ts'
-import { SourceDirectory } from './services/sourceDirectory.ts'
-import { TriggerAcceptance } from './services/triggerAcceptance.ts'
-import { TriggerIntake } from './services/triggerIntake.ts'
+import { createServices } from './services/index.ts'
 import type { Database } from './store/database.ts'
-import { createDeliverer } from './workers/deliverer.ts'
-import { createDispatcher } from './workers/dispatcher.ts'
-import type { WorkLoop } from './workers/workLoop.ts'
+import { createWorkers, type Workers } from './workers/index.ts'
 import { parseJsonBody } from './validation/json.ts'
 import { validate } from './validation/model.ts'
 
@@ -43,6 +37,8 @@ export interface AppOptions {
   allowPrivateWebhookUrls?: boolean
   /** Where log lines go; standard output, buffered, when absent. */
   logStream?: DestinationStream
+  /** Whether this process builds the workers (dispatcher, deliverer); true unless it serves the API alone. */
+  workers?: boolean
 }
 
 export interface AppDeps {
@@ -76,28 +72,21 @@ export async function buildApp(options: AppOptions, deps: AppDeps): Promise<Fast
     return503OnClosing: true,
   })
 
-  const authenticator = new Authenticator(deps.db, options.operatorToken)
-  const campaigns = new CampaignDirectory(deps.db, now)
-  const sources = new SourceDirectory(deps.db, now)
-  const allowPrivateWebhookUrls = options.allowPrivateWebhookUrls ?? false
-  const deliverer = createDeliverer({ db: deps.db, now, log: app.log, options: { allowPrivate: allowPrivateWebhookUrls } })
-  const { lifecycle, dispatcher } = createDispatcher({
+  const services = createServices({
     db: deps.db,
-    channels: deps.channels.registry,
+    channels: deps.channels,
     now,
     log: app.log,
-    onEvents: () => deliverer.wake(),
+    operatorToken: options.operatorToken,
+    allowPrivateWebhookUrls: options.allowPrivateWebhookUrls ?? false,
   })
-  const intake = new TriggerIntake(deps.db, now, () => dispatcher.wake())
-  const acceptance = new TriggerAcceptance({ db: deps.db, authenticator, campaigns, sources, intake, now })
-  const ops = { db: deps.db, now, channels: deps.channels.registry }
-  app.decorate('dispatcher', dispatcher)
-  app.decorate('deliverer', deliverer)
-  // Answer every accepted trigger, then let the workers finish what they started.
+  const { authenticator } = services
+  app.decorate('workers', options.workers === false ? undefined : createWorkers(services, app.log))
+  // Answer every accepted trigger, then let the workers finish what they started, then every outcome they submitted.
   app.addHook('onClose', async () => {
-    await intake.drained()
-    await dispatcher.stop()
-    await deliverer.stop()
+    await services.intake.drained()
+    await app.workers?.stop()
+    await services.drained()
   })
 
   app.decorateRequest('principal', undefined)
@@ -132,18 +121,16 @@ export async function buildApp(options: AppOptions, deps: AppDeps): Promise<Fast
   })
   await app.register(swaggerUi, { routePrefix: '/docs' })
 
+  const { lifecycle } = services
   healthRoutes(app, { db: deps.db })
-  triggerRoutes(app, { db: deps.db, authenticator, acceptance })
+  triggerRoutes(app, { db: deps.db, authenticator, acceptance: services.acceptance })
   taskRoutes(app, { db: deps.db, authenticator, lifecycle })
-  webhookRoutes(app, {
-    ops: { db: deps.db, now, allowPrivateWebhookUrls, onRedeliver: () => deliverer.wake() },
-    authenticator,
-  })
+  webhookRoutes(app, { ops: services.webhooks, authenticator })
   metricsRoutes(app, { db: deps.db, authenticator, now })
   suppressionRoutes(app, { db: deps.db, authenticator, now })
   twilioRoutes(app, { db: deps.db, twilio: deps.channels.twilio, lifecycle, now })
   await app.register(whatsappRoutes, { db: deps.db, channels: deps.channels, lifecycle })
-  adminRoutes(app, { ops, authenticator, campaigns, sources })
+  adminRoutes(app, { ops: services.admin, authenticator, campaigns: services.campaigns, sources: services.sources })
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger())
 
   return app
@@ -151,9 +138,11 @@ export async function buildApp(options: AppOptions, deps: AppDeps): Promise<Fast
 
 declare module 'fastify' {
   interface FastifyInstance {
-    /** The workers, not started by buildApp: `serve` starts them unless told not to; tests drive them round by round. */
-    dispatcher: WorkLoop
-    deliverer: WorkLoop
+    /**
+     * The workers, built unless `workers` is false (an API-only process) but
+     * not started by buildApp: `serve` starts them; tests drive them round by round.
+     */
+    workers: Workers | undefined
   }
 }
 

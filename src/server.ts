@@ -13,8 +13,8 @@ import { type Config, ConfigError } from './config.ts'
 import { generateOperatorToken } from './services/credentials.ts'
 import { openDatabase } from './store/database.ts'
 import { migrate } from './store/migrate.ts'
-import { createDeliverer } from './workers/deliverer.ts'
-import { createDispatcher } from './workers/dispatcher.ts'
+import { createServices } from './services/index.ts'
+import { createWorkers } from './workers/index.ts'
 
 const SHUTDOWN_TIMEOUT_MS = 15_000
 
@@ -28,7 +28,7 @@ export async function serve(config: Config, options: { workers: boolean }): Prom
   const operatorToken = config.operatorToken ?? (await operatorTokenFromDataDir(config.dataDir))
   const channels = createChannels(config, (name) => process.env[name])
   const app = await buildApp(
-    { operatorToken, logLevel: config.logLevel, allowPrivateWebhookUrls: config.allowPrivateWebhookUrls },
+    { operatorToken, logLevel: config.logLevel, allowPrivateWebhookUrls: config.allowPrivateWebhookUrls, workers: options.workers },
     { db, channels },
   )
 
@@ -51,10 +51,7 @@ export async function serve(config: Config, options: { workers: boolean }): Prom
   onSignal(shutdown)
 
   await app.listen({ port: config.port, host: config.host })
-  if (options.workers) {
-    app.dispatcher.start()
-    app.deliverer.start()
-  }
+  await app.workers?.start()
   app.log.info({ database: db.kind, dataDir: db.kind === 'pglite' ? config.dataDir : undefined, workers: options.workers }, 'ready')
 }
 
@@ -63,19 +60,24 @@ export async function runWorker(config: Config): Promise<void> {
   const db = await openDatabase(config)
   await migrate(db)
   const log = pino({ level: config.logLevel })
-  const channels = createChannels(config, (name) => process.env[name])
-  const deliverer = createDeliverer({ db, now: Date.now, log, options: { allowPrivate: config.allowPrivateWebhookUrls } })
-  const { dispatcher } = createDispatcher({ db, channels: channels.registry, now: Date.now, log, onEvents: () => deliverer.wake() })
+  const services = createServices({
+    db,
+    channels: createChannels(config, (name) => process.env[name]),
+    now: Date.now,
+    log,
+    operatorToken: undefined,
+    allowPrivateWebhookUrls: config.allowPrivateWebhookUrls,
+  })
+  const workers = createWorkers(services, log)
   onSignal(async (signal) => {
     log.info({ signal }, 'shutting down')
     setTimeout(() => process.exit(1), SHUTDOWN_TIMEOUT_MS).unref()
-    await dispatcher.stop()
-    await deliverer.stop()
+    await workers.stop()
+    await services.drained()
     await db.close()
     process.exit(0)
   })
-  dispatcher.start()
-  deliverer.start()
+  await workers.start()
   log.info({ database: db.kind }, 'worker ready')
 }
 

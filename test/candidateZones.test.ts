@@ -58,7 +58,7 @@ const task = (id: string) => taskOf(service.app, org.key, id)
 /** Moves the clock and lets the dispatcher do everything that is due. */
 async function at(instant: string | number) {
   now = typeof instant === 'string' ? Date.parse(instant) : instant
-  await service.app.dispatcher.runOnce()
+  await service.app.workers!.dispatcher.runOnce()
 }
 
 /** Local wall-clock time "HH:MM" of an instant in a zone. */

@@ -96,7 +96,7 @@ const candidate = (value: string) => ({ source: 'ats', type: 'candidate', value 
  */
 async function dialled(org: Organization, taskIds: string[]): Promise<string[]> {
   const before = twilio.requests.length
-  await service.app.dispatcher.runOnce()
+  await service.app.workers!.dispatcher.runOnce()
   const calls = twilio.requests.slice(before).filter((request) => request.method === 'POST')
   return Promise.all(
     taskIds.map(async (taskId) => {

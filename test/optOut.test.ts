@@ -112,12 +112,12 @@ describe('the suppression list', () => {
   test('a trigger for a suppressed number is accepted, never dials, and completes opted_out with its ids in the webhook', async () => {
     await service.app.inject({ method: 'POST', url: '/api/v2/suppressions', headers: bearer(key), payload: { phone: '+442079460002' } })
     const created = await trigger('+44 20 7946 0002')
-    await service.app.dispatcher.runOnce()
+    await service.app.workers!.dispatcher.runOnce()
     const state = await task(created.task_id)
     assert.equal(state.status, 'completed')
     assert.equal(state.outcome, 'opted_out')
     assert.equal(state.interactions.length, 0)
-    await service.app.deliverer.runOnce()
+    await service.app.workers!.deliverer.runOnce()
     const event = receiver.received.map((request) => JSON.parse(request.body)).find((candidate) => candidate.data.task_id === created.task_id)
     assert.equal(event.data.outcome, 'opted_out')
     assert.deepEqual(event.data.ids, [{ source: 'ehr', type: 'patient', value: 'P-+44 20 7946 0002' }])
@@ -127,7 +127,7 @@ describe('the suppression list', () => {
 describe('opting out by reply or by the provider', () => {
   test('a WhatsApp STOP closes the conversation as opted_out and suppresses the number for every channel', async () => {
     const created = await trigger('+49 30 901821', 'whatsapp')
-    await service.app.dispatcher.runOnce()
+    await service.app.workers!.dispatcher.runOnce()
     const running = await task(created.task_id)
     assert.equal(running.status, 'in_progress')
     const stop = await whatsappMessage({ messages: [{ from: '4930901821', id: 'wamid.stop-1', timestamp: String(Math.floor(now / 1000)), type: 'text', text: { body: '  Stop! ' } }] })
@@ -138,13 +138,13 @@ describe('opting out by reply or by the provider', () => {
     // The person opted out: the organization cannot lift it, only the operator.
     assert.equal((await service.app.inject({ method: 'DELETE', url: '/api/v2/suppressions/%2B4930901821', headers: bearer(key) })).statusCode, 409)
     const later = await trigger('+49 30 901821', 'voice')
-    await service.app.dispatcher.runOnce()
+    await service.app.workers!.dispatcher.runOnce()
     assert.equal((await task(later.task_id)).outcome, 'opted_out')
   })
 
   test('a message that merely contains the word is not an opt-out', async () => {
     const created = await trigger('+49 30 901822', 'whatsapp')
-    await service.app.dispatcher.runOnce()
+    await service.app.workers!.dispatcher.runOnce()
     await whatsappMessage({ messages: [{ from: '4930901822', id: 'wamid.nostop-1', timestamp: String(Math.floor(now / 1000)), type: 'text', text: { body: "Please don't stop, see you Monday" } }] })
     assert.equal((await task(created.task_id)).outcome, 'reached')
     assert.equal((await suppression('+4930901822')).statusCode, 404)
@@ -152,7 +152,7 @@ describe('opting out by reply or by the provider', () => {
 
   test("WhatsApp's own opt-out (error 131050) suppresses the number", async () => {
     const created = await trigger('+49 30 901823', 'whatsapp')
-    await service.app.dispatcher.runOnce()
+    await service.app.workers!.dispatcher.runOnce()
     // The start was never confirmed (no Graph API here); a status for it would name its wamid, so record one.
     const [interaction] = (await task(created.task_id)).interactions
     await service.db.query(`UPDATE interactions SET status = 'active', provider_ref = 'wamid.optout-1' WHERE id = $1`, [interaction.id])

@@ -126,7 +126,7 @@ describe('twilio voice', () => {
   test('a call is created with a status callback, and its signed completion reaches the task', async () => {
     const routingKey = await twilioCampaign()
     const created = await trigger(routingKey)
-    await service.app.dispatcher.runOnce()
+    await service.app.workers!.dispatcher.runOnce()
     const running = await task(created.task_id)
     assert.equal(running.status, 'in_progress')
     const interactionId = running.interactions[0].id
@@ -152,7 +152,7 @@ describe('twilio voice', () => {
   test('voicemail is retried after its delay', async () => {
     const routingKey = await twilioCampaign({ retry_delays_s: { voicemail: 600 } })
     const created = await trigger(routingKey)
-    await service.app.dispatcher.runOnce()
+    await service.app.workers!.dispatcher.runOnce()
     const interactionId = (await task(created.task_id)).interactions[0].id
     await twilio.finishCall((await providerRefOf(interactionId))!, { status: 'completed', answeredBy: 'machine_end_beep', duration: 20 })
     const state = await task(created.task_id)
@@ -164,7 +164,7 @@ describe('twilio voice', () => {
   test('a callback with a bad signature is refused and changes nothing', async () => {
     const routingKey = await twilioCampaign()
     const created = await trigger(routingKey)
-    await service.app.dispatcher.runOnce()
+    await service.app.workers!.dispatcher.runOnce()
     const interactionId = (await task(created.task_id)).interactions[0].id
     const callSid = await providerRefOf(interactionId)
     const form = new URLSearchParams({ AccountSid: ACCOUNT_SID, CallSid: callSid!, CallStatus: 'completed', CallDuration: '5' })
@@ -185,7 +185,7 @@ describe('twilio voice', () => {
     const routingKey = await twilioCampaign()
     const created = await trigger(routingKey)
     twilio.failNext({ status: 400, code: 21211, message: "The 'To' number is not a valid phone number." })
-    await service.app.dispatcher.runOnce()
+    await service.app.workers!.dispatcher.runOnce()
     const state = await task(created.task_id)
     assert.equal(state.status, 'completed')
     assert.equal(state.outcome, 'failed')
@@ -196,7 +196,7 @@ describe('twilio voice', () => {
     const routingKey = await twilioCampaign()
     const created = await trigger(routingKey)
     twilio.dropNext()
-    await service.app.dispatcher.runOnce()
+    await service.app.workers!.dispatcher.runOnce()
     const uncertain = await task(created.task_id)
     const interactionId = uncertain.interactions[0].id
     assert.equal(uncertain.status, 'in_progress')
@@ -208,7 +208,7 @@ describe('twilio voice', () => {
     assert.equal(done.outcome, 'reached')
     assert.equal(done.interactions[0].duration_s, 12)
     assert.equal(await providerRefOf(interactionId), callSid)
-    await service.app.dispatcher.runOnce()
+    await service.app.workers!.dispatcher.runOnce()
     assert.equal(callsTo(interactionId).length, 1)
   })
 
@@ -216,15 +216,15 @@ describe('twilio voice', () => {
     const routingKey = await twilioCampaign({ retry_delays_s: { failed: 1800 } })
     const created = await trigger(routingKey)
     twilio.dropNext()
-    await service.app.dispatcher.runOnce()
+    await service.app.workers!.dispatcher.runOnce()
     const interactionId = (await task(created.task_id)).interactions[0].id
     const settleAfter = (30 + 4 * 3600 + 15 * 60) * 1000
     now += settleAfter - 1000
     try {
-      await service.app.dispatcher.runOnce()
+      await service.app.workers!.dispatcher.runOnce()
       assert.equal((await task(created.task_id)).interactions[0].status, 'starting')
       now += 1000
-      await service.app.dispatcher.runOnce()
+      await service.app.workers!.dispatcher.runOnce()
       const settled = await task(created.task_id)
       assert.equal(settled.interactions[0].outcome, 'failed')
       assert.equal(settled.interactions[0].duration_s, 0)
@@ -241,7 +241,7 @@ describe('whatsapp cloud', () => {
   test('a template is sent with parameters from the context; a swipe-reply reaches the task', async () => {
     const routingKey = await whatsappCampaign()
     const created = await trigger(routingKey, { context: { slot: 'Monday 10:00' }, contact: { phone: '+44 20 7946 0958', language: 'de-AT' } })
-    await service.app.dispatcher.runOnce()
+    await service.app.workers!.dispatcher.runOnce()
     const running = await task(created.task_id)
     const interactionId = running.interactions[0].id
     const wamid = (await providerRefOf(interactionId))!
@@ -266,7 +266,7 @@ describe('whatsapp cloud', () => {
   test('a plain reply from the person answers their running conversation', async () => {
     const routingKey = await whatsappCampaign()
     const created = await trigger(routingKey, { context: { slot: 'Tuesday' }, contact: { phone: '+49 30 901820' } })
-    await service.app.dispatcher.runOnce()
+    await service.app.workers!.dispatcher.runOnce()
     assert.equal(await whatsapp.sendReply({ from: '4930901820', text: 'ok' }), 200)
     assert.equal((await task(created.task_id)).outcome, 'reached')
   })
@@ -287,12 +287,12 @@ describe('whatsapp cloud', () => {
   test('without a reply, the conversation is settled when the reply window ends', async () => {
     const routingKey = await whatsappCampaign()
     const created = await trigger(routingKey, { context: { slot: 'Friday' }, contact: { phone: '+33 1 42 68 53 00' } })
-    await service.app.dispatcher.runOnce()
+    await service.app.workers!.dispatcher.runOnce()
     const interactionId = (await task(created.task_id)).interactions[0].id
     await whatsapp.sendStatus((await providerRefOf(interactionId))!, 'delivered')
     now += 86_400_000
     try {
-      await service.app.dispatcher.runOnce()
+      await service.app.workers!.dispatcher.runOnce()
       const state = await task(created.task_id)
       assert.equal(state.interactions[0].outcome, 'delivered')
       assert.equal(state.status, 'pending')
@@ -304,7 +304,7 @@ describe('whatsapp cloud', () => {
   test('a reply delivered twice counts once', async () => {
     const routingKey = await whatsappCampaign()
     const created = await trigger(routingKey, { context: { slot: 'Monday' }, contact: { phone: '+44 20 7946 0100' } })
-    await service.app.dispatcher.runOnce()
+    await service.app.workers!.dispatcher.runOnce()
     const wamid = (await providerRefOf((await task(created.task_id)).interactions[0].id))!
     const body = notification({ from: '442079460100', id: `wamid.reply-${wamid}`, timestamp: String(Math.floor(now / 1000)), type: 'text', text: { body: 'yes' }, context: { from: '1', id: wamid } })
     assert.equal((await postSigned(body)).status, 200)
@@ -318,10 +318,10 @@ describe('whatsapp cloud', () => {
   test('a reply after the conversation was settled still reaches the task, as an inbound interaction', async () => {
     const routingKey = await whatsappCampaign()
     const created = await trigger(routingKey, { context: { slot: 'Monday' }, contact: { phone: '+44 20 7946 0200' } })
-    await service.app.dispatcher.runOnce()
+    await service.app.workers!.dispatcher.runOnce()
     now += 86_400_000
     try {
-      await service.app.dispatcher.runOnce()
+      await service.app.workers!.dispatcher.runOnce()
       assert.equal((await task(created.task_id)).status, 'pending')
       assert.equal(await whatsapp.sendReply({ from: '442079460200', text: 'sorry, only saw it now' }), 200)
       const done = await task(created.task_id)
@@ -343,7 +343,7 @@ describe('whatsapp cloud', () => {
   test('a notification with a bad signature is refused and changes nothing', async () => {
     const routingKey = await whatsappCampaign()
     const created = await trigger(routingKey, { context: { slot: 'Friday' } })
-    await service.app.dispatcher.runOnce()
+    await service.app.workers!.dispatcher.runOnce()
     const wamid = (await providerRefOf((await task(created.task_id)).interactions[0].id))!
     const body = notification({ from: '442079460958', id: 'wamid.x', timestamp: '1700000000', type: 'text', text: { body: 'hi' }, context: { from: '1', id: wamid } })
     for (const signature of [undefined, `sha256=${'0'.repeat(64)}`]) {

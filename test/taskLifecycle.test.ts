@@ -6,8 +6,7 @@
 import assert from 'node:assert/strict'
 import { after, before, beforeEach, describe, test } from 'node:test'
 import { newId } from '../src/domain/ids.ts'
-import { insertInteraction } from '../src/store/interactions.ts'
-import { beginAttempt, claimDueTasks } from '../src/store/tasks.ts'
+import { beginAttempts, claimDueTasks } from '../src/store/tasks.ts'
 import { bearer, json, OPERATOR_TOKEN, seedOrganization, startService, taskOf, type TestService } from './support/service.ts'
 
 const HOUR = 3_600_000
@@ -59,7 +58,7 @@ const task = (id: string) => taskOf(service.app, org.key, id)
 /** Moves the clock and lets the dispatcher do everything that is due. */
 async function at(instant: string | number) {
   now = typeof instant === 'string' ? Date.parse(instant) : instant
-  await service.app.dispatcher.runOnce()
+  await service.app.workers!.dispatcher.runOnce()
 }
 
 async function eventsOf(taskId: string): Promise<any[]> {
@@ -474,25 +473,9 @@ describe('a worker that dies', () => {
     const created = await trigger(routing_key)
     const [claim] = (await claimDueTasks(service.db, 'wrk_gone', now, now + 60_000, 10_000)).filter((c) => c.id === created.task_id)
     // What the dying worker committed: the attempt, recorded as starting, never confirmed.
-    await service.db.transaction(async (tx) => {
-      const attempt = await beginAttempt(tx, claim!.id, 'wrk_gone', now)
-      await insertInteraction(tx, {
-        id: newId('interaction', now),
-        orgId: claim!.orgId,
-        taskId: claim!.id,
-        campaignId: claim!.campaign.id,
-        channel: 'voice',
-        provider: 'simulator',
-        providerConfig: {},
-        direction: 'outbound',
-        attempt: attempt!,
-        toPhone: claim!.contact.phone,
-        testMode: false,
-        settleAt: now + 120_000,
-        startedBy: 'wrk_gone',
-        startedAt: now,
-      })
-    })
+    await service.db.transaction((tx) =>
+      beginAttempts(tx, 'wrk_gone', [{ taskId: claim!.id, interactionId: newId('interaction', now) }], now, now + 120_000),
+    )
     await at(now + 119_999)
     assert.equal((await task(created.task_id)).interactions[0].status, 'starting')
     await at(now + 1)

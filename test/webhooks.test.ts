@@ -80,12 +80,12 @@ async function trigger(key: string, ids: object[] = [{ source: 'ats', type: 'can
 
 /** Runs a simulated call to its end: both events are written. */
 async function callToTheEnd() {
-  await service.app.dispatcher.runOnce()
+  await service.app.workers!.dispatcher.runOnce()
   now += 200
-  await service.app.dispatcher.runOnce()
+  await service.app.workers!.dispatcher.runOnce()
 }
 
-const deliver = () => service.app.deliverer.runOnce()
+const deliver = () => service.app.workers!.deliverer.runOnce()
 
 const payloads = () => receiver.received.map((request) => JSON.parse(request.body))
 
@@ -272,7 +272,7 @@ describe('delivery', () => {
       for (let i = 0; i < 10; i++) await trigger(key)
       await callToTheEnd()
       const written = Date.now()
-      service.app.deliverer.start()
+      service.app.workers!.deliverer.start()
       try {
         await receiver.waitFor(10, 1000)
         const slowest = Math.max(...receiver.received.map((request) => request.at)) - written
@@ -280,7 +280,7 @@ describe('delivery', () => {
         assert.equal(slow.received.length, 4, 'the hanging receiver has no more than 4 sends in flight')
       } finally {
         slow.release()
-        await service.app.deliverer.stop()
+        await service.app.workers!.deliverer.stop()
       }
     } finally {
       await slow.close()

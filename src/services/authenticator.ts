@@ -34,13 +34,14 @@ const MAX_CACHED_KEYS = 10_000
 
 export class Authenticator {
   readonly #db: Database
-  readonly #operatorTokenHash: Buffer
+  /** Undefined in a process that serves no HTTP (a worker): no token is the operator's there. */
+  readonly #operatorTokenHash: Buffer | undefined
   /** Keys by prefix, oldest first. */
   readonly #keys = new Map<string, CachedKey>()
 
-  constructor(db: Database, operatorToken: string) {
+  constructor(db: Database, operatorToken: string | undefined) {
     this.#db = db
-    this.#operatorTokenHash = hashSecret(operatorToken)
+    this.#operatorTokenHash = operatorToken === undefined ? undefined : hashSecret(operatorToken)
   }
 
   /** The principal behind an `Authorization` header, or undefined when it names none. */
@@ -48,7 +49,7 @@ export class Authenticator {
     const token = bearerToken(authorization)
     if (token === undefined) return undefined
     const presentedHash = hashSecret(token)
-    if (sameHash(presentedHash, this.#operatorTokenHash)) return { kind: 'operator' }
+    if (this.#operatorTokenHash !== undefined && sameHash(presentedHash, this.#operatorTokenHash)) return { kind: 'operator' }
     const prefix = apiKeyPrefix(token)
     if (prefix === undefined) return undefined
     const key = this.#keys.get(prefix) ?? (await this.#load(prefix))

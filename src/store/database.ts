@@ -33,6 +33,12 @@ export interface Database extends Queryable {
    */
   readonly concurrency: number
   transaction<T>(work: (tx: Queryable) => Promise<T>): Promise<T>
+  /**
+   * Calls `onPayload` with each notification sent on `channel` (NOTIFY) until
+   * the returned function is called. On a server it holds a connection of its
+   * own, made again after a loss; notifications sent while it is down are lost.
+   */
+  listen(channel: string, onPayload: (payload: string) => void): Promise<() => Promise<void>>
   close(): Promise<void>
 }
 
@@ -89,7 +95,42 @@ function openPostgres(connectionString: string, poolSize: number): Database {
         client.release()
       }
     },
+    listen: (channel, onPayload) => listenOnPostgres(connectionString, channel, onPayload),
     close: () => pool.end(),
+  }
+}
+
+/** How long a lost listening connection waits before it is made again. */
+const RELISTEN_AFTER_MS = 1_000
+
+async function listenOnPostgres(connectionString: string, channel: string, onPayload: (payload: string) => void): Promise<() => Promise<void>> {
+  let client: pg.Client | undefined
+  let stopped = false
+  let retry: NodeJS.Timeout | undefined
+  const connect = async () => {
+    const next = new pg.Client({ connectionString, keepAlive: true })
+    next.on('notification', (message) => {
+      if (message.channel === channel) onPayload(message.payload ?? '')
+    })
+    // A lost connection is made again; meanwhile the workers' poll finds the work.
+    next.on('error', () => {})
+    next.on('end', () => {
+      if (!stopped && client === next) retry = setTimeout(() => void connect().catch(() => {}), RELISTEN_AFTER_MS)
+    })
+    client = next
+    try {
+      await next.connect()
+      await next.query(`LISTEN ${pg.escapeIdentifier(channel)}`)
+    } catch (error) {
+      void next.end().catch(() => {})
+      throw error
+    }
+  }
+  await connect()
+  return async () => {
+    stopped = true
+    clearTimeout(retry)
+    await client?.end().catch(() => {})
   }
 }
 
@@ -122,6 +163,7 @@ async function openPglite(dataDir: string): Promise<Database> {
     ...runOn(db),
     // PGlite queues statements and transactions on its one session itself.
     transaction: (work) => db.transaction((tx) => work(runOn(tx))),
+    listen: async (channel, onPayload) => db.listen(channel, onPayload),
     close: () => db.close(),
   }
 }

@@ -1,26 +1,40 @@
 /** The outbox: events written in the transaction of the change they report. */
+import type { OrganizationEvent, OutboxEvent } from '../domain/events.ts'
 import type { EventType } from '../domain/types.ts'
 import type { Queryable } from './database.ts'
-import { fanOut } from './deliveries.ts'
 
-/** An event exactly as it is sent: the webhook body. */
-export interface OutboxEvent {
-  id: string
-  type: EventType
-  timestamp: string
-  data: Record<string, unknown>
+export type { OutboxEvent } from '../domain/events.ts'
+
+/**
+ * Writes the events and, in the same statement, their deliveries: one to each
+ * enabled endpoint of the event's organization subscribed to its type.
+ */
+export async function insertEvents(tx: Queryable, events: readonly OrganizationEvent[]): Promise<void> {
+  if (events.length === 0) return
+  await tx.query(
+    `WITH written AS (
+       INSERT INTO events (id, org_id, type, payload, created_at)
+       SELECT v.id, v.org_id, v.type, v.payload::jsonb, v.created_at
+       FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::timestamptz[]) AS v(id, org_id, type, payload, created_at)
+       RETURNING id, org_id, type, created_at)
+     INSERT INTO deliveries (event_id, endpoint_id, org_id, status, due_at, created_at)
+     SELECT e.id, w.id, w.org_id, 'pending', e.created_at, e.created_at
+     FROM written e
+     JOIN webhook_endpoints w ON w.org_id = e.org_id AND w.enabled AND w.deleted_at IS NULL AND e.type = ANY(w.events)
+     ORDER BY e.id`,
+    [
+      events.map(({ event }) => event.id),
+      events.map(({ orgId }) => orgId),
+      events.map(({ event }) => event.type),
+      events.map(({ event }) => JSON.stringify(event)),
+      events.map(({ event }) => event.timestamp),
+    ],
+  )
 }
 
-/** Writes the event and, in the same transaction, its deliveries to the organization's endpoints. */
-export async function insertEvent(tx: Queryable, orgId: string, event: OutboxEvent): Promise<void> {
-  await tx.query('INSERT INTO events (id, org_id, type, payload, created_at) VALUES ($1, $2, $3, $4, $5)', [
-    event.id,
-    orgId,
-    event.type,
-    event,
-    event.timestamp,
-  ])
-  await fanOut(tx, orgId, event.id, event.type, event.timestamp)
+/** Writes one event and its deliveries. */
+export function insertEvent(tx: Queryable, orgId: string, event: OutboxEvent): Promise<void> {
+  return insertEvents(tx, [{ orgId, event }])
 }
 
 /**

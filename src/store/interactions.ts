@@ -1,5 +1,6 @@
 /** Interactions: one row per attempt to converse, recorded before the provider is asked. */
 import type { Provider } from '../domain/campaignSettings.ts'
+import type { FinalizedInteraction } from '../domain/events.ts'
 import type { Channel, Direction, ExternalId, Interaction, InteractionOutcome, JsonObject } from '../domain/types.ts'
 import type { Queryable } from './database.ts'
 import { iso, isoOrNull } from './rows.ts'
@@ -87,22 +88,29 @@ export async function insertInteraction(tx: Queryable, interaction: NewInteracti
   )
 }
 
-/** The provider has the interaction: from now on it is known by `providerRef` and settled at `settleAt` at the latest. */
-export async function markStarted(db: Queryable, id: string, providerRef: string, settleAt: number): Promise<void> {
+/**
+ * What became of starts asked of providers, in one statement: a start the
+ * provider confirmed (`providerRef`) makes its interaction active, known by
+ * that reference from now on; a start whose result is unknown (no reference)
+ * waits for the provider's word. Either way the interaction is settled at
+ * `settleAt` at the latest. Nothing changes for one no longer starting (a
+ * report confirmed or finalized it meanwhile).
+ */
+export async function recordStarts(db: Queryable, starts: readonly { id: string; providerRef: string | null; settleAt: number }[]): Promise<void> {
+  if (starts.length === 0) return
   await db.query(
-    `UPDATE interactions SET status = 'active', provider_ref = $2, settle_at = $3 WHERE id = $1 AND status = 'starting'`,
-    [id, providerRef, new Date(settleAt)],
+    `UPDATE interactions i
+     SET status = CASE WHEN v.provider_ref IS NULL THEN i.status ELSE 'active' END,
+         provider_ref = coalesce(v.provider_ref, i.provider_ref), settle_at = v.settle_at
+     FROM unnest($1::text[], $2::text[], $3::timestamptz[]) AS v(id, provider_ref, settle_at)
+     WHERE i.id = v.id AND i.status = 'starting'`,
+    [starts.map((s) => s.id), starts.map((s) => s.providerRef), starts.map((s) => new Date(s.settleAt))],
   )
 }
 
 /** A provider's word on an interaction that is not over (nothing, once it is). */
 export async function recordProviderStatus(db: Queryable, id: string, status: string): Promise<void> {
   await db.query(`UPDATE interactions SET provider_status = $2 WHERE id = $1 AND status <> 'finalized'`, [id, status])
-}
-
-/** A start whose result is unknown waits for the provider's word until `settleAt` (nothing, once it has come). */
-export async function awaitConfirmation(db: Queryable, id: string, settleAt: number): Promise<void> {
-  await db.query(`UPDATE interactions SET settle_at = $2 WHERE id = $1 AND status = 'starting'`, [id, new Date(settleAt)])
 }
 
 /** Records that a provider delivered this message; false when it had already. */
@@ -217,42 +225,29 @@ export async function nextSettleAt(db: Queryable): Promise<number | undefined> {
   return rows[0]?.settle_at?.getTime()
 }
 
-/** What an interaction.finalized event reports, read as the interaction is finalized. */
-export interface FinalizedInteraction {
+/** An outcome to write on a running interaction. */
+export interface InteractionEnd {
   id: string
-  orgId: string
-  /** The person's phone. */
-  toPhone: string
-  taskId: string | null
-  triggerId: string | null
-  routingKey: string
-  channel: Channel
-  direction: Direction
-  attempt: number | null
   outcome: InteractionOutcome
-  testMode: boolean
-  startedAt: string
-  endedAt: string
+  endedAt: number
   durationS: number | null
-  ids: ExternalId[] | null
+  /** Only if its start is still unconfirmed (a settlement that asked the provider nothing). */
+  onlyIfStarting: boolean
 }
 
 /**
- * Finalizes a running interaction with its outcome. Undefined when it was
- * already over (providers repeat their reports, and only the first counts),
- * or, with `onlyIfStarting`, when its start has been confirmed meanwhile.
+ * Finalizes running interactions with their outcomes, in one statement,
+ * locking them in id order. Returns those finalized: one already over
+ * (providers repeat their reports, and only the first counts), or, with
+ * `onlyIfStarting`, one whose start has been confirmed meanwhile, is left
+ * out. The ids must be distinct.
  */
-export async function finalizeInteraction(
-  tx: Queryable,
-  id: string,
-  outcome: InteractionOutcome,
-  endedAt: number,
-  durationS: number | null,
-  onlyIfStarting = false,
-): Promise<FinalizedInteraction | undefined> {
+export async function finalizeInteractions(tx: Queryable, ends: readonly InteractionEnd[]): Promise<FinalizedInteraction[]> {
+  if (ends.length === 0) return []
   const rows = await tx.query<{
     id: string
     org_id: string
+    campaign_id: string
     to_phone: string
     task_id: string | null
     trigger_id: string | null
@@ -267,38 +262,54 @@ export async function finalizeInteraction(
     duration_s: number | null
     ids: ExternalId[] | null
   }>(
-    `WITH finalized AS (
-       UPDATE interactions SET status = 'finalized', outcome = $2, ended_at = greatest($3, started_at), duration_s = $4, settle_at = NULL
-       WHERE id = $1 AND (status = 'starting' OR (status = 'active' AND NOT $5::boolean))
-       RETURNING *)
-     SELECT f.id, f.org_id, f.to_phone, f.task_id, t.trigger_id, c.routing_key, f.channel, f.direction, f.attempt, f.outcome, f.test_mode,
+    `WITH ends AS (
+       SELECT * FROM unnest($1::text[], $2::text[], $3::timestamptz[], $4::int[], $5::boolean[])
+         AS v(id, outcome, ended_at, duration_s, only_if_starting)
+     ), locked AS (
+       SELECT i.id FROM interactions i JOIN ends v ON v.id = i.id
+       WHERE i.status = 'starting' OR (i.status = 'active' AND NOT v.only_if_starting)
+       ORDER BY i.id
+       FOR UPDATE OF i
+     ), finalized AS (
+       UPDATE interactions i SET status = 'finalized', outcome = v.outcome, ended_at = greatest(v.ended_at, i.started_at),
+                                 duration_s = v.duration_s, settle_at = NULL
+       FROM ends v
+       WHERE i.id = v.id AND i.id IN (SELECT id FROM locked)
+         AND (i.status = 'starting' OR (i.status = 'active' AND NOT v.only_if_starting))
+       RETURNING i.*)
+     SELECT f.id, f.org_id, f.campaign_id, f.to_phone, f.task_id, t.trigger_id, c.routing_key, f.channel, f.direction, f.attempt, f.outcome, f.test_mode,
             f.started_at, f.ended_at, f.duration_s, tr.ids
      FROM finalized f
      JOIN campaigns c ON c.id = f.campaign_id
      LEFT JOIN tasks t ON t.id = f.task_id
-     LEFT JOIN triggers tr ON tr.id = t.trigger_id`,
-    [id, outcome, new Date(endedAt), durationS, onlyIfStarting],
+     LEFT JOIN triggers tr ON tr.id = t.trigger_id
+     ORDER BY f.id`,
+    [
+      ends.map((e) => e.id),
+      ends.map((e) => e.outcome),
+      ends.map((e) => new Date(e.endedAt)),
+      ends.map((e) => e.durationS),
+      ends.map((e) => e.onlyIfStarting),
+    ],
   )
-  const row = rows[0]
-  return (
-    row && {
-      id: row.id,
-      orgId: row.org_id,
-      toPhone: row.to_phone,
-      taskId: row.task_id,
-      triggerId: row.trigger_id,
-      routingKey: row.routing_key,
-      channel: row.channel,
-      direction: row.direction,
-      attempt: row.attempt,
-      outcome: row.outcome,
-      testMode: row.test_mode,
-      startedAt: iso(row.started_at),
-      endedAt: iso(row.ended_at),
-      durationS: row.duration_s,
-      ids: row.ids,
-    }
-  )
+  return rows.map((row) => ({
+    id: row.id,
+    orgId: row.org_id,
+    campaignId: row.campaign_id,
+    toPhone: row.to_phone,
+    taskId: row.task_id,
+    triggerId: row.trigger_id,
+    routingKey: row.routing_key,
+    channel: row.channel,
+    direction: row.direction,
+    attempt: row.attempt,
+    outcome: row.outcome,
+    testMode: row.test_mode,
+    startedAt: iso(row.started_at),
+    endedAt: iso(row.ended_at),
+    durationS: row.duration_s,
+    ids: row.ids,
+  }))
 }
 
 /**

@@ -63,7 +63,10 @@ interface ClaimedRow {
 
 /**
  * Claims up to `limit` due tasks for `worker` until `lockedUntil`, oldest due
- * first. Rows another worker is claiming at this moment are skipped, not
+ * first, leaving out the campaigns in `skipCampaigns` (at their
+ * max_concurrent). Each campaign's due tasks are read from its own index
+ * range, so however many tasks a skipped campaign has due, the claim never
+ * reads them. Rows another worker is claiming at this moment are skipped, not
  * waited for; a claimed task is not due again until its lease runs out.
  */
 export async function claimDueTasks(
@@ -72,15 +75,24 @@ export async function claimDueTasks(
   now: number,
   lockedUntil: number,
   limit: number,
+  skipCampaigns: readonly string[] = [],
 ): Promise<ClaimedTask[]> {
   const rows = await db.query<ClaimedRow>(
-    `WITH claimed AS (
+    `WITH candidates AS (
+       SELECT due.id FROM campaigns c
+       CROSS JOIN LATERAL (
+         SELECT id, due_at FROM tasks
+         WHERE campaign_id = c.id AND status = 'pending' AND due_at <= $3
+         ORDER BY due_at
+         LIMIT $4) due
+       WHERE c.id <> ALL($5::text[])
+       ORDER BY due.due_at
+       LIMIT $4
+     ), claimed AS (
        UPDATE tasks SET locked_by = $1, locked_until = $2, due_at = $2
        WHERE id IN (
          SELECT id FROM tasks
-         WHERE status = 'pending' AND due_at <= $3
-         ORDER BY due_at
-         LIMIT $4
+         WHERE id IN (SELECT id FROM candidates) AND status = 'pending' AND due_at <= $3
          FOR UPDATE SKIP LOCKED)
        RETURNING id, org_id, trigger_id, campaign_id, attempts, test_mode, context, timezones, expires_at, contact)
      SELECT claimed.id, claimed.org_id, claimed.trigger_id, claimed.attempts, claimed.test_mode, claimed.context,
@@ -90,8 +102,9 @@ export async function claimDueTasks(
             c.schedule, c.attempts AS attempt_policy, c.provider, c.provider_config, c.max_concurrent
      FROM claimed
      JOIN triggers tr ON tr.id = claimed.trigger_id
-     JOIN campaigns c ON c.id = claimed.campaign_id`,
-    [worker, new Date(lockedUntil), new Date(now), limit],
+     JOIN campaigns c ON c.id = claimed.campaign_id
+     ORDER BY claimed.id`,
+    [worker, new Date(lockedUntil), new Date(now), limit, skipCampaigns],
   )
   return rows.map((row) => ({
     id: row.id,
@@ -118,38 +131,74 @@ export async function claimDueTasks(
   }))
 }
 
-/** Gives a claimed task back, due at `dueAt` (nothing, when the claim was lost meanwhile). */
-export async function releaseTask(db: Queryable, taskId: string, worker: string, dueAt: number, now: number): Promise<void> {
+/** Gives claimed tasks back, each due at its `dueAt` (nothing for one whose claim was lost meanwhile). */
+export async function releaseTasks(db: Queryable, worker: string, releases: readonly { taskId: string; dueAt: number }[], now: number): Promise<void> {
+  if (releases.length === 0) return
   await db.query(
-    `UPDATE tasks SET due_at = $3, locked_by = NULL, locked_until = NULL, updated_at = $4
-     WHERE id = $1 AND locked_by = $2 AND status = 'pending'`,
-    [taskId, worker, new Date(dueAt), new Date(now)],
+    `UPDATE tasks t SET due_at = v.due_at, locked_by = NULL, locked_until = NULL, updated_at = $4
+     FROM unnest($1::text[], $2::timestamptz[]) AS v(id, due_at)
+     WHERE t.id = v.id AND t.locked_by = $3 AND t.status = 'pending'`,
+    [releases.map((r) => r.taskId), releases.map((r) => new Date(r.dueAt)), worker, new Date(now)],
   )
 }
 
 /**
- * Turns a claimed task into a running attempt: the attempt count goes up and
- * the claim is released. Returns the attempt number, or undefined when the
- * claim was lost (its lease ran out; another worker may have the task now).
+ * Locks the campaigns (in id order, so that dispatchers never wait on each
+ * other in a circle) and counts the interactions each has running: held until
+ * the transaction ends, so that two dispatchers cannot both fill the last
+ * places of one campaign.
  */
-export async function beginAttempt(tx: Queryable, taskId: string, worker: string, now: number): Promise<number | undefined> {
-  const rows = await tx.query<{ attempts: number }>(
-    `UPDATE tasks SET status = 'in_progress', attempts = attempts + 1, locked_by = NULL, locked_until = NULL, updated_at = $3
-     WHERE id = $1 AND locked_by = $2 AND locked_until > $3 AND status = 'pending'
-     RETURNING attempts`,
-    [taskId, worker, new Date(now)],
+export async function lockCampaignsCountingRunning(tx: Queryable, campaignIds: readonly string[]): Promise<Map<string, number>> {
+  if (campaignIds.length === 0) return new Map()
+  const rows = await tx.query<{ id: string; running: number }>(
+    `SELECT c.id, (SELECT count(*)::int FROM interactions i WHERE i.campaign_id = c.id AND i.status <> 'finalized') AS running
+     FROM campaigns c WHERE c.id = ANY($1::text[])
+     ORDER BY c.id
+     FOR UPDATE OF c`,
+    [campaignIds],
   )
-  return rows[0]?.attempts
+  return new Map(rows.map((row) => [row.id, row.running]))
 }
 
-/** How many interactions of the campaign are running; the caller holds the campaign's lock. */
-export async function countRunningInteractions(tx: Queryable, campaignId: string): Promise<number> {
-  await tx.query('SELECT id FROM campaigns WHERE id = $1 FOR UPDATE', [campaignId])
-  const rows = await tx.query<{ running: number }>(
-    `SELECT count(*)::int AS running FROM interactions WHERE campaign_id = $1 AND status <> 'finalized'`,
-    [campaignId],
+/** An attempt to begin: the claimed task and the id its interaction gets. */
+export interface AttemptToBegin {
+  taskId: string
+  interactionId: string
+}
+
+/**
+ * Turns claimed tasks into running attempts, in one statement: each task's
+ * attempt count goes up, its claim is released, and its interaction is
+ * recorded as starting (with the campaign's provider settings as they are
+ * now), due to be settled at `settleAt` unless the provider confirms it. Only
+ * for tasks whose claim `worker` still holds and whose number is not
+ * suppressed now: returns the attempt number of each task begun.
+ */
+export async function beginAttempts(
+  tx: Queryable,
+  worker: string,
+  attempts: readonly AttemptToBegin[],
+  now: number,
+  settleAt: number,
+): Promise<Map<string, number>> {
+  if (attempts.length === 0) return new Map()
+  const rows = await tx.query<{ task_id: string; attempt: number }>(
+    `WITH begun AS (
+       UPDATE tasks t SET status = 'in_progress', attempts = t.attempts + 1, locked_by = NULL, locked_until = NULL, updated_at = $4
+       FROM unnest($1::text[], $2::text[]) AS v(task_id, interaction_id)
+       WHERE t.id = v.task_id AND t.locked_by = $3 AND t.locked_until > $4 AND t.status = 'pending'
+         AND NOT EXISTS (SELECT 1 FROM suppressions s WHERE s.org_id = t.org_id AND s.phone = t.contact->>'phone')
+       RETURNING t.id, t.org_id, t.campaign_id, t.attempts, t.test_mode, t.contact->>'phone' AS phone, v.interaction_id
+     )
+     INSERT INTO interactions (id, org_id, task_id, campaign_id, channel, provider, provider_config, direction, attempt, status,
+                               to_phone, test_mode, settle_at, started_by, started_at)
+     SELECT b.interaction_id, b.org_id, b.id, b.campaign_id, c.channel, c.provider, c.provider_config, 'outbound', b.attempts, 'starting',
+            b.phone, b.test_mode, $5, $3, $4
+     FROM begun b JOIN campaigns c ON c.id = b.campaign_id
+     RETURNING task_id, attempt`,
+    [attempts.map((a) => a.taskId), attempts.map((a) => a.interactionId), worker, new Date(now), new Date(settleAt)],
   )
-  return rows[0]!.running
+  return new Map(rows.map((row) => [row.task_id, row.attempt]))
 }
 
 /** A task as its lifecycle needs it after an interaction: locked for the rest of the transaction. */
@@ -184,63 +233,95 @@ interface TaskForUpdateRow {
   attempt_policy: AttemptPolicy
 }
 
-export async function lockTask(tx: Queryable, taskId: string, orgId?: string): Promise<TaskForUpdate | undefined> {
+/**
+ * Locks tasks for the rest of the transaction, in id order (so that two
+ * transactions locking overlapping tasks never wait on each other in a
+ * circle), optionally only the organization's.
+ */
+export async function lockTasks(tx: Queryable, taskIds: readonly string[], orgId?: string): Promise<Map<string, TaskForUpdate>> {
+  if (taskIds.length === 0) return new Map()
   const rows = await tx.query<TaskForUpdateRow>(
     `SELECT t.id, t.org_id, t.trigger_id, t.status, t.attempts, t.test_mode, t.timezones, t.expires_at, tr.ids,
             c.id AS campaign_id, c.routing_key, c.channel, c.schedule, c.attempts AS attempt_policy
      FROM tasks t
      JOIN triggers tr ON tr.id = t.trigger_id
      JOIN campaigns c ON c.id = t.campaign_id
-     WHERE t.id = $1 AND ($2::text IS NULL OR t.org_id = $2)
+     WHERE t.id = ANY($1::text[]) AND ($2::text IS NULL OR t.org_id = $2)
+     ORDER BY t.id
      FOR UPDATE OF t`,
-    [taskId, orgId ?? null],
+    [taskIds, orgId ?? null],
   )
-  const row = rows[0]
-  return (
-    row && {
-      id: row.id,
-      orgId: row.org_id,
-      triggerId: row.trigger_id,
-      status: row.status,
-      attempts: row.attempts,
-      testMode: row.test_mode,
-      timezones: row.timezones,
-      expiresAt: row.expires_at.getTime(),
-      ids: row.ids,
-      campaign: {
-        id: row.campaign_id,
-        routingKey: row.routing_key,
-        channel: row.channel,
-        schedule: row.schedule,
-        attempts: row.attempt_policy,
+  return new Map(
+    rows.map((row) => [
+      row.id,
+      {
+        id: row.id,
+        orgId: row.org_id,
+        triggerId: row.trigger_id,
+        status: row.status,
+        attempts: row.attempts,
+        testMode: row.test_mode,
+        timezones: row.timezones,
+        expiresAt: row.expires_at.getTime(),
+        ids: row.ids,
+        campaign: {
+          id: row.campaign_id,
+          routingKey: row.routing_key,
+          channel: row.channel,
+          schedule: row.schedule,
+          attempts: row.attempt_policy,
+        },
       },
-    }
+    ]),
   )
 }
 
-/** Back to pending for the next attempt, due at `dueAt`. */
-export async function scheduleNextAttempt(tx: Queryable, taskId: string, dueAt: number, now: number): Promise<void> {
+/** Back to pending for their next attempt, each due at its `dueAt`. */
+export async function scheduleNextAttempts(tx: Queryable, retries: readonly { taskId: string; dueAt: number }[], now: number): Promise<void> {
+  if (retries.length === 0) return
   await tx.query(
-    `UPDATE tasks SET status = 'pending', due_at = $2, locked_by = NULL, locked_until = NULL, updated_at = $3 WHERE id = $1`,
-    [taskId, new Date(dueAt), new Date(now)],
+    `UPDATE tasks t SET status = 'pending', due_at = v.due_at, locked_by = NULL, locked_until = NULL, updated_at = $3
+     FROM unnest($1::text[], $2::timestamptz[]) AS v(id, due_at)
+     WHERE t.id = v.id`,
+    [retries.map((r) => r.taskId), retries.map((r) => new Date(r.dueAt)), new Date(now)],
   )
 }
 
-/** Completes the task with its outcome; false when it had already completed. */
-export async function completeTask(tx: Queryable, taskId: string, outcome: TaskOutcome, now: number): Promise<boolean> {
-  const rows = await tx.query(
-    `UPDATE tasks SET status = 'completed', outcome = $2, completed_at = $3, updated_at = $3, locked_by = NULL, locked_until = NULL
-     WHERE id = $1 AND status <> 'completed'
-     RETURNING id`,
-    [taskId, outcome, new Date(now)],
+/**
+ * Completes tasks with their outcomes; with `claimedBy`, only those that
+ * worker's claim still holds. Returns the ids of the tasks completed (not
+ * those that had completed already).
+ */
+export async function completeTasks(
+  tx: Queryable,
+  completions: readonly { taskId: string; outcome: TaskOutcome }[],
+  now: number,
+  claimedBy?: string,
+): Promise<Set<string>> {
+  if (completions.length === 0) return new Set()
+  const rows = await tx.query<{ id: string }>(
+    `UPDATE tasks t SET status = 'completed', outcome = v.outcome, completed_at = $3, updated_at = $3, locked_by = NULL, locked_until = NULL
+     FROM unnest($1::text[], $2::text[]) AS v(id, outcome)
+     WHERE t.id = v.id AND t.status <> 'completed' AND ($4::text IS NULL OR (t.locked_by = $4 AND t.status = 'pending'))
+     RETURNING t.id`,
+    [completions.map((c) => c.taskId), completions.map((c) => c.outcome), new Date(now), claimedBy ?? null],
   )
-  return rows.length === 1
+  return new Set(rows.map((row) => row.id))
 }
 
-/** When the dispatcher next has something to do: the earliest due task (claimed ones are due when their lease ends). */
-export async function nextDueAt(db: Queryable): Promise<number | undefined> {
-  const rows = await db.query<{ due_at: Date }>(`SELECT due_at FROM tasks WHERE status = 'pending' ORDER BY due_at LIMIT 1`)
-  return rows[0]?.due_at.getTime()
+/**
+ * When the dispatcher next has something to do: the earliest due task of the
+ * campaigns not in `skipCampaigns` (claimed ones are due when their lease
+ * ends), read campaign by campaign from the same index the claim reads.
+ */
+export async function nextDueAt(db: Queryable, skipCampaigns: readonly string[] = []): Promise<number | undefined> {
+  const rows = await db.query<{ due_at: Date | null }>(
+    `SELECT min(next.due_at) AS due_at FROM campaigns c
+     CROSS JOIN LATERAL (SELECT due_at FROM tasks WHERE campaign_id = c.id AND status = 'pending' ORDER BY due_at LIMIT 1) next
+     WHERE c.id <> ALL($1::text[])`,
+    [skipCampaigns],
+  )
+  return rows[0]?.due_at?.getTime()
 }
 
 interface TaskRow {

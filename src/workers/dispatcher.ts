@@ -1,35 +1,63 @@
 /**
  * The dispatcher's work: settle the interactions due to be settled and
- * dispatch the due tasks, in batches, until none are left; and now and then
- * forget expired idempotency keys.
+ * dispatch the due tasks, a batch at a time, until none are left; and, as the
+ * periodic janitor, now and then forget expired idempotency keys.
+ *
+ * Between batches it yields to the event loop, so that in one process with
+ * the API (the default) a long queue never holds requests back for more than
+ * one batch. A campaign found at its max_concurrent is left out of the claims
+ * until one of its interactions ends here or a second passes (another process
+ * may end one), so its waiting tasks are neither claimed again and again nor
+ * in the way of another campaign's.
  */
 import type { FastifyBaseLogger } from 'fastify'
-import type { ChannelRegistry } from '../channels/registry.ts'
 import { newId } from '../domain/ids.ts'
-import { TaskLifecycle } from '../services/taskLifecycle.ts'
+import { CAPACITY_RETRY_MS, type Dispatch } from '../services/dispatch.ts'
 import type { Database } from '../store/database.ts'
 import { deleteExpiredKeys } from '../store/idempotency.ts'
 import { nextSettleAt } from '../store/interactions.ts'
 import { nextDueAt } from '../store/tasks.ts'
 import { type Work, WorkLoop } from './workLoop.ts'
 
-const BATCH = 50
+/**
+ * Tasks (and interactions to settle) taken in one batch. On PostgreSQL a
+ * batch costs a few statements whatever its size; PGlite runs in this thread,
+ * where a batch holds the event loop for as long as its statements run.
+ */
+const BATCH = { postgres: 256, pglite: 64 } as const
+/** Provider calls in flight at once; no more tasks are claimed while this many wait for their providers. */
+const MAX_STARTS_IN_FLIGHT = 512
 /** Expired idempotency keys are swept this often, a batch at a time. */
 const SWEEP_EVERY_MS = 60_000
 const SWEEP_BATCH = 1_000
 
-class Dispatch implements Work {
+class Dispatching implements Work {
   readonly name = 'dispatcher'
   /** This worker's name on its claims: unique per process and start. */
   readonly worker = newId('worker')
-
+  readonly #db: Database
+  readonly #dispatch: Dispatch
+  readonly #now: () => number
+  readonly #onStartsDone: () => void
+  readonly #batch: number
+  /** Campaigns at their max_concurrent, until when they are left out of the claims. */
+  readonly #full = new Map<string, number>()
+  readonly #starting = new Set<Promise<void>>()
+  #startsInFlight = 0
   #sweptAt = 0
 
-  constructor(
-    readonly db: Database,
-    readonly lifecycle: TaskLifecycle,
-    readonly now: () => number,
-  ) {}
+  constructor(db: Database, dispatch: Dispatch, now: () => number, onStartsDone: () => void) {
+    this.#db = db
+    this.#dispatch = dispatch
+    this.#now = now
+    this.#onStartsDone = onStartsDone
+    this.#batch = BATCH[db.kind]
+  }
+
+  /** Interactions of these campaigns ended: they have places again. */
+  placesFreed(campaignIds: ReadonlySet<string>): void {
+    for (const id of campaignIds) this.#full.delete(id)
+  }
 
   /**
    * Settles and dispatches until nothing is due. Settling first frees the
@@ -38,46 +66,64 @@ class Dispatch implements Work {
   async round(): Promise<boolean> {
     let progressed = false
     for (;;) {
-      const settled = await this.lifecycle.settleDue(BATCH)
-      const dispatched = await this.lifecycle.dispatchDue(this.worker, BATCH)
-      progressed ||= settled > 0 || dispatched.claimed > 0
-      if (dispatched.claimed < BATCH && settled < BATCH) break
+      const settled = await this.#dispatch.settleDue(this.#batch)
+      const room = Math.min(this.#batch, MAX_STARTS_IN_FLIGHT - this.#startsInFlight)
+      let claimed = 0
+      if (room > 0) {
+        const batch = await this.#dispatch.dispatchDue(this.worker, room, this.#skipped())
+        claimed = batch.claimed
+        for (const id of batch.full) this.#full.set(id, this.#now() + CAPACITY_RETRY_MS)
+        this.#track(batch.starts, batch.started)
+      }
+      progressed ||= settled > 0 || claimed > 0
+      if ((room <= 0 || claimed < room) && settled < this.#batch) break
+      // Let the requests that arrived meanwhile in before the next batch.
+      await new Promise((resolve) => setImmediate(resolve))
     }
-    if (this.now() - this.#sweptAt >= SWEEP_EVERY_MS) {
-      this.#sweptAt = this.now()
-      while ((await deleteExpiredKeys(this.db, this.#sweptAt, SWEEP_BATCH)) === SWEEP_BATCH) {}
+    if (this.#now() - this.#sweptAt >= SWEEP_EVERY_MS) {
+      this.#sweptAt = this.#now()
+      while ((await deleteExpiredKeys(this.#db, this.#sweptAt, SWEEP_BATCH)) === SWEEP_BATCH) {}
     }
     return progressed
   }
 
   async nextDueAt(): Promise<number | undefined> {
-    const [task, settle] = await Promise.all([nextDueAt(this.db), nextSettleAt(this.db)])
-    return Math.min(task ?? Infinity, settle ?? Infinity)
+    const [task, settle] = await Promise.all([nextDueAt(this.#db, this.#skipped()), nextSettleAt(this.#db)])
+    return Math.min(task ?? Infinity, settle ?? Infinity, ...this.#full.values())
   }
 
-  async drain(): Promise<void> {}
+  async drain(): Promise<void> {
+    while (this.#starting.size > 0) await Promise.all(this.#starting)
+  }
+
+  #track(starts: Promise<void>, count: number): void {
+    if (count === 0) return
+    this.#startsInFlight += count
+    const tracked = starts.finally(() => {
+      this.#startsInFlight -= count
+      this.#starting.delete(tracked)
+      this.#onStartsDone()
+    })
+    this.#starting.add(tracked)
+  }
+
+  /** The campaigns still at their max_concurrent, as far as this worker knows. */
+  #skipped(): string[] {
+    const now = this.#now()
+    for (const [id, until] of this.#full) if (until <= now) this.#full.delete(id)
+    return [...this.#full.keys()]
+  }
 }
 
-/**
- * A dispatcher with its lifecycle; an interaction that ends wakes it (a
- * campaign at its max_concurrent has room again), and so does every event
- * written, through `onEvents`.
- */
+/** A dispatcher loop: woken by new due tasks, by interactions that ended, and when provider calls it waited for are answered. */
 export function createDispatcher(deps: {
   db: Database
-  channels: ChannelRegistry
+  dispatch: Dispatch
   now: () => number
   log: FastifyBaseLogger
-  onEvents: () => void
-}): { lifecycle: TaskLifecycle; dispatcher: WorkLoop } {
-  let dispatcher: WorkLoop | undefined
-  const lifecycle = new TaskLifecycle({
-    ...deps,
-    onEventsWritten: () => {
-      dispatcher?.wake()
-      deps.onEvents()
-    },
-  })
-  dispatcher = new WorkLoop(new Dispatch(deps.db, lifecycle, deps.now), deps.log)
-  return { lifecycle, dispatcher }
+}): { loop: WorkLoop; placesFreed: (campaignIds: ReadonlySet<string>) => void } {
+  let loop: WorkLoop | undefined
+  const work = new Dispatching(deps.db, deps.dispatch, deps.now, () => loop?.wake())
+  loop = new WorkLoop(work, deps.log)
+  return { loop, placesFreed: (campaignIds) => work.placesFreed(campaignIds) }
 }

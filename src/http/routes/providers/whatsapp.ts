@@ -99,7 +99,9 @@ export async function whatsappRoutes(
     const answered = (await sent(notification.replyTo)) ?? ours(await findLatestInteractionWith(db, campaignIds, notification.from))
     if (answered !== undefined && answered.status !== 'finalized') {
       const orgId = senders.find((campaign) => campaign.id === answered.campaignId)!.orgId
-      await lifecycle.finalize(answered.id, 'replied', {
+      await lifecycle.finalize({
+        interactionId: answered.id,
+        outcome: 'replied',
         at: notification.at,
         message,
         optOut: optOut ? { orgId, phone: notification.from, reason: 'reply' } : undefined,

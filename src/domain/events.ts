@@ -1,0 +1,98 @@
+/**
+ * The events clients hear about, exactly as they are sent: the webhook body
+ * and the events API's items. Built here from what the lifecycle knows, so
+ * that the contract lives in one place and in the types.
+ */
+import type { Channel, Direction, EventType, ExternalId, InteractionOutcome, TaskOutcome } from './types.ts'
+import { newId } from './ids.ts'
+
+/** An event exactly as it is sent: the webhook body. */
+export interface OutboxEvent {
+  id: string
+  type: EventType
+  timestamp: string
+  data: Record<string, unknown>
+}
+
+/** An event with the organization it belongs to, as the outbox stores it. */
+export interface OrganizationEvent {
+  orgId: string
+  event: OutboxEvent
+}
+
+/** What a task.completed event reports of its task. */
+export interface CompletedTask {
+  id: string
+  orgId: string
+  triggerId: string
+  attempts: number
+  testMode: boolean
+  ids: ExternalId[]
+  campaign: { routingKey: string; channel: Channel }
+}
+
+export function taskCompletedEvent(task: CompletedTask, outcome: TaskOutcome, now: number): OutboxEvent {
+  const at = new Date(now).toISOString()
+  return {
+    id: newId('event', now),
+    type: 'task.completed',
+    timestamp: at,
+    data: {
+      task_id: task.id,
+      trigger_id: task.triggerId,
+      campaign: task.campaign.routingKey,
+      channel: task.campaign.channel,
+      status: 'completed',
+      outcome,
+      attempts: task.attempts,
+      test_mode: task.testMode,
+      ids: task.ids,
+      completed_at: at,
+    },
+  }
+}
+
+/** What an interaction.finalized event reports, read as the interaction is finalized. */
+export interface FinalizedInteraction {
+  id: string
+  orgId: string
+  campaignId: string
+  /** The person's phone. */
+  toPhone: string
+  taskId: string | null
+  triggerId: string | null
+  routingKey: string
+  channel: Channel
+  direction: Direction
+  attempt: number | null
+  outcome: InteractionOutcome
+  testMode: boolean
+  startedAt: string
+  endedAt: string
+  durationS: number | null
+  ids: ExternalId[] | null
+}
+
+export function interactionFinalizedEvent(interaction: FinalizedInteraction, now: number): OutboxEvent {
+  const startedAt = Date.parse(interaction.startedAt)
+  return {
+    id: newId('event', now),
+    type: 'interaction.finalized',
+    timestamp: new Date(now).toISOString(),
+    data: {
+      interaction_id: interaction.id,
+      task_id: interaction.taskId,
+      trigger_id: interaction.triggerId,
+      campaign: interaction.routingKey,
+      channel: interaction.channel,
+      direction: interaction.direction,
+      attempt: interaction.attempt,
+      outcome: interaction.outcome,
+      started_at: interaction.startedAt,
+      ended_at: interaction.endedAt,
+      duration_s: interaction.durationS ?? Math.round((Date.parse(interaction.endedAt) - startedAt) / 1000),
+      test_mode: interaction.testMode,
+      ...(interaction.taskId !== null ? { ids: interaction.ids ?? [] } : {}),
+    },
+  }
+}

@@ -1,0 +1,223 @@
+/**
+ * Dispatch, the worker side of a task's life: due tasks are claimed in
+ * batches, each is decided in memory (its window in every zone its contact
+ * may be in, its expiry, the suppression list, its campaign's
+ * max_concurrent), and every attempt of the batch is recorded in one
+ * transaction, conditional on the claims still being held; only then are the
+ * providers asked, concurrently. What they answer is recorded in batches too.
+ * Interactions that have had no final word by their settle time are settled
+ * here, in batches, through the settlement.
+ *
+ * Never twice: an attempt is recorded (interaction row, UNIQUE per task and
+ * attempt, conditional on this worker's claim) and committed before the
+ * provider is asked to start it, and a start whose result is unknown is
+ * settled, never repeated.
+ */
+import type { FastifyBaseLogger } from 'fastify'
+import type { ChannelRegistry } from '../channels/registry.ts'
+import { stepWhenDue } from '../domain/attemptPolicy.ts'
+import type { OrganizationEvent } from '../domain/events.ts'
+import { newId } from '../domain/ids.ts'
+import type { InteractionOutcome, TaskOutcome } from '../domain/types.ts'
+import type { Database } from '../store/database.ts'
+import { insertEvents } from '../store/events.ts'
+import { claimInteractionsToSettle, type InteractionWithConfig, recordStarts } from '../store/interactions.ts'
+import { sqlState } from '../store/rows.ts'
+import { type AttemptToBegin, beginAttempts, type ClaimedTask, claimDueTasks, lockCampaignsCountingRunning, releaseTasks } from '../store/tasks.ts'
+import { GroupCommitter } from './groupCommitter.ts'
+import { completeAndReport, type Settlement } from './settlement.ts'
+import type { Wake } from './wake.ts'
+
+/** How long a claim on a due task holds; a dispatch takes milliseconds, a provider call seconds at most. */
+const TASK_LEASE_MS = 60_000
+/**
+ * How long a recorded attempt may stay unconfirmed before it is settled: the
+ * provider's timeout and then some. A worker that dies before asking the
+ * provider leaves it so, and it is then settled as failed.
+ */
+const START_SETTLE_MS = 120_000
+/** How long past its settle time a provider that cannot tell an interaction's outcome is asked again before it counts as failed. */
+const SETTLE_GIVE_UP_MS = 3_600_000
+/** How long a worker may take to settle an interaction before another may. */
+const SETTLE_LEASE_MS = 60_000
+/** A campaign at its max_concurrent looks again after this long, or when one of its interactions ends. */
+export const CAPACITY_RETRY_MS = 1_000
+
+export interface DispatchedBatch {
+  claimed: number
+  started: number
+  /** Campaigns found at their max_concurrent: their tasks wait for a place. */
+  full: Set<string>
+  /** Resolves when every provider of the batch has answered and its answer is recorded. */
+  starts: Promise<void>
+}
+
+/** A provider's answer to a start, as recorded. */
+interface StartAnswer {
+  id: string
+  /** null: the result is unknown (the provider may have it). */
+  providerRef: string | null
+  settleAt: number
+}
+
+export class Dispatch {
+  readonly #db: Database
+  readonly #channels: ChannelRegistry
+  readonly #settlement: Settlement
+  readonly #wake: Wake
+  readonly #now: () => number
+  readonly #log: FastifyBaseLogger
+  readonly #answers: GroupCommitter<StartAnswer, undefined>
+
+  constructor(deps: { db: Database; channels: ChannelRegistry; settlement: Settlement; wake: Wake; now: () => number; log: FastifyBaseLogger }) {
+    this.#db = deps.db
+    this.#channels = deps.channels
+    this.#settlement = deps.settlement
+    this.#wake = deps.wake
+    this.#now = deps.now
+    this.#log = deps.log
+    this.#answers = new GroupCommitter(
+      async (answers) => {
+        await recordStarts(this.#db, answers)
+        return answers.map(() => undefined)
+      },
+      {
+        maxBatch: 1024,
+        maxBatchWeight: 1024,
+        weigh: () => 1,
+        maxInFlight: Math.min(2, deps.db.concurrency),
+        flushAtLength: deps.db.concurrency > 1 ? 64 : Number.POSITIVE_INFINITY,
+        retryAlone: (error) => {
+          const state = sqlState(error)
+          return state !== undefined && !state.startsWith('08')
+        },
+      },
+    )
+  }
+
+  /**
+   * Claims up to `limit` due tasks for `worker` (none of the campaigns in
+   * `skipCampaigns`) and takes each one step further: completed, given back
+   * until its next opening or a place in its campaign, or started.
+   */
+  async dispatchDue(worker: string, limit: number, skipCampaigns: readonly string[]): Promise<DispatchedBatch> {
+    const claimedAt = this.#now()
+    const claimed = await claimDueTasks(this.#db, worker, claimedAt, claimedAt + TASK_LEASE_MS, limit, skipCampaigns)
+    const full = new Set<string>()
+    if (claimed.length === 0) return { claimed: 0, started: 0, full, starts: Promise.resolve() }
+    const limited = [...new Set(claimed.filter((task) => task.campaign.maxConcurrent !== null).map((task) => task.campaign.id))]
+    const { begun, now, wroteEvents } = await this.#db.transaction(async (tx) => {
+      const running = await lockCampaignsCountingRunning(tx, limited)
+      // Decided at the moment the attempts are recorded, not when the tasks were
+      // claimed: a wait for the campaigns' locks must not carry a call past the end of a window.
+      const now = this.#now()
+      const completions: { task: ClaimedTask; outcome: TaskOutcome }[] = []
+      const releases: { taskId: string; dueAt: number }[] = []
+      const attempts: (AttemptToBegin & { task: ClaimedTask })[] = []
+      for (const task of claimed) {
+        const step = stepWhenDue({ schedule: task.campaign.schedule, timezones: task.timezones, expiresAt: task.expiresAt, suppressed: task.suppressed }, now)
+        if (step.kind === 'complete') completions.push({ task, outcome: step.outcome })
+        else if (step.kind === 'wait') releases.push({ taskId: task.id, dueAt: step.until })
+        else if (!takePlace(running, task)) {
+          full.add(task.campaign.id)
+          releases.push({ taskId: task.id, dueAt: now + CAPACITY_RETRY_MS })
+        } else attempts.push({ taskId: task.id, interactionId: newId('interaction', now), task })
+      }
+      const begunAttempts = await beginAttempts(tx, worker, attempts, now, now + START_SETTLE_MS)
+      // Not begun: the claim was lost (nothing then changes), or the number was suppressed since the
+      // claim (it is due again at once, and the next claim closes it as opted out).
+      for (const attempt of attempts) if (!begunAttempts.has(attempt.taskId)) releases.push({ taskId: attempt.taskId, dueAt: now })
+      await releaseTasks(tx, worker, releases, now)
+      const events: OrganizationEvent[] = []
+      await completeAndReport(tx, completions, now, events, worker)
+      await insertEvents(tx, events)
+      const begun = attempts.filter((attempt) => begunAttempts.has(attempt.taskId)).map((attempt) => ({ ...attempt, attempt: begunAttempts.get(attempt.taskId)! }))
+      return { begun, now, wroteEvents: events.length > 0 }
+    })
+    if (wroteEvents) this.#wake.deliveries()
+    const starts = Promise.all(begun.map((attempt) => this.#start(attempt.task, attempt.interactionId, attempt.attempt, now))).then(() => {})
+    return { claimed: claimed.length, started: begun.length, full, starts }
+  }
+
+  /** Asks the provider to start a recorded attempt; never throws. */
+  async #start(task: ClaimedTask, interactionId: string, attempt: number, startedAt: number): Promise<void> {
+    const channel = this.#channels.get(task.campaign.provider, task.campaign.channel)
+    const config = task.campaign.providerConfig
+    try {
+      let result
+      try {
+        result = await channel.start({
+          interactionId,
+          taskId: task.id,
+          attempt,
+          to: task.contact.phone,
+          testMode: task.testMode,
+          context: task.context,
+          language: task.contact.language,
+          config,
+        })
+      } catch (error) {
+        // The provider may have started it: its own report can still confirm it; if none comes
+        // by the time the attempt would be over, it is settled as failed. Never started again.
+        this.#log.warn({ err: error, interaction: interactionId }, 'start uncertain; waiting for the provider to report')
+        await this.#answers.submit({ id: interactionId, providerRef: null, settleAt: this.#now() + channel.settleAfterMs(config) })
+        return
+      }
+      if (result.kind === 'refused') {
+        this.#log.warn({ interaction: interactionId, reason: result.reason, permanent: result.permanent }, 'start refused by the provider')
+        await this.#settlement.end({ interactionId, outcome: 'failed', at: this.#now(), durationS: 0, permanent: result.permanent })
+        return
+      }
+      await this.#answers.submit({ id: interactionId, providerRef: result.providerRef, settleAt: startedAt + channel.settleAfterMs(config) })
+    } catch (error) {
+      // Recording the answer failed: the attempt stays as recorded and is settled at its settle time.
+      this.#log.error({ err: error, interaction: interactionId }, 'the answer to a start could not be recorded; it is settled later')
+    }
+  }
+
+  /** Settles up to `limit` interactions that had no final word by their settle time. */
+  async settleDue(limit: number): Promise<number> {
+    const due = await claimInteractionsToSettle(this.#db, this.#now(), SETTLE_LEASE_MS, limit)
+    await Promise.all(due.map((interaction) => this.#settle(interaction)))
+    return due.length
+  }
+
+  async #settle(interaction: InteractionWithConfig): Promise<void> {
+    const channel = this.#channels.get(interaction.provider, interaction.channel)
+    const confirmed = interaction.status !== 'starting'
+    let outcome: InteractionOutcome
+    try {
+      outcome = await channel.settle({
+        // A start never confirmed has no reference to ask about.
+        providerRef: confirmed ? interaction.providerRef : null,
+        providerStatus: interaction.providerStatus,
+        attempt: interaction.attempt ?? 1,
+        config: interaction.providerConfig,
+      })
+    } catch (error) {
+      // The provider cannot tell now: asked again when this claim runs out, for a while, then failed.
+      const giveUpAt = interaction.startedAt + channel.settleAfterMs(interaction.providerConfig) + SETTLE_GIVE_UP_MS
+      if (this.#now() < giveUpAt) {
+        this.#log.warn({ err: error, interaction: interaction.id }, 'settling failed; asking again later')
+        return
+      }
+      outcome = 'failed'
+    }
+    try {
+      // A provider's report may have confirmed the start meanwhile: then the provider has it, and its word will come.
+      await this.#settlement.end({ interactionId: interaction.id, outcome, at: this.#now(), durationS: confirmed ? undefined : 0, onlyIfStarting: !confirmed })
+    } catch (error) {
+      this.#log.error({ err: error, interaction: interaction.id }, 'settling could not be recorded; settled again when its claim runs out')
+    }
+  }
+}
+
+/** Whether the task's campaign has a place for one more interaction, taking it if so. */
+function takePlace(running: Map<string, number>, task: ClaimedTask): boolean {
+  const limit = task.campaign.maxConcurrent
+  if (limit === null) return true
+  const now = running.get(task.campaign.id) ?? 0
+  if (now >= limit) return false
+  running.set(task.campaign.id, now + 1)
+  return true
+}

@@ -1,0 +1,111 @@
+/**
+ * The composition root: every service built once, from the configuration and
+ * the process's dependencies, in one place. The HTTP app and the worker
+ * process both take what they need from here; the workers themselves are
+ * built from these services only where they run (src/workers/index.ts), so
+ * an API-only process builds none.
+ */
+import type { FastifyBaseLogger } from 'fastify'
+import type { Channels } from '../channels/index.ts'
+import type { Database } from '../store/database.ts'
+import type { Operations } from './administration.ts'
+import { Authenticator } from './authenticator.ts'
+import { CampaignDirectory } from './campaignDirectory.ts'
+import { Dispatch } from './dispatch.ts'
+import { Settlement } from './settlement.ts'
+import { SourceDirectory } from './sourceDirectory.ts'
+import { TaskLifecycle } from './taskLifecycle.ts'
+import { TriggerAcceptance } from './triggerAcceptance.ts'
+import { TriggerIntake } from './triggerIntake.ts'
+import { Wake, type WakeKind } from './wake.ts'
+import type { WebhookOperations } from './webhookAdministration.ts'
+
+/** The NOTIFY channel that carries wake-ups between processes sharing one PostgreSQL. */
+export const WAKE_CHANNEL = 'cts_wake'
+const WAKE_KINDS: ReadonlySet<string> = new Set<WakeKind>(['tasks', 'deliveries'])
+
+export interface ServiceDeps {
+  db: Database
+  channels: Channels
+  /** Milliseconds since the epoch; injected so that tests control time. */
+  now: () => number
+  log: FastifyBaseLogger
+  /** Undefined in a process that serves no HTTP (a worker). */
+  operatorToken: string | undefined
+  /** Webhook endpoints may be private or plain-http addresses (local development, tests). */
+  allowPrivateWebhookUrls: boolean
+}
+
+export interface Services {
+  db: Database
+  now: () => number
+  channels: Channels
+  wake: Wake
+  authenticator: Authenticator
+  campaigns: CampaignDirectory
+  sources: SourceDirectory
+  intake: TriggerIntake
+  acceptance: TriggerAcceptance
+  settlement: Settlement
+  lifecycle: TaskLifecycle
+  dispatch: Dispatch
+  admin: Operations
+  webhooks: WebhookOperations
+  allowPrivateWebhookUrls: boolean
+  /** Answers every trigger and outcome submitted so far. */
+  drained(): Promise<void>
+}
+
+export function createServices(deps: ServiceDeps): Services {
+  const { db, now, channels } = deps
+  const wake = new Wake()
+  if (db.kind === 'postgres') {
+    // Other processes may run workers on this database; on PGlite this process is the only one.
+    const tag = wakeTag()
+    wake.publishWith(async (kind) => {
+      await db.query('SELECT pg_notify($1, $2)', [WAKE_CHANNEL, `${kind} ${tag}`])
+    })
+  }
+  const authenticator = new Authenticator(db, deps.operatorToken)
+  const campaigns = new CampaignDirectory(db, now)
+  const sources = new SourceDirectory(db, now)
+  const intake = new TriggerIntake(db, now, () => wake.tasks())
+  const acceptance = new TriggerAcceptance({ db, authenticator, campaigns, sources, intake, now })
+  const settlement = new Settlement({ db, now, wake })
+  const lifecycle = new TaskLifecycle({ db, channels: channels.registry, settlement, wake, now })
+  const dispatch = new Dispatch({ db, channels: channels.registry, settlement, wake, now, log: deps.log })
+  return {
+    db,
+    now,
+    channels,
+    wake,
+    authenticator,
+    campaigns,
+    sources,
+    intake,
+    acceptance,
+    settlement,
+    lifecycle,
+    dispatch,
+    admin: { db, now, channels: channels.registry },
+    webhooks: { db, now, allowPrivateWebhookUrls: deps.allowPrivateWebhookUrls, onRedeliver: () => wake.deliveries() },
+    allowPrivateWebhookUrls: deps.allowPrivateWebhookUrls,
+    async drained() {
+      await intake.drained()
+      await settlement.drained()
+    },
+  }
+}
+
+/** Reads a wake-up another process sent: its kind, unless this process sent it (it has woken its own already). */
+export function receivedWake(payload: string, ownTag: string): WakeKind | undefined {
+  const [kind, tag] = payload.split(' ')
+  return kind !== undefined && WAKE_KINDS.has(kind) && tag !== ownTag ? (kind as WakeKind) : undefined
+}
+
+let processTag: string | undefined
+/** This process's mark on the wake-ups it sends. */
+export function wakeTag(): string {
+  processTag ??= `${process.pid}.${Math.random().toString(36).slice(2, 10)}`
+  return processTag
+}

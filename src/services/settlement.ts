@@ -1,0 +1,184 @@
+/**
+ * Settlement: interactions end here, however their outcome arrives (a
+ * provider's callback, a simulated conversation's end, a settling by
+ * timeout). Outcomes are committed together, the way triggers are: one
+ * transaction finalizes many interactions, applies the attempt policy to
+ * their tasks (complete, or due again), and writes their events and
+ * deliveries, so the outbox stays transactional. Whoever submitted an
+ * outcome is answered once the commit that holds it has finished: a
+ * provider's callback is acknowledged only when its outcome is durable.
+ */
+import { stepAfterInteraction } from '../domain/attemptPolicy.ts'
+import type { Provider } from '../domain/campaignSettings.ts'
+import { type CompletedTask, interactionFinalizedEvent, type OrganizationEvent, taskCompletedEvent } from '../domain/events.ts'
+import type { InteractionOutcome, TaskOutcome } from '../domain/types.ts'
+import type { Database, Queryable } from '../store/database.ts'
+import { insertEvents } from '../store/events.ts'
+import { finalizeInteractions, recordProviderMessage } from '../store/interactions.ts'
+import { sqlState } from '../store/rows.ts'
+import { suppress, type SuppressionReason } from '../store/suppressions.ts'
+import { completeTasks, lockTasks, scheduleNextAttempts, type TaskForUpdate } from '../store/tasks.ts'
+import { GroupCommitter } from './groupCommitter.ts'
+import type { Wake } from './wake.ts'
+
+/** An interaction's end, as its outcome arrives. */
+export interface InteractionEnding {
+  interactionId: string
+  outcome: InteractionOutcome
+  at: number
+  durationS?: number
+  /** The provider refused the start for good: the task fails rather than spending its attempts. */
+  permanent?: boolean
+  /** Only if its start is still unconfirmed (a settlement that asked the provider nothing). */
+  onlyIfStarting?: boolean
+  /** The provider's message that says so (a reply): counted once however often it is delivered. */
+  message?: { provider: Provider; id: string }
+  /**
+   * The person opted out (wrote STOP, or the provider says so): the number is
+   * suppressed even if the interaction was over already, and its task closes.
+   */
+  optOut?: { orgId: string; phone: string; reason: SuppressionReason }
+}
+
+/** Most outcomes in one commit: a batch of settled interactions fits in one. */
+const MAX_BATCH = 512
+
+export class Settlement {
+  readonly #db: Database
+  readonly #now: () => number
+  readonly #wake: Wake
+  readonly #committer: GroupCommitter<InteractionEnding, boolean>
+
+  constructor(deps: { db: Database; now: () => number; wake: Wake }) {
+    this.#db = deps.db
+    this.#now = deps.now
+    this.#wake = deps.wake
+    this.#committer = new GroupCommitter((endings) => this.#commit(endings), {
+      maxBatch: MAX_BATCH,
+      maxBatchWeight: MAX_BATCH,
+      weigh: () => 1,
+      maxInFlight: Math.min(2, deps.db.concurrency),
+      flushAtLength: deps.db.concurrency > 1 ? 64 : Number.POSITIVE_INFINITY,
+      // A batch that the server rolled back (a deadlock with another process, say) is tried again item by item;
+      // one whose outcome is unknown (a lost connection) is not.
+      retryAlone: (error) => {
+        const state = sqlState(error)
+        return state !== undefined && !state.startsWith('08')
+      },
+    })
+  }
+
+  /**
+   * Ends an interaction with its outcome and moves its task on. False when
+   * it changed nothing: the interaction was over already (a repeated report),
+   * or the message had been counted.
+   */
+  end(ending: InteractionEnding): Promise<boolean> {
+    return this.#committer.submit(ending)
+  }
+
+  /** Resolves once every outcome submitted so far has been answered. */
+  drained(): Promise<void> {
+    return this.#committer.drained()
+  }
+
+  async #commit(endings: InteractionEnding[]): Promise<boolean[]> {
+    const ended = new Set<string>()
+    const results = await this.#db.transaction((tx) => this.#settle(tx, endings, ended))
+    if (ended.size > 0) {
+      this.#wake.interactionsEnded(ended)
+      this.#wake.deliveries()
+    }
+    return results
+  }
+
+  async #settle(tx: Queryable, endings: InteractionEnding[], endedCampaigns: Set<string>): Promise<boolean[]> {
+    const now = this.#now()
+    const results = endings.map(() => false)
+    // Messages and opt-outs are rare and each needs its own statement; the interactions go together.
+    const live: number[] = []
+    const seen = new Set<string>()
+    for (const [index, ending] of endings.entries()) {
+      if (ending.message !== undefined && !(await recordProviderMessage(tx, ending.message.provider, ending.message.id, now))) continue
+      if (ending.optOut !== undefined) await suppress(tx, ending.optOut.orgId, ending.optOut.phone, ending.optOut.reason, now)
+      // Two outcomes of one interaction in one batch: the first submitted counts, as if committed first.
+      if (seen.has(ending.interactionId)) continue
+      seen.add(ending.interactionId)
+      live.push(index)
+    }
+    const finalized = await finalizeInteractions(
+      tx,
+      live.map((index) => {
+        const ending = endings[index]!
+        return {
+          id: ending.interactionId,
+          outcome: ending.outcome,
+          endedAt: ending.at,
+          durationS: ending.durationS ?? null,
+          onlyIfStarting: ending.onlyIfStarting ?? false,
+        }
+      }),
+    )
+    const byId = new Map(finalized.map((interaction) => [interaction.id, interaction]))
+    const tasks = await lockTasks(tx, [...new Set(finalized.flatMap((interaction) => interaction.taskId ?? []))])
+    const events: OrganizationEvent[] = []
+    const completions: { task: TaskForUpdate; outcome: TaskOutcome }[] = []
+    const retries: { taskId: string; dueAt: number }[] = []
+    for (const index of live) {
+      const ending = endings[index]!
+      const interaction = byId.get(ending.interactionId)
+      if (interaction === undefined) continue
+      results[index] = true
+      endedCampaigns.add(interaction.campaignId)
+      events.push({ orgId: interaction.orgId, event: interactionFinalizedEvent(interaction, now) })
+      const task = interaction.taskId === null ? undefined : tasks.get(interaction.taskId)
+      // Cancelled (or otherwise completed) while the interaction ran: nothing follows.
+      if (task === undefined || task.status === 'completed') continue
+      const step = stepAfterInteraction(
+        {
+          outcome: interaction.outcome,
+          endedAt: Date.parse(interaction.endedAt),
+          permanent: ending.permanent === true,
+          optedOut: ending.optOut !== undefined,
+        },
+        { schedule: task.campaign.schedule, timezones: task.timezones, expiresAt: task.expiresAt, attempts: task.attempts, policy: task.campaign.attempts },
+        now,
+      )
+      if (step.kind === 'complete') {
+        completions.push({ task, outcome: step.outcome })
+        task.status = 'completed'
+      } else {
+        retries.push({ taskId: task.id, dueAt: step.dueAt })
+        task.status = 'pending'
+      }
+    }
+    await completeAndReport(tx, completions, now, events)
+    await scheduleNextAttempts(tx, retries, now)
+    await insertEvents(tx, events)
+    return results
+  }
+}
+
+/**
+ * Completes tasks (those not completed already) and adds each one's
+ * task.completed event to `events`, to be written with the rest of the
+ * transaction's; with `claimedBy`, only tasks that worker's claim holds.
+ */
+export async function completeAndReport(
+  tx: Queryable,
+  completions: readonly { task: CompletedTask; outcome: TaskOutcome }[],
+  now: number,
+  events: OrganizationEvent[],
+  claimedBy?: string,
+): Promise<number> {
+  const completed = await completeTasks(
+    tx,
+    completions.map(({ task, outcome }) => ({ taskId: task.id, outcome })),
+    now,
+    claimedBy,
+  )
+  for (const { task, outcome } of completions) {
+    if (completed.has(task.id)) events.push({ orgId: task.orgId, event: taskCompletedEvent(task, outcome, now) })
+  }
+  return completed.size
+}

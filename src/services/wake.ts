@@ -1,0 +1,79 @@
+/**
+ * Wake-ups: the one way a change tells the workers that something is due now
+ * rather than at their next poll. New due tasks (a trigger committed, a retry
+ * scheduled), events written (deliveries due), and interactions that ended
+ * (a campaign at its max_concurrent has room again).
+ *
+ * In one process the workers are told in memory. On PostgreSQL, where API
+ * and worker processes share the database, each wake-up is also published
+ * (NOTIFY), coalesced to at most one in flight and one waiting per kind, and
+ * each process with workers listens and wakes its own; the workers' poll stays
+ * as the safety net for a notification lost with a connection.
+ */
+export type WakeKind = 'tasks' | 'deliveries'
+
+/** Sends a wake-up to the other processes: resolves once it is sent. */
+export type Publish = (kind: WakeKind) => Promise<void>
+
+export class Wake {
+  readonly #listeners: Record<WakeKind, Set<() => void>> = { tasks: new Set(), deliveries: new Set() }
+  readonly #endedListeners = new Set<(campaignIds: ReadonlySet<string>) => void>()
+  readonly #publishing: Record<WakeKind, 'idle' | 'sending' | 'again'> = { tasks: 'idle', deliveries: 'idle' }
+  #publish: Publish | undefined
+
+  /** Due tasks were written. */
+  tasks(): void {
+    this.#wake('tasks')
+  }
+
+  /** Events were written: their deliveries are due. */
+  deliveries(): void {
+    this.#wake('deliveries')
+  }
+
+  /** Interactions of these campaigns ended: their tasks may start again. */
+  interactionsEnded(campaignIds: ReadonlySet<string>): void {
+    for (const listener of this.#endedListeners) listener(campaignIds)
+    this.#wake('tasks')
+  }
+
+  on(kind: WakeKind, listener: () => void): void {
+    this.#listeners[kind].add(listener)
+  }
+
+  onInteractionsEnded(listener: (campaignIds: ReadonlySet<string>) => void): void {
+    this.#endedListeners.add(listener)
+  }
+
+  /** From now on every wake-up is also sent to the other processes. */
+  publishWith(publish: Publish): void {
+    this.#publish = publish
+  }
+
+  /** A wake-up another process sent: for this process's listeners only. */
+  received(kind: WakeKind): void {
+    for (const listener of this.#listeners[kind]) listener()
+  }
+
+  #wake(kind: WakeKind): void {
+    this.received(kind)
+    if (this.#publish !== undefined) this.#send(kind)
+  }
+
+  /** One notification in flight per kind; any asked for meanwhile go as one more after it. */
+  #send(kind: WakeKind): void {
+    if (this.#publishing[kind] !== 'idle') {
+      this.#publishing[kind] = 'again'
+      return
+    }
+    this.#publishing[kind] = 'sending'
+    // A lost notification costs only latency: the workers poll.
+    void this.#publish!(kind)
+      .catch(() => {})
+      .finally(() => {
+        const again = this.#publishing[kind] === 'again'
+        this.#publishing[kind] = 'idle'
+        if (again) this.#send(kind)
+      })
+  }
+}

@@ -1,0 +1,50 @@
+/**
+ * The workers of a process, built from its services: the dispatcher and the
+ * deliverer, woken by the services' wake-ups and, on PostgreSQL, by those of
+ * other processes sharing the database.
+ */
+import type { FastifyBaseLogger } from 'fastify'
+import { receivedWake, type Services, WAKE_CHANNEL, wakeTag } from '../services/index.ts'
+import { createDeliverer } from './deliverer.ts'
+import { createDispatcher } from './dispatcher.ts'
+import type { WorkLoop } from './workLoop.ts'
+
+export interface Workers {
+  dispatcher: WorkLoop
+  deliverer: WorkLoop
+  /** Starts both loops, listening for other processes' wake-ups first on PostgreSQL. */
+  start(): Promise<void>
+  /** Stops both loops and waits for what they started. */
+  stop(): Promise<void>
+}
+
+export function createWorkers(services: Services, log: FastifyBaseLogger): Workers {
+  const { db, now, wake } = services
+  const deliverer = createDeliverer({ db, now, log, options: { allowPrivate: services.allowPrivateWebhookUrls } })
+  const dispatcher = createDispatcher({ db, dispatch: services.dispatch, now, log })
+  wake.on('tasks', () => dispatcher.loop.wake())
+  wake.on('deliveries', () => deliverer.wake())
+  wake.onInteractionsEnded((campaignIds) => dispatcher.placesFreed(campaignIds))
+  let unlisten: (() => Promise<void>) | undefined
+  return {
+    dispatcher: dispatcher.loop,
+    deliverer,
+    async start() {
+      if (db.kind === 'postgres' && unlisten === undefined) {
+        const tag = wakeTag()
+        unlisten = await db.listen(WAKE_CHANNEL, (payload) => {
+          const kind = receivedWake(payload, tag)
+          if (kind !== undefined) wake.received(kind)
+        })
+      }
+      dispatcher.loop.start()
+      deliverer.start()
+    },
+    async stop() {
+      await dispatcher.loop.stop()
+      await deliverer.stop()
+      await unlisten?.()
+      unlisten = undefined
+    },
+  }
+}
