@@ -10,8 +10,11 @@ import { readdirSync, readFileSync } from 'node:fs'
 /** Clock ticks per second in which /proc counts CPU time (USER_HZ). */
 const TICKS_PER_SECOND = Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim())
 
-/** A process's name and its CPU seconds so far (user and system, all threads), or undefined once it has gone. */
-function readProcess(pid: string): { name: string; seconds: number } | undefined {
+/**
+ * A process's name, its CPU seconds so far (user and system, all threads) and
+ * its start time (in clock ticks since boot), or undefined once it has gone.
+ */
+function readProcess(pid: string): { name: string; seconds: number; startTicks: string } | undefined {
   let stat: string
   try {
     stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
@@ -21,8 +24,12 @@ function readProcess(pid: string): { name: string; seconds: number } | undefined
   // The name is in parentheses and may itself hold spaces and parentheses.
   const nameEnd = stat.lastIndexOf(')')
   const fields = stat.slice(nameEnd + 2).split(' ')
-  // Fields 14 and 15 of proc(5), utime and stime; the slice starts at field 3.
-  return { name: stat.slice(stat.indexOf('(') + 1, nameEnd), seconds: (Number(fields[11]) + Number(fields[12])) / TICKS_PER_SECOND }
+  // Fields 14, 15 and 22 of proc(5), utime, stime and starttime; the slice starts at field 3.
+  return {
+    name: stat.slice(stat.indexOf('(') + 1, nameEnd),
+    seconds: (Number(fields[11]) + Number(fields[12])) / TICKS_PER_SECOND,
+    startTicks: fields[19]!,
+  }
 }
 
 export function processCpuSeconds(pid: number): number {
@@ -35,14 +42,71 @@ export function processCpuSeconds(pid: number): number {
  * CPU seconds of every PostgreSQL process now running: the server's backends
  * and its background writers. A backend that exits between two readings takes
  * its time with it, so the benchmark reads around runs in which its
- * connections stay open.
+ * connections stay open, or meters longer runs with {@link meterPostgresCpu}.
  */
 export function postgresCpuSeconds(): number {
   let seconds = 0
+  for (const processSeconds of postgresProcesses().values()) seconds += processSeconds
+  return seconds
+}
+
+/**
+ * The CPU seconds that PostgreSQL spends on one database from now until
+ * `stop`: its backends' and the server's own processes' (the WAL writer, the
+ * checkpointer...), but not those of backends of other databases, which on a
+ * shared machine other work keeps busy.
+ *
+ * The run may be long enough for the service's connection pools to close the
+ * connections they leave idle (after 10 s, pg's default), whose backends then
+ * exit with their time: every process is read each second and counted as
+ * last seen, so that only a backend that comes and goes within a second
+ * escapes.
+ */
+export function meterPostgresCpu(database: string): { stop(): number } {
+  const counted = (title: string) => {
+    // A backend's title (/proc/PID/cmdline) is `postgres: [cluster: ]user database host(port)|[local] activity`.
+    const backendOf = /^postgres: (?:\S+: )?\S+ (\S+) (?:\[local\]|\S+\(\d+\))/.exec(title)?.[1]
+    return backendOf === undefined || backendOf === database
+  }
+  const first = postgresProcesses(counted)
+  const last = new Map(first)
+  const sample = () => {
+    for (const [id, seconds] of postgresProcesses(counted)) last.set(id, seconds)
+  }
+  // Unreferenced: a run that fails before `stop` must not keep the benchmark alive.
+  const timer = setInterval(sample, 1000).unref()
+  return {
+    stop() {
+      clearInterval(timer)
+      sample()
+      let seconds = 0
+      for (const [id, lastSeconds] of last) seconds += lastSeconds - (first.get(id) ?? 0)
+      return seconds
+    },
+  }
+}
+
+/**
+ * Each PostgreSQL process's CPU seconds so far, by pid and start time (a pid
+ * may be taken again by a later process); only those whose title `counted`
+ * keeps, when given.
+ */
+function postgresProcesses(counted?: (title: string) => boolean): Map<string, number> {
+  const found = new Map<string, number>()
   for (const pid of readdirSync('/proc')) {
     if (!/^\d+$/.test(pid)) continue
-    const found = readProcess(pid)
-    if (found?.name === 'postgres') seconds += found.seconds
+    const stat = readProcess(pid)
+    if (stat?.name !== 'postgres' || (counted !== undefined && !counted(processTitle(pid)))) continue
+    found.set(`${pid}@${stat.startTicks}`, stat.seconds)
   }
-  return seconds
+  return found
+}
+
+/** The title a process shows in ps, which PostgreSQL's backends set to say whose they are; empty once it has gone. */
+function processTitle(pid: string): string {
+  try {
+    return readFileSync(`/proc/${pid}/cmdline`, 'utf8').replaceAll('\0', ' ').trim()
+  } catch {
+    return ''
+  }
 }

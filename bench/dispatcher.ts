@@ -27,7 +27,7 @@ export interface DispatcherResult {
 }
 
 const INSERT_BATCH = 500
-const ALWAYS_OPEN: Schedule = { timezone: 'contact', windows: [{ days: [...WEEKDAYS], start: '00:00', end: '24:00' }] }
+export const ALWAYS_OPEN: Schedule = { timezone: 'contact', windows: [{ days: [...WEEKDAYS], start: '00:00', end: '24:00' }] }
 
 export async function benchDispatcher(options: {
   databaseUrl: string

@@ -1,9 +1,10 @@
 /**
  * BENCHMARKS.md, built from a list of sections: the machine first, then one
- * section per thing measured. A later benchmark (dispatcher throughput,
- * webhook delivery) adds its own section builder here and its section to the
- * list that bench/run.ts passes to {@link renderReport}.
+ * section per thing measured. A later benchmark adds its own section builder
+ * here and its section to the list that bench/run.ts passes to
+ * {@link renderReport}.
  */
+import { CAMPAIGN, CLIENTS, type EndToEndResult, endToEndRate, type EndToEndVerdict, WEBHOOKS_TIMEOUT_SECONDS } from './endToEnd.ts'
 import { TIMEOUT_SECONDS, type WrkResult } from './wrk.ts'
 
 export interface Section {
@@ -245,4 +246,71 @@ export function delivererSection(result: { deliveries: number; seconds: number; 
       `| ${result.deliveries} | ${result.seconds.toFixed(2)} | ${Math.round(result.deliveriesPerSecond)} |`,
     ].join('\n'),
   }
+}
+
+export interface EndToEndMethod {
+  /** The bare route's measured run and its warm-up. */
+  bareSeconds: number
+  warmUpSeconds: number
+}
+
+export function endToEndSection(
+  method: EndToEndMethod,
+  results: readonly EndToEndResult[],
+  bareRequestsPerSecond: number,
+  verdicts: readonly EndToEndVerdict[],
+): Section {
+  const triggers = results[0]!.triggers
+  const tables = results.map(
+    (result) => `**${result.layout}**\n\n${markdownTable(['figure', 'value'], endToEndFigures(result, bareRequestsPerSecond))}`,
+  )
+  const body = `
+The whole pipeline at once: from the first \`POST /api/v2/triggers\` until every webhook of every trigger has reached the client, through intake, dispatch, the simulated call, its settlement with its events, and their delivery.
+
+Method:
+
+- ${triggers} triggers: bodies generated as for \`POST /api/v2/triggers\` (bench/bodies.ts, the same seed), each a person of its own, addressed to one voice campaign on the simulator, \`provider_config\` \`${JSON.stringify(CAMPAIGN.provider_config)}\` and a schedule open every day from 00:00 to 24:00 in the contact's zones: every task is due at once and its call completes as it starts. Each body is posted once, with its own \`X-Request-ID\`, by ${CLIENTS} concurrent clients (node:http, each on a kept-alive connection) that each post the next body as soon as their last is answered. Every POST must be answered 201, or the run fails.
+- The organization has one webhook endpoint, subscribed to \`task.completed\` and \`interaction.finalized\`, pointing to a node:http receiver in the benchmark process that answers 200 at once and counts what it gets by \`webhook-id\` (an id received again is a duplicate) and by event type.
+- The end: the moment the receiver holds one \`task.completed\` and one \`interaction.finalized\` per trigger, each of its own id; the time is counted from the first POST sent. A layout that has not got them all ${WEBHOOKS_TIMEOUT_SECONDS} s after its first POST is reported as it stands, with the webhooks missing. Duplicates are counted until the service has shut down.
+- Intake: the latency of each POST (from sending it to reading the whole answer), and the rate of the N triggers over the time from the first POST sent to the last answered; the workers are dispatching and delivering meanwhile.
+- CPU per trigger: the CPU time (user and system, all threads, from \`/proc\`) of the service's processes together, read just before the first POST and at the end, divided by the triggers; and on PostgreSQL that of the backends of the layout's database and of the server's own processes (WAL writer, checkpointer...) over the same span, but not of other databases' backends (the machine is shared), each process read every second, since the pools close the connections they leave idle for 10 s and a backend that exits takes its time with it. For a run that did not finish, no CPU figure is given.
+- Layouts, each on a fresh database, \`LOG_LEVEL=info\` (a log line per request), \`ALLOW_PRIVATE_WEBHOOK_URLS=true\` (the receiver is on 127.0.0.1), and no warm-up (the processes start fresh and are provisioned through the admin API before the first POST): on PostgreSQL an API process (\`node --import tsx src/cli.ts serve --no-workers\`) and a worker process (\`src/cli.ts worker\`), as production runs them; on PGlite, the embedded default, one \`src/cli.ts serve\` process with a data directory of its own that runs the API and the workers.
+- The service's processes are pinned to CPU 0 (\`taskset -c 0\`); the benchmark process, with its clients and its receiver, to CPU 1 for the section; PostgreSQL is not pinned and shares both.
+- The bare route (bench/bareServer.ts: it parses the JSON body and answers the envelope, nothing more) is measured just before, with wrk on CPU 1 and ${CLIENTS} connections, for ${method.bareSeconds} s after ${method.warmUpSeconds} s of warm-up: what a POST costs with nothing behind it, for scale.
+
+${tables.join('\n\n')}
+
+Targets (the project's):
+
+${verdicts.map((verdict) => `- ${verdict.layout}: ${verdict.goal} — ${verdict.measured}, **${verdict.met ? 'met' : 'NOT MET'}**`).join('\n')}
+`
+  return { heading: 'End to end: trigger to webhook', body }
+}
+
+/** The figures of one layout's run, as rows of label and value. */
+function endToEndFigures(result: EndToEndResult, bareRequestsPerSecond: number): string[][] {
+  const figure = (value: number | undefined, digits: number) => (value === undefined ? '—' : value.toFixed(digits))
+  const missing = result.webhooksExpected - result.webhooksReceived
+  return [
+    ['triggers posted (each answered 201)', String(result.triggers)],
+    ['first POST to last webhook (s)', result.outcome === 'complete' ? result.seconds.toFixed(1) : `${result.outcome} after ${result.seconds.toFixed(0)} s`],
+    ['triggers/s end to end', figure(endToEndRate(result), 0)],
+    ['intake: triggers/s', (result.triggers / result.intake.seconds).toFixed(0)],
+    ['intake latency p50 (ms)', result.intake.p50Ms.toFixed(1)],
+    ['intake latency p99 (ms)', result.intake.p99Ms.toFixed(1)],
+    ['service CPU per trigger (ms)', figure(result.cpuMsPerTrigger.service, 2)],
+    ['PostgreSQL CPU per trigger (ms)', figure(result.cpuMsPerTrigger.postgres, 2)],
+    ['webhooks received / expected', `${result.webhooksReceived} / ${result.webhooksExpected}`],
+    ['webhooks missing at the end', String(missing)],
+    ['duplicates (webhook-ids received more than once)', String(result.duplicateWebhooks)],
+    ["service log lines at warn or above", String(result.serviceLogProblems.length)],
+    ['bare route, same run (req/s)', bareRequestsPerSecond.toFixed(0)],
+  ]
+}
+
+/** The layouts side by side, aligned for a terminal. */
+export function endToEndTextTable(results: readonly EndToEndResult[], bareRequestsPerSecond: number): string {
+  const byLayout = results.map((result) => endToEndFigures(result, bareRequestsPerSecond))
+  const rows = byLayout[0]!.map(([label], row) => [label!, ...byLayout.map((figures) => figures[row]![1]!)])
+  return alignedTable(['', ...results.map((result) => result.layout)], rows)
 }

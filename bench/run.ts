@@ -1,42 +1,62 @@
 /**
  * `npm run bench`: POST /api/v2/triggers throughput and p99 latency on
  * PostgreSQL and on PGlite, beside a bare Fastify route measured in the same
- * run, and the dispatcher's and the webhook deliverer's throughput on
- * PostgreSQL, printed and written to BENCHMARKS.md.
+ * run; the dispatcher's and the webhook deliverer's throughput on PostgreSQL;
+ * and the pipeline end to end, from the first POST to the last webhook, on
+ * PostgreSQL (an API process and a worker process) and on PGlite (one
+ * process); printed and written to BENCHMARKS.md.
  *
- * Each server runs on CPU 0 and wrk on CPU 1, so that the load generator
- * does not take CPU from the server it measures. The three trigger targets
+ * Each server runs on CPU 0 and wrk on CPU 1 (as do, end to end, the clients
+ * and the webhook receiver), so that the load generator does not take CPU from
+ * the server it measures. The three trigger targets
  * are measured in turn, round after round, and each round's ratio is taken
  * against the bare route's figure of that same round: a shared machine's
  * speed drifts by more over a minute than most changes are worth, and the
  * median of interleaved rounds stays put where one measurement of each does not.
  *
  * Environment: BENCH_ROUNDS (default 3), BENCH_DURATION (seconds measured
- * per target and round, default 10), BENCH_CONNECTIONS (default 64).
+ * per target and round, default 10), BENCH_CONNECTIONS (default 64),
+ * BENCH_E2E_TRIGGERS (triggers posted end to end, default 5000), and
+ * BENCH_ONLY, a comma-separated list of the sections to run (triggers,
+ * dispatcher, deliverer, e2e), e.g. `BENCH_ONLY=e2e npm run bench` to iterate
+ * on one: the report of a partial run is printed, and BENCHMARKS.md is left
+ * as it was.
  */
-import type { ChildProcess } from 'node:child_process'
-import { randomBytes } from 'node:crypto'
-import { closeSync, openSync } from 'node:fs'
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
-import { type AddressInfo, createServer } from 'node:net'
 import { availableParallelism, tmpdir } from 'node:os'
 import path from 'node:path'
-import { fileURLToPath } from 'node:url'
-import pg from 'pg'
-import { CAMPAIGNS, generateBodies } from './bodies.ts'
-import { hasExited, startChild, stopAllChildren, stopChild } from './children.ts'
+import { type BodySet, CAMPAIGNS, generateBodies } from './bodies.ts'
+import { stopAllChildren, stopChild } from './children.ts'
 import { postgresCpuSeconds, processCpuSeconds } from './cpu.ts'
 import { benchDeliverer } from './deliverer.ts'
 import { benchDispatcher } from './dispatcher.ts'
+import { benchEndToEnd, CLIENTS as END_TO_END_CLIENTS, endToEndVerdicts } from './endToEnd.ts'
+import {
+  LOAD_CPU,
+  log,
+  OPERATOR_TOKEN,
+  postgresSettings,
+  provision,
+  ROOT,
+  SERVER_CPU,
+  type Server,
+  startServer,
+  tail,
+  waitUntilReady,
+  withPostgresDatabase,
+} from './harness.ts'
 import {
   delivererSection,
   dispatcherSection,
+  endToEndSection,
+  endToEndTextTable,
   type Machine,
   machineSection,
   type Measured,
   renderReport,
   type RoundResult,
   roundsTextTable,
+  type Section,
   textTable,
   triggerRows,
   triggerSection,
@@ -45,19 +65,14 @@ import {
 } from './report.ts'
 import { failureOf, runWrk } from './wrk.ts'
 
-const ROOT = fileURLToPath(new URL('..', import.meta.url))
-const SERVER_CPU = 0
-const WRK_CPU = 1
 const WARM_UP_SECONDS = 5
 const BODY_COUNT = 3000
 const DISPATCHER_TASKS = 10_000
 const DELIVERIES = 5_000
 /** Bodies posted at once when checking that every one gets 201. */
 const VERIFY_CONCURRENCY = 16
-/** PGlite's first start initialises its data directory, which takes seconds. */
-const READY_TIMEOUT_MS = 60_000
-const POSTGRES_ADMIN_URL = 'postgres://postgres@127.0.0.1:5432/postgres'
-const OPERATOR_TOKEN = `bench-operator-${randomBytes(16).toString('hex')}`
+const SECTIONS = ['triggers', 'dispatcher', 'deliverer', 'e2e'] as const
+type SectionName = (typeof SECTIONS)[number]
 
 /** What the project holds itself to, at 64 connections. */
 const GOALS = [
@@ -73,32 +88,69 @@ interface Load {
   connections: number
 }
 
-interface Server {
-  /** As the report names the target. */
-  name: string
-  /** The name in lower case, for file names and request ids. */
-  label: string
-  child: ChildProcess
-  baseUrl: string
-  logFile: string
-}
-
 async function main(workDir: string): Promise<void> {
-  const rounds = positiveInteger('BENCH_ROUNDS', 3)
-  const durationSeconds = positiveInteger('BENCH_DURATION', 10)
-  const connections = positiveInteger('BENCH_CONNECTIONS', 64)
+  const only = sectionsToRun()
   const bodySet = generateBodies(BODY_COUNT)
   const bodiesFile = path.join(workDir, 'bodies.ndjson')
   await writeFile(bodiesFile, `${bodySet.bodies.join('\n')}\n`)
-  const load: Load = { bodies: bodySet.bodies, bodiesFile, rounds, durationSeconds, connections }
-  log(
-    `${bodySet.bodies.length} bodies; ${rounds} rounds of ${durationSeconds} s measured per target, after ${WARM_UP_SECONDS} s of warm-up, ${connections} connections`,
-  )
+  const load: Load = {
+    bodies: bodySet.bodies,
+    bodiesFile,
+    rounds: positiveInteger('BENCH_ROUNDS', 3),
+    durationSeconds: positiveInteger('BENCH_DURATION', 10),
+    connections: positiveInteger('BENCH_CONNECTIONS', 64),
+  }
+  const runs: Record<SectionName, () => Promise<Section>> = {
+    triggers: () => benchTriggerSection(load, bodySet, workDir),
+    dispatcher: () => benchDispatcherSection(workDir),
+    deliverer: () => benchDelivererSection(workDir),
+    e2e: () => benchEndToEndSection(load, workDir),
+  }
+  const sections: Section[] = []
+  for (const name of only) sections.push(await runs[name]())
 
-  const { result: measured, version, synchronousCommit } = await withPostgresDatabase(async (databaseUrl, info) => ({
-    ...info,
-    result: await benchTriggers(load, workDir, databaseUrl),
-  }))
+  const report = renderReport([machineSection(await describeMachine()), ...sections])
+  if (only.length === SECTIONS.length) {
+    await writeFile(path.join(ROOT, 'BENCHMARKS.md'), report)
+    log('wrote BENCHMARKS.md')
+  } else {
+    process.stdout.write(`\n${report}`)
+    log(`only ${only.join(', ')}: the report is printed above, and BENCHMARKS.md is left as it was`)
+  }
+}
+
+/** The sections BENCH_ONLY names, in the report's order; every one when it is unset. */
+function sectionsToRun(): SectionName[] {
+  const raw = process.env.BENCH_ONLY
+  if (raw === undefined || raw === '') return [...SECTIONS]
+  const named = raw.split(',').map((name) => name.trim())
+  const unknown = named.filter((name) => !(SECTIONS as readonly string[]).includes(name))
+  if (unknown.length > 0) throw new Error(`BENCH_ONLY names no section ${unknown.join(', ')}; the sections are ${SECTIONS.join(', ')}`)
+  return SECTIONS.filter((name) => named.includes(name))
+}
+
+async function benchTriggerSection(load: Load, bodySet: BodySet, workDir: string): Promise<Section> {
+  log(
+    `${load.bodies.length} bodies; ${load.rounds} rounds of ${load.durationSeconds} s measured per target, after ${WARM_UP_SECONDS} s of warm-up, ${load.connections} connections`,
+  )
+  const measured = await withPostgresDatabase((databaseUrl) => benchTriggers(load, workDir, databaseUrl))
+  const rows = triggerRows(measured)
+  const verdicts = GOALS.map((goal) => verdictFor(goal, rows.find((row) => row.target === goal.target)!))
+  process.stdout.write(`\n${textTable(rows)}\n\n${roundsTextTable(measured)}\n\n${verdicts.map((v) => `${v.target}: ${v.goal}: ${v.met ? 'met' : 'NOT MET'}`).join('\n')}\n`)
+  const method = {
+    rounds: load.rounds,
+    durationSeconds: load.durationSeconds,
+    warmUpSeconds: WARM_UP_SECONDS,
+    connections: load.connections,
+    bodies: bodySet.bodies.length,
+    countries: bodySet.countries,
+    distinctNumbers: bodySet.distinctNumbers,
+    phoneFormats: bodySet.phoneFormats,
+  }
+  return triggerSection(method, rows, measured, verdicts)
+}
+
+async function benchDispatcherSection(workDir: string): Promise<Section> {
   log(`dispatcher: ${DISPATCHER_TASKS} due tasks`)
   const dispatcher = await withPostgresDatabase((databaseUrl) =>
     benchDispatcher({
@@ -110,7 +162,11 @@ async function main(workDir: string): Promise<void> {
       timeoutMs: 300_000,
     }),
   )
+  process.stdout.write(`\ndispatcher: ${DISPATCHER_TASKS} tasks started in ${dispatcher.seconds.toFixed(2)} s, ${Math.round(dispatcher.tasksPerSecond)} per second\n`)
+  return dispatcherSection({ tasks: DISPATCHER_TASKS }, dispatcher)
+}
 
+async function benchDelivererSection(workDir: string): Promise<Section> {
   log(`deliverer: ${DELIVERIES} webhook deliveries`)
   const deliverer = await withPostgresDatabase((databaseUrl) =>
     benchDeliverer({
@@ -122,32 +178,31 @@ async function main(workDir: string): Promise<void> {
       timeoutMs: 300_000,
     }),
   )
-
-  const rows = triggerRows(measured)
-  const verdicts = GOALS.map((goal) => verdictFor(goal, rows.find((row) => row.target === goal.target)!))
-  process.stdout.write(`\n${textTable(rows)}\n\n${roundsTextTable(measured)}\n\n${verdicts.map((v) => `${v.target}: ${v.goal}: ${v.met ? 'met' : 'NOT MET'}`).join('\n')}\n`)
-  process.stdout.write(`\ndispatcher: ${DISPATCHER_TASKS} tasks started in ${dispatcher.seconds.toFixed(2)} s, ${Math.round(dispatcher.tasksPerSecond)} per second\n`)
   process.stdout.write(`deliverer: ${DELIVERIES} webhooks delivered in ${deliverer.seconds.toFixed(2)} s, ${Math.round(deliverer.deliveriesPerSecond)} per second\n`)
+  return delivererSection(deliverer)
+}
 
-  const machine = await describeMachine(version, synchronousCommit)
-  const method = {
-    rounds,
-    durationSeconds,
-    warmUpSeconds: WARM_UP_SECONDS,
-    connections,
-    bodies: bodySet.bodies.length,
-    countries: bodySet.countries,
-    distinctNumbers: bodySet.distinctNumbers,
-    phoneFormats: bodySet.phoneFormats,
+/** The pipeline end to end in both layouts, beside the bare route's rate with as many connections as the end-to-end clients. */
+async function benchEndToEndSection(load: Load, workDir: string): Promise<Section> {
+  const triggers = positiveInteger('BENCH_E2E_TRIGGERS', 5000)
+  const bareRequestsPerSecond = await bareRate({ ...load, connections: END_TO_END_CLIENTS }, workDir)
+  const results = await benchEndToEnd({ triggers, workDir })
+  const verdicts = endToEndVerdicts(results)
+  process.stdout.write(
+    `\n${endToEndTextTable(results, bareRequestsPerSecond)}\n\n${verdicts.map((v) => `${v.layout}: ${v.goal}: ${v.measured}, ${v.met ? 'met' : 'NOT MET'}`).join('\n')}\n`,
+  )
+  return endToEndSection({ bareSeconds: load.durationSeconds, warmUpSeconds: WARM_UP_SECONDS }, results, bareRequestsPerSecond, verdicts)
+}
+
+/** The bare route alone: a warm-up, then one measured run. */
+async function bareRate(load: Load, workDir: string): Promise<number> {
+  const bare = await startBare(load, workDir)
+  try {
+    await measureOnce(bare, load, 'e2e-warm-up', WARM_UP_SECONDS)
+    return (await measureOnce(bare, load, 'e2e-context', load.durationSeconds)).requestsPerSecond
+  } finally {
+    await stopChild(bare.server.child)
   }
-  const report = renderReport([
-    machineSection(machine),
-    triggerSection(method, rows, measured, verdicts),
-    dispatcherSection({ tasks: DISPATCHER_TASKS }, dispatcher),
-    delivererSection(deliverer),
-  ])
-  await writeFile(path.join(ROOT, 'BENCHMARKS.md'), report)
-  log('wrote BENCHMARKS.md')
 }
 
 function positiveInteger(name: string, fallback: number): number {
@@ -218,7 +273,7 @@ async function startService(name: string, env: Record<string, string>, load: Loa
     const started = Date.now()
     await waitUntilReady(server, async () => (await fetch(`${server.baseUrl}/readyz`)).status === 200)
     log(`${name}: ready after ${((Date.now() - started) / 1000).toFixed(1)} s`)
-    const apiKey = await provision(server.baseUrl)
+    const { apiKey } = await provision(server.baseUrl, CAMPAIGNS)
     await verifyBodies(server, apiKey, load.bodies)
     log(`${name}: all ${load.bodies.length} bodies answered 201`)
     return { server, apiKey, usesPostgres: env.DATABASE_URL !== undefined }
@@ -228,46 +283,6 @@ async function startService(name: string, env: Record<string, string>, load: Loa
   }
 }
 
-/** Starts a server pinned to its CPU, its output (the request log) going to a file. */
-async function startServer(name: string, args: string[], env: Record<string, string>, workDir: string): Promise<Server> {
-  const label = name.toLowerCase()
-  const port = await freePort()
-  const logFile = path.join(workDir, `${label}.log`)
-  const output = openSync(logFile, 'w')
-  try {
-    const child = startChild('taskset', ['-c', String(SERVER_CPU), process.execPath, '--import', 'tsx', ...args], {
-      cwd: ROOT,
-      env: { ...process.env, ...env, PORT: String(port), HOST: '127.0.0.1' },
-      stdio: ['ignore', output, output],
-    })
-    return { name, label, child, baseUrl: `http://127.0.0.1:${port}`, logFile }
-  } finally {
-    closeSync(output)
-  }
-}
-
-/** A port nothing listens on now, as the system picks one. */
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const probe = createServer()
-    probe.once('error', reject)
-    probe.listen(0, '127.0.0.1', () => {
-      const { port } = probe.address() as AddressInfo
-      probe.close(() => resolve(port))
-    })
-  })
-}
-
-async function waitUntilReady(server: Server, probe: () => Promise<boolean>): Promise<void> {
-  const deadline = Date.now() + READY_TIMEOUT_MS
-  while (Date.now() < deadline) {
-    if (hasExited(server.child)) throw new Error(`the server exited before it was ready:\n${await tail(server.logFile)}`)
-    if (await probe().catch(() => false)) return
-    await sleep(250)
-  }
-  throw new Error(`the server was not ready after ${READY_TIMEOUT_MS / 1000} s:\n${await tail(server.logFile)}`)
-}
-
 /** One wrk run against the target, with the CPU it cost; fails on any non-2xx response or socket error. */
 async function measureOnce({ server, apiKey, usesPostgres }: Target, load: Load, phase: string, durationSeconds: number): Promise<RoundResult> {
   log(`${server.name}: ${phase}, ${durationSeconds} s`)
@@ -275,7 +290,7 @@ async function measureOnce({ server, apiKey, usesPostgres }: Target, load: Load,
   const postgresCpuBefore = usesPostgres ? postgresCpuSeconds() : 0
   const result = await runWrk({
     url: `${server.baseUrl}/api/v2/triggers`,
-    cpu: WRK_CPU,
+    cpu: LOAD_CPU,
     durationSeconds,
     connections: load.connections,
     bodiesFile: load.bodiesFile,
@@ -294,26 +309,6 @@ async function measureOnce({ server, apiKey, usesPostgres }: Target, load: Load,
       postgres: usesPostgres ? perRequest(postgresCpuSeconds() - postgresCpuBefore) : undefined,
     },
   }
-}
-
-/** One organization, its API key and the campaigns the bodies name, through the admin API. */
-async function provision(baseUrl: string): Promise<string> {
-  const org = await adminPost(baseUrl, '/admin/v1/organizations', { name: 'Bench Org' })
-  const orgPath = `/admin/v1/organizations/${org.data.id}`
-  const key = await adminPost(baseUrl, `${orgPath}/api-keys`, { name: 'bench' })
-  for (const campaign of CAMPAIGNS) await adminPost(baseUrl, `${orgPath}/campaigns`, campaign)
-  return key.data.key as string
-}
-
-async function adminPost(baseUrl: string, route: string, body: unknown): Promise<{ data: Record<string, unknown> }> {
-  const response = await fetch(`${baseUrl}${route}`, {
-    method: 'POST',
-    headers: { authorization: `Bearer ${OPERATOR_TOKEN}`, 'content-type': 'application/json' },
-    body: JSON.stringify(body),
-  })
-  const text = await response.text()
-  if (response.status !== 201) throw new Error(`POST ${route} answered ${response.status}: ${text}`)
-  return JSON.parse(text)
 }
 
 /**
@@ -345,38 +340,8 @@ function postTrigger(baseUrl: string, apiKey: string, body: string, requestId: s
   })
 }
 
-/** A throw-away PostgreSQL database for one run, dropped afterwards whatever happens. */
-async function withPostgresDatabase<T>(
-  work: (databaseUrl: string, info: { version: string; synchronousCommit: string }) => Promise<T>,
-): Promise<T> {
-  const name = `bench_${Date.now()}`
-  const info = await onPostgres(async (client) => {
-    await client.query(`CREATE DATABASE ${name}`)
-    const version = (await client.query<{ version: string }>('SELECT version()')).rows[0]!.version
-    const synchronousCommit = (await client.query<{ synchronous_commit: string }>('SHOW synchronous_commit')).rows[0]!.synchronous_commit
-    return { version, synchronousCommit }
-  })
-  const url = new URL(POSTGRES_ADMIN_URL)
-  url.pathname = `/${name}`
-  try {
-    return await work(url.toString(), info)
-  } finally {
-    // FORCE: a server killed mid-run may leave connections that would block the drop.
-    await onPostgres((client) => client.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`))
-  }
-}
-
-async function onPostgres<T>(work: (client: pg.Client) => Promise<T>): Promise<T> {
-  const client = new pg.Client({ connectionString: POSTGRES_ADMIN_URL })
-  await client.connect()
-  try {
-    return await work(client)
-  } finally {
-    await client.end()
-  }
-}
-
-async function describeMachine(postgres: string, synchronousCommit: string): Promise<Machine> {
+async function describeMachine(): Promise<Machine> {
+  const { version: postgres, synchronousCommit } = await postgresSettings()
   const cpuinfo = await readFile('/proc/cpuinfo', 'utf8')
   const meminfo = await readFile('/proc/meminfo', 'utf8')
   return {
@@ -388,17 +353,6 @@ async function describeMachine(postgres: string, synchronousCommit: string): Pro
     postgres,
     synchronousCommit,
   }
-}
-
-async function tail(file: string, lines = 20): Promise<string> {
-  const text = await readFile(file, 'utf8').catch(() => '')
-  return text.trimEnd().split('\n').slice(-lines).join('\n')
-}
-
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
-
-function log(message: string) {
-  process.stderr.write(`[bench] ${message}\n`)
 }
 
 /**

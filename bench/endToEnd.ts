@@ -1,0 +1,406 @@
+/**
+ * End to end: the whole pipeline at once, from the first POST
+ * /api/v2/triggers until every webhook of every trigger has reached the
+ * client: intake, dispatch, the simulated call, its settlement with its two
+ * events, and their delivery.
+ *
+ * The triggers are posted by CLIENTS concurrent clients on kept-alive
+ * connections, to a simulator campaign whose calls complete as soon as they
+ * start, in a window open all week; the organization's one webhook endpoint
+ * points to a receiver in this process that answers 200 at once. Each trigger
+ * ends in one task.completed and one interaction.finalized, each with a
+ * webhook-id of its own, and the run ends when the receiver holds all of them.
+ *
+ * Two layouts: on PostgreSQL an API process (`serve --no-workers`) beside a
+ * worker process (`worker`), as production runs; and the embedded default,
+ * one `serve` process on PGlite that runs the workers too.
+ */
+import { execFileSync } from 'node:child_process'
+import { readFile } from 'node:fs/promises'
+import http from 'node:http'
+import type { AddressInfo } from 'node:net'
+import path from 'node:path'
+import { generateBodies } from './bodies.ts'
+import { hasExited, stopChild } from './children.ts'
+import { meterPostgresCpu, processCpuSeconds } from './cpu.ts'
+import { ALWAYS_OPEN } from './dispatcher.ts'
+import {
+  LOAD_CPU,
+  log,
+  OPERATOR_TOKEN,
+  postCreating,
+  provision,
+  type Server,
+  sleep,
+  startServer,
+  tail,
+  waitUntilReady,
+  withPostgresDatabase,
+} from './harness.ts'
+
+/** Concurrent clients posting the triggers, each on a connection it keeps. */
+export const CLIENTS = 32
+/** How long a layout may take from the first POST to the last webhook before it is reported as it stands. */
+export const WEBHOOKS_TIMEOUT_SECONDS = 600
+const PROGRESS_EVERY_MS = 15_000
+/** The endpoint's subscription: each trigger ends in one event of each type. */
+const EVENT_TYPES = ['task.completed', 'interaction.finalized'] as const
+type EventType = (typeof EVENT_TYPES)[number]
+
+/** Every task is due at once, and its call completes as soon as it starts. */
+export const CAMPAIGN = {
+  routing_key: 'end-to-end',
+  channel: 'voice',
+  schedule: ALWAYS_OPEN,
+  provider: 'simulator',
+  provider_config: { outcomes: ['completed'], duration_ms: 0 },
+}
+
+interface Layout {
+  name: string
+  /** The service's processes; the first one serves the API, a worker process serves no HTTP. */
+  processes: { name: string; args: string[]; servesHttp: boolean }[]
+}
+
+export const POSTGRES_LAYOUT: Layout = {
+  name: 'PostgreSQL, API process + worker process',
+  processes: [
+    { name: 'e2e API', args: ['src/cli.ts', 'serve', '--no-workers'], servesHttp: true },
+    { name: 'e2e worker', args: ['src/cli.ts', 'worker'], servesHttp: false },
+  ],
+}
+
+export const EMBEDDED_LAYOUT: Layout = {
+  name: 'PGlite, one process (API and workers)',
+  processes: [{ name: 'e2e embedded', args: ['src/cli.ts', 'serve'], servesHttp: true }],
+}
+
+export interface EndToEndResult {
+  layout: string
+  triggers: number
+  /** Whether every webhook arrived, and if not, why the wait ended. */
+  outcome: 'complete' | 'timed out' | 'a service process exited'
+  /** From the first POST sent to the last webhook expected, or to the moment the wait ended. */
+  seconds: number
+  /** From the first POST sent to the last answered, and the POSTs' latency (sent to answer read). */
+  intake: { seconds: number; p50Ms: number; p99Ms: number }
+  /** Milliseconds of CPU per trigger: the service's processes together, and PostgreSQL's for a layout on it; for a complete run only. */
+  cpuMsPerTrigger: { service: number | undefined; postgres: number | undefined }
+  webhooksExpected: number
+  /** Distinct webhook-ids received by the end. */
+  webhooksReceived: number
+  /** webhook-ids received more than once, up to the service's shutdown. */
+  duplicateWebhooks: number
+  /** Log lines of the service's processes at warn level or above, or not written by its logger. */
+  serviceLogProblems: string[]
+}
+
+/** Both layouts in turn, with this process (clients and receiver) on LOAD_CPU. */
+export async function benchEndToEnd(options: { triggers: number; workDir: string }): Promise<EndToEndResult[]> {
+  const bodies = triggerBodies(options.triggers)
+  return pinnedTo(LOAD_CPU, async () => [
+    await withPostgresDatabase((databaseUrl) => runLayout(POSTGRES_LAYOUT, { DATABASE_URL: databaseUrl }, bodies, options.workDir)),
+    await runLayout(EMBEDDED_LAYOUT, { DATA_DIR: path.join(options.workDir, 'e2e-pglite') }, bodies, options.workDir),
+  ])
+}
+
+/** The trigger benchmark's bodies (each a person of its own), sent to this campaign; one that names a channel names its channel. */
+function triggerBodies(count: number): string[] {
+  return generateBodies(count).bodies.map((text) => {
+    const body = JSON.parse(text)
+    body.campaign = CAMPAIGN.routing_key
+    if ('channel' in body) body.channel = CAMPAIGN.channel
+    return JSON.stringify(body)
+  })
+}
+
+/**
+ * Runs `work` with every thread of this process (the clients, the receiver,
+ * libuv's pool) on `cpu`, away from the service's, then puts them back on the
+ * CPUs they had. Children started meanwhile pin themselves with taskset.
+ */
+async function pinnedTo<T>(cpu: number, work: () => Promise<T>): Promise<T> {
+  const pid = String(process.pid)
+  const current = execFileSync('taskset', ['-c', '-p', pid], { encoding: 'utf8' })
+  const cpus = /list: (\S+)/.exec(current)?.[1]
+  if (cpus === undefined) throw new Error(`cannot read this process's CPU affinity from: ${current}`)
+  const pin = (list: string) => execFileSync('taskset', ['-a', '-c', '-p', list, pid], { stdio: 'ignore' })
+  pin(String(cpu))
+  try {
+    return await work()
+  } finally {
+    pin(cpus)
+  }
+}
+
+/** What is known when the wait ends; the rest is read once the service has stopped. */
+type Measurement = Omit<EndToEndResult, 'duplicateWebhooks' | 'serviceLogProblems'>
+
+async function runLayout(layout: Layout, databaseEnv: Record<string, string>, bodies: readonly string[], workDir: string): Promise<EndToEndResult> {
+  const receiver = await startReceiver()
+  const servers: Server[] = []
+  let measured: Measurement
+  try {
+    const env = { ...databaseEnv, OPERATOR_TOKEN, LOG_LEVEL: 'info', ALLOW_PRIVATE_WEBHOOK_URLS: 'true' }
+    for (const { name, args } of layout.processes) servers.push(await startServer(name, args, env, workDir))
+    await Promise.all(servers.map((server, index) => untilReady(server, layout.processes[index]!.servesHttp)))
+    measured = await measure(layout, databaseEnv.DATABASE_URL, servers, receiver, bodies)
+  } finally {
+    await Promise.all(servers.map((server) => stopChild(server.child)))
+    await receiver.close()
+  }
+  // Read once the service has stopped, so that a webhook sent again up to its shutdown counts, and so does a problem on its way out.
+  const serviceLogProblems = (await Promise.all(servers.map(logProblems))).flat()
+  for (const line of serviceLogProblems.slice(0, 5)) log(`${layout.name}: in the service's log: ${line}`)
+  return { ...measured, duplicateWebhooks: receiver.duplicates(), serviceLogProblems }
+}
+
+async function measure(
+  layout: Layout,
+  /** Where the service keeps its data when that is PostgreSQL, whose CPU then counts towards the triggers'. */
+  databaseUrl: string | undefined,
+  servers: readonly Server[],
+  receiver: Receiver,
+  bodies: readonly string[],
+): Promise<Measurement> {
+  const api = servers[0]!
+  const { apiKey } = await provision(api.baseUrl, [CAMPAIGN], ['triggers:write', 'webhooks:manage'])
+  await postCreating(api.baseUrl, '/api/v2/webhook-endpoints', apiKey, { url: receiver.url, events: EVENT_TYPES })
+
+  log(`${layout.name}: ${bodies.length} triggers from ${CLIENTS} clients`)
+  const cpuBefore = serviceCpuSeconds(servers)
+  const postgresCpu = databaseUrl === undefined ? undefined : meterPostgresCpu(new URL(databaseUrl).pathname.slice(1))
+  const intake = await postAll(api, apiKey, bodies)
+  if (intake.refusals.length > 0) {
+    throw new Error(
+      `${layout.name}: ${intake.refusals.length} of ${bodies.length} POSTs were not answered 201, e.g.\n${intake.refusals.slice(0, 5).join('\n')}\n${api.name} log:\n${await tail(api.logFile)}`,
+    )
+  }
+  log(`${layout.name}: all answered 201 in ${intake.seconds.toFixed(1)} s; waiting for ${2 * bodies.length} webhooks`)
+  const outcome = await untilAllDelivered(layout, receiver, bodies.length, intake.startedAt, servers)
+  const complete = outcome === 'complete'
+  const endedAt = complete ? receiver.lastNewAt() : performance.now()
+  const postgresSeconds = postgresCpu?.stop()
+  const perTrigger = (seconds: number) => (seconds * 1000) / bodies.length
+  // What a run that did not finish has cost is not what its triggers cost (and a process that died cannot be read).
+  const cpuMsPerTrigger = complete
+    ? { service: perTrigger(serviceCpuSeconds(servers) - cpuBefore), postgres: postgresSeconds === undefined ? undefined : perTrigger(postgresSeconds) }
+    : { service: undefined, postgres: undefined }
+  return {
+    layout: layout.name,
+    triggers: bodies.length,
+    outcome,
+    seconds: (endedAt - intake.startedAt) / 1000,
+    intake: { seconds: intake.seconds, p50Ms: percentile(intake.latenciesMs, 50), p99Ms: percentile(intake.latenciesMs, 99) },
+    cpuMsPerTrigger,
+    webhooksExpected: 2 * bodies.length,
+    webhooksReceived: receiver.distinct(),
+  }
+}
+
+/** A process that serves HTTP when its /readyz answers; a worker process when it logs that it is ready. */
+function untilReady(server: Server, servesHttp: boolean): Promise<void> {
+  if (servesHttp) return waitUntilReady(server, async () => (await fetch(`${server.baseUrl}/readyz`)).status === 200)
+  return waitUntilReady(server, async () => (await readFile(server.logFile, 'utf8')).includes('"msg":"worker ready"'))
+}
+
+function serviceCpuSeconds(servers: readonly Server[]): number {
+  return servers.reduce((sum, server) => sum + processCpuSeconds(server.child.pid!), 0)
+}
+
+interface Intake {
+  /** performance.now() when the first POST was sent. */
+  startedAt: number
+  seconds: number
+  latenciesMs: Float64Array
+  /** Each answer other than 201, or the error of a request that got none. */
+  refusals: string[]
+}
+
+/** Every body posted once, by CLIENTS clients each taking the next body when its last one is answered. */
+async function postAll(api: Server, apiKey: string, bodies: readonly string[]): Promise<Intake> {
+  const agent = new http.Agent({ keepAlive: true, maxSockets: CLIENTS })
+  const url = new URL('/api/v2/triggers', api.baseUrl)
+  const latenciesMs = new Float64Array(bodies.length)
+  const refusals: string[] = []
+  let next = 0
+  const client = async () => {
+    while (next < bodies.length) {
+      const index = next++
+      const sentAt = performance.now()
+      const answer = await post(agent, url, apiKey, bodies[index]!, `${api.label}-${index}`).catch((error: Error) => ({ status: 0, text: error.message }))
+      latenciesMs[index] = performance.now() - sentAt
+      if (answer.status !== 201) refusals.push(`${answer.status} ${answer.text}`)
+    }
+  }
+  const startedAt = performance.now()
+  await Promise.all(Array.from({ length: CLIENTS }, client))
+  const seconds = (performance.now() - startedAt) / 1000
+  agent.destroy()
+  return { startedAt, seconds, latenciesMs, refusals }
+}
+
+function post(agent: http.Agent, url: URL, apiKey: string, body: string, requestId: string): Promise<{ status: number; text: string }> {
+  return new Promise((resolve, reject) => {
+    const request = http.request(
+      url,
+      {
+        method: 'POST',
+        agent,
+        headers: {
+          authorization: `Bearer ${apiKey}`,
+          'content-type': 'application/json',
+          'content-length': Buffer.byteLength(body),
+          'x-request-id': requestId,
+        },
+      },
+      (response) => {
+        let text = ''
+        response.setEncoding('utf8')
+        response.on('data', (chunk: string) => (text += chunk))
+        response.on('end', () => resolve({ status: response.statusCode!, text }))
+        response.on('error', reject)
+      },
+    )
+    request.on('error', reject)
+    request.end(body)
+  })
+}
+
+/** Nearest rank. */
+function percentile(values: Float64Array, p: number): number {
+  const sorted = values.slice().sort()
+  return sorted[Math.max(0, Math.ceil((p / 100) * sorted.length) - 1)]!
+}
+
+interface Receiver {
+  url: string
+  /** Distinct webhook-ids received of one event type. */
+  received(type: EventType): number
+  distinct(): number
+  /** webhook-ids received more than once. */
+  duplicates(): number
+  /** performance.now() when the last new webhook-id arrived. */
+  lastNewAt(): number
+  close(): Promise<void>
+}
+
+/** The client's webhook endpoint: answers 200 at once, and counts what it got by webhook-id and event type. */
+async function startReceiver(): Promise<Receiver> {
+  const timesReceived = new Map<string, number>()
+  const byType = new Map<string, number>()
+  let lastNewAt = 0
+  const server = http.createServer((request, response) => {
+    let body = ''
+    request.setEncoding('utf8')
+    request.on('data', (chunk: string) => (body += chunk))
+    request.on('end', () => {
+      response.writeHead(200).end()
+      const id = String(request.headers['webhook-id'])
+      const times = timesReceived.get(id) ?? 0
+      timesReceived.set(id, times + 1)
+      if (times > 0) return
+      lastNewAt = performance.now()
+      const { type } = JSON.parse(body) as { type: string }
+      byType.set(type, (byType.get(type) ?? 0) + 1)
+    })
+  })
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hooks`,
+    received: (type) => byType.get(type) ?? 0,
+    distinct: () => timesReceived.size,
+    duplicates: () => [...timesReceived.values()].filter((times) => times > 1).length,
+    lastNewAt: () => lastNewAt,
+    close: () =>
+      new Promise((resolve) => {
+        server.close(() => resolve())
+        server.closeAllConnections()
+      }),
+  }
+}
+
+/** Waits until the receiver has one event of each type per trigger, or the timeout, or a service process dies. */
+async function untilAllDelivered(
+  layout: Layout,
+  receiver: Receiver,
+  triggers: number,
+  startedAt: number,
+  servers: readonly Server[],
+): Promise<EndToEndResult['outcome']> {
+  const deadline = startedAt + WEBHOOKS_TIMEOUT_SECONDS * 1000
+  let progressAt = performance.now()
+  while (EVENT_TYPES.some((type) => receiver.received(type) < triggers)) {
+    const exited = servers.find((server) => hasExited(server.child))
+    if (exited !== undefined) {
+      log(`${layout.name}: ${exited.name} exited:\n${await tail(exited.logFile)}`)
+      return 'a service process exited'
+    }
+    const now = performance.now()
+    if (now > deadline) {
+      log(`${layout.name}: timed out with ${receiver.distinct()} of ${2 * triggers} webhooks`)
+      return 'timed out'
+    }
+    if (now - progressAt >= PROGRESS_EVERY_MS) {
+      progressAt = now
+      log(`${layout.name}: ${EVENT_TYPES.map((type) => `${receiver.received(type)} ${type}`).join(', ')} of ${triggers} each`)
+    }
+    await sleep(100)
+  }
+  return 'complete'
+}
+
+/** pino's level for warn. */
+const WARN = 40
+
+async function logProblems(server: Server): Promise<string[]> {
+  const lines = (await readFile(server.logFile, 'utf8')).split('\n').filter((line) => line !== '')
+  return lines
+    .filter((line) => {
+      const level = /^\{"level":(\d+)/.exec(line)?.[1]
+      return level === undefined || Number(level) >= WARN
+    })
+    .map((line) => `${server.name}: ${line}`)
+}
+
+/** Triggers per second from the first POST to the last webhook; undefined for a run that did not finish. */
+export function endToEndRate(result: EndToEndResult): number | undefined {
+  return result.outcome === 'complete' ? result.triggers / result.seconds : undefined
+}
+
+/** One figure the project holds a layout to, and this run's. */
+export interface EndToEndVerdict {
+  layout: string
+  goal: string
+  measured: string
+  met: boolean
+}
+
+/** What the project holds itself to, end to end. A figure a run could not give (it did not finish) does not meet its goal. */
+const GOALS: {
+  layout: Layout
+  goal: string
+  figure: (result: EndToEndResult) => number | undefined
+  unit: string
+  digits: number
+  met: (value: number) => boolean
+}[] = [
+  { layout: POSTGRES_LAYOUT, goal: 'at least 1,000 triggers/s end to end', figure: endToEndRate, unit: 'triggers/s', digits: 0, met: (rate) => rate >= 1000 },
+  { layout: POSTGRES_LAYOUT, goal: 'at most 0.8 ms of service CPU per trigger', figure: (r) => r.cpuMsPerTrigger.service, unit: 'ms', digits: 2, met: (ms) => ms <= 0.8 },
+  { layout: POSTGRES_LAYOUT, goal: 'at most 0.6 ms of PostgreSQL CPU per trigger', figure: (r) => r.cpuMsPerTrigger.postgres, unit: 'ms', digits: 2, met: (ms) => ms <= 0.6 },
+  { layout: EMBEDDED_LAYOUT, goal: 'at least 300 triggers/s end to end', figure: endToEndRate, unit: 'triggers/s', digits: 0, met: (rate) => rate >= 300 },
+  { layout: EMBEDDED_LAYOUT, goal: 'intake p99 under 250 ms', figure: (r) => r.intake.p99Ms, unit: 'ms', digits: 0, met: (ms) => ms < 250 },
+]
+
+export function endToEndVerdicts(results: readonly EndToEndResult[]): EndToEndVerdict[] {
+  return GOALS.map(({ layout, goal, figure, unit, digits, met }) => {
+    const result = results.find((candidate) => candidate.layout === layout.name)!
+    const value = figure(result)
+    return {
+      layout: layout.name,
+      goal,
+      measured: value === undefined ? `none (${result.outcome})` : `${value.toFixed(digits)} ${unit}`,
+      met: value !== undefined && met(value),
+    }
+  })
+}

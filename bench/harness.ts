@@ -1,0 +1,146 @@
+/**
+ * What the benchmark's sections share: the servers under measurement, each
+ * started pinned to its CPU with its output going to a file; the admin API
+ * that provisions them; throw-away PostgreSQL databases; and the log.
+ */
+import type { ChildProcess } from 'node:child_process'
+import { randomBytes } from 'node:crypto'
+import { closeSync, openSync } from 'node:fs'
+import { readFile } from 'node:fs/promises'
+import { type AddressInfo, createServer } from 'node:net'
+import path from 'node:path'
+import { fileURLToPath } from 'node:url'
+import pg from 'pg'
+import { hasExited, startChild } from './children.ts'
+
+export const ROOT = fileURLToPath(new URL('..', import.meta.url))
+/** The servers' CPU; the load generators (wrk, the end-to-end clients and receiver) run on the other, LOAD_CPU. */
+export const SERVER_CPU = 0
+export const LOAD_CPU = 1
+export const OPERATOR_TOKEN = `bench-operator-${randomBytes(16).toString('hex')}`
+/** PGlite's first start initialises its data directory, which takes seconds. */
+const READY_TIMEOUT_MS = 60_000
+const POSTGRES_ADMIN_URL = 'postgres://postgres@127.0.0.1:5432/postgres'
+
+export interface Server {
+  /** As the report names the target. */
+  name: string
+  /** The name in lower case, for file names and request ids. */
+  label: string
+  child: ChildProcess
+  baseUrl: string
+  logFile: string
+}
+
+/** Starts a server pinned to SERVER_CPU, its output (the request log) going to a file. */
+export async function startServer(name: string, args: string[], env: Record<string, string>, workDir: string): Promise<Server> {
+  const label = name.toLowerCase().replaceAll(' ', '-')
+  const port = await freePort()
+  const logFile = path.join(workDir, `${label}.log`)
+  const output = openSync(logFile, 'w')
+  try {
+    const child = startChild('taskset', ['-c', String(SERVER_CPU), process.execPath, '--import', 'tsx', ...args], {
+      cwd: ROOT,
+      env: { ...process.env, ...env, PORT: String(port), HOST: '127.0.0.1' },
+      stdio: ['ignore', output, output],
+    })
+    return { name, label, child, baseUrl: `http://127.0.0.1:${port}`, logFile }
+  } finally {
+    closeSync(output)
+  }
+}
+
+/** A port nothing listens on now, as the system picks one. */
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const probe = createServer()
+    probe.once('error', reject)
+    probe.listen(0, '127.0.0.1', () => {
+      const { port } = probe.address() as AddressInfo
+      probe.close(() => resolve(port))
+    })
+  })
+}
+
+export async function waitUntilReady(server: Server, probe: () => Promise<boolean>): Promise<void> {
+  const deadline = Date.now() + READY_TIMEOUT_MS
+  while (Date.now() < deadline) {
+    if (hasExited(server.child)) throw new Error(`${server.name} exited before it was ready:\n${await tail(server.logFile)}`)
+    if (await probe().catch(() => false)) return
+    await sleep(250)
+  }
+  throw new Error(`${server.name} was not ready after ${READY_TIMEOUT_MS / 1000} s:\n${await tail(server.logFile)}`)
+}
+
+/** An organization with one API key (of `scopes`, the default ones if left out) and `campaigns`, through the admin API. */
+export async function provision(
+  baseUrl: string,
+  campaigns: readonly Record<string, unknown>[],
+  scopes?: readonly string[],
+): Promise<{ orgId: string; apiKey: string }> {
+  const org = await adminPost(baseUrl, '/admin/v1/organizations', { name: 'Bench Org' })
+  const orgPath = `/admin/v1/organizations/${org.data.id}`
+  const key = await adminPost(baseUrl, `${orgPath}/api-keys`, { name: 'bench', ...(scopes === undefined ? {} : { scopes }) })
+  for (const campaign of campaigns) await adminPost(baseUrl, `${orgPath}/campaigns`, campaign)
+  return { orgId: org.data.id as string, apiKey: key.data.key as string }
+}
+
+export function adminPost(baseUrl: string, route: string, body: unknown): Promise<{ data: Record<string, unknown> }> {
+  return postCreating(baseUrl, route, OPERATOR_TOKEN, body)
+}
+
+/** A POST that must create what it posts (201), with the operator token or an organization's key. */
+export async function postCreating(baseUrl: string, route: string, token: string, body: unknown): Promise<{ data: Record<string, unknown> }> {
+  const response = await fetch(`${baseUrl}${route}`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  })
+  const text = await response.text()
+  if (response.status !== 201) throw new Error(`POST ${route} answered ${response.status}: ${text}`)
+  return JSON.parse(text)
+}
+
+/** A throw-away PostgreSQL database for one run, dropped afterwards whatever happens. */
+export async function withPostgresDatabase<T>(work: (databaseUrl: string) => Promise<T>): Promise<T> {
+  const name = `bench_${Date.now()}`
+  await onPostgres((client) => client.query(`CREATE DATABASE ${name}`))
+  const url = new URL(POSTGRES_ADMIN_URL)
+  url.pathname = `/${name}`
+  try {
+    return await work(url.toString())
+  } finally {
+    // FORCE: a server killed mid-run may leave connections that would block the drop.
+    await onPostgres((client) => client.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`))
+  }
+}
+
+/** The PostgreSQL server's version, and its synchronous_commit: whether each commit waits for its WAL flush. */
+export function postgresSettings(): Promise<{ version: string; synchronousCommit: string }> {
+  return onPostgres(async (client) => {
+    const version = (await client.query<{ version: string }>('SELECT version()')).rows[0]!.version
+    const synchronousCommit = (await client.query<{ synchronous_commit: string }>('SHOW synchronous_commit')).rows[0]!.synchronous_commit
+    return { version, synchronousCommit }
+  })
+}
+
+async function onPostgres<T>(work: (client: pg.Client) => Promise<T>): Promise<T> {
+  const client = new pg.Client({ connectionString: POSTGRES_ADMIN_URL })
+  await client.connect()
+  try {
+    return await work(client)
+  } finally {
+    await client.end()
+  }
+}
+
+export async function tail(file: string, lines = 20): Promise<string> {
+  const text = await readFile(file, 'utf8').catch(() => '')
+  return text.trimEnd().split('\n').slice(-lines).join('\n')
+}
+
+export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
+
+export function log(message: string) {
+  process.stderr.write(`[bench] ${message}\n`)
+}
