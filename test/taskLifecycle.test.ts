@@ -318,6 +318,45 @@ describe('attempts', () => {
   })
 })
 
+describe('a campaign at its max_concurrent with a long queue', () => {
+  test("neither holds back another campaign's task nor is claimed again and again", async () => {
+    const capped = await campaign({ schedule: ALWAYS_OPEN, max_concurrent: 1, provider_config: { duration_ms: 3_600_000 } })
+    const other = await campaign({ schedule: ALWAYS_OPEN })
+    // More than any batch of the dispatcher: a claim in due order alone would read through all of them first.
+    const QUEUED = 600
+    await Promise.all(Array.from({ length: QUEUED }, () => trigger(capped.routing_key)))
+    now += 1
+    const later = await trigger(other.routing_key)
+    const handled = async () => {
+      const [row] = await service.db.query<{ running: number; given_back: number; untouched: number }>(
+        `SELECT count(*) FILTER (WHERE status = 'in_progress')::int AS running,
+                count(*) FILTER (WHERE status = 'pending' AND due_at > $2)::int AS given_back,
+                count(*) FILTER (WHERE status = 'pending' AND due_at <= $2)::int AS untouched
+         FROM tasks WHERE campaign_id = $1`,
+        [capped.id, new Date(now)],
+      )
+      return row!
+    }
+
+    await at(now)
+    assert.equal((await task(later.task_id)).attempts, 1, 'the other campaign was called at once')
+    const first = await handled()
+    assert.equal(first.running, 1)
+    // One batch was claimed and given back until there is a place; the rest was not read.
+    assert.ok(first.given_back > 0 && first.given_back <= 256, `${first.given_back} given back`)
+    assert.equal(first.untouched, QUEUED - 1 - first.given_back)
+
+    // Half a second on, with no place freed: the campaign is left out of the claims altogether.
+    const again = await trigger(other.routing_key)
+    await at(now + 500)
+    assert.equal((await task(again.task_id)).attempts, 1)
+    const second = await handled()
+    assert.equal(second.running, 1)
+    assert.equal(second.untouched + second.given_back, QUEUED - 1)
+    assert.ok(second.untouched >= first.untouched, 'nothing more of the full campaign was claimed')
+  })
+})
+
 describe('client endpoints', () => {
   test('cancel completes a pending task as cancelled, once; other organizations cannot see it', async () => {
     const { routing_key } = await campaign({ schedule: { timezone: 'UTC', windows: [{ days: ['sun'], start: '09:00', end: '10:00' }] } })

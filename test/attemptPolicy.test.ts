@@ -1,0 +1,102 @@
+import assert from 'node:assert/strict'
+import { describe, test } from 'node:test'
+import { type EndedInteraction, stepAfterInteraction, stepWhenDue, type TaskTiming } from '../src/domain/attemptPolicy.ts'
+import { DEFAULT_ATTEMPTS, DEFAULT_SCHEDULE, type Schedule, WEEKDAYS } from '../src/domain/campaignSettings.ts'
+import type { InteractionOutcome } from '../src/domain/types.ts'
+
+const at = (iso: string) => Date.parse(iso)
+const iso = (ms: number) => new Date(ms).toISOString()
+const ALWAYS_OPEN: Schedule = { timezone: 'contact', windows: [{ days: [...WEEKDAYS], start: '00:00', end: '24:00' }] }
+// Monday 2026-06-01 12:00 in Madrid (CEST): inside the default 09:00–20:00 window.
+const NOON_MADRID = at('2026-06-01T10:00:00.000Z')
+
+function timing(overrides: Partial<TaskTiming> = {}): TaskTiming {
+  return { schedule: DEFAULT_SCHEDULE, timezones: ['Europe/Madrid'], expiresAt: NOON_MADRID + 7 * 86_400_000, ...overrides }
+}
+
+describe('stepWhenDue', () => {
+  const cases: { name: string; task: TaskTiming & { suppressed: boolean }; now: number; expected: ReturnType<typeof stepWhenDue> }[] = [
+    { name: 'inside the window in its zone: start', task: { ...timing(), suppressed: false }, now: NOON_MADRID, expected: { kind: 'start' } },
+    {
+      name: 'a suppressed number closes as opted_out, even at night',
+      task: { ...timing(), suppressed: true },
+      now: at('2026-06-01T01:00:00.000Z'),
+      expected: { kind: 'complete', outcome: 'opted_out' },
+    },
+    {
+      name: 'at its expiry it expires',
+      task: { ...timing({ expiresAt: NOON_MADRID }), suppressed: false },
+      now: NOON_MADRID,
+      expected: { kind: 'complete', outcome: 'expired' },
+    },
+    {
+      name: 'at night it waits for 09:00 in the zone',
+      task: { ...timing(), suppressed: false },
+      now: at('2026-06-01T20:30:00.000Z'),
+      expected: { kind: 'wait', until: at('2026-06-02T07:00:00.000Z') },
+    },
+    {
+      name: 'with no opening before its expiry it waits for the expiry, so that it expires on time',
+      task: { ...timing({ expiresAt: at('2026-06-02T06:00:00.000Z') }), suppressed: false },
+      now: at('2026-06-01T20:30:00.000Z'),
+      expected: { kind: 'wait', until: at('2026-06-02T06:00:00.000Z') },
+    },
+    {
+      name: 'over two zones it waits for the hour open in both',
+      task: { ...timing({ timezones: ['Europe/Madrid', 'Atlantic/Canary'] }), suppressed: false },
+      // 08:30 in Canary, 09:30 in Madrid: Canary opens at 09:00 WEST = 08:00Z.
+      now: at('2026-06-01T07:30:00.000Z'),
+      expected: { kind: 'wait', until: at('2026-06-01T08:00:00.000Z') },
+    },
+    {
+      name: 'a task left with no zone to call in fails',
+      task: { ...timing({ schedule: { ...ALWAYS_OPEN, timezone: 'contact' }, timezones: [] }), suppressed: false },
+      now: NOON_MADRID,
+      expected: { kind: 'complete', outcome: 'failed' },
+    },
+  ]
+  for (const { name, task, now, expected } of cases) {
+    test(name, () => assert.deepEqual(stepWhenDue(task, now), expected))
+  }
+})
+
+describe('stepAfterInteraction', () => {
+  const ended = (outcome: InteractionOutcome, overrides: Partial<EndedInteraction> = {}): EndedInteraction => ({
+    outcome,
+    endedAt: NOON_MADRID,
+    permanent: false,
+    optedOut: false,
+    ...overrides,
+  })
+  const task = (attempts: number, overrides: Partial<TaskTiming> = {}) => ({ ...timing(overrides), attempts, policy: DEFAULT_ATTEMPTS })
+  const cases: { name: string; ended: EndedInteraction; task: ReturnType<typeof task>; expected: string }[] = [
+    { name: 'a completed call is a reach', ended: ended('completed'), task: task(1), expected: 'complete reached' },
+    { name: 'a reply is a reach', ended: ended('replied'), task: task(1), expected: 'complete reached' },
+    { name: 'an opt-out closes the task whatever the outcome', ended: ended('replied', { optedOut: true }), task: task(1), expected: 'complete opted_out' },
+    { name: 'a permanent refusal fails the task', ended: ended('failed', { permanent: true }), task: task(1), expected: 'complete failed' },
+    { name: 'the last attempt unanswered: unreachable', ended: ended('no_answer'), task: task(3), expected: 'complete unreachable' },
+    { name: 'no answer: again after 2 h', ended: ended('no_answer'), task: task(1), expected: `retry ${iso(NOON_MADRID + 7_200_000)}` },
+    { name: 'busy: again after 15 min', ended: ended('busy'), task: task(1), expected: `retry ${iso(NOON_MADRID + 900_000)}` },
+    { name: 'voicemail: again after 4 h', ended: ended('voicemail'), task: task(2), expected: `retry ${iso(NOON_MADRID + 14_400_000)}` },
+    { name: 'a message read but unanswered counts as no answer', ended: ended('read'), task: task(1), expected: `retry ${iso(NOON_MADRID + 7_200_000)}` },
+    { name: 'an undelivered message counts as failed', ended: ended('undelivered'), task: task(1), expected: `retry ${iso(NOON_MADRID + 1_800_000)}` },
+    {
+      name: 'a delay that ends after the window waits for the next morning',
+      ended: ended('voicemail', { endedAt: at('2026-06-01T16:00:00.000Z') }),
+      task: task(1),
+      expected: `retry ${iso(at('2026-06-02T07:00:00.000Z'))}`,
+    },
+    {
+      name: 'no opening before expiry: pending until it expires',
+      ended: ended('no_answer'),
+      task: task(1, { expiresAt: NOON_MADRID + 3_600_000 }),
+      expected: `retry ${iso(NOON_MADRID + 3_600_000)}`,
+    },
+  ]
+  for (const { name, ended: interaction, task: state, expected } of cases) {
+    test(name, () => {
+      const step = stepAfterInteraction(interaction, state, NOON_MADRID)
+      assert.equal(step.kind === 'complete' ? `complete ${step.outcome}` : `retry ${iso(step.dueAt)}`, expected)
+    })
+  }
+})
