@@ -139,6 +139,65 @@ describe('worker processes on one PostgreSQL', { skip: onPostgres ? false : 'nee
     for (const worker of workers.splice(0)) worker.kill('SIGTERM')
   })
 
+  test('of two workers, one killed mid-dispatch: no attempt is started twice', async (t) => {
+    await campaign('halved')
+    const taskIds: string[] = []
+    for (let i = 0; i < 400; i++) taskIds.push(await trigger('halved'))
+    const before = createdCalls().length
+    const doomed = startWorker()
+    const survivor = startWorker()
+    await until(async () => createdCalls().length - before >= 50, 60_000, 'the first calls')
+    doomed.kill('SIGKILL')
+    await new Promise((resolve) => doomed.once('exit', resolve))
+    // The survivor takes every task the dead worker did not hold; those it held wait for their leases.
+    const settledDown = async () => {
+      const [row] = await service.db.query<{ n: number }>(
+        `SELECT count(*)::int AS n FROM tasks WHERE id = ANY($1::text[]) AND status = 'pending' AND locked_by IS NULL`,
+        [taskIds],
+      )
+      return row!.n === 0
+    }
+    await until(settledDown, 60_000, 'the survivor to take every free task')
+    await new Promise((resolve) => setTimeout(resolve, 1000))
+    const calls = createdCalls().slice(before)
+    const dialled = calls.map(interactionOf)
+    assert.equal(new Set(dialled).size, dialled.length, 'no interaction dialled twice')
+    const rows = await service.db.query<{ task_id: string; attempt: number; n: number }>(
+      `SELECT task_id, attempt, count(*)::int AS n FROM interactions WHERE task_id = ANY($1::text[]) GROUP BY task_id, attempt`,
+      [taskIds],
+    )
+    assert.ok(rows.every((row) => row.n === 1 && row.attempt === 1), 'one interaction per task, its first attempt')
+    const recorded = new Set(
+      (await service.db.query<{ id: string }>(`SELECT id FROM interactions WHERE task_id = ANY($1::text[])`, [taskIds])).map((row) => row.id),
+    )
+    assert.ok(dialled.every((id) => recorded.has(id!)), 'every call was recorded before it was made')
+    t.diagnostic(`${dialled.length} calls made, ${recorded.size} attempts recorded, ${taskIds.length} tasks`)
+    survivor.kill('SIGTERM')
+  })
+
+  test('a worker process hears of a new trigger at once, not at its next poll', async (t) => {
+    await campaign('prompt')
+    const worker = startWorker()
+    // Idle: nothing due, so only a wake-up or the 500 ms poll makes it look.
+    await new Promise((resolve) => setTimeout(resolve, 1500))
+    const delays: number[] = []
+    for (let i = 0; i < 5; i++) {
+      const taskId = await trigger('prompt')
+      await until(async () => (await service.db.query(`SELECT 1 FROM interactions WHERE task_id = $1`, [taskId])).length > 0, 10_000, 'the call')
+      const [row] = await service.db.query<{ ms: number }>(
+        `SELECT extract(epoch FROM i.started_at - t.created_at)::float8 * 1000 AS ms FROM interactions i JOIN tasks t ON t.id = i.task_id WHERE t.id = $1`,
+        [taskId],
+      )
+      delays.push(row!.ms)
+      await new Promise((resolve) => setTimeout(resolve, 700))
+    }
+    delays.sort((a, b) => a - b)
+    t.diagnostic(`trigger committed to attempt recorded: ${delays.map((ms) => ms.toFixed(1)).join(', ')} ms`)
+    // Found by the poll alone, the median would be about 250 ms.
+    assert.ok(delays[2]! < 100, `median ${delays[2]} ms`)
+    worker.kill('SIGTERM')
+  })
+
   test('a worker killed while it dials causes no second dial', async () => {
     await campaign('killed')
     const taskId = await trigger('killed')
