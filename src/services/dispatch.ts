@@ -22,7 +22,7 @@ import type { InteractionOutcome, TaskOutcome } from '../domain/types.ts'
 import type { Database } from '../store/database.ts'
 import { insertEvents } from '../store/events.ts'
 import { claimInteractionsToSettle, type InteractionWithConfig, recordStarts } from '../store/interactions.ts'
-import { sqlState } from '../store/rows.ts'
+import { rolledBack } from '../store/rows.ts'
 import { type AttemptToBegin, beginAttempts, type ClaimedTask, claimDueTasks, lockCampaignsCountingRunning, releaseTasks } from '../store/tasks.ts'
 import { GroupCommitter } from './groupCommitter.ts'
 import { completeAndReport, type Settlement } from './settlement.ts'
@@ -87,10 +87,7 @@ export class Dispatch {
         weigh: () => 1,
         maxInFlight: Math.min(2, deps.db.concurrency),
         flushAtLength: deps.db.concurrency > 1 ? 64 : Number.POSITIVE_INFINITY,
-        retryAlone: (error) => {
-          const state = sqlState(error)
-          return state !== undefined && !state.startsWith('08')
-        },
+        retryAlone: rolledBack,
       },
     )
   }

@@ -15,7 +15,7 @@ import type { InteractionOutcome, TaskOutcome } from '../domain/types.ts'
 import type { Database, Queryable } from '../store/database.ts'
 import { insertEvents } from '../store/events.ts'
 import { finalizeInteractions, recordProviderMessage } from '../store/interactions.ts'
-import { sqlState } from '../store/rows.ts'
+import { rolledBack } from '../store/rows.ts'
 import { suppress, type SuppressionReason } from '../store/suppressions.ts'
 import { completeTasks, lockTasks, scheduleNextAttempts, type TaskForUpdate } from '../store/tasks.ts'
 import { GroupCommitter } from './groupCommitter.ts'
@@ -61,10 +61,7 @@ export class Settlement {
       flushAtLength: deps.db.concurrency > 1 ? 64 : Number.POSITIVE_INFINITY,
       // A batch that the server rolled back (a deadlock with another process, say) is tried again item by item;
       // one whose outcome is unknown (a lost connection) is not.
-      retryAlone: (error) => {
-        const state = sqlState(error)
-        return state !== undefined && !state.startsWith('08')
-      },
+      retryAlone: rolledBack,
     })
   }
 

@@ -6,7 +6,7 @@ import { createHash } from 'node:crypto'
 import { newId } from '../domain/ids.ts'
 import type { CandidateZones, Channel, Contact, ExternalId, JsonObject } from '../domain/types.ts'
 import type { Database } from '../store/database.ts'
-import { sqlState } from '../store/rows.ts'
+import { rolledBack, sqlState } from '../store/rows.ts'
 import { insertTriggersWithTasks, type NewTrigger, type RecordOutcome } from '../store/triggers.ts'
 import type { ContactOnFile } from './contactDirectory.ts'
 import { GroupCommitter } from './groupCommitter.ts'
@@ -104,10 +104,7 @@ export class TriggerIntake {
         flushAtLength: db.concurrency > 1 ? 16 : Number.POSITIVE_INFINITY,
         // The batch is one statement: an error the server reports means it was
         // rolled back; without a SQLSTATE (a lost connection) the outcome is unknown.
-        retryAlone: (error) => {
-          const state = sqlState(error)
-          return state !== undefined && !state.startsWith('08')
-        },
+        retryAlone: rolledBack,
       },
     )
   }

@@ -18,3 +18,13 @@ export function sqlState(error: unknown): string | undefined {
   const { code, severity } = (error ?? {}) as { code?: unknown; severity?: unknown }
   return typeof severity === 'string' && typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code) ? code : undefined
 }
+
+/**
+ * Whether a failed statement or transaction is known to have been rolled
+ * back: the server reported an error. Without a SQLSTATE, or with a
+ * connection exception (class 08), the outcome is unknown.
+ */
+export function rolledBack(error: unknown): boolean {
+  const state = sqlState(error)
+  return state !== undefined && !state.startsWith('08')
+}
