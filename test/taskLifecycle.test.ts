@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict'
 import { after, before, beforeEach, describe, test } from 'node:test'
 import { newId } from '../src/domain/ids.ts'
-import { beginAttempts, claimDueTasks } from '../src/store/tasks.ts'
+import { beginAttempts, lockDueTasks } from '../src/store/tasks.ts'
 import { bearer, json, OPERATOR_TOKEN, seedOrganization, startService, taskOf, type TestService } from './support/service.ts'
 
 const HOUR = 3_600_000
@@ -491,17 +491,21 @@ describe('time zones the service cannot tell', () => {
 })
 
 describe('a worker that dies', () => {
-  test('holding a claim: the task is taken over when the lease runs out, and started once', async () => {
+  test('before it commits: its tasks are due as before, and each is started once', async () => {
     const { routing_key } = await campaign({ schedule: ALWAYS_OPEN, provider_config: { duration_ms: 1000 } })
     const created = await trigger(routing_key)
-    // Another worker claims every due task, then dies before starting any.
-    const claimed = await claimDueTasks(service.db, 'wrk_gone', now, now + 60_000, 10_000)
-    assert.ok(claimed.some((claim) => claim.id === created.task_id))
+    // Another worker takes every due task and dies before its transaction commits.
+    const died = new Error('the worker died')
+    await assert.rejects(
+      service.db.transaction(async (tx) => {
+        const taken = await lockDueTasks(tx, now, 10_000)
+        assert.ok(taken.some((due) => due.id === created.task_id))
+        await beginAttempts(tx, 'wrk_gone', [{ taskId: created.task_id, interactionId: newId('interaction', now) }], now, now + 120_000)
+        throw died
+      }),
+      died,
+    )
     await at(now)
-    assert.equal((await task(created.task_id)).interactions.length, 0)
-    await at(now + 59_999)
-    assert.equal((await task(created.task_id)).interactions.length, 0)
-    await at(now + 1)
     const started = await task(created.task_id)
     assert.equal(started.interactions.length, 1)
     assert.equal(started.attempts, 1)
@@ -510,11 +514,11 @@ describe('a worker that dies', () => {
   test('after recording an attempt but before asking the provider: the attempt is settled as failed, not started again', async () => {
     const { routing_key } = await campaign({ schedule: ALWAYS_OPEN, attempts: { retry_delays_s: { failed: 600 } } })
     const created = await trigger(routing_key)
-    const [claim] = (await claimDueTasks(service.db, 'wrk_gone', now, now + 60_000, 10_000)).filter((c) => c.id === created.task_id)
     // What the dying worker committed: the attempt, recorded as starting, never confirmed.
-    await service.db.transaction((tx) =>
-      beginAttempts(tx, 'wrk_gone', [{ taskId: claim!.id, interactionId: newId('interaction', now) }], now, now + 120_000),
-    )
+    await service.db.transaction(async (tx) => {
+      assert.ok((await lockDueTasks(tx, now, 10_000)).some((due) => due.id === created.task_id))
+      await beginAttempts(tx, 'wrk_gone', [{ taskId: created.task_id, interactionId: newId('interaction', now) }], now, now + 120_000)
+    })
     await at(now + 119_999)
     assert.equal((await task(created.task_id)).interactions[0].status, 'starting')
     await at(now + 1)

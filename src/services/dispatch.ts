@@ -1,15 +1,15 @@
 /**
- * Dispatch, the worker side of a task's life: due tasks are claimed in
- * batches, each is decided in memory (its window in every zone its contact
- * may be in, its expiry, the suppression list, its campaign's
- * max_concurrent), and every attempt of the batch is recorded in one
- * transaction, conditional on the claims still being held; only then are the
- * providers asked, concurrently. What they answer is recorded in batches too.
+ * Dispatch, the worker side of a task's life: due tasks are taken in
+ * batches, in a transaction that locks them, decides each in memory (its
+ * window in every zone its contact may be in, its expiry, the suppression
+ * list, its campaign's max_concurrent) and records every attempt of the
+ * batch in one statement before it commits; only then are the providers
+ * asked, concurrently. What they answer is recorded in batches too.
  * Interactions that have had no final word by their settle time are settled
  * here, in batches, through the settlement.
  *
  * Never twice: an attempt is recorded (interaction row, UNIQUE per task and
- * attempt, conditional on this worker's claim) and committed before the
+ * attempt, on a task this transaction holds) and committed before the
  * provider is asked to start it, and a start whose result is unknown is
  * settled, never repeated.
  */
@@ -23,13 +23,11 @@ import type { Database } from '../store/database.ts'
 import { insertEvents } from '../store/events.ts'
 import { claimInteractionsToSettle, type InteractionWithConfig, recordStarts } from '../store/interactions.ts'
 import { rolledBack } from '../store/rows.ts'
-import { type AttemptToBegin, beginAttempts, type ClaimedTask, claimDueTasks, lockCampaignsCountingRunning, releaseTasks } from '../store/tasks.ts'
+import { type AttemptToBegin, beginAttempts, type DueTask, lockCampaignsCountingRunning, lockDueTasks, postponeTasks } from '../store/tasks.ts'
 import { GroupCommitter } from './groupCommitter.ts'
 import { completeAndReport, type Settlement } from './settlement.ts'
 import type { Wake } from './wake.ts'
 
-/** How long a claim on a due task holds; a dispatch takes milliseconds, a provider call seconds at most. */
-const TASK_LEASE_MS = 60_000
 /**
  * How long a recorded attempt may stay unconfirmed before it is settled: the
  * provider's timeout and then some. A worker that dies before asking the
@@ -44,7 +42,8 @@ const SETTLE_LEASE_MS = 60_000
 export const CAPACITY_RETRY_MS = 1_000
 
 export interface DispatchedBatch {
-  claimed: number
+  /** Due tasks taken: started, postponed or completed. */
+  taken: number
   started: number
   /** Campaigns found at their max_concurrent: their tasks wait for a place. */
   full: Set<string>
@@ -93,51 +92,49 @@ export class Dispatch {
   }
 
   /**
-   * Claims up to `limit` due tasks for `worker` (none of the campaigns in
-   * `skipCampaigns`) and takes each one step further: completed, given back
-   * until its next opening or a place in its campaign, or started.
+   * Takes up to `limit` due tasks (none of the campaigns in `skipCampaigns`)
+   * each one step further: completed, postponed until its next opening or a
+   * place in its campaign, or started (recorded as started by `worker`).
    */
   async dispatchDue(worker: string, limit: number, skipCampaigns: readonly string[]): Promise<DispatchedBatch> {
-    const claimedAt = this.#now()
-    const claimed = await claimDueTasks(this.#db, worker, claimedAt, claimedAt + TASK_LEASE_MS, limit, skipCampaigns)
     const full = new Set<string>()
-    if (claimed.length === 0) return { claimed: 0, started: 0, full, starts: Promise.resolve() }
-    const limited = [...new Set(claimed.filter((task) => task.campaign.maxConcurrent !== null).map((task) => task.campaign.id))]
-    const { begun, now, wroteEvents } = await this.#db.transaction(async (tx) => {
+    const { taken, begun, now, wroteEvents } = await this.#db.transaction(async (tx) => {
+      const due = await lockDueTasks(tx, this.#now(), limit, skipCampaigns)
+      if (due.length === 0) return { taken: 0, begun: [], now: 0, wroteEvents: false }
+      const limited = [...new Set(due.filter((task) => task.campaign.maxConcurrent !== null).map((task) => task.campaign.id))]
       const running = await lockCampaignsCountingRunning(tx, limited)
-      // Decided at the moment the attempts are recorded, not when the tasks were
-      // claimed: a wait for the campaigns' locks must not carry a call past the end of a window.
+      // Decided at the moment the attempts are recorded: a wait for the
+      // campaigns' locks must not carry a call past the end of a window.
       const now = this.#now()
-      const completions: { task: ClaimedTask; outcome: TaskOutcome }[] = []
-      const releases: { taskId: string; dueAt: number }[] = []
-      const attempts: (AttemptToBegin & { task: ClaimedTask })[] = []
-      for (const task of claimed) {
+      const completions: { task: DueTask; outcome: TaskOutcome }[] = []
+      const postponements: { taskId: string; dueAt: number }[] = []
+      const attempts: (AttemptToBegin & { task: DueTask })[] = []
+      for (const task of due) {
         const step = stepWhenDue({ schedule: task.campaign.schedule, timezones: task.timezones, expiresAt: task.expiresAt, suppressed: task.suppressed }, now)
         if (step.kind === 'complete') completions.push({ task, outcome: step.outcome })
-        else if (step.kind === 'wait') releases.push({ taskId: task.id, dueAt: step.until })
+        else if (step.kind === 'wait') postponements.push({ taskId: task.id, dueAt: step.until })
         else if (!takePlace(running, task)) {
           full.add(task.campaign.id)
-          releases.push({ taskId: task.id, dueAt: now + CAPACITY_RETRY_MS })
+          postponements.push({ taskId: task.id, dueAt: now + CAPACITY_RETRY_MS })
         } else attempts.push({ taskId: task.id, interactionId: newId('interaction', now), task })
       }
       const begunAttempts = await beginAttempts(tx, worker, attempts, now, now + START_SETTLE_MS)
-      // Not begun: the claim was lost (nothing then changes), or the number was suppressed since the
-      // claim (it is due again at once, and the next claim closes it as opted out).
-      for (const attempt of attempts) if (!begunAttempts.has(attempt.taskId)) releases.push({ taskId: attempt.taskId, dueAt: now })
-      await releaseTasks(tx, worker, releases, now)
+      // Not begun: the number was suppressed since the tasks were read. Closed as opted out.
+      for (const { task } of attempts) if (!begunAttempts.has(task.id)) completions.push({ task, outcome: 'opted_out' })
+      await postponeTasks(tx, postponements, now)
       const events: OrganizationEvent[] = []
-      await completeAndReport(tx, completions, now, events, worker)
+      await completeAndReport(tx, completions, now, events)
       await insertEvents(tx, events)
-      const begun = attempts.filter((attempt) => begunAttempts.has(attempt.taskId)).map((attempt) => ({ ...attempt, attempt: begunAttempts.get(attempt.taskId)! }))
-      return { begun, now, wroteEvents: events.length > 0 }
+      const begun = attempts.filter(({ task }) => begunAttempts.has(task.id)).map((attempt) => ({ ...attempt, attempt: begunAttempts.get(attempt.task.id)! }))
+      return { taken: due.length, begun, now, wroteEvents: events.length > 0 }
     })
     if (wroteEvents) this.#wake.deliveries()
     const starts = Promise.all(begun.map((attempt) => this.#start(attempt.task, attempt.interactionId, attempt.attempt, now))).then(() => {})
-    return { claimed: claimed.length, started: begun.length, full, starts }
+    return { taken, started: begun.length, full, starts }
   }
 
   /** Asks the provider to start a recorded attempt; never throws. */
-  async #start(task: ClaimedTask, interactionId: string, attempt: number, startedAt: number): Promise<void> {
+  async #start(task: DueTask, interactionId: string, attempt: number, startedAt: number): Promise<void> {
     const channel = this.#channels.get(task.campaign.provider, task.campaign.channel)
     const config = task.campaign.providerConfig
     try {
@@ -210,7 +207,7 @@ export class Dispatch {
 }
 
 /** Whether the task's campaign has a place for one more interaction, taking it if so. */
-function takePlace(running: Map<string, number>, task: ClaimedTask): boolean {
+function takePlace(running: Map<string, number>, task: DueTask): boolean {
   const limit = task.campaign.maxConcurrent
   if (limit === null) return true
   const now = running.get(task.campaign.id) ?? 0

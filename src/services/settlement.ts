@@ -159,20 +159,18 @@ export class Settlement {
 /**
  * Completes tasks (those not completed already) and adds each one's
  * task.completed event to `events`, to be written with the rest of the
- * transaction's; with `claimedBy`, only tasks that worker's claim holds.
+ * transaction's.
  */
 export async function completeAndReport(
   tx: Queryable,
   completions: readonly { task: CompletedTask; outcome: TaskOutcome }[],
   now: number,
   events: OrganizationEvent[],
-  claimedBy?: string,
 ): Promise<number> {
   const completed = await completeTasks(
     tx,
     completions.map(({ task, outcome }) => ({ taskId: task.id, outcome })),
     now,
-    claimedBy,
   )
   for (const { task, outcome } of completions) {
     if (completed.has(task.id)) events.push({ orgId: task.orgId, event: taskCompletedEvent(task, outcome, now) })

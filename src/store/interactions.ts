@@ -206,12 +206,12 @@ export async function claimInteractionsToSettle(db: Queryable, now: number, leas
   const rows = await db.query<WithConfigRow>(
     `WITH claimed AS (
        UPDATE interactions SET settle_at = $2
-       WHERE id IN (
+       WHERE id = ANY(ARRAY(
          SELECT id FROM interactions
          WHERE status <> 'finalized' AND settle_at <= $1
          ORDER BY settle_at
          LIMIT $3
-         FOR UPDATE SKIP LOCKED)
+         FOR UPDATE SKIP LOCKED))
        RETURNING ${WITH_CONFIG})
      SELECT * FROM claimed`,
     [new Date(now), new Date(now + leaseMs), limit],
@@ -274,7 +274,7 @@ export async function finalizeInteractions(tx: Queryable, ends: readonly Interac
        UPDATE interactions i SET status = 'finalized', outcome = v.outcome, ended_at = greatest(v.ended_at, i.started_at),
                                  duration_s = v.duration_s, settle_at = NULL
        FROM ends v
-       WHERE i.id = v.id AND i.id IN (SELECT id FROM locked)
+       WHERE i.id = v.id AND i.id = ANY(ARRAY(SELECT id FROM locked))
          AND (i.status = 'starting' OR (i.status = 'active' AND NOT v.only_if_starting))
        RETURNING i.*)
      SELECT f.id, f.org_id, f.campaign_id, f.to_phone, f.task_id, t.trigger_id, c.routing_key, f.channel, f.direction, f.attempt, f.outcome, f.test_mode,

@@ -1,9 +1,9 @@
 /**
- * Tasks as the dispatcher and the client endpoints see them. A claim is a
- * lease (`locked_by`, `locked_until`, and `due_at` moved to its end): a task
- * whose worker dies is due again when the lease runs out, and starting an
- * attempt is conditional on still holding the lease, so a worker whose lease
- * ran out and was taken over starts nothing.
+ * Tasks as the dispatcher and the client endpoints see them. The dispatcher
+ * takes due tasks in a transaction of its own: it locks them (rows another
+ * dispatcher holds are skipped, not waited for), decides, and writes what it
+ * decided before it commits. A dispatcher that dies before committing holds
+ * nothing: its locks go with its connection, and the tasks are due as before.
  */
 import type { AttemptPolicy, Provider, Schedule } from '../domain/campaignSettings.ts'
 import type { Channel, Contact, ExternalId, Interaction, JsonObject, Task, TaskOutcome, TaskStatus, ZoneSource } from '../domain/types.ts'
@@ -11,8 +11,8 @@ import type { Queryable } from './database.ts'
 import { toInteraction, type InteractionRow } from './interactions.ts'
 import { iso, isoOrNull } from './rows.ts'
 
-/** A claimed task with what it takes to decide on and start its next attempt. */
-export interface ClaimedTask {
+/** A due task, locked, with what it takes to decide on and start its next attempt. */
+export interface DueTask {
   id: string
   orgId: string
   triggerId: string
@@ -39,7 +39,7 @@ export interface ClaimedTask {
   }
 }
 
-interface ClaimedRow {
+interface DueTaskRow {
   id: string
   org_id: string
   trigger_id: string
@@ -62,49 +62,37 @@ interface ClaimedRow {
 }
 
 /**
- * Claims up to `limit` due tasks for `worker` until `lockedUntil`, oldest due
+ * Locks up to `limit` due tasks for the rest of the transaction, oldest due
  * first, leaving out the campaigns in `skipCampaigns` (at their
  * max_concurrent). Each campaign's due tasks are read from its own index
- * range, so however many tasks a skipped campaign has due, the claim never
- * reads them. Rows another worker is claiming at this moment are skipped, not
- * waited for; a claimed task is not due again until its lease runs out.
+ * range, so however many tasks a skipped campaign has due, they are never
+ * read. Rows another transaction holds are skipped, not waited for.
  */
-export async function claimDueTasks(
-  db: Queryable,
-  worker: string,
-  now: number,
-  lockedUntil: number,
-  limit: number,
-  skipCampaigns: readonly string[] = [],
-): Promise<ClaimedTask[]> {
-  const rows = await db.query<ClaimedRow>(
-    `WITH candidates AS (
-       SELECT due.id FROM campaigns c
-       CROSS JOIN LATERAL (
-         SELECT id, due_at FROM tasks
-         WHERE campaign_id = c.id AND status = 'pending' AND due_at <= $3
-         ORDER BY due_at
-         LIMIT $4) due
-       WHERE c.id <> ALL($5::text[])
-       ORDER BY due.due_at
-       LIMIT $4
-     ), claimed AS (
-       UPDATE tasks SET locked_by = $1, locked_until = $2, due_at = $2
-       WHERE id IN (
-         SELECT id FROM tasks
-         WHERE id IN (SELECT id FROM candidates) AND status = 'pending' AND due_at <= $3
-         FOR UPDATE SKIP LOCKED)
-       RETURNING id, org_id, trigger_id, campaign_id, attempts, test_mode, context, timezones, expires_at, contact)
-     SELECT claimed.id, claimed.org_id, claimed.trigger_id, claimed.attempts, claimed.test_mode, claimed.context,
-            claimed.timezones, claimed.expires_at, claimed.contact, tr.ids,
-            EXISTS (SELECT 1 FROM suppressions s WHERE s.org_id = claimed.org_id AND s.phone = claimed.contact->>'phone') AS suppressed,
+export async function lockDueTasks(tx: Queryable, now: number, limit: number, skipCampaigns: readonly string[] = []): Promise<DueTask[]> {
+  const rows = await tx.query<DueTaskRow>(
+    // ARRAY(...) rather than IN (SELECT ...): given a subquery, the planner may hash the whole
+    // table to join it, where an array of ids is looked up in the primary key.
+    `SELECT t.id, t.org_id, t.trigger_id, t.attempts, t.test_mode, t.context, t.timezones, t.expires_at, t.contact, tr.ids,
+            EXISTS (SELECT 1 FROM suppressions s WHERE s.org_id = t.org_id AND s.phone = t.contact->>'phone') AS suppressed,
             c.id AS campaign_id, c.routing_key, c.channel,
             c.schedule, c.attempts AS attempt_policy, c.provider, c.provider_config, c.max_concurrent
-     FROM claimed
-     JOIN triggers tr ON tr.id = claimed.trigger_id
-     JOIN campaigns c ON c.id = claimed.campaign_id
-     ORDER BY claimed.id`,
-    [worker, new Date(lockedUntil), new Date(now), limit, skipCampaigns],
+     FROM tasks t
+     JOIN triggers tr ON tr.id = t.trigger_id
+     JOIN campaigns c ON c.id = t.campaign_id
+     WHERE t.id = ANY(ARRAY(
+         SELECT due.id FROM campaigns c
+         CROSS JOIN LATERAL (
+           SELECT id, due_at FROM tasks
+           WHERE campaign_id = c.id AND status = 'pending' AND due_at <= $1
+           ORDER BY due_at
+           LIMIT $2) due
+         WHERE c.id <> ALL($3::text[])
+         ORDER BY due.due_at
+         LIMIT $2))
+       AND t.status = 'pending' AND t.due_at <= $1
+     ORDER BY t.id
+     FOR UPDATE OF t SKIP LOCKED`,
+    [new Date(now), limit, skipCampaigns],
   )
   return rows.map((row) => ({
     id: row.id,
@@ -131,14 +119,14 @@ export async function claimDueTasks(
   }))
 }
 
-/** Gives claimed tasks back, each due at its `dueAt` (nothing for one whose claim was lost meanwhile). */
-export async function releaseTasks(db: Queryable, worker: string, releases: readonly { taskId: string; dueAt: number }[], now: number): Promise<void> {
-  if (releases.length === 0) return
-  await db.query(
-    `UPDATE tasks t SET due_at = v.due_at, locked_by = NULL, locked_until = NULL, updated_at = $4
+/** Moves pending tasks the caller holds to their `dueAt`. */
+export async function postponeTasks(tx: Queryable, postponements: readonly { taskId: string; dueAt: number }[], now: number): Promise<void> {
+  if (postponements.length === 0) return
+  await tx.query(
+    `UPDATE tasks t SET due_at = v.due_at, updated_at = $3
      FROM unnest($1::text[], $2::timestamptz[]) AS v(id, due_at)
-     WHERE t.id = v.id AND t.locked_by = $3 AND t.status = 'pending'`,
-    [releases.map((r) => r.taskId), releases.map((r) => new Date(r.dueAt)), worker, new Date(now)],
+     WHERE t.id = v.id AND t.status = 'pending'`,
+    [postponements.map((p) => p.taskId), postponements.map((p) => new Date(p.dueAt)), new Date(now)],
   )
 }
 
@@ -160,19 +148,19 @@ export async function lockCampaignsCountingRunning(tx: Queryable, campaignIds: r
   return new Map(rows.map((row) => [row.id, row.running]))
 }
 
-/** An attempt to begin: the claimed task and the id its interaction gets. */
+/** An attempt to begin: the locked task and the id its interaction gets. */
 export interface AttemptToBegin {
   taskId: string
   interactionId: string
 }
 
 /**
- * Turns claimed tasks into running attempts, in one statement: each task's
- * attempt count goes up, its claim is released, and its interaction is
- * recorded as starting (with the campaign's provider settings as they are
- * now), due to be settled at `settleAt` unless the provider confirms it. Only
- * for tasks whose claim `worker` still holds and whose number is not
- * suppressed now: returns the attempt number of each task begun.
+ * Turns locked, pending tasks into running attempts, in one statement: each
+ * task's attempt count goes up and its interaction is recorded as starting
+ * (by `worker`, with the campaign's provider settings as they are now), due
+ * to be settled at `settleAt` unless the provider confirms it. Only for tasks
+ * whose number is not suppressed now: returns the attempt number of each
+ * task begun.
  */
 export async function beginAttempts(
   tx: Queryable,
@@ -184,9 +172,9 @@ export async function beginAttempts(
   if (attempts.length === 0) return new Map()
   const rows = await tx.query<{ task_id: string; attempt: number }>(
     `WITH begun AS (
-       UPDATE tasks t SET status = 'in_progress', attempts = t.attempts + 1, locked_by = NULL, locked_until = NULL, updated_at = $4
+       UPDATE tasks t SET status = 'in_progress', attempts = t.attempts + 1, updated_at = $4
        FROM unnest($1::text[], $2::text[]) AS v(task_id, interaction_id)
-       WHERE t.id = v.task_id AND t.locked_by = $3 AND t.locked_until > $4 AND t.status = 'pending'
+       WHERE t.id = v.task_id AND t.status = 'pending'
          AND NOT EXISTS (SELECT 1 FROM suppressions s WHERE s.org_id = t.org_id AND s.phone = t.contact->>'phone')
        RETURNING t.id, t.org_id, t.campaign_id, t.attempts, t.test_mode, t.contact->>'phone' AS phone, v.interaction_id
      )
@@ -280,39 +268,30 @@ export async function lockTasks(tx: Queryable, taskIds: readonly string[], orgId
 export async function scheduleNextAttempts(tx: Queryable, retries: readonly { taskId: string; dueAt: number }[], now: number): Promise<void> {
   if (retries.length === 0) return
   await tx.query(
-    `UPDATE tasks t SET status = 'pending', due_at = v.due_at, locked_by = NULL, locked_until = NULL, updated_at = $3
+    `UPDATE tasks t SET status = 'pending', due_at = v.due_at, updated_at = $3
      FROM unnest($1::text[], $2::timestamptz[]) AS v(id, due_at)
      WHERE t.id = v.id`,
     [retries.map((r) => r.taskId), retries.map((r) => new Date(r.dueAt)), new Date(now)],
   )
 }
 
-/**
- * Completes tasks with their outcomes; with `claimedBy`, only those that
- * worker's claim still holds. Returns the ids of the tasks completed (not
- * those that had completed already).
- */
-export async function completeTasks(
-  tx: Queryable,
-  completions: readonly { taskId: string; outcome: TaskOutcome }[],
-  now: number,
-  claimedBy?: string,
-): Promise<Set<string>> {
+/** Completes tasks with their outcomes; returns the ids of those completed (not those that had completed already). */
+export async function completeTasks(tx: Queryable, completions: readonly { taskId: string; outcome: TaskOutcome }[], now: number): Promise<Set<string>> {
   if (completions.length === 0) return new Set()
   const rows = await tx.query<{ id: string }>(
-    `UPDATE tasks t SET status = 'completed', outcome = v.outcome, completed_at = $3, updated_at = $3, locked_by = NULL, locked_until = NULL
+    `UPDATE tasks t SET status = 'completed', outcome = v.outcome, completed_at = $3, updated_at = $3
      FROM unnest($1::text[], $2::text[]) AS v(id, outcome)
-     WHERE t.id = v.id AND t.status <> 'completed' AND ($4::text IS NULL OR (t.locked_by = $4 AND t.status = 'pending'))
+     WHERE t.id = v.id AND t.status <> 'completed'
      RETURNING t.id`,
-    [completions.map((c) => c.taskId), completions.map((c) => c.outcome), new Date(now), claimedBy ?? null],
+    [completions.map((c) => c.taskId), completions.map((c) => c.outcome), new Date(now)],
   )
   return new Set(rows.map((row) => row.id))
 }
 
 /**
  * When the dispatcher next has something to do: the earliest due task of the
- * campaigns not in `skipCampaigns` (claimed ones are due when their lease
- * ends), read campaign by campaign from the same index the claim reads.
+ * campaigns not in `skipCampaigns`, read campaign by campaign from the same
+ * index the dispatcher takes tasks by.
  */
 export async function nextDueAt(db: Queryable, skipCampaigns: readonly string[] = []): Promise<number | undefined> {
   const rows = await db.query<{ due_at: Date | null }>(

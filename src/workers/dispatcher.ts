@@ -5,10 +5,10 @@
  *
  * Between batches it yields to the event loop, so that in one process with
  * the API (the default) a long queue never holds requests back for more than
- * one batch. A campaign found at its max_concurrent is left out of the claims
- * until one of its interactions ends here or a second passes (another process
- * may end one), so its waiting tasks are neither claimed again and again nor
- * in the way of another campaign's.
+ * one batch. A campaign found at its max_concurrent is left out until one of
+ * its interactions ends here or a second passes (another process may end
+ * one), so its waiting tasks are neither taken again and again nor in the way
+ * of another campaign's.
  */
 import type { FastifyBaseLogger } from 'fastify'
 import { newId } from '../domain/ids.ts'
@@ -25,7 +25,7 @@ import { type Work, WorkLoop } from './workLoop.ts'
  * where a batch holds the event loop for as long as its statements run.
  */
 const BATCH = { postgres: 256, pglite: 64 } as const
-/** Provider calls in flight at once; no more tasks are claimed while this many wait for their providers. */
+/** Provider calls in flight at once; no more tasks are taken while this many wait for their providers. */
 const MAX_STARTS_IN_FLIGHT = 512
 /** Expired idempotency keys are swept this often, a batch at a time. */
 const SWEEP_EVERY_MS = 60_000
@@ -33,14 +33,14 @@ const SWEEP_BATCH = 1_000
 
 class Dispatching implements Work {
   readonly name = 'dispatcher'
-  /** This worker's name on its claims: unique per process and start. */
+  /** This worker's name on the attempts it starts: unique per process and start. */
   readonly worker = newId('worker')
   readonly #db: Database
   readonly #dispatch: Dispatch
   readonly #now: () => number
   readonly #onStartsDone: () => void
   readonly #batch: number
-  /** Campaigns at their max_concurrent, until when they are left out of the claims. */
+  /** Campaigns at their max_concurrent, and until when they are left out. */
   readonly #full = new Map<string, number>()
   readonly #starting = new Set<Promise<void>>()
   #startsInFlight = 0
@@ -68,15 +68,15 @@ class Dispatching implements Work {
     for (;;) {
       const settled = await this.#dispatch.settleDue(this.#batch)
       const room = Math.min(this.#batch, MAX_STARTS_IN_FLIGHT - this.#startsInFlight)
-      let claimed = 0
+      let taken = 0
       if (room > 0) {
         const batch = await this.#dispatch.dispatchDue(this.worker, room, this.#skipped())
-        claimed = batch.claimed
+        taken = batch.taken
         for (const id of batch.full) this.#full.set(id, this.#now() + CAPACITY_RETRY_MS)
         this.#track(batch.starts, batch.started)
       }
-      progressed ||= settled > 0 || claimed > 0
-      if ((room <= 0 || claimed < room) && settled < this.#batch) break
+      progressed ||= settled > 0 || taken > 0
+      if ((room <= 0 || taken < room) && settled < this.#batch) break
       // Let the requests that arrived meanwhile in before the next batch.
       await new Promise((resolve) => setImmediate(resolve))
     }
