@@ -218,7 +218,7 @@ export function dispatcherSection(method: DispatcherMethod, result: { seconds: n
       '',
       `- ${method.tasks} tasks, all due, written straight into a fresh database; a simulator campaign with an always-open schedule whose calls last an hour, so that nothing settles while it runs.`,
       '- The worker runs alone, pinned to CPU 0 (`taskset -c 0`); PostgreSQL is not pinned.',
-      '- Per task: claimed in a batch of 50 (`FOR UPDATE SKIP LOCKED`, with a lease), its window checked in the contact\'s candidate zones, the attempt recorded in its own transaction, then started on the simulator.',
+      '- Per batch of up to 256 due tasks: one transaction locks them (`FOR UPDATE SKIP LOCKED`), checks each one\'s window in its contact\'s candidate zones, records every attempt in one statement and commits; then each is started on the simulator, and the answers are recorded in group commits.',
       '- The rate is the number of tasks over the time from the first attempt started to the last.',
       '',
       '| tasks | seconds | tasks started per second |',
