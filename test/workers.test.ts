@@ -32,8 +32,8 @@ describe('worker processes on one PostgreSQL', { skip: onPostgres ? false : 'nee
     const channels = createChannels({ publicBaseUrl: baseUrl, twilioApiBaseUrl: twilio.url, whatsappApiBaseUrl: twilio.url }, (name) =>
       name === 'TWILIO_AUTH_TOKEN' ? AUTH_TOKEN : undefined,
     )
-    // The API alone: its dispatcher is never started, so only the worker processes dial.
-    service = await startService({ channels })
+    // The API alone, as `serve --no-workers`: only the worker processes dial.
+    service = await startService({ channels, workers: false })
     await service.app.listen({ port, host: '127.0.0.1' })
     org = await seedOrganization(service.app)
   })

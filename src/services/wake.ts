@@ -4,11 +4,14 @@
  * scheduled), events written (deliveries due), and interactions that ended
  * (a campaign at its max_concurrent has room again).
  *
- * In one process the workers are told in memory. On PostgreSQL, where API
- * and worker processes share the database, each wake-up is also published
- * (NOTIFY), coalesced to at most one in flight and one waiting per kind, and
- * each process with workers listens and wakes its own; the workers' poll stays
- * as the safety net for a notification lost with a connection.
+ * A process that runs the workers tells them in memory. One that does not
+ * (an API process beside worker processes on one PostgreSQL) publishes the
+ * wake-up instead (NOTIFY), coalesced to at most one in flight and one
+ * waiting per kind, and each worker process listens and wakes its own. A
+ * NOTIFY is a transaction of its own, with its own WAL flush, so a process
+ * with workers publishes nothing: other worker processes sharing the queue
+ * find the work at their poll, which also stays as the safety net for a
+ * notification lost with a connection.
  */
 export type WakeKind = 'tasks' | 'deliveries'
 
@@ -45,7 +48,7 @@ export class Wake {
     this.#endedListeners.add(listener)
   }
 
-  /** From now on every wake-up is also sent to the other processes. */
+  /** From now on a wake-up that no worker of this process listens for is sent to the other processes. */
   publishWith(publish: Publish): void {
     this.#publish = publish
   }
@@ -56,8 +59,8 @@ export class Wake {
   }
 
   #wake(kind: WakeKind): void {
-    this.received(kind)
-    if (this.#publish !== undefined) this.#send(kind)
+    if (this.#listeners[kind].size > 0) this.received(kind)
+    else if (this.#publish !== undefined) this.#send(kind)
   }
 
   /** One notification in flight per kind; any asked for meanwhile go as one more after it. */

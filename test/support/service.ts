@@ -74,7 +74,13 @@ export const simulatorOnly = () =>
   )
 
 export async function startService(
-  options: { now?: () => number; channels?: Channels; allowPrivateWebhookUrls?: boolean } = {},
+  options: {
+    now?: () => number
+    channels?: Channels
+    allowPrivateWebhookUrls?: boolean
+    /** False for an API-only process, beside worker processes of its own. */
+    workers?: boolean
+  } = {},
 ): Promise<TestService> {
   const database = await freshDatabase()
   const logs: string[] = []
@@ -86,7 +92,7 @@ export async function startService(
   })
   const build = () =>
     buildApp(
-      { operatorToken: OPERATOR_TOKEN, logLevel: 'info', logStream, allowPrivateWebhookUrls: options.allowPrivateWebhookUrls },
+      { operatorToken: OPERATOR_TOKEN, logLevel: 'info', logStream, allowPrivateWebhookUrls: options.allowPrivateWebhookUrls, workers: options.workers },
       { db: database.db, now: options.now, channels: options.channels ?? simulatorOnly() },
     )
   const app = await build()
