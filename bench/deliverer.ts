@@ -4,21 +4,24 @@
  * answers 200 at once, on PostgreSQL.
  *
  * The events are written straight into a fresh database through the store,
- * each with its delivery (as the task lifecycle writes them), before the
- * worker starts; each delivery is signed, sent on a connection of its own,
- * and its attempt logged.
+ * each with its delivery to one endpoint at its default cap (4 in flight),
+ * as the task lifecycle writes them, before the worker starts. The worker
+ * claims the endpoint's deliveries a queue at a time, signs each and sends it
+ * over one of the endpoint's kept-alive connections, and logs the attempts
+ * many to a statement.
  */
 import type { ChildProcess } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
 import { closeSync, openSync } from 'node:fs'
 import { createServer } from 'node:http'
 import type { AddressInfo } from 'node:net'
+import { taskCompletedEvent } from '../src/domain/events.ts'
 import { newId } from '../src/domain/ids.ts'
 import { createOrganization } from '../src/services/administration.ts'
 import { createEndpoint } from '../src/services/webhookAdministration.ts'
 import { createChannels } from '../src/channels/index.ts'
 import { openDatabase } from '../src/store/database.ts'
-import { insertEvent } from '../src/store/events.ts'
+import { insertEvents } from '../src/store/events.ts'
 import { migrate } from '../src/store/migrate.ts'
 import { startChild, stopChild } from './children.ts'
 
@@ -67,28 +70,27 @@ export async function benchDeliverer(options: {
     })
     for (let written = 0; written < options.deliveries; written += INSERT_BATCH) {
       const count = Math.min(INSERT_BATCH, options.deliveries - written)
-      await db.transaction(async (tx) => {
-        for (let index = 0; index < count; index++) {
-          const now = Date.now()
-          await insertEvent(tx, org.id, {
-            id: newId('event', now),
-            type: 'task.completed',
-            timestamp: new Date(now).toISOString(),
-            data: {
-              task_id: newId('task', now),
-              trigger_id: newId('trigger', now),
-              campaign: 'screening',
-              channel: 'voice',
-              status: 'completed',
-              outcome: 'reached',
+      const now = Date.now()
+      // As the settlement writes them: task.completed events of the client's candidates, each with its delivery.
+      await insertEvents(
+        db,
+        Array.from({ length: count }, (_, index) => ({
+          orgId: org.id,
+          event: taskCompletedEvent(
+            {
+              id: newId('task', now),
+              orgId: org.id,
+              triggerId: newId('trigger', now),
               attempts: 1,
-              test_mode: false,
+              testMode: false,
               ids: [{ source: 'ats', type: 'candidate_id', value: `C-${written + index}` }],
-              completed_at: new Date(now).toISOString(),
+              campaign: { routingKey: 'screening', channel: 'voice' },
             },
-          })
-        }
-      })
+            'reached',
+            now,
+          ),
+        })),
+      )
     }
 
     const output = openSync(options.logFile, 'w')

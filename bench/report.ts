@@ -238,7 +238,7 @@ export function delivererSection(result: { deliveries: number; seconds: number; 
       '',
       `- ${result.deliveries} task.completed events, each with its delivery to one endpoint, written straight into a fresh database before the worker starts.`,
       '- The worker runs alone, pinned to CPU 0; the receiver (a bare node:http server in the benchmark process, answering 200 at once) and PostgreSQL are not pinned.',
-      '- Per delivery: claimed in a batch (at most 4 in flight per endpoint, 100 in all), signed (Standard Webhooks), sent on a connection of its own after its address is checked, and its attempt logged with the delivery\'s new status in one transaction.',
+      '- Per endpoint: a queue of up to 256 due deliveries claimed ahead of the sends and refilled at half, at most the endpoint\'s `max_in_flight` (default 4) sent at once over kept-alive connections whose addresses are checked as each is made, each signed (Standard Webhooks), and the attempts recorded 200 at a time (or 10 ms after the first waits) in one statement.',
       '- The rate is the number of deliveries over the time from the first received to the last.',
       '',
       '| deliveries | seconds | deliveries per second |',

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict'
 import http from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { test } from 'node:test'
-import { DeliveryError, postWebhook } from '../src/webhooks/httpPoster.ts'
+import { DeliveryError, type PosterOptions, type PostResult, WebhookPoster } from '../src/webhooks/httpPoster.ts'
 import { isPublicAddress, webhookUrlProblem } from '../src/webhooks/urlSafety.ts'
 
 const ADDRESSES: [string, boolean][] = [
@@ -183,6 +183,16 @@ async function withReceiver(
 
 const base = { headers: {}, body: '{}', timeoutMs: 2000, allowPrivate: true, userAgent: 'trigger-service-test/1' }
 
+/** One POST, by a poster of its own that is closed afterwards. */
+async function postOnce(options: PosterOptions & { url: string; headers: Record<string, string>; body: string }): Promise<PostResult> {
+  const poster = new WebhookPoster(options)
+  try {
+    return await poster.post({ endpointId: 'whe_test', maxConnections: 1, url: options.url, headers: options.headers, body: options.body })
+  } finally {
+    await poster.close()
+  }
+}
+
 async function deliveryError(promise: Promise<unknown>): Promise<DeliveryError> {
   try {
     await promise
@@ -198,7 +208,7 @@ test('posts the body with the given headers, user-agent and content-length', asy
     (_request, response) => response.writeHead(204).end(),
     async (port, received) => {
       const body = JSON.stringify({ type: 'task.completed', note: 'café' })
-      const result = await postWebhook({
+      const result = await postOnce({
         ...base,
         url: `http://127.0.0.1:${port}/hooks/in?tenant=7`,
         body,
@@ -225,7 +235,7 @@ test('503 with Retry-After in seconds', async () => {
   await withReceiver(
     (_request, response) => response.writeHead(503, { 'retry-after': '120' }).end('busy'),
     async (port) => {
-      const result = await postWebhook({ ...base, url: `http://127.0.0.1:${port}/` })
+      const result = await postOnce({ ...base, url: `http://127.0.0.1:${port}/` })
       assert.deepEqual([result.status, result.retryAfterMs], [503, 120_000])
     },
   )
@@ -247,7 +257,7 @@ for (const [header, expected] of [
     await withReceiver(
       (_request, response) => response.writeHead(429, { 'retry-after': header }).end(),
       async (port) => {
-        const result = await postWebhook({ ...base, url: `http://127.0.0.1:${port}/`, now: () => Date.UTC(2025, 0, 1) })
+        const result = await postOnce({ ...base, url: `http://127.0.0.1:${port}/`, now: () => Date.UTC(2025, 0, 1) })
         assert.deepEqual([result.status, result.retryAfterMs], [429, expected])
       },
     )
@@ -261,7 +271,7 @@ test('a redirect is an answer, not followed', async () => {
       await withReceiver(
         (_request, response) => response.writeHead(302, { location: `http://127.0.0.1:${targetPort}/elsewhere` }).end(),
         async (port) => {
-          const result = await postWebhook({ ...base, url: `http://127.0.0.1:${port}/` })
+          const result = await postOnce({ ...base, url: `http://127.0.0.1:${port}/` })
           assert.equal(result.status, 302)
           assert.equal(targetReceived.length, 0)
           assert.equal(targetConnections(), 0)
@@ -276,7 +286,7 @@ test('a receiver that never answers times out within timeoutMs', async () => {
     () => {},
     async (port) => {
       const started = performance.now()
-      const error = await deliveryError(postWebhook({ ...base, url: `http://127.0.0.1:${port}/`, timeoutMs: 300 }))
+      const error = await deliveryError(postOnce({ ...base, url: `http://127.0.0.1:${port}/`, timeoutMs: 300 }))
       const elapsed = performance.now() - started
       assert.equal(error.kind, 'timeout')
       assert.ok(elapsed >= 290 && elapsed < 1000, `took ${elapsed} ms`)
@@ -291,7 +301,7 @@ test('a receiver that stops in the middle of its body times out too', async () =
       response.write('partial')
     },
     async (port) => {
-      const error = await deliveryError(postWebhook({ ...base, url: `http://127.0.0.1:${port}/`, timeoutMs: 300 }))
+      const error = await deliveryError(postOnce({ ...base, url: `http://127.0.0.1:${port}/`, timeoutMs: 300 }))
       assert.equal(error.kind, 'timeout')
     },
   )
@@ -299,7 +309,7 @@ test('a receiver that stops in the middle of its body times out too', async () =
 
 test('a DNS lookup that never answers times out', async () => {
   const error = await deliveryError(
-    postWebhook({ ...base, url: 'http://receiver.test/', timeoutMs: 300, lookup: () => new Promise(() => {}) }),
+    postOnce({ ...base, url: 'http://receiver.test/', timeoutMs: 300, lookup: () => new Promise(() => {}) }),
   )
   assert.equal(error.kind, 'timeout')
 })
@@ -319,7 +329,7 @@ test('an endless body is read only up to the limit', async () => {
     },
     async (port) => {
       const started = performance.now()
-      const result = await postWebhook({ ...base, url: `http://127.0.0.1:${port}/`, timeoutMs: 5000 })
+      const result = await postOnce({ ...base, url: `http://127.0.0.1:${port}/`, timeoutMs: 5000 })
       assert.equal(result.status, 200)
       assert.ok(performance.now() - started < 2000)
     },
@@ -335,7 +345,7 @@ test('a receiver that hangs up mid-answer is a network error', async () => {
       response.write('partial', () => response.socket?.destroy())
     },
     async (port) => {
-      const error = await deliveryError(postWebhook({ ...base, url: `http://127.0.0.1:${port}/` }))
+      const error = await deliveryError(postOnce({ ...base, url: `http://127.0.0.1:${port}/` }))
       assert.equal(error.kind, 'network')
     },
   )
@@ -349,17 +359,17 @@ test('connection refused is a network error', async () => {
       closedPort = port
     },
   )
-  const error = await deliveryError(postWebhook({ ...base, url: `http://127.0.0.1:${closedPort}/` }))
+  const error = await deliveryError(postOnce({ ...base, url: `http://127.0.0.1:${closedPort}/` }))
   assert.equal(error.kind, 'network')
   assert.match(error.message, /ECONNREFUSED/)
 })
 
 test('a failed DNS lookup is a dns error', async () => {
   const lookup = () => Promise.reject(Object.assign(new Error('getaddrinfo ENOTFOUND receiver.test'), { code: 'ENOTFOUND' }))
-  const error = await deliveryError(postWebhook({ ...base, url: 'http://receiver.test/', lookup }))
+  const error = await deliveryError(postOnce({ ...base, url: 'http://receiver.test/', lookup }))
   assert.equal(error.kind, 'dns')
   assert.match(error.message, /ENOTFOUND/)
-  const empty = await deliveryError(postWebhook({ ...base, url: 'http://receiver.test/', lookup: async () => [] }))
+  const empty = await deliveryError(postOnce({ ...base, url: 'http://receiver.test/', lookup: async () => [] }))
   assert.equal(empty.kind, 'dns')
 })
 
@@ -368,14 +378,14 @@ test('without a lookup stub, the system resolver is used', async () => {
     (_request, response) => response.end(),
     async (port) => {
       // Even where localhost resolves to ::1 first, the client falls back to the next vetted address, 127.0.0.1.
-      assert.equal((await postWebhook({ ...base, url: `http://localhost:${port}/` })).status, 200)
+      assert.equal((await postOnce({ ...base, url: `http://localhost:${port}/` })).status, 200)
     },
   )
 })
 
 test('a private resolved address is refused before any connection', async () => {
   const error = await deliveryError(
-    postWebhook({
+    postOnce({
       ...base,
       allowPrivate: false,
       url: 'https://hooks.example.com/in',
@@ -389,7 +399,7 @@ test('a private resolved address is refused before any connection', async () => 
     () => assert.fail('nothing may reach a refused address'),
     async (port, received, connections) => {
       const refused = await deliveryError(
-        postWebhook({
+        postOnce({
           ...base,
           allowPrivate: false,
           url: `https://hooks.example.com:${port}/in`,
@@ -405,7 +415,7 @@ test('a private resolved address is refused before any connection', async () => 
 
 test('one private address among public ones is enough to refuse', async () => {
   const error = await deliveryError(
-    postWebhook({
+    postOnce({
       ...base,
       allowPrivate: false,
       url: 'https://hooks.example.com/in',
@@ -421,7 +431,7 @@ test('one private address among public ones is enough to refuse', async () => {
 
 test('private IP literals and names are refused at delivery as at registration', async () => {
   for (const url of ['https://10.0.0.1/', 'https://[::1]/', 'https://0x7f000001/', 'http://hooks.example.com/', 'https://localhost/']) {
-    const error = await deliveryError(postWebhook({ ...base, allowPrivate: false, url, lookup: () => assert.fail('no lookup for a refused URL') }))
+    const error = await deliveryError(postOnce({ ...base, allowPrivate: false, url, lookup: () => assert.fail('no lookup for a refused URL') }))
     assert.equal(error.kind, 'address_refused', url)
   }
 })
@@ -440,7 +450,7 @@ test('connects to the vetted address, not to whatever DNS says next (rebinding)'
       await withReceiver(
         () => assert.fail('the request went to a re-resolved address'),
         async (_port, rebound, reboundConnections) => {
-          const result = await postWebhook({ ...base, url: `http://receiver.test:${port}/in`, lookup })
+          const result = await postOnce({ ...base, url: `http://receiver.test:${port}/in`, lookup })
           assert.equal(result.status, 200)
           assert.deepEqual(asked, ['receiver.test'])
           assert.equal(received.length, 1)
@@ -453,4 +463,70 @@ test('connects to the vetted address, not to whatever DNS says next (rebinding)'
       )
     },
   )
+})
+
+test('posts to one endpoint share kept-alive connections, at most its cap of them; another endpoint has its own', async () => {
+  await withReceiver(
+    (_request, response) => response.end('ok'),
+    async (port, received, connections) => {
+      const poster = new WebhookPoster(base)
+      const post = (endpointId: string) => poster.post({ endpointId, maxConnections: 2, url: `http://127.0.0.1:${port}/in`, headers: {}, body: '{}' })
+      try {
+        for (let round = 0; round < 5; round++) await Promise.all([post('whe_a'), post('whe_a')])
+        assert.equal(received.length, 10)
+        assert.equal(connections(), 2)
+        await post('whe_b')
+        assert.equal(connections(), 3)
+      } finally {
+        await poster.close()
+      }
+    },
+  )
+})
+
+test('each new connection of a pooled endpoint is resolved and vetted again; a kept-alive one stays where it was vetted', async () => {
+  const answers = ['127.0.0.1', '127.0.0.2', '10.0.0.5']
+  const asked: string[] = []
+  const lookup = async (hostname: string) => {
+    asked.push(hostname)
+    return [{ address: answers.shift()!, family: 4 as const }]
+  }
+  let closeAfterAnswer = false
+  await withReceiver(
+    (_request, response) => response.writeHead(200, closeAfterAnswer ? { connection: 'close' } : {}).end(),
+    async (port, first) => {
+      await withReceiver(
+        (_request, response) => response.end(),
+        async (_port, second, secondConnections) => {
+          const poster = new WebhookPoster({ ...base, lookup })
+          const post = () => poster.post({ endpointId: 'whe_a', maxConnections: 1, url: `http://receiver.test:${port}/in`, headers: {}, body: '{}' })
+          try {
+            // Kept alive: DNS is not asked again, so an answer that has changed meanwhile cannot move the connection.
+            await post()
+            await post()
+            assert.deepEqual([asked.length, first.length, second.length], [1, 2, 0])
+            // Once that connection closes, the next is made to the address DNS gives now, and only there.
+            closeAfterAnswer = true
+            await post()
+            await post()
+            assert.deepEqual([asked.length, first.length, second.length, secondConnections()], [2, 3, 1, 1])
+          } finally {
+            await poster.close()
+          }
+        },
+        '127.0.0.2',
+        port,
+      )
+    },
+  )
+  // The vetting is that same lookup's: where private addresses are not allowed, a new connection told one is refused before it dials.
+  const strict = new WebhookPoster({ ...base, allowPrivate: false, lookup })
+  try {
+    const refused = await deliveryError(strict.post({ endpointId: 'whe_a', maxConnections: 1, url: 'https://hooks.example.com/in', headers: {}, body: '{}' }))
+    assert.equal(refused.kind, 'address_refused')
+    assert.match(refused.message, /10\.0\.0\.5/)
+    assert.equal(asked.length, 3)
+  } finally {
+    await strict.close()
+  }
 })

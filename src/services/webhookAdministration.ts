@@ -5,16 +5,24 @@
  */
 import { ApiError, ValidationFailed, valueError } from '../domain/errors.ts'
 import { isId, newId } from '../domain/ids.ts'
-import { EVENT_TYPES, type EventType, type WebhookEndpoint } from '../domain/types.ts'
+import { EVENT_TYPES, type EventType } from '../domain/types.ts'
 import type { Database } from '../store/database.ts'
 import { deliveriesOf, type DeliveryLog, giveUpPending, redeliver } from '../store/deliveries.ts'
-import { findEvent, listEvents, type OutboxEvent } from '../store/events.ts'
-import { deleteEndpoint, findEndpoint, insertEndpoint, listEndpoints, rotateSecret, updateEndpoint } from '../store/webhookEndpoints.ts'
+import type { OutboxEvent } from '../domain/events.ts'
+import { findEvent, listEvents } from '../store/events.ts'
+import { type CappedEndpoint, deleteEndpoint, findEndpoint, insertEndpoint, listEndpoints, rotateSecret, updateEndpoint } from '../store/webhookEndpoints.ts'
 import { webhookUrlProblem } from '../webhooks/urlSafety.ts'
 import { newWebhookSecret } from '../webhooks/signing.ts'
 
 /** After a rotation the previous secret keeps signing this long, so receivers can switch without losing a webhook. */
 const PREVIOUS_SECRET_MS = 24 * 3_600_000
+/**
+ * Webhooks in flight to one endpoint at once, unless its owner says
+ * otherwise: few enough that a receiver of modest capacity keeps up, and at
+ * most MAX_IN_FLIGHT, each a connection the deliverer keeps open to it.
+ */
+export const DEFAULT_MAX_IN_FLIGHT = 4
+export const MAX_IN_FLIGHT = 50
 
 export interface WebhookOperations {
   db: Database
@@ -40,18 +48,19 @@ function checkEvents(events: EventType[] | undefined): void {
 export async function createEndpoint(
   ops: WebhookOperations,
   orgId: string,
-  input: { url: string; events?: EventType[] },
-): Promise<{ endpoint: WebhookEndpoint; secret: string }> {
+  input: { url: string; events?: EventType[]; max_in_flight?: number },
+): Promise<{ endpoint: CappedEndpoint; secret: string }> {
   checkUrl(ops, input.url)
   checkEvents(input.events)
   const now = isoNow(ops)
-  const endpoint: WebhookEndpoint = {
+  const endpoint: CappedEndpoint = {
     id: newId('webhookEndpoint', ops.now()),
     orgId,
     url: input.url,
     events: [...new Set(input.events ?? EVENT_TYPES)],
     enabled: true,
     disabledReason: null,
+    maxInFlight: input.max_in_flight ?? DEFAULT_MAX_IN_FLIGHT,
     createdAt: now,
     updatedAt: now,
   }
@@ -60,11 +69,11 @@ export async function createEndpoint(
   return { endpoint, secret }
 }
 
-export function listWebhookEndpoints(ops: WebhookOperations, orgId: string): Promise<WebhookEndpoint[]> {
+export function listWebhookEndpoints(ops: WebhookOperations, orgId: string): Promise<CappedEndpoint[]> {
   return listEndpoints(ops.db, orgId)
 }
 
-export async function requireEndpoint(ops: WebhookOperations, orgId: string, id: string): Promise<WebhookEndpoint> {
+export async function requireEndpoint(ops: WebhookOperations, orgId: string, id: string): Promise<CappedEndpoint> {
   const endpoint = isId('webhookEndpoint', id) ? await findEndpoint(ops.db, orgId, id) : undefined
   if (endpoint === undefined) throw new ApiError('not_found', `No webhook endpoint ${id} exists.`)
   return endpoint
@@ -74,18 +83,19 @@ export async function changeEndpoint(
   ops: WebhookOperations,
   orgId: string,
   id: string,
-  changes: { url?: string; events?: EventType[]; enabled?: boolean },
-): Promise<WebhookEndpoint> {
+  changes: { url?: string; events?: EventType[]; enabled?: boolean; max_in_flight?: number },
+): Promise<CappedEndpoint> {
   const current = await requireEndpoint(ops, orgId, id)
   if (changes.url !== undefined) checkUrl(ops, changes.url)
   checkEvents(changes.events)
   const enabled = changes.enabled ?? current.enabled
-  const endpoint: WebhookEndpoint = {
+  const endpoint: CappedEndpoint = {
     ...current,
     url: changes.url ?? current.url,
     events: changes.events === undefined ? current.events : [...new Set(changes.events)],
     enabled,
     disabledReason: enabled ? null : current.disabledReason,
+    maxInFlight: changes.max_in_flight ?? current.maxInFlight,
     updatedAt: isoNow(ops),
   }
   await ops.db.transaction(async (tx) => {
@@ -112,7 +122,7 @@ export async function rotateEndpointSecret(
   ops: WebhookOperations,
   orgId: string,
   id: string,
-): Promise<{ endpoint: WebhookEndpoint; secret: string; previousSecretExpiresAt: string }> {
+): Promise<{ endpoint: CappedEndpoint; secret: string; previousSecretExpiresAt: string }> {
   await requireEndpoint(ops, orgId, id)
   const secret = newWebhookSecret()
   const until = ops.now() + PREVIOUS_SECRET_MS
@@ -157,7 +167,7 @@ export async function redeliverEvent(
   orgId: string,
   id: string,
   endpointId: string | undefined,
-): Promise<WebhookEndpoint[]> {
+): Promise<CappedEndpoint[]> {
   const event = await requireEvent(ops, orgId, id)
   const targets =
     endpointId !== undefined

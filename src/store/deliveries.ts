@@ -1,98 +1,208 @@
 /**
  * Deliveries: each event to each endpoint subscribed to its type. Claimed
- * like tasks (FOR UPDATE SKIP LOCKED, a lease that also moves due_at), with
- * a cap on how many of one endpoint's deliveries are in flight at once, so
- * that a slow receiver holds back only its own.
+ * like tasks (FOR UPDATE SKIP LOCKED, a lease that also moves due_at), by
+ * endpoint: the worker whose claims on an endpoint's deliveries still run
+ * holds the endpoint, so that its cap on sends in flight holds across
+ * processes and a slow receiver holds back only its own. Attempts are
+ * recorded many at a time.
  */
-import type { EventType } from '../domain/types.ts'
-import type { Queryable } from './database.ts'
-import type { OutboxEvent } from './events.ts'
+import type { Database, Queryable } from './database.ts'
+import type { OutboxEvent } from '../domain/events.ts'
 import { iso, isoOrNull } from './rows.ts'
 
-/** Creates the deliveries of a new event, to every enabled endpoint of its organization subscribed to its type. */
-export async function fanOut(tx: Queryable, orgId: string, eventId: string, type: EventType, at: string): Promise<void> {
-  await tx.query(
-    `INSERT INTO deliveries (event_id, endpoint_id, org_id, status, due_at, created_at)
-     SELECT $2, id, org_id, 'pending', $4, $4 FROM webhook_endpoints
-     WHERE org_id = $1 AND enabled AND deleted_at IS NULL AND $3 = ANY(events)`,
-    [orgId, eventId, type, at],
-  )
+/** An endpoint as its holder sends to it: where, signed with what, and how many at once. */
+export interface LeasedEndpoint {
+  id: string
+  url: string
+  maxInFlight: number
+  secret: string
+  /** After a rotation, the previous secret, which also signs until `previousSecretUntil`. */
+  previousSecret: string | null
+  previousSecretUntil: number | null
 }
 
 /** A claimed delivery with what it takes to send it. */
 export interface ClaimedDelivery {
   id: number
+  /** The claim that holds it: only this claim can record its attempt. */
+  claim: string
+  /** Attempts before this one. */
   attempts: number
   event: OutboxEvent
-  endpoint: { id: string; url: string; enabled: boolean; secrets: string[] }
+  endpointId: string
+  /** When its lease runs out, unless renewed. */
+  lockedUntil: number
+}
+
+export interface ClaimRequest {
+  worker: string
+  /** `${worker}.${n}`: the name of this claim, and so of the worker that makes it. */
+  claim: string
+  now: number
+  lockedUntil: number
+  /** Endpoints the worker holds whose queues are full: nothing more is claimed for them. */
+  full: readonly string[]
+  /** Endpoints the worker holds whose queues run low, with how many more of their due deliveries to claim. */
+  refills: readonly { endpointId: string; quota: number }[]
+  /** Room for endpoints the worker does not hold, in places: the caps of those taken add up to at most this. */
+  room: number
+  /** How many due deliveries to claim of each endpoint taken. */
+  quota: number
+}
+
+export interface Claimed {
+  /** The endpoints that are the worker's now, with what it takes to send to them. */
+  endpoints: LeasedEndpoint[]
+  /** Their deliveries claimed now, in the order they fell due. */
+  deliveries: ClaimedDelivery[]
+  /** Endpoints it was refilling that another worker holds now: its leases on them ran out. */
+  lost: string[]
 }
 
 /**
- * Claims up to `limit` due deliveries for `claim`, at most `perEndpoint` in
- * flight for any one endpoint: each endpoint with due work is locked while
- * its room is counted and filled, so workers claiming at once skip it rather
- * than both fill it.
+ * Claims due deliveries by endpoint, with a cap on how many of one endpoint's
+ * are in flight at once that holds across processes: an endpoint is held by
+ * the one worker whose claims on its deliveries still run, which sends at
+ * most the endpoint's cap at once (from a queue of them claimed ahead) and
+ * claims more as it goes; other workers skip the endpoint until those claims
+ * are recorded, handed back or run out. Each claim is a lease, as for tasks:
+ * it moves due_at to the lease's end, so that what a worker that died had
+ * claimed is due again, and its endpoint free, once the lease runs out.
+ *
+ * A lease of the endpoint row itself (as graphile-worker's named queues lock
+ * theirs) would be a second lease beside the deliveries' own, to renew, to
+ * release and to let run out after a crash, while the deliveries' leases
+ * already say who holds an endpoint and until when.
+ *
+ * Two statements in one transaction: the first locks the endpoints to look
+ * at (FOR NO KEY UPDATE SKIP LOCKED), so that two workers never look at one
+ * at once; the second, whose snapshot is taken after those locks are held,
+ * sees every claim committed before, and claims only for endpoints no other
+ * worker holds. (In one statement, a worker whose snapshot predates another's
+ * claim could lock the endpoint just after that claim commits, not see it,
+ * and fill the endpoint's cap a second time.) New endpoints are taken
+ * longest-waiting first.
  */
-export async function claimDueDeliveries(
-  db: Queryable,
-  claim: string,
-  now: number,
-  lockedUntil: number,
-  limit: number,
-  perEndpoint: number,
-): Promise<ClaimedDelivery[]> {
-  const rows = await db.query<{
-    id: string
-    attempts: number
-    payload: OutboxEvent
-    endpoint_id: string
-    url: string
-    enabled: boolean
-    deleted: boolean
-    secret: string
-    previous_secret: string | null
-    previous_secret_until: Date | null
-  }>(
-    `WITH endpoints AS (
-       SELECT w.id, $5 - (SELECT count(*) FROM deliveries r
-                          WHERE r.endpoint_id = w.id AND r.status = 'pending' AND r.locked_until > $3) AS room
-       FROM webhook_endpoints w
-       WHERE EXISTS (SELECT 1 FROM deliveries d WHERE d.endpoint_id = w.id AND d.status = 'pending' AND d.due_at <= $3)
-       FOR NO KEY UPDATE SKIP LOCKED
-     ), picked AS (
-       SELECT due.id FROM endpoints e
+export async function claimDeliveries(db: Database, request: ClaimRequest): Promise<Claimed> {
+  const refillIds = request.refills.map((refill) => refill.endpointId)
+  return db.transaction(async (tx) => {
+    const locked = await tx.query<{ id: string }>(
+      `SELECT e.id FROM webhook_endpoints e
        CROSS JOIN LATERAL (
-         SELECT d.id FROM deliveries d
-         WHERE d.endpoint_id = e.id AND d.status = 'pending' AND d.due_at <= $3
-         ORDER BY d.due_at
-         LIMIT greatest(e.room, 0)
-         FOR UPDATE SKIP LOCKED) due
-       LIMIT $4
-     ), claimed AS (
-       UPDATE deliveries SET locked_by = $1, locked_until = $2, due_at = $2
-       WHERE id IN (SELECT id FROM picked)
-       RETURNING id, attempts, event_id, endpoint_id)
-     SELECT c.id, c.attempts, e.payload, w.id AS endpoint_id, w.url, w.enabled, w.deleted_at IS NOT NULL AS deleted, w.secret,
-            w.previous_secret, w.previous_secret_until
-     FROM claimed c
-     JOIN events e ON e.id = c.event_id
-     JOIN webhook_endpoints w ON w.id = c.endpoint_id`,
-    [claim, new Date(lockedUntil), new Date(now), limit, perEndpoint],
+         SELECT d.due_at FROM deliveries d WHERE d.endpoint_id = e.id AND d.status = 'pending' AND d.due_at <= $1
+         ORDER BY d.due_at LIMIT 1) oldest
+       WHERE e.enabled AND e.deleted_at IS NULL AND e.id <> ALL($2::text[])
+       ORDER BY e.id = ANY($3::text[]) DESC, oldest.due_at
+       LIMIT cardinality($3::text[]) + $4
+       FOR NO KEY UPDATE OF e SKIP LOCKED`,
+      [new Date(request.now), request.full, refillIds, request.room],
+    )
+    if (locked.length === 0) return { endpoints: [], deliveries: [], lost: [] }
+    const rows = await tx.query<EndpointColumns & { delivery_id: string | null; attempts: number | null; payload: OutboxEvent | null }>(
+      `WITH refills AS (
+         SELECT * FROM unnest($6::text[], $7::int[]) AS r(id, quota)
+       ), free AS (
+         SELECT e.*, (SELECT min(d.due_at) FROM deliveries d WHERE d.endpoint_id = e.id AND d.status = 'pending') AS oldest
+         FROM webhook_endpoints e
+         WHERE e.id = ANY($5::text[])
+           AND NOT EXISTS (
+             -- Another worker's claim that still runs: a claim runs at most a lease ahead, and the window, twice that, leaves room for clocks apart.
+             SELECT 1 FROM deliveries c
+             WHERE c.endpoint_id = e.id AND c.status = 'pending' AND c.due_at > $3::timestamptz
+               AND c.due_at <= $4::timestamptz + ($4::timestamptz - $3::timestamptz)
+               AND c.locked_by IS NOT NULL AND NOT starts_with(c.locked_by, $1 || '.'))
+       ), taken AS (
+         -- Those refilled, and as many others as their caps leave room for, longest-waiting first.
+         SELECT * FROM (
+           SELECT f.*, r.id IS NOT NULL AS refill,
+                  sum(CASE WHEN r.id IS NULL THEN f.max_in_flight ELSE 0 END) OVER (ORDER BY f.oldest, f.id) AS places
+           FROM free f LEFT JOIN refills r ON r.id = f.id) t
+         WHERE refill OR places <= $8
+       ), picked AS (
+         SELECT due.id, due.due_at FROM taken t
+         CROSS JOIN LATERAL (
+           SELECT d.id, d.due_at FROM deliveries d
+           WHERE d.endpoint_id = t.id AND d.status = 'pending' AND d.due_at <= $3
+           ORDER BY d.due_at
+           LIMIT coalesce((SELECT quota FROM refills r WHERE r.id = t.id), $9)
+           FOR UPDATE SKIP LOCKED) due
+       ), claimed AS (
+         UPDATE deliveries d SET locked_by = $2, locked_until = $4, due_at = $4
+         FROM picked p
+         WHERE d.id = p.id AND d.id = ANY(ARRAY(SELECT id FROM picked))
+         RETURNING d.id, d.attempts, d.event_id, d.endpoint_id, p.due_at AS fell_due)
+       SELECT ${endpointColumns('t')}, c.id AS delivery_id, c.attempts, (SELECT payload FROM events WHERE id = c.event_id)
+       FROM taken t
+       LEFT JOIN claimed c ON c.endpoint_id = t.id
+       ORDER BY t.id, c.fell_due, c.id`,
+      [
+        request.worker,
+        request.claim,
+        new Date(request.now),
+        new Date(request.lockedUntil),
+        locked.map((row) => row.id),
+        refillIds,
+        request.refills.map((refill) => refill.quota),
+        request.room,
+        request.quota,
+      ],
+    )
+    const endpoints = new Map<string, LeasedEndpoint>()
+    const deliveries: ClaimedDelivery[] = []
+    for (const row of rows) {
+      if (!endpoints.has(row.id)) endpoints.set(row.id, toLeasedEndpoint(row))
+      if (row.delivery_id === null) continue
+      deliveries.push({
+        id: Number(row.delivery_id),
+        claim: request.claim,
+        attempts: row.attempts!,
+        event: row.payload!,
+        endpointId: row.id,
+        lockedUntil: request.lockedUntil,
+      })
+    }
+    const lockedIds = new Set(locked.map((row) => row.id))
+    const lost = refillIds.filter((id) => lockedIds.has(id) && !endpoints.has(id))
+    return { endpoints: [...endpoints.values()], deliveries, lost }
+  })
+}
+
+/**
+ * Renews the leases of deliveries the worker has claimed, to `lockedUntil`,
+ * and returns those renewed. One missing was given up meanwhile (its
+ * endpoint disabled or deleted), or its lease ran out and another claim
+ * took it.
+ */
+export async function renewLeases(db: Queryable, deliveries: readonly Pick<ClaimedDelivery, 'id' | 'claim'>[], lockedUntil: number): Promise<Set<number>> {
+  if (deliveries.length === 0) return new Set()
+  const rows = await db.query<{ id: string }>(
+    `UPDATE deliveries d SET locked_until = $3, due_at = $3
+     FROM unnest($1::bigint[], $2::text[]) AS v(id, claim)
+     WHERE d.id = v.id AND d.id = ANY($1::bigint[]) AND d.locked_by = v.claim AND d.status = 'pending'
+     RETURNING d.id`,
+    [deliveries.map((delivery) => delivery.id), deliveries.map((delivery) => delivery.claim), new Date(lockedUntil)],
   )
-  return rows.map((row) => ({
-    id: Number(row.id),
-    attempts: row.attempts,
-    event: row.payload,
-    endpoint: {
-      id: row.endpoint_id,
-      url: row.url,
-      enabled: row.enabled && !row.deleted,
-      secrets:
-        row.previous_secret !== null && row.previous_secret_until !== null && row.previous_secret_until.getTime() > now
-          ? [row.secret, row.previous_secret]
-          : [row.secret],
-    },
-  }))
+  return new Set(rows.map((row) => Number(row.id)))
+}
+
+/** These endpoints as they are now (a changed URL, cap or secret), those that still receive. */
+export async function receivingEndpoints(db: Queryable, ids: readonly string[]): Promise<LeasedEndpoint[]> {
+  const rows = await db.query<EndpointColumns>(
+    `SELECT ${endpointColumns('e')} FROM webhook_endpoints e WHERE e.id = ANY($1::text[]) AND e.enabled AND e.deleted_at IS NULL`,
+    [ids],
+  )
+  return rows.map(toLeasedEndpoint)
+}
+
+/** Gives claimed deliveries back, due now, to whichever worker claims next; those no longer held by their claim are left alone. */
+export async function handBack(tx: Queryable, deliveries: readonly Pick<ClaimedDelivery, 'id' | 'claim'>[], now: number): Promise<void> {
+  if (deliveries.length === 0) return
+  await tx.query(
+    `UPDATE deliveries d SET locked_by = NULL, locked_until = NULL, due_at = $3
+     FROM unnest($1::bigint[], $2::text[]) AS v(id, claim)
+     WHERE d.id = v.id AND d.id = ANY($1::bigint[]) AND d.locked_by = v.claim AND d.status = 'pending'`,
+    [deliveries.map((delivery) => delivery.id), deliveries.map((delivery) => delivery.claim), new Date(now)],
+  )
 }
 
 export interface AttemptRecord {
@@ -102,34 +212,69 @@ export interface AttemptRecord {
   error: string | null
 }
 
-/**
- * Logs an attempt and moves the delivery on: done (`succeeded`, or `failed`
- * when it gives up) or due again at `retryAt`. Only while `claim` still holds
- * it: false when its lease ran out and it was claimed again (the later claim
- * logs its own attempt).
- */
-export async function recordAttempt(
-  tx: Queryable,
-  deliveryId: number,
-  claim: string,
-  attempt: AttemptRecord,
-  next: { status: 'succeeded' | 'failed' } | { status: 'pending'; retryAt: number },
-): Promise<boolean> {
-  const rows = await tx.query<{ attempts: number }>(
-    `UPDATE deliveries SET attempts = attempts + 1, status = $3, due_at = coalesce($4::timestamptz, due_at),
-            completed_at = CASE WHEN $3 = 'pending' THEN NULL ELSE $5::timestamptz END, locked_by = NULL, locked_until = NULL
-     WHERE id = $1 AND locked_by = $2 AND status = 'pending'
-     RETURNING attempts`,
-    [deliveryId, claim, next.status, next.status === 'pending' ? new Date(next.retryAt) : null, new Date(attempt.at)],
-  )
-  if (rows.length === 0) return false
-  await tx.query(
-    `INSERT INTO delivery_attempts (delivery_id, attempt, attempted_at, status_code, latency_ms, error)
-     VALUES ($1, $2, $3, $4, $5, $6)`,
-    [deliveryId, rows[0]!.attempts, new Date(attempt.at), attempt.statusCode, Math.round(attempt.latencyMs), attempt.error],
-  )
-  return true
+/** One attempt of a delivery, and where it leaves the delivery: done (`succeeded`, or `failed` when it gives up) or due again at `retryAt`. */
+export interface AttemptResult {
+  delivery: Pick<ClaimedDelivery, 'id' | 'claim'>
+  attempt: AttemptRecord
+  next: { status: 'succeeded' | 'failed' } | { status: 'pending'; retryAt: number }
 }
+
+/**
+ * Logs attempts and moves their deliveries on, many in one statement, each
+ * only while its claim still holds it. Returns the deliveries recorded: one
+ * missing was given up meanwhile (its endpoint disabled or deleted), or its
+ * lease ran out and another claim took it (which logs its own attempt).
+ */
+export async function recordAttempts(tx: Queryable, results: readonly AttemptResult[]): Promise<Set<number>> {
+  if (results.length === 0) return new Set()
+  const rows = await tx.query<{ delivery_id: string }>(
+    `WITH result AS (
+       SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], $4::timestamptz[], $5::timestamptz[], $6::int[], $7::int[], $8::text[])
+         AS r(id, claim, status, retry_at, attempted_at, status_code, latency_ms, error)
+     ), moved AS (
+       UPDATE deliveries d SET attempts = d.attempts + 1, status = r.status, due_at = coalesce(r.retry_at, d.due_at),
+              completed_at = CASE WHEN r.status = 'pending' THEN NULL ELSE r.attempted_at END, locked_by = NULL, locked_until = NULL
+       FROM result r
+       WHERE d.id = r.id AND d.id = ANY($1::bigint[]) AND d.locked_by = r.claim AND d.status = 'pending'
+       RETURNING d.id, d.attempts, r.claim)
+     INSERT INTO delivery_attempts (delivery_id, attempt, attempted_at, status_code, latency_ms, error)
+     SELECT m.id, m.attempts, r.attempted_at, r.status_code, r.latency_ms, r.error
+     FROM moved m JOIN result r ON r.id = m.id AND r.claim = m.claim
+     RETURNING delivery_id`,
+    [
+      results.map((result) => result.delivery.id),
+      results.map((result) => result.delivery.claim),
+      results.map((result) => result.next.status),
+      results.map((result) => (result.next.status === 'pending' ? new Date(result.next.retryAt) : null)),
+      results.map((result) => new Date(result.attempt.at)),
+      results.map((result) => result.attempt.statusCode),
+      results.map((result) => Math.round(result.attempt.latencyMs)),
+      results.map((result) => result.attempt.error),
+    ],
+  )
+  return new Set(rows.map((row) => Number(row.delivery_id)))
+}
+
+interface EndpointColumns {
+  id: string
+  url: string
+  max_in_flight: number
+  secret: string
+  previous_secret: string | null
+  previous_secret_until: Date | null
+}
+
+const endpointColumns = (table: string) =>
+  ['id', 'url', 'max_in_flight', 'secret', 'previous_secret', 'previous_secret_until'].map((column) => `${table}.${column}`).join(', ')
+
+const toLeasedEndpoint = (row: EndpointColumns): LeasedEndpoint => ({
+  id: row.id,
+  url: row.url,
+  maxInFlight: row.max_in_flight,
+  secret: row.secret,
+  previousSecret: row.previous_secret,
+  previousSecretUntil: row.previous_secret_until?.getTime() ?? null,
+})
 
 /**
  * Gives up what is pending for an endpoint that no longer receives (deleted,

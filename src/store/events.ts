@@ -3,8 +3,6 @@ import type { OrganizationEvent, OutboxEvent } from '../domain/events.ts'
 import type { EventType } from '../domain/types.ts'
 import type { Queryable } from './database.ts'
 
-export type { OutboxEvent } from '../domain/events.ts'
-
 /**
  * Writes the events and, in the same statement, their deliveries: one to each
  * enabled endpoint of the event's organization subscribed to its type.
@@ -30,11 +28,6 @@ export async function insertEvents(tx: Queryable, events: readonly OrganizationE
       events.map(({ event }) => event.timestamp),
     ],
   )
-}
-
-/** Writes one event and its deliveries. */
-export function insertEvent(tx: Queryable, orgId: string, event: OutboxEvent): Promise<void> {
-  return insertEvents(tx, [{ orgId, event }])
 }
 
 /**

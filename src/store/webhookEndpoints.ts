@@ -3,6 +3,11 @@ import type { EventType, WebhookEndpoint } from '../domain/types.ts'
 import type { Queryable } from './database.ts'
 import { iso } from './rows.ts'
 
+/** An endpoint with its cap: how many webhooks may be in flight to it at once. */
+export interface CappedEndpoint extends WebhookEndpoint {
+  maxInFlight: number
+}
+
 interface EndpointRow {
   id: string
   org_id: string
@@ -10,32 +15,34 @@ interface EndpointRow {
   events: EventType[]
   enabled: boolean
   disabled_reason: string | null
+  max_in_flight: number
   created_at: Date
   updated_at: Date
 }
 
-const COLUMNS = 'id, org_id, url, events, enabled, disabled_reason, created_at, updated_at'
+const COLUMNS = 'id, org_id, url, events, enabled, disabled_reason, max_in_flight, created_at, updated_at'
 
-const toEndpoint = (row: EndpointRow): WebhookEndpoint => ({
+const toEndpoint = (row: EndpointRow): CappedEndpoint => ({
   id: row.id,
   orgId: row.org_id,
   url: row.url,
   events: row.events,
   enabled: row.enabled,
   disabledReason: row.disabled_reason,
+  maxInFlight: row.max_in_flight,
   createdAt: iso(row.created_at),
   updatedAt: iso(row.updated_at),
 })
 
-export async function insertEndpoint(db: Queryable, endpoint: WebhookEndpoint, secret: string): Promise<void> {
+export async function insertEndpoint(db: Queryable, endpoint: CappedEndpoint, secret: string): Promise<void> {
   await db.query(
-    `INSERT INTO webhook_endpoints (id, org_id, url, events, enabled, secret, created_at, updated_at)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
-    [endpoint.id, endpoint.orgId, endpoint.url, endpoint.events, endpoint.enabled, secret, endpoint.createdAt, endpoint.updatedAt],
+    `INSERT INTO webhook_endpoints (id, org_id, url, events, enabled, max_in_flight, secret, created_at, updated_at)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
+    [endpoint.id, endpoint.orgId, endpoint.url, endpoint.events, endpoint.enabled, endpoint.maxInFlight, secret, endpoint.createdAt, endpoint.updatedAt],
   )
 }
 
-export async function listEndpoints(db: Queryable, orgId: string): Promise<WebhookEndpoint[]> {
+export async function listEndpoints(db: Queryable, orgId: string): Promise<CappedEndpoint[]> {
   const rows = await db.query<EndpointRow>(
     `SELECT ${COLUMNS} FROM webhook_endpoints WHERE org_id = $1 AND deleted_at IS NULL ORDER BY id`,
     [orgId],
@@ -43,7 +50,7 @@ export async function listEndpoints(db: Queryable, orgId: string): Promise<Webho
   return rows.map(toEndpoint)
 }
 
-export async function findEndpoint(db: Queryable, orgId: string, id: string): Promise<WebhookEndpoint | undefined> {
+export async function findEndpoint(db: Queryable, orgId: string, id: string): Promise<CappedEndpoint | undefined> {
   const rows = await db.query<EndpointRow>(
     `SELECT ${COLUMNS} FROM webhook_endpoints WHERE org_id = $1 AND id = $2 AND deleted_at IS NULL`,
     [orgId, id],
@@ -51,13 +58,13 @@ export async function findEndpoint(db: Queryable, orgId: string, id: string): Pr
   return rows[0] && toEndpoint(rows[0])
 }
 
-/** Replaces url, events and enabled; enabling clears the reason the service disabled it for. */
-export async function updateEndpoint(db: Queryable, endpoint: WebhookEndpoint): Promise<void> {
+/** Replaces url, events, enabled and the cap; enabling clears the reason the service disabled it for. */
+export async function updateEndpoint(db: Queryable, endpoint: CappedEndpoint): Promise<void> {
   await db.query(
     `UPDATE webhook_endpoints SET url = $3, events = $4, enabled = $5, disabled_reason = CASE WHEN $5 THEN NULL ELSE disabled_reason END,
-            updated_at = $6
+            max_in_flight = $6, updated_at = $7
      WHERE org_id = $1 AND id = $2 AND deleted_at IS NULL`,
-    [endpoint.orgId, endpoint.id, endpoint.url, endpoint.events, endpoint.enabled, endpoint.updatedAt],
+    [endpoint.orgId, endpoint.id, endpoint.url, endpoint.events, endpoint.enabled, endpoint.maxInFlight, endpoint.updatedAt],
   )
 }
 

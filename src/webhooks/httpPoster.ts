@@ -1,24 +1,30 @@
 /**
- * One webhook delivery as one HTTP POST, made safe against receivers we do
- * not trust. The hostname is resolved here and every address is vetted before
- * connecting; the connection then goes to a vetted address and nowhere else,
- * so a DNS answer that changes between the check and the connect (DNS
- * rebinding) cannot steer the request inward. A receiver can neither hold a
- * delivery worker (one deadline covers the whole exchange) nor flood it (the
- * response body is read only up to a small limit), nor send us elsewhere
- * (redirects are answers, never followed).
+ * Webhook deliveries as HTTP POSTs, made safe against receivers we do not
+ * trust. The hostname is resolved as each connection is made and every
+ * address is vetted before connecting; the connection then goes to a vetted
+ * address and nowhere else, so a DNS answer that changes between the check
+ * and the connect (DNS rebinding) cannot steer a request inward. A receiver
+ * can neither hold a delivery worker (one deadline covers the whole exchange)
+ * nor flood it (the response body is read only up to a small limit), nor send
+ * us elsewhere (redirects are answers, never followed).
  *
- * Each delivery opens its own connection (`agent: false`) and closes it when
- * done. That costs a handshake per delivery, but a pooled socket would tie
- * deliveries to each other: one hanging receiver could hold sockets others
- * wait for, and a pool keyed by hostname would reuse connections made to an
- * address vetted for an earlier delivery rather than this one.
+ * Connections are kept alive, in one undici pool per endpoint: four at a time
+ * from one core to a local receiver, a connection per POST made 3,500 a
+ * second, kept-alive ones 13,000. Pooling is safe because every new
+ * connection of a pool is resolved and vetted again by the pool's `connect`
+ * (a rebinding answer can only refuse a new connection, never redirect it),
+ * and a kept-alive connection stays on the address vetted when it was made.
+ * A pool serves one endpoint at one origin, with at most as many connections
+ * as the endpoint's cap: a receiver that hangs holds no connection another
+ * endpoint waits for, and a URL changed to another origin never reuses one
+ * made for the old. An exchange cut short by the deadline or the body limit
+ * closes its connection rather than return it to the pool. Pools unused for a
+ * minute are closed.
  */
 import { lookup as dnsLookup } from 'node:dns/promises'
-import http from 'node:http'
-import https from 'node:https'
-import { isIP, type LookupFunction } from 'node:net'
+import type { LookupFunction } from 'node:net'
 import { performance } from 'node:perf_hooks'
+import { buildConnector, type Dispatcher, Pool } from 'undici'
 import { isPublicAddress, webhookUrlProblem } from './urlSafety.ts'
 
 export interface PostResult {
@@ -43,16 +49,24 @@ export interface ResolvedAddress {
   family: 4 | 6
 }
 
-export interface PostWebhookOptions {
+export interface PosterOptions {
+  /** Lets webhooks go to private and loopback addresses, over http too (local development, tests). */
+  allowPrivate: boolean
+  userAgent: string
+  /** Bounds each delivery, everything included: DNS, connect, TLS, sending, and reading the answer. */
+  timeoutMs: number
+  lookup?: (hostname: string) => Promise<ResolvedAddress[]>
+  now?: () => number
+}
+
+export interface WebhookPost {
+  /** The endpoint posted to: its pool serves it alone. */
+  endpointId: string
+  /** Its cap on webhooks in flight: its pool opens no more connections than that. */
+  maxConnections: number
   url: string
   headers: Record<string, string>
   body: string
-  /** Bounds everything: DNS, connect, TLS, sending, and reading the answer. */
-  timeoutMs: number
-  allowPrivate: boolean
-  userAgent: string
-  lookup?: (hostname: string) => Promise<ResolvedAddress[]>
-  now?: () => number
 }
 
 /** Enough for any error text a receiver means us to keep; more is only cost. */
@@ -61,45 +75,175 @@ const BODY_LIMIT_BYTES = 64 * 1024
 const RETRY_AFTER_CAP_MS = 24 * 60 * 60 * 1000
 /** Headers this module sets itself: a caller's length or host could contradict the request actually sent. */
 const OWNED_HEADERS: ReadonlySet<string> = new Set(['content-length', 'host', 'user-agent'])
+/** A pool with nothing in flight for this long is closed (its connections may have closed long before, by keep-alive timeout). */
+const POOL_IDLE_MS = 60_000
 
-/** POSTs `body` to `url` and reports the receiver's status; throws only DeliveryError. */
-export async function postWebhook(options: PostWebhookOptions): Promise<PostResult> {
-  const started = performance.now()
-  const deadline = new AbortController()
-  const timer = setTimeout(() => deadline.abort(), options.timeoutMs)
-  const timeout = () => new DeliveryError('timeout', `no complete answer within ${options.timeoutMs} ms`)
-  try {
+interface PoolEntry {
+  pool: Pool
+  inFlight: number
+  lastUsed: number
+}
+
+/** POSTs webhooks over kept-alive connections, one pool per endpoint and origin. */
+export class WebhookPoster {
+  readonly #options: PosterOptions
+  readonly #pools = new Map<string, PoolEntry>()
+  /** How every connection of every pool is made: undici's own, with a lookup that vets each address before the socket dials one. */
+  readonly #connect: ReturnType<typeof buildConnector>
+  #sweeper: NodeJS.Timeout | undefined
+
+  constructor(options: PosterOptions) {
+    this.#options = options
+    // The connect timeout is the delivery's: the deadline, started first, always ends a hung connect as a timeout.
+    this.#connect = buildConnector({ timeout: options.timeoutMs, lookup: vettedLookup(options) })
+  }
+
+  /** POSTs `body` to `url` and reports the receiver's status; throws only DeliveryError. */
+  post(request: WebhookPost): Promise<PostResult> {
+    const started = performance.now()
     // Checked again here because a stored URL may predate today's rules.
-    const problem = webhookUrlProblem(options.url, options.allowPrivate)
-    if (problem !== undefined) throw new DeliveryError('address_refused', problem)
-    const url = new URL(options.url)
-    const hostname = url.hostname.startsWith('[') ? url.hostname.slice(1, -1) : url.hostname
-    const addresses = await beforeDeadline(resolve(hostname, options.lookup), deadline.signal, timeout)
-    if (!options.allowPrivate) {
-      const refused = addresses.find(({ address }) => !isPublicAddress(address))
-      // One private answer is enough: the connection may fall back to any of them, and mixing public with private answers is how rebinding starts.
-      if (refused !== undefined) {
-        throw new DeliveryError('address_refused', `${hostname} resolves to ${refused.address}, which is not a public address`)
+    const problem = webhookUrlProblem(request.url, this.#options.allowPrivate)
+    if (problem !== undefined) return Promise.reject(new DeliveryError('address_refused', problem))
+    const url = new URL(request.url)
+    const entry = this.#pool(request, url.origin)
+    const body = Buffer.from(request.body, 'utf8')
+    const headers: Record<string, string> = {}
+    for (const [name, value] of Object.entries(request.headers)) {
+      if (!OWNED_HEADERS.has(name.toLowerCase())) headers[name] = value
+    }
+    headers['user-agent'] = this.#options.userAgent
+    headers['content-length'] = String(body.length)
+    const { timeoutMs } = this.#options
+    const now = this.#options.now ?? Date.now
+    entry.inFlight++
+    return new Promise((resolve, reject) => {
+      let controller: Dispatcher.DispatchController | undefined
+      let settled = false
+      let status = 0
+      let retryAfter: string | undefined
+      let read = 0
+      const settle = (outcome: PostResult | DeliveryError) => {
+        if (settled) return
+        settled = true
+        clearTimeout(deadline)
+        entry.inFlight--
+        entry.lastUsed = performance.now()
+        if (outcome instanceof DeliveryError) reject(outcome)
+        else resolve(outcome)
       }
+      const answer = (): PostResult => ({ status, retryAfterMs: parseRetryAfter(retryAfter, now()), latencyMs: performance.now() - started })
+      // A request still waiting for its connection has no controller yet (a DNS lookup cannot be cancelled): it is aborted as soon as it gets one.
+      let timedOut: DeliveryError | undefined
+      const deadline = setTimeout(() => {
+        timedOut = new DeliveryError('timeout', `no complete answer within ${timeoutMs} ms`)
+        settle(timedOut)
+        controller?.abort(timedOut)
+      }, timeoutMs)
+      // dispatch() with a handler rather than request(), which makes a Readable and an AbortSignal
+      // listener for every answer: 13,000 against 9,000 posts a second from one core to a local receiver.
+      // undici sets Host from the origin, and the TLS server name from its hostname (unless an IP literal).
+      try {
+        entry.pool.dispatch(
+          { method: 'POST', path: `${url.pathname}${url.search}`, headers, body },
+          {
+            onRequestStart(control) {
+              controller = control
+              if (timedOut !== undefined) control.abort(timedOut)
+            },
+            onResponseStart(_controller, statusCode, responseHeaders) {
+              status = statusCode
+              const value = responseHeaders['retry-after']
+              retryAfter = Array.isArray(value) ? value[0] : value
+            },
+            onResponseData(control, chunk) {
+              read += chunk.length
+              if (read < BODY_LIMIT_BYTES) return
+              // Enough of the answer: aborting closes the connection, which has nothing more to give.
+              settle(answer())
+              control.abort(new Error('the response body is longer than it needs to be read'))
+            },
+            onResponseEnd() {
+              settle(answer())
+            },
+            onResponseError(_controller, error) {
+              settle(error instanceof DeliveryError ? error : new DeliveryError('network', describe(error)))
+            },
+          },
+        )
+      } catch (error) {
+        settle(new DeliveryError('network', describe(error)))
+      }
+    })
+  }
+
+  /**
+   * Closes every pool and its connections; a later post opens new ones. Called
+   * with nothing in flight, but a connection may still be waiting for a DNS
+   * answer that never comes: it is destroyed, not waited for.
+   */
+  async close(): Promise<void> {
+    const pools = [...this.#pools.values()].map((entry) => entry.pool)
+    this.#pools.clear()
+    clearInterval(this.#sweeper)
+    this.#sweeper = undefined
+    await Promise.all(pools.map((pool) => pool.destroy()))
+  }
+
+  #pool({ endpointId, maxConnections }: WebhookPost, origin: string): PoolEntry {
+    // A URL changed to another origin never reuses the connections made for the old one, nor a changed cap a pool sized for the old one.
+    const key = `${endpointId} ${maxConnections} ${origin}`
+    let entry = this.#pools.get(key)
+    if (entry === undefined) {
+      // The redirect interceptor is not installed, so a 3xx is the answer; the deadline alone times the exchange.
+      const pool = new Pool(origin, { connect: this.#connect, connections: maxConnections, headersTimeout: 0, bodyTimeout: 0 })
+      entry = { pool, inFlight: 0, lastUsed: performance.now() }
+      this.#pools.set(key, entry)
+      this.#sweeper ??= setInterval(() => this.#closeIdle(), POOL_IDLE_MS).unref()
     }
-    const answer = await exchange(url, hostname, addresses, options, deadline.signal, timeout)
-    return {
-      status: answer.status,
-      retryAfterMs: parseRetryAfter(answer.retryAfter, (options.now ?? Date.now)()),
-      latencyMs: performance.now() - started,
+    return entry
+  }
+
+  #closeIdle(): void {
+    const now = performance.now()
+    for (const [key, entry] of this.#pools) {
+      if (entry.inFlight > 0 || now - entry.lastUsed < POOL_IDLE_MS) continue
+      this.#pools.delete(key)
+      void entry.pool.destroy()
     }
-  } catch (error) {
-    throw error instanceof DeliveryError ? error : new DeliveryError('network', describe(error))
-  } finally {
-    clearTimeout(timer)
+    if (this.#pools.size === 0) {
+      clearInterval(this.#sweeper)
+      this.#sweeper = undefined
+    }
   }
 }
 
 type Addresses = [ResolvedAddress, ...ResolvedAddress[]]
 
-async function resolve(hostname: string, lookup: PostWebhookOptions['lookup']): Promise<Addresses> {
-  const family = isIP(hostname)
-  if (family === 4 || family === 6) return [{ address: hostname, family }]
+/**
+ * The lookup of every connection a pool makes: the hostname's addresses, each
+ * vetted, are all the socket may dial (Node asks for every address when it
+ * races IPv4 against IPv6, and for one otherwise). IP literals never reach a
+ * lookup; webhookUrlProblem has judged them.
+ */
+function vettedLookup(options: PosterOptions): LookupFunction {
+  return (hostname, lookupOptions, callback) => {
+    resolve(hostname, options.lookup)
+      .then((addresses) => {
+        if (!options.allowPrivate) {
+          const refused = addresses.find(({ address }) => !isPublicAddress(address))
+          // One private answer is enough: the connection may fall back to any of them, and mixing public with private answers is how rebinding starts.
+          if (refused !== undefined) {
+            throw new DeliveryError('address_refused', `${hostname} resolves to ${refused.address}, which is not a public address`)
+          }
+        }
+        if (lookupOptions.all) callback(null, addresses)
+        else callback(null, addresses[0].address, addresses[0].family)
+      })
+      .catch((error: DeliveryError) => callback(error, '', 0))
+  }
+}
+
+async function resolve(hostname: string, lookup: PosterOptions['lookup']): Promise<Addresses> {
   let addresses: ResolvedAddress[]
   try {
     addresses = await (lookup ?? systemLookup)(hostname)
@@ -115,86 +259,6 @@ async function systemLookup(hostname: string): Promise<ResolvedAddress[]> {
   // verbatim keeps the resolver's order, so the first address tried is the one DNS prefers.
   const answers = await dnsLookup(hostname, { all: true, verbatim: true })
   return answers.map(({ address, family }) => ({ address, family: family === 6 ? 6 : 4 }))
-}
-
-/** DNS lookups cannot be cancelled, but a delivery must not wait for one past its deadline. */
-function beforeDeadline<T>(work: Promise<T>, deadline: AbortSignal, timeout: () => DeliveryError): Promise<T> {
-  return new Promise((resolvePromise, reject) => {
-    const onAbort = () => reject(timeout())
-    if (deadline.aborted) return onAbort()
-    deadline.addEventListener('abort', onAbort, { once: true })
-    work.then(resolvePromise, reject).finally(() => deadline.removeEventListener('abort', onAbort))
-  })
-}
-
-interface Answer {
-  status: number
-  retryAfter: string | undefined
-}
-
-function exchange(
-  url: URL,
-  hostname: string,
-  addresses: Addresses,
-  options: PostWebhookOptions,
-  deadline: AbortSignal,
-  timeout: () => DeliveryError,
-): Promise<Answer> {
-  // Node asks for every address (all: true) when it races IPv4 against IPv6, and for one otherwise.
-  const vettedLookup: LookupFunction = (_name, lookupOptions, callback) => {
-    if (lookupOptions.all) callback(null, addresses)
-    else callback(null, addresses[0].address, addresses[0].family)
-  }
-  const headers: Record<string, string> = {}
-  for (const [name, value] of Object.entries(options.headers)) {
-    if (!OWNED_HEADERS.has(name.toLowerCase())) headers[name] = value
-  }
-  const body = Buffer.from(options.body, 'utf8')
-  headers['user-agent'] = options.userAgent
-  headers['content-length'] = String(body.length)
-
-  return new Promise((resolvePromise, reject) => {
-    let settled = false
-    // Node derives the Host header from `hostname`, and the TLS server name too unless it is an IP literal.
-    const request = (url.protocol === 'https:' ? https : http).request({
-      method: 'POST',
-      hostname,
-      port: url.port === '' ? undefined : Number(url.port),
-      path: `${url.pathname}${url.search}`,
-      headers,
-      agent: false,
-      lookup: vettedLookup,
-      ...(url.protocol === 'https:' && isIP(hostname) === 0 ? { servername: hostname } : {}),
-    })
-    const settle = (outcome: Answer | DeliveryError) => {
-      if (settled) return
-      settled = true
-      deadline.removeEventListener('abort', onAbort)
-      // Whether the answer is complete, cut short by the body limit or failed, this connection has nothing more to give.
-      request.destroy()
-      if (outcome instanceof DeliveryError) reject(outcome)
-      else resolvePromise(outcome)
-    }
-    const onAbort = () => settle(timeout())
-    if (deadline.aborted) return onAbort()
-    deadline.addEventListener('abort', onAbort, { once: true })
-
-    request.on('error', (error) => settle(new DeliveryError('network', describe(error))))
-    request.on('response', (response) => {
-      const retryAfter = response.headers['retry-after']
-      const answer: Answer = { status: response.statusCode ?? 0, retryAfter }
-      let read = 0
-      response.on('data', (chunk: Buffer) => {
-        read += chunk.length
-        if (read >= BODY_LIMIT_BYTES) settle(answer)
-      })
-      response.on('end', () => settle(answer))
-      response.on('error', (error) => settle(new DeliveryError('network', describe(error))))
-      // Without an 'end' first, the receiver hung up in the middle of its answer.
-      response.on('close', () => settle(new DeliveryError('network', 'connection closed before the response ended')))
-    })
-    request.end(body)
-  })
 }
 
 const MONTHS = ['Jan', 'Feb', 'Mar', 'Apr', 'May', 'Jun', 'Jul', 'Aug', 'Sep', 'Oct', 'Nov', 'Dec']

@@ -4,14 +4,16 @@
  */
 import { Type } from '@sinclair/typebox'
 import type { FastifyInstance } from 'fastify'
-import { EVENT_TYPES, type EventType, type WebhookEndpoint } from '../../domain/types.ts'
+import { EVENT_TYPES, type EventType } from '../../domain/types.ts'
 import type { Authenticator } from '../../services/authenticator.ts'
 import {
   changeEndpoint,
   createEndpoint,
+  DEFAULT_MAX_IN_FLIGHT,
   eventWithDeliveries,
   listOrganizationEvents,
   listWebhookEndpoints,
+  MAX_IN_FLIGHT,
   redeliverEvent,
   removeEndpoint,
   requireEndpoint,
@@ -19,6 +21,7 @@ import {
   type WebhookOperations,
 } from '../../services/webhookAdministration.ts'
 import type { DeliveryLog } from '../../store/deliveries.ts'
+import type { CappedEndpoint } from '../../store/webhookEndpoints.ts'
 import { envelope } from '../reply.ts'
 import { type Audience, audiences } from './audiences.ts'
 import { authErrors, conflict, Envelope, notFound, OneOf, Timestamp, validationErrors } from '../schemas.ts'
@@ -27,12 +30,19 @@ const MAX_PAGE = 100
 
 const EventTypeSchema = OneOf(EVENT_TYPES)
 
+const MaxInFlight = Type.Integer({
+  minimum: 1,
+  maximum: MAX_IN_FLIGHT,
+  description: `Most webhooks in flight to the endpoint at once (default ${DEFAULT_MAX_IN_FLIGHT}): the rest wait their turn, each sent as one ends.`,
+})
+
 const EndpointSchema = Type.Object({
   id: Type.String({ examples: ['whe_01jd3y5v8m6m1r9cz8xk4j2h7q'] }),
   url: Type.String(),
   events: Type.Array(EventTypeSchema),
   enabled: Type.Boolean(),
   disabled_reason: Type.Union([Type.String(), Type.Null()], { description: 'Why the service disabled it (the receiver answered 410).' }),
+  max_in_flight: MaxInFlight,
   created_at: Timestamp,
   updated_at: Timestamp,
 })
@@ -45,12 +55,14 @@ const WithSecret = Type.Composite([
 const CreateBody = Type.Object({
   url: Type.String({ minLength: 1, maxLength: 2048, description: 'https, to a public address.' }),
   events: Type.Optional(Type.Array(EventTypeSchema, { maxItems: EVENT_TYPES.length, description: 'Default: every type.' })),
+  max_in_flight: Type.Optional(MaxInFlight),
 })
 
 const ChangeBody = Type.Object({
   url: Type.Optional(Type.String({ minLength: 1, maxLength: 2048 })),
   events: Type.Optional(Type.Array(EventTypeSchema, { maxItems: EVENT_TYPES.length })),
   enabled: Type.Optional(Type.Boolean({ description: 'true also lifts a disable by the service (after a 410).' })),
+  max_in_flight: Type.Optional(MaxInFlight),
 })
 
 const EventSchema = Type.Object({
@@ -81,12 +93,13 @@ const EventsQuery = Type.Object({
   limit: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_PAGE, description: `Default ${MAX_PAGE}.` })),
 })
 
-const presentEndpoint = (endpoint: WebhookEndpoint) => ({
+const presentEndpoint = (endpoint: CappedEndpoint) => ({
   id: endpoint.id,
   url: endpoint.url,
   events: endpoint.events,
   enabled: endpoint.enabled,
   disabled_reason: endpoint.disabledReason,
+  max_in_flight: endpoint.maxInFlight,
   created_at: endpoint.createdAt,
   updated_at: endpoint.updatedAt,
 })
@@ -127,7 +140,7 @@ function routesFor(app: FastifyInstance, ops: WebhookOperations, audience: Audie
       },
     },
     async (request, reply) => {
-      const { endpoint, secret } = await createEndpoint(ops, await audience.orgId(request), request.body as { url: string; events?: EventType[] })
+      const { endpoint, secret } = await createEndpoint(ops, await audience.orgId(request), request.body as { url: string; events?: EventType[]; max_in_flight?: number })
       return reply.code(201).send(envelope(request, { ...presentEndpoint(endpoint), secret }))
     },
   )
@@ -170,7 +183,7 @@ function routesFor(app: FastifyInstance, ops: WebhookOperations, audience: Audie
     },
     async (request, reply) => {
       const { id } = request.params as { id: string }
-      const changes = request.body as { url?: string; events?: EventType[]; enabled?: boolean }
+      const changes = request.body as { url?: string; events?: EventType[]; enabled?: boolean; max_in_flight?: number }
       return reply.send(envelope(request, presentEndpoint(await changeEndpoint(ops, await audience.orgId(request), id, changes))))
     },
   )
