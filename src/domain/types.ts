@@ -189,6 +189,8 @@ export interface WebhookEndpoint {
   enabled: boolean
   /** Why the service disabled it (a 410 from the receiver); null otherwise. */
   disabledReason: string | null
+  /** How many webhooks may be in flight to it at once (1 to 50). */
+  maxInFlight: number
   createdAt: string
   updatedAt: string
 }

@@ -5,12 +5,12 @@
  */
 import { ApiError, ValidationFailed, valueError } from '../domain/errors.ts'
 import { isId, newId } from '../domain/ids.ts'
-import { EVENT_TYPES, type EventType } from '../domain/types.ts'
+import { EVENT_TYPES, type EventType, type WebhookEndpoint } from '../domain/types.ts'
 import type { Database } from '../store/database.ts'
 import { deliveriesOf, type DeliveryLog, giveUpPending, redeliver } from '../store/deliveries.ts'
 import type { OutboxEvent } from '../domain/events.ts'
 import { findEvent, listEvents } from '../store/events.ts'
-import { type CappedEndpoint, deleteEndpoint, findEndpoint, insertEndpoint, listEndpoints, rotateSecret, updateEndpoint } from '../store/webhookEndpoints.ts'
+import { deleteEndpoint, findEndpoint, insertEndpoint, listEndpoints, rotateSecret, updateEndpoint } from '../store/webhookEndpoints.ts'
 import { webhookUrlProblem } from '../webhooks/urlSafety.ts'
 import { newWebhookSecret } from '../webhooks/signing.ts'
 
@@ -49,11 +49,11 @@ export async function createEndpoint(
   ops: WebhookOperations,
   orgId: string,
   input: { url: string; events?: EventType[]; max_in_flight?: number },
-): Promise<{ endpoint: CappedEndpoint; secret: string }> {
+): Promise<{ endpoint: WebhookEndpoint; secret: string }> {
   checkUrl(ops, input.url)
   checkEvents(input.events)
   const now = isoNow(ops)
-  const endpoint: CappedEndpoint = {
+  const endpoint: WebhookEndpoint = {
     id: newId('webhookEndpoint', ops.now()),
     orgId,
     url: input.url,
@@ -69,11 +69,11 @@ export async function createEndpoint(
   return { endpoint, secret }
 }
 
-export function listWebhookEndpoints(ops: WebhookOperations, orgId: string): Promise<CappedEndpoint[]> {
+export function listWebhookEndpoints(ops: WebhookOperations, orgId: string): Promise<WebhookEndpoint[]> {
   return listEndpoints(ops.db, orgId)
 }
 
-export async function requireEndpoint(ops: WebhookOperations, orgId: string, id: string): Promise<CappedEndpoint> {
+export async function requireEndpoint(ops: WebhookOperations, orgId: string, id: string): Promise<WebhookEndpoint> {
   const endpoint = isId('webhookEndpoint', id) ? await findEndpoint(ops.db, orgId, id) : undefined
   if (endpoint === undefined) throw new ApiError('not_found', `No webhook endpoint ${id} exists.`)
   return endpoint
@@ -84,12 +84,12 @@ export async function changeEndpoint(
   orgId: string,
   id: string,
   changes: { url?: string; events?: EventType[]; enabled?: boolean; max_in_flight?: number },
-): Promise<CappedEndpoint> {
+): Promise<WebhookEndpoint> {
   const current = await requireEndpoint(ops, orgId, id)
   if (changes.url !== undefined) checkUrl(ops, changes.url)
   checkEvents(changes.events)
   const enabled = changes.enabled ?? current.enabled
-  const endpoint: CappedEndpoint = {
+  const endpoint: WebhookEndpoint = {
     ...current,
     url: changes.url ?? current.url,
     events: changes.events === undefined ? current.events : [...new Set(changes.events)],
@@ -122,7 +122,7 @@ export async function rotateEndpointSecret(
   ops: WebhookOperations,
   orgId: string,
   id: string,
-): Promise<{ endpoint: CappedEndpoint; secret: string; previousSecretExpiresAt: string }> {
+): Promise<{ endpoint: WebhookEndpoint; secret: string; previousSecretExpiresAt: string }> {
   await requireEndpoint(ops, orgId, id)
   const secret = newWebhookSecret()
   const until = ops.now() + PREVIOUS_SECRET_MS
@@ -167,7 +167,7 @@ export async function redeliverEvent(
   orgId: string,
   id: string,
   endpointId: string | undefined,
-): Promise<CappedEndpoint[]> {
+): Promise<WebhookEndpoint[]> {
   const event = await requireEvent(ops, orgId, id)
   const targets =
     endpointId !== undefined

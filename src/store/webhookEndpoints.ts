@@ -3,11 +3,6 @@ import type { EventType, WebhookEndpoint } from '../domain/types.ts'
 import type { Queryable } from './database.ts'
 import { iso } from './rows.ts'
 
-/** An endpoint with its cap: how many webhooks may be in flight to it at once. */
-export interface CappedEndpoint extends WebhookEndpoint {
-  maxInFlight: number
-}
-
 interface EndpointRow {
   id: string
   org_id: string
@@ -22,7 +17,7 @@ interface EndpointRow {
 
 const COLUMNS = 'id, org_id, url, events, enabled, disabled_reason, max_in_flight, created_at, updated_at'
 
-const toEndpoint = (row: EndpointRow): CappedEndpoint => ({
+const toEndpoint = (row: EndpointRow): WebhookEndpoint => ({
   id: row.id,
   orgId: row.org_id,
   url: row.url,
@@ -34,7 +29,7 @@ const toEndpoint = (row: EndpointRow): CappedEndpoint => ({
   updatedAt: iso(row.updated_at),
 })
 
-export async function insertEndpoint(db: Queryable, endpoint: CappedEndpoint, secret: string): Promise<void> {
+export async function insertEndpoint(db: Queryable, endpoint: WebhookEndpoint, secret: string): Promise<void> {
   await db.query(
     `INSERT INTO webhook_endpoints (id, org_id, url, events, enabled, max_in_flight, secret, created_at, updated_at)
      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
@@ -42,7 +37,7 @@ export async function insertEndpoint(db: Queryable, endpoint: CappedEndpoint, se
   )
 }
 
-export async function listEndpoints(db: Queryable, orgId: string): Promise<CappedEndpoint[]> {
+export async function listEndpoints(db: Queryable, orgId: string): Promise<WebhookEndpoint[]> {
   const rows = await db.query<EndpointRow>(
     `SELECT ${COLUMNS} FROM webhook_endpoints WHERE org_id = $1 AND deleted_at IS NULL ORDER BY id`,
     [orgId],
@@ -50,7 +45,7 @@ export async function listEndpoints(db: Queryable, orgId: string): Promise<Cappe
   return rows.map(toEndpoint)
 }
 
-export async function findEndpoint(db: Queryable, orgId: string, id: string): Promise<CappedEndpoint | undefined> {
+export async function findEndpoint(db: Queryable, orgId: string, id: string): Promise<WebhookEndpoint | undefined> {
   const rows = await db.query<EndpointRow>(
     `SELECT ${COLUMNS} FROM webhook_endpoints WHERE org_id = $1 AND id = $2 AND deleted_at IS NULL`,
     [orgId, id],
@@ -59,7 +54,7 @@ export async function findEndpoint(db: Queryable, orgId: string, id: string): Pr
 }
 
 /** Replaces url, events, enabled and the cap; enabling clears the reason the service disabled it for. */
-export async function updateEndpoint(db: Queryable, endpoint: CappedEndpoint): Promise<void> {
+export async function updateEndpoint(db: Queryable, endpoint: WebhookEndpoint): Promise<void> {
   await db.query(
     `UPDATE webhook_endpoints SET url = $3, events = $4, enabled = $5, disabled_reason = CASE WHEN $5 THEN NULL ELSE disabled_reason END,
             max_in_flight = $6, updated_at = $7

@@ -4,7 +4,7 @@
  */
 import { Type } from '@sinclair/typebox'
 import type { FastifyInstance } from 'fastify'
-import { EVENT_TYPES, type EventType } from '../../domain/types.ts'
+import { EVENT_TYPES, type EventType, type WebhookEndpoint } from '../../domain/types.ts'
 import type { Authenticator } from '../../services/authenticator.ts'
 import {
   changeEndpoint,
@@ -21,7 +21,6 @@ import {
   type WebhookOperations,
 } from '../../services/webhookAdministration.ts'
 import type { DeliveryLog } from '../../store/deliveries.ts'
-import type { CappedEndpoint } from '../../store/webhookEndpoints.ts'
 import { envelope } from '../reply.ts'
 import { type Audience, audiences } from './audiences.ts'
 import { authErrors, conflict, Envelope, notFound, OneOf, Timestamp, validationErrors } from '../schemas.ts'
@@ -93,7 +92,7 @@ const EventsQuery = Type.Object({
   limit: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_PAGE, description: `Default ${MAX_PAGE}.` })),
 })
 
-const presentEndpoint = (endpoint: CappedEndpoint) => ({
+const presentEndpoint = (endpoint: WebhookEndpoint) => ({
   id: endpoint.id,
   url: endpoint.url,
   events: endpoint.events,
