@@ -62,14 +62,18 @@ export function createServices(deps: ServiceDeps): Services {
   if (db.kind === 'postgres') {
     // Other processes may run workers on this database; on PGlite this process is the only one.
     const tag = wakeTag()
-    wake.publishWith(async (kind) => {
-      await db.query('SELECT pg_notify($1, $2)', [WAKE_CHANNEL, `${kind} ${tag}`])
+    wake.publishWith({
+      channel: WAKE_CHANNEL,
+      tag,
+      send: async (kind) => {
+        await db.query('SELECT pg_notify($1, $2)', [WAKE_CHANNEL, `${kind} ${tag}`])
+      },
     })
   }
   const authenticator = new Authenticator(db, deps.operatorToken)
   const campaigns = new CampaignDirectory(db, now)
   const sources = new SourceDirectory(db, now)
-  const intake = new TriggerIntake(db, now, () => wake.tasks())
+  const intake = new TriggerIntake(db, now, wake)
   const acceptance = new TriggerAcceptance({ db, authenticator, campaigns, sources, intake, now })
   const settlement = new Settlement({ db, now, wake })
   const lifecycle = new TaskLifecycle({ db, channels: channels.registry, settlement, wake, now })

@@ -10,6 +10,9 @@ import { rolledBack, sqlState } from '../store/rows.ts'
 import { insertTriggersWithTasks, type NewTrigger, type RecordOutcome } from '../store/triggers.ts'
 import type { ContactOnFile } from './contactDirectory.ts'
 import { GroupCommitter } from './groupCommitter.ts'
+import type { Wake } from './wake.ts'
+
+type Notification = ReturnType<Wake['notification']>
 
 /** A trigger request as validated and normalized. */
 export interface TriggerRequest {
@@ -65,10 +68,10 @@ const MAX_COLLISIONS = 3
  * same new id). A single trigger cannot collide with itself: it collided with
  * another commit, now finished, and a new statement sees what that one wrote.
  */
-async function commitRacingDirectory(db: Database, triggers: NewTrigger[]): Promise<RecordOutcome[]> {
+async function commitRacingDirectory(db: Database, triggers: NewTrigger[], notify: Notification | undefined): Promise<RecordOutcome[]> {
   for (let collisions = 0; ; collisions++) {
     try {
-      return await insertTriggersWithTasks(db, triggers)
+      return await insertTriggersWithTasks(db, triggers, notify)
     } catch (error) {
       const retry = triggers.length === 1 && collisions < MAX_COLLISIONS && DIRECTORY_COLLISIONS.has(sqlState(error) ?? '')
       if (!retry) throw error
@@ -84,13 +87,13 @@ export class TriggerIntake {
   readonly #now: () => number
   readonly #committer: GroupCommitter<{ trigger: NewTrigger; bytes: number }, RecordOutcome>
 
-  /** `onRecorded` is told after each commit that recorded tasks: they are due at once. */
-  constructor(db: Database, now: () => number, onRecorded: () => void) {
+  /** The workers hear through `wake` of each commit that recorded tasks: they are due at once. */
+  constructor(db: Database, now: () => number, wake: Wake) {
     this.#now = now
     this.#committer = new GroupCommitter(
       async (items) => {
-        const outcomes = await commitRacingDirectory(db, items.map(({ trigger }) => trigger))
-        if (outcomes.some((outcome) => outcome.kind === 'recorded')) onRecorded()
+        const outcomes = await commitRacingDirectory(db, items.map(({ trigger }) => trigger), wake.notification('tasks'))
+        if (outcomes.some((outcome) => outcome.kind === 'recorded')) wake.written('tasks')
         return outcomes
       },
       {

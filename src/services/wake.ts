@@ -15,14 +15,21 @@
  */
 export type WakeKind = 'tasks' | 'deliveries'
 
-/** Sends a wake-up to the other processes: resolves once it is sent. */
-export type Publish = (kind: WakeKind) => Promise<void>
+/** How this process sends wake-ups to the others. */
+export interface Publisher {
+  /** The NOTIFY channel. */
+  channel: string
+  /** This process's mark, so that it can tell its own wake-ups from the others'. */
+  tag: string
+  /** Sends a wake-up now, in a transaction of its own; resolves once it is sent. */
+  send(kind: WakeKind): Promise<void>
+}
 
 export class Wake {
   readonly #listeners: Record<WakeKind, Set<() => void>> = { tasks: new Set(), deliveries: new Set() }
   readonly #endedListeners = new Set<(campaignIds: ReadonlySet<string>) => void>()
   readonly #publishing: Record<WakeKind, 'idle' | 'sending' | 'again'> = { tasks: 'idle', deliveries: 'idle' }
-  #publish: Publish | undefined
+  #publisher: Publisher | undefined
 
   /** Due tasks were written. */
   tasks(): void {
@@ -49,8 +56,23 @@ export class Wake {
   }
 
   /** From now on a wake-up that no worker of this process listens for is sent to the other processes. */
-  publishWith(publish: Publish): void {
-    this.#publish = publish
+  publishWith(publisher: Publisher): void {
+    this.#publisher = publisher
+  }
+
+  /**
+   * The notification a transaction that writes work of this kind should send
+   * as it commits, sparing a NOTIFY of its own; undefined when this process
+   * wakes its own workers (or has no one to tell).
+   */
+  notification(kind: WakeKind): { channel: string; payload: string } | undefined {
+    if (this.#listeners[kind].size > 0 || this.#publisher === undefined) return undefined
+    return { channel: this.#publisher.channel, payload: `${kind} ${this.#publisher.tag}` }
+  }
+
+  /** After a commit that sent `notification(kind)`: tells this process's own workers, if it has any. */
+  written(kind: WakeKind): void {
+    if (this.#listeners[kind].size > 0) this.received(kind)
   }
 
   /** A wake-up another process sent: for this process's listeners only. */
@@ -60,7 +82,7 @@ export class Wake {
 
   #wake(kind: WakeKind): void {
     if (this.#listeners[kind].size > 0) this.received(kind)
-    else if (this.#publish !== undefined) this.#send(kind)
+    else if (this.#publisher !== undefined) this.#send(kind)
   }
 
   /** One notification in flight per kind; any asked for meanwhile go as one more after it. */
@@ -71,7 +93,7 @@ export class Wake {
     }
     this.#publishing[kind] = 'sending'
     // A lost notification costs only latency: the workers poll.
-    void this.#publish!(kind)
+    void this.#publisher!.send(kind)
       .catch(() => {})
       .finally(() => {
         const again = this.#publishing[kind] === 'again'

@@ -128,8 +128,12 @@ const INSERT_TRIGGERS_WITH_TASKS: PreparedStatement = {
        UPDATE idempotency_keys k SET status = 'done', response = accepted.response
        FROM accepted
        WHERE accepted.idempotency_key IS NOT NULL AND k.org_id = accepted.org_id AND k.key = accepted.idempotency_key AND k.token = accepted.id
+     ), notified AS (
+       -- Worker processes hear of the new due tasks as this commits: a NOTIFY of its own would be
+       -- one more commit, with its own WAL flush, for every group commit.
+       SELECT pg_notify($2, $3) WHERE $2 <> '' AND EXISTS (SELECT 1 FROM accepted)
      )
-     SELECT id, NULL::jsonb AS conflict FROM new_triggers
+     SELECT id, NULL::jsonb AS conflict FROM new_triggers CROSS JOIN (SELECT count(*) FROM notified) AS told
      UNION ALL
      SELECT named.trigger_id, jsonb_agg(jsonb_build_object('index', named.index, 'contact_id', named.contact_id) ORDER BY named.index)
      FROM named JOIN resolved ON resolved.trigger_id = named.trigger_id
@@ -149,9 +153,15 @@ const INSERT_TRIGGERS_WITH_TASKS: PreparedStatement = {
  * schedule.
  * In the same statement the contact directory learns from each trigger that
  * uses it: the contact is created or its fields updated, and its new ids are
- * linked to it. Returns what became of each trigger, in the order given.
+ * linked to it, and `notify` is sent when it commits. Returns what became of
+ * each trigger, in the order given.
  */
-export async function insertTriggersWithTasks(db: Queryable, triggers: readonly NewTrigger[]): Promise<RecordOutcome[]> {
+export async function insertTriggersWithTasks(
+  db: Queryable,
+  triggers: readonly NewTrigger[],
+  /** A notification the commit sends, when other processes are to hear of the new tasks. */
+  notify?: { channel: string; payload: string },
+): Promise<RecordOutcome[]> {
   const batch = triggers.map((t, ord) => ({
     ord,
     id: t.id,
@@ -173,6 +183,8 @@ export async function insertTriggersWithTasks(db: Queryable, triggers: readonly 
   }))
   const rows = await db.query<{ id: string; conflict: { index: number; contact_id: string }[] | null }>(INSERT_TRIGGERS_WITH_TASKS, [
     JSON.stringify(batch),
+    notify?.channel ?? '',
+    notify?.payload ?? '',
   ])
   const outcomes = new Map(
     rows.map((row): [string, RecordOutcome] => [
