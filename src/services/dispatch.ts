@@ -24,7 +24,7 @@ import { insertEvents } from '../store/events.ts'
 import { claimInteractionsToSettle, type InteractionWithConfig, recordStarts } from '../store/interactions.ts'
 import { rolledBack } from '../store/rows.ts'
 import { type AttemptToBegin, beginAttempts, type DueTask, lockCampaignsCountingRunning, lockDueTasks, postponeTasks } from '../store/tasks.ts'
-import { GroupCommitter } from './groupCommitter.ts'
+import { batchesOf, GroupCommitter } from './groupCommitter.ts'
 import { completeAndReport, type Settlement } from './settlement.ts'
 import type { Wake } from './wake.ts'
 
@@ -80,14 +80,7 @@ export class Dispatch {
         await recordStarts(this.#db, answers)
         return answers.map(() => undefined)
       },
-      {
-        maxBatch: 1024,
-        maxBatchWeight: 1024,
-        weigh: () => 1,
-        maxInFlight: Math.min(2, deps.db.concurrency),
-        flushAtLength: deps.db.concurrency > 1 ? 64 : Number.POSITIVE_INFINITY,
-        retryAlone: rolledBack,
-      },
+      batchesOf(deps.db.concurrency, 1024, rolledBack),
     )
   }
 

@@ -116,3 +116,21 @@ export class GroupCommitter<Item, Outcome> {
     }
   }
 }
+
+/**
+ * Options for commits of up to `maxBatch` equal items on a database of this
+ * `concurrency`: two commits overlap on a server (one is built while the other
+ * flushes) and start early once 64 items wait; PGlite, which works in this
+ * thread, runs one at a time and gains nothing from an early start. A batch
+ * is retried item by item only when `retryAlone` says it was rolled back.
+ */
+export function batchesOf<Item>(concurrency: number, maxBatch: number, retryAlone: (error: unknown) => boolean): GroupCommitterOptions<Item> {
+  return {
+    maxBatch,
+    maxBatchWeight: maxBatch,
+    weigh: () => 1,
+    maxInFlight: Math.min(2, concurrency),
+    flushAtLength: concurrency > 1 ? 64 : Number.POSITIVE_INFINITY,
+    retryAlone,
+  }
+}

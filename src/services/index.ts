@@ -17,12 +17,11 @@ import { SourceDirectory } from './sourceDirectory.ts'
 import { TaskLifecycle } from './taskLifecycle.ts'
 import { TriggerAcceptance } from './triggerAcceptance.ts'
 import { TriggerIntake } from './triggerIntake.ts'
-import { Wake, type WakeKind } from './wake.ts'
+import { Wake } from './wake.ts'
 import type { WebhookOperations } from './webhookAdministration.ts'
 
 /** The NOTIFY channel that carries wake-ups between processes sharing one PostgreSQL. */
 export const WAKE_CHANNEL = 'cts_wake'
-const WAKE_KINDS: ReadonlySet<string> = new Set<WakeKind>(['tasks', 'deliveries'])
 
 export interface ServiceDeps {
   db: Database
@@ -51,7 +50,6 @@ export interface Services {
   dispatch: Dispatch
   admin: Operations
   webhooks: WebhookOperations
-  allowPrivateWebhookUrls: boolean
   /** Answers every trigger and outcome submitted so far. */
   drained(): Promise<void>
 }
@@ -61,12 +59,10 @@ export function createServices(deps: ServiceDeps): Services {
   const wake = new Wake()
   if (db.kind === 'postgres') {
     // Other processes may run workers on this database; on PGlite this process is the only one.
-    const tag = wakeTag()
     wake.publishWith({
       channel: WAKE_CHANNEL,
-      tag,
-      send: async (kind) => {
-        await db.query('SELECT pg_notify($1, $2)', [WAKE_CHANNEL, `${kind} ${tag}`])
+      send: async (payload) => {
+        await db.query('SELECT pg_notify($1, $2)', [WAKE_CHANNEL, payload])
       },
     })
   }
@@ -93,23 +89,9 @@ export function createServices(deps: ServiceDeps): Services {
     dispatch,
     admin: { db, now, channels: channels.registry },
     webhooks: { db, now, allowPrivateWebhookUrls: deps.allowPrivateWebhookUrls, onRedeliver: () => wake.deliveries() },
-    allowPrivateWebhookUrls: deps.allowPrivateWebhookUrls,
     async drained() {
       await intake.drained()
       await settlement.drained()
     },
   }
-}
-
-/** Reads a wake-up another process sent: its kind, unless this process sent it (it has woken its own already). */
-export function receivedWake(payload: string, ownTag: string): WakeKind | undefined {
-  const [kind, tag] = payload.split(' ')
-  return kind !== undefined && WAKE_KINDS.has(kind) && tag !== ownTag ? (kind as WakeKind) : undefined
-}
-
-let processTag: string | undefined
-/** This process's mark on the wake-ups it sends. */
-export function wakeTag(): string {
-  processTag ??= `${process.pid}.${Math.random().toString(36).slice(2, 10)}`
-  return processTag
 }

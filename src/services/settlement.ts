@@ -18,7 +18,7 @@ import { finalizeInteractions, recordProviderMessage } from '../store/interactio
 import { rolledBack } from '../store/rows.ts'
 import { suppress, type SuppressionReason } from '../store/suppressions.ts'
 import { completeTasks, lockTasks, scheduleNextAttempts, type TaskForUpdate } from '../store/tasks.ts'
-import { GroupCommitter } from './groupCommitter.ts'
+import { batchesOf, GroupCommitter } from './groupCommitter.ts'
 import type { Wake } from './wake.ts'
 
 /** An interaction's end, as its outcome arrives. */
@@ -53,16 +53,9 @@ export class Settlement {
     this.#db = deps.db
     this.#now = deps.now
     this.#wake = deps.wake
-    this.#committer = new GroupCommitter((endings) => this.#commit(endings), {
-      maxBatch: MAX_BATCH,
-      maxBatchWeight: MAX_BATCH,
-      weigh: () => 1,
-      maxInFlight: Math.min(2, deps.db.concurrency),
-      flushAtLength: deps.db.concurrency > 1 ? 64 : Number.POSITIVE_INFINITY,
-      // A batch that the server rolled back (a deadlock with another process, say) is tried again item by item;
-      // one whose outcome is unknown (a lost connection) is not.
-      retryAlone: rolledBack,
-    })
+    // A batch that the server rolled back (a deadlock with another process, say) is tried again item by item;
+    // one whose outcome is unknown (a lost connection) is not.
+    this.#committer = new GroupCommitter((endings) => this.#commit(endings), batchesOf(deps.db.concurrency, MAX_BATCH, rolledBack))
   }
 
   /**

@@ -15,14 +15,14 @@
  */
 export type WakeKind = 'tasks' | 'deliveries'
 
+const KINDS: ReadonlySet<string> = new Set<WakeKind>(['tasks', 'deliveries'])
+
 /** How this process sends wake-ups to the others. */
 export interface Publisher {
   /** The NOTIFY channel. */
   channel: string
-  /** This process's mark, so that it can tell its own wake-ups from the others'. */
-  tag: string
-  /** Sends a wake-up now, in a transaction of its own; resolves once it is sent. */
-  send(kind: WakeKind): Promise<void>
+  /** Sends a notification now, in a transaction of its own; resolves once it is sent. */
+  send(payload: string): Promise<void>
 }
 
 export class Wake {
@@ -30,6 +30,8 @@ export class Wake {
   readonly #endedListeners = new Set<(campaignIds: ReadonlySet<string>) => void>()
   readonly #publishing: Record<WakeKind, 'idle' | 'sending' | 'again'> = { tasks: 'idle', deliveries: 'idle' }
   #publisher: Publisher | undefined
+  /** This process's mark on the wake-ups it sends, so that it can tell them from the others'. */
+  readonly #tag = `${process.pid}.${Math.random().toString(36).slice(2, 10)}`
 
   /** Due tasks were written. */
   tasks(): void {
@@ -67,21 +69,30 @@ export class Wake {
    */
   notification(kind: WakeKind): { channel: string; payload: string } | undefined {
     if (this.#listeners[kind].size > 0 || this.#publisher === undefined) return undefined
-    return { channel: this.#publisher.channel, payload: `${kind} ${this.#publisher.tag}` }
+    return { channel: this.#publisher.channel, payload: this.#payload(kind) }
   }
 
   /** After a commit that sent `notification(kind)`: tells this process's own workers, if it has any. */
   written(kind: WakeKind): void {
-    if (this.#listeners[kind].size > 0) this.received(kind)
+    if (this.#listeners[kind].size > 0) this.#tell(kind)
   }
 
-  /** A wake-up another process sent: for this process's listeners only. */
-  received(kind: WakeKind): void {
+  /** A notification heard on the channel: wakes this process's listeners, unless this process sent it. */
+  heard(payload: string): void {
+    const [kind, tag] = payload.split(' ')
+    if (kind !== undefined && KINDS.has(kind) && tag !== this.#tag) this.#tell(kind as WakeKind)
+  }
+
+  #tell(kind: WakeKind): void {
     for (const listener of this.#listeners[kind]) listener()
   }
 
+  #payload(kind: WakeKind): string {
+    return `${kind} ${this.#tag}`
+  }
+
   #wake(kind: WakeKind): void {
-    if (this.#listeners[kind].size > 0) this.received(kind)
+    if (this.#listeners[kind].size > 0) this.#tell(kind)
     else if (this.#publisher !== undefined) this.#send(kind)
   }
 
@@ -93,7 +104,7 @@ export class Wake {
     }
     this.#publishing[kind] = 'sending'
     // A lost notification costs only latency: the workers poll.
-    void this.#publisher!.send(kind)
+    void this.#publisher!.send(this.#payload(kind))
       .catch(() => {})
       .finally(() => {
         const again = this.#publishing[kind] === 'again'

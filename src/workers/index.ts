@@ -4,7 +4,7 @@
  * other processes sharing the database.
  */
 import type { FastifyBaseLogger } from 'fastify'
-import { receivedWake, type Services, WAKE_CHANNEL, wakeTag } from '../services/index.ts'
+import { type Services, WAKE_CHANNEL } from '../services/index.ts'
 import { createDeliverer } from './deliverer.ts'
 import { createDispatcher } from './dispatcher.ts'
 import type { WorkLoop } from './workLoop.ts'
@@ -20,7 +20,7 @@ export interface Workers {
 
 export function createWorkers(services: Services, log: FastifyBaseLogger): Workers {
   const { db, now, wake } = services
-  const deliverer = createDeliverer({ db, now, log, options: { allowPrivate: services.allowPrivateWebhookUrls } })
+  const deliverer = createDeliverer({ db, now, log, options: { allowPrivate: services.webhooks.allowPrivateWebhookUrls } })
   const dispatcher = createDispatcher({ db, dispatch: services.dispatch, now, log })
   wake.on('tasks', () => dispatcher.loop.wake())
   wake.on('deliveries', () => deliverer.wake())
@@ -31,11 +31,7 @@ export function createWorkers(services: Services, log: FastifyBaseLogger): Worke
     deliverer,
     async start() {
       if (db.kind === 'postgres' && unlisten === undefined) {
-        const tag = wakeTag()
-        unlisten = await db.listen(WAKE_CHANNEL, (payload) => {
-          const kind = receivedWake(payload, tag)
-          if (kind !== undefined) wake.received(kind)
-        })
+        unlisten = await db.listen(WAKE_CHANNEL, (payload) => wake.heard(payload))
       }
       dispatcher.loop.start()
       deliverer.start()
