@@ -85,7 +85,12 @@ export interface EndToEndResult {
   /** From the first POST sent to the last answered, and the POSTs' latency (sent to answer read). */
   intake: { seconds: number; p50Ms: number; p99Ms: number }
   /** Milliseconds of CPU per trigger: the service's processes together, and PostgreSQL's for a layout on it; for a complete run only. */
-  cpuMsPerTrigger: { service: number | undefined; postgres: number | undefined }
+  cpuMsPerTrigger: {
+    service: number | undefined
+    /** The service's figure split by process, by the process's name. */
+    byProcess: { name: string; ms: number }[] | undefined
+    postgres: number | undefined
+  }
   webhooksExpected: number
   /** Distinct webhook-ids received by the end. */
   webhooksReceived: number
@@ -95,13 +100,22 @@ export interface EndToEndResult {
   serviceLogProblems: string[]
 }
 
-/** Both layouts in turn, with this process (clients and receiver) on LOAD_CPU. */
-export async function benchEndToEnd(options: { triggers: number; workDir: string }): Promise<EndToEndResult[]> {
+/** The layouts `npm run bench` measures end to end, by the names BENCH_E2E_LAYOUTS takes. */
+export const END_TO_END_LAYOUTS = ['postgres', 'embedded'] as const
+export type EndToEndLayoutName = (typeof END_TO_END_LAYOUTS)[number]
+
+/** The layouts named, in turn, with this process (clients and receiver) on LOAD_CPU. */
+export async function benchEndToEnd(options: { triggers: number; layouts: readonly EndToEndLayoutName[]; workDir: string }): Promise<EndToEndResult[]> {
   const bodies = triggerBodies(options.triggers)
-  return pinnedTo(LOAD_CPU, async () => [
-    await withPostgresDatabase((databaseUrl) => runLayout(POSTGRES_LAYOUT, { DATABASE_URL: databaseUrl }, bodies, options.workDir)),
-    await runLayout(EMBEDDED_LAYOUT, { DATA_DIR: path.join(options.workDir, 'e2e-pglite') }, bodies, options.workDir),
-  ])
+  const run = {
+    postgres: () => withPostgresDatabase((databaseUrl) => runLayout(POSTGRES_LAYOUT, { DATABASE_URL: databaseUrl }, bodies, options.workDir)),
+    embedded: () => runLayout(EMBEDDED_LAYOUT, { DATA_DIR: path.join(options.workDir, 'e2e-pglite') }, bodies, options.workDir),
+  }
+  return pinnedTo(LOAD_CPU, async () => {
+    const results: EndToEndResult[] = []
+    for (const layout of options.layouts) results.push(await run[layout]())
+    return results
+  })
 }
 
 /** The trigger benchmark's bodies (each a person of its own), sent to this campaign; one that names a channel names its channel. */
@@ -168,7 +182,7 @@ async function measure(
   await postCreating(api.baseUrl, '/api/v2/webhook-endpoints', apiKey, { url: receiver.url, events: EVENT_TYPES })
 
   log(`${layout.name}: ${bodies.length} triggers from ${CLIENTS} clients`)
-  const cpuBefore = serviceCpuSeconds(servers)
+  const cpuBefore = servers.map((server) => processCpuSeconds(server.child.pid!))
   const postgresCpu = databaseUrl === undefined ? undefined : meterPostgresCpu(new URL(databaseUrl).pathname.slice(1))
   const intake = await postAll(api, apiKey, bodies)
   if (intake.refusals.length > 0) {
@@ -183,9 +197,14 @@ async function measure(
   const postgresSeconds = postgresCpu?.stop()
   const perTrigger = (seconds: number) => (seconds * 1000) / bodies.length
   // What a run that did not finish has cost is not what its triggers cost (and a process that died cannot be read).
+  const byProcess = servers.map((server, index) => ({ name: server.name, ms: perTrigger(processCpuSeconds(server.child.pid!) - cpuBefore[index]!) }))
   const cpuMsPerTrigger = complete
-    ? { service: perTrigger(serviceCpuSeconds(servers) - cpuBefore), postgres: postgresSeconds === undefined ? undefined : perTrigger(postgresSeconds) }
-    : { service: undefined, postgres: undefined }
+    ? {
+        service: byProcess.reduce((sum, process) => sum + process.ms, 0),
+        byProcess,
+        postgres: postgresSeconds === undefined ? undefined : perTrigger(postgresSeconds),
+      }
+    : { service: undefined, byProcess: undefined, postgres: undefined }
   return {
     layout: layout.name,
     triggers: bodies.length,
@@ -202,10 +221,6 @@ async function measure(
 function untilReady(server: Server, servesHttp: boolean): Promise<void> {
   if (servesHttp) return waitUntilReady(server, async () => (await fetch(`${server.baseUrl}/readyz`)).status === 200)
   return waitUntilReady(server, async () => (await readFile(server.logFile, 'utf8')).includes('"msg":"worker ready"'))
-}
-
-function serviceCpuSeconds(servers: readonly Server[]): number {
-  return servers.reduce((sum, server) => sum + processCpuSeconds(server.child.pid!), 0)
 }
 
 interface Intake {
@@ -393,8 +408,9 @@ const GOALS: {
 ]
 
 export function endToEndVerdicts(results: readonly EndToEndResult[]): EndToEndVerdict[] {
-  return GOALS.map(({ layout, goal, figure, unit, digits, met }) => {
-    const result = results.find((candidate) => candidate.layout === layout.name)!
+  return GOALS.flatMap(({ layout, goal, figure, unit, digits, met }) => {
+    const result = results.find((candidate) => candidate.layout === layout.name)
+    if (result === undefined) return []
     const value = figure(result)
     return {
       layout: layout.name,

@@ -20,7 +20,8 @@ export const LOAD_CPU = 1
 export const OPERATOR_TOKEN = `bench-operator-${randomBytes(16).toString('hex')}`
 /** PGlite's first start initialises its data directory, which takes seconds. */
 const READY_TIMEOUT_MS = 60_000
-const POSTGRES_ADMIN_URL = 'postgres://postgres@127.0.0.1:5432/postgres'
+/** The server the benchmark makes its databases on; BENCH_POSTGRES_URL names another (one with pg_stat_statements loaded, say). */
+const POSTGRES_ADMIN_URL = process.env.BENCH_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres'
 
 export interface Server {
   /** As the report names the target. */
@@ -33,13 +34,21 @@ export interface Server {
 }
 
 /** Starts a server pinned to SERVER_CPU, its output (the request log) going to a file. */
+/**
+ * Extra node flags for every server the benchmark starts, from
+ * BENCH_SERVER_NODE_FLAGS (space-separated), e.g. `--cpu-prof
+ * --cpu-prof-dir=/tmp/prof` to profile the service under the load it measures
+ * (NODE_OPTIONS may not carry --cpu-prof).
+ */
+const SERVER_NODE_FLAGS = (process.env.BENCH_SERVER_NODE_FLAGS ?? '').split(' ').filter((flag) => flag !== '')
+
 export async function startServer(name: string, args: string[], env: Record<string, string>, workDir: string): Promise<Server> {
   const label = name.toLowerCase().replaceAll(' ', '-')
   const port = await freePort()
   const logFile = path.join(workDir, `${label}.log`)
   const output = openSync(logFile, 'w')
   try {
-    const child = startChild('taskset', ['-c', String(SERVER_CPU), process.execPath, '--import', 'tsx', ...args], {
+    const child = startChild('taskset', ['-c', String(SERVER_CPU), process.execPath, ...SERVER_NODE_FLAGS, '--import', 'tsx', ...args], {
       cwd: ROOT,
       env: { ...process.env, ...env, PORT: String(port), HOST: '127.0.0.1' },
       stdio: ['ignore', output, output],

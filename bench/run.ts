@@ -19,8 +19,12 @@
  * BENCH_E2E_TRIGGERS (triggers posted end to end, default 5000), and
  * BENCH_ONLY, a comma-separated list of the sections to run (triggers,
  * dispatcher, deliverer, e2e), e.g. `BENCH_ONLY=e2e npm run bench` to iterate
- * on one: the report of a partial run is printed, and BENCHMARKS.md is left
- * as it was.
+ * on one, BENCH_E2E_LAYOUTS likewise for the end-to-end layouts (postgres,
+ * embedded), and BENCH_SERVER_NODE_FLAGS, node flags for the service's
+ * processes (e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`), and
+ * BENCH_POSTGRES_URL, the PostgreSQL server to make the benchmark's
+ * databases on (default postgres://postgres@127.0.0.1:5432/postgres). The report of a
+ * partial run is printed, and BENCHMARKS.md is left as it was.
  */
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
 import { availableParallelism, tmpdir } from 'node:os'
@@ -30,7 +34,7 @@ import { stopAllChildren, stopChild } from './children.ts'
 import { postgresCpuSeconds, processCpuSeconds } from './cpu.ts'
 import { benchDeliverer } from './deliverer.ts'
 import { benchDispatcher } from './dispatcher.ts'
-import { benchEndToEnd, CLIENTS as END_TO_END_CLIENTS, endToEndVerdicts } from './endToEnd.ts'
+import { benchEndToEnd, CLIENTS as END_TO_END_CLIENTS, END_TO_END_LAYOUTS, type EndToEndLayoutName, endToEndVerdicts } from './endToEnd.ts'
 import {
   LOAD_CPU,
   log,
@@ -110,7 +114,7 @@ async function main(workDir: string): Promise<void> {
   for (const name of only) sections.push(await runs[name]())
 
   const report = renderReport([machineSection(await describeMachine()), ...sections])
-  if (only.length === SECTIONS.length) {
+  if (only.length === SECTIONS.length && endToEndLayoutsToRun().length === END_TO_END_LAYOUTS.length) {
     await writeFile(path.join(ROOT, 'BENCHMARKS.md'), report)
     log('wrote BENCHMARKS.md')
   } else {
@@ -119,14 +123,24 @@ async function main(workDir: string): Promise<void> {
   }
 }
 
+/** The layouts BENCH_E2E_LAYOUTS names, in the report's order; both when it is unset. */
+function endToEndLayoutsToRun(): EndToEndLayoutName[] {
+  return namedIn('BENCH_E2E_LAYOUTS', END_TO_END_LAYOUTS)
+}
+
 /** The sections BENCH_ONLY names, in the report's order; every one when it is unset. */
 function sectionsToRun(): SectionName[] {
-  const raw = process.env.BENCH_ONLY
-  if (raw === undefined || raw === '') return [...SECTIONS]
+  return namedIn('BENCH_ONLY', SECTIONS)
+}
+
+/** The names a comma-separated variable lists, in `all`'s order; all of them when it is unset or empty. */
+function namedIn<Name extends string>(variable: string, all: readonly Name[]): Name[] {
+  const raw = process.env[variable]
+  if (raw === undefined || raw === '') return [...all]
   const named = raw.split(',').map((name) => name.trim())
-  const unknown = named.filter((name) => !(SECTIONS as readonly string[]).includes(name))
-  if (unknown.length > 0) throw new Error(`BENCH_ONLY names no section ${unknown.join(', ')}; the sections are ${SECTIONS.join(', ')}`)
-  return SECTIONS.filter((name) => named.includes(name))
+  const unknown = named.filter((name) => !(all as readonly string[]).includes(name))
+  if (unknown.length > 0) throw new Error(`${variable} names no ${unknown.join(', ')}; it takes ${all.join(', ')}`)
+  return all.filter((name) => named.includes(name))
 }
 
 async function benchTriggerSection(load: Load, bodySet: BodySet, workDir: string): Promise<Section> {
@@ -186,7 +200,7 @@ async function benchDelivererSection(workDir: string): Promise<Section> {
 async function benchEndToEndSection(load: Load, workDir: string): Promise<Section> {
   const triggers = positiveInteger('BENCH_E2E_TRIGGERS', 5000)
   const bareRequestsPerSecond = await bareRate({ ...load, connections: END_TO_END_CLIENTS }, workDir)
-  const results = await benchEndToEnd({ triggers, workDir })
+  const results = await benchEndToEnd({ triggers, layouts: endToEndLayoutsToRun(), workDir })
   const verdicts = endToEndVerdicts(results)
   process.stdout.write(
     `\n${endToEndTextTable(results, bareRequestsPerSecond)}\n\n${verdicts.map((v) => `${v.layout}: ${v.goal}: ${v.measured}, ${v.met ? 'met' : 'NOT MET'}`).join('\n')}\n`,

@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict'
 import { after, before, beforeEach, describe, test } from 'node:test'
 import { newId } from '../src/domain/ids.ts'
-import { beginAttempts, lockDueTasks } from '../src/store/tasks.ts'
+import { beginAttempts, completeTasks, lockDueTasks, scheduleNextAttempts } from '../src/store/tasks.ts'
 import { bearer, json, OPERATOR_TOKEN, seedOrganization, startService, taskOf, type TestService } from './support/service.ts'
 
 const HOUR = 3_600_000
@@ -120,6 +120,28 @@ describe('a test-mode trigger on an always-open simulator campaign', () => {
       ids: [{ source: 'ats', type: 'candidate_id', value: 'AbC-1' }],
       completed_at: '2026-06-01T10:00:00.200Z',
     })
+  })
+})
+
+describe('an attempt due to be settled as soon as it starts', () => {
+  test('is settled in the round that starts it, with its provider reference, the clock standing still', async () => {
+    const { routing_key } = await campaign({ schedule: ALWAYS_OPEN, provider_config: { outcomes: ['no_answer', 'completed'], duration_ms: 0 } })
+    const created = await trigger(routing_key)
+    await at(now)
+    const retrying = await task(created.task_id)
+    assert.equal(retrying.status, 'pending')
+    assert.equal(retrying.interactions.length, 1)
+    assert.equal(retrying.interactions[0].status, 'finalized')
+    assert.equal(retrying.interactions[0].outcome, 'no_answer')
+    const [row] = await service.db.query<{ provider_ref: string | null; settle_at: Date | null }>(
+      'SELECT provider_ref, settle_at FROM interactions WHERE id = $1',
+      [retrying.interactions[0].id],
+    )
+    assert.equal(row!.provider_ref, `sim_${retrying.interactions[0].id}`)
+    assert.equal(row!.settle_at, null)
+    const finalized = (await eventsOf(created.task_id)).filter((event) => event.type === 'interaction.finalized')
+    assert.equal(finalized.length, 1)
+    assert.equal(finalized[0].data.outcome, 'no_answer')
   })
 })
 
@@ -393,6 +415,20 @@ describe('client endpoints', () => {
       (await eventsOf(created.task_id)).map((event) => event.type),
       ['task.completed', 'interaction.finalized'],
     )
+  })
+
+  test('a cancellation that commits after a settlement read its task still wins: neither retried nor completed twice', async () => {
+    const { routing_key } = await campaign({ schedule: ALWAYS_OPEN, provider_config: { outcomes: ['no_answer'], duration_ms: 1000 } })
+    const created = await trigger(routing_key)
+    await at(now)
+    assert.equal((await service.app.inject({ method: 'POST', url: `/api/v2/tasks/${created.task_id}/cancel`, headers: bearer(org.key) })).statusCode, 200)
+    // What a settlement that read the task as in progress, before the cancellation, then writes.
+    await scheduleNextAttempts(service.db, [{ taskId: created.task_id, dueAt: now + HOUR }], now)
+    assert.equal((await completeTasks(service.db, [{ taskId: created.task_id, outcome: 'unreachable' }], now)).size, 0)
+    const state = await task(created.task_id)
+    assert.equal(state.status, 'completed')
+    assert.equal(state.outcome, 'cancelled')
+    assert.equal(state.next_attempt_at, null)
   })
 
   test('tasks are found by one external id, source and type in any case', async () => {

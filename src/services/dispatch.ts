@@ -6,7 +6,8 @@
  * batch in one statement before it commits; only then are the providers
  * asked, concurrently. What they answer is recorded in batches too.
  * Interactions that have had no final word by their settle time are settled
- * here, in batches, through the settlement.
+ * here, in batches, through the settlement; so is an attempt whose settle
+ * time has come by the time its start is confirmed, there and then.
  *
  * Never twice: an attempt is recorded (interaction row, UNIQUE per task and
  * attempt, on a task this transaction holds) and committed before the
@@ -14,11 +15,12 @@
  * settled, never repeated.
  */
 import type { FastifyBaseLogger } from 'fastify'
+import type { Channel } from '../channels/channel.ts'
 import type { ChannelRegistry } from '../channels/registry.ts'
 import { stepWhenDue } from '../domain/attemptPolicy.ts'
 import type { OrganizationEvent } from '../domain/events.ts'
 import { newId } from '../domain/ids.ts'
-import type { InteractionOutcome, TaskOutcome } from '../domain/types.ts'
+import type { InteractionOutcome, JsonObject, TaskOutcome } from '../domain/types.ts'
 import type { Database } from '../store/database.ts'
 import { insertEvents } from '../store/events.ts'
 import { claimInteractionsToSettle, type InteractionWithConfig, recordStarts } from '../store/interactions.ts'
@@ -155,11 +157,31 @@ export class Dispatch {
         await this.#settlement.end({ interactionId, outcome: 'failed', at: this.#now(), durationS: 0, permanent: result.permanent })
         return
       }
-      await this.#answers.submit({ id: interactionId, providerRef: result.providerRef, settleAt: startedAt + channel.settleAfterMs(config) })
+      const settleAt = startedAt + channel.settleAfterMs(config)
+      if (settleAt <= this.#now() && (await this.#settledAtOnce(channel, interactionId, result.providerRef, attempt, config))) return
+      await this.#answers.submit({ id: interactionId, providerRef: result.providerRef, settleAt })
     } catch (error) {
       // Recording the answer failed: the attempt stays as recorded and is settled at its settle time.
       this.#log.error({ err: error, interaction: interactionId }, 'the answer to a start could not be recorded; it is settled later')
     }
+  }
+
+  /**
+   * Settles an attempt that is due to be settled as soon as its start is
+   * confirmed (a simulated call of no duration), as its settle time would:
+   * recording the start and claiming the interaction back to settle it would
+   * be two writes of its row for nothing. False when the provider cannot tell
+   * now: the start is then recorded, and the attempt settled later.
+   */
+  async #settledAtOnce(channel: Channel, interactionId: string, providerRef: string, attempt: number, config: JsonObject): Promise<boolean> {
+    let outcome: InteractionOutcome
+    try {
+      outcome = await channel.settle({ providerRef, providerStatus: null, attempt, config })
+    } catch {
+      return false
+    }
+    await this.#settlement.end({ interactionId, outcome, at: this.#now(), providerRef })
+    return true
   }
 
   /** Settles up to `limit` interactions that had no final word by their settle time. */

@@ -17,7 +17,7 @@ import { insertEvents } from '../store/events.ts'
 import { finalizeInteractions, recordProviderMessage } from '../store/interactions.ts'
 import { rolledBack } from '../store/rows.ts'
 import { suppress, type SuppressionReason } from '../store/suppressions.ts'
-import { completeTasks, lockTasks, scheduleNextAttempts, type TaskForUpdate } from '../store/tasks.ts'
+import { completeTasks, scheduleNextAttempts, type TaskForUpdate } from '../store/tasks.ts'
 import { batchesOf, GroupCommitter } from './groupCommitter.ts'
 import type { Wake } from './wake.ts'
 
@@ -31,6 +31,8 @@ export interface InteractionEnding {
   permanent?: boolean
   /** Only if its start is still unconfirmed (a settlement that asked the provider nothing). */
   onlyIfStarting?: boolean
+  /** The provider's reference for it, when its start was confirmed only now (an attempt settled as soon as it started). */
+  providerRef?: string
   /** The provider's message that says so (a reply): counted once however often it is delivered. */
   message?: { provider: Provider; id: string }
   /**
@@ -106,24 +108,25 @@ export class Settlement {
           endedAt: ending.at,
           durationS: ending.durationS ?? null,
           onlyIfStarting: ending.onlyIfStarting ?? false,
+          providerRef: ending.providerRef ?? null,
         }
       }),
     )
-    const byId = new Map(finalized.map((interaction) => [interaction.id, interaction]))
-    const tasks = await lockTasks(tx, [...new Set(finalized.flatMap((interaction) => interaction.taskId ?? []))])
+    const byId = new Map(finalized.map((each) => [each.interaction.id, each]))
     const events: OrganizationEvent[] = []
     const completions: { task: TaskForUpdate; outcome: TaskOutcome }[] = []
     const retries: { taskId: string; dueAt: number }[] = []
     for (const index of live) {
       const ending = endings[index]!
-      const interaction = byId.get(ending.interactionId)
-      if (interaction === undefined) continue
+      const ended = byId.get(ending.interactionId)
+      if (ended === undefined) continue
+      const { interaction, task } = ended
       results[index] = true
       endedCampaigns.add(interaction.campaignId)
       events.push({ orgId: interaction.orgId, event: interactionFinalizedEvent(interaction, now) })
-      const task = interaction.taskId === null ? undefined : tasks.get(interaction.taskId)
-      // Cancelled (or otherwise completed) while the interaction ran: nothing follows.
-      if (task === undefined || task.status === 'completed') continue
+      // Cancelled (or otherwise completed) while the interaction ran: nothing follows. A cancellation
+      // that commits from now on is seen by the conditional updates that complete or reschedule the task.
+      if (task === null || task.status === 'completed') continue
       const step = stepAfterInteraction(
         {
           outcome: interaction.outcome,

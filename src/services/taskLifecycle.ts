@@ -101,8 +101,10 @@ export class TaskLifecycle {
         startedBy: null,
         startedAt: message.at,
       })
-      const [interaction] = await finalizeInteractions(tx, [{ id: interactionId, outcome: 'replied', endedAt: message.at, durationS: 0, onlyIfStarting: false }])
-      const events: OrganizationEvent[] = [{ orgId: campaign.orgId, event: interactionFinalizedEvent(interaction!, now) }]
+      const [finalized] = await finalizeInteractions(tx, [
+        { id: interactionId, outcome: 'replied', endedAt: message.at, durationS: 0, onlyIfStarting: false, providerRef: null },
+      ])
+      const events: OrganizationEvent[] = [{ orgId: campaign.orgId, event: interactionFinalizedEvent(finalized!.interaction, now) }]
       if (optOut) await suppress(tx, campaign.orgId, message.from, 'reply', now)
       if (task !== undefined && task.status !== 'completed') {
         await completeAndReport(tx, [{ task, outcome: optOut ? 'opted_out' : 'reached' }], now, events)

@@ -291,8 +291,11 @@ export async function giveUpPending(tx: Queryable, endpointId: string, now: numb
 
 /** When the deliverer next has something to do. */
 export async function nextDeliveryDueAt(db: Queryable): Promise<number | undefined> {
-  const rows = await db.query<{ due_at: Date }>(`SELECT due_at FROM deliveries WHERE status = 'pending' ORDER BY due_at LIMIT 1`)
-  return rows[0]?.due_at.getTime()
+  const rows = await db.query<{ due_at: Date | null }>(
+    `SELECT min(next.due_at) AS due_at FROM webhook_endpoints e
+     CROSS JOIN LATERAL (SELECT due_at FROM deliveries WHERE endpoint_id = e.id AND status = 'pending' ORDER BY due_at LIMIT 1) next`,
+  )
+  return rows[0]?.due_at?.getTime()
 }
 
 /**

@@ -4,6 +4,7 @@ import type { FinalizedInteraction } from '../domain/events.ts'
 import type { Channel, Direction, ExternalId, Interaction, InteractionOutcome, JsonObject } from '../domain/types.ts'
 import type { Queryable } from './database.ts'
 import { iso, isoOrNull } from './rows.ts'
+import { TASK_FOR_UPDATE_COLUMNS, type TaskForUpdate, type TaskForUpdateRow, toTaskForUpdate } from './tasks.ts'
 
 export interface InteractionRow {
   id: string
@@ -233,38 +234,47 @@ export interface InteractionEnd {
   durationS: number | null
   /** Only if its start is still unconfirmed (a settlement that asked the provider nothing). */
   onlyIfStarting: boolean
+  /** Its provider's reference, when not recorded before; null keeps the one recorded. */
+  providerRef: string | null
+}
+
+/** An interaction just finalized, with its task (if it has one) as it stood. */
+export interface FinalizedWithTask {
+  interaction: FinalizedInteraction
+  task: TaskForUpdate | null
 }
 
 /**
  * Finalizes running interactions with their outcomes, in one statement,
- * locking them in id order. Returns those finalized: one already over
- * (providers repeat their reports, and only the first counts), or, with
- * `onlyIfStarting`, one whose start has been confirmed meanwhile, is left
- * out. The ids must be distinct.
+ * locking them in id order. Returns those finalized, each with its task as
+ * the statement read it (not locked: a task whose interaction runs changes
+ * only by a cancellation, which the statements that move it on check for).
+ * One already over (providers repeat their reports, and only the first
+ * counts), or, with `onlyIfStarting`, one whose start has been confirmed
+ * meanwhile, is left out. The ids must be distinct.
  */
-export async function finalizeInteractions(tx: Queryable, ends: readonly InteractionEnd[]): Promise<FinalizedInteraction[]> {
+export async function finalizeInteractions(tx: Queryable, ends: readonly InteractionEnd[]): Promise<FinalizedWithTask[]> {
   if (ends.length === 0) return []
-  const rows = await tx.query<{
-    id: string
-    org_id: string
-    campaign_id: string
-    to_phone: string
-    task_id: string | null
-    trigger_id: string | null
-    routing_key: string
-    channel: Channel
-    direction: Direction
-    attempt: number | null
-    outcome: InteractionOutcome
-    test_mode: boolean
-    started_at: Date
-    ended_at: Date
-    duration_s: number | null
-    ids: ExternalId[] | null
-  }>(
+  const rows = await tx.query<
+    {
+      id: string
+      org_id: string
+      campaign_id: string
+      to_phone: string
+      routing_key: string
+      channel: Channel
+      direction: Direction
+      attempt: number | null
+      outcome: InteractionOutcome
+      test_mode: boolean
+      started_at: Date
+      ended_at: Date
+      duration_s: number | null
+    } & ({ task_id: null } | TaskForUpdateRow)
+  >(
     `WITH ends AS (
-       SELECT * FROM unnest($1::text[], $2::text[], $3::timestamptz[], $4::int[], $5::boolean[])
-         AS v(id, outcome, ended_at, duration_s, only_if_starting)
+       SELECT * FROM unnest($1::text[], $2::text[], $3::timestamptz[], $4::int[], $5::boolean[], $6::text[])
+         AS v(id, outcome, ended_at, duration_s, only_if_starting, provider_ref)
      ), locked AS (
        SELECT i.id FROM interactions i JOIN ends v ON v.id = i.id
        WHERE i.status = 'starting' OR (i.status = 'active' AND NOT v.only_if_starting)
@@ -272,17 +282,18 @@ export async function finalizeInteractions(tx: Queryable, ends: readonly Interac
        FOR UPDATE OF i
      ), finalized AS (
        UPDATE interactions i SET status = 'finalized', outcome = v.outcome, ended_at = greatest(v.ended_at, i.started_at),
-                                 duration_s = v.duration_s, settle_at = NULL
+                                 duration_s = v.duration_s, settle_at = NULL, provider_ref = coalesce(v.provider_ref, i.provider_ref)
        FROM ends v
        WHERE i.id = v.id AND i.id = ANY(ARRAY(SELECT id FROM locked))
          AND (i.status = 'starting' OR (i.status = 'active' AND NOT v.only_if_starting))
        RETURNING i.*)
-     SELECT f.id, f.org_id, f.campaign_id, f.to_phone, f.task_id, t.trigger_id, c.routing_key, f.channel, f.direction, f.attempt, f.outcome, f.test_mode,
-            f.started_at, f.ended_at, f.duration_s, tr.ids
+     SELECT f.id, f.org_id, f.campaign_id, f.to_phone, ic.routing_key, f.channel, f.direction, f.attempt, f.outcome, f.test_mode,
+            f.started_at, f.ended_at, f.duration_s, ${TASK_FOR_UPDATE_COLUMNS}
      FROM finalized f
-     JOIN campaigns c ON c.id = f.campaign_id
+     JOIN campaigns ic ON ic.id = f.campaign_id
      LEFT JOIN tasks t ON t.id = f.task_id
      LEFT JOIN triggers tr ON tr.id = t.trigger_id
+     LEFT JOIN campaigns c ON c.id = t.campaign_id
      ORDER BY f.id`,
     [
       ends.map((e) => e.id),
@@ -290,26 +301,33 @@ export async function finalizeInteractions(tx: Queryable, ends: readonly Interac
       ends.map((e) => new Date(e.endedAt)),
       ends.map((e) => e.durationS),
       ends.map((e) => e.onlyIfStarting),
+      ends.map((e) => e.providerRef),
     ],
   )
-  return rows.map((row) => ({
-    id: row.id,
-    orgId: row.org_id,
-    campaignId: row.campaign_id,
-    toPhone: row.to_phone,
-    taskId: row.task_id,
-    triggerId: row.trigger_id,
-    routingKey: row.routing_key,
-    channel: row.channel,
-    direction: row.direction,
-    attempt: row.attempt,
-    outcome: row.outcome,
-    testMode: row.test_mode,
-    startedAt: iso(row.started_at),
-    endedAt: iso(row.ended_at),
-    durationS: row.duration_s,
-    ids: row.ids,
-  }))
+  return rows.map((row) => {
+    const task = row.task_id === null ? null : toTaskForUpdate(row)
+    return {
+      interaction: {
+        id: row.id,
+        orgId: row.org_id,
+        campaignId: row.campaign_id,
+        toPhone: row.to_phone,
+        taskId: task?.id ?? null,
+        triggerId: task?.triggerId ?? null,
+        routingKey: row.routing_key,
+        channel: row.channel,
+        direction: row.direction,
+        attempt: row.attempt,
+        outcome: row.outcome,
+        testMode: row.test_mode,
+        startedAt: iso(row.started_at),
+        endedAt: iso(row.ended_at),
+        durationS: row.duration_s,
+        ids: task?.ids ?? null,
+      },
+      task,
+    }
+  })
 }
 
 /**

@@ -189,7 +189,7 @@ export async function beginAttempts(
   return new Map(rows.map((row) => [row.task_id, row.attempt]))
 }
 
-/** A task as its lifecycle needs it after an interaction: locked for the rest of the transaction. */
+/** A task as its lifecycle needs it after an interaction: to decide its next step, and to report its completion. */
 export interface TaskForUpdate {
   id: string
   orgId: string
@@ -204,22 +204,46 @@ export interface TaskForUpdate {
   campaign: { id: string; routingKey: string; channel: Channel; schedule: Schedule; attempts: AttemptPolicy }
 }
 
-interface TaskForUpdateRow {
-  id: string
-  org_id: string
-  trigger_id: string
-  status: TaskStatus
-  attempts: number
-  test_mode: boolean
-  timezones: string[]
-  expires_at: Date
-  ids: ExternalId[]
-  campaign_id: string
-  routing_key: string
-  channel: Channel
-  schedule: Schedule
-  attempt_policy: AttemptPolicy
+/** The columns of a TaskForUpdate, from tasks `t`, its trigger `tr` and its campaign `c`, as {@link toTaskForUpdate} reads them. */
+export const TASK_FOR_UPDATE_COLUMNS = `t.id AS task_id, t.org_id AS task_org_id, t.trigger_id AS task_trigger_id, t.status AS task_status,
+  t.attempts AS task_attempts, t.test_mode AS task_test_mode, t.timezones AS task_timezones, t.expires_at AS task_expires_at, tr.ids AS task_ids,
+  c.id AS task_campaign_id, c.routing_key AS task_routing_key, c.channel AS task_channel, c.schedule AS task_schedule, c.attempts AS task_attempt_policy`
+
+export interface TaskForUpdateRow {
+  task_id: string
+  task_org_id: string
+  task_trigger_id: string
+  task_status: TaskStatus
+  task_attempts: number
+  task_test_mode: boolean
+  task_timezones: string[]
+  task_expires_at: Date
+  task_ids: ExternalId[]
+  task_campaign_id: string
+  task_routing_key: string
+  task_channel: Channel
+  task_schedule: Schedule
+  task_attempt_policy: AttemptPolicy
 }
+
+export const toTaskForUpdate = (row: TaskForUpdateRow): TaskForUpdate => ({
+  id: row.task_id,
+  orgId: row.task_org_id,
+  triggerId: row.task_trigger_id,
+  status: row.task_status,
+  attempts: row.task_attempts,
+  testMode: row.task_test_mode,
+  timezones: row.task_timezones,
+  expiresAt: row.task_expires_at.getTime(),
+  ids: row.task_ids,
+  campaign: {
+    id: row.task_campaign_id,
+    routingKey: row.task_routing_key,
+    channel: row.task_channel,
+    schedule: row.task_schedule,
+    attempts: row.task_attempt_policy,
+  },
+})
 
 /**
  * Locks tasks for the rest of the transaction, in id order (so that two
@@ -229,8 +253,7 @@ interface TaskForUpdateRow {
 export async function lockTasks(tx: Queryable, taskIds: readonly string[], orgId?: string): Promise<Map<string, TaskForUpdate>> {
   if (taskIds.length === 0) return new Map()
   const rows = await tx.query<TaskForUpdateRow>(
-    `SELECT t.id, t.org_id, t.trigger_id, t.status, t.attempts, t.test_mode, t.timezones, t.expires_at, tr.ids,
-            c.id AS campaign_id, c.routing_key, c.channel, c.schedule, c.attempts AS attempt_policy
+    `SELECT ${TASK_FOR_UPDATE_COLUMNS}
      FROM tasks t
      JOIN triggers tr ON tr.id = t.trigger_id
      JOIN campaigns c ON c.id = t.campaign_id
@@ -239,38 +262,16 @@ export async function lockTasks(tx: Queryable, taskIds: readonly string[], orgId
      FOR UPDATE OF t`,
     [taskIds, orgId ?? null],
   )
-  return new Map(
-    rows.map((row) => [
-      row.id,
-      {
-        id: row.id,
-        orgId: row.org_id,
-        triggerId: row.trigger_id,
-        status: row.status,
-        attempts: row.attempts,
-        testMode: row.test_mode,
-        timezones: row.timezones,
-        expiresAt: row.expires_at.getTime(),
-        ids: row.ids,
-        campaign: {
-          id: row.campaign_id,
-          routingKey: row.routing_key,
-          channel: row.channel,
-          schedule: row.schedule,
-          attempts: row.attempt_policy,
-        },
-      },
-    ]),
-  )
+  return new Map(rows.map((row) => [row.task_id, toTaskForUpdate(row)]))
 }
 
-/** Back to pending for their next attempt, each due at its `dueAt`. */
+/** Back to pending for their next attempt, each due at its `dueAt`; a task no longer in progress (cancelled meanwhile) is left as it is. */
 export async function scheduleNextAttempts(tx: Queryable, retries: readonly { taskId: string; dueAt: number }[], now: number): Promise<void> {
   if (retries.length === 0) return
   await tx.query(
     `UPDATE tasks t SET status = 'pending', due_at = v.due_at, updated_at = $3
      FROM unnest($1::text[], $2::timestamptz[]) AS v(id, due_at)
-     WHERE t.id = v.id`,
+     WHERE t.id = v.id AND t.status = 'in_progress'`,
     [retries.map((r) => r.taskId), retries.map((r) => new Date(r.dueAt)), new Date(now)],
   )
 }
