@@ -6,8 +6,10 @@
  *
  * A process that runs the workers tells them in memory. One that does not
  * (an API process beside worker processes on one PostgreSQL) publishes the
- * wake-up instead (NOTIFY), coalesced to at most one in flight and one
- * waiting per kind, and each worker process listens and wakes its own. A
+ * wake-up instead, and each worker process listens and wakes its own: a
+ * transaction that writes the work sends it as it commits (`notification`,
+ * as the trigger intake's group commit does), and any other goes as a NOTIFY
+ * of its own, coalesced to at most one in flight and one waiting per kind. A
  * NOTIFY is a transaction of its own, with its own WAL flush, so a process
  * with workers publishes nothing: other worker processes sharing the queue
  * find the work at their poll, which also stays as the safety net for a
