@@ -105,8 +105,15 @@ export const END_TO_END_LAYOUTS = ['postgres', 'embedded'] as const
 export type EndToEndLayoutName = (typeof END_TO_END_LAYOUTS)[number]
 
 /** The layouts named, in turn, with this process (clients and receiver) on LOAD_CPU. */
-export async function benchEndToEnd(options: { triggers: number; layouts: readonly EndToEndLayoutName[]; workDir: string }): Promise<EndToEndResult[]> {
-  const bodies = triggerBodies(options.triggers)
+export async function benchEndToEnd(options: {
+  triggers: number
+  /** Triggers taken through the whole pipeline before the measured ones, so that what is measured is a running service's steady state. */
+  warmUpTriggers: number
+  layouts: readonly EndToEndLayoutName[]
+  workDir: string
+}): Promise<EndToEndResult[]> {
+  const all = triggerBodies(options.warmUpTriggers + options.triggers)
+  const bodies = { warmUp: all.slice(0, options.warmUpTriggers), measured: all.slice(options.warmUpTriggers) }
   const run = {
     postgres: () => withPostgresDatabase((databaseUrl) => runLayout(POSTGRES_LAYOUT, { DATABASE_URL: databaseUrl }, bodies, options.workDir)),
     embedded: () => runLayout(EMBEDDED_LAYOUT, { DATA_DIR: path.join(options.workDir, 'e2e-pglite') }, bodies, options.workDir),
@@ -150,7 +157,13 @@ async function pinnedTo<T>(cpu: number, work: () => Promise<T>): Promise<T> {
 /** What is known when the wait ends; the rest is read once the service has stopped. */
 type Measurement = Omit<EndToEndResult, 'duplicateWebhooks' | 'serviceLogProblems'>
 
-async function runLayout(layout: Layout, databaseEnv: Record<string, string>, bodies: readonly string[], workDir: string): Promise<EndToEndResult> {
+/** The warm-up's bodies and the measured ones, each a person of their own. */
+interface Bodies {
+  warmUp: readonly string[]
+  measured: readonly string[]
+}
+
+async function runLayout(layout: Layout, databaseEnv: Record<string, string>, bodies: Bodies, workDir: string): Promise<EndToEndResult> {
   const receiver = await startReceiver()
   const servers: Server[] = []
   let measured: Measurement
@@ -175,23 +188,25 @@ async function measure(
   databaseUrl: string | undefined,
   servers: readonly Server[],
   receiver: Receiver,
-  bodies: readonly string[],
+  allBodies: Bodies,
 ): Promise<Measurement> {
   const api = servers[0]!
   const { apiKey } = await provision(api.baseUrl, [CAMPAIGN], ['triggers:write', 'webhooks:manage'])
   await postCreating(api.baseUrl, '/api/v2/webhook-endpoints', apiKey, { url: receiver.url, events: EVENT_TYPES })
 
+  if (allBodies.warmUp.length > 0) {
+    log(`${layout.name}: warming up with ${allBodies.warmUp.length} triggers`)
+    const warmUp = await postEvery(layout, api, apiKey, allBodies.warmUp, 'warm-up')
+    const warmedUp = await untilAllDelivered(layout, receiver, allBodies.warmUp.length, warmUp.startedAt, servers)
+    if (warmedUp !== 'complete') throw new Error(`${layout.name}: the warm-up ended with ${warmedUp}`)
+  }
+  const bodies = allBodies.measured
   log(`${layout.name}: ${bodies.length} triggers from ${CLIENTS} clients`)
   const cpuBefore = servers.map((server) => processCpuSeconds(server.child.pid!))
   const postgresCpu = databaseUrl === undefined ? undefined : meterPostgresCpu(new URL(databaseUrl).pathname.slice(1))
-  const intake = await postAll(api, apiKey, bodies)
-  if (intake.refusals.length > 0) {
-    throw new Error(
-      `${layout.name}: ${intake.refusals.length} of ${bodies.length} POSTs were not answered 201, e.g.\n${intake.refusals.slice(0, 5).join('\n')}\n${api.name} log:\n${await tail(api.logFile)}`,
-    )
-  }
+  const intake = await postEvery(layout, api, apiKey, bodies, 'measured')
   log(`${layout.name}: all answered 201 in ${intake.seconds.toFixed(1)} s; waiting for ${2 * bodies.length} webhooks`)
-  const outcome = await untilAllDelivered(layout, receiver, bodies.length, intake.startedAt, servers)
+  const outcome = await untilAllDelivered(layout, receiver, allBodies.warmUp.length + bodies.length, intake.startedAt, servers)
   const complete = outcome === 'complete'
   const endedAt = complete ? receiver.lastNewAt() : performance.now()
   const postgresSeconds = postgresCpu?.stop()
@@ -213,8 +228,19 @@ async function measure(
     intake: { seconds: intake.seconds, p50Ms: percentile(intake.latenciesMs, 50), p99Ms: percentile(intake.latenciesMs, 99) },
     cpuMsPerTrigger,
     webhooksExpected: 2 * bodies.length,
-    webhooksReceived: receiver.distinct(),
+    webhooksReceived: receiver.distinct() - 2 * allBodies.warmUp.length,
   }
+}
+
+/** Every body posted once; the run fails unless each is answered 201. */
+async function postEvery(layout: Layout, api: Server, apiKey: string, bodies: readonly string[], phase: string): Promise<Intake> {
+  const intake = await postAll(api, apiKey, bodies, phase)
+  if (intake.refusals.length > 0) {
+    throw new Error(
+      `${layout.name}: ${intake.refusals.length} of ${bodies.length} POSTs (${phase}) were not answered 201, e.g.\n${intake.refusals.slice(0, 5).join('\n')}\n${api.name} log:\n${await tail(api.logFile)}`,
+    )
+  }
+  return intake
 }
 
 /** A process that serves HTTP when its /readyz answers; a worker process when it logs that it is ready. */
@@ -233,7 +259,7 @@ interface Intake {
 }
 
 /** Every body posted once, by CLIENTS clients each taking the next body when its last one is answered. */
-async function postAll(api: Server, apiKey: string, bodies: readonly string[]): Promise<Intake> {
+async function postAll(api: Server, apiKey: string, bodies: readonly string[], phase: string): Promise<Intake> {
   const agent = new http.Agent({ keepAlive: true, maxSockets: CLIENTS })
   const url = new URL('/api/v2/triggers', api.baseUrl)
   const latenciesMs = new Float64Array(bodies.length)
@@ -243,7 +269,7 @@ async function postAll(api: Server, apiKey: string, bodies: readonly string[]): 
     while (next < bodies.length) {
       const index = next++
       const sentAt = performance.now()
-      const answer = await post(agent, url, apiKey, bodies[index]!, `${api.label}-${index}`).catch((error: Error) => ({ status: 0, text: error.message }))
+      const answer = await post(agent, url, apiKey, bodies[index]!, `${api.label}-${phase}-${index}`).catch((error: Error) => ({ status: 0, text: error.message }))
       latenciesMs[index] = performance.now() - sentAt
       if (answer.status !== 201) refusals.push(`${answer.status} ${answer.text}`)
     }
@@ -335,7 +361,7 @@ async function startReceiver(): Promise<Receiver> {
   }
 }
 
-/** Waits until the receiver has one event of each type per trigger, or the timeout, or a service process dies. */
+/** Waits until the receiver has one event of each type per trigger posted so far, or the timeout, or a service process dies. */
 async function untilAllDelivered(
   layout: Layout,
   receiver: Receiver,

@@ -252,6 +252,8 @@ export interface EndToEndMethod {
   /** The bare route's measured run and its warm-up. */
   bareSeconds: number
   warmUpSeconds: number
+  /** Triggers taken through the whole pipeline before the measured ones. */
+  warmUpTriggers: number
 }
 
 export function endToEndSection(
@@ -274,7 +276,7 @@ Method:
 - The end: the moment the receiver holds one \`task.completed\` and one \`interaction.finalized\` per trigger, each of its own id; the time is counted from the first POST sent. A layout that has not got them all ${WEBHOOKS_TIMEOUT_SECONDS} s after its first POST is reported as it stands, with the webhooks missing. Duplicates are counted until the service has shut down.
 - Intake: the latency of each POST (from sending it to reading the whole answer), and the rate of the N triggers over the time from the first POST sent to the last answered; the workers are dispatching and delivering meanwhile.
 - CPU per trigger: the CPU time (user and system, all threads, from \`/proc\`) of the service's processes together (and of each), read just before the first POST and at the end, divided by the triggers; and on PostgreSQL that of the backends of the layout's database and of the server's own processes (WAL writer, checkpointer...) over the same span, but not of other databases' backends (the machine is shared), each process read every second, since the pools close the connections they leave idle for 10 s and a backend that exits takes its time with it. For a run that did not finish, no CPU figure is given.
-- Layouts, each on a fresh database, \`LOG_LEVEL=info\` (a log line per request), \`ALLOW_PRIVATE_WEBHOOK_URLS=true\` (the receiver is on 127.0.0.1), and no warm-up (the processes start fresh and are provisioned through the admin API before the first POST): on PostgreSQL an API process (\`node --import tsx src/cli.ts serve --no-workers\`) and a worker process (\`src/cli.ts worker\`), as production runs them; on PGlite, the embedded default, one \`src/cli.ts serve\` process with a data directory of its own that runs the API and the workers.
+- Layouts, each on a fresh database, \`LOG_LEVEL=info\` (a log line per request), \`ALLOW_PRIVATE_WEBHOOK_URLS=true\` (the receiver is on 127.0.0.1), provisioned through the admin API, then warmed up: ${method.warmUpTriggers} triggers of other people are posted the same way and taken through the whole pipeline, until every one of their webhooks has arrived, before the first measured POST, so that the figures are those of a running service and not of one whose code the JIT compiler has yet to optimize (with no warm-up, \`BENCH_E2E_WARM_UP=0\`, the service's CPU per trigger over 5,000 triggers is about 1.9 times as much). On PostgreSQL an API process (\`node --import tsx src/cli.ts serve --no-workers\`) and a worker process (\`src/cli.ts worker\`), as production runs them; on PGlite, the embedded default, one \`src/cli.ts serve\` process with a data directory of its own that runs the API and the workers.
 - The service's processes are pinned to CPU 0 (\`taskset -c 0\`); the benchmark process, with its clients and its receiver, to CPU 1 for the section; PostgreSQL is not pinned and shares both.
 - The bare route (bench/bareServer.ts: it parses the JSON body and answers the envelope, nothing more) is measured just before, with wrk on CPU 1 and ${CLIENTS} connections, for ${method.bareSeconds} s after ${method.warmUpSeconds} s of warm-up: what a POST costs with nothing behind it, for scale.
 

@@ -16,7 +16,9 @@
  *
  * Environment: BENCH_ROUNDS (default 3), BENCH_DURATION (seconds measured
  * per target and round, default 10), BENCH_CONNECTIONS (default 64),
- * BENCH_E2E_TRIGGERS (triggers posted end to end, default 5000), and
+ * BENCH_E2E_TRIGGERS (triggers posted end to end, default 5000),
+ * BENCH_E2E_WARM_UP (triggers taken through the pipeline before those
+ * measured, default 5000; 0 measures a service that has just started), and
  * BENCH_ONLY, a comma-separated list of the sections to run (triggers,
  * dispatcher, deliverer, e2e), e.g. `BENCH_ONLY=e2e npm run bench` to iterate
  * on one, BENCH_E2E_LAYOUTS likewise for the end-to-end layouts (postgres,
@@ -199,13 +201,14 @@ async function benchDelivererSection(workDir: string): Promise<Section> {
 /** The pipeline end to end in both layouts, beside the bare route's rate with as many connections as the end-to-end clients. */
 async function benchEndToEndSection(load: Load, workDir: string): Promise<Section> {
   const triggers = positiveInteger('BENCH_E2E_TRIGGERS', 5000)
+  const warmUpTriggers = wholeNumber('BENCH_E2E_WARM_UP', 5000)
   const bareRequestsPerSecond = await bareRate({ ...load, connections: END_TO_END_CLIENTS }, workDir)
-  const results = await benchEndToEnd({ triggers, layouts: endToEndLayoutsToRun(), workDir })
+  const results = await benchEndToEnd({ triggers, warmUpTriggers, layouts: endToEndLayoutsToRun(), workDir })
   const verdicts = endToEndVerdicts(results)
   process.stdout.write(
     `\n${endToEndTextTable(results, bareRequestsPerSecond)}\n\n${verdicts.map((v) => `${v.layout}: ${v.goal}: ${v.measured}, ${v.met ? 'met' : 'NOT MET'}`).join('\n')}\n`,
   )
-  return endToEndSection({ bareSeconds: load.durationSeconds, warmUpSeconds: WARM_UP_SECONDS }, results, bareRequestsPerSecond, verdicts)
+  return endToEndSection({ bareSeconds: load.durationSeconds, warmUpSeconds: WARM_UP_SECONDS, warmUpTriggers }, results, bareRequestsPerSecond, verdicts)
 }
 
 /** The bare route alone: a warm-up, then one measured run. */
@@ -220,9 +223,15 @@ async function bareRate(load: Load, workDir: string): Promise<number> {
 }
 
 function positiveInteger(name: string, fallback: number): number {
+  const value = wholeNumber(name, fallback)
+  if (value === 0) throw new Error(`${name} must be a positive whole number, got 0`)
+  return value
+}
+
+function wholeNumber(name: string, fallback: number): number {
   const raw = process.env[name]
   if (raw === undefined || raw === '') return fallback
-  if (!/^[1-9]\d*$/.test(raw)) throw new Error(`${name} must be a positive whole number, got ${JSON.stringify(raw)}`)
+  if (!/^\d+$/.test(raw)) throw new Error(`${name} must be a whole number, got ${JSON.stringify(raw)}`)
   return Number(raw)
 }
 
