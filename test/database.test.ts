@@ -1,4 +1,4 @@
-/** The database port: a prepared statement takes any text, on PGlite (where it is written into the statement) as on PostgreSQL. */
+/** The database port: every statement is prepared, and its parameters arrive as given, on PGlite (where they are written into the statement as literals) as on PostgreSQL. */
 import assert from 'node:assert/strict'
 import { after, before, test } from 'node:test'
 import { freshDatabase, type TestDatabase } from './support/service.ts'
@@ -10,10 +10,11 @@ before(async () => {
 })
 after(() => database.drop())
 
-test('a prepared statement gets back every text it is given, quotes and dollar signs included', async () => {
-  const echo = { name: 'echo_text', text: 'SELECT $1::text AS value, $2::text AS other' }
-  const texts = ['plain', "it's", 'a\\b', '$$', '$p$', '$p0$ and $p$', 'ends with $p', 'ends with $', "x'); DROP TABLE tasks; --", '', 'Ünïcødé ☎']
-  for (const text of texts) {
+const TEXTS = ['plain', "it's", 'a\\b', '$$', '$p$', '$p0$ and $p$', 'ends with $p', 'ends with $', "x'); DROP TABLE tasks; --", '', 'Ünïcødé ☎']
+
+test('a statement gets back every text it is given, quotes and dollar signs included', async () => {
+  const echo = 'SELECT $1::text AS value, $2::text AS other'
+  for (const text of TEXTS) {
     const rows = await database.db.query<{ value: string; other: string }>(echo, [text, `${text}$p`])
     assert.deepEqual(rows, [{ value: text, other: `${text}$p` }])
   }
@@ -26,4 +27,42 @@ test('a prepared statement gets back every text it is given, quotes and dollar s
     /rolled back/,
   )
   assert.deepEqual(await database.db.query(echo, ['after', 'it']), [{ value: 'after', other: 'it' }])
+})
+
+test('arrays, dates, bytes, numbers, booleans, nulls and JSON arrive as given', async () => {
+  const texts = [...TEXTS, 'a,b', '{braces}', '"quoted"', 'NULL', null, ' spaced ']
+  const at = new Date('2026-03-29T01:30:00.123Z')
+  const rows = await database.db.query<{
+    texts: (string | null)[]
+    count: number
+    at: Date
+    ats: Date[]
+    ints: number[]
+    flag: boolean
+    flags: boolean[]
+    missing: string | null
+    document: unknown
+    bytes: Uint8Array
+  }>(
+    `SELECT $1::text[] AS texts, cardinality($1::text[]) AS count, $2::timestamptz AS at, $3::timestamptz[] AS ats, $4::int[] AS ints,
+            $5::boolean AS flag, $6::boolean[] AS flags, $7::text AS missing, $8::jsonb AS document,
+            $9::bytea AS bytes`,
+    [texts, at, [at, null], [1, -2, 3], true, [false, true], null, { text: "it's $p$", list: [1, null] }, Buffer.from([0, 39, 36, 255])],
+  )
+  assert.deepEqual(rows, [
+    {
+      texts,
+      count: texts.length,
+      at,
+      ats: [at, null],
+      ints: [1, -2, 3],
+      flag: true,
+      flags: [false, true],
+      missing: null,
+      document: { text: "it's $p$", list: [1, null] },
+      bytes: rows[0]!.bytes,
+    },
+  ])
+  assert.deepEqual([...rows[0]!.bytes], [0, 39, 36, 255])
+  assert.deepEqual(await database.db.query('SELECT cardinality($1::text[]) AS count', [[]]), [{ count: 0 }])
 })

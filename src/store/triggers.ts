@@ -1,5 +1,5 @@
 import type { CandidateZones, Channel, Contact, ExternalId, JsonObject, TaskStatus, Trigger, TriggerContent } from '../domain/types.ts'
-import type { PreparedStatement, Queryable } from './database.ts'
+import type { Queryable } from './database.ts'
 import { iso } from './rows.ts'
 
 /** A validated trigger, with its ids chosen, ready to be recorded with its task. */
@@ -38,9 +38,7 @@ export type RecordOutcome =
   /** Its ids name more than one contact on file: by index in `ids`, the contact each names. */
   | { kind: 'conflict'; named: { index: number; contactId: string }[] }
 
-const INSERT_TRIGGERS_WITH_TASKS: PreparedStatement = {
-  name: 'insert_triggers_with_tasks',
-  text: `WITH input AS (
+const INSERT_TRIGGERS_WITH_TASKS = `WITH input AS (
        SELECT * FROM jsonb_to_recordset($1::jsonb) AS i(
          ord int, id text, task_id text, org_id text, api_key_id text, campaign_id text, request_id text,
          ids jsonb, contact jsonb, context jsonb, test_mode boolean, contact_id text, number_zones text[], number_zone_source text,
@@ -138,8 +136,7 @@ const INSERT_TRIGGERS_WITH_TASKS: PreparedStatement = {
      SELECT named.trigger_id, jsonb_agg(jsonb_build_object('index', named.index, 'contact_id', named.contact_id) ORDER BY named.index)
      FROM named JOIN resolved ON resolved.trigger_id = named.trigger_id
      WHERE resolved.contacts > 1 AND named.contact_id IS NOT NULL
-     GROUP BY named.trigger_id`,
-}
+     GROUP BY named.trigger_id`
 
 /**
  * Records many triggers, each with its task, in one statement and so in one
