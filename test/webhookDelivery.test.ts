@@ -75,9 +75,9 @@ async function deliveriesOf(key: string, eventId: string): Promise<any[]> {
   return json(response).data.deliveries
 }
 
-async function until(condition: () => boolean, timeoutMs: number, what: string): Promise<void> {
+async function until(condition: () => boolean | Promise<boolean>, timeoutMs: number, what: string): Promise<void> {
   const deadline = Date.now() + timeoutMs
-  while (!condition()) {
+  while (!(await condition())) {
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`)
     await new Promise((resolve) => setTimeout(resolve, 10))
   }
@@ -275,6 +275,106 @@ describe('batches', () => {
     }
     await deliverer().runOnce()
     assert.equal(receiver.received.length, 3)
+  })
+})
+
+describe('hand-off', () => {
+  const ALWAYS_OPEN = { timezone: 'contact', windows: [{ days: ['mon', 'tue', 'wed', 'thu', 'fri', 'sat', 'sun'], start: '00:00', end: '24:00' }] }
+
+  /** An organization whose calls, on the simulator, end as they start, with an endpoint to the receiver. */
+  async function callingOrganization(endpointBody: object = {}): Promise<{ orgId: string; key: string; endpointId: string }> {
+    const { orgId, key } = await organization()
+    await service.app.inject({
+      method: 'POST',
+      url: `/admin/v1/organizations/${orgId}/campaigns`,
+      headers: admin,
+      payload: { routing_key: 'screening', channel: 'voice', schedule: ALWAYS_OPEN, provider_config: { duration_ms: 0 } },
+    })
+    const writer = json(
+      await service.app.inject({
+        method: 'POST',
+        url: `/admin/v1/organizations/${orgId}/api-keys`,
+        headers: admin,
+        payload: { name: 'crm', scopes: ['triggers:write'] },
+      }),
+    ).data.key as string
+    const created = await endpoint(key, { url: receiver.url, ...endpointBody })
+    return { orgId, key: writer, endpointId: created.id }
+  }
+
+  /** A trigger, then a dispatcher round: its call starts and ends, and its two events are written with their deliveries. */
+  async function called(key: string, value: string): Promise<void> {
+    const response = await service.app.inject({
+      method: 'POST',
+      url: '/api/v2/triggers',
+      headers: bearer(key),
+      payload: { campaign: 'screening', ids: [{ source: 'crm', type: 'lead', value }], contact: { phone: '+442079460958' }, test_mode: true },
+    })
+    assert.equal(response.statusCode, 201, response.body)
+    await service.app.workers!.dispatcher.runOnce()
+  }
+
+  async function deliveryRows(endpointId: string) {
+    return service.db.query<{ status: string; attempts: number; locked_by: string | null }>(
+      'SELECT status, attempts, locked_by FROM deliveries WHERE endpoint_id = $1 ORDER BY id',
+      [endpointId],
+    )
+  }
+
+  test('the deliveries a settlement writes to an endpoint where its deliverer has a claim running are claimed as written and sent with no claim round', async () => {
+    const { key, endpointId } = await callingOrganization({ max_in_flight: 1 })
+    await called(key, 'first')
+    // Written due: no deliverer held the endpoint. One round claims them, and the first send hangs.
+    assert.deepEqual((await deliveryRows(endpointId)).map((row) => row.locked_by), [null, null])
+    receiver.answer('hang')
+    const round = deliverer().runOnce()
+    await receiver.waitFor(1)
+    const [running] = await deliveryRows(endpointId)
+    const worker = running!.locked_by!.split('.')[0]
+    await called(key, 'second')
+    const handed = (await deliveryRows(endpointId)).slice(2)
+    assert.equal(handed.length, 2)
+    // No round runs now (the deliverer's loop is not started): only the settlement can have claimed them, for this deliverer.
+    for (const row of handed) assert.ok(row.locked_by?.startsWith(`${worker}.`) && row.locked_by !== running!.locked_by, `claimed by ${row.locked_by}`)
+    receiver.release()
+    await round
+    assert.equal(receiver.received.length, 4)
+    assert.equal(receiver.peakInFlight, 1)
+    assert.deepEqual(
+      (await deliveryRows(endpointId)).map((row) => [row.status, row.attempts, row.locked_by]),
+      Array.from({ length: 4 }, () => ['succeeded', 1, null]),
+    )
+  })
+
+  test('a hand-off claims only where the claims it names still run for its own worker: not where another worker holds the endpoint', async () => {
+    const { orgId, key } = await organization()
+    const created = await endpoint(key, { url: receiver.url })
+    await events(orgId, 2)
+    const other = { worker: 'worker_other', claim: 'worker_other.1' }
+    const held = await claimDeliveries(service.db, { ...other, now, lockedUntil: now + 60_000, full: [], refills: [], room: 200, quota: 128 })
+    assert.equal(held.deliveries.length, 2)
+    const claimed = held.deliveries.map((delivery) => delivery.id)
+    const handOff = (worker: string) => ({ worker, claim: `${worker}.2`, now, lockedUntil: now + 60_000, endpoints: [{ id: created.id as string, claimed }] })
+    const event = () => ({
+      orgId,
+      event: { id: newId('event', now), type: 'task.completed' as const, timestamp: new Date(now).toISOString(), data: { outcome: 'reached' } },
+    })
+    const elsewhere = await service.db.transaction((tx) => insertEvents(tx, [event()], handOff('worker_me')))
+    assert.deepEqual([elsewhere.claimed.length, elsewhere.due], [0, 1])
+    const holder = await service.db.transaction((tx) => insertEvents(tx, [event()], handOff(other.worker)))
+    assert.deepEqual([holder.claimed.map((delivery) => delivery.claim), holder.due], [['worker_other.2'], 0])
+    // Once they are recorded, those claims no longer run: nothing is claimed for their worker either.
+    await recordAttempts(
+      service.db,
+      held.deliveries.map((delivery) => ({ delivery, attempt: { at: now, statusCode: 200, latencyMs: 1, error: null }, next: { status: 'succeeded' as const } })),
+    )
+    const recorded = await service.db.transaction((tx) => insertEvents(tx, [event()], handOff(other.worker)))
+    assert.deepEqual([recorded.claimed.length, recorded.due], [0, 1])
+    const rows = await service.db.query<{ locked_by: string | null }>('SELECT locked_by FROM deliveries WHERE endpoint_id = $1 ORDER BY id', [created.id])
+    assert.deepEqual(
+      rows.map((row) => row.locked_by),
+      [null, null, null, 'worker_other.2', null],
+    )
   })
 })
 

@@ -161,8 +161,8 @@ describe('delivery', () => {
   test('a failing receiver is retried on the schedule, with the same webhook-id, until it answers', async () => {
     const { key } = await setUp({ events: ['task.completed'] })
     await trigger(key)
-    await callToTheEnd()
     receiver.answer({ status: 500 }, { status: 502 })
+    await callToTheEnd()
     await deliver()
     assert.equal(receiver.received.length, 1)
     now += 4_000 // before the first retry (5 s, less 10 % at most)
@@ -187,8 +187,8 @@ describe('delivery', () => {
   test('a delivery is given up after its tenth attempt', async () => {
     const { key } = await setUp({ events: ['task.completed'] })
     await trigger(key)
-    await callToTheEnd()
     receiver.answer(...Array.from({ length: 12 }, () => ({ status: 500 })))
+    await callToTheEnd()
     await deliver()
     for (const delayS of [5, 300, 1_800, 7_200, 18_000, 36_000, 50_400, 72_000, 86_400]) {
       now += delayS * 1100
@@ -208,9 +208,9 @@ describe('delivery', () => {
   test('Retry-After on 429 and 503 is honoured', async () => {
     const { key } = await setUp({ events: ['task.completed'] })
     await trigger(key)
-    await callToTheEnd()
     // Later than the schedule (5 s, then 5 min): waited for as asked.
     receiver.answer({ status: 503, headers: { 'retry-after': '120' } }, { status: 429, headers: { 'retry-after': '600' } }, { status: 429, headers: { 'retry-after': '0' } })
+    await callToTheEnd()
     await deliver()
     now += 119_000
     await deliver()
@@ -236,14 +236,15 @@ describe('delivery', () => {
 
   test('410 Gone disables the endpoint: what was pending for it is given up, nothing more is sent until it is enabled again', async () => {
     const { key, endpoint } = await setUp({ events: ['task.completed'] })
+    // Each answer is set before the call ends: a deliverer that holds the endpoint sends as soon as it ends.
     await trigger(key)
-    await callToTheEnd()
     receiver.answer({ status: 500 })
+    await callToTheEnd()
     await deliver()
     const [pending] = payloads()
     await trigger(key)
-    await callToTheEnd()
     receiver.answer({ status: 410 })
+    await callToTheEnd()
     await deliver()
     const given = json(await service.app.inject({ method: 'GET', url: `/api/v2/events/${pending.id}`, headers: bearer(key) })).data
     assert.equal(given.deliveries[0].status, 'failed')
@@ -372,8 +373,8 @@ describe('the event log', () => {
   test('lists events by type and cursor, shows each delivery attempt, and redelivers with the same webhook-id', async () => {
     const { key } = await setUp()
     for (let i = 0; i < 3; i++) await trigger(key)
-    await callToTheEnd()
     receiver.answer({ status: 500 })
+    await callToTheEnd()
     await deliver()
 
     const page = async (query: string) => json(await service.app.inject({ method: 'GET', url: `/api/v2/events?${query}`, headers: bearer(key) })).data

@@ -40,6 +40,7 @@ import {
 import { disableEndpoint } from '../store/webhookEndpoints.ts'
 import { DeliveryError, type PostResult, WebhookPoster } from '../webhooks/httpPoster.ts'
 import { signatureHeader } from '../webhooks/signing.ts'
+import type { DeliveryHandOffs, Reservation } from '../services/settlement.ts'
 import { type Work, WorkLoop } from './workLoop.ts'
 
 const TIMEOUT_MS = 15_000
@@ -57,6 +58,8 @@ const REFILL_AT = QUEUE_AHEAD / 2
 const MAX_PLACES = 200
 /** An endpoint held this long is not refilled but let go once its queue is empty, so that endpoints beyond MAX_PLACES take turns. */
 const HOLD_MS = 30_000
+/** How many of its running claims on an endpoint a hand-off names, to show that the endpoint is still this deliverer's. */
+const CLAIMS_NAMED = 4
 /**
  * Results recorded in one statement at most, and how long the first of a
  * batch waits for others, even when no flush is running: flushing whatever
@@ -89,6 +92,8 @@ interface Held {
   more: boolean
   /** A round is claiming more of its deliveries. */
   refilling: boolean
+  /** Settlements handing deliveries over to it are under way: it stays held until they end. */
+  pins: number
 }
 
 interface Sent extends AttemptResult {
@@ -96,7 +101,7 @@ interface Sent extends AttemptResult {
   gone: boolean
 }
 
-class Delivery implements Work {
+class Delivery implements Work, DeliveryHandOffs {
   readonly name = 'deliverer'
   readonly worker = newId('worker')
   readonly poster: WebhookPoster
@@ -161,7 +166,15 @@ class Delivery implements Work {
       if (entry !== undefined) entry.endpoint = endpoint
       else {
         if (this.#held.size === 0) this.#renewAt = now + RENEW_EVERY_MS
-        this.#held.set(endpoint.id, { endpoint, queue: [], sending: new Set(), since: now, more: false, refilling: false })
+        this.#held.set(endpoint.id, {
+          endpoint,
+          queue: [],
+          sending: new Set(),
+          since: now,
+          more: false,
+          refilling: false,
+          pins: 0,
+        })
       }
     }
     const got = new Map<string, number>()
@@ -179,6 +192,44 @@ class Delivery implements Work {
 
   nextDueAt(): Promise<number | undefined> {
     return nextDeliveryDueAt(this.db)
+  }
+
+  /**
+   * A hand-off for the endpoints held whose queues still take more (not
+   * stopping, not held past HOLD_MS) and where a claim of this deliverer
+   * still runs (queued, in flight, or its result not yet recorded), each
+   * pinned until the hand-off is settled.
+   */
+  reserve(): Reservation | undefined {
+    if (this.#stopping) return undefined
+    const now = this.now()
+    const entries: { held: Held; claimed: number[] }[] = []
+    for (const held of this.#held.values()) {
+      if (now - held.since >= HOLD_MS) continue
+      // One running claim is enough to hold the endpoint; a few, the last to be sent first, in case some are recorded meanwhile.
+      const claimed = [...held.queue.slice(-CLAIMS_NAMED), ...held.sending].slice(0, CLAIMS_NAMED).map((delivery) => delivery.id)
+      for (const { endpointId, delivery } of this.#sent) if (claimed.length < CLAIMS_NAMED && endpointId === held.endpoint.id) claimed.push(delivery.id)
+      if (claimed.length > 0) entries.push({ held, claimed })
+    }
+    if (entries.length === 0) return undefined
+    for (const { held } of entries) held.pins++
+    return {
+      handOff: {
+        worker: this.worker,
+        claim: `${this.worker}.${++this.#claims}`,
+        now,
+        lockedUntil: now + LEASE_MS,
+        endpoints: entries.map(({ held, claimed }) => ({ id: held.endpoint.id, claimed })),
+      },
+      settle: (claimed) => {
+        const byEndpoint = new Map(entries.map(({ held }) => [held.endpoint.id, held]))
+        for (const delivery of claimed) byEndpoint.get(delivery.endpointId)!.queue.push(delivery)
+        for (const { held } of entries) {
+          held.pins--
+          this.#pump(held)
+        }
+      },
+    }
   }
 
   /** Waits until every endpoint taken so far is let go, its queue sent and every result recorded. */
@@ -225,7 +276,7 @@ class Delivery implements Work {
     }
     if (held.more && !held.refilling && held.queue.length === REFILL_AT) this.wake()
     // Another deliverer may take it once the last results are recorded (or at once, if it was lost); its places may go to another endpoint now.
-    if (held.queue.length === 0 && held.sending.size === 0 && !held.refilling && this.#held.get(held.endpoint.id) === held) {
+    if (held.queue.length === 0 && held.sending.size === 0 && !held.refilling && held.pins === 0 && this.#held.get(held.endpoint.id) === held) {
       this.#held.delete(held.endpoint.id)
       this.wake()
       this.#settle()
@@ -419,9 +470,17 @@ class DelivererLoop extends WorkLoop {
   }
 }
 
-/** A deliverer whose loop is woken whenever an endpoint's queue runs low or an endpoint is let go, so that its places are used at once. */
-export function createDeliverer(deps: { db: Database; now: () => number; log: FastifyBaseLogger; options: DelivererOptions }): WorkLoop {
+/**
+ * A deliverer whose loop is woken whenever an endpoint's queue runs low or an
+ * endpoint is let go, so that its places are used at once; and through which
+ * this process's settlements hand over the deliveries they write.
+ */
+export function createDeliverer(deps: { db: Database; now: () => number; log: FastifyBaseLogger; options: DelivererOptions }): {
+  loop: WorkLoop
+  handOffs: DeliveryHandOffs
+} {
   let loop: WorkLoop | undefined
-  loop = new DelivererLoop(new Delivery(deps.db, deps.now, deps.log, deps.options, () => loop?.wake()), deps.log)
-  return loop
+  const delivery = new Delivery(deps.db, deps.now, deps.log, deps.options, () => loop?.wake())
+  loop = new DelivererLoop(delivery, deps.log)
+  return { loop, handOffs: delivery }
 }
