@@ -34,15 +34,15 @@ afterEach(() => receiver.close())
 
 const deliverer = () => service.app.workers!.deliverer
 
-/** An organization with a key that manages webhooks. */
-async function organization(): Promise<{ orgId: string; key: string }> {
+/** An organization with a key that manages webhooks (and may do what `more` adds). */
+async function organization(more: string[] = []): Promise<{ orgId: string; key: string }> {
   const org = json(await service.app.inject({ method: 'POST', url: '/admin/v1/organizations', headers: admin, payload: { name: `Delivery ${++orgs}` } })).data
   const key = json(
     await service.app.inject({
       method: 'POST',
       url: `/admin/v1/organizations/${org.id}/api-keys`,
       headers: admin,
-      payload: { name: 'ats', scopes: ['triggers:read', 'webhooks:manage'] },
+      payload: { name: 'ats', scopes: ['triggers:read', 'webhooks:manage', ...more] },
     }),
   ).data.key as string
   return { orgId: org.id as string, key }
@@ -283,23 +283,15 @@ describe('hand-off', () => {
 
   /** An organization whose calls, on the simulator, end as they start, with an endpoint to the receiver. */
   async function callingOrganization(endpointBody: object = {}): Promise<{ orgId: string; key: string; endpointId: string }> {
-    const { orgId, key } = await organization()
+    const { orgId, key } = await organization(['triggers:write'])
     await service.app.inject({
       method: 'POST',
       url: `/admin/v1/organizations/${orgId}/campaigns`,
       headers: admin,
       payload: { routing_key: 'screening', channel: 'voice', schedule: ALWAYS_OPEN, provider_config: { duration_ms: 0 } },
     })
-    const writer = json(
-      await service.app.inject({
-        method: 'POST',
-        url: `/admin/v1/organizations/${orgId}/api-keys`,
-        headers: admin,
-        payload: { name: 'crm', scopes: ['triggers:write'] },
-      }),
-    ).data.key as string
     const created = await endpoint(key, { url: receiver.url, ...endpointBody })
-    return { orgId, key: writer, endpointId: created.id }
+    return { orgId, key, endpointId: created.id }
   }
 
   /** A trigger, then a dispatcher round: its call starts and ends, and its two events are written with their deliveries. */

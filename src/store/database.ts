@@ -191,8 +191,7 @@ class StatementNames {
 /**
  * A parameter as a literal of EXECUTE, written as pg writes parameters for
  * the wire (arrays as array literals, dates in ISO 8601, bytes in hex,
- * objects as JSON);
- * the prepared statement's parameter type reads it.
+ * objects as JSON); the prepared statement's parameter type reads it.
  */
 function literal(value: unknown): string {
   if (value === null || value === undefined) return 'NULL'

@@ -23,6 +23,7 @@
  */
 import type { FastifyBaseLogger } from 'fastify'
 import { newId } from '../domain/ids.ts'
+import type { DeliveryHandOffs, Reservation } from '../services/settlement.ts'
 import type { Database } from '../store/database.ts'
 import {
   type AttemptResult,
@@ -40,7 +41,6 @@ import {
 import { disableEndpoint } from '../store/webhookEndpoints.ts'
 import { DeliveryError, type PostResult, WebhookPoster } from '../webhooks/httpPoster.ts'
 import { signatureHeader } from '../webhooks/signing.ts'
-import type { DeliveryHandOffs, Reservation } from '../services/settlement.ts'
 import { type Work, WorkLoop } from './workLoop.ts'
 
 const TIMEOUT_MS = 15_000
