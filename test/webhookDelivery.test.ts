@@ -9,7 +9,7 @@
 import assert from 'node:assert/strict'
 import { after, afterEach, before, beforeEach, describe, test } from 'node:test'
 import { newId } from '../src/domain/ids.ts'
-import { claimDeliveries, recordAttempts } from '../src/store/deliveries.ts'
+import { claimDeliveries, deliveriesOf as storedDeliveriesOf, recordAttempts } from '../src/store/deliveries.ts'
 import { insertEvents } from '../src/store/events.ts'
 import { loadMigrations } from '../src/store/migrate.ts'
 import { type Receiver, startReceiver } from './support/receiver.ts'
@@ -148,8 +148,8 @@ describe('max_in_flight', () => {
       assert.deepEqual([receiver.received.length, other.received.length], [60, 60])
       assert.deepEqual([receiver.peakInFlight, other.peakInFlight], [2, 3])
       const [row] = await service.db.query<{ deliveries: number; attempts: number; succeeded: number }>(
-        `SELECT count(DISTINCT d.id)::int AS deliveries, count(*)::int AS attempts, count(DISTINCT d.id) FILTER (WHERE d.status = 'succeeded')::int AS succeeded
-         FROM deliveries d JOIN delivery_attempts a ON a.delivery_id = d.id WHERE d.org_id = $1`,
+        `SELECT count(*)::int AS deliveries, sum(attempts)::int AS attempts, count(*) FILTER (WHERE status = 'succeeded')::int AS succeeded
+         FROM deliveries WHERE org_id = $1`,
         [orgId],
       )
       assert.deepEqual(row, { deliveries: 120, attempts: 120, succeeded: 120 })
@@ -188,6 +188,12 @@ describe('batches', () => {
       assert.deepEqual(codes, answered.get(id) === 200 ? [[1, 200]] : [[1, answered.get(id)], [2, 200]], id)
       assert.equal(delivery.status, 'succeeded')
     }
+    // The attempts that settled them are on their rows: delivery_attempts holds the 20 after which one was due again.
+    const [logged] = await service.db.query<{ attempts: number }>(
+      'SELECT count(*)::int AS attempts FROM delivery_attempts a JOIN deliveries d ON d.id = a.delivery_id WHERE d.org_id = $1',
+      [orgId],
+    )
+    assert.equal(logged!.attempts, 20)
   })
 
   test('an endpoint changed while a deliverer holds it: a new URL is taken up, and once deleted it gets nothing more', async () => {
@@ -384,6 +390,37 @@ test('012: endpoints registered before keep the cap every endpoint had, 4', asyn
     await db.transaction((tx) => tx.exec(migrations.find(({ version }) => version === 12)!.sql))
     const rows = await db.query('SELECT id, max_in_flight FROM webhook_endpoints')
     assert.deepEqual(rows, [{ id: 'whe_1', max_in_flight: 4 }])
+  } finally {
+    await database.drop()
+  }
+})
+
+test('017: a delivery settled before keeps the attempts it logged, each listed once', async () => {
+  const database = await freshDatabase({ migrated: false })
+  try {
+    const { db } = database
+    const migrations = await loadMigrations()
+    for (const migration of migrations.filter(({ version }) => version <= 16)) await db.transaction((tx) => tx.exec(migration.sql))
+    await db.exec(`
+      INSERT INTO organizations (id, name, created_at) VALUES ('org_1', 'Acme', now());
+      INSERT INTO webhook_endpoints (id, org_id, url, events, enabled, secret, created_at, updated_at)
+      VALUES ('whe_1', 'org_1', 'https://hooks.example.com/in', '{task.completed}', true, 'whsec_x', now(), now());
+      INSERT INTO events (id, org_id, type, payload, created_at) VALUES ('evt_1', 'org_1', 'task.completed', '{}', now());
+      INSERT INTO deliveries (event_id, endpoint_id, org_id, status, attempts, due_at, created_at, completed_at)
+      VALUES ('evt_1', 'whe_1', 'org_1', 'succeeded', 2, '2026-01-01T00:00:05Z', '2026-01-01T00:00:00Z', '2026-01-01T00:00:05Z');
+      INSERT INTO delivery_attempts (delivery_id, attempt, attempted_at, status_code, latency_ms, error)
+      SELECT id, 1, timestamptz '2026-01-01T00:00:00Z', 500, 12, NULL FROM deliveries UNION ALL
+      SELECT id, 2, timestamptz '2026-01-01T00:00:05Z', 200, 8, NULL FROM deliveries;
+    `)
+    await db.transaction((tx) => tx.exec(migrations.find(({ version }) => version === 17)!.sql))
+    const [delivery] = await storedDeliveriesOf(db, 'evt_1')
+    assert.deepEqual(
+      delivery!.attempts.map(({ attempt, statusCode, latencyMs }) => [attempt, statusCode, latencyMs]),
+      [
+        [1, 500, 12],
+        [2, 200, 8],
+      ],
+    )
   } finally {
     await database.drop()
   }

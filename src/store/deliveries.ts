@@ -221,26 +221,34 @@ export interface AttemptResult {
 
 /**
  * Logs attempts and moves their deliveries on, many in one statement, each
- * only while its claim still holds it. Returns the deliveries recorded: one
- * missing was given up meanwhile (its endpoint disabled or deleted), or its
- * lease ran out and another claim took it (which logs its own attempt).
+ * only while its claim still holds it. The attempt that settles a delivery
+ * (it succeeded, or it gives up) is written on the delivery's row as it is
+ * settled (migration 017); one after which it is due again, to
+ * delivery_attempts. Returns the deliveries recorded: one missing was given
+ * up meanwhile (its endpoint disabled or deleted), or its lease ran out and
+ * another claim took it (which logs its own attempt).
  */
 export async function recordAttempts(tx: Queryable, results: readonly AttemptResult[]): Promise<Set<number>> {
   if (results.length === 0) return new Set()
-  const rows = await tx.query<{ delivery_id: string }>(
+  const rows = await tx.query<{ id: string }>(
     `WITH result AS (
        SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], $4::timestamptz[], $5::timestamptz[], $6::int[], $7::int[], $8::text[])
          AS r(id, claim, status, retry_at, attempted_at, status_code, latency_ms, error)
      ), moved AS (
        UPDATE deliveries d SET attempts = d.attempts + 1, status = r.status, due_at = coalesce(r.retry_at, d.due_at),
-              completed_at = CASE WHEN r.status = 'pending' THEN NULL ELSE r.attempted_at END, locked_by = NULL, locked_until = NULL
+              completed_at = CASE WHEN r.status = 'pending' THEN NULL ELSE r.attempted_at END, locked_by = NULL, locked_until = NULL,
+              final_status_code = CASE WHEN r.status = 'pending' THEN NULL ELSE r.status_code END,
+              final_latency_ms = CASE WHEN r.status = 'pending' THEN NULL ELSE r.latency_ms END,
+              final_error = CASE WHEN r.status = 'pending' THEN NULL ELSE r.error END
        FROM result r
        WHERE d.id = r.id AND d.id = ANY($1::bigint[]) AND d.locked_by = r.claim AND d.status = 'pending'
-       RETURNING d.id, d.attempts, r.claim)
-     INSERT INTO delivery_attempts (delivery_id, attempt, attempted_at, status_code, latency_ms, error)
-     SELECT m.id, m.attempts, r.attempted_at, r.status_code, r.latency_ms, r.error
-     FROM moved m JOIN result r ON r.id = m.id AND r.claim = m.claim
-     RETURNING delivery_id`,
+       RETURNING d.id, d.attempts, d.status, r.claim
+     ), logged AS (
+       INSERT INTO delivery_attempts (delivery_id, attempt, attempted_at, status_code, latency_ms, error)
+       SELECT m.id, m.attempts, r.attempted_at, r.status_code, r.latency_ms, r.error
+       FROM moved m JOIN result r ON r.id = m.id AND r.claim = m.claim
+       WHERE m.status = 'pending')
+     SELECT id FROM moved`,
     [
       results.map((result) => result.delivery.id),
       results.map((result) => result.delivery.claim),
@@ -252,7 +260,7 @@ export async function recordAttempts(tx: Queryable, results: readonly AttemptRes
       results.map((result) => result.attempt.error),
     ],
   )
-  return new Set(rows.map((row) => Number(row.delivery_id)))
+  return new Set(rows.map((row) => Number(row.id)))
 }
 
 interface EndpointColumns {
@@ -338,7 +346,12 @@ export async function deliveriesOf(db: Queryable, eventId: string): Promise<Deli
   }>(
     `SELECT d.id, d.endpoint_id, d.status, d.due_at, a.attempt, a.attempted_at, a.status_code, a.latency_ms, a.error
      FROM deliveries d
-     LEFT JOIN delivery_attempts a ON a.delivery_id = d.id
+     LEFT JOIN LATERAL (
+       SELECT attempt, attempted_at, status_code, latency_ms, error FROM delivery_attempts WHERE delivery_id = d.id
+       UNION ALL
+       -- The attempt that settled it, on its own row (migration 017).
+       SELECT d.attempts, d.completed_at, d.final_status_code, d.final_latency_ms, d.final_error WHERE d.final_latency_ms IS NOT NULL
+     ) a ON true
      WHERE d.event_id = $1
      ORDER BY d.id, a.attempt`,
     [eventId],
