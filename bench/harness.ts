@@ -148,6 +148,13 @@ export async function tail(file: string, lines = 20): Promise<string> {
   return text.trimEnd().split('\n').slice(-lines).join('\n')
 }
 
+/** The middle value; of an even count, the mean of the middle two. */
+export function median(values: readonly number[]): number {
+  const sorted = [...values].sort((a, b) => a - b)
+  const middle = Math.floor(sorted.length / 2)
+  return sorted.length % 2 === 1 ? sorted[middle]! : (sorted[middle - 1]! + sorted[middle]!) / 2
+}
+
 export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 
 export function log(message: string) {

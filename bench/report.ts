@@ -5,6 +5,7 @@
  * {@link renderReport}.
  */
 import { CAMPAIGN, CLIENTS, type EndToEndResult, endToEndRate, type EndToEndVerdict, WEBHOOKS_TIMEOUT_SECONDS } from './endToEnd.ts'
+import { median } from './harness.ts'
 import { TIMEOUT_SECONDS, type WrkResult } from './wrk.ts'
 
 export interface Section {
@@ -73,12 +74,6 @@ function summarize(results: readonly RoundResult[]): Summary {
     requests: results.reduce((sum, result) => sum + result.requests, 0),
     non2xx: results.reduce((sum, result) => sum + result.non2xx, 0),
   }
-}
-
-function median(values: readonly number[]): number {
-  const sorted = [...values].sort((a, b) => a - b)
-  const middle = Math.floor(sorted.length / 2)
-  return sorted.length % 2 === 1 ? sorted[middle]! : (sorted[middle - 1]! + sorted[middle]!) / 2
 }
 
 /** One trigger target over all rounds. */
@@ -254,6 +249,7 @@ export interface EndToEndMethod {
   warmUpSeconds: number
   /** Triggers taken through the whole pipeline before the measured ones. */
   warmUpTriggers: number
+  rounds: number
 }
 
 export function endToEndSection(
@@ -264,18 +260,19 @@ export function endToEndSection(
 ): Section {
   const triggers = results[0]!.triggers
   const tables = results.map(
-    (result) => `**${result.layout}**\n\n${markdownTable(['figure', 'value'], endToEndFigures(result, bareRequestsPerSecond))}`,
+    (result) =>
+      `**${result.layout}**\n\n${markdownTable(['figure', 'value'], endToEndFigures(result, bareRequestsPerSecond))}\n\nEach round:\n\n${markdownTable(...endToEndRoundsTable(result))}`,
   )
   const body = `
 The whole pipeline at once: from the first \`POST /api/v2/triggers\` until every webhook of every trigger has reached the client, through intake, dispatch, the simulated call, its settlement with its events, and their delivery.
 
 Method:
 
-- ${triggers} triggers: bodies generated as for \`POST /api/v2/triggers\` (bench/bodies.ts, the same seed), each a person of its own, addressed to one voice campaign on the simulator, \`provider_config\` \`${JSON.stringify(CAMPAIGN.provider_config)}\` and a schedule open every day from 00:00 to 24:00 in the contact's zones: every task is due at once and its call completes as it starts. Each body is posted once, with its own \`X-Request-ID\`, by ${CLIENTS} concurrent clients (node:http, each on a kept-alive connection) that each post the next body as soon as their last is answered. Every POST must be answered 201, or the run fails.
+- ${method.rounds} rounds of ${triggers} triggers each, after a warm-up (below): bodies generated as for \`POST /api/v2/triggers\` (bench/bodies.ts, the same seed), each a person of its own, addressed to one voice campaign on the simulator, \`provider_config\` \`${JSON.stringify(CAMPAIGN.provider_config)}\` and a schedule open every day from 00:00 to 24:00 in the contact's zones: every task is due at once and its call completes as it starts. Each body is posted once, with its own \`X-Request-ID\`, by ${CLIENTS} concurrent clients (node:http, each on a kept-alive connection) that each post the next body as soon as their last is answered. Every POST must be answered 201, or the run fails.
 - The organization has one webhook endpoint, subscribed to \`task.completed\` and \`interaction.finalized\`, pointing to a node:http receiver in the benchmark process that answers 200 at once and counts what it gets by \`webhook-id\` (an id received again is a duplicate) and by event type.
-- The end: the moment the receiver holds one \`task.completed\` and one \`interaction.finalized\` per trigger, each of its own id; the time is counted from the first POST sent. A layout that has not got them all ${WEBHOOKS_TIMEOUT_SECONDS} s after its first POST is reported as it stands, with the webhooks missing. Duplicates are counted until the service has shut down.
-- Intake: the latency of each POST (from sending it to reading the whole answer), and the rate of the N triggers over the time from the first POST sent to the last answered; the workers are dispatching and delivering meanwhile.
-- CPU per trigger: the CPU time (user and system, all threads, from \`/proc\`) of the service's processes together (and of each), read just before the first POST and at the end, divided by the triggers; and on PostgreSQL that of the backends of the layout's database and of the server's own processes (WAL writer, checkpointer...) over the same span, but not of other databases' backends (the machine is shared), each process read every second, since the pools close the connections they leave idle for 10 s and a backend that exits takes its time with it. For a run that did not finish, no CPU figure is given.
+- The rounds run one after the other in the same service, each posting its triggers once every webhook of the last one has arrived. A round's end: the moment the receiver holds one \`task.completed\` and one \`interaction.finalized\` per trigger of the round, each of its own id; its time is counted from its first POST sent. The figures of a layout are the medians over its rounds, each round shown below them: on this shared machine, one round's CPU per trigger is often a third above or below the next one's, and a median of three stays put where one round does not. A round that has not got them all ${WEBHOOKS_TIMEOUT_SECONDS} s after its first POST is reported as it stands, with the webhooks missing, and ends the layout's rounds. Duplicates are counted until the service has shut down.
+- Intake: the latency of each POST (from sending it to reading the whole answer), and the rate of a round's triggers over the time from its first POST sent to its last answered; the workers are dispatching and delivering meanwhile.
+- CPU per trigger: the CPU time (user and system, all threads, from \`/proc\`) of the service's processes together (and of each), read just before a round's first POST and at its end, divided by its triggers; and on PostgreSQL that of the backends of the layout's database and of the server's own processes (WAL writer, checkpointer...) over the same span, but not of other databases' backends (the machine is shared), each process read every second, since the pools close the connections they leave idle for 10 s and a backend that exits takes its time with it. For a round that did not finish, no CPU figure is given.
 - Layouts, each on a fresh database, \`LOG_LEVEL=info\` (a log line per request), \`ALLOW_PRIVATE_WEBHOOK_URLS=true\` (the receiver is on 127.0.0.1), provisioned through the admin API, then warmed up: ${method.warmUpTriggers} triggers of other people are posted the same way and taken through the whole pipeline, until every one of their webhooks has arrived, before the first measured POST, so that the figures are those of a running service and not of one whose code the JIT compiler has yet to optimize (with no warm-up, \`BENCH_E2E_WARM_UP=0\`, the service's CPU per trigger over 5,000 triggers is about 1.9 times as much). On PostgreSQL an API process (\`node --import tsx src/cli.ts serve --no-workers\`) and a worker process (\`src/cli.ts worker\`), as production runs them; on PGlite, the embedded default, one \`src/cli.ts serve\` process with a data directory of its own that runs the API and the workers.
 - The service's processes are pinned to CPU 0 (\`taskset -c 0\`); the benchmark process, with its clients and its receiver, to CPU 1 for the section; PostgreSQL is not pinned and shares both.
 - The bare route (bench/bareServer.ts: it parses the JSON body and answers the envelope, nothing more) is measured just before, with wrk on CPU 1 and ${CLIENTS} connections, for ${method.bareSeconds} s after ${method.warmUpSeconds} s of warm-up: what a POST costs with nothing behind it, for scale.
@@ -292,18 +289,20 @@ ${verdicts.map((verdict) => `- ${verdict.layout}: ${verdict.goal} — ${verdict.
 /** The figures of one layout's run, as rows of label and value. */
 function endToEndFigures(result: EndToEndResult, bareRequestsPerSecond: number): string[][] {
   const figure = (value: number | undefined, digits: number) => (value === undefined ? '—' : value.toFixed(digits))
-  const missing = result.webhooksExpected - result.webhooksReceived
+  const { summary } = result
+  const missing = result.webhooksExpected - summary.webhooksReceived
   return [
-    ['triggers posted (each answered 201)', String(result.triggers)],
-    ['first POST to last webhook (s)', result.outcome === 'complete' ? result.seconds.toFixed(1) : `${result.outcome} after ${result.seconds.toFixed(0)} s`],
+    ['triggers posted in each round (each answered 201)', String(result.triggers)],
+    ['rounds', summary.outcome === 'complete' ? String(result.rounds.length) : `${result.rounds.length}, the last one ${summary.outcome}`],
+    ['first POST to last webhook (s)', summary.outcome === 'complete' ? summary.seconds.toFixed(1) : `${summary.outcome} after ${summary.seconds.toFixed(0)} s`],
     ['triggers/s end to end', figure(endToEndRate(result), 0)],
-    ['intake: triggers/s', (result.triggers / result.intake.seconds).toFixed(0)],
-    ['intake latency p50 (ms)', result.intake.p50Ms.toFixed(1)],
-    ['intake latency p99 (ms)', result.intake.p99Ms.toFixed(1)],
-    ['service CPU per trigger (ms)', figure(result.cpuMsPerTrigger.service, 2)],
-    ['… by process (ms)', result.cpuMsPerTrigger.byProcess?.map(({ name, ms }) => `${name} ${ms.toFixed(2)}`).join(' + ') ?? '—'],
-    ['PostgreSQL CPU per trigger (ms)', figure(result.cpuMsPerTrigger.postgres, 2)],
-    ['webhooks received / expected', `${result.webhooksReceived} / ${result.webhooksExpected}`],
+    ['intake: triggers/s', (result.triggers / summary.intake.seconds).toFixed(0)],
+    ['intake latency p50 (ms)', summary.intake.p50Ms.toFixed(1)],
+    ['intake latency p99 (ms)', summary.intake.p99Ms.toFixed(1)],
+    ['service CPU per trigger (ms)', figure(summary.cpuMsPerTrigger.service, 2)],
+    ['… by process (ms)', summary.cpuMsPerTrigger.byProcess?.map(({ name, ms }) => `${name} ${ms.toFixed(2)}`).join(' + ') ?? '—'],
+    ['PostgreSQL CPU per trigger (ms)', figure(summary.cpuMsPerTrigger.postgres, 2)],
+    ['webhooks received / expected (each round)', `${summary.webhooksReceived} / ${result.webhooksExpected}`],
     ['webhooks missing at the end', String(missing)],
     ['duplicates (webhook-ids received more than once)', String(result.duplicateWebhooks)],
     ["service log lines at warn or above", String(result.serviceLogProblems.length)],
@@ -311,9 +310,26 @@ function endToEndFigures(result: EndToEndResult, bareRequestsPerSecond: number):
   ]
 }
 
-/** The layouts side by side, aligned for a terminal. */
+/** One layout's rounds, a row each: the figures its summary takes the medians of. */
+function endToEndRoundsTable(result: EndToEndResult): [string[], string[][]] {
+  const figure = (value: number | undefined, digits: number) => (value === undefined ? '—' : value.toFixed(digits))
+  return [
+    ['round', 'first POST to last webhook (s)', 'triggers/s end to end', 'intake p99 (ms)', 'service CPU per trigger (ms)', 'PostgreSQL CPU per trigger (ms)'],
+    result.rounds.map((round, index) => [
+      String(index + 1),
+      round.outcome === 'complete' ? round.seconds.toFixed(1) : `${round.outcome} after ${round.seconds.toFixed(0)} s`,
+      figure(endToEndRate(result, round), 0),
+      round.intake.p99Ms.toFixed(1),
+      figure(round.cpuMsPerTrigger.service, 2),
+      figure(round.cpuMsPerTrigger.postgres, 2),
+    ]),
+  ]
+}
+
+/** The layouts side by side, aligned for a terminal, each followed by its rounds. */
 export function endToEndTextTable(results: readonly EndToEndResult[], bareRequestsPerSecond: number): string {
   const byLayout = results.map((result) => endToEndFigures(result, bareRequestsPerSecond))
   const rows = byLayout[0]!.map(([label], row) => [label!, ...byLayout.map((figures) => figures[row]![1]!)])
-  return alignedTable(['', ...results.map((result) => result.layout)], rows)
+  const rounds = results.map((result) => `${result.layout}, each round:\n${alignedTable(...endToEndRoundsTable(result))}`)
+  return [alignedTable(['', ...results.map((result) => result.layout)], rows), ...rounds].join('\n\n')
 }

@@ -16,7 +16,8 @@
  *
  * Environment: BENCH_ROUNDS (default 3), BENCH_DURATION (seconds measured
  * per target and round, default 10), BENCH_CONNECTIONS (default 64),
- * BENCH_E2E_TRIGGERS (triggers posted end to end, default 5000),
+ * BENCH_E2E_TRIGGERS (triggers posted end to end in each round, default
+ * 5000), BENCH_E2E_ROUNDS (measured rounds of them, default 3),
  * BENCH_E2E_WARM_UP (triggers taken through the pipeline before those
  * measured, default 5000; 0 measures a service that has just started), and
  * BENCH_ONLY, a comma-separated list of the sections to run (triggers,
@@ -201,14 +202,15 @@ async function benchDelivererSection(workDir: string): Promise<Section> {
 /** The pipeline end to end in both layouts, beside the bare route's rate with as many connections as the end-to-end clients. */
 async function benchEndToEndSection(load: Load, workDir: string): Promise<Section> {
   const triggers = positiveInteger('BENCH_E2E_TRIGGERS', 5000)
+  const rounds = positiveInteger('BENCH_E2E_ROUNDS', 3)
   const warmUpTriggers = wholeNumber('BENCH_E2E_WARM_UP', 5000)
   const bareRequestsPerSecond = await bareRate({ ...load, connections: END_TO_END_CLIENTS }, workDir)
-  const results = await benchEndToEnd({ triggers, warmUpTriggers, layouts: endToEndLayoutsToRun(), workDir })
+  const results = await benchEndToEnd({ triggers, rounds, warmUpTriggers, layouts: endToEndLayoutsToRun(), workDir })
   const verdicts = endToEndVerdicts(results)
   process.stdout.write(
     `\n${endToEndTextTable(results, bareRequestsPerSecond)}\n\n${verdicts.map((v) => `${v.layout}: ${v.goal}: ${v.measured}, ${v.met ? 'met' : 'NOT MET'}`).join('\n')}\n`,
   )
-  return endToEndSection({ bareSeconds: load.durationSeconds, warmUpSeconds: WARM_UP_SECONDS, warmUpTriggers }, results, bareRequestsPerSecond, verdicts)
+  return endToEndSection({ bareSeconds: load.durationSeconds, warmUpSeconds: WARM_UP_SECONDS, warmUpTriggers, rounds }, results, bareRequestsPerSecond, verdicts)
 }
 
 /** The bare route alone: a warm-up, then one measured run. */
