@@ -9,6 +9,10 @@
  * claims the endpoint's deliveries a queue at a time, signs each and sends it
  * over one of the endpoint's kept-alive connections, and logs the attempts
  * many to a statement.
+ *
+ * The first deliveries warm the worker up (its code compiled by the JIT, its
+ * connections open) and are not measured: the rate is that of the ones after
+ * them, in the same stream, as a running worker sends.
  */
 import type { ChildProcess } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
@@ -26,8 +30,12 @@ import { migrate } from '../src/store/migrate.ts'
 import { startChild, stopChild } from './children.ts'
 
 export interface DelivererResult {
+  /** Measured: those after the warm-up. */
   deliveries: number
-  /** From the first delivery received to the last. */
+  warmUp: number
+  /** From the first delivery received to the last of the warm-up: a worker that has just started. */
+  warmUpSeconds: number
+  /** From the last of the warm-up received to the last delivery. */
   seconds: number
   deliveriesPerSecond: number
 }
@@ -37,21 +45,24 @@ const INSERT_BATCH = 500
 export async function benchDeliverer(options: {
   databaseUrl: string
   deliveries: number
+  /** Sent before those measured, in the same stream. */
+  warmUp: number
   root: string
   cpu: number
   logFile: string
   timeoutMs: number
 }): Promise<DelivererResult> {
-  let first: number | undefined
+  const total = options.warmUp + options.deliveries
+  let firstAt: number | undefined
+  let warmedUpAt = 0
   let last = 0
   let received = 0
   const receiver = createServer((req, res) => {
     req.resume()
     req.on('end', () => {
-      const now = performance.now()
-      first ??= now
-      last = now
-      received++
+      last = performance.now()
+      firstAt ??= last
+      if (++received === options.warmUp) warmedUpAt = last
       res.writeHead(200).end()
     })
   })
@@ -68,8 +79,8 @@ export async function benchDeliverer(options: {
       url: `http://127.0.0.1:${port}/hooks`,
       events: ['task.completed'],
     })
-    for (let written = 0; written < options.deliveries; written += INSERT_BATCH) {
-      const count = Math.min(INSERT_BATCH, options.deliveries - written)
+    for (let written = 0; written < total; written += INSERT_BATCH) {
+      const count = Math.min(INSERT_BATCH, total - written)
       const now = Date.now()
       // As the settlement writes them: task.completed events of the client's candidates, each with its delivery.
       await insertEvents(
@@ -110,12 +121,12 @@ export async function benchDeliverer(options: {
       closeSync(output)
     }
     const deadline = Date.now() + options.timeoutMs
-    while (received < options.deliveries) {
-      if (Date.now() > deadline) throw new Error(`the receiver got ${received} of ${options.deliveries} deliveries in ${options.timeoutMs / 1000} s`)
+    while (received < total) {
+      if (Date.now() > deadline) throw new Error(`the receiver got ${received} of ${total} deliveries in ${options.timeoutMs / 1000} s`)
       await new Promise((resolve) => setTimeout(resolve, 100))
     }
-    const seconds = (last - first!) / 1000
-    return { deliveries: options.deliveries, seconds, deliveriesPerSecond: options.deliveries / seconds }
+    const seconds = (last - warmedUpAt) / 1000
+    return { deliveries: options.deliveries, warmUp: options.warmUp, warmUpSeconds: (warmedUpAt - firstAt!) / 1000, seconds, deliveriesPerSecond: options.deliveries / seconds }
   } finally {
     if (worker !== undefined) await stopChild(worker)
     await db.close()

@@ -4,6 +4,7 @@
  * here and its section to the list that bench/run.ts passes to
  * {@link renderReport}.
  */
+import type { DelivererResult } from './deliverer.ts'
 import { CAMPAIGN, CLIENTS, type EndToEndResult, endToEndRate, type EndToEndVerdict, WEBHOOKS_TIMEOUT_SECONDS } from './endToEnd.ts'
 import { median } from './harness.ts'
 import { TIMEOUT_SECONDS, type WrkResult } from './wrk.ts'
@@ -223,7 +224,7 @@ export function dispatcherSection(method: DispatcherMethod, result: { seconds: n
   }
 }
 
-export function delivererSection(result: { deliveries: number; seconds: number; deliveriesPerSecond: number }): Section {
+export function delivererSection(result: DelivererResult): Section {
   return {
     heading: 'Webhook delivery',
     body: [
@@ -231,14 +232,14 @@ export function delivererSection(result: { deliveries: number; seconds: number; 
       '',
       'Method:',
       '',
-      `- ${result.deliveries} task.completed events, each with its delivery to one endpoint, written straight into a fresh database before the worker starts.`,
+      `- ${result.warmUp + result.deliveries} task.completed events, each with its delivery to one endpoint, written straight into a fresh database before the worker starts. The worker sends them in one stream; the first ${result.warmUp} warm it up (its code compiled by the JIT, its connections open) and are not measured.`,
       '- The worker runs alone, pinned to CPU 0; the receiver (a bare node:http server in the benchmark process, answering 200 at once) and PostgreSQL are not pinned.',
       '- Per endpoint: a queue of up to 256 due deliveries claimed ahead of the sends and refilled at half, at most the endpoint\'s `max_in_flight` (default 4) sent at once over kept-alive connections whose addresses are checked as each is made, each signed (Standard Webhooks), and the attempts recorded 200 at a time (or 10 ms after the first waits) in one statement.',
-      '- The rate is the number of deliveries over the time from the first received to the last.',
+      `- The rate is that of the ${result.deliveries} measured: their number over the time from the last of the warm-up received to the last of all. The warm-up's own rate, from the first received, is that of a worker that has just started, for comparison.`,
       '',
-      '| deliveries | seconds | deliveries per second |',
-      '| ---: | ---: | ---: |',
-      `| ${result.deliveries} | ${result.seconds.toFixed(2)} | ${Math.round(result.deliveriesPerSecond)} |`,
+      '| deliveries | seconds | deliveries per second | warm-up: deliveries per second |',
+      '| ---: | ---: | ---: | ---: |',
+      `| ${result.deliveries} | ${result.seconds.toFixed(2)} | ${Math.round(result.deliveriesPerSecond)} | ${Math.round(result.warmUp / result.warmUpSeconds)} |`,
     ].join('\n'),
   }
 }
