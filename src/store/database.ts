@@ -15,6 +15,17 @@ import pg from 'pg'
  * of PostgreSQL's time per trigger end to end (pg_stat_statements'
  * total_plan_time). The store's statements are fixed texts, so their number,
  * and the prepared statements a connection keeps, stays small.
+ *
+ * A prepared statement keeps the plan it was given when its tables were as
+ * they were then, often nearly empty (a new database; one where nothing runs
+ * ANALYZE), and a plan that was cheap then may scan whole what has grown
+ * since. Rows named by id are therefore looked up by primary key whatever
+ * else is checked on them: a status that a partial index is defined by (the
+ * pending tasks and deliveries, the running interactions) is checked as an
+ * expression, `status || ''`, so that the planner cannot read that index whole
+ * instead. Planned while it held a few rows, it did, and went on doing so: the
+ * record of 30 deliveries' attempts read every pending delivery, and a
+ * dispatch of 256 tasks every due task, at each call.
  */
 export interface Queryable {
   /** Runs one parameterized statement and returns its rows. */

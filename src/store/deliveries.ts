@@ -178,7 +178,7 @@ export async function renewLeases(db: Queryable, deliveries: readonly Pick<Claim
   const rows = await db.query<{ id: string }>(
     `UPDATE deliveries d SET locked_until = $3, due_at = $3
      FROM unnest($1::bigint[], $2::text[]) AS v(id, claim)
-     WHERE d.id = v.id AND d.id = ANY($1::bigint[]) AND d.locked_by = v.claim AND d.status = 'pending'
+     WHERE d.id = v.id AND d.id = ANY($1::bigint[]) AND d.locked_by = v.claim AND d.status || '' = 'pending'
      RETURNING d.id`,
     [deliveries.map((delivery) => delivery.id), deliveries.map((delivery) => delivery.claim), new Date(lockedUntil)],
   )
@@ -200,7 +200,7 @@ export async function handBack(tx: Queryable, deliveries: readonly Pick<ClaimedD
   await tx.query(
     `UPDATE deliveries d SET locked_by = NULL, locked_until = NULL, due_at = $3
      FROM unnest($1::bigint[], $2::text[]) AS v(id, claim)
-     WHERE d.id = v.id AND d.id = ANY($1::bigint[]) AND d.locked_by = v.claim AND d.status = 'pending'`,
+     WHERE d.id = v.id AND d.id = ANY($1::bigint[]) AND d.locked_by = v.claim AND d.status || '' = 'pending'`,
     [deliveries.map((delivery) => delivery.id), deliveries.map((delivery) => delivery.claim), new Date(now)],
   )
 }
@@ -241,7 +241,7 @@ export async function recordAttempts(tx: Queryable, results: readonly AttemptRes
               final_latency_ms = CASE WHEN r.status = 'pending' THEN NULL ELSE r.latency_ms END,
               final_error = CASE WHEN r.status = 'pending' THEN NULL ELSE r.error END
        FROM result r
-       WHERE d.id = r.id AND d.id = ANY($1::bigint[]) AND d.locked_by = r.claim AND d.status = 'pending'
+       WHERE d.id = r.id AND d.id = ANY($1::bigint[]) AND d.locked_by = r.claim AND d.status || '' = 'pending'
        RETURNING d.id, d.attempts, d.status, r.claim
      ), logged AS (
        INSERT INTO delivery_attempts (delivery_id, attempt, attempted_at, status_code, latency_ms, error)

@@ -104,7 +104,7 @@ export async function recordStarts(db: Queryable, starts: readonly { id: string;
      SET status = CASE WHEN v.provider_ref IS NULL THEN i.status ELSE 'active' END,
          provider_ref = coalesce(v.provider_ref, i.provider_ref), settle_at = v.settle_at
      FROM unnest($1::text[], $2::text[], $3::timestamptz[]) AS v(id, provider_ref, settle_at)
-     WHERE i.id = v.id AND i.status = 'starting'`,
+     WHERE i.id = v.id AND i.status || '' = 'starting'`,
     [starts.map((s) => s.id), starts.map((s) => s.providerRef), starts.map((s) => new Date(s.settleAt))],
   )
 }
@@ -277,7 +277,7 @@ export async function finalizeInteractions(tx: Queryable, ends: readonly Interac
          AS v(id, outcome, ended_at, duration_s, only_if_starting, provider_ref)
      ), locked AS (
        SELECT i.id FROM interactions i JOIN ends v ON v.id = i.id
-       WHERE i.status = 'starting' OR (i.status = 'active' AND NOT v.only_if_starting)
+       WHERE i.status || '' = 'starting' OR (i.status || '' = 'active' AND NOT v.only_if_starting)
        ORDER BY i.id
        FOR UPDATE OF i
      ), finalized AS (
@@ -285,7 +285,7 @@ export async function finalizeInteractions(tx: Queryable, ends: readonly Interac
                                  duration_s = v.duration_s, settle_at = NULL, provider_ref = coalesce(v.provider_ref, i.provider_ref)
        FROM ends v
        WHERE i.id = v.id AND i.id = ANY(ARRAY(SELECT id FROM locked))
-         AND (i.status = 'starting' OR (i.status = 'active' AND NOT v.only_if_starting))
+         AND (i.status || '' = 'starting' OR (i.status || '' = 'active' AND NOT v.only_if_starting))
        RETURNING i.*)
      SELECT f.id, f.org_id, f.campaign_id, f.to_phone, ic.routing_key, f.channel, f.direction, f.attempt, f.outcome, f.test_mode,
             f.started_at, f.ended_at, f.duration_s, ${TASK_FOR_UPDATE_COLUMNS}

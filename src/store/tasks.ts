@@ -89,7 +89,7 @@ export async function lockDueTasks(tx: Queryable, now: number, limit: number, sk
          WHERE c.id <> ALL($3::text[])
          ORDER BY due.due_at
          LIMIT $2))
-       AND t.status = 'pending' AND t.due_at <= $1
+       AND t.status || '' = 'pending' AND t.due_at <= $1
      ORDER BY t.id
      FOR UPDATE OF t SKIP LOCKED`,
     [new Date(now), limit, skipCampaigns],
@@ -125,7 +125,7 @@ export async function postponeTasks(tx: Queryable, postponements: readonly { tas
   await tx.query(
     `UPDATE tasks t SET due_at = v.due_at, updated_at = $3
      FROM unnest($1::text[], $2::timestamptz[]) AS v(id, due_at)
-     WHERE t.id = v.id AND t.status = 'pending'`,
+     WHERE t.id = v.id AND t.status || '' = 'pending'`,
     [postponements.map((p) => p.taskId), postponements.map((p) => new Date(p.dueAt)), new Date(now)],
   )
 }
@@ -174,7 +174,7 @@ export async function beginAttempts(
     `WITH begun AS (
        UPDATE tasks t SET status = 'in_progress', attempts = t.attempts + 1, updated_at = $4
        FROM unnest($1::text[], $2::text[]) AS v(task_id, interaction_id)
-       WHERE t.id = v.task_id AND t.status = 'pending'
+       WHERE t.id = v.task_id AND t.status || '' = 'pending'
          AND NOT EXISTS (SELECT 1 FROM suppressions s WHERE s.org_id = t.org_id AND s.phone = t.contact->>'phone')
        RETURNING t.id, t.org_id, t.campaign_id, t.attempts, t.test_mode, t.contact->>'phone' AS phone, v.interaction_id
      )
