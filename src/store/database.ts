@@ -25,7 +25,10 @@ import pg from 'pg'
  * expression, `status || ''`, so that the planner cannot read that index whole
  * instead. Planned while it held a few rows, it did, and went on doing so: the
  * record of 30 deliveries' attempts read every pending delivery, and a
- * dispatch of 256 tasks every due task, at each call.
+ * dispatch of 256 tasks every due task, at each call. A table that was
+ * nearly empty when a connection planned a statement can still be scanned
+ * whole by that connection's plan, until an ANALYZE (autovacuum runs one as
+ * a table grows) has its statements planned again.
  */
 export interface Queryable {
   /** Runs one parameterized statement and returns its rows. */
