@@ -1,15 +1,12 @@
 /** Migrations that change what existing rows mean, applied over rows written before them. */
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
-import { loadMigrations } from '../src/store/migrate.ts'
-import { freshDatabase } from './support/service.ts'
+import { databaseBeforeMigration } from './support/service.ts'
 
 test('011: tasks recorded with one zone or none keep the zone they were scheduled in, and say what told it', async () => {
-  const database = await freshDatabase({ migrated: false })
+  const database = await databaseBeforeMigration(11)
   try {
     const { db } = database
-    const migrations = await loadMigrations()
-    for (const migration of migrations.filter(({ version }) => version <= 10)) await db.transaction((tx) => tx.exec(migration.sql))
     const at = "'2026-06-01T10:00:00Z'"
     const campaign = (id: string, schedule: object) =>
       `('${id}', 'org_1', '${id}', 'voice', '${id}', '${JSON.stringify(schedule)}', '{"max": 3, "retry_delays_s": {}, "expire_after_s": 604800}', ${at}, ${at})`
@@ -32,7 +29,7 @@ test('011: tasks recorded with one zone or none keep the zone they were schedule
         ('tsk_fallback', 'org_1', 'trg_fallback', 'cmp_fallback', 'pending', '{}', false, ${at}, ${at}, ${at}, ${at}, '{"phone": "+79123456789"}', NULL),
         ('tsk_none', 'org_1', 'trg_none', 'cmp_own_zone', 'pending', '{}', false, ${at}, ${at}, ${at}, ${at}, '{"phone": "+80012345678"}', NULL);
     `)
-    await db.transaction((tx) => tx.exec(migrations.find(({ version }) => version === 11)!.sql))
+    await database.migrate(11)
     const rows = await db.query<{ id: string; timezones: string[]; timezone_source: string | null }>(
       'SELECT id, timezones, timezone_source FROM tasks ORDER BY id',
     )

@@ -11,9 +11,8 @@ import { after, afterEach, before, beforeEach, describe, test } from 'node:test'
 import { newId } from '../src/domain/ids.ts'
 import { claimDeliveries, deliveriesOf as storedDeliveriesOf, recordAttempts } from '../src/store/deliveries.ts'
 import { insertEvents } from '../src/store/events.ts'
-import { loadMigrations } from '../src/store/migrate.ts'
 import { type Receiver, startReceiver } from './support/receiver.ts'
-import { bearer, freshDatabase, json, OPERATOR_TOKEN, startService, type TestService } from './support/service.ts'
+import { bearer, databaseBeforeMigration, json, OPERATOR_TOKEN, startService, type TestService } from './support/service.ts'
 
 const admin = bearer(OPERATOR_TOKEN)
 
@@ -377,17 +376,15 @@ describe('hand-off', () => {
 })
 
 test('012: endpoints registered before keep the cap every endpoint had, 4', async () => {
-  const database = await freshDatabase({ migrated: false })
+  const database = await databaseBeforeMigration(12)
   try {
     const { db } = database
-    const migrations = await loadMigrations()
-    for (const migration of migrations.filter(({ version }) => version <= 11)) await db.transaction((tx) => tx.exec(migration.sql))
     await db.exec(`
       INSERT INTO organizations (id, name, created_at) VALUES ('org_1', 'Acme', now());
       INSERT INTO webhook_endpoints (id, org_id, url, events, enabled, secret, created_at, updated_at)
       VALUES ('whe_1', 'org_1', 'https://hooks.example.com/in', '{task.completed}', true, 'whsec_x', now(), now());
     `)
-    await db.transaction((tx) => tx.exec(migrations.find(({ version }) => version === 12)!.sql))
+    await database.migrate(12)
     const rows = await db.query('SELECT id, max_in_flight FROM webhook_endpoints')
     assert.deepEqual(rows, [{ id: 'whe_1', max_in_flight: 4 }])
   } finally {
@@ -396,11 +393,9 @@ test('012: endpoints registered before keep the cap every endpoint had, 4', asyn
 })
 
 test('017: a delivery settled before keeps the attempts it logged, each listed once', async () => {
-  const database = await freshDatabase({ migrated: false })
+  const database = await databaseBeforeMigration(17)
   try {
     const { db } = database
-    const migrations = await loadMigrations()
-    for (const migration of migrations.filter(({ version }) => version <= 16)) await db.transaction((tx) => tx.exec(migration.sql))
     await db.exec(`
       INSERT INTO organizations (id, name, created_at) VALUES ('org_1', 'Acme', now());
       INSERT INTO webhook_endpoints (id, org_id, url, events, enabled, secret, created_at, updated_at)
@@ -412,7 +407,7 @@ test('017: a delivery settled before keeps the attempts it logged, each listed o
       SELECT id, 1, timestamptz '2026-01-01T00:00:00Z', 500, 12, NULL FROM deliveries UNION ALL
       SELECT id, 2, timestamptz '2026-01-01T00:00:05Z', 200, 8, NULL FROM deliveries;
     `)
-    await db.transaction((tx) => tx.exec(migrations.find(({ version }) => version === 17)!.sql))
+    await database.migrate(17)
     const [delivery] = await storedDeliveriesOf(db, 'evt_1')
     assert.deepEqual(
       delivery!.attempts.map(({ attempt, statusCode, latencyMs }) => [attempt, statusCode, latencyMs]),

@@ -13,7 +13,7 @@ import pg from 'pg'
 import { buildApp } from '../../src/app.ts'
 import { type Channels, createChannels } from '../../src/channels/index.ts'
 import { type Database, openDatabase } from '../../src/store/database.ts'
-import { migrate } from '../../src/store/migrate.ts'
+import { loadMigrations, migrate } from '../../src/store/migrate.ts'
 
 export const OPERATOR_TOKEN = 'test-operator-token-0123456789abcdef'
 export const onPostgres = process.env.DATABASE_URL !== undefined
@@ -53,6 +53,19 @@ export async function freshDatabase(options: { migrated: boolean } = { migrated:
       await cleanup.end()
     },
   }
+}
+
+/**
+ * A fresh database with the migrations up to `version` applied, for a test
+ * of what a later migration does to rows written before it: `migrate(n)`
+ * applies migration n alone.
+ */
+export async function databaseBeforeMigration(version: number): Promise<TestDatabase & { migrate(version: number): Promise<void> }> {
+  const database = await freshDatabase({ migrated: false })
+  const migrations = await loadMigrations()
+  const apply = (migration: { sql: string }) => database.db.transaction((tx) => tx.exec(migration.sql))
+  for (const migration of migrations.filter((candidate) => candidate.version < version)) await apply(migration)
+  return { ...database, migrate: (wanted) => apply(migrations.find((candidate) => candidate.version === wanted)!) }
 }
 
 export interface TestService {
