@@ -375,15 +375,18 @@ describe('hand-off', () => {
   })
 })
 
+/** An organization with one endpoint, as rows written before the migrations tested below. */
+const AN_ENDPOINT = `
+  INSERT INTO organizations (id, name, created_at) VALUES ('org_1', 'Acme', now());
+  INSERT INTO webhook_endpoints (id, org_id, url, events, enabled, secret, created_at, updated_at)
+  VALUES ('whe_1', 'org_1', 'https://hooks.example.com/in', '{task.completed}', true, 'whsec_x', now(), now());
+`
+
 test('012: endpoints registered before keep the cap every endpoint had, 4', async () => {
   const database = await databaseBeforeMigration(12)
   try {
     const { db } = database
-    await db.exec(`
-      INSERT INTO organizations (id, name, created_at) VALUES ('org_1', 'Acme', now());
-      INSERT INTO webhook_endpoints (id, org_id, url, events, enabled, secret, created_at, updated_at)
-      VALUES ('whe_1', 'org_1', 'https://hooks.example.com/in', '{task.completed}', true, 'whsec_x', now(), now());
-    `)
+    await db.exec(AN_ENDPOINT)
     await database.migrate(12)
     const rows = await db.query('SELECT id, max_in_flight FROM webhook_endpoints')
     assert.deepEqual(rows, [{ id: 'whe_1', max_in_flight: 4 }])
@@ -396,10 +399,8 @@ test('017: a delivery settled before keeps the attempts it logged, each listed o
   const database = await databaseBeforeMigration(17)
   try {
     const { db } = database
+    await db.exec(AN_ENDPOINT)
     await db.exec(`
-      INSERT INTO organizations (id, name, created_at) VALUES ('org_1', 'Acme', now());
-      INSERT INTO webhook_endpoints (id, org_id, url, events, enabled, secret, created_at, updated_at)
-      VALUES ('whe_1', 'org_1', 'https://hooks.example.com/in', '{task.completed}', true, 'whsec_x', now(), now());
       INSERT INTO events (id, org_id, type, payload, created_at) VALUES ('evt_1', 'org_1', 'task.completed', '{}', now());
       INSERT INTO deliveries (event_id, endpoint_id, org_id, status, attempts, due_at, created_at, completed_at)
       VALUES ('evt_1', 'whe_1', 'org_1', 'succeeded', 2, '2026-01-01T00:00:05Z', '2026-01-01T00:00:00Z', '2026-01-01T00:00:05Z');
