@@ -1,7 +1,8 @@
 /**
  * The dispatcher's work: settle the interactions due to be settled and
  * dispatch the due tasks, a batch at a time, until none are left; and, as the
- * periodic janitor, now and then forget expired idempotency keys.
+ * periodic janitor, now and then forget expired idempotency keys and, where
+ * nothing else does (store/statistics.ts), analyze the tables that have grown.
  *
  * Between batches it yields to the event loop, so that in one process with
  * the API (the default) a long queue never holds requests back for more than
@@ -16,6 +17,7 @@ import { CAPACITY_RETRY_MS, type Dispatch } from '../services/dispatch.ts'
 import type { Database } from '../store/database.ts'
 import { deleteExpiredKeys } from '../store/idempotency.ts'
 import { nextSettleAt } from '../store/interactions.ts'
+import { analyzeGrownTables, keepsOwnStatistics } from '../store/statistics.ts'
 import { nextDueAt } from '../store/tasks.ts'
 import { type Work, WorkLoop } from './workLoop.ts'
 
@@ -30,6 +32,8 @@ const MAX_STARTS_IN_FLIGHT = 512
 /** Expired idempotency keys are swept this often, a batch at a time. */
 const SWEEP_EVERY_MS = 60_000
 const SWEEP_BATCH = 1_000
+/** Where the service keeps its tables' statistics itself, how often it looks for grown tables: a catalog read, and an ANALYZE of those found. */
+const STATISTICS_EVERY_MS = 5_000
 
 class Dispatching implements Work {
   readonly name = 'dispatcher'
@@ -45,6 +49,8 @@ class Dispatching implements Work {
   readonly #starting = new Set<Promise<void>>()
   #startsInFlight = 0
   #sweptAt = 0
+  #statisticsAt = 0
+  #keepsStatistics: Promise<boolean> | undefined
 
   constructor(db: Database, dispatch: Dispatch, now: () => number, onStartsDone: () => void) {
     this.#db = db
@@ -83,6 +89,11 @@ class Dispatching implements Work {
     if (this.#now() - this.#sweptAt >= SWEEP_EVERY_MS) {
       this.#sweptAt = this.#now()
       while ((await deleteExpiredKeys(this.#db, this.#sweptAt, SWEEP_BATCH)) === SWEEP_BATCH) {}
+    }
+    if (this.#now() - this.#statisticsAt >= STATISTICS_EVERY_MS) {
+      this.#statisticsAt = this.#now()
+      this.#keepsStatistics ??= keepsOwnStatistics(this.#db)
+      if (await this.#keepsStatistics) await analyzeGrownTables(this.#db)
     }
     return progressed
   }
