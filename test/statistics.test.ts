@@ -26,6 +26,11 @@ test('a table grown since it was last analyzed is analyzed, once, and one that h
   `)
   assert.deepEqual(await analyzeGrownTables(db), ['events'])
   assert.equal(await analyzed('events'), 2000)
+  // With a tenth of the default target: at most 11 histogram bounds, rather than 101.
+  const [bounds] = await db.query<{ count: number }>(
+    `SELECT cardinality(histogram_bounds::text::text[]) AS count FROM pg_stats WHERE tablename = 'events' AND attname = 'id' AND schemaname = current_schema()`,
+  )
+  assert.equal(bounds!.count, 11)
   assert.deepEqual(await analyzeGrownTables(db), [])
 })
 

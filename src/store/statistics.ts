@@ -6,7 +6,7 @@
  * three rounds of 5,000 triggers end to end, the embedded service fell from
  * 523 to 437 to 385 triggers a second as its tables grew.
  */
-import type { Database, Queryable } from './database.ts'
+import type { Database } from './database.ts'
 
 /** Whether the service must analyze its tables itself: on PGlite, and on a server whose autovacuum is off. */
 export async function keepsOwnStatistics(db: Database): Promise<boolean> {
@@ -26,8 +26,13 @@ export async function keepsOwnStatistics(db: Database): Promise<boolean> {
  * end to end, and their statements were planned again as often: PostgreSQL's
  * CPU per trigger went from 0.60 to 0.78 ms, where on PGlite the rate
  * recovered all the same.)
+ *
+ * A tenth of the default statistics target is enough for what the plans
+ * read (table sizes, a status's few values, the keys' spread) and samples a
+ * tenth of the rows: the pipeline's tables at 20,000 triggers took about
+ * 0.7 s to analyze rather than 2.3 s, under load.
  */
-export async function analyzeGrownTables(db: Queryable): Promise<string[]> {
+export async function analyzeGrownTables(db: Database): Promise<string[]> {
   const rows = await db.query<{ name: string }>(
     `SELECT c.oid::regclass::text AS name FROM pg_class c
      WHERE c.relnamespace = current_schema()::regnamespace AND c.relkind = 'r'
@@ -35,6 +40,11 @@ export async function analyzeGrownTables(db: Queryable): Promise<string[]> {
      ORDER BY c.relname`,
   )
   const names = rows.map((row) => row.name)
-  if (names.length > 0) await db.exec(`ANALYZE ${names.join(', ')}`)
+  if (names.length > 0) {
+    await db.transaction(async (tx) => {
+      await tx.exec('SET LOCAL default_statistics_target = 10')
+      await tx.exec(`ANALYZE ${names.join(', ')}`)
+    })
+  }
   return names
 }
