@@ -1,6 +1,6 @@
 /**
  * Planner statistics where nothing else keeps them. PGlite runs no
- * autovacuum, and a server may run without it (this machine's does): there,
+ * autovacuum, and a server may be run without it: there,
  * no ANALYZE ever runs, and each prepared statement keeps the plan it was
  * given on the nearly empty tables of a new database (see Queryable). Over
  * three rounds of 5,000 triggers end to end, the embedded service fell from
