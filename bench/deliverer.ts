@@ -33,8 +33,8 @@ export interface DelivererResult {
   /** Measured: those after the warm-up. */
   deliveries: number
   warmUp: number
-  /** From the first delivery received to the last of the warm-up: a worker that has just started. */
-  warmUpSeconds: number
+  /** The warm-up's rate, from the first delivery received to the last of the warm-up: a worker that has just started. */
+  warmUpPerSecond: number
   /** From the last of the warm-up received to the last delivery. */
   seconds: number
   deliveriesPerSecond: number
@@ -126,7 +126,7 @@ export async function benchDeliverer(options: {
       await new Promise((resolve) => setTimeout(resolve, 100))
     }
     const seconds = (last - warmedUpAt) / 1000
-    return { deliveries: options.deliveries, warmUp: options.warmUp, warmUpSeconds: (warmedUpAt - firstAt!) / 1000, seconds, deliveriesPerSecond: options.deliveries / seconds }
+    return { deliveries: options.deliveries, warmUp: options.warmUp, warmUpPerSecond: options.warmUp / ((warmedUpAt - firstAt!) / 1000), seconds, deliveriesPerSecond: options.deliveries / seconds }
   } finally {
     if (worker !== undefined) await stopChild(worker)
     await db.close()

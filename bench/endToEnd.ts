@@ -132,7 +132,10 @@ export async function benchEndToEnd(options: {
   const all = triggerBodies(options.warmUpTriggers + options.rounds * options.triggers)
   const bodies = {
     warmUp: all.slice(0, options.warmUpTriggers),
-    rounds: Array.from({ length: options.rounds }, (_, round) => all.slice(options.warmUpTriggers + round * options.triggers).slice(0, options.triggers)),
+    rounds: Array.from({ length: options.rounds }, (_, round) => {
+      const start = options.warmUpTriggers + round * options.triggers
+      return all.slice(start, start + options.triggers)
+    }),
   }
   const run = {
     postgres: () => withPostgresDatabase((databaseUrl) => runLayout(POSTGRES_LAYOUT, { DATABASE_URL: databaseUrl }, bodies, options.workDir)),

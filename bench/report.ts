@@ -5,7 +5,7 @@
  * {@link renderReport}.
  */
 import type { DelivererResult } from './deliverer.ts'
-import { CAMPAIGN, CLIENTS, type EndToEndResult, endToEndRate, type EndToEndVerdict, WEBHOOKS_TIMEOUT_SECONDS } from './endToEnd.ts'
+import { CAMPAIGN, CLIENTS, type EndToEndResult, type EndToEndRound, endToEndRate, type EndToEndVerdict, WEBHOOKS_TIMEOUT_SECONDS } from './endToEnd.ts'
 import { median } from './harness.ts'
 import { TIMEOUT_SECONDS, type WrkResult } from './wrk.ts'
 
@@ -239,7 +239,7 @@ export function delivererSection(result: DelivererResult): Section {
       '',
       '| deliveries | seconds | deliveries per second | warm-up: deliveries per second |',
       '| ---: | ---: | ---: | ---: |',
-      `| ${result.deliveries} | ${result.seconds.toFixed(2)} | ${Math.round(result.deliveriesPerSecond)} | ${Math.round(result.warmUp / result.warmUpSeconds)} |`,
+      `| ${result.deliveries} | ${result.seconds.toFixed(2)} | ${Math.round(result.deliveriesPerSecond)} | ${Math.round(result.warmUpPerSecond)} |`,
     ].join('\n'),
   }
 }
@@ -287,15 +287,20 @@ ${verdicts.map((verdict) => `- ${verdict.layout}: ${verdict.goal} — ${verdict.
   return { heading: 'End to end: trigger to webhook', body }
 }
 
+/** A figure a run could not give (it did not finish) as a dash. */
+const figure = (value: number | undefined, digits: number) => (value === undefined ? '—' : value.toFixed(digits))
+
+const firstPostToLastWebhook = (round: EndToEndRound) =>
+  round.outcome === 'complete' ? round.seconds.toFixed(1) : `${round.outcome} after ${round.seconds.toFixed(0)} s`
+
 /** The figures of one layout's run, as rows of label and value. */
 function endToEndFigures(result: EndToEndResult, bareRequestsPerSecond: number): string[][] {
-  const figure = (value: number | undefined, digits: number) => (value === undefined ? '—' : value.toFixed(digits))
   const { summary } = result
   const missing = result.webhooksExpected - summary.webhooksReceived
   return [
     ['triggers posted in each round (each answered 201)', String(result.triggers)],
     ['rounds', summary.outcome === 'complete' ? String(result.rounds.length) : `${result.rounds.length}, the last one ${summary.outcome}`],
-    ['first POST to last webhook (s)', summary.outcome === 'complete' ? summary.seconds.toFixed(1) : `${summary.outcome} after ${summary.seconds.toFixed(0)} s`],
+    ['first POST to last webhook (s)', firstPostToLastWebhook(summary)],
     ['triggers/s end to end', figure(endToEndRate(result), 0)],
     ['intake: triggers/s', (result.triggers / summary.intake.seconds).toFixed(0)],
     ['intake latency p50 (ms)', summary.intake.p50Ms.toFixed(1)],
@@ -313,12 +318,11 @@ function endToEndFigures(result: EndToEndResult, bareRequestsPerSecond: number):
 
 /** One layout's rounds, a row each: the figures its summary takes the medians of. */
 function endToEndRoundsTable(result: EndToEndResult): [string[], string[][]] {
-  const figure = (value: number | undefined, digits: number) => (value === undefined ? '—' : value.toFixed(digits))
   return [
     ['round', 'first POST to last webhook (s)', 'triggers/s end to end', 'intake p99 (ms)', 'service CPU per trigger (ms)', 'PostgreSQL CPU per trigger (ms)'],
     result.rounds.map((round, index) => [
       String(index + 1),
-      round.outcome === 'complete' ? round.seconds.toFixed(1) : `${round.outcome} after ${round.seconds.toFixed(0)} s`,
+      firstPostToLastWebhook(round),
       figure(endToEndRate(result, round), 0),
       round.intake.p99Ms.toFixed(1),
       figure(round.cpuMsPerTrigger.service, 2),

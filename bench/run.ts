@@ -199,7 +199,7 @@ async function benchDelivererSection(workDir: string): Promise<Section> {
     }),
   )
   process.stdout.write(
-    `deliverer: ${DELIVERIES} webhooks delivered in ${deliverer.seconds.toFixed(2)} s, ${Math.round(deliverer.deliveriesPerSecond)} per second (the ${DELIVERIES_WARM_UP} before them, from a worker just started: ${Math.round(DELIVERIES_WARM_UP / deliverer.warmUpSeconds)} per second)\n`,
+    `deliverer: ${DELIVERIES} webhooks delivered in ${deliverer.seconds.toFixed(2)} s, ${Math.round(deliverer.deliveriesPerSecond)} per second (the ${DELIVERIES_WARM_UP} before them, from a worker just started: ${Math.round(deliverer.warmUpPerSecond)} per second)\n`,
   )
   return delivererSection(deliverer)
 }

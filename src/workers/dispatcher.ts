@@ -50,7 +50,7 @@ class Dispatching implements Work {
   #startsInFlight = 0
   #sweptAt = 0
   #statisticsAt = 0
-  #keepsStatistics: Promise<boolean> | undefined
+  #keepsStatistics: boolean | undefined
 
   constructor(db: Database, dispatch: Dispatch, now: () => number, onStartsDone: () => void) {
     this.#db = db
@@ -92,8 +92,8 @@ class Dispatching implements Work {
     }
     if (this.#now() - this.#statisticsAt >= STATISTICS_EVERY_MS) {
       this.#statisticsAt = this.#now()
-      this.#keepsStatistics ??= keepsOwnStatistics(this.#db)
-      if (await this.#keepsStatistics) await analyzeGrownTables(this.#db)
+      this.#keepsStatistics ??= await keepsOwnStatistics(this.#db)
+      if (this.#keepsStatistics) await analyzeGrownTables(this.#db)
     }
     return progressed
   }
