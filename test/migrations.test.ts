@@ -1,6 +1,8 @@
 /** Migrations that change what existing rows mean, applied over rows written before them. */
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
+import { deliveriesOf } from '../src/store/deliveries.ts'
+import { findTrigger } from '../src/store/triggers.ts'
 import { databaseBeforeMigration } from './support/service.ts'
 
 test('011: tasks recorded with one zone or none keep the zone they were scheduled in, and say what told it', async () => {
@@ -29,7 +31,7 @@ test('011: tasks recorded with one zone or none keep the zone they were schedule
         ('tsk_fallback', 'org_1', 'trg_fallback', 'cmp_fallback', 'pending', '{}', false, ${at}, ${at}, ${at}, ${at}, '{"phone": "+79123456789"}', NULL),
         ('tsk_none', 'org_1', 'trg_none', 'cmp_own_zone', 'pending', '{}', false, ${at}, ${at}, ${at}, ${at}, '{"phone": "+80012345678"}', NULL);
     `)
-    await database.migrate(11)
+    await database.upgrade()
     const rows = await db.query<{ id: string; timezones: string[]; timezone_source: string | null }>(
       'SELECT id, timezones, timezone_source FROM tasks ORDER BY id',
     )
@@ -44,6 +46,44 @@ test('011: tasks recorded with one zone or none keep the zone they were schedule
       `SELECT column_name FROM information_schema.columns WHERE table_name = 'tasks' AND column_name = 'timezone' AND table_schema = current_schema()`,
     )
     assert.deepEqual(columns, [])
+  } finally {
+    await database.drop()
+  }
+})
+
+test('019: a trigger recorded before names its task, and an event written before lists its deliveries', async () => {
+  const database = await databaseBeforeMigration(19)
+  try {
+    const { db } = database
+    const at = "'2026-06-01T10:00:00Z'"
+    await db.exec(`
+      INSERT INTO organizations (id, name, created_at) VALUES ('org_1', 'Acme', ${at});
+      INSERT INTO campaigns (id, org_id, routing_key, channel, name, schedule, attempts, created_at, updated_at) VALUES
+        ('cmp_1', 'org_1', 'screening', 'voice', 'Screening', '{"timezone": "contact", "windows": []}',
+         '{"max": 3, "retry_delays_s": {}, "expire_after_s": 604800}', ${at}, ${at});
+      INSERT INTO triggers (id, org_id, api_key_id, campaign_id, request_id, ids, contact, context, test_mode, created_at) VALUES
+        ('trg_1', 'org_1', 'key_1', 'cmp_1', 'r1', '[]', '{"phone": "+442079460958"}', '{}', false, ${at}),
+        ('trg_2', 'org_1', 'key_1', 'cmp_1', 'r2', '[]', '{"phone": "+442079460959"}', '{}', false, ${at});
+      INSERT INTO tasks (id, org_id, trigger_id, campaign_id, status, context, test_mode, due_at, created_at, updated_at, expires_at, contact, timezones, timezone_source, outcome) VALUES
+        ('tsk_1', 'org_1', 'trg_1', 'cmp_1', 'pending', '{}', false, ${at}, ${at}, ${at}, ${at}, '{"phone": "+442079460958"}', '{Europe/London}', 'phone', NULL),
+        ('tsk_2', 'org_1', 'trg_2', 'cmp_1', 'completed', '{}', false, ${at}, ${at}, ${at}, ${at}, '{"phone": "+442079460959"}', '{Europe/London}', 'phone', 'reached');
+      INSERT INTO events (id, org_id, type, payload, created_at) VALUES
+        ('evt_1', 'org_1', 'task.completed', '{}', ${at}),
+        ('evt_2', 'org_1', 'task.completed', '{}', ${at});
+      INSERT INTO deliveries (event_id, endpoint_id, org_id, status, due_at, created_at) VALUES
+        ('evt_1', 'whe_1', 'org_1', 'pending', ${at}, ${at}),
+        ('evt_2', 'whe_1', 'org_1', 'pending', ${at}, ${at}),
+        ('evt_1', 'whe_2', 'org_1', 'pending', ${at}, ${at});
+    `)
+    await database.upgrade()
+    const tasks = await Promise.all(['trg_1', 'trg_2'].map(async (id) => (await findTrigger(db, 'org_1', id))?.task))
+    assert.deepEqual(tasks, [
+      { id: 'tsk_1', status: 'pending' },
+      { id: 'tsk_2', status: 'completed' },
+    ])
+    const endpoints = async (eventId: string) => (await deliveriesOf(db, eventId)).map((delivery) => delivery.endpointId)
+    assert.deepEqual(await endpoints('evt_1'), ['whe_1', 'whe_2'])
+    assert.deepEqual(await endpoints('evt_2'), ['whe_1'])
   } finally {
     await database.drop()
   }

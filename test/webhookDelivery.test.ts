@@ -387,7 +387,7 @@ test('012: endpoints registered before keep the cap every endpoint had, 4', asyn
   try {
     const { db } = database
     await db.exec(AN_ENDPOINT)
-    await database.migrate(12)
+    await database.upgrade()
     const rows = await db.query('SELECT id, max_in_flight FROM webhook_endpoints')
     assert.deepEqual(rows, [{ id: 'whe_1', max_in_flight: 4 }])
   } finally {
@@ -408,7 +408,7 @@ test('017: a delivery settled before keeps the attempts it logged, each listed o
       SELECT id, 1, timestamptz '2026-01-01T00:00:00Z', 500, 12, NULL FROM deliveries UNION ALL
       SELECT id, 2, timestamptz '2026-01-01T00:00:05Z', 200, 8, NULL FROM deliveries;
     `)
-    await database.migrate(17)
+    await database.upgrade()
     const [delivery] = await storedDeliveriesOf(db, 'evt_1')
     assert.deepEqual(
       delivery!.attempts.map(({ attempt, statusCode, latencyMs }) => [attempt, statusCode, latencyMs]),

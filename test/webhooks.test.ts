@@ -406,6 +406,22 @@ describe('the event log', () => {
     const again = receiver.received.slice(before).find((request) => request.headers['webhook-id'] === eventId)
     assert.ok(again, 'redelivered with the same webhook-id')
 
+    // Once its delivery has succeeded, the event is sent again by a new one, which its page lists: asked for
+    // twice at once, it is made once.
+    const twice = await Promise.all(
+      [1, 2].map(() => service.app.inject({ method: 'POST', url: `/api/v2/events/${eventId}/redeliver`, headers: bearer(key) })),
+    )
+    assert.deepEqual(twice.map((response) => response.statusCode), [202, 202])
+    await deliver()
+    const redone = json(await service.app.inject({ method: 'GET', url: `/api/v2/events/${eventId}`, headers: bearer(key) })).data
+    assert.deepEqual(
+      redone.deliveries.map((delivery: any) => [delivery.status, delivery.attempts.map((attempt: any) => attempt.status_code)]),
+      [
+        ['succeeded', [500, 200]],
+        ['succeeded', [200]],
+      ],
+    )
+
     const other = await setUp()
     assert.equal((await service.app.inject({ method: 'GET', url: `/api/v2/events/${eventId}`, headers: bearer(other.key) })).statusCode, 404)
   })

@@ -309,19 +309,29 @@ export async function nextDeliveryDueAt(db: Queryable): Promise<number | undefin
 /**
  * Sends an event to one of its organization's endpoints now: a delivery of
  * it still pending there is brought forward (unless a send is in flight), so
- * that asking twice never queues it twice; otherwise a new delivery is made.
+ * that asking twice never queues it twice; otherwise a new delivery is made,
+ * and the event lists it.
  */
-export async function redeliver(db: Queryable, orgId: string, eventId: string, endpointId: string, now: number): Promise<void> {
-  await db.query(
-    `WITH hurried AS (
-       UPDATE deliveries SET due_at = $4
-       WHERE event_id = $1 AND endpoint_id = $2 AND status = 'pending' AND (locked_until IS NULL OR locked_until <= $4)
-     )
-     INSERT INTO deliveries (event_id, endpoint_id, org_id, status, due_at, created_at)
-     SELECT $1, $2, $3, 'pending', $4, $4
-     WHERE NOT EXISTS (SELECT 1 FROM deliveries WHERE event_id = $1 AND endpoint_id = $2 AND status = 'pending')`,
-    [eventId, endpointId, orgId, new Date(now)],
-  )
+export async function redeliver(db: Database, orgId: string, eventId: string, endpointId: string, now: number): Promise<void> {
+  await db.transaction(async (tx) => {
+    // The event's row is locked in a statement of its own: a redelivery that waited on another's lock
+    // then sees, in the next statement's snapshot, the delivery the other made, and makes no second one.
+    const [event] = await tx.query<{ delivery_ids: string[] }>('SELECT delivery_ids FROM events WHERE id = $1 FOR UPDATE', [eventId])
+    if (event === undefined) return
+    await tx.query(
+      `WITH hurried AS (
+         UPDATE deliveries SET due_at = $4
+         WHERE id = ANY($5::bigint[]) AND endpoint_id = $2 AND status || '' = 'pending' AND (locked_until IS NULL OR locked_until <= $4)
+       ), made AS (
+         INSERT INTO deliveries (event_id, endpoint_id, org_id, status, due_at, created_at)
+         SELECT $1, $2, $3, 'pending', $4, $4
+         WHERE NOT EXISTS (SELECT 1 FROM deliveries WHERE id = ANY($5::bigint[]) AND endpoint_id = $2 AND status || '' = 'pending')
+         RETURNING id
+       )
+       UPDATE events SET delivery_ids = delivery_ids || ARRAY(SELECT id FROM made) WHERE id = $1 AND EXISTS (SELECT 1 FROM made)`,
+      [eventId, endpointId, orgId, new Date(now), event.delivery_ids],
+    )
+  })
 }
 
 export interface DeliveryLog {
@@ -345,14 +355,16 @@ export async function deliveriesOf(db: Queryable, eventId: string): Promise<Deli
     error: string | null
   }>(
     `SELECT d.id, d.endpoint_id, d.status, d.due_at, a.attempt, a.attempted_at, a.status_code, a.latency_ms, a.error
-     FROM deliveries d
+     FROM events e
+     CROSS JOIN LATERAL unnest(e.delivery_ids) AS listed(id)
+     JOIN deliveries d ON d.id = listed.id
      LEFT JOIN LATERAL (
        SELECT attempt, attempted_at, status_code, latency_ms, error FROM delivery_attempts WHERE delivery_id = d.id
        UNION ALL
        -- The attempt that settled it, on its own row (migration 017).
        SELECT d.attempts, d.completed_at, d.final_status_code, d.final_latency_ms, d.final_error WHERE d.final_latency_ms IS NOT NULL
      ) a ON true
-     WHERE d.event_id = $1
+     WHERE e.id = $1
      ORDER BY d.id, a.attempt`,
     [eventId],
   )

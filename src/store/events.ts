@@ -28,7 +28,8 @@ export interface WrittenDeliveries {
 
 /**
  * Writes the events and, in the same statement, their deliveries: one to each
- * enabled endpoint of the event's organization subscribed to its type.
+ * enabled endpoint of the event's organization subscribed to its type. Each
+ * event lists the deliveries written with it.
  *
  * With a hand-off, those to the endpoints its deliverer holds are written
  * claimed by it, where one of its claims there still runs: at most one
@@ -50,11 +51,8 @@ export async function insertEvents(tx: Queryable, events: readonly OrganizationE
     await tx.query('SELECT id FROM webhook_endpoints WHERE id = ANY($1::text[]) ORDER BY id FOR SHARE', [handOff.endpoints.map((endpoint) => endpoint.id)])
   }
   const rows = await tx.query<{ id: string; event_id: string; endpoint_id: string; claimed: boolean }>(
-    `WITH written AS (
-       INSERT INTO events (id, org_id, type, payload, created_at)
-       SELECT v.id, v.org_id, v.type, v.payload::jsonb, v.created_at
-       FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::timestamptz[]) AS v(id, org_id, type, payload, created_at)
-       RETURNING id, org_id, type, created_at
+    `WITH input AS (
+       SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::timestamptz[]) AS v(id, org_id, type, payload, created_at)
      ), handed AS MATERIALIZED (
        -- Looked up one by one by primary key, whatever the size the table had when this was planned.
        -- The ids come as JSON: the planner takes an array's length from a custom plan's constant (a few)
@@ -63,16 +61,24 @@ export async function insertEvents(tx: Queryable, events: readonly OrganizationE
        SELECT DISTINCT c.endpoint_id AS id FROM jsonb_array_elements_text($6::jsonb) AS o(id)
        CROSS JOIN LATERAL (SELECT * FROM deliveries c WHERE c.id = o.id::bigint LIMIT 1) c
        WHERE c.status = 'pending' AND starts_with(c.locked_by, $7::text || '.') AND c.due_at > $8::timestamptz
+     ), delivered AS (
+       INSERT INTO deliveries (event_id, endpoint_id, org_id, status, due_at, locked_by, locked_until, created_at)
+       SELECT e.id, w.id, w.org_id, 'pending',
+              CASE WHEN h.id IS NULL THEN e.created_at ELSE $9 END, CASE WHEN h.id IS NULL THEN NULL ELSE $10::text END,
+              CASE WHEN h.id IS NULL THEN NULL ELSE $9 END, e.created_at
+       FROM input e
+       JOIN webhook_endpoints w ON w.org_id = e.org_id AND w.enabled AND w.deleted_at IS NULL AND e.type = ANY(w.events)
+       LEFT JOIN handed h ON h.id = w.id
+       ORDER BY e.id
+       RETURNING id, event_id, endpoint_id, locked_by IS NOT NULL AS claimed
+     ), written AS (
+       -- Each event lists its deliveries (migration 019): no table has to be indexed by event to find them.
+       INSERT INTO events (id, org_id, type, payload, created_at, delivery_ids)
+       SELECT e.id, e.org_id, e.type, e.payload::jsonb, e.created_at, coalesce(d.ids, '{}')
+       FROM input e
+       LEFT JOIN (SELECT event_id, array_agg(id ORDER BY id) AS ids FROM delivered GROUP BY event_id) d ON d.event_id = e.id
      )
-     INSERT INTO deliveries (event_id, endpoint_id, org_id, status, due_at, locked_by, locked_until, created_at)
-     SELECT e.id, w.id, w.org_id, 'pending',
-            CASE WHEN h.id IS NULL THEN e.created_at ELSE $9 END, CASE WHEN h.id IS NULL THEN NULL ELSE $10::text END,
-            CASE WHEN h.id IS NULL THEN NULL ELSE $9 END, e.created_at
-     FROM written e
-     JOIN webhook_endpoints w ON w.org_id = e.org_id AND w.enabled AND w.deleted_at IS NULL AND e.type = ANY(w.events)
-     LEFT JOIN handed h ON h.id = w.id
-     ORDER BY e.id
-     RETURNING id, event_id, endpoint_id, locked_by IS NOT NULL AS claimed`,
+     SELECT id, event_id, endpoint_id, claimed FROM delivered`,
     [
       events.map(({ event }) => event.id),
       events.map(({ orgId }) => orgId),

@@ -83,8 +83,8 @@ const INSERT_TRIGGERS_WITH_TASKS = `WITH input AS (
        LEFT JOIN contacts stored ON stored.id = resolved.contact_id
        WHERE COALESCE(resolved.contacts, 0) <= 1 AND (eligible.contact IS NOT NULL OR stored.id IS NOT NULL)
      ), new_triggers AS (
-       INSERT INTO triggers (id, org_id, api_key_id, campaign_id, request_id, ids, contact, context, test_mode, created_at)
-       SELECT id, org_id, api_key_id, campaign_id, request_id, ids, contact, context, test_mode, created_at FROM accepted
+       INSERT INTO triggers (id, org_id, api_key_id, campaign_id, request_id, ids, contact, context, test_mode, created_at, task_id)
+       SELECT id, org_id, api_key_id, campaign_id, request_id, ids, contact, context, test_mode, created_at, task_id FROM accepted
        RETURNING id
      ), new_tasks AS (
        -- The contact's candidate zones: its timezone as sent or on file, else those its number tells.
@@ -216,7 +216,7 @@ export async function findTrigger(db: Queryable, orgId: string, id: string): Pro
             t.test_mode, t.created_at, k.id AS task_id, k.status AS task_status
      FROM triggers t
      JOIN campaigns c ON c.id = t.campaign_id
-     JOIN tasks k ON k.trigger_id = t.id
+     JOIN tasks k ON k.id = t.task_id
      WHERE t.org_id = $1 AND t.id = $2`,
     [orgId, id],
   )

@@ -56,16 +56,19 @@ export async function freshDatabase(options: { migrated: boolean } = { migrated:
 }
 
 /**
- * A fresh database with the migrations up to `version` applied, for a test
- * of what a later migration does to rows written before it: `migrate(n)`
- * applies migration n alone.
+ * A fresh database with the migrations before `version` applied, for a test
+ * of what migration `version` does to rows written before it: `upgrade()`
+ * applies it and every one after, as an upgrade of an install does, so that
+ * the test reads the rows with today's code.
  */
-export async function databaseBeforeMigration(version: number): Promise<TestDatabase & { migrate(version: number): Promise<void> }> {
+export async function databaseBeforeMigration(version: number): Promise<TestDatabase & { upgrade(): Promise<void> }> {
   const database = await freshDatabase({ migrated: false })
   const migrations = await loadMigrations()
-  const apply = (migration: { sql: string }) => database.db.transaction((tx) => tx.exec(migration.sql))
-  for (const migration of migrations.filter((candidate) => candidate.version < version)) await apply(migration)
-  return { ...database, migrate: (wanted) => apply(migrations.find((candidate) => candidate.version === wanted)!) }
+  const apply = async (wanted: (candidate: { version: number }) => boolean) => {
+    for (const migration of migrations.filter(wanted)) await database.db.transaction((tx) => tx.exec(migration.sql))
+  }
+  await apply((candidate) => candidate.version < version)
+  return { ...database, upgrade: () => apply((candidate) => candidate.version >= version) }
 }
 
 export interface TestService {
