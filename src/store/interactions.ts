@@ -201,7 +201,9 @@ export async function findInteractionByProviderRef(
  * Claims interactions that are due to be settled (no final report by their
  * settle time, or a start that was never confirmed): their settle time moves
  * `leaseMs` on, so that a worker that dies while settling one leaves it to
- * another.
+ * another. The earliest due are read campaign by campaign from the index of
+ * running interactions, then locked by id, skipping those another claim
+ * holds.
  */
 export async function claimInteractionsToSettle(db: Queryable, now: number, leaseMs: number, limit: number): Promise<InteractionWithConfig[]> {
   const rows = await db.query<WithConfigRow>(
@@ -209,9 +211,16 @@ export async function claimInteractionsToSettle(db: Queryable, now: number, leas
        UPDATE interactions SET settle_at = $2
        WHERE id = ANY(ARRAY(
          SELECT id FROM interactions
-         WHERE status <> 'finalized' AND settle_at <= $1
-         ORDER BY settle_at
-         LIMIT $3
+         WHERE id = ANY(ARRAY(
+             SELECT due.id FROM campaigns c
+             CROSS JOIN LATERAL (
+               SELECT id, settle_at FROM interactions
+               WHERE campaign_id = c.id AND status <> 'finalized' AND settle_at <= $1
+               ORDER BY settle_at
+               LIMIT $3) due
+             ORDER BY due.settle_at
+             LIMIT $3))
+           AND status || '' <> 'finalized' AND settle_at <= $1
          FOR UPDATE SKIP LOCKED))
        RETURNING ${WITH_CONFIG})
      SELECT * FROM claimed`,
@@ -220,9 +229,12 @@ export async function claimInteractionsToSettle(db: Queryable, now: number, leas
   return rows.map(toWithConfig)
 }
 
-/** When the earliest running interaction is due to be settled. */
+/** When the earliest running interaction is due to be settled: the least of each campaign's first. */
 export async function nextSettleAt(db: Queryable): Promise<number | undefined> {
-  const rows = await db.query<{ settle_at: Date | null }>(`SELECT min(settle_at) AS settle_at FROM interactions WHERE status <> 'finalized'`)
+  const rows = await db.query<{ settle_at: Date | null }>(
+    `SELECT min(next.settle_at) AS settle_at FROM campaigns c
+     CROSS JOIN LATERAL (SELECT settle_at FROM interactions WHERE campaign_id = c.id AND status <> 'finalized' ORDER BY settle_at LIMIT 1) next`,
+  )
   return rows[0]?.settle_at?.getTime()
 }
 
