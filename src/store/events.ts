@@ -48,7 +48,10 @@ export async function insertEvents(tx: Queryable, events: readonly OrganizationE
   if (events.length === 0) return { claimed: [], due: 0 }
   const handing = handOff !== undefined && handOff.endpoints.length > 0
   if (handing) {
-    await tx.query('SELECT id FROM webhook_endpoints WHERE id = ANY($1::text[]) ORDER BY id FOR SHARE', [handOff.endpoints.map((endpoint) => endpoint.id)])
+    // The ids as JSON, as the claim ids below, so that the statement keeps a generic plan: as an array it was planned anew at every call.
+    await tx.query('SELECT id FROM webhook_endpoints WHERE id = ANY(ARRAY(SELECT jsonb_array_elements_text($1::jsonb))) ORDER BY id FOR SHARE', [
+      JSON.stringify(handOff.endpoints.map((endpoint) => endpoint.id)),
+    ])
   }
   const rows = await tx.query<{ id: string; event_id: string; endpoint_id: string; claimed: boolean }>(
     `WITH input AS (

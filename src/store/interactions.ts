@@ -267,6 +267,7 @@ export interface FinalizedWithTask {
  */
 export async function finalizeInteractions(tx: Queryable, ends: readonly InteractionEnd[]): Promise<FinalizedWithTask[]> {
   if (ends.length === 0) return []
+  const sorted = ends.toSorted((a, b) => (a.id < b.id ? -1 : 1))
   const rows = await tx.query<
     {
       id: string
@@ -287,16 +288,14 @@ export async function finalizeInteractions(tx: Queryable, ends: readonly Interac
     `WITH ends AS (
        SELECT * FROM unnest($1::text[], $2::text[], $3::timestamptz[], $4::int[], $5::boolean[], $6::text[])
          AS v(id, outcome, ended_at, duration_s, only_if_starting, provider_ref)
-     ), locked AS (
-       SELECT i.id FROM interactions i JOIN ends v ON v.id = i.id
-       WHERE i.status || '' = 'starting' OR (i.status || '' = 'active' AND NOT v.only_if_starting)
-       ORDER BY i.id
-       FOR UPDATE OF i
      ), finalized AS (
+       -- Each row is locked as it is updated, in id order (the ids come sorted, and whichever side of
+       -- the join the primary key's scan is on, rows come out in that order), so that two settlements
+       -- never wait for each other in a circle; a lock taken beforehand was one more WAL record per row.
        UPDATE interactions i SET status = 'finalized', outcome = v.outcome, ended_at = greatest(v.ended_at, i.started_at),
                                  duration_s = v.duration_s, settle_at = NULL, provider_ref = coalesce(v.provider_ref, i.provider_ref)
        FROM ends v
-       WHERE i.id = v.id AND i.id = ANY(ARRAY(SELECT id FROM locked))
+       WHERE i.id = v.id AND i.id = ANY($1::text[])
          AND (i.status || '' = 'starting' OR (i.status || '' = 'active' AND NOT v.only_if_starting))
        RETURNING i.*)
      SELECT f.id, f.org_id, f.campaign_id, f.to_phone, ic.routing_key, f.channel, f.direction, f.attempt, f.outcome, f.test_mode,
@@ -308,12 +307,12 @@ export async function finalizeInteractions(tx: Queryable, ends: readonly Interac
      LEFT JOIN campaigns c ON c.id = t.campaign_id
      ORDER BY f.id`,
     [
-      ends.map((e) => e.id),
-      ends.map((e) => e.outcome),
-      ends.map((e) => new Date(e.endedAt)),
-      ends.map((e) => e.durationS),
-      ends.map((e) => e.onlyIfStarting),
-      ends.map((e) => e.providerRef),
+      sorted.map((e) => e.id),
+      sorted.map((e) => e.outcome),
+      sorted.map((e) => new Date(e.endedAt)),
+      sorted.map((e) => e.durationS),
+      sorted.map((e) => e.onlyIfStarting),
+      sorted.map((e) => e.providerRef),
     ],
   )
   return rows.map((row) => {
