@@ -106,7 +106,7 @@ export async function benchDeliverer(options: {
 
     const output = openSync(options.logFile, 'w')
     try {
-      worker = startChild('taskset', ['-c', String(options.cpu), process.execPath, '--import', 'tsx', 'src/cli.ts', 'worker'], {
+      worker = startChild('taskset', ['-c', String(options.cpu), process.execPath, 'dist/cli.js', 'worker'], {
         cwd: options.root,
         env: {
           ...process.env,

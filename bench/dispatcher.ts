@@ -74,7 +74,7 @@ export async function benchDispatcher(options: {
 
     const output = openSync(options.logFile, 'w')
     try {
-      worker = startChild('taskset', ['-c', String(options.cpu), process.execPath, '--import', 'tsx', 'src/cli.ts', 'worker'], {
+      worker = startChild('taskset', ['-c', String(options.cpu), process.execPath, 'dist/cli.js', 'worker'], {
         cwd: options.root,
         env: { ...process.env, DATABASE_URL: options.databaseUrl, LOG_LEVEL: 'warn', OPERATOR_TOKEN: randomBytes(24).toString('hex') },
         stdio: ['ignore', output, output],

@@ -70,14 +70,14 @@ interface Layout {
 export const POSTGRES_LAYOUT: Layout = {
   name: 'PostgreSQL, API process + worker process',
   processes: [
-    { name: 'e2e API', args: ['src/cli.ts', 'serve', '--no-workers'], servesHttp: true },
-    { name: 'e2e worker', args: ['src/cli.ts', 'worker'], servesHttp: false },
+    { name: 'e2e API', args: ['dist/cli.js', 'serve', '--no-workers'], servesHttp: true },
+    { name: 'e2e worker', args: ['dist/cli.js', 'worker'], servesHttp: false },
   ],
 }
 
 export const EMBEDDED_LAYOUT: Layout = {
   name: 'PGlite, one process (API and workers)',
-  processes: [{ name: 'e2e embedded', args: ['src/cli.ts', 'serve'], servesHttp: true }],
+  processes: [{ name: 'e2e embedded', args: ['dist/cli.js', 'serve'], servesHttp: true }],
 }
 
 /** One measured round: its triggers, posted after the last round's webhooks had all arrived, until their own had. */

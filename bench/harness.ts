@@ -48,7 +48,7 @@ export async function startServer(name: string, args: string[], env: Record<stri
   const logFile = path.join(workDir, `${label}.log`)
   const output = openSync(logFile, 'w')
   try {
-    const child = startChild('taskset', ['-c', String(SERVER_CPU), process.execPath, ...SERVER_NODE_FLAGS, '--import', 'tsx', ...args], {
+    const child = startChild('taskset', ['-c', String(SERVER_CPU), process.execPath, ...SERVER_NODE_FLAGS, ...args], {
       cwd: ROOT,
       env: { ...process.env, ...env, PORT: String(port), HOST: '127.0.0.1' },
       stdio: ['ignore', output, output],

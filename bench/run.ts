@@ -284,7 +284,7 @@ async function benchTriggers(load: Load, workDir: string, databaseUrl: string): 
 }
 
 async function startBare(load: Load, workDir: string): Promise<Target> {
-  const server = await startServer('bare', ['bench/bareServer.ts'], {}, workDir)
+  const server = await startServer('bare', ['--import', 'tsx', 'bench/bareServer.ts'], {}, workDir)
   try {
     // The bare route answers anything; one post is enough to know it listens.
     await waitUntilReady(server, async () => (await postTrigger(server.baseUrl, 'none', load.bodies[0]!, 'bare-ready')).status === 201)
@@ -298,7 +298,7 @@ async function startBare(load: Load, workDir: string): Promise<Target> {
 /** The service on a fresh database: provisioned, and every body checked. */
 async function startService(name: string, env: Record<string, string>, load: Load, workDir: string): Promise<Target> {
   // The API alone, as API processes run beside worker processes; the dispatcher is measured on its own.
-  const server = await startServer(name, ['src/cli.ts', 'serve', '--no-workers'], { ...env, OPERATOR_TOKEN, LOG_LEVEL: 'info' }, workDir)
+  const server = await startServer(name, ['dist/cli.js', 'serve', '--no-workers'], { ...env, OPERATOR_TOKEN, LOG_LEVEL: 'info' }, workDir)
   try {
     const started = Date.now()
     await waitUntilReady(server, async () => (await fetch(`${server.baseUrl}/readyz`)).status === 200)
@@ -389,7 +389,7 @@ async function describeMachine(): Promise<Machine> {
  * Ctrl-C stops the servers and wrk; the step that was waiting on them then
  * fails, and the clean-up on its way out drops the database and the temp
  * directory. Further signals are ignored meanwhile: one Ctrl-C often arrives
- * twice (from the terminal and relayed by tsx), and an exit halfway through
+ * twice (from the terminal and relayed by npm), and an exit halfway through
  * the clean-up would leave the database behind.
  */
 let interrupted = false

@@ -169,7 +169,9 @@ class RequestLog extends LogController {
 /**
  * Standard output written 4 KiB at a time rather than one system call per
  * line, and at least every second so that a quiet service's lines appear
- * promptly; pino flushes what is left when the process exits.
+ * promptly. What is left is written when the process exits, however it
+ * exits short of a kill (pino does that only for a destination that is not
+ * synchronous).
  *
  * Each 4 KiB write is made in this thread: handing it to libuv's thread pool
  * costs the process more in thread wake-ups and context switches than the
@@ -181,6 +183,7 @@ class RequestLog extends LogController {
 function bufferedStandardOutput(): DestinationStream {
   const destination = pino.destination({ sync: true, minLength: 4096 })
   setInterval(() => destination.flush(), 1000).unref()
+  process.once('exit', () => destination.flushSync())
   return destination
 }
 

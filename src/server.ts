@@ -6,6 +6,7 @@
  */
 import { chmod, mkdir, readFile, writeFile } from 'node:fs/promises'
 import path from 'node:path'
+import type { FastifyBaseLogger } from 'fastify'
 import pino from 'pino'
 import { buildApp } from './app.ts'
 import { createChannels } from './channels/index.ts'
@@ -32,23 +33,10 @@ export async function serve(config: Config, options: { workers: boolean }): Prom
     { db, channels },
   )
 
-  let closing = false
-  const shutdown = async (signal: string) => {
-    if (closing) return
-    closing = true
-    app.log.info({ signal }, 'shutting down')
-    // A shutdown that hangs (a database that no longer answers) must still end.
-    setTimeout(() => process.exit(1), SHUTDOWN_TIMEOUT_MS).unref()
-    try {
-      await app.close()
-      await db.close()
-      process.exit(0)
-    } catch (error) {
-      app.log.error({ err: error }, 'shutdown failed')
-      process.exit(1)
-    }
-  }
-  onSignal(shutdown)
+  onSignal(app.log, async () => {
+    await app.close()
+    await db.close()
+  })
 
   await app.listen({ port: config.port, host: config.host })
   await app.workers?.start()
@@ -69,21 +57,50 @@ export async function runWorker(config: Config): Promise<void> {
     allowPrivateWebhookUrls: config.allowPrivateWebhookUrls,
   })
   const workers = createWorkers(services, log)
-  onSignal(async (signal) => {
-    log.info({ signal }, 'shutting down')
-    setTimeout(() => process.exit(1), SHUTDOWN_TIMEOUT_MS).unref()
+  onSignal(log, async () => {
     await workers.stop()
     await services.drained()
     await db.close()
-    process.exit(0)
   })
   await workers.start()
   log.info({ database: db.kind }, 'worker ready')
 }
 
-function onSignal(shutdown: (signal: string) => Promise<void>) {
-  process.once('SIGTERM', () => void shutdown('SIGTERM'))
-  process.once('SIGINT', () => void shutdown('SIGINT'))
+/**
+ * The first SIGTERM or SIGINT starts the drain; any later one is logged and
+ * ignored. A signal seldom comes once: Ctrl-C in a terminal and a supervisor
+ * stopping a process group send it to every process of the group, and a
+ * parent such as npm passes its own copy on too, so a second signal is no
+ * sign of impatience. The drain ends within SHUTDOWN_TIMEOUT_MS whatever
+ * happens (SIGKILL ends it at once, and loses nothing acknowledged).
+ */
+function onSignal(log: FastifyBaseLogger, drain: () => Promise<void>) {
+  let stopping = false
+  const stop = (signal: NodeJS.Signals) => {
+    if (stopping) {
+      log.info({ signal }, 'already shutting down; signal ignored')
+      return
+    }
+    stopping = true
+    log.info({ signal }, 'shutting down')
+    // A drain that hangs (a database that no longer answers) must still end.
+    setTimeout(() => {
+      log.error({ timeoutMs: SHUTDOWN_TIMEOUT_MS }, 'shutdown did not end in time; exiting')
+      process.exit(1)
+    }, SHUTDOWN_TIMEOUT_MS).unref()
+    drain().then(
+      () => {
+        log.info('shut down')
+        process.exit(0)
+      },
+      (error: unknown) => {
+        log.error({ err: error }, 'shutdown failed')
+        process.exit(1)
+      },
+    )
+  }
+  process.on('SIGTERM', stop)
+  process.on('SIGINT', stop)
 }
 
 /**
