@@ -1,5 +1,6 @@
 /** Logs: one structured line per request, carrying its request id, and never a secret or a phone number. */
 import assert from 'node:assert/strict'
+import net from 'node:net'
 import { after, before, test } from 'node:test'
 import { bearer, OPERATOR_TOKEN, seedOrganization, startService, type TestService } from './support/service.ts'
 
@@ -67,4 +68,31 @@ test('a database error is logged without the statement or its parameters', async
   assert.match(failure.err.message, /tasks/)
   const text = service.logs.join('\n')
   for (const forbidden of ['2079460958', 'ada@example.com', 'INSERT INTO']) assert.ok(!text.includes(forbidden), forbidden)
+})
+
+test('a client that goes away before its request is read is logged at info, not as an error', async () => {
+  const org = await seedOrganization(service.app)
+  await service.app.listen({ port: 0, host: '127.0.0.1' })
+  const { port } = service.app.server.address() as net.AddressInfo
+  service.logs.length = 0
+  await new Promise<void>((resolve, reject) => {
+    const socket = net.connect(port, '127.0.0.1', () => {
+      socket.write(
+        `POST /api/v2/triggers HTTP/1.1\r\nHost: test\r\nAuthorization: Bearer ${org.key}\r\nContent-Type: application/json\r\n` +
+          'Content-Length: 100\r\nX-Request-ID: went-away\r\n\r\n{"campaign": "screening",',
+      )
+      setTimeout(() => socket.destroy(), 50)
+    })
+    socket.on('close', () => resolve())
+    socket.on('error', reject)
+  })
+  for (let waited = 0; !service.logs.some((line) => line.includes('went-away')) && waited < 2_000; waited += 10) {
+    await new Promise((resolve) => setTimeout(resolve, 10))
+  }
+  const lines = service.logs.map((line) => JSON.parse(line)).filter((line) => line.request_id === 'went-away')
+  assert.deepEqual(
+    lines.map(({ level, method, route, msg }) => ({ level, method, route, msg })),
+    [{ level: 30, method: 'POST', route: '/api/v2/triggers', msg: 'request abandoned by the client' }],
+  )
+  assert.ok(!service.logs.some((line) => JSON.parse(line).level >= 50), 'nothing at error level')
 })

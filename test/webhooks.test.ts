@@ -184,6 +184,52 @@ describe('delivery', () => {
     assert.equal(receiver.received.length, 3, 'delivered: no more attempts')
   })
 
+  test('each failed attempt is one warn line with the event, endpoint, attempt, status or error and the next attempt; no URL query, secret or body', async () => {
+    const { key, endpoint } = await setUp({ url: `${receiver.url}?token=query-secret-in-url`, events: ['task.completed'] })
+    const down = json(
+      await service.app.inject({
+        method: 'POST',
+        url: '/api/v2/webhook-endpoints',
+        headers: bearer(key),
+        payload: { url: 'http://127.0.0.1:9/down?token=query-secret-in-url', events: ['task.completed'] },
+      }),
+    ).data as { id: string; secret: string }
+    await trigger(key, [{ source: 'ats', type: 'candidate', value: 'body-marker-7' }])
+    receiver.answer({ status: 500 })
+    await callToTheEnd()
+    const failures = () =>
+      service.logs
+        .map((line) => JSON.parse(line))
+        .filter((line) => typeof line.msg === 'string' && line.msg.startsWith('webhook delivery failed'))
+        .sort((a, b) => (a.endpoint === endpoint.id ? -1 : 1) - (b.endpoint === endpoint.id ? -1 : 1))
+    service.logs.length = 0
+    await deliver()
+    const [event] = payloads()
+    const first = failures()
+    assert.deepEqual(
+      first.map(({ level, event, endpoint, attempt, status, msg }) => ({ level, event, endpoint, attempt, status, msg })),
+      [
+        { level: 40, event: event.id, endpoint: endpoint.id, attempt: 1, status: 500, msg: 'webhook delivery failed; it will be retried' },
+        { level: 40, event: event.id, endpoint: down.id, attempt: 1, status: undefined, msg: 'webhook delivery failed; it will be retried' },
+      ],
+    )
+    assert.match(first[1].error, /^network: .*ECONNREFUSED/)
+    for (const line of first) {
+      const retryInMs = Date.parse(line.next_attempt_at) - now
+      assert.ok(retryInMs >= 4_500 && retryInMs <= 5_500, `next attempt in ${retryInMs} ms`)
+    }
+
+    // The second attempt reaches the receiver; the other endpoint fails again: one more line, for it alone.
+    now += 6_000
+    await deliver()
+    const second = failures()
+    assert.deepEqual(second.slice(2).map((line) => [line.endpoint, line.attempt]), [[down.id, 2]])
+    const text = service.logs.join('\n')
+    for (const secret of ['query-secret-in-url', endpoint.secret, down.secret, 'body-marker-7', '/down']) {
+      assert.ok(!text.includes(secret), `a log line contains ${secret}`)
+    }
+  })
+
   test('a delivery is given up after its tenth attempt', async () => {
     const { key } = await setUp({ events: ['task.completed'] })
     await trigger(key)

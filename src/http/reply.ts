@@ -37,6 +37,11 @@ export function installErrorHandling(app: FastifyInstance, authenticator: Authen
       if (error instanceof ValidationFailed) return reply.code(422).send({ detail: error.detail })
       return sendError(request, reply, clientError!.code, clientError!.message ?? error.message)
     }
+    if (request.raw.readableAborted) {
+      // The client closed its connection (or let it time out) before its request was read: routine, and no one is left to answer.
+      request.log.info({ method: request.method, route: request.routeOptions.url, err: error }, 'request abandoned by the client')
+      return sendError(request, reply, 'bad_request', 'The request was not read to its end.')
+    }
     request.log.error({ err: error }, 'request failed')
     return sendError(request, reply, 'internal_error', 'The request could not be completed because of an error on our side.')
   })

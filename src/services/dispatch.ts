@@ -121,6 +121,10 @@ export class Dispatch {
       await completeAndReport(tx, completions, now, events)
       await insertEvents(tx, events)
       const begun = attempts.filter(({ task }) => begunAttempts.has(task.id)).map((attempt) => ({ ...attempt, attempt: begunAttempts.get(attempt.task.id)! }))
+      this.#log.debug(
+        { taken: due.length, started: begun.length, postponed: postponements.length, completed: completions.length, campaigns_full: full.size },
+        'dispatched a batch of due tasks',
+      )
       return { taken: due.length, begun, now, wroteEvents: events.length > 0 }
     })
     if (wroteEvents) this.#wake.deliveries()
@@ -187,6 +191,7 @@ export class Dispatch {
   /** Settles up to `limit` interactions that had no final word by their settle time. */
   async settleDue(limit: number): Promise<number> {
     const due = await claimInteractionsToSettle(this.#db, this.#now(), SETTLE_LEASE_MS, limit)
+    if (due.length > 0) this.#log.debug({ interactions: due.length }, 'settling interactions past their settle time')
     await Promise.all(due.map((interaction) => this.#settle(interaction)))
     return due.length
   }

@@ -182,6 +182,7 @@ class Delivery implements Work, DeliveryHandOffs {
       this.#held.get(delivery.endpointId)!.queue.push(delivery)
       got.set(delivery.endpointId, (got.get(delivery.endpointId) ?? 0) + 1)
     }
+    if (claimed.deliveries.length > 0 || claimed.lost.length > 0) this.log.debug({ deliveries: claimed.deliveries.length, endpoints_taken: claimed.endpoints.length, endpoints_lost: claimed.lost.length, endpoints_held: this.#held.size }, 'claimed deliveries')
     for (const endpointId of claimed.lost) this.#lose(this.#held.get(endpointId)!)
     for (const entry of new Set([...refills, ...claimed.endpoints.map((endpoint) => this.#held.get(endpoint.id)!)])) {
       entry.more = (got.get(entry.endpoint.id) ?? 0) >= (quotas.get(entry.endpoint.id) ?? QUEUE_AHEAD)
@@ -263,6 +264,7 @@ class Delivery implements Work, DeliveryHandOffs {
       held.sending.add(delivery)
       void this.#send(held.endpoint, delivery)
         .then((sent) => {
+          if (sent.next.status !== 'succeeded') this.#logFailure(delivery, sent)
           this.#sent.push(sent)
           this.#scheduleFlush()
           // Given up with everything else pending for the endpoint, in the transaction that records this answer.
@@ -325,6 +327,25 @@ class Delivery implements Work, DeliveryHandOffs {
             ? { status: 'failed' }
             : { status: 'pending', retryAt: this.now() + this.#retryDelayMs(delivery.attempts, result) },
     }
+  }
+
+  /**
+   * One line per failed attempt, to answer "why did my receiver not get it"
+   * from the log: the status or the error (as the events API shows it: no
+   * URL path or query, no secret, no body) and what happens next.
+   */
+  #logFailure(delivery: ClaimedDelivery, { endpointId, attempt, next, gone }: Sent): void {
+    this.log.warn(
+      {
+        event: delivery.event.id,
+        endpoint: endpointId,
+        attempt: delivery.attempts + 1,
+        status: attempt.statusCode ?? undefined,
+        error: attempt.error ?? undefined,
+        next_attempt_at: next.status === 'pending' ? new Date(next.retryAt).toISOString() : null,
+      },
+      gone ? 'webhook delivery failed; the endpoint answered 410 and is disabled' : next.status === 'pending' ? 'webhook delivery failed; it will be retried' : 'webhook delivery failed; no attempt is left',
+    )
   }
 
   /**
@@ -421,6 +442,7 @@ class Delivery implements Work, DeliveryHandOffs {
               await handBack(tx, handBacks, now)
               return recorded
             })
+      this.log.debug({ attempts: sent.length, recorded: recorded.size, handed_back: handBacks.length }, 'recorded delivery results')
     } catch (error) {
       this.log.error({ err: error }, 'delivery results failed to be recorded; sent again when their leases run out')
     } finally {
