@@ -36,6 +36,7 @@ import {
   provision,
   type Server,
   median,
+  percentile,
   sleep,
   startServer,
   tail,
@@ -372,12 +373,6 @@ function post(agent: http.Agent, url: URL, apiKey: string, body: string, request
     request.on('error', reject)
     request.end(body)
   })
-}
-
-/** Nearest rank. */
-function percentile(values: Float64Array, p: number): number {
-  const sorted = values.slice().sort()
-  return sorted[Math.max(0, Math.ceil((p / 100) * sorted.length) - 1)]!
 }
 
 interface Receiver {

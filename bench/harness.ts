@@ -155,6 +155,12 @@ export function median(values: readonly number[]): number {
   return sorted.length % 2 === 1 ? sorted[middle]! : (sorted[middle - 1]! + sorted[middle]!) / 2
 }
 
+/** Nearest rank. */
+export function percentile(values: Float64Array, p: number): number {
+  const sorted = values.slice().sort()
+  return sorted[Math.max(0, Math.ceil((p / 100) * sorted.length) - 1)]!
+}
+
 export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 
 export function log(message: string) {

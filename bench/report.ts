@@ -4,6 +4,7 @@
  * here and its section to the list that bench/run.ts passes to
  * {@link renderReport}.
  */
+import type { FreshConnectionMethod, FreshConnectionResult } from './freshConnection.ts'
 import type { DelivererResult } from './deliverer.ts'
 import { CAMPAIGN, CLIENTS, type EndToEndResult, type EndToEndRound, endToEndRate, type EndToEndVerdict, WEBHOOKS_TIMEOUT_SECONDS } from './endToEnd.ts'
 import { median } from './harness.ts'
@@ -337,4 +338,48 @@ export function endToEndTextTable(results: readonly EndToEndResult[], bareReques
   const rows = byLayout[0]!.map(([label], row) => [label!, ...byLayout.map((figures) => figures[row]![1]!)])
   const rounds = results.map((result) => `${result.layout}, each round:\n${alignedTable(...endToEndRoundsTable(result))}`)
   return [alignedTable(['', ...results.map((result) => result.layout)], rows), ...rounds].join('\n\n')
+}
+
+function freshConnectionTable(results: readonly FreshConnectionResult[]): [string[], string[][]] {
+  return [
+    ['layout', 'one just after the load\'s 32 (ms)', 'fresh connections, steady', 'p50 (ms)', 'p99 (ms)', 'max (ms)', 'kept-alive clients: req/s', 'their p99 (ms)'],
+    results.map((result) => [
+      result.name,
+      result.afterTheLoadMs.toFixed(1),
+      String(result.probes),
+      result.p50Ms.toFixed(1),
+      result.p99Ms.toFixed(1),
+      result.maxMs.toFixed(1),
+      String(Math.round(result.load.requestsPerSecond)),
+      result.load.p99Ms.toFixed(1),
+    ]),
+  ]
+}
+
+export function freshConnectionTextTable(results: readonly FreshConnectionResult[]): string {
+  return alignedTable(...freshConnectionTable(results))
+}
+
+export function freshConnectionSection(
+  method: FreshConnectionMethod,
+  results: readonly FreshConnectionResult[],
+  verdict: { goal: string; measured: string; met: boolean },
+): Section {
+  return {
+    heading: 'A new client beside a steady load',
+    body: [
+      `How long the first request on a fresh connection waits while ${method.clients} clients keep the service busy.`,
+      '',
+      'Method:',
+      '',
+      `- One \`node dist/cli.js serve\` process (the API and the workers, as \`npm start\` runs it), pinned to CPU 0, on a fresh database; the two campaigns of the trigger bodies, open all week, their calls completing as they start, so that the workers dispatch and settle all along.`,
+      `- wrk on CPU 1 posts the trigger bodies on ${method.clients} kept-alive connections, which it opens together. The benchmark process opens one connection ${method.afterTheLoadMs} ms after wrk started, and then, from ${method.steadyAfterSeconds} s on and for ${method.seconds} s, a new connection every ${method.probeEveryMs} ms; on each it posts one trigger (\`Connection: close\`), timed from the connect to the last byte of the 201.`,
+      '',
+      markdownTable(...freshConnectionTable(results)),
+      '',
+      'Node.js (libuv 1.45 and later) accepts one new connection per turn of its event loop. PGlite runs each statement synchronously in the service\'s thread, and the statements queued on its session used to follow one another through promise callbacks alone, in one turn: under this load a turn lasted about 40 ms, and a connection arriving just after 32 others waited for each of them to be accepted first. Each PGlite statement now waits for the next turn. Measured side by side before that change (05ca40a) and after it, two runs each, on the embedded database: the connection just after the load\'s 32, 1,333 and 1,263 ms before, 516 and 396 ms after; steady, p50 52 and 52 ms before, 41 and 44 ms after, p99 144 and 141 ms before, 120 and 145 ms after; the kept-alive clients\' p99 614 and 591 ms before, 229 and 178 ms after, at 1,044 and 1,057 requests/s before, 1,209 and 1,125 after.',
+      '',
+      `Target (the project's): ${verdict.goal} — ${verdict.measured}, **${verdict.met ? 'met' : 'NOT MET'}**`,
+    ].join('\n'),
+  }
 }

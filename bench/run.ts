@@ -2,9 +2,10 @@
  * `npm run bench`: POST /api/v2/triggers throughput and p99 latency on
  * PostgreSQL and on PGlite, beside a bare Fastify route measured in the same
  * run; the dispatcher's and the webhook deliverer's throughput on PostgreSQL;
- * and the pipeline end to end, from the first POST to the last webhook, on
+ * the pipeline end to end, from the first POST to the last webhook, on
  * PostgreSQL (an API process and a worker process) and on PGlite (one
- * process); printed and written to BENCHMARKS.md.
+ * process); and how long a new client's first request waits beside a steady
+ * load; printed and written to BENCHMARKS.md.
  *
  * Each server runs on CPU 0 and wrk on CPU 1 (as do, end to end, the clients
  * and the webhook receiver), so that the load generator does not take CPU from
@@ -20,8 +21,9 @@
  * 5000), BENCH_E2E_ROUNDS (measured rounds of them, default 3),
  * BENCH_E2E_WARM_UP (triggers taken through the pipeline before those
  * measured, default 5000; 0 measures a service that has just started), and
- * BENCH_ONLY, a comma-separated list of the sections to run (triggers,
- * dispatcher, deliverer, e2e), e.g. `BENCH_ONLY=e2e npm run bench` to iterate
+ * BENCH_FRESH_SECONDS (how long new connections are timed beside the load,
+ * default 20), BENCH_ONLY, a comma-separated list of the sections to run
+ * (triggers, dispatcher, deliverer, e2e, fresh), e.g. `BENCH_ONLY=e2e npm run bench` to iterate
  * on one, BENCH_E2E_LAYOUTS likewise for the end-to-end layouts (postgres,
  * embedded), and BENCH_SERVER_NODE_FLAGS, node flags for the service's
  * processes (e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`), and
@@ -37,6 +39,14 @@ import { stopAllChildren, stopChild } from './children.ts'
 import { postgresCpuSeconds, processCpuSeconds } from './cpu.ts'
 import { benchDeliverer } from './deliverer.ts'
 import { benchDispatcher } from './dispatcher.ts'
+import {
+  FRESH_CONNECTION_AFTER_THE_LOAD_MS,
+  FRESH_CONNECTION_CLIENTS,
+  FRESH_CONNECTION_PROBE_EVERY_MS,
+  FRESH_CONNECTION_STEADY_AFTER_S,
+  freshConnectionVerdict,
+  measureFreshConnections,
+} from './freshConnection.ts'
 import { benchEndToEnd, CLIENTS as END_TO_END_CLIENTS, END_TO_END_LAYOUTS, type EndToEndLayoutName, endToEndVerdicts } from './endToEnd.ts'
 import {
   LOAD_CPU,
@@ -57,6 +67,8 @@ import {
   dispatcherSection,
   endToEndSection,
   endToEndTextTable,
+  freshConnectionSection,
+  freshConnectionTextTable,
   type Machine,
   machineSection,
   type Measured,
@@ -80,7 +92,7 @@ const DELIVERIES = 5_000
 const DELIVERIES_WARM_UP = 5_000
 /** Bodies posted at once when checking that every one gets 201. */
 const VERIFY_CONCURRENCY = 16
-const SECTIONS = ['triggers', 'dispatcher', 'deliverer', 'e2e'] as const
+const SECTIONS = ['triggers', 'dispatcher', 'deliverer', 'e2e', 'fresh'] as const
 type SectionName = (typeof SECTIONS)[number]
 
 /** What the project holds itself to, at 64 connections. */
@@ -114,6 +126,7 @@ async function main(workDir: string): Promise<void> {
     dispatcher: () => benchDispatcherSection(workDir),
     deliverer: () => benchDelivererSection(workDir),
     e2e: () => benchEndToEndSection(load, workDir),
+    fresh: () => benchFreshConnectionSection(load, workDir),
   }
   const sections: Section[] = []
   for (const name of only) sections.push(await runs[name]())
@@ -216,6 +229,22 @@ async function benchEndToEndSection(load: Load, workDir: string): Promise<Sectio
     `\n${endToEndTextTable(results, bareRequestsPerSecond)}\n\n${verdicts.map((v) => `${v.layout}: ${v.goal}: ${v.measured}, ${v.met ? 'met' : 'NOT MET'}`).join('\n')}\n`,
   )
   return endToEndSection({ bareSeconds: load.durationSeconds, warmUpSeconds: WARM_UP_SECONDS, warmUpTriggers, rounds }, results, bareRequestsPerSecond, verdicts)
+}
+
+/** A fresh connection's first request beside a steady load, on each database. */
+async function benchFreshConnectionSection(load: Load, workDir: string): Promise<Section> {
+  const seconds = positiveInteger('BENCH_FRESH_SECONDS', 20)
+  const results = await measureFreshConnections(workDir, load, seconds)
+  const verdict = freshConnectionVerdict(results)
+  process.stdout.write(`\n${freshConnectionTextTable(results)}\n\n${verdict.goal}: ${verdict.measured}, ${verdict.met ? 'met' : 'NOT MET'}\n`)
+  const method = {
+    clients: FRESH_CONNECTION_CLIENTS,
+    seconds,
+    probeEveryMs: FRESH_CONNECTION_PROBE_EVERY_MS,
+    afterTheLoadMs: FRESH_CONNECTION_AFTER_THE_LOAD_MS,
+    steadyAfterSeconds: FRESH_CONNECTION_STEADY_AFTER_S,
+  }
+  return freshConnectionSection(method, results, verdict)
 }
 
 /** The bare route alone: a warm-up, then one measured run. */
