@@ -199,7 +199,7 @@ async function openPglite(dataDir: string): Promise<Database> {
  * so without a break they run in one turn of the event loop, which accepts
  * one new connection per turn. Under 32 clients, turns of about 40 ms let a
  * new connection wait for every one queued before it: the first request of a
- * client arriving beside 32 others waited 1.4 s. A statement now waits for
+ * client arriving just after 32 others waited 1.3 s. A statement now waits for
  * the next turn, after the poll for I/O.
  */
 function nextTurnOfTheEventLoop(): Promise<void> {

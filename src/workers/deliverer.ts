@@ -182,7 +182,10 @@ class Delivery implements Work, DeliveryHandOffs {
       this.#held.get(delivery.endpointId)!.queue.push(delivery)
       got.set(delivery.endpointId, (got.get(delivery.endpointId) ?? 0) + 1)
     }
-    if (claimed.deliveries.length > 0 || claimed.lost.length > 0) this.log.debug({ deliveries: claimed.deliveries.length, endpoints_taken: claimed.endpoints.length, endpoints_lost: claimed.lost.length, endpoints_held: this.#held.size }, 'claimed deliveries')
+    if (claimed.deliveries.length > 0 || claimed.lost.length > 0) {
+      const counts = { deliveries: claimed.deliveries.length, endpoints_taken: claimed.endpoints.length, endpoints_lost: claimed.lost.length, endpoints_held: this.#held.size }
+      this.log.debug(counts, 'claimed deliveries')
+    }
     for (const endpointId of claimed.lost) this.#lose(this.#held.get(endpointId)!)
     for (const entry of new Set([...refills, ...claimed.endpoints.map((endpoint) => this.#held.get(endpoint.id)!)])) {
       entry.more = (got.get(entry.endpoint.id) ?? 0) >= (quotas.get(entry.endpoint.id) ?? QUEUE_AHEAD)
