@@ -22,7 +22,7 @@ import { taskRoutes } from './http/routes/tasks.ts'
 import { webhookRoutes } from './http/routes/webhooks.ts'
 import { triggerRoutes } from './http/routes/triggers.ts'
 import { MAX_BODY_BYTES } from './http/limits.ts'
-import { installErrorHandling } from './http/reply.ts'
+import { installErrorHandling, sendError } from './http/reply.ts'
 import { ErrorResponse, ValidationErrorResponse } from './http/schemas.ts'
 import { createServices } from './services/index.ts'
 import type { Database } from './store/database.ts'
@@ -69,7 +69,8 @@ export async function buildApp(options: AppOptions, deps: AppDeps): Promise<Fast
     logController: new RequestLog({ requestIdLogLabel: 'request_id' }),
     genReqId: (req) => usableRequestId(req.headers['x-request-id']) ?? newId('request'),
     bodyLimit: MAX_BODY_BYTES,
-    return503OnClosing: true,
+    // Refused below with the API's own error body rather than Fastify's.
+    return503OnClosing: false,
   })
 
   const services = createServices({
@@ -97,9 +98,17 @@ export async function buildApp(options: AppOptions, deps: AppDeps): Promise<Fast
   installErrorHandling(app, authenticator)
   app.addSchema(ErrorResponse)
   app.addSchema(ValidationErrorResponse)
+  // Once the drain has begun, a request that still arrives on a kept-alive connection is refused
+  // before anything of it is done; Fastify has asked for the connection to be closed after the answer.
+  let closing = false
+  app.addHook('preClose', (done) => {
+    closing = true
+    done()
+  })
   app.addHook('onRequest', (request, reply, done) => {
     reply.header('x-request-id', request.id)
-    done()
+    if (!closing) return done()
+    void sendError(request, reply, 'service_unavailable', 'The service is shutting down: send the request again, with the same Idempotency-Key, in a moment.')
   })
 
   await app.register(swagger, {

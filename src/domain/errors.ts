@@ -16,6 +16,7 @@ export type ErrorCode =
   | 'idempotency_key_in_use'
   | 'payload_too_large'
   | 'internal_error'
+  | 'service_unavailable'
 
 export const STATUS_BY_CODE: Record<ErrorCode, number> = {
   bad_request: 400,
@@ -27,6 +28,7 @@ export const STATUS_BY_CODE: Record<ErrorCode, number> = {
   idempotency_key_in_use: 409,
   payload_too_large: 413,
   internal_error: 500,
+  service_unavailable: 503,
 }
 
 export class ApiError extends Error {

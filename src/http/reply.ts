@@ -8,7 +8,7 @@ export function envelope<T>(request: FastifyRequest, data: T) {
   return { data, metadata: { request_id: request.id } }
 }
 
-function sendError(request: FastifyRequest, reply: FastifyReply, code: ErrorCode, message: string) {
+export function sendError(request: FastifyRequest, reply: FastifyReply, code: ErrorCode, message: string) {
   if (code === 'unauthorized') reply.header('www-authenticate', 'Bearer')
   return reply.code(STATUS_BY_CODE[code]).send({ error: { code, message }, metadata: { request_id: request.id } })
 }
