@@ -7,7 +7,8 @@
 import assert from 'node:assert/strict'
 import { type ChildProcess, spawn } from 'node:child_process'
 import path from 'node:path'
-import { after, before, describe, test } from 'node:test'
+import { createInterface } from 'node:readline'
+import { after, afterEach, before, describe, test } from 'node:test'
 import { createChannels } from '../src/channels/index.ts'
 import { type FakeTwilio, startFakeTwilio } from './fakes/twilio.ts'
 import { bearer, freePort, json, onPostgres, OPERATOR_TOKEN, seedOrganization, startService, type TestService } from './support/service.ts'
@@ -37,26 +38,38 @@ describe('worker processes on one PostgreSQL', { skip: onPostgres ? false : 'nee
     await service.app.listen({ port, host: '127.0.0.1' })
     org = await seedOrganization(service.app)
   })
+  // A test that fails leaves no worker behind to take the next test's tasks.
+  afterEach(() => {
+    for (const worker of workers.splice(0)) worker.kill('SIGKILL')
+  })
   after(async () => {
-    for (const worker of workers) worker.kill('SIGKILL')
     await service.close()
     await twilio.close()
   })
 
-  function startWorker(): ChildProcess {
+  /** A worker process, once it listens for wake-ups and dispatches; its lines at warn and above go to standard error. */
+  async function startWorker(): Promise<ChildProcess> {
     const worker = spawn(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'worker'], {
       cwd: ROOT,
       env: {
         PATH: process.env.PATH,
         DATABASE_URL: service.databaseUrl,
-        LOG_LEVEL: 'warn',
+        LOG_LEVEL: 'info',
         PUBLIC_BASE_URL: baseUrl,
         TWILIO_API_BASE_URL: twilio.url,
         TWILIO_AUTH_TOKEN: AUTH_TOKEN,
       },
-      stdio: ['ignore', 'inherit', 'inherit'],
+      stdio: ['ignore', 'pipe', 'inherit'],
     })
     workers.push(worker)
+    const lines = createInterface({ input: worker.stdout! })
+    await new Promise<void>((resolve, reject) => {
+      worker.once('exit', (code) => reject(new Error(`the worker exited (${code}) before it was ready`)))
+      lines.on('line', (line) => {
+        if (line.includes('"msg":"worker ready"')) resolve()
+        else if (/"level":([4-6]0)/.test(line)) process.stderr.write(`${line}\n`)
+      })
+    })
     return worker
   }
 
@@ -100,12 +113,12 @@ describe('worker processes on one PostgreSQL', { skip: onPostgres ? false : 'nee
 
   test(`two workers start each of ${TASKS} due tasks exactly once`, async (t) => {
     await campaign('many')
-    const taskIds: string[] = []
-    for (let i = 0; i < TASKS; i++) taskIds.push(await trigger('many'))
+    // Both are up before any task is due: the first one up could otherwise start them all before the other is.
+    await Promise.all([startWorker(), startWorker()])
     const before = createdCalls().length
     const started = Date.now()
-    startWorker()
-    startWorker()
+    const taskIds: string[] = []
+    for (let i = 0; i < TASKS; i += 50) taskIds.push(...(await Promise.all(Array.from({ length: Math.min(50, TASKS - i) }, () => trigger('many')))))
     const dialled = async () => {
       const [row] = await service.db.query<{ n: number }>(`SELECT count(*)::int AS n FROM interactions WHERE provider_ref IS NOT NULL`)
       return row!.n >= TASKS
@@ -135,8 +148,7 @@ describe('worker processes on one PostgreSQL', { skip: onPostgres ? false : 'nee
       [taskIds],
     )
     assert.equal(byWorker.length, 2, 'both workers started calls')
-    t.diagnostic(`${TASKS} tasks dialled in ${seconds.toFixed(1)} s: ${byWorker.map((row) => row.n).join(' + ')} by the two workers`)
-    for (const worker of workers.splice(0)) worker.kill('SIGTERM')
+    t.diagnostic(`${TASKS} tasks triggered and dialled in ${seconds.toFixed(1)} s: ${byWorker.map((row) => row.n).join(' + ')} by the two workers`)
   })
 
   test('of two workers, one killed mid-dispatch: no attempt is started twice', async (t) => {
@@ -144,8 +156,7 @@ describe('worker processes on one PostgreSQL', { skip: onPostgres ? false : 'nee
     const taskIds: string[] = []
     for (let i = 0; i < 400; i++) taskIds.push(await trigger('halved'))
     const before = createdCalls().length
-    const doomed = startWorker()
-    const survivor = startWorker()
+    const [doomed, survivor] = await Promise.all([startWorker(), startWorker()])
     await until(async () => createdCalls().length - before >= 50, 60_000, 'the first calls')
     doomed.kill('SIGKILL')
     await new Promise((resolve) => doomed.once('exit', resolve))
@@ -170,12 +181,11 @@ describe('worker processes on one PostgreSQL', { skip: onPostgres ? false : 'nee
     )
     assert.ok(dialled.every((id) => recorded.has(id!)), 'every call was recorded before it was made')
     t.diagnostic(`${dialled.length} calls made, ${recorded.size} attempts recorded, ${taskIds.length} tasks`)
-    survivor.kill('SIGTERM')
   })
 
   test('a worker process hears of a new trigger at once, not at its next poll', async (t) => {
     await campaign('prompt')
-    const worker = startWorker()
+    const worker = await startWorker()
     // Idle: nothing due, so only a wake-up or the 500 ms poll makes it look.
     await new Promise((resolve) => setTimeout(resolve, 1500))
     const delays: number[] = []
@@ -193,7 +203,6 @@ describe('worker processes on one PostgreSQL', { skip: onPostgres ? false : 'nee
     t.diagnostic(`trigger committed to attempt recorded: ${delays.map((ms) => ms.toFixed(1)).join(', ')} ms`)
     // Found by the poll alone, the median would be about 250 ms.
     assert.ok(delays[2]! < 100, `median ${delays[2]} ms`)
-    worker.kill('SIGTERM')
   })
 
   test('a worker killed while it dials causes no second dial', async () => {
@@ -202,7 +211,7 @@ describe('worker processes on one PostgreSQL', { skip: onPostgres ? false : 'nee
     // Twilio creates the call but answers only after the worker is gone.
     twilio.delayNext(60_000)
     const before = createdCalls().length
-    const worker = startWorker()
+    const worker = await startWorker()
     await until(async () => createdCalls().length > before, 30_000, 'the call to be created')
     worker.kill('SIGKILL')
     await new Promise((resolve) => worker.once('exit', resolve))
@@ -210,7 +219,7 @@ describe('worker processes on one PostgreSQL', { skip: onPostgres ? false : 'nee
     const interactionId = interactionOf(call!)!
 
     // Another worker takes over; the attempt is recorded as started, so it does not dial again.
-    const successor = startWorker()
+    const successor = await startWorker()
     await new Promise((resolve) => setTimeout(resolve, 2000))
     assert.equal(createdCalls().length, before + 1)
 
@@ -224,6 +233,5 @@ describe('worker processes on one PostgreSQL', { skip: onPostgres ? false : 'nee
     assert.equal(state.interactions[0].id, interactionId)
     await new Promise((resolve) => setTimeout(resolve, 1000))
     assert.equal(createdCalls().length, before + 1)
-    successor.kill('SIGTERM')
   })
 })
