@@ -37,6 +37,7 @@ import {
   type Server,
   median,
   percentile,
+  postTriggerWith,
   sleep,
   startServer,
   tail,
@@ -336,7 +337,7 @@ async function postAll(api: Server, apiKey: string, bodies: readonly string[], p
     while (next < bodies.length) {
       const index = next++
       const sentAt = performance.now()
-      const answer = await post(agent, url, apiKey, bodies[index]!, `${api.label}-${phase}-${index}`).catch((error: Error) => ({ status: 0, text: error.message }))
+      const answer = await postTriggerWith(agent, url, apiKey, bodies[index]!, `${api.label}-${phase}-${index}`).catch((error: Error) => ({ status: 0, text: error.message }))
       latenciesMs[index] = performance.now() - sentAt
       if (answer.status !== 201) refusals.push(`${answer.status} ${answer.text}`)
     }
@@ -348,32 +349,6 @@ async function postAll(api: Server, apiKey: string, bodies: readonly string[], p
   return { startedAt, seconds, latenciesMs, refusals }
 }
 
-function post(agent: http.Agent, url: URL, apiKey: string, body: string, requestId: string): Promise<{ status: number; text: string }> {
-  return new Promise((resolve, reject) => {
-    const request = http.request(
-      url,
-      {
-        method: 'POST',
-        agent,
-        headers: {
-          authorization: `Bearer ${apiKey}`,
-          'content-type': 'application/json',
-          'content-length': Buffer.byteLength(body),
-          'x-request-id': requestId,
-        },
-      },
-      (response) => {
-        let text = ''
-        response.setEncoding('utf8')
-        response.on('data', (chunk: string) => (text += chunk))
-        response.on('end', () => resolve({ status: response.statusCode!, text }))
-        response.on('error', reject)
-      },
-    )
-    request.on('error', reject)
-    request.end(body)
-  })
-}
 
 interface Receiver {
   url: string

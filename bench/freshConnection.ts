@@ -8,21 +8,21 @@
  * on 32 connections to campaigns whose calls are due at once and complete as
  * they start, so the workers dispatch and settle all along. This process
  * opens one connection 200 ms after wrk's 32 arrived together, and then,
- * from 3 s on, a new connection every 50 ms; on each it posts one trigger and closes it, timed
- * from the connect to the last byte of the answer.
+ * from 3 s on, a new connection every 50 ms; on each it posts one trigger
+ * and closes it, timed from the connect to the last byte of the answer.
  */
 import http from 'node:http'
 import { CAMPAIGNS } from './bodies.ts'
 import { stopChild } from './children.ts'
 import { ALWAYS_OPEN } from './dispatcher.ts'
-import { LOAD_CPU, log, OPERATOR_TOKEN, percentile, provision, sleep, startServer, waitUntilReady, withPostgresDatabase } from './harness.ts'
+import { LOAD_CPU, log, OPERATOR_TOKEN, percentile, postTriggerWith, provision, sleep, startServer, waitUntilReady, withPostgresDatabase } from './harness.ts'
 import { failureOf, runWrk } from './wrk.ts'
 
-export const FRESH_CONNECTION_CLIENTS = 32
-export const FRESH_CONNECTION_PROBE_EVERY_MS = 50
+const CLIENTS = 32
+const PROBE_EVERY_MS = 50
 /** The load's own connections arrive together at its start; one probe follows them this long after, and the steady probes begin at STEADY_AFTER_S. */
-export const FRESH_CONNECTION_AFTER_THE_LOAD_MS = 200
-export const FRESH_CONNECTION_STEADY_AFTER_S = 3
+const AFTER_THE_LOAD_MS = 200
+const STEADY_AFTER_S = 3
 
 export interface FreshConnectionResult {
   name: string
@@ -30,7 +30,7 @@ export interface FreshConnectionResult {
   p50Ms: number
   p99Ms: number
   maxMs: number
-  /** The first request of a connection made just after the load's 32 (one probe, FRESH_CONNECTION_AFTER_THE_LOAD_MS after its start). */
+  /** The first request of a connection made just after the load's 32 (one probe, AFTER_THE_LOAD_MS after its start). */
   afterTheLoadMs: number
   /** The kept-alive clients' rate and p99 meanwhile. */
   load: { requestsPerSecond: number; p99Ms: number }
@@ -57,6 +57,11 @@ const BUSY_CAMPAIGNS = CAMPAIGNS.map((campaign) => ({
   provider_config: { outcomes: [campaign.channel === 'voice' ? 'completed' : 'replied'], duration_ms: 0 },
 }))
 
+/** The method of a run that times new connections for `seconds`, as the report describes it. */
+export function freshConnectionMethod(seconds: number): FreshConnectionMethod {
+  return { clients: CLIENTS, seconds, probeEveryMs: PROBE_EVERY_MS, afterTheLoadMs: AFTER_THE_LOAD_MS, steadyAfterSeconds: STEADY_AFTER_S }
+}
+
 export async function measureFreshConnections(
   workDir: string,
   load: { bodies: readonly string[]; bodiesFile: string },
@@ -79,24 +84,24 @@ async function measureLayout(
   try {
     await waitUntilReady(server, async () => (await fetch(`${server.baseUrl}/readyz`)).status === 200)
     const { apiKey } = await provision(server.baseUrl, BUSY_CAMPAIGNS)
-    log(`${name}: ${FRESH_CONNECTION_CLIENTS} clients for ${FRESH_CONNECTION_STEADY_AFTER_S + seconds} s; after ${FRESH_CONNECTION_STEADY_AFTER_S} s, a fresh connection every ${FRESH_CONNECTION_PROBE_EVERY_MS} ms`)
+    log(`${name}: ${CLIENTS} clients for ${STEADY_AFTER_S + seconds} s; after ${STEADY_AFTER_S} s, a fresh connection every ${PROBE_EVERY_MS} ms`)
     const wrk = runWrk({
       url: `${server.baseUrl}/api/v2/triggers`,
       cpu: LOAD_CPU,
-      durationSeconds: FRESH_CONNECTION_STEADY_AFTER_S + seconds,
-      connections: FRESH_CONNECTION_CLIENTS,
+      durationSeconds: STEADY_AFTER_S + seconds,
+      connections: CLIENTS,
       bodiesFile: load.bodiesFile,
       apiKey,
       label,
     })
-    await sleep(FRESH_CONNECTION_AFTER_THE_LOAD_MS)
+    await sleep(AFTER_THE_LOAD_MS)
     const afterTheLoadMs = await postOnFreshConnection(server.baseUrl, apiKey, load.bodies[0]!, `${label}-after-the-load`)
-    await sleep(FRESH_CONNECTION_STEADY_AFTER_S * 1000 - FRESH_CONNECTION_AFTER_THE_LOAD_MS - afterTheLoadMs)
+    await sleep(STEADY_AFTER_S * 1000 - AFTER_THE_LOAD_MS - afterTheLoadMs)
     const latencies: number[] = []
     const until = performance.now() + seconds * 1000
     for (let probe = 0; performance.now() < until; probe++) {
       latencies.push(await postOnFreshConnection(server.baseUrl, apiKey, load.bodies[probe % load.bodies.length]!, `${label}-probe-${probe}`))
-      await sleep(FRESH_CONNECTION_PROBE_EVERY_MS)
+      await sleep(PROBE_EVERY_MS)
     }
     const loaded = await wrk
     const failure = failureOf(loaded)
@@ -116,26 +121,13 @@ async function measureLayout(
   }
 }
 
-/** One POST on a connection of its own, from the connect to the answer's last byte; fails on anything but a 201. */
-function postOnFreshConnection(baseUrl: string, apiKey: string, body: string, requestId: string): Promise<number> {
-  const started = performance.now()
-  return new Promise((resolve, reject) => {
-    const request = http.request(
-      `${baseUrl}/api/v2/triggers`,
-      {
-        method: 'POST',
-        agent: false,
-        headers: { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json', 'x-request-id': requestId, connection: 'close' },
-      },
-      (response) => {
-        response.resume()
-        response.on('end', () =>
-          response.statusCode === 201 ? resolve(performance.now() - started) : reject(new Error(`a fresh connection's POST got ${response.statusCode}`)),
-        )
-      },
-    )
-    request.on('error', reject)
-    request.end(body)
-  })
-}
+/** Without keep-alive: each request on a connection of its own, closed after the answer. */
+const FRESH_CONNECTIONS = new http.Agent({ keepAlive: false })
 
+/** One POST on a connection of its own, from the connect to the answer's last byte; fails on anything but a 201. */
+async function postOnFreshConnection(baseUrl: string, apiKey: string, body: string, requestId: string): Promise<number> {
+  const started = performance.now()
+  const answer = await postTriggerWith(FRESH_CONNECTIONS, new URL('/api/v2/triggers', baseUrl), apiKey, body, requestId)
+  if (answer.status !== 201) throw new Error(`a fresh connection's POST got ${answer.status}: ${answer.text}`)
+  return performance.now() - started
+}

@@ -7,6 +7,7 @@ import type { ChildProcess } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
 import { closeSync, openSync } from 'node:fs'
 import { readFile } from 'node:fs/promises'
+import http from 'node:http'
 import { type AddressInfo, createServer } from 'node:net'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -153,6 +154,34 @@ export function median(values: readonly number[]): number {
   const sorted = [...values].sort((a, b) => a - b)
   const middle = Math.floor(sorted.length / 2)
   return sorted.length % 2 === 1 ? sorted[middle]! : (sorted[middle - 1]! + sorted[middle]!) / 2
+}
+
+/** One POST /api/v2/triggers through `agent` (kept-alive connections, or a new one each time), with its status and body. */
+export function postTriggerWith(agent: http.Agent, url: URL, apiKey: string, body: string, requestId: string): Promise<{ status: number; text: string }> {
+  return new Promise((resolve, reject) => {
+    const request = http.request(
+      url,
+      {
+        method: 'POST',
+        agent,
+        headers: {
+          authorization: `Bearer ${apiKey}`,
+          'content-type': 'application/json',
+          'content-length': Buffer.byteLength(body),
+          'x-request-id': requestId,
+        },
+      },
+      (response) => {
+        let text = ''
+        response.setEncoding('utf8')
+        response.on('data', (chunk: string) => (text += chunk))
+        response.on('end', () => resolve({ status: response.statusCode!, text }))
+        response.on('error', reject)
+      },
+    )
+    request.on('error', reject)
+    request.end(body)
+  })
 }
 
 /** Nearest rank. */

@@ -39,14 +39,7 @@ import { stopAllChildren, stopChild } from './children.ts'
 import { postgresCpuSeconds, processCpuSeconds } from './cpu.ts'
 import { benchDeliverer } from './deliverer.ts'
 import { benchDispatcher } from './dispatcher.ts'
-import {
-  FRESH_CONNECTION_AFTER_THE_LOAD_MS,
-  FRESH_CONNECTION_CLIENTS,
-  FRESH_CONNECTION_PROBE_EVERY_MS,
-  FRESH_CONNECTION_STEADY_AFTER_S,
-  freshConnectionVerdict,
-  measureFreshConnections,
-} from './freshConnection.ts'
+import { freshConnectionMethod, freshConnectionVerdict, measureFreshConnections } from './freshConnection.ts'
 import { benchEndToEnd, CLIENTS as END_TO_END_CLIENTS, END_TO_END_LAYOUTS, type EndToEndLayoutName, endToEndVerdicts } from './endToEnd.ts'
 import {
   LOAD_CPU,
@@ -237,14 +230,7 @@ async function benchFreshConnectionSection(load: Load, workDir: string): Promise
   const results = await measureFreshConnections(workDir, load, seconds)
   const verdict = freshConnectionVerdict(results)
   process.stdout.write(`\n${freshConnectionTextTable(results)}\n\n${verdict.goal}: ${verdict.measured}, ${verdict.met ? 'met' : 'NOT MET'}\n`)
-  const method = {
-    clients: FRESH_CONNECTION_CLIENTS,
-    seconds,
-    probeEveryMs: FRESH_CONNECTION_PROBE_EVERY_MS,
-    afterTheLoadMs: FRESH_CONNECTION_AFTER_THE_LOAD_MS,
-    steadyAfterSeconds: FRESH_CONNECTION_STEADY_AFTER_S,
-  }
-  return freshConnectionSection(method, results, verdict)
+  return freshConnectionSection(freshConnectionMethod(seconds), results, verdict)
 }
 
 /** The bare route alone: a warm-up, then one measured run. */

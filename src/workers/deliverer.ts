@@ -347,7 +347,7 @@ class Delivery implements Work, DeliveryHandOffs {
         error: attempt.error ?? undefined,
         next_attempt_at: next.status === 'pending' ? new Date(next.retryAt).toISOString() : null,
       },
-      gone ? 'webhook delivery failed; the endpoint answered 410 and is disabled' : next.status === 'pending' ? 'webhook delivery failed; it will be retried' : 'webhook delivery failed; no attempt is left',
+      `webhook delivery failed; ${gone ? 'the endpoint answered 410 and is disabled' : next.status === 'pending' ? 'it will be retried' : 'no attempt is left'}`,
     )
   }
 
