@@ -67,6 +67,9 @@ export async function benchDispatcher(options: {
         context: {},
         testMode: true,
         createdAt: new Date(now).toISOString(),
+        notBefore: null,
+        expiresAt: null,
+        dueAt: new Date(now).toISOString(),
         idempotency: null,
       }))
       await insertTriggersWithTasks(db, batch)

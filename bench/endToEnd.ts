@@ -19,7 +19,6 @@
  * machine one round's CPU per trigger can be a third above or below the next
  * one's.
  */
-import { execFileSync } from 'node:child_process'
 import { readFile } from 'node:fs/promises'
 import http from 'node:http'
 import type { AddressInfo } from 'node:net'
@@ -37,6 +36,7 @@ import {
   type Server,
   median,
   percentile,
+  pinnedTo,
   postTriggerWith,
   sleep,
   startServer,
@@ -158,25 +158,6 @@ function triggerBodies(count: number): string[] {
     if ('channel' in body) body.channel = CAMPAIGN.channel
     return JSON.stringify(body)
   })
-}
-
-/**
- * Runs `work` with every thread of this process (the clients, the receiver,
- * libuv's pool) on `cpu`, away from the service's, then puts them back on the
- * CPUs they had. Children started meanwhile pin themselves with taskset.
- */
-async function pinnedTo<T>(cpu: number, work: () => Promise<T>): Promise<T> {
-  const pid = String(process.pid)
-  const current = execFileSync('taskset', ['-c', '-p', pid], { encoding: 'utf8' })
-  const cpus = /list: (\S+)/.exec(current)?.[1]
-  if (cpus === undefined) throw new Error(`cannot read this process's CPU affinity from: ${current}`)
-  const pin = (list: string) => execFileSync('taskset', ['-a', '-c', '-p', list, pid], { stdio: 'ignore' })
-  pin(String(cpu))
-  try {
-    return await work()
-  } finally {
-    pin(cpus)
-  }
 }
 
 /** The warm-up's bodies and each measured round's, each a person of their own. */

@@ -3,7 +3,7 @@
  * started pinned to its CPU with its output going to a file; the admin API
  * that provisions them; throw-away PostgreSQL databases; and the log.
  */
-import type { ChildProcess } from 'node:child_process'
+import { type ChildProcess, execFileSync } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
 import { closeSync, openSync } from 'node:fs'
 import { readFile } from 'node:fs/promises'
@@ -182,6 +182,25 @@ export function postTriggerWith(agent: http.Agent, url: URL, apiKey: string, bod
     request.on('error', reject)
     request.end(body)
   })
+}
+
+/**
+ * Runs `work` with every thread of this process (the clients, the receiver,
+ * libuv's pool) on `cpu`, away from the service's, then puts them back on the
+ * CPUs they had. Children started meanwhile pin themselves with taskset.
+ */
+export async function pinnedTo<T>(cpu: number, work: () => Promise<T>): Promise<T> {
+  const pid = String(process.pid)
+  const current = execFileSync('taskset', ['-c', '-p', pid], { encoding: 'utf8' })
+  const cpus = /list: (\S+)/.exec(current)?.[1]
+  if (cpus === undefined) throw new Error(`cannot read this process's CPU affinity from: ${current}`)
+  const pin = (list: string) => execFileSync('taskset', ['-a', '-c', '-p', list, pid], { stdio: 'ignore' })
+  pin(String(cpu))
+  try {
+    return await work()
+  } finally {
+    pin(cpus)
+  }
 }
 
 /** Nearest rank. */

@@ -5,6 +5,7 @@
  * {@link renderReport}.
  */
 import type { FreshConnectionMethod, FreshConnectionResult } from './freshConnection.ts'
+import type { BatchRun } from './batches.ts'
 import type { DelivererResult } from './deliverer.ts'
 import { CAMPAIGN, CLIENTS, type EndToEndResult, type EndToEndRound, endToEndRate, type EndToEndVerdict, WEBHOOKS_TIMEOUT_SECONDS } from './endToEnd.ts'
 import { median } from './harness.ts'
@@ -382,4 +383,90 @@ export function freshConnectionSection(
       `Target (the project's): ${verdict.goal} — ${verdict.measured}, **${verdict.met ? 'met' : 'NOT MET'}**`,
     ].join('\n'),
   }
+}
+
+/** Batches of triggers beside single requests: each round's figures, in round order. */
+export interface BatchMeasured {
+  single: RoundResult[]
+  batched: BatchRun[]
+}
+
+export interface BatchMethod {
+  batchSize: number
+  batchClients: number
+  connections: number
+  rounds: number
+  durationSeconds: number
+  warmUpSeconds: number
+  bodies: number
+}
+
+/** Each mode's medians over the rounds: triggers per second, and CPU per trigger. */
+export function batchRows(measured: BatchMeasured, batchSize: number): string[][] {
+  const { single, batched } = measured
+  const fixed = (values: number[], digits = 0) => median(values).toFixed(digits)
+  return [
+    [
+      'single requests',
+      fixed(single.map((round) => round.requestsPerSecond)),
+      fixed(single.map((round) => round.latencyMs.p50), 1),
+      fixed(single.map((round) => round.latencyMs.p99), 1),
+      fixed(single.map((round) => round.cpuUsPerRequest.server)),
+      fixed(single.map((round) => round.cpuUsPerRequest.postgres!)),
+      String(single.reduce((sum, round) => sum + round.requests, 0)),
+    ],
+    [
+      `batches of ${batchSize}`,
+      fixed(batched.map((round) => round.triggersPerSecond)),
+      fixed(batched.map((round) => round.latencyMs.p50), 1),
+      fixed(batched.map((round) => round.latencyMs.p99), 1),
+      fixed(batched.map((round) => round.cpuUsPerTrigger.server)),
+      fixed(batched.map((round) => round.cpuUsPerTrigger.postgres)),
+      String(batched.reduce((sum, round) => sum + round.triggers, 0)),
+    ],
+  ]
+}
+
+export const BATCH_COLUMNS = ['mode', 'triggers/s', 'request p50 (ms)', 'request p99 (ms)', 'server CPU (µs/trigger)', 'PostgreSQL CPU (µs/trigger)', 'triggers']
+
+/** Triggers per second through batches over those through single requests, the median of each round's ratio. */
+export function batchRatio(measured: BatchMeasured): number {
+  return median(measured.batched.map((round, index) => round.triggersPerSecond / measured.single[index]!.requestsPerSecond))
+}
+
+export function batchTextTable(measured: BatchMeasured, batchSize: number): string {
+  return alignedTable(BATCH_COLUMNS, batchRows(measured, batchSize))
+}
+
+export function batchSection(method: BatchMethod, measured: BatchMeasured, verdict: Verdict): Section {
+  const rounds = measured.single.map((single, index) => {
+    const batched = measured.batched[index]!
+    return [
+      String(index + 1),
+      single.requestsPerSecond.toFixed(0),
+      batched.triggersPerSecond.toFixed(0),
+      (batched.triggersPerSecond / single.requestsPerSecond).toFixed(2),
+      (single.cpuUsPerRequest.server + single.cpuUsPerRequest.postgres!).toFixed(0),
+      (batched.cpuUsPerTrigger.server + batched.cpuUsPerTrigger.postgres).toFixed(0),
+    ]
+  })
+  const body = `
+Triggers per second through \`POST /api/v2/triggers/batch\`, ${method.batchSize} triggers a request, beside the same triggers through \`POST /api/v2/triggers\`, one a request, on PostgreSQL, with the CPU each trigger costs.
+
+Method:
+
+- One API process (\`node dist/cli.js serve --no-workers\`, pinned to CPU 0) on a fresh PostgreSQL database, set up as for the section above; the load runs on CPU 1; PostgreSQL is not pinned.
+- The same ${method.bodies} bodies both ways: singly by wrk over ${method.connections} connections, and ${method.batchSize} at a time (${Math.floor(method.bodies / method.batchSize)} distinct batch bodies, posted in turn) by ${method.batchClients} clients, each on a kept-alive connection, each posting its next batch as soon as the last is answered. Every trigger of every batch answer must be a 201, or the run fails.
+- ${method.warmUpSeconds} s of warm-up each way (discarded); then ${method.rounds} rounds of ${method.durationSeconds} s each way, in turn. The ratio is each round's batched rate over its single rate; the table gives the medians.
+- CPU per trigger: the server process's and every PostgreSQL process's CPU time over the run, divided by the triggers recorded in it.
+
+${markdownTable(BATCH_COLUMNS, batchRows(measured, method.batchSize))}
+
+Each round:
+
+${markdownTable(['round', 'single (triggers/s)', 'batched (triggers/s)', 'ratio', 'single: CPU (µs/trigger)', 'batched: CPU (µs/trigger)'], rounds)}
+
+Target: ${verdict.goal} — **${verdict.met ? 'met' : 'not met'}** (median ratio ${batchRatio(measured).toFixed(2)}).
+`
+  return { heading: 'Batches of triggers', body }
 }

@@ -1,7 +1,7 @@
 /**
  * `npm run bench`: POST /api/v2/triggers throughput and p99 latency on
  * PostgreSQL and on PGlite, beside a bare Fastify route measured in the same
- * run; the dispatcher's and the webhook deliverer's throughput on PostgreSQL;
+ * run; triggers through batch requests beside single ones; the dispatcher's and the webhook deliverer's throughput on PostgreSQL;
  * the pipeline end to end, from the first POST to the last webhook, on
  * PostgreSQL (an API process and a worker process) and on PGlite (one
  * process); and how long a new client's first request waits beside a steady
@@ -23,7 +23,7 @@
  * measured, default 5000; 0 measures a service that has just started), and
  * BENCH_FRESH_SECONDS (how long new connections are timed beside the load,
  * default 20), BENCH_ONLY, a comma-separated list of the sections to run
- * (triggers, dispatcher, deliverer, e2e, fresh), e.g. `BENCH_ONLY=e2e npm run bench` to iterate
+ * (triggers, batch, dispatcher, deliverer, e2e, fresh), e.g. `BENCH_ONLY=e2e npm run bench` to iterate
  * on one, BENCH_E2E_LAYOUTS likewise for the end-to-end layouts (postgres,
  * embedded), and BENCH_SERVER_NODE_FLAGS, node flags for the service's
  * processes (e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`), and
@@ -35,6 +35,7 @@ import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
 import { availableParallelism, tmpdir } from 'node:os'
 import path from 'node:path'
 import { type BodySet, CAMPAIGNS, generateBodies } from './bodies.ts'
+import { BATCH_CLIENTS, BATCH_SIZE, batchBodies, measureBatches } from './batches.ts'
 import { stopAllChildren, stopChild } from './children.ts'
 import { postgresCpuSeconds, processCpuSeconds } from './cpu.ts'
 import { benchDeliverer } from './deliverer.ts'
@@ -56,6 +57,10 @@ import {
   withPostgresDatabase,
 } from './harness.ts'
 import {
+  type BatchMeasured,
+  batchRatio,
+  batchSection,
+  batchTextTable,
   delivererSection,
   dispatcherSection,
   endToEndSection,
@@ -85,7 +90,9 @@ const DELIVERIES = 5_000
 const DELIVERIES_WARM_UP = 5_000
 /** Bodies posted at once when checking that every one gets 201. */
 const VERIFY_CONCURRENCY = 16
-const SECTIONS = ['triggers', 'dispatcher', 'deliverer', 'e2e', 'fresh'] as const
+const SECTIONS = ['triggers', 'batch', 'dispatcher', 'deliverer', 'e2e', 'fresh'] as const
+/** Triggers per second through batches over those through single requests. */
+const BATCH_GOAL = 3
 type SectionName = (typeof SECTIONS)[number]
 
 /** What the project holds itself to, at 64 connections. */
@@ -116,6 +123,7 @@ async function main(workDir: string): Promise<void> {
   }
   const runs: Record<SectionName, () => Promise<Section>> = {
     triggers: () => benchTriggerSection(load, bodySet, workDir),
+    batch: () => benchBatchSection(load, workDir),
     dispatcher: () => benchDispatcherSection(workDir),
     deliverer: () => benchDelivererSection(workDir),
     e2e: () => benchEndToEndSection(load, workDir),
@@ -173,6 +181,43 @@ async function benchTriggerSection(load: Load, bodySet: BodySet, workDir: string
     phoneFormats: bodySet.phoneFormats,
   }
   return triggerSection(method, rows, measured, verdicts)
+}
+
+/** Batches of triggers beside single requests, on one API process and PostgreSQL, round after round in turn. */
+async function benchBatchSection(load: Load, workDir: string): Promise<Section> {
+  const batches = batchBodies(load.bodies)
+  const measured = await withPostgresDatabase(async (databaseUrl): Promise<BatchMeasured> => {
+    const target = await startService('PostgreSQL', { DATABASE_URL: databaseUrl }, load, workDir)
+    try {
+      await measureOnce(target, load, 'single-warm-up', WARM_UP_SECONDS)
+      await measureBatches(target.server, target.apiKey, batches, 'warm-up', WARM_UP_SECONDS)
+      const rounds: BatchMeasured = { single: [], batched: [] }
+      for (let round = 1; round <= load.rounds; round++) {
+        rounds.single.push(await measureOnce(target, load, `single-${round}`, load.durationSeconds))
+        rounds.batched.push(await measureBatches(target.server, target.apiKey, batches, `round-${round}`, load.durationSeconds))
+      }
+      return rounds
+    } finally {
+      await stopChild(target.server.child)
+    }
+  })
+  const ratio = batchRatio(measured)
+  const verdict = {
+    target: 'PostgreSQL',
+    goal: `triggers per second through batches of ${BATCH_SIZE} at least ${BATCH_GOAL} times those through single requests`,
+    met: ratio >= BATCH_GOAL,
+  }
+  process.stdout.write(`\n${batchTextTable(measured, BATCH_SIZE)}\n\nbatches: ${verdict.goal}: ${ratio.toFixed(2)}, ${verdict.met ? 'met' : 'NOT MET'}\n`)
+  const method = {
+    batchSize: BATCH_SIZE,
+    batchClients: BATCH_CLIENTS,
+    connections: load.connections,
+    rounds: load.rounds,
+    durationSeconds: load.durationSeconds,
+    warmUpSeconds: WARM_UP_SECONDS,
+    bodies: load.bodies.length,
+  }
+  return batchSection(method, measured, verdict)
 }
 
 async function benchDispatcherSection(workDir: string): Promise<Section> {

@@ -13,6 +13,7 @@ import type { LogLevel } from './config.ts'
 import { ValidationFailed } from './domain/errors.ts'
 import { newId } from './domain/ids.ts'
 import { adminRoutes } from './http/routes/admin/index.ts'
+import { campaignPauseRoutes } from './http/routes/campaigns.ts'
 import { healthRoutes } from './http/routes/health.ts'
 import { twilioRoutes } from './http/routes/providers/twilio.ts'
 import { whatsappRoutes } from './http/routes/providers/whatsapp.ts'
@@ -134,12 +135,13 @@ export async function buildApp(options: AppOptions, deps: AppDeps): Promise<Fast
   healthRoutes(app, { db: deps.db })
   triggerRoutes(app, { db: deps.db, authenticator, acceptance: services.acceptance })
   taskRoutes(app, { db: deps.db, authenticator, lifecycle })
+  campaignPauseRoutes(app, { authenticator, pauses: services.pauses })
   webhookRoutes(app, { ops: services.webhooks, authenticator })
   metricsRoutes(app, { db: deps.db, authenticator, now })
   suppressionRoutes(app, { db: deps.db, authenticator, now })
   twilioRoutes(app, { db: deps.db, twilio: deps.channels.twilio, lifecycle, now })
   await app.register(whatsappRoutes, { db: deps.db, channels: deps.channels, lifecycle })
-  adminRoutes(app, { ops: services.admin, authenticator, campaigns: services.campaigns, sources: services.sources })
+  adminRoutes(app, { ops: services.admin, authenticator, campaigns: services.campaigns, pauses: services.pauses, sources: services.sources })
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger())
 
   return app

@@ -1,8 +1,9 @@
 /**
  * The operator's command line: `serve`, `worker`, `migrate`, and the admin
  * operations (`org create`, `key issue|list|revoke`, `campaign
- * create|update|list`, `source create|update|list|delete`), which work on
- * the database directly and print what the admin API would return.
+ * create|update|list|pause|resume`, `source create|update|list|delete`),
+ * which work on the database directly and print what the admin API would
+ * return.
  */
 import { parseArgs } from 'node:util'
 import type { Static, TSchema } from '@sinclair/typebox'
@@ -15,6 +16,8 @@ import { ChangeSourceBody, CreateSourceBody, presentSource } from './http/routes
 import { CreateOrganizationBody, presentOrganization } from './http/routes/admin/organizations.ts'
 import { runWorker, serve } from './server.ts'
 import * as admin from './services/administration.ts'
+import { CampaignPauses } from './services/campaignPauses.ts'
+import { createWake } from './services/index.ts'
 import { openDatabase } from './store/database.ts'
 import { migrate } from './store/migrate.ts'
 import { validate } from './validation/model.ts'
@@ -31,6 +34,8 @@ const USAGE = `usage: cli <command> [options]
   campaign create --org ORG_ID --routing-key KEY --channel voice|whatsapp [SETTINGS]
   campaign update --org ORG_ID --campaign CAMPAIGN_ID [SETTINGS]
   campaign list --org ORG_ID
+  campaign pause --org ORG_ID --campaign CAMPAIGN_ID
+  campaign resume --org ORG_ID --campaign CAMPAIGN_ID
   source create --org ORG_ID --name NAME --id-types TYPE,... [--contact required|optional] [--required-context KEY,...]
   source update --org ORG_ID --name NAME [--id-types TYPE,...] [--contact required|optional] [--required-context KEY,...]
   source list --org ORG_ID
@@ -62,14 +67,16 @@ async function main(argv: string[]): Promise<void> {
     await migrate(db)
     if (command === 'migrate') return
     const channels = createChannels(config, (name) => process.env[name])
-    const result = await runAdminCommand(command, values as Options, { db, now: Date.now, channels: channels.registry })
+    // Worker processes on the same PostgreSQL hear of a resume as it commits.
+    const pauses = new CampaignPauses({ db, now: Date.now, wake: createWake(db) })
+    const result = await runAdminCommand(command, values as Options, { db, now: Date.now, channels: channels.registry }, pauses)
     process.stdout.write(`${JSON.stringify(result, null, 2)}\n`)
   } finally {
     await db.close()
   }
 }
 
-async function runAdminCommand(command: string, options: Options, ops: admin.Operations): Promise<unknown> {
+async function runAdminCommand(command: string, options: Options, ops: admin.Operations, pauses: CampaignPauses): Promise<unknown> {
   const org = () => required(options, 'org')
   switch (command) {
     case 'org create':
@@ -98,6 +105,10 @@ async function runAdminCommand(command: string, options: Options, ops: admin.Ope
     }
     case 'campaign list':
       return (await admin.listCampaigns(ops, org())).map(presentCampaign)
+    case 'campaign pause':
+      return presentCampaign(await pauses.pauseCampaign(org(), required(options, 'campaign')))
+    case 'campaign resume':
+      return presentCampaign(await pauses.resumeCampaign(org(), required(options, 'campaign')))
     case 'source create': {
       const input = checked(CreateSourceBody, { name: options.name, ...sourceRuleOptions(options) })
       return presentSource(await admin.createSource(ops, org(), input as admin.SourceInput))

@@ -10,7 +10,7 @@ import path from 'node:path'
 import { after, before, test } from 'node:test'
 import { newId } from '../src/domain/ids.ts'
 import { requestHash, type TriggerRequest } from '../src/services/triggerIntake.ts'
-import { reserveKey } from '../src/store/idempotency.ts'
+import { reserveKeys } from '../src/store/idempotency.ts'
 import { insertTriggersWithTasks } from '../src/store/triggers.ts'
 import { bearer, freePort, json, onPostgres, OPERATOR_TOKEN, seedOrganization, startService, type TestService } from './support/service.ts'
 
@@ -73,7 +73,7 @@ test('the same key with another body is 409 idempotency_key_reused; keys are per
 test('a key still in flight is 409 idempotency_key_in_use; a refused request does not use its key up', async () => {
   // The same request, reserved by another process that is still recording it.
   const hash = requestHash(body() as TriggerRequest)
-  assert.equal((await reserveKey(service.db, org.orgId, 'order-3', { hash, token: 'trg_other' }, now, 60_000, 86_400_000)).kind, 'reserved')
+  assert.equal((await reserveKeys(service.db, org.orgId, [{ key: 'order-3', hash, token: 'trg_other' }], now, 60_000, 86_400_000))[0]!.kind, 'reserved')
   const inUse = await post('order-3', body())
   assert.equal(inUse.statusCode, 409)
   assert.equal(json(inUse).error.code, 'idempotency_key_in_use')
@@ -90,7 +90,7 @@ test('a key still in flight is 409 idempotency_key_in_use; a refused request doe
 test('a request whose reservation was taken over (it stalled past the lease) records nothing', async () => {
   const hash = createHash('sha256').update('stalled').digest()
   const stalled = newId('trigger', now)
-  assert.equal((await reserveKey(service.db, org.orgId, 'order-6', { hash, token: stalled }, now, 60_000, 86_400_000)).kind, 'reserved')
+  assert.equal((await reserveKeys(service.db, org.orgId, [{ key: 'order-6', hash, token: stalled }], now, 60_000, 86_400_000))[0]!.kind, 'reserved')
   now += 60_000
   const takenOver = await post('order-6', body())
   assert.equal(takenOver.statusCode, 201)
@@ -114,6 +114,9 @@ test('a request whose reservation was taken over (it stalled past the lease) rec
       context: {},
       testMode: false,
       createdAt: new Date(now).toISOString(),
+      notBefore: null,
+      expiresAt: null,
+      dueAt: new Date(now).toISOString(),
       idempotency: { key: 'order-6', response: { id: stalled } },
     },
   ])

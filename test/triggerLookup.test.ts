@@ -43,6 +43,8 @@ test('returns the trigger as recorded, normalized, with its task', async () => {
     contact: { first_name: 'Zoë', phone: '+390669820000', language: 'pt-BR' },
     context: JSON.parse('{"shift": "night", "__proto__": {"kept": true}}'),
     test_mode: true,
+    not_before: null,
+    expires_at: null,
     created_at: created.created_at,
     task: { id: created.task_id, status: 'pending' },
   })

@@ -6,7 +6,8 @@
  * - operator: the people who run the service, authenticated by the operator
  *   token on /admin/v1. Organization keys are never accepted there.
  * - campaign: what a routing key resolves to, one per channel. A routing key
- *   may name a voice campaign and a WhatsApp campaign at once.
+ *   may name a voice campaign and a WhatsApp campaign at once. A paused
+ *   campaign still accepts triggers but starts no attempt until resumed.
  * - contact: a person an organization has triggered outreach to, kept in its
  *   contact directory and found again by the external ids it was triggered
  *   with. A trigger with `contact` creates or updates it; one without may
@@ -35,7 +36,7 @@ import type { AttemptPolicy, Provider, Schedule } from './campaignSettings.ts'
 export const CHANNELS = ['voice', 'whatsapp'] as const
 export type Channel = (typeof CHANNELS)[number]
 
-export const SCOPES = ['triggers:write', 'triggers:read', 'webhooks:manage', 'suppressions:manage'] as const
+export const SCOPES = ['triggers:write', 'triggers:read', 'webhooks:manage', 'suppressions:manage', 'campaigns:manage'] as const
 export type Scope = (typeof SCOPES)[number]
 export const DEFAULT_KEY_SCOPES: readonly Scope[] = ['triggers:write', 'triggers:read']
 
@@ -87,6 +88,8 @@ export interface Campaign {
   providerConfig: JsonObject
   /** Most interactions of the campaign running at once; null for no limit. */
   maxConcurrent: number | null
+  /** When it was paused: no attempt starts while it is. Null while it runs. */
+  pausedAt: string | null
   createdAt: string
   updatedAt: string
 }
@@ -121,6 +124,10 @@ export interface TriggerContent {
   context: JsonObject
   testMode: boolean
   createdAt: string
+  /** The earliest instant of its first attempt, as the client sent it; null when it sent none. */
+  notBefore: string | null
+  /** When outreach is no longer wanted, as the client sent it; null when it sent none. */
+  expiresAt: string | null
 }
 
 export const TASK_OUTCOMES = ['reached', 'unreachable', 'failed', 'cancelled', 'expired', 'opted_out'] as const
@@ -168,6 +175,8 @@ export interface Task {
   createdAt: string
   expiresAt: string
   completedAt: string | null
+  /** Its campaign is paused: no attempt of it starts until the campaign is resumed. */
+  campaignPaused: boolean
   interactions: Interaction[]
 }
 

@@ -14,8 +14,11 @@ export function sendError(request: FastifyRequest, reply: FastifyReply, code: Er
 }
 
 /** Fastify's own errors that are the client's doing, by Fastify error code. */
-const CLIENT_ERRORS: Record<string, { code: ErrorCode; message?: string }> = {
-  FST_ERR_CTP_BODY_TOO_LARGE: { code: 'payload_too_large', message: 'The request body is larger than 1 MiB.' },
+const CLIENT_ERRORS: Record<string, { code: ErrorCode; message?: (request: FastifyRequest) => string }> = {
+  FST_ERR_CTP_BODY_TOO_LARGE: {
+    code: 'payload_too_large',
+    message: (request) => `The request body is larger than ${request.routeOptions.bodyLimit! / (1024 * 1024)} MiB.`,
+  },
   FST_ERR_CTP_INVALID_CONTENT_LENGTH: { code: 'bad_request' },
   FST_ERR_CTP_INVALID_MEDIA_TYPE: { code: 'bad_request' },
   FST_ERR_BAD_URL: { code: 'bad_request' },
@@ -35,7 +38,7 @@ export function installErrorHandling(app: FastifyInstance, authenticator: Authen
         throw refusal
       }
       if (error instanceof ValidationFailed) return reply.code(422).send({ detail: error.detail })
-      return sendError(request, reply, clientError!.code, clientError!.message ?? error.message)
+      return sendError(request, reply, clientError!.code, clientError!.message?.(request) ?? error.message)
     }
     if (request.raw.readableAborted) {
       // The client closed its connection (or let it time out) before its request was read: routine, and no one is left to answer.

@@ -30,12 +30,24 @@ export const Envelope = <T extends TSchema>(data: T) =>
     metadata: Type.Object({ request_id: Type.String() }),
   })
 
+/** The `error` member of every error other than 422. */
+export const ErrorBody = Type.Object({
+  code: Type.String({ description: 'Stable snake_case code; branch on this, not on the message.' }),
+  message: Type.String(),
+})
+
+/** One entry of a 422's `detail`. */
+export const ValidationErrorEntry = Type.Object({
+  type: Type.String({ description: 'Kind of error, e.g. missing, string_type, value_error' }),
+  loc: Type.Array(Type.Union([Type.String(), Type.Integer()]), { description: 'Path to the faulty field, starting with "body"' }),
+  msg: Type.String(),
+  input: Type.Unknown(),
+  ctx: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
+})
+
 export const ErrorResponse = Type.Object(
   {
-    error: Type.Object({
-      code: Type.String({ description: 'Stable snake_case code; branch on this, not on the message.' }),
-      message: Type.String(),
-    }),
+    error: ErrorBody,
     metadata: Type.Object({ request_id: Type.String() }),
   },
   { $id: 'ErrorResponse', description: 'Every error other than 422.' },
@@ -43,15 +55,7 @@ export const ErrorResponse = Type.Object(
 
 export const ValidationErrorResponse = Type.Object(
   {
-    detail: Type.Array(
-      Type.Object({
-        type: Type.String({ description: 'Kind of error, e.g. missing, string_type, value_error' }),
-        loc: Type.Array(Type.Union([Type.String(), Type.Integer()]), { description: 'Path to the faulty field, starting with "body"' }),
-        msg: Type.String(),
-        input: Type.Unknown(),
-        ctx: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
-      }),
-    ),
+    detail: Type.Array(ValidationErrorEntry),
   },
   { $id: 'ValidationErrorResponse', description: 'Request validation failed (pydantic v2 / FastAPI shape). All problems are listed.' },
 )

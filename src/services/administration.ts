@@ -122,6 +122,7 @@ export async function createCampaign(ops: Operations, orgId: string, input: Crea
     provider: input.provider ?? 'simulator',
     providerConfig: input.provider_config ?? {},
     maxConcurrent: input.max_concurrent ?? null,
+    pausedAt: null,
     createdAt: now,
     updatedAt: now,
   }

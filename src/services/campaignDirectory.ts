@@ -25,6 +25,7 @@ export class CampaignDirectory {
   readonly #db: Database
   readonly #now: () => number
   readonly #cache = new Map<string, { campaigns: Campaign[]; expiresAt: number }>()
+  readonly #reading = new Map<string, Promise<Campaign[]>>()
   /** Bumped by forget(), so that a read begun before it cannot put back what it forgot. */
   #generation = 0
 
@@ -40,20 +41,40 @@ export class CampaignDirectory {
       const choice = chooseCampaign(cached.campaigns, routingKey, channel)
       if ('campaign' in choice) return choice
     }
+    return chooseCampaign(await this.#read(orgId, routingKey, cacheKey), routingKey, channel)
+  }
+
+  /**
+   * The routing key's campaigns from the database, one read at a time per
+   * routing key: the triggers of a batch that find the cache cold share it,
+   * rather than each asking the same question.
+   */
+  #read(orgId: string, routingKey: string, cacheKey: string): Promise<Campaign[]> {
+    const reading = this.#reading.get(cacheKey)
+    if (reading !== undefined) return reading
     const generation = this.#generation
-    const campaigns = await findCampaignsByRoutingKey(this.#db, orgId, routingKey)
-    this.#cache.delete(cacheKey)
-    if (campaigns.length > 0 && generation === this.#generation) {
-      if (this.#cache.size >= MAX_CACHED_ROUTING_KEYS) this.#cache.delete(this.#cache.keys().next().value!)
-      this.#cache.set(cacheKey, { campaigns, expiresAt: this.#now() + TTL_MS })
-    }
-    return chooseCampaign(campaigns, routingKey, channel)
+    const read = findCampaignsByRoutingKey(this.#db, orgId, routingKey)
+      .then((campaigns) => {
+        this.#cache.delete(cacheKey)
+        if (campaigns.length > 0 && generation === this.#generation) {
+          if (this.#cache.size >= MAX_CACHED_ROUTING_KEYS) this.#cache.delete(this.#cache.keys().next().value!)
+          this.#cache.set(cacheKey, { campaigns, expiresAt: this.#now() + TTL_MS })
+        }
+        return campaigns
+      })
+      .finally(() => {
+        if (this.#reading.get(cacheKey) === read) this.#reading.delete(cacheKey)
+      })
+    this.#reading.set(cacheKey, read)
+    return read
   }
 
   /** Forgets what is cached for a routing key, when this process changes its campaigns. */
   forget(orgId: string, routingKey: string): void {
     this.#generation++
     this.#cache.delete(`${orgId}\n${routingKey}`)
+    // A read begun before the change is not shared with the requests after it.
+    this.#reading.delete(`${orgId}\n${routingKey}`)
   }
 }
 

@@ -56,11 +56,20 @@ export class GroupCommitter<Item, Outcome> {
   }
 
   submit(item: Item): Promise<Outcome> {
-    return new Promise((resolve, reject) => {
-      this.#queue.push({ item, weight: this.#options.weigh(item), resolve, reject })
-      if (this.#queue.length >= this.#options.flushAtLength && this.#inFlight < this.#options.maxInFlight) this.#flush()
-      else this.#scheduleFlush()
-    })
+    return this.submitAll([item])[0]!
+  }
+
+  /**
+   * Submits several items at once (a batch request's): queued together, so
+   * that they fill whole commits rather than each starting a small one.
+   */
+  submitAll(items: readonly Item[]): Promise<Outcome>[] {
+    const answers = items.map(
+      (item) => new Promise<Outcome>((resolve, reject) => this.#queue.push({ item, weight: this.#options.weigh(item), resolve, reject })),
+    )
+    if (this.#queue.length >= this.#options.flushAtLength && this.#inFlight < this.#options.maxInFlight) this.#flush()
+    else this.#scheduleFlush()
+    return answers
   }
 
   /** Resolves once every submitted item has been answered. */

@@ -11,6 +11,7 @@ import type { Database } from '../store/database.ts'
 import type { Operations } from './administration.ts'
 import { Authenticator } from './authenticator.ts'
 import { CampaignDirectory } from './campaignDirectory.ts'
+import { CampaignPauses } from './campaignPauses.ts'
 import { Dispatch } from './dispatch.ts'
 import { Settlement } from './settlement.ts'
 import { SourceDirectory } from './sourceDirectory.ts'
@@ -42,6 +43,7 @@ export interface Services {
   wake: Wake
   authenticator: Authenticator
   campaigns: CampaignDirectory
+  pauses: CampaignPauses
   sources: SourceDirectory
   intake: TriggerIntake
   acceptance: TriggerAcceptance
@@ -54,8 +56,8 @@ export interface Services {
   drained(): Promise<void>
 }
 
-export function createServices(deps: ServiceDeps): Services {
-  const { db, now, channels } = deps
+/** The process's wake-ups; also for a process with no services of its own (the CLI), whose changes the workers of others must hear of. */
+export function createWake(db: Database): Wake {
   const wake = new Wake()
   if (db.kind === 'postgres') {
     // Other processes may run workers on this database; on PGlite this process is the only one.
@@ -66,6 +68,12 @@ export function createServices(deps: ServiceDeps): Services {
       },
     })
   }
+  return wake
+}
+
+export function createServices(deps: ServiceDeps): Services {
+  const { db, now, channels } = deps
+  const wake = createWake(db)
   const authenticator = new Authenticator(db, deps.operatorToken)
   const campaigns = new CampaignDirectory(db, now)
   const sources = new SourceDirectory(db, now)
@@ -81,6 +89,7 @@ export function createServices(deps: ServiceDeps): Services {
     wake,
     authenticator,
     campaigns,
+    pauses: new CampaignPauses({ db, now, wake }),
     sources,
     intake,
     acceptance,

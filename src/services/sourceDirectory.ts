@@ -15,6 +15,7 @@ export class SourceDirectory {
   readonly #db: Database
   readonly #now: () => number
   readonly #cache = new Map<string, { sources: Map<string, Source>; expiresAt: number }>()
+  readonly #reading = new Map<string, Promise<Map<string, Source>>>()
   /** Bumped by forget(), so that a read begun before it cannot put back what it forgot. */
   #generation = 0
 
@@ -27,18 +28,35 @@ export class SourceDirectory {
   async sourcesOf(orgId: string): Promise<Map<string, Source>> {
     const cached = this.#cache.get(orgId)
     if (cached !== undefined && cached.expiresAt > this.#now()) return cached.sources
+    return this.#read(orgId)
+  }
+
+  /** The organization's sources from the database, one read at a time: the triggers of a batch that find the cache cold share it. */
+  #read(orgId: string): Promise<Map<string, Source>> {
+    const reading = this.#reading.get(orgId)
+    if (reading !== undefined) return reading
     const generation = this.#generation
-    const sources = new Map((await listSources(this.#db, orgId)).map((source) => [source.name, source]))
-    if (generation === this.#generation) {
-      if (this.#cache.size >= MAX_CACHED_ORGANIZATIONS) this.#cache.delete(this.#cache.keys().next().value!)
-      this.#cache.set(orgId, { sources, expiresAt: this.#now() + TTL_MS })
-    }
-    return sources
+    const read = listSources(this.#db, orgId)
+      .then((listed) => {
+        const sources = new Map(listed.map((source) => [source.name, source]))
+        if (generation === this.#generation) {
+          if (this.#cache.size >= MAX_CACHED_ORGANIZATIONS) this.#cache.delete(this.#cache.keys().next().value!)
+          this.#cache.set(orgId, { sources, expiresAt: this.#now() + TTL_MS })
+        }
+        return sources
+      })
+      .finally(() => {
+        if (this.#reading.get(orgId) === read) this.#reading.delete(orgId)
+      })
+    this.#reading.set(orgId, read)
+    return read
   }
 
   forget(orgId: string): void {
     this.#generation++
     this.#cache.delete(orgId)
+    // A read begun before the change is not shared with the requests after it.
+    this.#reading.delete(orgId)
   }
 }
 

@@ -1,17 +1,19 @@
 /**
  * What providers and clients tell about a task while it lives: a provider's
  * report on an interaction (progress, or its end), a message from a person
- * that answers no running interaction, and a client's cancel. Interactions
+ * that answers no running interaction, and a client's cancel (of one task,
+ * or of every task of a person by the client's own ids). Interactions
  * end through the settlement, in group commits; every change that clients
  * hear about writes its event in the same transaction.
  */
 import type { ProviderReport } from '../channels/channel.ts'
 import type { ChannelRegistry } from '../channels/registry.ts'
 import type { Provider } from '../domain/campaignSettings.ts'
-import { ApiError } from '../domain/errors.ts'
+import { ApiError, ValidationFailed, valueError } from '../domain/errors.ts'
 import { interactionFinalizedEvent, type OrganizationEvent } from '../domain/events.ts'
 import { newId } from '../domain/ids.ts'
-import type { Campaign } from '../domain/types.ts'
+import type { Campaign, Channel, ExternalId } from '../domain/types.ts'
+import { findCampaignsByRoutingKey } from '../store/campaigns.ts'
 import type { Database } from '../store/database.ts'
 import { insertEvents } from '../store/events.ts'
 import {
@@ -23,7 +25,7 @@ import {
   recordStarts,
 } from '../store/interactions.ts'
 import { suppress } from '../store/suppressions.ts'
-import { lockTasks } from '../store/tasks.ts'
+import { lockOpenTasksByExternalIds, lockTasks } from '../store/tasks.ts'
 import { completeAndReport, type InteractionEnding, type Settlement } from './settlement.ts'
 import type { Wake } from './wake.ts'
 
@@ -131,4 +133,36 @@ export class TaskLifecycle {
     })
     this.#wake.deliveries()
   }
+
+  /**
+   * Cancels every task of the organization not yet completed that one of
+   * these external ids names (only those of the routing key's campaigns, if
+   * one is given), as {@link cancel} does each: the person has withdrawn.
+   * Returns the tasks cancelled, in id order.
+   */
+  async cancelByExternalIds(orgId: string, externalIds: readonly ExternalId[], routingKey?: string): Promise<CancelledTask[]> {
+    const now = this.#now()
+    const cancelled = await this.#db.transaction(async (tx) => {
+      if (routingKey !== undefined && (await findCampaignsByRoutingKey(tx, orgId, routingKey)).length === 0) {
+        throw new ValidationFailed([valueError(['body', 'campaign'], routingKey, `no campaign has the routing key '${routingKey}'`)])
+      }
+      const tasks = await lockOpenTasksByExternalIds(tx, orgId, externalIds, routingKey)
+      const events: OrganizationEvent[] = []
+      await completeAndReport(tx, tasks.map((task) => ({ task, outcome: 'cancelled' as const })), now, events)
+      await insertEvents(tx, events)
+      return tasks
+    })
+    if (cancelled.length > 0) this.#wake.deliveries()
+    const completedAt = new Date(now).toISOString()
+    return cancelled.map((task) => ({ id: task.id, triggerId: task.triggerId, campaign: task.campaign, ids: task.ids, completedAt }))
+  }
+}
+
+/** A task cancelled by its external ids, as the client is told of it. */
+export interface CancelledTask {
+  id: string
+  triggerId: string
+  campaign: { routingKey: string; channel: Channel }
+  ids: ExternalId[]
+  completedAt: string
 }

@@ -11,15 +11,16 @@ import { ApiError, type ErrorDetail, ValidationFailed, valueError } from '../dom
 import { normalizeIdPart } from '../domain/externalIds.ts'
 import { newId } from '../domain/ids.ts'
 import { COMMON_WINDOW_DAYS, windowsMeet } from '../domain/schedule.ts'
+import { firstDueAt, parseInstant, timingProblems, type TriggerTiming } from '../domain/triggerTiming.ts'
 import { zonesOfPhone } from '../domain/timezones.ts'
 import type { Campaign, CandidateZones, Contact } from '../domain/types.ts'
 import type { Database } from '../store/database.ts'
-import { releaseKey, reserveKey } from '../store/idempotency.ts'
+import { releaseKeys, reserveKeys } from '../store/idempotency.ts'
 import { type Authenticator, type OrganizationPrincipal, unauthorized } from './authenticator.ts'
 import type { CampaignDirectory } from './campaignDirectory.ts'
 import { type ContactOnFile, contactOnFile, idsNameSeveralContacts, missingContact, type ReadableId, timezoneOnFile } from './contactDirectory.ts'
 import { type SourceDirectory, sourceProblems } from './sourceDirectory.ts'
-import { acceptedData, requestHash, type Recording, type TriggerIntake, type TriggerRequest, usesDirectory } from './triggerIntake.ts'
+import { acceptedData, requestHash, type TriggerIntake, type TriggerRequest, type TriggerToRecord, usesDirectory } from './triggerIntake.ts'
 
 /** Who sends the trigger: an organization, through one of its keys. */
 export interface Caller {
@@ -32,29 +33,40 @@ export interface Caller {
   confirmKey(): Promise<void>
 }
 
-/** One POST /api/v2/triggers as the transport received it. */
+/** One trigger as the transport received it: a request's body, or one item of a batch. */
 export interface TriggerSubmission {
-  /** The body as validated, or as sent when validation refused it (then `errors` is not empty). */
+  /** The trigger as validated, or as sent when validation refused it (then `errors` is not empty). */
   body: unknown
-  /** What validation refused, in the body and the headers. */
+  /** What validation refused, in the trigger and the headers. */
   errors: readonly ErrorDetail[]
-  /** The Idempotency-Key header, checked; undefined when none was sent. */
+  /** Its Idempotency-Key, checked; undefined when none was sent. */
   idempotencyKey: string | undefined
   requestId: string
-  /** Size of the request body, which bounds the trigger's size. */
+  /** Size of the trigger's JSON, which bounds its share of a commit. */
   bodyBytes: number
 }
 
 export type AcceptedData = ReturnType<typeof acceptedData>
 
-/** A trigger recorded now, or the first answer of an earlier request with the same Idempotency-Key and body. */
-export type Acceptance = { kind: 'accepted'; data: AcceptedData } | { kind: 'replay'; data: unknown }
+/**
+ * What became of one trigger: recorded now, the first answer of an earlier
+ * one with the same Idempotency-Key and body, refused with every problem it
+ * has (422), refused for its Idempotency-Key (409), or not known to be
+ * recorded because its commit failed (500).
+ */
+export type Acceptance =
+  | { kind: 'accepted'; data: AcceptedData }
+  | { kind: 'replay'; data: unknown }
+  | { kind: 'invalid'; detail: ErrorDetail[] }
+  | { kind: 'refused'; error: ApiError }
+  | { kind: 'failed'; error: unknown }
 
 /** A reservation outlives any request; one older belongs to a process that died. */
 const IDEMPOTENCY_LEASE_MS = 60_000
 const IDEMPOTENCY_KEEP_MS = 24 * 3_600_000
 
 const keyInUse = () => new ApiError('idempotency_key_in_use', 'A request with this Idempotency-Key is still being processed; retry in a moment.')
+const keyReused = () => new ApiError('idempotency_key_reused', 'This Idempotency-Key was used with another request body in the last 24 hours.')
 
 const NO_ZONE =
   "the contact's time zone cannot be told from this phone number (a number of no country, such as +800, is placed in the campaign's fallback_timezone, and this campaign has none); send contact.timezone, the IANA zone the contact is in"
@@ -67,6 +79,12 @@ function noCommonWindow(zones: readonly string[]): string {
 }
 
 type RawBody = Partial<Record<keyof TriggerRequest, unknown>>
+
+/** A trigger's Idempotency-Key, reserved under the id its trigger will have. */
+interface HeldKey {
+  key: string
+  triggerId: string
+}
 
 export class TriggerAcceptance {
   readonly #db: Database
@@ -93,65 +111,120 @@ export class TriggerAcceptance {
   }
 
   /**
-   * Records the trigger and its task, or answers a repeated request with its
-   * first answer. Throws ValidationFailed with every problem the request
+   * One trigger: recorded with its task, or a repeated request answered with
+   * its first answer. Throws ValidationFailed with every problem the request
    * has, and ApiError for a reused or busy Idempotency-Key or a revoked key.
    */
-  async accept(caller: Caller, submission: TriggerSubmission): Promise<Acceptance> {
-    const errors = [...submission.errors]
-    let idempotency: { key: string; triggerId: string } | undefined
-    if (submission.idempotencyKey !== undefined && errors.length === 0) {
-      // Looked at before the campaign and the sources, so that a retry gets its first answer whatever changed since;
-      // and the key confirmed (one round trip), so that a replay never answers a revoked key.
-      await caller.confirmKey()
-      idempotency = { key: submission.idempotencyKey, triggerId: newId('trigger', this.#now()) }
-      const reservation = await reserveKey(
-        this.#db,
-        caller.principal.orgId,
-        idempotency.key,
-        { hash: requestHash(submission.body as TriggerRequest), token: idempotency.triggerId },
-        this.#now(),
-        IDEMPOTENCY_LEASE_MS,
-        IDEMPOTENCY_KEEP_MS,
-      )
-      if (reservation.kind === 'replay') return { kind: 'replay', data: reservation.response }
-      if (reservation.kind === 'reused') {
-        throw new ApiError('idempotency_key_reused', 'This Idempotency-Key was used with another request body in the last 24 hours.')
-      }
-      if (reservation.kind === 'in_use') throw keyInUse()
-    }
-    let recording: Recording | undefined
-    try {
-      recording = await this.#record(caller, submission, errors, idempotency)
-    } finally {
-      // Not recorded: the key may be used again. A failure to say so leaves it to expire with its lease; it must not hide why.
-      if (recording?.kind !== 'accepted' && idempotency !== undefined) {
-        await releaseKey(this.#db, caller.principal.orgId, idempotency.key, idempotency.triggerId).catch(() => {})
-      }
-    }
-    if (recording.kind === 'conflict') {
-      throw new ValidationFailed([idsNameSeveralContacts((submission.body as TriggerRequest).ids, recording.named)])
-    }
-    if (recording.kind === 'not recorded') {
-      // Its reservation was taken over after stalling past the lease: the request that took it answers.
-      if (idempotency !== undefined && (await this.#authenticator.confirm(caller.principal))) throw keyInUse()
-      // Campaigns are never deleted: only a key revoked since it was cached stops the commit.
-      this.#authenticator.forget(caller.principal.keyId)
-      throw unauthorized()
-    }
-    return { kind: 'accepted', data: acceptedData(recording.accepted) }
+  async accept(caller: Caller, submission: TriggerSubmission): Promise<{ kind: 'accepted' | 'replay'; data: unknown }> {
+    const [acceptance] = await this.acceptAll(caller, [submission])
+    if (acceptance!.kind === 'invalid') throw new ValidationFailed(acceptance!.detail)
+    if (acceptance!.kind === 'refused' || acceptance!.kind === 'failed') throw acceptance!.error
+    return acceptance!
   }
 
   /**
-   * Checks what depends on the organization's campaigns, sources and contacts,
-   * decides the contact's candidate zones, then records the trigger.
+   * Many triggers of one request, each accepted or refused on its own as
+   * {@link accept} would, their Idempotency-Keys reserved in one statement
+   * and the accepted ones recorded together, in as few group commits as fit.
+   * Answers once every one is settled, in the order given. Throws the 401
+   * when the key turns out to be revoked: then nothing was recorded.
    */
-  async #record(
+  async acceptAll(caller: Caller, submissions: readonly TriggerSubmission[]): Promise<Acceptance[]> {
+    const results: (Acceptance | undefined)[] = submissions.map(() => undefined)
+    const errors = submissions.map((submission) => [...submission.errors])
+    const held = await this.#reserveKeys(caller, submissions, errors, results)
+    const toRecord: { index: number; trigger: Promise<TriggerToRecord> }[] = []
+    submissions.forEach((submission, index) => {
+      if (results[index] === undefined) toRecord.push({ index, trigger: this.#check(caller, submission, errors[index]!, held.get(index)) })
+    })
+    const checked = await Promise.allSettled(toRecord.map(({ trigger }) => trigger))
+    const ready = toRecord.flatMap(({ index }, position) => {
+      const outcome = checked[position]!
+      if (outcome.status === 'fulfilled') return [{ index, trigger: outcome.value }]
+      results[index] = outcome.reason instanceof ValidationFailed ? invalid(outcome.reason.detail) : { kind: 'failed', error: outcome.reason }
+      return []
+    })
+    const recordings = await Promise.allSettled(this.#intake.record(ready.map(({ trigger }) => trigger)))
+    let notRecorded: number[] = []
+    ready.forEach(({ index }, position) => {
+      const recording = recordings[position]!
+      if (recording.status === 'rejected') results[index] = { kind: 'failed', error: recording.reason }
+      else if (recording.value.kind === 'accepted') results[index] = { kind: 'accepted', data: acceptedData(recording.value.accepted) }
+      else if (recording.value.kind === 'conflict') {
+        results[index] = invalid([idsNameSeveralContacts((submissions[index]!.body as TriggerRequest).ids, recording.value.named)])
+      } else notRecorded.push(index)
+    })
+    // Not recorded: the key may be used again. A failure to say so leaves it to expire with its lease; it must not hide why.
+    const released = [...held].filter(([index]) => results[index]?.kind !== 'accepted').map(([, key]) => ({ key: key.key, token: key.triggerId }))
+    await releaseKeys(this.#db, caller.principal.orgId, released).catch(() => {})
+    if (notRecorded.length > 0) {
+      // Campaigns are never deleted: only a key revoked since it was cached stops a commit, or a reservation
+      // taken over after stalling past its lease (the request that took it answers).
+      const stillValid = notRecorded.every((index) => held.has(index)) && (await this.#authenticator.confirm(caller.principal))
+      if (!stillValid) {
+        this.#authenticator.forget(caller.principal.keyId)
+        throw unauthorized()
+      }
+      for (const index of notRecorded) results[index] = { kind: 'refused', error: keyInUse() }
+    }
+    return results as Acceptance[]
+  }
+
+  /**
+   * Reserves the Idempotency-Keys of the triggers that have one and no other
+   * problem, in one statement, looked at before the campaign and the sources
+   * so that a retry gets its first answer whatever changed since; the key is
+   * confirmed first (one round trip), so that a replay never answers a
+   * revoked key. Sets the result of each trigger the key decides (a replay, a
+   * reused or busy key, a key given twice in one request) and returns the
+   * keys now held, by index.
+   */
+  async #reserveKeys(
     caller: Caller,
-    submission: TriggerSubmission,
-    errors: ErrorDetail[],
-    idempotency: { key: string; triggerId: string } | undefined,
-  ): Promise<Recording> {
+    submissions: readonly TriggerSubmission[],
+    errors: ErrorDetail[][],
+    results: (Acceptance | undefined)[],
+  ): Promise<Map<number, HeldKey>> {
+    const wanted = new Map<number, HeldKey & { hash: Buffer }>()
+    const firstWith = new Map<string, number>()
+    submissions.forEach((submission, index) => {
+      const key = submission.idempotencyKey
+      if (key === undefined || errors[index]!.length > 0) return
+      const first = firstWith.get(key)
+      if (first !== undefined) {
+        results[index] = invalid([valueError(['body', 'idempotency_key'], key, `idempotency_key is also that of item ${first} of this request`)])
+        return
+      }
+      firstWith.set(key, index)
+      wanted.set(index, { key, triggerId: newId('trigger', this.#now()), hash: requestHash(submission.body as TriggerRequest) })
+    })
+    const held = new Map<number, HeldKey>()
+    if (wanted.size === 0) return held
+    await caller.confirmKey()
+    const entries = [...wanted]
+    const reservations = await reserveKeys(
+      this.#db,
+      caller.principal.orgId,
+      entries.map(([, { key, hash, triggerId }]) => ({ key, hash, token: triggerId })),
+      this.#now(),
+      IDEMPOTENCY_LEASE_MS,
+      IDEMPOTENCY_KEEP_MS,
+    )
+    entries.forEach(([index, { key, triggerId }], position) => {
+      const reservation = reservations[position]!
+      if (reservation.kind === 'reserved') held.set(index, { key, triggerId })
+      else if (reservation.kind === 'replay') results[index] = { kind: 'replay', data: reservation.response }
+      else results[index] = { kind: 'refused', error: reservation.kind === 'reused' ? keyReused() : keyInUse() }
+    })
+    return held
+  }
+
+  /**
+   * Checks what depends on the organization's campaigns, sources and contacts
+   * and on the time, decides the contact's candidate zones, and returns the
+   * trigger ready to record; throws ValidationFailed with every problem.
+   */
+  async #check(caller: Caller, submission: TriggerSubmission, errors: ErrorDetail[], idempotency: HeldKey | undefined): Promise<TriggerToRecord> {
     // The body as sent when validation failed, which may be anything; only an object has fields to check.
     const raw = isObject(submission.body) ? (submission.body as RawBody) : undefined
     const campaign = await this.#resolveCampaign(caller.principal.orgId, raw, errors)
@@ -160,6 +233,9 @@ export class TriggerAcceptance {
     // Read only when something checks them: most triggers carry a contact for an organization without sources.
     const ids = organizationSources.size > 0 || omitsContact ? readableIds(raw, errors) : []
     errors.push(...sourceProblems(organizationSources, ids, failed(errors, 'context') ? undefined : ((raw?.context ?? {}) as Record<string, unknown>)))
+    const timing = readableTiming(raw, errors)
+    const now = this.#now()
+    errors.push(...timingProblems(timing, now).map(({ field, message }) => valueError(['body', field], raw![field], message)))
     let onFile: ContactOnFile | undefined
     if (omitsContact) {
       // A test needs the tester's number; otherwise the person may be on file.
@@ -169,22 +245,26 @@ export class TriggerAcceptance {
     }
     if (errors.length > 0 || campaign === undefined) throw new ValidationFailed(errors)
     const body = submission.body as TriggerRequest
-    const numberZones = await this.#numberZones(caller.principal.orgId, campaign, body, body.contact ?? onFile!.contact)
-    const submitter = { orgId: caller.principal.orgId, apiKeyId: caller.principal.keyId, requestId: submission.requestId, bodyBytes: submission.bodyBytes }
-    return this.#intake.record(submitter, { campaignId: campaign.id, onFile, numberZones, idempotency }, body)
+    const numberZones = await this.#numberZones(caller.principal.orgId, campaign, body, body.contact ?? onFile!.contact, firstDueAt(timing, now))
+    return {
+      submitter: { orgId: caller.principal.orgId, apiKeyId: caller.principal.keyId, requestId: submission.requestId, bodyBytes: submission.bodyBytes },
+      target: { campaignId: campaign.id, onFile, numberZones, idempotency },
+      request: body,
+    }
   }
 
   /**
    * The candidate zones the reached contact's number tells, for the commit to
    * use unless the contact has a timezone, as sent or as on file; refused (a
    * 422) when the campaign follows the contact's zone and neither the number
-   * nor the directory gives zones its windows are open in at once.
+   * nor the directory gives zones its windows are open in at once, within
+   * the days after `from` (when the task is first due).
    */
-  async #numberZones(orgId: string, campaign: Campaign, body: TriggerRequest, contact: Contact): Promise<CandidateZones | null> {
+  async #numberZones(orgId: string, campaign: Campaign, body: TriggerRequest, contact: Contact, from: number): Promise<CandidateZones | null> {
     if (contact.timezone !== undefined) return null
     const zones = zonesOfPhone(contact.phone, campaign.schedule.fallback_timezone)
     if (campaign.schedule.timezone !== 'contact') return zones ?? null
-    if (zones !== undefined && windowsMeet(campaign.schedule, zones.zones, this.#now())) return zones
+    if (zones !== undefined && windowsMeet(campaign.schedule, zones.zones, from)) return zones
     // A contact sent without a zone keeps the one on file, if the person has one.
     const stored = body.contact !== undefined && usesDirectory(body) ? await timezoneOnFile(this.#db, orgId, body.ids!) : undefined
     if (stored !== undefined && 'loc' in stored) throw new ValidationFailed([stored])
@@ -235,3 +315,12 @@ function readableIds(raw: RawBody | undefined, errors: readonly ErrorDetail[]): 
     return [{ index, source: normalizeIdPart(id.source), type: type === undefined ? undefined : normalizeIdPart(type), value: part(id, index, 'value') }]
   })
 }
+
+/** The not_before and expires_at of the body, as far as validation let them through. */
+function readableTiming(raw: RawBody | undefined, errors: readonly ErrorDetail[]): TriggerTiming {
+  const instant = (field: 'not_before' | 'expires_at') =>
+    typeof raw?.[field] === 'string' && !failed(errors, field) ? parseInstant(raw[field] as string) : undefined
+  return { notBefore: instant('not_before'), expiresAt: instant('expires_at') }
+}
+
+const invalid = (detail: ErrorDetail[]): Acceptance => ({ kind: 'invalid', detail })

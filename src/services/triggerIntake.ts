@@ -4,6 +4,7 @@
  */
 import { createHash } from 'node:crypto'
 import { newId } from '../domain/ids.ts'
+import { firstDueAt, type TriggerTiming } from '../domain/triggerTiming.ts'
 import type { CandidateZones, Channel, Contact, ExternalId, JsonObject } from '../domain/types.ts'
 import type { Database } from '../store/database.ts'
 import { rolledBack, sqlState } from '../store/rows.ts'
@@ -17,6 +18,9 @@ type Notification = ReturnType<Wake['notification']>
 /** A trigger request as validated and normalized. */
 export interface TriggerRequest {
   campaign: string
+  /** RFC 3339, normalized to UTC ISO 8601. */
+  not_before?: string
+  expires_at?: string
   ids?: ExternalId[]
   contact?: Contact
   channel?: Channel
@@ -30,6 +34,21 @@ export interface Submitter {
   requestId: string
   /** Size of the request body, which bounds the trigger's size. */
   bodyBytes: number
+}
+
+/** A trigger checked and ready to record: who sent it, what it resolved to, and the request. */
+export interface TriggerToRecord {
+  submitter: Submitter
+  target: {
+    campaignId: string
+    /** The contact reached when the request leaves `contact` out. */
+    onFile: ContactOnFile | undefined
+    /** The zones the reached contact's number tells, for a contact with no timezone sent or on file. */
+    numberZones: CandidateZones | null
+    /** The Idempotency-Key reserved for this trigger, under the trigger id given. */
+    idempotency: { key: string; triggerId: string } | undefined
+  }
+  request: TriggerRequest
 }
 
 export interface AcceptedTrigger {
@@ -47,6 +66,14 @@ export type Recording = { kind: 'accepted'; accepted: AcceptedTrigger } | Exclud
  */
 export function usesDirectory(request: TriggerRequest): boolean {
   return request.test_mode !== true && request.ids !== undefined && request.ids.length > 0
+}
+
+/** The timing a trigger request asks for, in epoch ms. */
+export function timingOf(request: Pick<TriggerRequest, 'not_before' | 'expires_at'>): TriggerTiming {
+  return {
+    notBefore: request.not_before === undefined ? undefined : Date.parse(request.not_before),
+    expiresAt: request.expires_at === undefined ? undefined : Date.parse(request.expires_at),
+  }
 }
 
 /** The 201's `data` for an accepted trigger; kept as is for an idempotent replay. */
@@ -113,48 +140,47 @@ export class TriggerIntake {
   }
 
   /**
-   * Records the trigger and its task, due now, and what the contact directory
-   * learns from it: a trigger with ids, out of test mode, creates or updates
-   * the contact they name. Not recorded when, by the time of the commit, the
-   * submitting key had been revoked or the request's Idempotency-Key
-   * reservation taken over, or when the ids turn out to name several contacts.
+   * Records triggers, each with its task, due at once or at its not_before,
+   * and what the contact directory learns from each: a trigger with ids, out
+   * of test mode, creates or updates the contact they name. Submitted
+   * together, so that a batch request's triggers fill whole group commits.
+   * One answer per trigger, each settled when its own commit has: not
+   * recorded when, by the time of the commit, the submitting key had been
+   * revoked or the trigger's Idempotency-Key reservation taken over, or when
+   * its ids turn out to name several contacts.
    */
-  async record(
-    submitter: Submitter,
-    target: {
-      campaignId: string
-      /** The contact reached when the request leaves `contact` out. */
-      onFile: ContactOnFile | undefined
-      /** The zones the reached contact's number tells, for a contact with no timezone sent or on file. */
-      numberZones: CandidateZones | null
-      /** The Idempotency-Key reserved for this trigger, under the trigger id given. */
-      idempotency: { key: string; triggerId: string } | undefined
-    },
-    request: TriggerRequest,
-  ): Promise<Recording> {
+  record(triggers: readonly TriggerToRecord[]): Promise<Recording>[] {
     const now = this.#now()
-    const id = target.idempotency?.triggerId ?? newId('trigger', now)
-    const taskId = newId('task', now)
     const createdAt = new Date(now).toISOString()
-    const accepted: AcceptedTrigger = { id, taskId, createdAt }
-    const trigger: NewTrigger = {
-      id,
-      taskId,
-      orgId: submitter.orgId,
-      apiKeyId: submitter.apiKeyId,
-      campaignId: target.campaignId,
-      contactId: usesDirectory(request) ? (target.onFile?.contactId ?? newId('contact', now)) : null,
-      numberZones: target.numberZones,
-      requestId: submitter.requestId,
-      ids: request.ids ?? [],
-      contact: request.contact ?? null,
-      context: request.context ?? {},
-      testMode: request.test_mode ?? false,
-      createdAt,
-      idempotency: target.idempotency === undefined ? null : { key: target.idempotency.key, response: acceptedData(accepted) },
-    }
-    const outcome = await this.#committer.submit({ trigger, bytes: submitter.bodyBytes })
-    return outcome.kind === 'recorded' ? { kind: 'accepted', accepted } : outcome
+    const prepared = triggers.map(({ submitter, target, request }) => {
+      const id = target.idempotency?.triggerId ?? newId('trigger', now)
+      const accepted: AcceptedTrigger = { id, taskId: newId('task', now), createdAt }
+      const trigger: NewTrigger = {
+        id,
+        taskId: accepted.taskId,
+        orgId: submitter.orgId,
+        apiKeyId: submitter.apiKeyId,
+        campaignId: target.campaignId,
+        contactId: usesDirectory(request) ? (target.onFile?.contactId ?? newId('contact', now)) : null,
+        numberZones: target.numberZones,
+        requestId: submitter.requestId,
+        ids: request.ids ?? [],
+        contact: request.contact ?? null,
+        context: request.context ?? {},
+        testMode: request.test_mode ?? false,
+        createdAt,
+        notBefore: request.not_before ?? null,
+        expiresAt: request.expires_at ?? null,
+        dueAt: new Date(firstDueAt(timingOf(request), now)).toISOString(),
+        idempotency: target.idempotency === undefined ? null : { key: target.idempotency.key, response: acceptedData(accepted) },
+      }
+      return { accepted, item: { trigger, bytes: submitter.bodyBytes } }
+    })
+    const outcomes = this.#committer.submitAll(prepared.map(({ item }) => item))
+    return outcomes.map(async (outcome, index): Promise<Recording> => {
+      const recorded = await outcome
+      return recorded.kind === 'recorded' ? { kind: 'accepted', accepted: prepared[index]!.accepted } : recorded
+    })
   }
 
   /** Resolves once every trigger submitted so far has been answered. */

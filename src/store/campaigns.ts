@@ -1,7 +1,7 @@
 import type { AttemptPolicy, Provider, Schedule } from '../domain/campaignSettings.ts'
 import type { Campaign, Channel, JsonObject } from '../domain/types.ts'
 import type { Queryable } from './database.ts'
-import { iso } from './rows.ts'
+import { iso, isoOrNull } from './rows.ts'
 
 interface CampaignRow {
   id: string
@@ -15,12 +15,13 @@ interface CampaignRow {
   provider: Provider
   provider_config: JsonObject
   max_concurrent: number | null
+  paused_at: Date | null
   created_at: Date
   updated_at: Date
 }
 
 const COLUMNS =
-  'id, org_id, routing_key, channel, name, context, schedule, attempts, provider, provider_config, max_concurrent, created_at, updated_at'
+  'id, org_id, routing_key, channel, name, context, schedule, attempts, provider, provider_config, max_concurrent, paused_at, created_at, updated_at'
 
 export const toCampaign = (row: CampaignRow): Campaign => ({
   id: row.id,
@@ -34,6 +35,7 @@ export const toCampaign = (row: CampaignRow): Campaign => ({
   provider: row.provider,
   providerConfig: row.provider_config,
   maxConcurrent: row.max_concurrent,
+  pausedAt: isoOrNull(row.paused_at),
   createdAt: iso(row.created_at),
   updatedAt: iso(row.updated_at),
 })
@@ -41,7 +43,7 @@ export const toCampaign = (row: CampaignRow): Campaign => ({
 /** Inserts the campaign; false when the organization already has one for this routing key and channel. */
 export async function insertCampaign(db: Queryable, campaign: Campaign): Promise<boolean> {
   const rows = await db.query(
-    `INSERT INTO campaigns (${COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
+    `INSERT INTO campaigns (${COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)
      ON CONFLICT DO NOTHING RETURNING id`,
     [
       campaign.id,
@@ -55,6 +57,7 @@ export async function insertCampaign(db: Queryable, campaign: Campaign): Promise
       campaign.provider,
       campaign.providerConfig,
       campaign.maxConcurrent,
+      campaign.pausedAt,
       campaign.createdAt,
       campaign.updatedAt,
     ],
@@ -111,4 +114,52 @@ export async function findCampaignsByWhatsAppNumber(db: Queryable, phoneNumberId
     [phoneNumberIds],
   )
   return rows.map(toCampaign)
+}
+
+/** Which of an organization's campaigns: one by id, or a routing key's, on one channel or on all of them. */
+export type CampaignSelection = { id: string } | { routingKey: string; channel?: Channel }
+
+/** The condition on `campaigns` for $1 (organization) and $2..$4 from {@link selectionParams}. */
+const SELECTED = `org_id = $1 AND ($2::text IS NULL OR id = $2) AND ($3::text IS NULL OR routing_key = $3) AND ($4::text IS NULL OR channel = $4)`
+
+const selectionParams = (selection: CampaignSelection) =>
+  'id' in selection ? [selection.id, null, null] : [null, selection.routingKey, selection.channel ?? null]
+
+/** Pauses the selected campaigns; one paused already keeps the time it was paused at. Returns them as they now are, by channel. */
+export async function pauseCampaigns(db: Queryable, orgId: string, selection: CampaignSelection, now: number): Promise<Campaign[]> {
+  const rows = await db.query<CampaignRow>(
+    `WITH paused AS (UPDATE campaigns SET paused_at = coalesce(paused_at, $5) WHERE ${SELECTED} RETURNING ${COLUMNS})
+     SELECT * FROM paused ORDER BY channel`,
+    [orgId, ...selectionParams(selection), new Date(now)],
+  )
+  return rows.map(toCampaign)
+}
+
+/**
+ * Resumes the selected campaigns and returns them as they now are, by
+ * channel, with whether any was paused: if one was, `notify` is sent as this
+ * commits, so that worker processes start its due tasks at once.
+ */
+export async function resumeCampaigns(
+  db: Queryable,
+  orgId: string,
+  selection: CampaignSelection,
+  /** A notification the commit sends, when other processes are to hear of the tasks due again. */
+  notify?: { channel: string; payload: string },
+): Promise<{ campaigns: Campaign[]; resumed: boolean }> {
+  const rows = await db.query<CampaignRow & { was_paused: boolean }>(
+    // Locked to read whether each was paused as this commits, not as a concurrent pause or resume left it.
+    `WITH selected AS (
+       SELECT id AS campaign_id, paused_at AS was_paused_at FROM campaigns WHERE ${SELECTED} FOR UPDATE
+     ), resumed AS (
+       UPDATE campaigns SET paused_at = NULL FROM selected WHERE id = selected.campaign_id
+       RETURNING ${COLUMNS}, was_paused_at IS NOT NULL AS was_paused
+     ), notified AS (
+       -- Sent with the commit rather than as a NOTIFY of its own, as the trigger intake does.
+       SELECT pg_notify($5, $6) WHERE $5 <> '' AND EXISTS (SELECT 1 FROM resumed WHERE was_paused)
+     )
+     SELECT resumed.* FROM resumed CROSS JOIN (SELECT count(*) FROM notified) AS told ORDER BY channel`,
+    [orgId, ...selectionParams(selection), notify?.channel ?? '', notify?.payload ?? ''],
+  )
+  return { campaigns: rows.map(toCampaign), resumed: rows.some((row) => row.was_paused) }
 }

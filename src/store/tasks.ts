@@ -63,10 +63,10 @@ interface DueTaskRow {
 
 /**
  * Locks up to `limit` due tasks for the rest of the transaction, oldest due
- * first, leaving out the campaigns in `skipCampaigns` (at their
+ * first, leaving out paused campaigns and those in `skipCampaigns` (at their
  * max_concurrent). Each campaign's due tasks are read from its own index
- * range, so however many tasks a skipped campaign has due, they are never
- * read. Rows another transaction holds are skipped, not waited for.
+ * range, so however many tasks a paused or skipped campaign has due, they are
+ * never read. Rows another transaction holds are skipped, not waited for.
  */
 export async function lockDueTasks(tx: Queryable, now: number, limit: number, skipCampaigns: readonly string[] = []): Promise<DueTask[]> {
   const rows = await tx.query<DueTaskRow>(
@@ -86,7 +86,7 @@ export async function lockDueTasks(tx: Queryable, now: number, limit: number, sk
            WHERE campaign_id = c.id AND status = 'pending' AND due_at <= $1
            ORDER BY due_at
            LIMIT $2) due
-         WHERE c.id <> ALL($3::text[])
+         WHERE c.paused_at IS NULL AND c.id <> ALL($3::text[])
          ORDER BY due.due_at
          LIMIT $2))
        AND t.status || '' = 'pending' AND t.due_at <= $1
@@ -291,14 +291,16 @@ export async function completeTasks(tx: Queryable, completions: readonly { taskI
 
 /**
  * When the dispatcher next has something to do: the earliest due task of the
- * campaigns not in `skipCampaigns`, read campaign by campaign from the same
- * index the dispatcher takes tasks by.
+ * running campaigns not in `skipCampaigns`, read campaign by campaign from the
+ * same index the dispatcher takes tasks by. A paused campaign's tasks are
+ * left out, so that they do not wake the dispatcher for nothing: its resume
+ * wakes it.
  */
 export async function nextDueAt(db: Queryable, skipCampaigns: readonly string[] = []): Promise<number | undefined> {
   const rows = await db.query<{ due_at: Date | null }>(
     `SELECT min(next.due_at) AS due_at FROM campaigns c
      CROSS JOIN LATERAL (SELECT due_at FROM tasks WHERE campaign_id = c.id AND status = 'pending' ORDER BY due_at LIMIT 1) next
-     WHERE c.id <> ALL($1::text[])`,
+     WHERE c.paused_at IS NULL AND c.id <> ALL($1::text[])`,
     [skipCampaigns],
   )
   return rows[0]?.due_at?.getTime()
@@ -323,11 +325,13 @@ interface TaskRow {
   created_at: Date
   expires_at: Date
   completed_at: Date | null
+  campaign_paused: boolean
 }
 
 const TASK_SELECT = `
   SELECT t.id, t.org_id, t.trigger_id, t.campaign_id, c.routing_key, c.channel, t.status, t.outcome, t.attempts,
-         t.due_at, t.contact, t.timezones, t.timezone_source, t.test_mode, tr.ids, t.created_at, t.expires_at, t.completed_at
+         t.due_at, t.contact, t.timezones, t.timezone_source, t.test_mode, tr.ids, t.created_at, t.expires_at, t.completed_at,
+         c.paused_at IS NOT NULL AS campaign_paused
   FROM tasks t
   JOIN triggers tr ON tr.id = t.trigger_id
   JOIN campaigns c ON c.id = t.campaign_id`
@@ -361,6 +365,7 @@ async function withInteractions(db: Queryable, rows: TaskRow[]): Promise<Task[]>
     createdAt: iso(row.created_at),
     expiresAt: iso(row.expires_at),
     completedAt: isoOrNull(row.completed_at),
+    campaignPaused: row.campaign_paused,
     interactions: byTask.get(row.id) ?? [],
   }))
 }
@@ -377,4 +382,33 @@ export async function findTasksByExternalId(db: Queryable, orgId: string, extern
     [orgId, JSON.stringify([externalId]), limit],
   )
   return withInteractions(db, rows)
+}
+
+/**
+ * Locks, as {@link lockTasks} does, the organization's tasks not yet
+ * completed whose trigger carried any of these external ids, optionally only
+ * those of the campaigns of one routing key. Each id is looked up on its own
+ * in the triggers' ids index.
+ */
+export async function lockOpenTasksByExternalIds(
+  tx: Queryable,
+  orgId: string,
+  externalIds: readonly ExternalId[],
+  routingKey?: string,
+): Promise<TaskForUpdate[]> {
+  if (externalIds.length === 0) return []
+  const rows = await tx.query<TaskForUpdateRow>(
+    `SELECT ${TASK_FOR_UPDATE_COLUMNS}
+     FROM tasks t
+     JOIN triggers tr ON tr.id = t.trigger_id
+     JOIN campaigns c ON c.id = t.campaign_id
+     WHERE t.id = ANY(ARRAY(
+         SELECT named.task_id FROM jsonb_array_elements($2::jsonb) AS wanted(id)
+         CROSS JOIN LATERAL (SELECT task_id FROM triggers WHERE org_id = $1 AND ids @> jsonb_build_array(wanted.id)) named))
+       AND t.org_id = $1 AND t.status <> 'completed' AND ($3::text IS NULL OR c.routing_key = $3)
+     ORDER BY t.id
+     FOR UPDATE OF t`,
+    [orgId, JSON.stringify(externalIds.map(({ source, type, value }) => ({ source, type, value }))), routingKey ?? null],
+  )
+  return rows.map(toTaskForUpdate)
 }

@@ -1,6 +1,6 @@
 import type { CandidateZones, Channel, Contact, ExternalId, JsonObject, TaskStatus, Trigger, TriggerContent } from '../domain/types.ts'
 import type { Queryable } from './database.ts'
-import { iso } from './rows.ts'
+import { iso, isoOrNull } from './rows.ts'
 
 /** A validated trigger, with its ids chosen, ready to be recorded with its task. */
 export interface NewTrigger extends TriggerContent {
@@ -28,6 +28,8 @@ export interface NewTrigger extends TriggerContent {
    * commit marks done with `response`.
    */
   idempotency: { key: string; response: unknown } | null
+  /** When its task is first due: now, or its `not_before`. */
+  dueAt: string
 }
 
 /** What became of one trigger of a group commit. */
@@ -42,7 +44,7 @@ const INSERT_TRIGGERS_WITH_TASKS = `WITH input AS (
        SELECT * FROM jsonb_to_recordset($1::jsonb) AS i(
          ord int, id text, task_id text, org_id text, api_key_id text, campaign_id text, request_id text,
          ids jsonb, contact jsonb, context jsonb, test_mode boolean, contact_id text, number_zones text[], number_zone_source text,
-         created_at timestamptz,
+         created_at timestamptz, not_before timestamptz, wanted_until timestamptz, due_at timestamptz,
          idempotency_key text, response jsonb)
      ), owned AS (
        -- Locked, so that a takeover of a stalled reservation cannot slip between this check and the commit.
@@ -50,8 +52,9 @@ const INSERT_TRIGGERS_WITH_TASKS = `WITH input AS (
        JOIN idempotency_keys k ON k.org_id = input.org_id AND k.key = input.idempotency_key AND k.token = input.id AND k.status = 'in_flight'
        FOR UPDATE OF k
      ), eligible AS (
+       -- The campaign's expiry counts from when the task is first due (its not_before), the trigger's own caps it.
        SELECT input.*, campaigns.context AS campaign_context,
-              input.created_at + make_interval(secs => (campaigns.attempts->>'expire_after_s')::int) AS expires_at
+              LEAST(input.due_at + make_interval(secs => (campaigns.attempts->>'expire_after_s')::int), input.wanted_until) AS expires_at
        FROM input
        JOIN api_keys ON api_keys.id = input.api_key_id AND api_keys.org_id = input.org_id AND api_keys.revoked_at IS NULL
        JOIN campaigns ON campaigns.id = input.campaign_id AND campaigns.org_id = input.org_id
@@ -83,8 +86,10 @@ const INSERT_TRIGGERS_WITH_TASKS = `WITH input AS (
        LEFT JOIN contacts stored ON stored.id = resolved.contact_id
        WHERE COALESCE(resolved.contacts, 0) <= 1 AND (eligible.contact IS NOT NULL OR stored.id IS NOT NULL)
      ), new_triggers AS (
-       INSERT INTO triggers (id, org_id, api_key_id, campaign_id, request_id, ids, contact, context, test_mode, created_at, task_id)
-       SELECT id, org_id, api_key_id, campaign_id, request_id, ids, contact, context, test_mode, created_at, task_id FROM accepted
+       INSERT INTO triggers (id, org_id, api_key_id, campaign_id, request_id, ids, contact, context, test_mode, created_at, task_id,
+                             not_before, expires_at)
+       SELECT id, org_id, api_key_id, campaign_id, request_id, ids, contact, context, test_mode, created_at, task_id,
+              not_before, wanted_until FROM accepted
        RETURNING id
      ), new_tasks AS (
        -- The contact's candidate zones: its timezone as sent or on file, else those its number tells.
@@ -94,7 +99,7 @@ const INSERT_TRIGGERS_WITH_TASKS = `WITH input AS (
               CASE WHEN contact_id IS NOT NULL THEN reached_id END, reached,
               CASE WHEN reached ? 'timezone' THEN ARRAY[reached->>'timezone'] ELSE COALESCE(number_zones, '{}') END,
               CASE WHEN contact ? 'timezone' THEN 'sent' WHEN reached ? 'timezone' THEN 'on_file' ELSE number_zone_source END,
-              created_at, expires_at, created_at, created_at
+              due_at, expires_at, created_at, created_at
        FROM accepted
      ), contact_changes AS (
        -- Several triggers of the batch may update one contact: the later one's fields win.
@@ -146,8 +151,9 @@ const INSERT_TRIGGERS_WITH_TASKS = `WITH input AS (
  * Idempotency-Key if it has one, and its ids name at most one contact on file.
  * The task's context is the campaign's default context with the trigger's
  * merged over it, and its expiry the campaign's, both read here so that they
- * are current at commit. Each task is due at once: the dispatcher checks the
- * schedule.
+ * are current at commit (the expiry counted from when the task is first due,
+ * and capped by the trigger's own `expires_at`). Each task is due at once, or
+ * at its trigger's `not_before`: the dispatcher checks the schedule.
  * In the same statement the contact directory learns from each trigger that
  * uses it: the contact is created or its fields updated, and its new ids are
  * linked to it, and `notify` is sent when it commits. Returns what became of
@@ -175,6 +181,9 @@ export async function insertTriggersWithTasks(
     number_zones: t.numberZones?.zones ?? null,
     number_zone_source: t.numberZones?.source ?? null,
     created_at: t.createdAt,
+    not_before: t.notBefore,
+    wanted_until: t.expiresAt,
+    due_at: t.dueAt,
     idempotency_key: t.idempotency?.key ?? null,
     response: t.idempotency?.response ?? null,
   }))
@@ -206,6 +215,8 @@ interface TriggerRow {
   context: JsonObject
   test_mode: boolean
   created_at: Date
+  not_before: Date | null
+  expires_at: Date | null
   task_id: string
   task_status: TaskStatus
 }
@@ -213,7 +224,7 @@ interface TriggerRow {
 export async function findTrigger(db: Queryable, orgId: string, id: string): Promise<Trigger | undefined> {
   const rows = await db.query<TriggerRow>(
     `SELECT t.id, t.org_id, t.campaign_id, c.routing_key, c.channel, t.request_id, t.ids, t.contact, t.context,
-            t.test_mode, t.created_at, k.id AS task_id, k.status AS task_status
+            t.test_mode, t.created_at, t.not_before, t.expires_at, k.id AS task_id, k.status AS task_status
      FROM triggers t
      JOIN campaigns c ON c.id = t.campaign_id
      JOIN tasks k ON k.id = t.task_id
@@ -232,6 +243,8 @@ export async function findTrigger(db: Queryable, orgId: string, id: string): Pro
       context: row.context,
       testMode: row.test_mode,
       createdAt: iso(row.created_at),
+      notBefore: isoOrNull(row.not_before),
+      expiresAt: isoOrNull(row.expires_at),
       task: { id: row.task_id, status: row.task_status },
     }
   )

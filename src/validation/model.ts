@@ -210,6 +210,15 @@ class Walk {
     }
     const output = new Array<unknown>(input.length)
     for (let index = 0; index < input.length; index++) output[index] = this.#at(index, schema.items as SchemaNode, input[index])
+    // pydantic checks the least length after the items, and reports it with their errors.
+    if (schema.minItems !== undefined && input.length < schema.minItems) {
+      const min = schema.minItems
+      this.fail('too_short', `List should have at least ${min} item${min === 1 ? '' : 's'} after validation, not ${input.length}`, input, {
+        field_type: 'List',
+        min_length: min,
+        actual_length: input.length,
+      })
+    }
     return output
   }
 

@@ -2,7 +2,7 @@
  * The client's view of its tasks: one by id, those of one of its own external
  * ids, and cancellation. Another organization's task is never found.
  */
-import { Type } from '@sinclair/typebox'
+import { type Static, Type } from '@sinclair/typebox'
 import type { FastifyInstance } from 'fastify'
 import { ApiError } from '../../domain/errors.ts'
 import { normalizeIdPart } from '../../domain/externalIds.ts'
@@ -60,6 +60,7 @@ const TaskSchema = Type.Object({
   created_at: Timestamp,
   expires_at: Timestamp,
   completed_at: Type.Union([Timestamp, Type.Null()]),
+  campaign_paused: Type.Boolean({ description: "True while the task's campaign is paused: no attempt starts until it is resumed." }),
   interactions: Type.Array(InteractionSchema),
 })
 
@@ -81,6 +82,7 @@ const presentTask = (task: Task) => ({
   created_at: task.createdAt,
   expires_at: task.expiresAt,
   completed_at: task.completedAt,
+  campaign_paused: task.campaignPaused,
   interactions: task.interactions.map((interaction) => ({
     id: interaction.id,
     direction: interaction.direction,
@@ -102,6 +104,24 @@ const ExternalIdQuery = Type.Object({
 })
 
 const TaskParams = Type.Object({ id: Type.String() })
+
+const MAX_IDS_TO_CANCEL = 100
+
+const CancelByIdsBody = Type.Object({
+  ids: Type.Array(ExternalIdQuery, { minItems: 1, maxItems: MAX_IDS_TO_CANCEL, description: 'Your ids of the person, as sent on triggers.' }),
+  campaign: Type.Optional(Type.String({ minLength: 1, maxLength: 100, description: "Only this routing key's campaigns." })),
+})
+
+const CancelledTaskSchema = Type.Object({
+  id: Type.String(),
+  trigger_id: Type.String(),
+  campaign: Type.String({ description: 'Routing key.' }),
+  channel: ChannelSchema,
+  status: Type.Literal('completed'),
+  outcome: Type.Literal('cancelled'),
+  ids: Type.Array(Type.Object({ source: Type.String(), type: Type.String(), value: Type.String() })),
+  completed_at: Timestamp,
+})
 
 export function taskRoutes(app: FastifyInstance, deps: { db: Database; authenticator: Authenticator; lifecycle: TaskLifecycle }) {
   const { db, authenticator, lifecycle } = deps
@@ -169,6 +189,42 @@ export function taskRoutes(app: FastifyInstance, deps: { db: Database; authentic
       if (!isId('task', id)) throw new ApiError('not_found', `No task ${id} exists.`)
       await lifecycle.cancel(orgId, id)
       return reply.send(envelope(request, presentTask(await requireTask(orgId, id))))
+    },
+  )
+
+  app.post(
+    '/api/v2/tasks/cancel',
+    {
+      onRequest: requireOrganizationKey(authenticator, 'triggers:write'),
+      schema: {
+        ...docs,
+        summary: 'Stop outreach to a person, by your own ids',
+        description:
+          `Cancels every task not yet completed whose trigger carried one of these ids (source and type compared lowercased, value exactly), or only those of one campaign's routing key: no further attempt starts. ` +
+          'An attempt being made now is allowed to end, and is reported, but moves its task no further. Each task cancelled completes with outcome `cancelled` and a `task.completed` event carrying your ids. ' +
+          'Answers the tasks cancelled (none is not an error: the person may have had none open).',
+        body: CancelByIdsBody,
+        response: { 200: Envelope(Type.Array(CancelledTaskSchema)), ...authErrors, ...validationErrors },
+      },
+    },
+    async (request, reply) => {
+      const { ids, campaign } = request.body as Static<typeof CancelByIdsBody>
+      const cancelled = await lifecycle.cancelByExternalIds(organizationOf(request).orgId, ids, campaign)
+      return reply.send(
+        envelope(
+          request,
+          cancelled.map((task) => ({
+            id: task.id,
+            trigger_id: task.triggerId,
+            campaign: task.campaign.routingKey,
+            channel: task.campaign.channel,
+            status: 'completed' as const,
+            outcome: 'cancelled' as const,
+            ids: task.ids,
+            completed_at: task.completedAt,
+          })),
+        ),
+      )
     },
   )
 }

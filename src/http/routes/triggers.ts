@@ -1,21 +1,34 @@
 /** POST /api/v2/triggers and GET /api/v2/triggers/{id}: the client contract. */
 import { type Static, Type } from '@sinclair/typebox'
-import type { FastifyInstance } from 'fastify'
+import type { FastifyBaseLogger, FastifyInstance } from 'fastify'
 import { checkEmail, normalizeLanguage, normalizePhone, PHONE_REFUSED } from '../../domain/contact.ts'
-import { ApiError, type ErrorDetail, refuse, ValidationFailed } from '../../domain/errors.ts'
+import { ApiError, type ErrorDetail, refuse, STATUS_BY_CODE, ValidationFailed } from '../../domain/errors.ts'
 import { normalizeIdPart } from '../../domain/externalIds.ts'
 import { isId } from '../../domain/ids.ts'
 import { isTimeZone } from '../../domain/timezones.ts'
+import { MAX_NOT_BEFORE_DAYS, parseInstant } from '../../domain/triggerTiming.ts'
 import type { Trigger } from '../../domain/types.ts'
 import type { Authenticator } from '../../services/authenticator.ts'
-import type { TriggerAcceptance } from '../../services/triggerAcceptance.ts'
+import type { Acceptance, AcceptedData, TriggerAcceptance } from '../../services/triggerAcceptance.ts'
 import { findTrigger } from '../../store/triggers.ts'
 import type { Database } from '../../store/database.ts'
 import { inFieldOrder, refine, validate } from '../../validation/model.ts'
 import { MAX_BODY_BYTES } from '../limits.ts'
 import { confirmBeforeAnswering, organizationOf, requireOrganizationKey } from '../auth.ts'
 import { envelope } from '../reply.ts'
-import { authErrors, ChannelSchema, ContactSchema, conflict, Envelope, notFound, presentContact, Timestamp, validationErrors } from '../schemas.ts'
+import {
+  authErrors,
+  ChannelSchema,
+  ContactSchema,
+  conflict,
+  Envelope,
+  ErrorBody,
+  notFound,
+  presentContact,
+  Timestamp,
+  ValidationErrorEntry,
+  validationErrors,
+} from '../schemas.ts'
 
 const ExternalIdSchema = Type.Object({
   source: refine(Type.String({ minLength: 1, maxLength: 100, description: 'Lowercased and trimmed by the service.' }), {
@@ -66,6 +79,16 @@ const ContactInput = Type.Object({
   ),
 })
 
+/** An RFC 3339 date-time with its offset, kept as the UTC instant it names. */
+function instant(field: string, description: string) {
+  return refine(Type.String({ maxLength: 64, format: 'date-time', description, examples: ['2026-12-01T09:00:00+01:00'] }), {
+    check: (text) => {
+      const at = parseInstant(text)
+      return at === undefined ? refuse(`${field} must be an RFC 3339 date-time with an offset, such as 2026-12-01T09:00:00+01:00 or 2026-12-01T08:00:00Z`) : new Date(at).toISOString()
+    },
+  })
+}
+
 export const TriggerRequestSchema = Type.Object(
   {
     campaign: Type.String({ minLength: 1, maxLength: 100, description: 'Routing key of the target campaign.' }),
@@ -80,6 +103,18 @@ export const TriggerRequestSchema = Type.Object(
       Type.Record(Type.String(), Type.Unknown(), { maxProperties: 50, description: "Merged over the campaign's default context." }),
     ),
     test_mode: Type.Optional(Type.Boolean({ description: 'Outreach goes to contact.phone instead of the real person.' })),
+    not_before: Type.Optional(
+      instant(
+        'not_before',
+        `The first attempt starts no earlier than this, and still only inside the campaign's window in the contact's zones. At most ${MAX_NOT_BEFORE_DAYS} days ahead. The campaign's expiry counts from it.`,
+      ),
+    ),
+    expires_at: Type.Optional(
+      instant(
+        'expires_at',
+        "No attempt starts after this: the task then completes with outcome `expired` (or at the campaign's expiry, if that is earlier). In the future, and after `not_before`.",
+      ),
+    ),
   },
   { $id: 'TriggerRequest' },
 )
@@ -101,14 +136,64 @@ const TriggerSchema = Type.Object({
   contact: Type.Union([ContactSchema, Type.Null()], { description: 'As sent; null when the trigger left it out to reach a contact on file.' }),
   context: Type.Record(Type.String(), Type.Unknown()),
   test_mode: Type.Boolean(),
+  not_before: Type.Union([Timestamp, Type.Null()], { description: 'As sent; null when none was.' }),
+  expires_at: Type.Union([Timestamp, Type.Null()], { description: 'As sent; null when none was.' }),
   created_at: Timestamp,
   task: Type.Object({ id: Type.String(), status: Type.String() }),
 })
 
 const MAX_IDEMPOTENCY_KEY_LENGTH = 255
 
-const IdempotencyKeyHeader = refine(Type.String({ minLength: 1, maxLength: MAX_IDEMPOTENCY_KEY_LENGTH }), {
-  check: (key) => (/^[\x21-\x7e]+$/.test(key) ? key : refuse('Idempotency-Key must be 1 to 255 printable ASCII characters without spaces')),
+/** An Idempotency-Key, as the header or a batch item's field (named `name` in its refusal). */
+const idempotencyKey = (name: string, description?: string) =>
+  refine(Type.String({ minLength: 1, maxLength: MAX_IDEMPOTENCY_KEY_LENGTH, description }), {
+    check: (key) => (/^[\x21-\x7e]+$/.test(key) ? key : refuse(`${name} must be 1 to 255 printable ASCII characters without spaces`)),
+  })
+
+const IdempotencyKeyHeader = idempotencyKey('Idempotency-Key')
+
+/** Most triggers in one batch request, and the largest body it may have. */
+export const MAX_BATCH_TRIGGERS = 1000
+const MAX_BATCH_BODY_BYTES = 16 * 1024 * 1024
+
+/** One trigger of a batch: a trigger body, with its own Idempotency-Key. */
+const BatchItemSchema = Type.Object(
+  {
+    ...TriggerRequestSchema.properties,
+    idempotency_key: Type.Optional(
+      idempotencyKey(
+        'idempotency_key',
+        "This trigger's Idempotency-Key, with the header's meaning: sent again with the same trigger, it answers the first result (`replayed: true`) and records nothing. Distinct within a request; shared with single requests.",
+      ),
+    ),
+  },
+  { $id: 'BatchTrigger' },
+)
+
+const BatchRequestSchema = Type.Object({
+  triggers: Type.Array(BatchItemSchema, { minItems: 1, maxItems: MAX_BATCH_TRIGGERS }),
+})
+
+/**
+ * What the batch route itself validates: a list of objects, each taken as
+ * sent (a model of no fields reads none of them). Each object is then
+ * validated as a trigger on its own, so that one bad trigger refuses only
+ * itself, and no field is walked twice.
+ */
+const BatchShape = Type.Object({
+  triggers: Type.Array(Type.Object({}), { minItems: 1, maxItems: MAX_BATCH_TRIGGERS }),
+})
+
+const BatchResultSchema = Type.Object({
+  index: Type.Integer({ description: 'Position of the trigger in the request, from 0.' }),
+  status: Type.Integer({
+    description:
+      'What POST /api/v2/triggers would have answered for this trigger: 201 (with `data`), 422 (with `detail`), 409 for its idempotency_key or 500 (with `error`).',
+  }),
+  data: Type.Optional(AcceptedSchema),
+  replayed: Type.Optional(Type.Literal(true, { description: 'The first answer for this idempotency_key; nothing new was recorded.' })),
+  detail: Type.Optional(Type.Array(ValidationErrorEntry)),
+  error: Type.Optional(ErrorBody),
 })
 
 /**
@@ -171,6 +256,47 @@ export function triggerRoutes(app: FastifyInstance, deps: { db: Database; authen
     },
   )
 
+  app.post(
+    '/api/v2/triggers/batch',
+    {
+      bodyLimit: MAX_BATCH_BODY_BYTES,
+      onRequest: requireOrganizationKey(authenticator, 'triggers:write', { confirm: 'deferred' }),
+      validatorCompiler: () => (data: unknown) => {
+        const { errors } = validate(BatchShape, data, ['body'])
+        return errors.length > 0 ? { error: new ValidationFailed(errors) } : { value: data }
+      },
+      schema: {
+        summary: 'Start many conversations',
+        description:
+          `Up to ${MAX_BATCH_TRIGGERS} triggers (and ${MAX_BATCH_BODY_BYTES / (1024 * 1024)} MiB) in one request, each validated and accepted exactly as POST /api/v2/triggers would accept it, on its own: ` +
+          'the answer is 200 with one result per trigger, in request order, each with the status the single endpoint would have given and its body (`data`, `detail` with `loc` from `body` as for a single trigger, or `error`). ' +
+          'The accepted triggers are committed together, and the answer comes once every one of them is durable. ' +
+          'Each trigger may carry its own `idempotency_key`; a request sent again with the same keys records nothing new. ' +
+          'A body that is not a list of 1 to 1,000 objects is a 422 for the whole request.',
+        tags: ['triggers'],
+        security: [{ apiKey: [] }],
+        body: BatchRequestSchema,
+        response: { 200: Envelope(Type.Array(BatchResultSchema)), ...authErrors, ...validationErrors },
+      },
+    },
+    async (request, reply) => {
+      const { triggers } = request.body as { triggers: Record<string, unknown>[] }
+      const caller = { principal: organizationOf(request), confirmKey: () => confirmBeforeAnswering(authenticator, request) }
+      // Each trigger's share of the body bounds its share of a commit.
+      const bodyBytes = Math.ceil(Number(request.headers['content-length'] ?? MAX_BATCH_BODY_BYTES) / triggers.length)
+      const submissions = triggers.map((item) => {
+        const checked = validate<Static<typeof BatchItemSchema>>(BatchItemSchema, item, ['body'])
+        if (checked.errors.length > 0) return { body: item, errors: checked.errors, idempotencyKey: undefined, requestId: request.id, bodyBytes }
+        const { idempotency_key, ...body } = checked.value!
+        return { body, errors: [], idempotencyKey: idempotency_key, requestId: request.id, bodyBytes }
+      })
+      const acceptances = await acceptance.acceptAll(caller, submissions)
+      // A commit records only for an unrevoked key; an answer that rests on no commit must confirm it.
+      if (!acceptances.some((each) => each.kind === 'accepted')) await caller.confirmKey()
+      return reply.send(envelope(request, acceptances.map((each, index) => batchResult(request.log, index, each))))
+    },
+  )
+
   app.get(
     '/api/v2/triggers/:id',
     {
@@ -204,7 +330,33 @@ function presentTrigger(trigger: Trigger): Static<typeof TriggerSchema> {
     contact: trigger.contact && presentContact(trigger.contact),
     context: trigger.context,
     test_mode: trigger.testMode,
+    not_before: trigger.notBefore,
+    expires_at: trigger.expiresAt,
     created_at: trigger.createdAt,
     task: trigger.task,
+  }
+}
+
+/** One trigger's result in a batch: what the single endpoint would have answered for it. */
+function batchResult(log: FastifyBaseLogger, index: number, acceptance: Acceptance): Static<typeof BatchResultSchema> {
+  switch (acceptance.kind) {
+    case 'accepted':
+      return { index, status: 201, data: acceptance.data }
+    case 'replay':
+      return { index, status: 201, data: acceptance.data as AcceptedData, replayed: true }
+    case 'invalid':
+      return { index, status: 422, detail: inFieldOrder(BatchItemSchema, acceptance.detail) }
+    case 'refused':
+      return { index, status: STATUS_BY_CODE[acceptance.error.code], error: { code: acceptance.error.code, message: acceptance.error.message } }
+    case 'failed':
+      log.error({ err: acceptance.error, index }, 'a trigger of a batch could not be recorded')
+      return {
+        index,
+        status: 500,
+        error: {
+          code: 'internal_error',
+          message: 'Recording this trigger failed because of an error on our side, and may not have happened: send it again (with an idempotency_key, to be sure it is recorded once).',
+        },
+      }
   }
 }

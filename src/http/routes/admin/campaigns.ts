@@ -1,4 +1,4 @@
-/** Campaigns on the admin API: create, change (PATCH), list. */
+/** Campaigns on the admin API: create, change (PATCH), list, pause and resume. */
 import { type TString, Type } from '@sinclair/typebox'
 import type { FastifyInstance } from 'fastify'
 import { PROVIDERS, RETRY_OUTCOMES, WEEKDAYS } from '../../../domain/campaignSettings.ts'
@@ -15,6 +15,7 @@ import {
 } from '../../../services/administration.ts'
 import type { Authenticator } from '../../../services/authenticator.ts'
 import type { CampaignDirectory } from '../../../services/campaignDirectory.ts'
+import type { CampaignPauses } from '../../../services/campaignPauses.ts'
 import { refine, refineModel } from '../../../validation/model.ts'
 import { requireOperator } from '../../auth.ts'
 import { adminDocs, OrgParams } from './shared.ts'
@@ -144,6 +145,7 @@ const CampaignSchema = Type.Object({
   provider: OneOf(PROVIDERS),
   provider_config: Type.Record(Type.String(), Type.Unknown()),
   max_concurrent: Type.Union([Type.Integer(), Type.Null()]),
+  paused_at: Type.Union([Timestamp, Type.Null()], { description: 'When the campaign was paused: no attempt starts until it is resumed. Null while it runs.' }),
   created_at: Timestamp,
   updated_at: Timestamp,
 })
@@ -159,15 +161,17 @@ export const presentCampaign = (campaign: Campaign) => ({
   provider: campaign.provider,
   provider_config: campaign.providerConfig,
   max_concurrent: campaign.maxConcurrent,
+  paused_at: campaign.pausedAt,
   created_at: campaign.createdAt,
   updated_at: campaign.updatedAt,
 })
 
 export function campaignRoutes(
   app: FastifyInstance,
-  deps: { ops: Operations; authenticator: Authenticator; campaigns: CampaignDirectory },
+  deps: { ops: Operations; authenticator: Authenticator; campaigns: CampaignDirectory; pauses: CampaignPauses },
 ) {
-  const { ops, authenticator, campaigns } = deps
+  const { ops, authenticator, campaigns, pauses } = deps
+  const CampaignParams = Type.Object({ org_id: Type.String(), campaign_id: Type.String() })
 
   app.post(
     '/admin/v1/organizations/:org_id/campaigns',
@@ -204,7 +208,7 @@ export function campaignRoutes(
         ...adminDocs,
         summary: "Change a campaign's settings",
         description: 'Routing key and channel never change. Tasks already waiting follow the new settings from their next step on.',
-        params: Type.Object({ org_id: Type.String(), campaign_id: Type.String() }),
+        params: CampaignParams,
         body: UpdateCampaignBody,
         response: { 200: Envelope(CampaignSchema), ...authErrors, ...notFound, ...validationErrors },
       },
@@ -232,6 +236,44 @@ export function campaignRoutes(
     async (request, reply) => {
       const { org_id } = request.params as { org_id: string }
       return reply.send(envelope(request, (await listCampaigns(ops, org_id)).map(presentCampaign)))
+    },
+  )
+
+  app.post(
+    '/admin/v1/organizations/:org_id/campaigns/:campaign_id/pause',
+    {
+      onRequest: requireOperator(authenticator),
+      schema: {
+        ...adminDocs,
+        summary: 'Pause a campaign',
+        description:
+          'No attempt of its tasks starts until it is resumed. Its triggers are still accepted and its tasks still fall due; interactions already running finish and are reported, and their retries are scheduled as usual. Pausing a paused campaign keeps its `paused_at`.',
+        params: CampaignParams,
+        response: { 200: Envelope(CampaignSchema), ...authErrors, ...notFound },
+      },
+    },
+    async (request, reply) => {
+      const { org_id, campaign_id } = request.params as { org_id: string; campaign_id: string }
+      return reply.send(envelope(request, presentCampaign(await pauses.pauseCampaign(org_id, campaign_id))))
+    },
+  )
+
+  app.post(
+    '/admin/v1/organizations/:org_id/campaigns/:campaign_id/resume',
+    {
+      onRequest: requireOperator(authenticator),
+      schema: {
+        ...adminDocs,
+        summary: 'Resume a paused campaign',
+        description:
+          'Its tasks that fell due while it was paused start at once, within its schedule. Resuming a campaign that runs changes nothing.',
+        params: CampaignParams,
+        response: { 200: Envelope(CampaignSchema), ...authErrors, ...notFound },
+      },
+    },
+    async (request, reply) => {
+      const { org_id, campaign_id } = request.params as { org_id: string; campaign_id: string }
+      return reply.send(envelope(request, presentCampaign(await pauses.resumeCampaign(org_id, campaign_id))))
     },
   )
 }

@@ -3,6 +3,7 @@ import type { FastifyInstance } from 'fastify'
 import type { Operations } from '../../../services/administration.ts'
 import type { Authenticator } from '../../../services/authenticator.ts'
 import type { CampaignDirectory } from '../../../services/campaignDirectory.ts'
+import type { CampaignPauses } from '../../../services/campaignPauses.ts'
 import { apiKeyRoutes } from './apiKeys.ts'
 import { campaignRoutes } from './campaigns.ts'
 import { organizationRoutes } from './organizations.ts'
@@ -11,7 +12,7 @@ import type { SourceDirectory } from '../../../services/sourceDirectory.ts'
 
 export function adminRoutes(
   app: FastifyInstance,
-  deps: { ops: Operations; authenticator: Authenticator; campaigns: CampaignDirectory; sources: SourceDirectory },
+  deps: { ops: Operations; authenticator: Authenticator; campaigns: CampaignDirectory; pauses: CampaignPauses; sources: SourceDirectory },
 ) {
   organizationRoutes(app, deps)
   apiKeyRoutes(app, deps)
