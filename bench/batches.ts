@@ -5,7 +5,7 @@
  * second and in the CPU each trigger costs the server and PostgreSQL.
  */
 import http from 'node:http'
-import { postgresCpuSeconds, processCpuSeconds } from './cpu.ts'
+import { meterPostgresCpu, processCpuSeconds } from './cpu.ts'
 import { LOAD_CPU, log, percentile, pinnedTo, postTriggerWith, type Server } from './harness.ts'
 
 /** Triggers per batch request. */
@@ -38,7 +38,14 @@ export function batchBodies(bodies: readonly string[]): string[] {
  * connections, from CPU 1, and requires every trigger of every answer to be a
  * 201: an answer of 422s would be cheap and flatter the figures.
  */
-export async function measureBatches(server: Server, apiKey: string, batches: readonly string[], phase: string, seconds: number): Promise<BatchRun> {
+export async function measureBatches(
+  server: Server,
+  apiKey: string,
+  database: string,
+  batches: readonly string[],
+  phase: string,
+  seconds: number,
+): Promise<BatchRun> {
   log(`${server.name}: batches of ${BATCH_SIZE}, ${phase}, ${seconds} s`)
   const url = new URL('/api/v2/triggers/batch', server.baseUrl)
   const agent = new http.Agent({ keepAlive: true, maxSockets: BATCH_CLIENTS })
@@ -46,7 +53,7 @@ export async function measureBatches(server: Server, apiKey: string, batches: re
   let triggers = 0
   let next = 0
   const serverCpuBefore = processCpuSeconds(server.child.pid!)
-  const postgresCpuBefore = postgresCpuSeconds()
+  const postgresCpu = meterPostgresCpu(database)
   const started = performance.now()
   const deadline = started + seconds * 1000
   const client = async (id: number) => {
@@ -70,13 +77,13 @@ export async function measureBatches(server: Server, apiKey: string, batches: re
   }
   const elapsedSeconds = (performance.now() - started) / 1000
   const serverCpu = processCpuSeconds(server.child.pid!) - serverCpuBefore
-  const postgresCpu = postgresCpuSeconds() - postgresCpuBefore
+  const postgresSeconds = postgresCpu.stop()
   const sorted = Float64Array.from(latencies)
   return {
     triggersPerSecond: triggers / elapsedSeconds,
     requests: latencies.length,
     triggers,
     latencyMs: { p50: percentile(sorted, 50), p99: percentile(sorted, 99) },
-    cpuUsPerTrigger: { server: (serverCpu * 1e6) / triggers, postgres: (postgresCpu * 1e6) / triggers },
+    cpuUsPerTrigger: { server: (serverCpu * 1e6) / triggers, postgres: (postgresSeconds * 1e6) / triggers },
   }
 }

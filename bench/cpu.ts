@@ -39,18 +39,6 @@ export function processCpuSeconds(pid: number): number {
 }
 
 /**
- * CPU seconds of every PostgreSQL process now running: the server's backends
- * and its background writers. A backend that exits between two readings takes
- * its time with it, so the benchmark reads around runs in which its
- * connections stay open, or meters longer runs with {@link meterPostgresCpu}.
- */
-export function postgresCpuSeconds(): number {
-  let seconds = 0
-  for (const processSeconds of postgresProcesses().values()) seconds += processSeconds
-  return seconds
-}
-
-/**
  * The CPU seconds that PostgreSQL spends on one database from now until
  * `stop`: its backends' and the server's own processes' (the WAL writer, the
  * checkpointer...), but not those of backends of other databases, which on a

@@ -37,7 +37,7 @@ import path from 'node:path'
 import { type BodySet, CAMPAIGNS, generateBodies } from './bodies.ts'
 import { BATCH_CLIENTS, BATCH_SIZE, batchBodies, measureBatches } from './batches.ts'
 import { stopAllChildren, stopChild } from './children.ts'
-import { postgresCpuSeconds, processCpuSeconds } from './cpu.ts'
+import { meterPostgresCpu, processCpuSeconds } from './cpu.ts'
 import { benchDeliverer } from './deliverer.ts'
 import { benchDispatcher } from './dispatcher.ts'
 import { freshConnectionMethod, freshConnectionVerdict, measureFreshConnections } from './freshConnection.ts'
@@ -190,11 +190,11 @@ async function benchBatchSection(load: Load, workDir: string): Promise<Section> 
     const target = await startService('PostgreSQL', { DATABASE_URL: databaseUrl }, load, workDir)
     try {
       await measureOnce(target, load, 'single-warm-up', WARM_UP_SECONDS)
-      await measureBatches(target.server, target.apiKey, batches, 'warm-up', WARM_UP_SECONDS)
+      await measureBatches(target.server, target.apiKey, target.database!, batches, 'warm-up', WARM_UP_SECONDS)
       const rounds: BatchMeasured = { single: [], batched: [] }
       for (let round = 1; round <= load.rounds; round++) {
         rounds.single.push(await measureOnce(target, load, `single-${round}`, load.durationSeconds))
-        rounds.batched.push(await measureBatches(target.server, target.apiKey, batches, `round-${round}`, load.durationSeconds))
+        rounds.batched.push(await measureBatches(target.server, target.apiKey, target.database!, batches, `round-${round}`, load.durationSeconds))
       }
       return rounds
     } finally {
@@ -316,8 +316,8 @@ function verdictFor(goal: (typeof GOALS)[number], row: TriggerRow): Verdict {
 interface Target {
   server: Server
   apiKey: string
-  /** Whether it stores its triggers on PostgreSQL, whose CPU then counts towards its requests'. */
-  usesPostgres: boolean
+  /** The PostgreSQL database it stores its triggers in, whose CPU then counts towards its requests'; undefined for none. */
+  database: string | undefined
 }
 
 /**
@@ -348,7 +348,7 @@ async function startBare(load: Load, workDir: string): Promise<Target> {
   try {
     // The bare route answers anything; one post is enough to know it listens.
     await waitUntilReady(server, async () => (await postTrigger(server.baseUrl, 'none', load.bodies[0]!, 'bare-ready')).status === 201)
-    return { server, apiKey: 'none', usesPostgres: false }
+    return { server, apiKey: 'none', database: undefined }
   } catch (error) {
     await stopChild(server.child)
     throw error
@@ -366,7 +366,7 @@ async function startService(name: string, env: Record<string, string>, load: Loa
     const { apiKey } = await provision(server.baseUrl, CAMPAIGNS)
     await verifyBodies(server, apiKey, load.bodies)
     log(`${name}: all ${load.bodies.length} bodies answered 201`)
-    return { server, apiKey, usesPostgres: env.DATABASE_URL !== undefined }
+    return { server, apiKey, database: env.DATABASE_URL === undefined ? undefined : new URL(env.DATABASE_URL).pathname.slice(1) }
   } catch (error) {
     await stopChild(server.child)
     throw error
@@ -374,10 +374,10 @@ async function startService(name: string, env: Record<string, string>, load: Loa
 }
 
 /** One wrk run against the target, with the CPU it cost; fails on any non-2xx response or socket error. */
-async function measureOnce({ server, apiKey, usesPostgres }: Target, load: Load, phase: string, durationSeconds: number): Promise<RoundResult> {
+async function measureOnce({ server, apiKey, database }: Target, load: Load, phase: string, durationSeconds: number): Promise<RoundResult> {
   log(`${server.name}: ${phase}, ${durationSeconds} s`)
   const serverCpuBefore = processCpuSeconds(server.child.pid!)
-  const postgresCpuBefore = usesPostgres ? postgresCpuSeconds() : 0
+  const postgresCpu = database === undefined ? undefined : meterPostgresCpu(database)
   const result = await runWrk({
     url: `${server.baseUrl}/api/v2/triggers`,
     cpu: LOAD_CPU,
@@ -396,7 +396,7 @@ async function measureOnce({ server, apiKey, usesPostgres }: Target, load: Load,
     ...result,
     cpuUsPerRequest: {
       server: perRequest(processCpuSeconds(server.child.pid!) - serverCpuBefore),
-      postgres: usesPostgres ? perRequest(postgresCpuSeconds() - postgresCpuBefore) : undefined,
+      postgres: postgresCpu === undefined ? undefined : perRequest(postgresCpu.stop()),
     },
   }
 }
