@@ -28,6 +28,7 @@ import { openDatabase } from '../src/store/database.ts'
 import { insertEvents } from '../src/store/events.ts'
 import { migrate } from '../src/store/migrate.ts'
 import { startChild, stopChild } from './children.ts'
+import { SERVICE_NODE_FLAGS } from './harness.ts'
 
 export interface DelivererResult {
   /** Measured: those after the warm-up. */
@@ -106,7 +107,7 @@ export async function benchDeliverer(options: {
 
     const output = openSync(options.logFile, 'w')
     try {
-      worker = startChild('taskset', ['-c', String(options.cpu), process.execPath, 'dist/cli.js', 'worker'], {
+      worker = startChild('taskset', ['-c', String(options.cpu), process.execPath, ...SERVICE_NODE_FLAGS, 'dist/cli.js', 'worker'], {
         cwd: options.root,
         env: {
           ...process.env,

@@ -18,6 +18,7 @@ import { openDatabase } from '../src/store/database.ts'
 import { migrate } from '../src/store/migrate.ts'
 import { insertTriggersWithTasks, type NewTrigger } from '../src/store/triggers.ts'
 import { startChild, stopChild } from './children.ts'
+import { SERVICE_NODE_FLAGS } from './harness.ts'
 
 export interface DispatcherResult {
   tasks: number
@@ -77,7 +78,7 @@ export async function benchDispatcher(options: {
 
     const output = openSync(options.logFile, 'w')
     try {
-      worker = startChild('taskset', ['-c', String(options.cpu), process.execPath, 'dist/cli.js', 'worker'], {
+      worker = startChild('taskset', ['-c', String(options.cpu), process.execPath, ...SERVICE_NODE_FLAGS, 'dist/cli.js', 'worker'], {
         cwd: options.root,
         env: { ...process.env, DATABASE_URL: options.databaseUrl, LOG_LEVEL: 'warn', OPERATOR_TOKEN: randomBytes(24).toString('hex') },
         stdio: ['ignore', output, output],

@@ -5,7 +5,7 @@
  */
 import { type ChildProcess, execFileSync } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
-import { closeSync, openSync } from 'node:fs'
+import { closeSync, openSync, readFileSync } from 'node:fs'
 import { readFile } from 'node:fs/promises'
 import http from 'node:http'
 import { type AddressInfo, createServer } from 'node:net'
@@ -34,7 +34,20 @@ export interface Server {
   logFile: string
 }
 
-/** Starts a server pinned to SERVER_CPU, its output (the request log) going to a file. */
+/**
+ * The node flags `npm start` runs the service with (package.json's start
+ * script): every process of the service the benchmark starts gets them too,
+ * so that what is measured is what runs.
+ */
+export const SERVICE_NODE_FLAGS = nodeFlagsOfStartScript()
+
+function nodeFlagsOfStartScript(): string[] {
+  const start: string = JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')).scripts.start
+  const flags = /^exec node (.*?) ?dist\/cli\.js serve$/.exec(start)?.[1]
+  if (flags === undefined) throw new Error(`package.json's start script is not 'exec node [flags] dist/cli.js serve' but: ${start}`)
+  return flags.split(' ').filter((flag) => flag !== '')
+}
+
 /**
  * Extra node flags for every server the benchmark starts, from
  * BENCH_SERVER_NODE_FLAGS (space-separated), e.g. `--cpu-prof
@@ -43,13 +56,18 @@ export interface Server {
  */
 const SERVER_NODE_FLAGS = (process.env.BENCH_SERVER_NODE_FLAGS ?? '').split(' ').filter((flag) => flag !== '')
 
+/**
+ * Starts a server pinned to SERVER_CPU, with the service's node flags (the
+ * bare route's too, so that the ratio to it compares like with like), its
+ * output (the request log) going to a file.
+ */
 export async function startServer(name: string, args: string[], env: Record<string, string>, workDir: string): Promise<Server> {
   const label = name.toLowerCase().replaceAll(' ', '-')
   const port = await freePort()
   const logFile = path.join(workDir, `${label}.log`)
   const output = openSync(logFile, 'w')
   try {
-    const child = startChild('taskset', ['-c', String(SERVER_CPU), process.execPath, ...SERVER_NODE_FLAGS, ...args], {
+    const child = startChild('taskset', ['-c', String(SERVER_CPU), process.execPath, ...SERVICE_NODE_FLAGS, ...SERVER_NODE_FLAGS, ...args], {
       cwd: ROOT,
       env: { ...process.env, ...env, PORT: String(port), HOST: '127.0.0.1' },
       stdio: ['ignore', output, output],
