@@ -27,6 +27,8 @@ test('an OpenAPI 3.1 document of the client and admin APIs', async () => {
     '/api/v2/tasks/{id}',
     '/api/v2/tasks',
     '/api/v2/tasks/{id}/cancel',
+    '/api/v2/tasks/cancel',
+    '/api/v2/triggers/batch',
     '/api/v2/webhook-endpoints',
     '/api/v2/events',
     '/api/v2/events/{id}/redeliver',
@@ -49,6 +51,13 @@ test('an OpenAPI 3.1 document of the client and admin APIs', async () => {
   const outcome = task.properties.data.properties.outcome
   assert.ok(JSON.stringify(outcome).includes('opted_out'))
   assert.deepEqual(create.security, [{ apiKey: [] }])
+  // A batch documents its triggers as the single endpoint's body, each with its own idempotency_key.
+  const batch = document.paths['/api/v2/triggers/batch'].post
+  const items = batch.requestBody.content['application/json'].schema.properties.triggers
+  assert.equal(items.maxItems, 1000)
+  assert.deepEqual(Object.keys(items.items.properties), [...Object.keys(TriggerRequestSchema.properties), 'idempotency_key'])
+  assert.deepEqual(Object.keys(batch.responses).sort(), ['200', '401', '403', '422'])
+  for (const field of ['not_before', 'expires_at']) assert.equal(requestSchema.properties[field].format, 'date-time', field)
   assert.ok(document.components.securitySchemes.apiKey)
 })
 

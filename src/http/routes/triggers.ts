@@ -157,18 +157,15 @@ export const MAX_BATCH_TRIGGERS = 1000
 const MAX_BATCH_BODY_BYTES = 16 * 1024 * 1024
 
 /** One trigger of a batch: a trigger body, with its own Idempotency-Key. */
-const BatchItemSchema = Type.Object(
-  {
-    ...TriggerRequestSchema.properties,
-    idempotency_key: Type.Optional(
-      idempotencyKey(
-        'idempotency_key',
-        "This trigger's Idempotency-Key, with the header's meaning: sent again with the same trigger, it answers the first result (`replayed: true`) and records nothing. Distinct within a request; shared with single requests.",
-      ),
+const BatchItemSchema = Type.Object({
+  ...TriggerRequestSchema.properties,
+  idempotency_key: Type.Optional(
+    idempotencyKey(
+      'idempotency_key',
+      "This trigger's Idempotency-Key, with the header's meaning: sent again with the same trigger, it answers the first result (`replayed: true`) and records nothing. Distinct within a request; shared with single requests.",
     ),
-  },
-  { $id: 'BatchTrigger' },
-)
+  ),
+})
 
 const BatchRequestSchema = Type.Object({
   triggers: Type.Array(BatchItemSchema, { minItems: 1, maxItems: MAX_BATCH_TRIGGERS }),
