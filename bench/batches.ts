@@ -23,13 +23,11 @@ export interface BatchRun {
   cpuUsPerTrigger: { server: number; postgres: number }
 }
 
-/** The single-trigger bodies, `BATCH_SIZE` at a time, as batch request bodies. */
+/** The single-trigger bodies, `BATCH_SIZE` at a time, as batch request bodies: every one of them, so that both ways post the same. */
 export function batchBodies(bodies: readonly string[]): string[] {
+  if (bodies.length === 0 || bodies.length % BATCH_SIZE !== 0) throw new Error(`batches of ${BATCH_SIZE} cannot take all of ${bodies.length} bodies`)
   const batches: string[] = []
-  for (let start = 0; start + BATCH_SIZE <= bodies.length; start += BATCH_SIZE) {
-    batches.push(`{"triggers":[${bodies.slice(start, start + BATCH_SIZE).join(',')}]}`)
-  }
-  if (batches.length === 0) throw new Error(`a batch takes ${BATCH_SIZE} bodies; there are ${bodies.length}`)
+  for (let start = 0; start < bodies.length; start += BATCH_SIZE) batches.push(`{"triggers":[${bodies.slice(start, start + BATCH_SIZE).join(',')}]}`)
   return batches
 }
 

@@ -52,8 +52,10 @@ export function processCpuSeconds(pid: number): number {
  */
 export function meterPostgresCpu(database: string): { stop(): number } {
   const counted = (title: string) => {
-    // A backend's title (/proc/PID/cmdline) is `postgres: [cluster: ]user database host(port)|[local] activity`.
-    const backendOf = /^postgres: (?:\S+: )?\S+ (\S+) (?:\[local\]|\S+\(\d+\))/.exec(title)?.[1]
+    // A backend's title (/proc/PID/cmdline) is `postgres: [cluster: ]user database host(port)|[local] activity`,
+    // an autovacuum worker's `postgres: [cluster: ]autovacuum worker database`.
+    const backendOf =
+      /^postgres: (?:\S+: )?\S+ (\S+) (?:\[local\]|\S+\(\d+\))/.exec(title)?.[1] ?? /^postgres: (?:\S+: )?autovacuum worker (\S+)/.exec(title)?.[1]
     return backendOf === undefined || backendOf === database
   }
   const first = postgresProcesses(counted)

@@ -402,7 +402,7 @@ export interface BatchMethod {
 }
 
 /** Each mode's medians over the rounds: triggers per second, and CPU per trigger. */
-export function batchRows(measured: BatchMeasured, batchSize: number): string[][] {
+function batchRows(measured: BatchMeasured, batchSize: number): string[][] {
   const { single, batched } = measured
   const fixed = (values: number[], digits = 0) => median(values).toFixed(digits)
   return [
@@ -427,7 +427,7 @@ export function batchRows(measured: BatchMeasured, batchSize: number): string[][
   ]
 }
 
-export const BATCH_COLUMNS = ['mode', 'triggers/s', 'request p50 (ms)', 'request p99 (ms)', 'server CPU (µs/trigger)', 'PostgreSQL CPU (µs/trigger)', 'triggers']
+const BATCH_COLUMNS = ['mode', 'triggers/s', 'request p50 (ms)', 'request p99 (ms)', 'server CPU (µs/trigger)', 'PostgreSQL CPU (µs/trigger)', 'triggers']
 
 /** Triggers per second through batches over those through single requests, the median of each round's ratio. */
 export function batchRatio(measured: BatchMeasured): number {
@@ -457,7 +457,7 @@ Method:
 
 - One API process (\`node dist/cli.js serve --no-workers\`, pinned to CPU 0) on a fresh PostgreSQL database, set up as for the section above; the load runs on CPU 1; PostgreSQL is not pinned.
 - The same ${method.bodies} bodies both ways: singly by wrk over ${method.connections} connections, and ${method.batchSize} at a time (${Math.floor(method.bodies / method.batchSize)} distinct batch bodies, posted in turn) by ${method.batchClients} clients, each on a kept-alive connection, each posting its next batch as soon as the last is answered. Every trigger of every batch answer must be a 201, or the run fails.
-- ${method.warmUpSeconds} s of warm-up each way (discarded); then ${method.rounds} rounds of ${method.durationSeconds} s each way, in turn. The ratio is each round's batched rate over its single rate; the table gives the medians.
+- ${method.warmUpSeconds} s of warm-up each way (discarded); then ${method.rounds} rounds of ${method.durationSeconds} s each way, in turn (single first in odd rounds, batches first in even ones, as each round adds rows). The ratio is each round's batched rate over its single rate; the table gives the medians.
 - CPU per trigger: the server process's CPU time over the run, and PostgreSQL's (the backends of the benchmark's database and the server's own processes), divided by the triggers recorded in it.
 
 ${markdownTable(BATCH_COLUMNS, batchRows(measured, method.batchSize))}

@@ -192,9 +192,18 @@ async function benchBatchSection(load: Load, workDir: string): Promise<Section> 
       await measureOnce(target, load, 'single-warm-up', WARM_UP_SECONDS)
       await measureBatches(target.server, target.apiKey, target.database!, batches, 'warm-up', WARM_UP_SECONDS)
       const rounds: BatchMeasured = { single: [], batched: [] }
+      // In turn, one way first in odd rounds and the other in even ones: each round adds rows, and neither way
+      // is always measured on the larger tables.
       for (let round = 1; round <= load.rounds; round++) {
-        rounds.single.push(await measureOnce(target, load, `single-${round}`, load.durationSeconds))
-        rounds.batched.push(await measureBatches(target.server, target.apiKey, target.database!, batches, `round-${round}`, load.durationSeconds))
+        const single = () => measureOnce(target, load, `single-${round}`, load.durationSeconds)
+        const batched = () => measureBatches(target.server, target.apiKey, target.database!, batches, `round-${round}`, load.durationSeconds)
+        if (round % 2 === 1) {
+          rounds.single.push(await single())
+          rounds.batched.push(await batched())
+        } else {
+          rounds.batched.push(await batched())
+          rounds.single.push(await single())
+        }
       }
       return rounds
     } finally {

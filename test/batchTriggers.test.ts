@@ -187,6 +187,44 @@ describe('the request as a whole', () => {
   })
 })
 
+describe('a key revoked while a batch is being recorded', () => {
+  test('the triggers committed before answer 201, the others 401 each; the next request is 401', async () => {
+    const issued = json(
+      await service.app.inject({ method: 'POST', url: `/admin/v1/organizations/${org.orgId}/api-keys`, headers: bearer(OPERATOR_TOKEN), payload: { name: 'revoked-midway' } }),
+    ).data
+    // The batch's second commit waits for its first, after which the key is revoked.
+    const db = service.db as { query: (sql: string, params?: readonly unknown[]) => Promise<unknown[]> }
+    const query = db.query
+    let firstCommit: Promise<unknown[]> | undefined
+    db.query = async (sql, params) => {
+      if (!sql.includes('INSERT INTO triggers')) return query.call(service.db, sql, params)
+      if (firstCommit === undefined) {
+        firstCommit = query.call(service.db, sql, params).then(async (rows) => {
+          await query.call(service.db, 'UPDATE api_keys SET revoked_at = now() WHERE id = $1', [issued.id])
+          return rows
+        })
+        return firstCommit
+      }
+      await firstCommit.catch(() => {})
+      return query.call(service.db, sql, params)
+    }
+    try {
+      const response = await postBatch({ triggers: Array.from({ length: 300 }, (_, n) => trigger(7000 + n)) }, issued.key)
+      assert.equal(response.statusCode, 200, response.body)
+      const statuses = json(response).data.map((result: any) => result.status)
+      const recorded = statuses.filter((status: number) => status === 201).length
+      assert.ok(recorded > 0 && recorded < 300, `${recorded} recorded`)
+      assert.deepEqual(statuses, [...Array(recorded).fill(201), ...Array(300 - recorded).fill(401)])
+      assert.equal(json(response).data[299].error.code, 'unauthorized')
+      const [row] = await service.db.query<{ n: number }>(`SELECT count(*)::int AS n FROM triggers WHERE api_key_id = $1`, [issued.id])
+      assert.equal(row!.n, recorded)
+    } finally {
+      db.query = query
+    }
+    assert.equal((await postBatch({ triggers: [trigger(7999)] }, issued.key)).statusCode, 401)
+  })
+})
+
 describe('the directories a batch reads', () => {
   test('a batch that finds the campaign and source caches cold reads each once, not once per trigger', async () => {
     const { CampaignDirectory } = await import('../src/services/campaignDirectory.ts')

@@ -74,12 +74,12 @@ async function campaign(settings: Record<string, unknown> = {}, options: { routi
   return json(response).data
 }
 
-async function trigger(routingKey: string): Promise<{ id: string; task_id: string }> {
+async function trigger(routingKey: string, extra: Record<string, unknown> = {}): Promise<{ id: string; task_id: string }> {
   const response = await service.app.inject({
     method: 'POST',
     url: '/api/v2/triggers',
     headers: { ...bearer(org.key), 'content-type': 'application/json' },
-    payload: { campaign: routingKey, contact: { phone: '+442079460958' } },
+    payload: { campaign: routingKey, contact: { phone: '+442079460958' }, ...extra },
   })
   assert.equal(response.statusCode, 201, response.body)
   return json(response).data
@@ -173,6 +173,27 @@ describe('a paused campaign', () => {
     const second = await task(task_id)
     assert.equal(second.status, 'in_progress')
     assert.equal(second.interactions.length, 2)
+  })
+
+  test("expires a waiting task at its expires_at, paused as its campaign is, with its task.completed", async () => {
+    const { routing_key } = await campaign()
+    await managed('pause', routing_key)
+    const created = await trigger(routing_key, { expires_at: new Date(now + HOUR).toISOString() })
+    await at(now)
+    await at(now + HOUR - 1)
+    assert.equal((await task(created.task_id)).status, 'pending')
+    // Looked at every 10 s: expired within that of its time.
+    await at(now + HOUR + 10_000)
+    const expired = await task(created.task_id)
+    assert.equal(expired.outcome, 'expired')
+    assert.equal(expired.interactions.length, 0)
+    assert.equal(expired.campaign_paused, false, 'a completed task waits for nothing')
+    const events = await service.db.query<{ payload: any }>(`SELECT payload FROM events WHERE payload->'data'->>'task_id' = $1`, [created.task_id])
+    assert.deepEqual(
+      events.map(({ payload }) => [payload.type, payload.data.outcome]),
+      [['task.completed', 'expired']],
+    )
+    await managed('resume', routing_key)
   })
 
   test('leaves the other campaigns alone', async () => {

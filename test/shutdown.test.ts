@@ -127,7 +127,7 @@ for (const signal of ['SIGTERM', 'SIGINT'] as const) {
     try {
       const processes = execFileSync('ps', ['-o', 'pid=,args=', '-g', String(started.child.pid)], { encoding: 'utf8' })
       assert.doesNotMatch(processes, /tsx/, 'the service runs compiled, with no transpiling parent')
-      const service = Number(/^\s*(\d+) node dist\/cli\.js serve$/m.exec(processes)?.[1])
+      const service = Number(/^\s*(\d+) node (?:--\S+ )*dist\/cli\.js serve$/m.exec(processes)?.[1])
       assert.ok(service > 0, processes)
 
       const { orgId, key } = await provision(started.base)

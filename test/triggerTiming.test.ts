@@ -20,6 +20,9 @@ describe('parseInstant', () => {
     ['2026-12-01T24:00:00Z', undefined],
     ['2026-12-31T23:59:60Z', undefined], // a leap second names no instant we can store
     ['2026-12-01T09:00:00+0100', undefined],
+    ['0001-01-01T00:00:00Z', '0001-01-01T00:00:00.000Z'],
+    ['0001-01-01T00:30:00+01:00', undefined], // in year 0, which the database cannot read as written
+    ['9999-12-31T23:59:59-00:01', undefined], // in year 10000
     ['tomorrow', undefined],
     ['', undefined],
   ]
@@ -190,6 +193,9 @@ describe('refused times', () => {
       [{ not_before: '2026-06-03T00:00:00Z', expires_at: '2026-06-02T00:00:00Z' }, [['body', 'expires_at']]],
       [{ not_before: '2026-06-03T00:00:00Z', expires_at: '2026-06-03T02:00:00+02:00' }, [['body', 'expires_at']]],
       [{ not_before: '2028-01-01T00:00:00Z' }, [['body', 'not_before']]],
+      // Past and allowed as a not_before, but of no year the database can store: refused, not left to fail a group commit.
+      [{ not_before: '0001-01-01T00:30:00+01:00' }, [['body', 'not_before']]],
+      [{ expires_at: '9999-12-31T23:59:59-23:59' }, [['body', 'expires_at']]],
       [{ not_before: 20260603, expires_at: 'soon', contact: { phone: '12' } }, [['body', 'contact', 'phone'], ['body', 'not_before'], ['body', 'expires_at']]],
     ]
     for (const [body, locs] of cases) {

@@ -20,11 +20,24 @@ const DAY_MS = 86_400_000
  */
 const RFC_3339 = /^\d{4}-\d{2}-\d{2}[Tt]([01]\d|2[0-3]):[0-5]\d:[0-5]\d(\.\d+)?([Zz]|[+-]([01]\d|2[0-3]):[0-5]\d)$/
 
-/** The instant an RFC 3339 date-time names, in epoch ms; undefined when it is not one (or names no real date, as Feb 30). */
+/**
+ * Instants in UTC years 0001 to 9999: what an ISO 8601 date of four-digit
+ * year (which the database reads) can write. An offset can carry a date at
+ * either end past them (0000-01-01T00:00:00+01:00 is in year -1).
+ */
+const FIRST_INSTANT = Date.parse('0001-01-01T00:00:00.000Z')
+const LAST_INSTANT = Date.parse('9999-12-31T23:59:59.999Z')
+
+/**
+ * The instant an RFC 3339 date-time names, in epoch ms; undefined when it is
+ * not one, names no real date (Feb 30), or falls outside years 0001-9999 UTC.
+ */
 export function parseInstant(text: string): number | undefined {
   if (!RFC_3339.test(text)) return undefined
   const parsed = DateTime.fromISO(text, { setZone: true })
-  return parsed.isValid ? parsed.toMillis() : undefined
+  if (!parsed.isValid) return undefined
+  const at = parsed.toMillis()
+  return at >= FIRST_INSTANT && at <= LAST_INSTANT ? at : undefined
 }
 
 export interface TriggerTiming {

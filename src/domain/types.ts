@@ -175,7 +175,7 @@ export interface Task {
   createdAt: string
   expiresAt: string
   completedAt: string | null
-  /** Its campaign is paused: no attempt of it starts until the campaign is resumed. */
+  /** It waits for its paused campaign: no attempt of it starts until the campaign is resumed. */
   campaignPaused: boolean
   interactions: Interaction[]
 }

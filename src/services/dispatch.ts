@@ -25,7 +25,15 @@ import type { Database } from '../store/database.ts'
 import { insertEvents } from '../store/events.ts'
 import { claimInteractionsToSettle, type InteractionWithConfig, recordStarts } from '../store/interactions.ts'
 import { rolledBack } from '../store/rows.ts'
-import { type AttemptToBegin, beginAttempts, type DueTask, lockCampaignsCountingRunning, lockDueTasks, postponeTasks } from '../store/tasks.ts'
+import {
+  type AttemptToBegin,
+  beginAttempts,
+  type DueTask,
+  lockCampaignsCountingRunning,
+  lockDueTasks,
+  lockExpiredTasksOfPausedCampaigns,
+  postponeTasks,
+} from '../store/tasks.ts'
 import { batchesOf, GroupCommitter } from './groupCommitter.ts'
 import { completeAndReport, type Settlement } from './settlement.ts'
 import type { Wake } from './wake.ts'
@@ -186,6 +194,24 @@ export class Dispatch {
     }
     await this.#settlement.end({ interactionId, outcome, at: this.#now(), providerRef })
     return true
+  }
+
+  /**
+   * Completes as expired up to `limit` tasks of paused campaigns whose expiry
+   * has come, with their events, as the dispatcher would have had their
+   * campaigns run; returns how many.
+   */
+  async expirePaused(limit: number): Promise<number> {
+    const now = this.#now()
+    const expired = await this.#db.transaction(async (tx) => {
+      const tasks = await lockExpiredTasksOfPausedCampaigns(tx, now, limit)
+      const events: OrganizationEvent[] = []
+      const completed = await completeAndReport(tx, tasks.map((task) => ({ task, outcome: 'expired' as const })), now, events)
+      await insertEvents(tx, events)
+      return completed
+    })
+    if (expired > 0) this.#wake.deliveries()
+    return expired
   }
 
   /** Settles up to `limit` interactions that had no final word by their settle time. */

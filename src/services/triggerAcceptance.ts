@@ -127,25 +127,45 @@ export class TriggerAcceptance {
    * {@link accept} would, their Idempotency-Keys reserved in one statement
    * and the accepted ones recorded together, in as few group commits as fit.
    * Answers once every one is settled, in the order given. Throws the 401
-   * when the key turns out to be revoked: then nothing was recorded.
+   * when the key turns out to be revoked before any was recorded; revoked
+   * between two commits of one request, the triggers recorded before are
+   * answered as recorded and the others each with the 401.
    */
   async acceptAll(caller: Caller, submissions: readonly TriggerSubmission[]): Promise<Acceptance[]> {
     const results: (Acceptance | undefined)[] = submissions.map(() => undefined)
     const errors = submissions.map((submission) => [...submission.errors])
     const held = await this.#reserveKeys(caller, submissions, errors, results)
-    const toRecord: { index: number; trigger: Promise<TriggerToRecord> }[] = []
-    submissions.forEach((submission, index) => {
-      if (results[index] === undefined) toRecord.push({ index, trigger: this.#check(caller, submission, errors[index]!, held.get(index)) })
-    })
-    const checked = await Promise.allSettled(toRecord.map(({ trigger }) => trigger))
-    const ready = toRecord.flatMap(({ index }, position) => {
+    try {
+      await this.#checkAndRecord(caller, submissions, errors, held, results)
+    } finally {
+      // Not recorded: the key may be used again. A failure to say so leaves it to expire with its lease; it must not hide why.
+      const released = [...held].filter(([index]) => results[index]?.kind !== 'accepted').map(([, key]) => ({ key: key.key, token: key.triggerId }))
+      await releaseKeys(this.#db, caller.principal.orgId, released).catch(() => {})
+    }
+    return results as Acceptance[]
+  }
+
+  /** Checks the triggers that the keys left to decide, records those that pass, and sets each one's result. */
+  async #checkAndRecord(
+    caller: Caller,
+    submissions: readonly TriggerSubmission[],
+    errors: ErrorDetail[][],
+    held: Map<number, HeldKey>,
+    results: (Acceptance | undefined)[],
+  ): Promise<void> {
+    const toCheck = submissions.flatMap((submission, index) =>
+      results[index] === undefined ? [{ index, trigger: this.#check(caller, submission, errors[index]!, held.get(index)) }] : [],
+    )
+    const checked = await Promise.allSettled(toCheck.map(({ trigger }) => trigger))
+    const ready = toCheck.flatMap(({ index }, position) => {
       const outcome = checked[position]!
       if (outcome.status === 'fulfilled') return [{ index, trigger: outcome.value }]
       results[index] = outcome.reason instanceof ValidationFailed ? invalid(outcome.reason.detail) : { kind: 'failed', error: outcome.reason }
       return []
     })
+    if (ready.length === 0) return
     const recordings = await Promise.allSettled(this.#intake.record(ready.map(({ trigger }) => trigger)))
-    let notRecorded: number[] = []
+    const notRecorded: number[] = []
     ready.forEach(({ index }, position) => {
       const recording = recordings[position]!
       if (recording.status === 'rejected') results[index] = { kind: 'failed', error: recording.reason }
@@ -154,20 +174,15 @@ export class TriggerAcceptance {
         results[index] = invalid([idsNameSeveralContacts((submissions[index]!.body as TriggerRequest).ids, recording.value.named)])
       } else notRecorded.push(index)
     })
-    // Not recorded: the key may be used again. A failure to say so leaves it to expire with its lease; it must not hide why.
-    const released = [...held].filter(([index]) => results[index]?.kind !== 'accepted').map(([, key]) => ({ key: key.key, token: key.triggerId }))
-    await releaseKeys(this.#db, caller.principal.orgId, released).catch(() => {})
-    if (notRecorded.length > 0) {
-      // Campaigns are never deleted: only a key revoked since it was cached stops a commit, or a reservation
-      // taken over after stalling past its lease (the request that took it answers).
-      const stillValid = notRecorded.every((index) => held.has(index)) && (await this.#authenticator.confirm(caller.principal))
-      if (!stillValid) {
-        this.#authenticator.forget(caller.principal.keyId)
-        throw unauthorized()
-      }
-      for (const index of notRecorded) results[index] = { kind: 'refused', error: keyInUse() }
+    if (notRecorded.length === 0) return
+    // Campaigns are never deleted: only a key revoked since it was cached stops a commit, or a reservation
+    // taken over after stalling past its lease (the request that took it answers).
+    const keyValid = notRecorded.every((index) => held.has(index)) && (await this.#authenticator.confirm(caller.principal))
+    if (!keyValid) {
+      this.#authenticator.forget(caller.principal.keyId)
+      if (!results.some((result) => result?.kind === 'accepted')) throw unauthorized()
     }
-    return results as Acceptance[]
+    for (const index of notRecorded) results[index] = { kind: 'refused', error: keyValid ? keyInUse() : unauthorized() }
   }
 
   /**
@@ -245,10 +260,11 @@ export class TriggerAcceptance {
     }
     if (errors.length > 0 || campaign === undefined) throw new ValidationFailed(errors)
     const body = submission.body as TriggerRequest
-    const numberZones = await this.#numberZones(caller.principal.orgId, campaign, body, body.contact ?? onFile!.contact, firstDueAt(timing, now))
+    const dueAt = firstDueAt(timing, now)
+    const numberZones = await this.#numberZones(caller.principal.orgId, campaign, body, body.contact ?? onFile!.contact, dueAt)
     return {
       submitter: { orgId: caller.principal.orgId, apiKeyId: caller.principal.keyId, requestId: submission.requestId, bodyBytes: submission.bodyBytes },
-      target: { campaignId: campaign.id, onFile, numberZones, idempotency },
+      target: { campaignId: campaign.id, onFile, numberZones, idempotency, dueAt },
       request: body,
     }
   }

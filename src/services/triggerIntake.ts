@@ -4,7 +4,6 @@
  */
 import { createHash } from 'node:crypto'
 import { newId } from '../domain/ids.ts'
-import { firstDueAt, type TriggerTiming } from '../domain/triggerTiming.ts'
 import type { CandidateZones, Channel, Contact, ExternalId, JsonObject } from '../domain/types.ts'
 import type { Database } from '../store/database.ts'
 import { rolledBack, sqlState } from '../store/rows.ts'
@@ -47,6 +46,8 @@ export interface TriggerToRecord {
     numberZones: CandidateZones | null
     /** The Idempotency-Key reserved for this trigger, under the trigger id given. */
     idempotency: { key: string; triggerId: string } | undefined
+    /** When its task is first due (epoch ms): at once, or at its not_before. */
+    dueAt: number
   }
   request: TriggerRequest
 }
@@ -66,14 +67,6 @@ export type Recording = { kind: 'accepted'; accepted: AcceptedTrigger } | Exclud
  */
 export function usesDirectory(request: TriggerRequest): boolean {
   return request.test_mode !== true && request.ids !== undefined && request.ids.length > 0
-}
-
-/** The timing a trigger request asks for, in epoch ms. */
-export function timingOf(request: Pick<TriggerRequest, 'not_before' | 'expires_at'>): TriggerTiming {
-  return {
-    notBefore: request.not_before === undefined ? undefined : Date.parse(request.not_before),
-    expiresAt: request.expires_at === undefined ? undefined : Date.parse(request.expires_at),
-  }
 }
 
 /** The 201's `data` for an accepted trigger; kept as is for an idempotent replay. */
@@ -171,7 +164,7 @@ export class TriggerIntake {
         createdAt,
         notBefore: request.not_before ?? null,
         expiresAt: request.expires_at ?? null,
-        dueAt: new Date(firstDueAt(timingOf(request), now)).toISOString(),
+        dueAt: new Date(target.dueAt).toISOString(),
         idempotency: target.idempotency === undefined ? null : { key: target.idempotency.key, response: acceptedData(accepted) },
       }
       return { accepted, item: { trigger, bytes: submitter.bodyBytes } }

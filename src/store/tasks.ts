@@ -331,7 +331,7 @@ interface TaskRow {
 const TASK_SELECT = `
   SELECT t.id, t.org_id, t.trigger_id, t.campaign_id, c.routing_key, c.channel, t.status, t.outcome, t.attempts,
          t.due_at, t.contact, t.timezones, t.timezone_source, t.test_mode, tr.ids, t.created_at, t.expires_at, t.completed_at,
-         c.paused_at IS NOT NULL AS campaign_paused
+         t.status = 'pending' AND c.paused_at IS NOT NULL AS campaign_paused
   FROM tasks t
   JOIN triggers tr ON tr.id = t.trigger_id
   JOIN campaigns c ON c.id = t.campaign_id`
@@ -409,6 +409,36 @@ export async function lockOpenTasksByExternalIds(
      ORDER BY t.id
      FOR UPDATE OF t`,
     [orgId, JSON.stringify(externalIds.map(({ source, type, value }) => ({ source, type, value }))), routingKey ?? null],
+  )
+  return rows.map(toTaskForUpdate)
+}
+
+/**
+ * Locks, as {@link lockTasks} does (skipping rows another transaction holds),
+ * up to `limit` tasks of paused campaigns whose expiry has come. The
+ * dispatcher reads no task of a paused campaign, so these would otherwise
+ * expire only at the resume. A task is always due by its expiry (it waits
+ * for its next opening or its expiry, whichever is first), so its campaign's
+ * due range holds it: what is read is the due tasks of paused campaigns.
+ */
+export async function lockExpiredTasksOfPausedCampaigns(tx: Queryable, now: number, limit: number): Promise<TaskForUpdate[]> {
+  const rows = await tx.query<TaskForUpdateRow>(
+    `SELECT ${TASK_FOR_UPDATE_COLUMNS}
+     FROM tasks t
+     JOIN triggers tr ON tr.id = t.trigger_id
+     JOIN campaigns c ON c.id = t.campaign_id
+     WHERE t.id = ANY(ARRAY(
+         SELECT expired.id FROM campaigns c
+         CROSS JOIN LATERAL (
+           SELECT id FROM tasks
+           WHERE campaign_id = c.id AND status = 'pending' AND due_at <= $1 AND expires_at <= $1
+           LIMIT $2) expired
+         WHERE c.paused_at IS NOT NULL
+         LIMIT $2))
+       AND t.status || '' = 'pending'
+     ORDER BY t.id
+     FOR UPDATE OF t SKIP LOCKED`,
+    [new Date(now), limit],
   )
   return rows.map(toTaskForUpdate)
 }

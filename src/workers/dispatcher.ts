@@ -1,7 +1,8 @@
 /**
  * The dispatcher's work: settle the interactions due to be settled and
  * dispatch the due tasks, a batch at a time, until none are left; and, as the
- * periodic janitor, now and then forget expired idempotency keys and, where
+ * periodic janitor, now and then expire the tasks of paused campaigns whose
+ * time has come, forget expired idempotency keys and, where
  * nothing else does (store/statistics.ts), analyze the tables that have grown.
  *
  * Between batches it yields to the event loop, so that in one process with
@@ -32,6 +33,12 @@ const MAX_STARTS_IN_FLIGHT = 512
 /** Expired idempotency keys are swept this often, a batch at a time. */
 const SWEEP_EVERY_MS = 60_000
 const SWEEP_BATCH = 1_000
+/**
+ * How often the tasks of paused campaigns are looked at for their expiry: a
+ * read of their due tasks, so not at every round; a task of a paused
+ * campaign expires this much late at most.
+ */
+const PAUSED_EXPIRY_EVERY_MS = 10_000
 /** Where the service keeps its tables' statistics itself, how often it looks for grown tables: a catalog read, and an ANALYZE of those found. */
 const STATISTICS_EVERY_MS = 5_000
 
@@ -49,6 +56,7 @@ class Dispatching implements Work {
   readonly #starting = new Set<Promise<void>>()
   #startsInFlight = 0
   #sweptAt = 0
+  #pausedExpiryAt = 0
   #statisticsAt = 0
   #keepsStatistics: boolean | undefined
 
@@ -85,6 +93,10 @@ class Dispatching implements Work {
       if ((room <= 0 || taken < room) && settled < this.#batch) break
       // Let the requests that arrived meanwhile in before the next batch.
       await new Promise((resolve) => setImmediate(resolve))
+    }
+    if (this.#now() - this.#pausedExpiryAt >= PAUSED_EXPIRY_EVERY_MS) {
+      this.#pausedExpiryAt = this.#now()
+      while ((await this.#dispatch.expirePaused(this.#batch)) === this.#batch) {}
     }
     if (this.#now() - this.#sweptAt >= SWEEP_EVERY_MS) {
       this.#sweptAt = this.#now()

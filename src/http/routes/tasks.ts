@@ -60,7 +60,7 @@ const TaskSchema = Type.Object({
   created_at: Timestamp,
   expires_at: Timestamp,
   completed_at: Type.Union([Timestamp, Type.Null()]),
-  campaign_paused: Type.Boolean({ description: "True while the task's campaign is paused: no attempt starts until it is resumed." }),
+  campaign_paused: Type.Boolean({ description: "True while the task waits for its paused campaign: no attempt starts until the campaign is resumed. False while an attempt runs and once the task has completed." }),
   interactions: Type.Array(InteractionSchema),
 })
 

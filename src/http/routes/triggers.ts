@@ -136,8 +136,8 @@ const TriggerSchema = Type.Object({
   contact: Type.Union([ContactSchema, Type.Null()], { description: 'As sent; null when the trigger left it out to reach a contact on file.' }),
   context: Type.Record(Type.String(), Type.Unknown()),
   test_mode: Type.Boolean(),
-  not_before: Type.Union([Timestamp, Type.Null()], { description: 'As sent; null when none was.' }),
-  expires_at: Type.Union([Timestamp, Type.Null()], { description: 'As sent; null when none was.' }),
+  not_before: Type.Union([Timestamp, Type.Null()], { description: 'The instant sent, in UTC; null when none was.' }),
+  expires_at: Type.Union([Timestamp, Type.Null()], { description: 'The instant sent, in UTC; null when none was.' }),
   created_at: Timestamp,
   task: Type.Object({ id: Type.String(), status: Type.String() }),
 })
@@ -185,7 +185,7 @@ const BatchResultSchema = Type.Object({
   index: Type.Integer({ description: 'Position of the trigger in the request, from 0.' }),
   status: Type.Integer({
     description:
-      'What POST /api/v2/triggers would have answered for this trigger: 201 (with `data`), 422 (with `detail`), 409 for its idempotency_key or 500 (with `error`).',
+      'What POST /api/v2/triggers would have answered for this trigger: 201 (with `data`), 422 (with `detail`), or with `error`: 409 for its idempotency_key, 401 when the key was revoked while the request was being recorded (after other triggers of it were), 500 when its commit failed.',
   }),
   data: Type.Optional(AcceptedSchema),
   replayed: Type.Optional(Type.Literal(true, { description: 'The first answer for this idempotency_key; nothing new was recorded.' })),
