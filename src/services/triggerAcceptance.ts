@@ -260,11 +260,10 @@ export class TriggerAcceptance {
     }
     if (errors.length > 0 || campaign === undefined) throw new ValidationFailed(errors)
     const body = submission.body as TriggerRequest
-    const dueAt = firstDueAt(timing, now)
-    const numberZones = await this.#numberZones(caller.principal.orgId, campaign, body, body.contact ?? onFile!.contact, dueAt)
+    const numberZones = await this.#numberZones(caller.principal.orgId, campaign, body, body.contact ?? onFile!.contact, firstDueAt(timing, now))
     return {
       submitter: { orgId: caller.principal.orgId, apiKeyId: caller.principal.keyId, requestId: submission.requestId, bodyBytes: submission.bodyBytes },
-      target: { campaignId: campaign.id, onFile, numberZones, idempotency, dueAt },
+      target: { campaignId: campaign.id, onFile, numberZones, idempotency, notBefore: timing.notBefore },
       request: body,
     }
   }

@@ -4,6 +4,7 @@
  */
 import { createHash } from 'node:crypto'
 import { newId } from '../domain/ids.ts'
+import { firstDueAt } from '../domain/triggerTiming.ts'
 import type { CandidateZones, Channel, Contact, ExternalId, JsonObject } from '../domain/types.ts'
 import type { Database } from '../store/database.ts'
 import { rolledBack, sqlState } from '../store/rows.ts'
@@ -46,8 +47,8 @@ export interface TriggerToRecord {
     numberZones: CandidateZones | null
     /** The Idempotency-Key reserved for this trigger, under the trigger id given. */
     idempotency: { key: string; triggerId: string } | undefined
-    /** When its task is first due (epoch ms): at once, or at its not_before. */
-    dueAt: number
+    /** The trigger's not_before (epoch ms), if it has one. */
+    notBefore: number | undefined
   }
   request: TriggerRequest
 }
@@ -164,7 +165,8 @@ export class TriggerIntake {
         createdAt,
         notBefore: request.not_before ?? null,
         expiresAt: request.expires_at ?? null,
-        dueAt: new Date(target.dueAt).toISOString(),
+        // Due as it is recorded, unless its not_before is later.
+        dueAt: new Date(firstDueAt({ notBefore: target.notBefore }, now)).toISOString(),
         idempotency: target.idempotency === undefined ? null : { key: target.idempotency.key, response: acceptedData(accepted) },
       }
       return { accepted, item: { trigger, bytes: submitter.bodyBytes } }
