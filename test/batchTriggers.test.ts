@@ -209,7 +209,10 @@ describe('a key revoked while a batch is being recorded', () => {
       return query.call(service.db, sql, params)
     }
     try {
-      const response = await postBatch({ triggers: Array.from({ length: 300 }, (_, n) => trigger(7000 + n)) }, issued.key)
+      // Large enough triggers (36 KB) that 300 of them take two commits (of 8 MiB at most) on either database.
+      const note = 'x'.repeat(9_000)
+      const large = (n: number) => trigger(7000 + n, { context: { a: note, b: note, c: note, d: note } })
+      const response = await postBatch({ triggers: Array.from({ length: 300 }, (_, n) => large(n)) }, issued.key)
       assert.equal(response.statusCode, 200, response.body)
       const statuses = json(response).data.map((result: any) => result.status)
       const recorded = statuses.filter((status: number) => status === 201).length

@@ -100,8 +100,17 @@ async function commitRacingDirectory(db: Database, triggers: NewTrigger[], notif
   }
 }
 
-/** Up to this many triggers, and about this many bytes of them, share one commit. */
-const MAX_BATCH = 256
+/**
+ * Up to this many triggers, and about this many bytes of them, share one
+ * commit. On PostgreSQL a batch request's 1,000 triggers fit in one, and
+ * larger commits cost each trigger less of both the server's CPU and
+ * PostgreSQL's. Batches of 500, side by side: commits of up to 512 against
+ * 256, 15,835 against 13,860 triggers/s (server 46 against 52 µs, PostgreSQL
+ * 68 against 79 µs per trigger); 1,024 against 512, 17,345 against 15,981
+ * (39 against 43 µs, 62 against 63 µs). PGlite runs a commit in this thread,
+ * holding every other request while it runs: there a commit stays at 256.
+ */
+const MAX_BATCH = { postgres: 1024, pglite: 256 } as const
 const MAX_BATCH_BYTES = 8 * 1024 * 1024
 
 export class TriggerIntake {
@@ -118,7 +127,7 @@ export class TriggerIntake {
         return outcomes
       },
       {
-        maxBatch: MAX_BATCH,
+        maxBatch: MAX_BATCH[db.kind],
         maxBatchWeight: MAX_BATCH_BYTES,
         weigh: ({ bytes }) => bytes,
         // On a server two commits overlap, so one is always being built while
