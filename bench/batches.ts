@@ -20,7 +20,7 @@ export interface BatchRun {
   triggers: number
   /** Per batch request, from its first byte sent to its last byte read. */
   latencyMs: { p50: number; p99: number }
-  cpuUsPerTrigger: { server: number; postgres: number }
+  cpuUsPerTrigger: { server: number; postgres: number; client: number }
 }
 
 /** The single-trigger bodies, `BATCH_SIZE` at a time, as batch request bodies: every one of them, so that both ways post the same. */
@@ -52,6 +52,7 @@ export async function measureBatches(
   let next = 0
   const serverCpuBefore = processCpuSeconds(server.child.pid!)
   const postgresCpu = meterPostgresCpu(database)
+  const clientCpu = process.cpuUsage()
   const started = performance.now()
   const deadline = started + seconds * 1000
   const client = async (id: number) => {
@@ -76,12 +77,13 @@ export async function measureBatches(
   const elapsedSeconds = (performance.now() - started) / 1000
   const serverCpu = processCpuSeconds(server.child.pid!) - serverCpuBefore
   const postgresSeconds = postgresCpu.stop()
+  const { user, system } = process.cpuUsage(clientCpu)
   const sorted = Float64Array.from(latencies)
   return {
     triggersPerSecond: triggers / elapsedSeconds,
     requests: latencies.length,
     triggers,
     latencyMs: { p50: percentile(sorted, 50), p99: percentile(sorted, 99) },
-    cpuUsPerTrigger: { server: (serverCpu * 1e6) / triggers, postgres: (postgresSeconds * 1e6) / triggers },
+    cpuUsPerTrigger: { server: (serverCpu * 1e6) / triggers, postgres: (postgresSeconds * 1e6) / triggers, client: (user + system) / triggers },
   }
 }

@@ -413,6 +413,7 @@ function batchRows(measured: BatchMeasured, batchSize: number): string[][] {
       fixed(single.map((round) => round.latencyMs.p99), 1),
       fixed(single.map((round) => round.cpuUsPerRequest.server)),
       fixed(single.map((round) => round.cpuUsPerRequest.postgres!)),
+      '—',
       String(single.reduce((sum, round) => sum + round.requests, 0)),
     ],
     [
@@ -422,12 +423,22 @@ function batchRows(measured: BatchMeasured, batchSize: number): string[][] {
       fixed(batched.map((round) => round.latencyMs.p99), 1),
       fixed(batched.map((round) => round.cpuUsPerTrigger.server)),
       fixed(batched.map((round) => round.cpuUsPerTrigger.postgres)),
+      fixed(batched.map((round) => round.cpuUsPerTrigger.client)),
       String(batched.reduce((sum, round) => sum + round.triggers, 0)),
     ],
   ]
 }
 
-const BATCH_COLUMNS = ['mode', 'triggers/s', 'request p50 (ms)', 'request p99 (ms)', 'server CPU (µs/trigger)', 'PostgreSQL CPU (µs/trigger)', 'triggers']
+const BATCH_COLUMNS = [
+  'mode',
+  'triggers/s',
+  'request p50 (ms)',
+  'request p99 (ms)',
+  'server CPU (µs/trigger)',
+  'PostgreSQL CPU (µs/trigger)',
+  'client CPU (µs/trigger)',
+  'triggers',
+]
 
 /** Triggers per second through batches over those through single requests, the median of each round's ratio. */
 export function batchRatio(measured: BatchMeasured): number {
@@ -458,7 +469,7 @@ Method:
 - One API process (\`node dist/cli.js serve --no-workers\`, pinned to CPU 0) on a fresh PostgreSQL database, set up as for the section above; the load runs on CPU 1; PostgreSQL is not pinned.
 - The same ${method.bodies} bodies both ways: singly by wrk over ${method.connections} connections, and ${method.batchSize} at a time (${Math.floor(method.bodies / method.batchSize)} distinct batch bodies, posted in turn) by ${method.batchClients} clients, each on a kept-alive connection, each posting its next batch as soon as the last is answered. Every trigger of every batch answer must be a 201, or the run fails.
 - ${method.warmUpSeconds} s of warm-up each way (discarded); then ${method.rounds} rounds of ${method.durationSeconds} s each way, in turn (single first in odd rounds, batches first in even ones, as each round adds rows). The ratio is each round's batched rate over its single rate; the table gives the medians.
-- CPU per trigger: the server process's CPU time over the run, and PostgreSQL's (the backends of the benchmark's database and the server's own processes), divided by the triggers recorded in it.
+- CPU per trigger: the server process's CPU time over the run, and PostgreSQL's (the backends of the benchmark's database and the server's own processes), divided by the triggers recorded in it; for batches also the clients' own (the benchmark's process, on CPU 1 with PostgreSQL's share of it; wrk's is not measured).
 
 ${markdownTable(BATCH_COLUMNS, batchRows(measured, method.batchSize))}
 
