@@ -15,6 +15,7 @@ import { type ErrorDetail, valueError } from '../domain/errors.ts'
 import type { Campaign, Channel } from '../domain/types.ts'
 import type { Database } from '../store/database.ts'
 import { findCampaignsByRoutingKey } from '../store/campaigns.ts'
+import { SharedReads } from './sharedReads.ts'
 
 const TTL_MS = 5_000
 const MAX_CACHED_ROUTING_KEYS = 10_000
@@ -25,7 +26,7 @@ export class CampaignDirectory {
   readonly #db: Database
   readonly #now: () => number
   readonly #cache = new Map<string, { campaigns: Campaign[]; expiresAt: number }>()
-  readonly #reading = new Map<string, Promise<Campaign[]>>()
+  readonly #reads = new SharedReads<Campaign[]>()
   /** Bumped by forget(), so that a read begun before it cannot put back what it forgot. */
   #generation = 0
 
@@ -44,37 +45,25 @@ export class CampaignDirectory {
     return chooseCampaign(await this.#read(orgId, routingKey, cacheKey), routingKey, channel)
   }
 
-  /**
-   * The routing key's campaigns from the database, one read at a time per
-   * routing key: the triggers of a batch that find the cache cold share it,
-   * rather than each asking the same question.
-   */
+  /** The routing key's campaigns from the database, kept when they name a campaign. */
   #read(orgId: string, routingKey: string, cacheKey: string): Promise<Campaign[]> {
-    const reading = this.#reading.get(cacheKey)
-    if (reading !== undefined) return reading
-    const generation = this.#generation
-    const read = findCampaignsByRoutingKey(this.#db, orgId, routingKey)
-      .then((campaigns) => {
-        this.#cache.delete(cacheKey)
-        if (campaigns.length > 0 && generation === this.#generation) {
-          if (this.#cache.size >= MAX_CACHED_ROUTING_KEYS) this.#cache.delete(this.#cache.keys().next().value!)
-          this.#cache.set(cacheKey, { campaigns, expiresAt: this.#now() + TTL_MS })
-        }
-        return campaigns
-      })
-      .finally(() => {
-        if (this.#reading.get(cacheKey) === read) this.#reading.delete(cacheKey)
-      })
-    this.#reading.set(cacheKey, read)
-    return read
+    return this.#reads.read(cacheKey, async () => {
+      const generation = this.#generation
+      const campaigns = await findCampaignsByRoutingKey(this.#db, orgId, routingKey)
+      this.#cache.delete(cacheKey)
+      if (campaigns.length > 0 && generation === this.#generation) {
+        if (this.#cache.size >= MAX_CACHED_ROUTING_KEYS) this.#cache.delete(this.#cache.keys().next().value!)
+        this.#cache.set(cacheKey, { campaigns, expiresAt: this.#now() + TTL_MS })
+      }
+      return campaigns
+    })
   }
 
   /** Forgets what is cached for a routing key, when this process changes its campaigns. */
   forget(orgId: string, routingKey: string): void {
     this.#generation++
     this.#cache.delete(`${orgId}\n${routingKey}`)
-    // A read begun before the change is not shared with the requests after it.
-    this.#reading.delete(`${orgId}\n${routingKey}`)
+    this.#reads.forget(`${orgId}\n${routingKey}`)
   }
 }
 

@@ -7,6 +7,7 @@ import { type ErrorDetail, valueError } from '../domain/errors.ts'
 import type { Source } from '../domain/types.ts'
 import type { Database } from '../store/database.ts'
 import { listSources } from '../store/sources.ts'
+import { SharedReads } from './sharedReads.ts'
 
 const TTL_MS = 5_000
 const MAX_CACHED_ORGANIZATIONS = 10_000
@@ -15,7 +16,7 @@ export class SourceDirectory {
   readonly #db: Database
   readonly #now: () => number
   readonly #cache = new Map<string, { sources: Map<string, Source>; expiresAt: number }>()
-  readonly #reading = new Map<string, Promise<Map<string, Source>>>()
+  readonly #reads = new SharedReads<Map<string, Source>>()
   /** Bumped by forget(), so that a read begun before it cannot put back what it forgot. */
   #generation = 0
 
@@ -31,32 +32,22 @@ export class SourceDirectory {
     return this.#read(orgId)
   }
 
-  /** The organization's sources from the database, one read at a time: the triggers of a batch that find the cache cold share it. */
   #read(orgId: string): Promise<Map<string, Source>> {
-    const reading = this.#reading.get(orgId)
-    if (reading !== undefined) return reading
-    const generation = this.#generation
-    const read = listSources(this.#db, orgId)
-      .then((listed) => {
-        const sources = new Map(listed.map((source) => [source.name, source]))
-        if (generation === this.#generation) {
-          if (this.#cache.size >= MAX_CACHED_ORGANIZATIONS) this.#cache.delete(this.#cache.keys().next().value!)
-          this.#cache.set(orgId, { sources, expiresAt: this.#now() + TTL_MS })
-        }
-        return sources
-      })
-      .finally(() => {
-        if (this.#reading.get(orgId) === read) this.#reading.delete(orgId)
-      })
-    this.#reading.set(orgId, read)
-    return read
+    return this.#reads.read(orgId, async () => {
+      const generation = this.#generation
+      const sources = new Map((await listSources(this.#db, orgId)).map((source) => [source.name, source]))
+      if (generation === this.#generation) {
+        if (this.#cache.size >= MAX_CACHED_ORGANIZATIONS) this.#cache.delete(this.#cache.keys().next().value!)
+        this.#cache.set(orgId, { sources, expiresAt: this.#now() + TTL_MS })
+      }
+      return sources
+    })
   }
 
   forget(orgId: string): void {
     this.#generation++
     this.#cache.delete(orgId)
-    // A read begun before the change is not shared with the requests after it.
-    this.#reading.delete(orgId)
+    this.#reads.forget(orgId)
   }
 }
 

@@ -209,6 +209,12 @@ export const TASK_FOR_UPDATE_COLUMNS = `t.id AS task_id, t.org_id AS task_org_id
   t.attempts AS task_attempts, t.test_mode AS task_test_mode, t.timezones AS task_timezones, t.expires_at AS task_expires_at, tr.ids AS task_ids,
   c.id AS task_campaign_id, c.routing_key AS task_routing_key, c.channel AS task_channel, c.schedule AS task_schedule, c.attempts AS task_attempt_policy`
 
+/** Tasks as TaskForUpdate rows, for a statement to add its conditions to: from tasks `t`, with its trigger `tr` and campaign `c`. */
+const SELECT_TASKS_FOR_UPDATE = `SELECT ${TASK_FOR_UPDATE_COLUMNS}
+     FROM tasks t
+     JOIN triggers tr ON tr.id = t.trigger_id
+     JOIN campaigns c ON c.id = t.campaign_id`
+
 export interface TaskForUpdateRow {
   task_id: string
   task_org_id: string
@@ -253,10 +259,7 @@ export const toTaskForUpdate = (row: TaskForUpdateRow): TaskForUpdate => ({
 export async function lockTasks(tx: Queryable, taskIds: readonly string[], orgId?: string): Promise<Map<string, TaskForUpdate>> {
   if (taskIds.length === 0) return new Map()
   const rows = await tx.query<TaskForUpdateRow>(
-    `SELECT ${TASK_FOR_UPDATE_COLUMNS}
-     FROM tasks t
-     JOIN triggers tr ON tr.id = t.trigger_id
-     JOIN campaigns c ON c.id = t.campaign_id
+    `${SELECT_TASKS_FOR_UPDATE}
      WHERE t.id = ANY($1::text[]) AND ($2::text IS NULL OR t.org_id = $2)
      ORDER BY t.id
      FOR UPDATE OF t`,
@@ -398,10 +401,7 @@ export async function lockOpenTasksByExternalIds(
 ): Promise<TaskForUpdate[]> {
   if (externalIds.length === 0) return []
   const rows = await tx.query<TaskForUpdateRow>(
-    `SELECT ${TASK_FOR_UPDATE_COLUMNS}
-     FROM tasks t
-     JOIN triggers tr ON tr.id = t.trigger_id
-     JOIN campaigns c ON c.id = t.campaign_id
+    `${SELECT_TASKS_FOR_UPDATE}
      WHERE t.id = ANY(ARRAY(
          SELECT named.task_id FROM jsonb_array_elements($2::jsonb) AS wanted(id)
          CROSS JOIN LATERAL (SELECT task_id FROM triggers WHERE org_id = $1 AND ids @> jsonb_build_array(wanted.id)) named))
@@ -423,10 +423,7 @@ export async function lockOpenTasksByExternalIds(
  */
 export async function lockExpiredTasksOfPausedCampaigns(tx: Queryable, now: number, limit: number): Promise<TaskForUpdate[]> {
   const rows = await tx.query<TaskForUpdateRow>(
-    `SELECT ${TASK_FOR_UPDATE_COLUMNS}
-     FROM tasks t
-     JOIN triggers tr ON tr.id = t.trigger_id
-     JOIN campaigns c ON c.id = t.campaign_id
+    `${SELECT_TASKS_FOR_UPDATE}
      WHERE t.id = ANY(ARRAY(
          SELECT expired.id FROM campaigns c
          CROSS JOIN LATERAL (
