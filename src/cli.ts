@@ -106,9 +106,8 @@ async function runAdminCommand(command: string, options: Options, ops: admin.Ope
     case 'campaign list':
       return (await admin.listCampaigns(ops, org())).map(presentCampaign)
     case 'campaign pause':
-      return presentCampaign(await pauses.pauseCampaign(org(), required(options, 'campaign')))
     case 'campaign resume':
-      return presentCampaign(await pauses.resumeCampaign(org(), required(options, 'campaign')))
+      return presentCampaign(await pauses.ofCampaign(command === 'campaign pause' ? 'pause' : 'resume', org(), required(options, 'campaign')))
     case 'source create': {
       const input = checked(CreateSourceBody, { name: options.name, ...sourceRuleOptions(options) })
       return presentSource(await admin.createSource(ops, org(), input as admin.SourceInput))

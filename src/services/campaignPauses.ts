@@ -18,6 +18,9 @@ import { type CampaignSelection, pauseCampaigns, resumeCampaigns } from '../stor
 import { findOrganization } from '../store/organizations.ts'
 import type { Wake } from './wake.ts'
 
+export const PAUSE_ACTIONS = ['pause', 'resume'] as const
+export type PauseAction = (typeof PAUSE_ACTIONS)[number]
+
 export class CampaignPauses {
   readonly #db: Database
   readonly #now: () => number
@@ -29,24 +32,22 @@ export class CampaignPauses {
     this.#wake = deps.wake
   }
 
-  /** Pauses one of the organization's campaigns; pausing it again keeps the time it was first paused at. */
-  async pauseCampaign(orgId: string, campaignId: string): Promise<Campaign> {
-    return this.#one(orgId, campaignId, isId('campaign', campaignId) ? await this.#pause(orgId, { id: campaignId }) : [])
+  /**
+   * Pauses or resumes one of the organization's campaigns. Pausing a paused
+   * one keeps the time it was first paused at; resuming one that runs
+   * changes nothing.
+   */
+  async ofCampaign(action: PauseAction, orgId: string, campaignId: string): Promise<Campaign> {
+    return this.#one(orgId, campaignId, isId('campaign', campaignId) ? await this.#apply(action, orgId, { id: campaignId }) : [])
   }
 
-  /** Resumes one of the organization's campaigns; resuming one that runs changes nothing. */
-  async resumeCampaign(orgId: string, campaignId: string): Promise<Campaign> {
-    return this.#one(orgId, campaignId, isId('campaign', campaignId) ? await this.#resume(orgId, { id: campaignId }) : [])
+  /** Pauses or resumes the organization's campaigns of a routing key: the one on `channel`, or every one. */
+  async ofRoutingKey(action: PauseAction, orgId: string, routingKey: string, channel: Channel | undefined): Promise<Campaign[]> {
+    return ofRoutingKey(routingKey, channel, await this.#apply(action, orgId, { routingKey, channel }))
   }
 
-  /** Pauses the organization's campaigns of a routing key: the one on `channel`, or every one. */
-  async pauseRoutingKey(orgId: string, routingKey: string, channel: Channel | undefined): Promise<Campaign[]> {
-    return ofRoutingKey(routingKey, channel, await this.#pause(orgId, { routingKey, channel }))
-  }
-
-  /** Resumes the organization's campaigns of a routing key: the one on `channel`, or every one. */
-  async resumeRoutingKey(orgId: string, routingKey: string, channel: Channel | undefined): Promise<Campaign[]> {
-    return ofRoutingKey(routingKey, channel, await this.#resume(orgId, { routingKey, channel }))
+  #apply(action: PauseAction, orgId: string, selection: CampaignSelection): Promise<Campaign[]> {
+    return action === 'pause' ? this.#pause(orgId, selection) : this.#resume(orgId, selection)
   }
 
   #pause(orgId: string, selection: CampaignSelection): Promise<Campaign[]> {

@@ -35,7 +35,7 @@ import {
   postponeTasks,
 } from '../store/tasks.ts'
 import { batchesOf, GroupCommitter } from './groupCommitter.ts'
-import { completeAndReport, type Settlement } from './settlement.ts'
+import { completeAllAs, completeAndReport, type Settlement } from './settlement.ts'
 import type { Wake } from './wake.ts'
 
 /**
@@ -203,13 +203,7 @@ export class Dispatch {
    */
   async expirePaused(limit: number): Promise<number> {
     const now = this.#now()
-    const expired = await this.#db.transaction(async (tx) => {
-      const tasks = await lockExpiredTasksOfPausedCampaigns(tx, now, limit)
-      const events: OrganizationEvent[] = []
-      const completed = await completeAndReport(tx, tasks.map((task) => ({ task, outcome: 'expired' as const })), now, events)
-      await insertEvents(tx, events)
-      return completed
-    })
+    const expired = await this.#db.transaction(async (tx) => completeAllAs(tx, await lockExpiredTasksOfPausedCampaigns(tx, now, limit), 'expired', now))
     if (expired > 0) this.#wake.deliveries()
     return expired
   }

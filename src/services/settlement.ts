@@ -208,3 +208,15 @@ export async function completeAndReport(
   }
   return completed.size
 }
+
+/**
+ * Completes tasks the transaction holds, all with one outcome (a client's
+ * cancel, an expiry), and writes their task.completed events; returns how
+ * many it completed.
+ */
+export async function completeAllAs(tx: Queryable, tasks: readonly CompletedTask[], outcome: TaskOutcome, now: number): Promise<number> {
+  const events: OrganizationEvent[] = []
+  const completed = await completeAndReport(tx, tasks.map((task) => ({ task, outcome })), now, events)
+  await insertEvents(tx, events)
+  return completed
+}

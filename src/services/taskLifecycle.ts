@@ -26,7 +26,7 @@ import {
 } from '../store/interactions.ts'
 import { suppress } from '../store/suppressions.ts'
 import { lockOpenTasksByExternalIds, lockTasks } from '../store/tasks.ts'
-import { completeAndReport, type InteractionEnding, type Settlement } from './settlement.ts'
+import { completeAllAs, completeAndReport, type InteractionEnding, type Settlement } from './settlement.ts'
 import type { Wake } from './wake.ts'
 
 export class TaskLifecycle {
@@ -127,9 +127,7 @@ export class TaskLifecycle {
       const task = (await lockTasks(tx, [taskId], orgId)).get(taskId)
       if (task === undefined) throw new ApiError('not_found', `No task ${taskId} exists.`)
       if (task.status === 'completed') throw new ApiError('conflict', `Task ${taskId} has already completed; it cannot be cancelled.`)
-      const events: OrganizationEvent[] = []
-      await completeAndReport(tx, [{ task, outcome: 'cancelled' }], this.#now(), events)
-      await insertEvents(tx, events)
+      await completeAllAs(tx, [task], 'cancelled', this.#now())
     })
     this.#wake.deliveries()
   }
@@ -147,9 +145,7 @@ export class TaskLifecycle {
         throw new ValidationFailed([valueError(['body', 'campaign'], routingKey, `no campaign has the routing key '${routingKey}'`)])
       }
       const tasks = await lockOpenTasksByExternalIds(tx, orgId, externalIds, routingKey)
-      const events: OrganizationEvent[] = []
-      await completeAndReport(tx, tasks.map((task) => ({ task, outcome: 'cancelled' as const })), now, events)
-      await insertEvents(tx, events)
+      await completeAllAs(tx, tasks, 'cancelled', now)
       return tasks
     })
     if (cancelled.length > 0) this.#wake.deliveries()

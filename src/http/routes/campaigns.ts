@@ -8,7 +8,7 @@ import { Type } from '@sinclair/typebox'
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import type { Campaign, Channel } from '../../domain/types.ts'
 import type { Authenticator } from '../../services/authenticator.ts'
-import type { CampaignPauses } from '../../services/campaignPauses.ts'
+import { type CampaignPauses, PAUSE_ACTIONS, type PauseAction } from '../../services/campaignPauses.ts'
 import { organizationOf, requireOrganizationKey } from '../auth.ts'
 import { envelope } from '../reply.ts'
 import { authErrors, ChannelSchema, Envelope, notFound, Timestamp, validationErrors } from '../schemas.ts'
@@ -33,6 +33,21 @@ const ChannelQuery = Type.Object({
   channel: Type.Optional({ ...ChannelSchema, description: "Only the routing key's campaign on this channel; without it, every one of its campaigns." }),
 })
 
+const CAMPAIGN_STATES_RESPONSE = { 200: Envelope(Type.Array(CampaignStateSchema)), ...authErrors, ...notFound, ...validationErrors }
+
+const ROUTING_KEY_DOCS: Record<PauseAction, { summary: string; description: string }> = {
+  pause: {
+    summary: 'Pause a campaign',
+    description:
+      "No new attempt starts on the routing key's campaigns (or its one on `channel`) until they are resumed. Triggers are still accepted (201) and their tasks wait; calls and conversations already running finish and are reported, and their retries wait too. Pausing a paused campaign keeps its `paused_at`. Answers the campaigns paused.",
+  },
+  resume: {
+    summary: 'Resume a paused campaign',
+    description:
+      "The routing key's campaigns (or its one on `channel`) start attempts again: the tasks that fell due while they were paused start at once, within their schedule. Resuming a campaign that runs changes nothing. Answers the campaigns resumed.",
+  },
+}
+
 export function campaignPauseRoutes(app: FastifyInstance, deps: { authenticator: Authenticator; pauses: CampaignPauses }) {
   const { authenticator, pauses } = deps
   const docs = { tags: ['campaigns'], security: [{ apiKey: [] }] }
@@ -41,45 +56,18 @@ export function campaignPauseRoutes(app: FastifyInstance, deps: { authenticator:
     channel: (request.query as { channel?: Channel }).channel,
   })
 
-  app.post(
-    '/api/v2/campaigns/:routing_key/pause',
-    {
-      onRequest: requireOrganizationKey(authenticator, 'campaigns:manage'),
-      schema: {
-        ...docs,
-        summary: 'Pause a campaign',
-        description:
-          'No new attempt starts on the routing key\'s campaigns (or its one on `channel`) until they are resumed. Triggers are still accepted (201) and their tasks wait; calls and conversations already running finish and are reported, and their retries wait too. Pausing a paused campaign keeps its `paused_at`. Answers the campaigns paused.',
-        params: RoutingKeyParams,
-        querystring: ChannelQuery,
-        response: { 200: Envelope(Type.Array(CampaignStateSchema)), ...authErrors, ...notFound, ...validationErrors },
+  for (const action of PAUSE_ACTIONS) {
+    app.post(
+      `/api/v2/campaigns/:routing_key/${action}`,
+      {
+        onRequest: requireOrganizationKey(authenticator, 'campaigns:manage'),
+        schema: { ...docs, ...ROUTING_KEY_DOCS[action], params: RoutingKeyParams, querystring: ChannelQuery, response: CAMPAIGN_STATES_RESPONSE },
       },
-    },
-    async (request, reply) => {
-      const { routingKey, channel } = selected(request)
-      const campaigns = await pauses.pauseRoutingKey(organizationOf(request).orgId, routingKey, channel)
-      return reply.send(envelope(request, campaigns.map(presentCampaignState)))
-    },
-  )
-
-  app.post(
-    '/api/v2/campaigns/:routing_key/resume',
-    {
-      onRequest: requireOrganizationKey(authenticator, 'campaigns:manage'),
-      schema: {
-        ...docs,
-        summary: 'Resume a paused campaign',
-        description:
-          'The routing key\'s campaigns (or its one on `channel`) start attempts again: the tasks that fell due while they were paused start at once, within their schedule. Resuming a campaign that runs changes nothing. Answers the campaigns resumed.',
-        params: RoutingKeyParams,
-        querystring: ChannelQuery,
-        response: { 200: Envelope(Type.Array(CampaignStateSchema)), ...authErrors, ...notFound, ...validationErrors },
+      async (request, reply) => {
+        const { routingKey, channel } = selected(request)
+        const campaigns = await pauses.ofRoutingKey(action, organizationOf(request).orgId, routingKey, channel)
+        return reply.send(envelope(request, campaigns.map(presentCampaignState)))
       },
-    },
-    async (request, reply) => {
-      const { routingKey, channel } = selected(request)
-      const campaigns = await pauses.resumeRoutingKey(organizationOf(request).orgId, routingKey, channel)
-      return reply.send(envelope(request, campaigns.map(presentCampaignState)))
-    },
-  )
+    )
+  }
 }

@@ -1,6 +1,6 @@
 /** POST /api/v2/triggers and GET /api/v2/triggers/{id}: the client contract. */
 import { type Static, Type } from '@sinclair/typebox'
-import type { FastifyBaseLogger, FastifyInstance } from 'fastify'
+import type { FastifyInstance } from 'fastify'
 import { checkEmail, normalizeLanguage, normalizePhone, PHONE_REFUSED } from '../../domain/contact.ts'
 import { ApiError, type ErrorDetail, refuse, STATUS_BY_CODE, ValidationFailed } from '../../domain/errors.ts'
 import { normalizeIdPart } from '../../domain/externalIds.ts'
@@ -268,7 +268,7 @@ export function triggerRoutes(app: FastifyInstance, deps: { db: Database; authen
           `Up to ${MAX_BATCH_TRIGGERS} triggers (and ${MAX_BATCH_BODY_BYTES / (1024 * 1024)} MiB) in one request, each validated and accepted exactly as POST /api/v2/triggers would accept it, on its own: ` +
           'the answer is 200 with one result per trigger, in request order, each with the status the single endpoint would have given and its body (`data`, `detail` with `loc` from `body` as for a single trigger, or `error`). ' +
           'The accepted triggers are committed together, and the answer comes once every one of them is durable. ' +
-          'Each trigger may carry its own `idempotency_key`; a request sent again with the same keys records nothing new. ' +
+          'Each trigger may carry its own `idempotency_key`: sent again, the triggers that carry one record nothing new (those without are recorded again). ' +
           'A body that is not a list of 1 to 1,000 objects is a 422 for the whole request.',
         tags: ['triggers'],
         security: [{ apiKey: [] }],
@@ -290,7 +290,10 @@ export function triggerRoutes(app: FastifyInstance, deps: { db: Database; authen
       const acceptances = await acceptance.acceptAll(caller, submissions)
       // A commit records only for an unrevoked key; an answer that rests on no commit must confirm it.
       if (!acceptances.some((each) => each.kind === 'accepted')) await caller.confirmKey()
-      return reply.send(envelope(request, acceptances.map((each, index) => batchResult(request.log, index, each))))
+      // One line for the request, however many of its triggers a failed commit held.
+      const failed = acceptances.flatMap((each) => (each.kind === 'failed' ? [each.error] : []))
+      if (failed.length > 0) request.log.error({ err: failed[0], triggers: failed.length }, 'triggers of a batch could not be recorded')
+      return reply.send(envelope(request, acceptances.map((each, index) => batchResult(index, each))))
     },
   )
 
@@ -335,7 +338,7 @@ function presentTrigger(trigger: Trigger): Static<typeof TriggerSchema> {
 }
 
 /** One trigger's result in a batch: what the single endpoint would have answered for it. */
-function batchResult(log: FastifyBaseLogger, index: number, acceptance: Acceptance): Static<typeof BatchResultSchema> {
+function batchResult(index: number, acceptance: Acceptance): Static<typeof BatchResultSchema> {
   switch (acceptance.kind) {
     case 'accepted':
       return { index, status: 201, data: acceptance.data }
@@ -346,7 +349,6 @@ function batchResult(log: FastifyBaseLogger, index: number, acceptance: Acceptan
     case 'refused':
       return { index, status: STATUS_BY_CODE[acceptance.error.code], error: { code: acceptance.error.code, message: acceptance.error.message } }
     case 'failed':
-      log.error({ err: acceptance.error, index }, 'a trigger of a batch could not be recorded')
       return {
         index,
         status: 500,

@@ -15,7 +15,7 @@ import {
 } from '../../../services/administration.ts'
 import type { Authenticator } from '../../../services/authenticator.ts'
 import type { CampaignDirectory } from '../../../services/campaignDirectory.ts'
-import type { CampaignPauses } from '../../../services/campaignPauses.ts'
+import { type CampaignPauses, PAUSE_ACTIONS, type PauseAction } from '../../../services/campaignPauses.ts'
 import { refine, refineModel } from '../../../validation/model.ts'
 import { requireOperator } from '../../auth.ts'
 import { adminDocs, OrgParams } from './shared.ts'
@@ -166,6 +166,18 @@ export const presentCampaign = (campaign: Campaign) => ({
   updated_at: campaign.updatedAt,
 })
 
+const PAUSE_DOCS: Record<PauseAction, { summary: string; description: string }> = {
+  pause: {
+    summary: 'Pause a campaign',
+    description:
+      'No attempt of its tasks starts until it is resumed. Its triggers are still accepted and its tasks still fall due; interactions already running finish and are reported, and their retries are scheduled as usual. Pausing a paused campaign keeps its `paused_at`.',
+  },
+  resume: {
+    summary: 'Resume a paused campaign',
+    description: 'Its tasks that fell due while it was paused start at once, within its schedule. Resuming a campaign that runs changes nothing.',
+  },
+}
+
 export function campaignRoutes(
   app: FastifyInstance,
   deps: { ops: Operations; authenticator: Authenticator; campaigns: CampaignDirectory; pauses: CampaignPauses },
@@ -239,43 +251,19 @@ export function campaignRoutes(
     },
   )
 
-  app.post(
-    '/admin/v1/organizations/:org_id/campaigns/:campaign_id/pause',
-    {
-      onRequest: requireOperator(authenticator),
-      schema: {
-        ...adminDocs,
-        summary: 'Pause a campaign',
-        description:
-          'No attempt of its tasks starts until it is resumed. Its triggers are still accepted and its tasks still fall due; interactions already running finish and are reported, and their retries are scheduled as usual. Pausing a paused campaign keeps its `paused_at`.',
-        params: CampaignParams,
-        response: { 200: Envelope(CampaignSchema), ...authErrors, ...notFound },
+  for (const action of PAUSE_ACTIONS) {
+    app.post(
+      `/admin/v1/organizations/:org_id/campaigns/:campaign_id/${action}`,
+      {
+        onRequest: requireOperator(authenticator),
+        schema: { ...adminDocs, ...PAUSE_DOCS[action], params: CampaignParams, response: { 200: Envelope(CampaignSchema), ...authErrors, ...notFound } },
       },
-    },
-    async (request, reply) => {
-      const { org_id, campaign_id } = request.params as { org_id: string; campaign_id: string }
-      return reply.send(envelope(request, presentCampaign(await pauses.pauseCampaign(org_id, campaign_id))))
-    },
-  )
-
-  app.post(
-    '/admin/v1/organizations/:org_id/campaigns/:campaign_id/resume',
-    {
-      onRequest: requireOperator(authenticator),
-      schema: {
-        ...adminDocs,
-        summary: 'Resume a paused campaign',
-        description:
-          'Its tasks that fell due while it was paused start at once, within its schedule. Resuming a campaign that runs changes nothing.',
-        params: CampaignParams,
-        response: { 200: Envelope(CampaignSchema), ...authErrors, ...notFound },
+      async (request, reply) => {
+        const { org_id, campaign_id } = request.params as { org_id: string; campaign_id: string }
+        return reply.send(envelope(request, presentCampaign(await pauses.ofCampaign(action, org_id, campaign_id))))
       },
-    },
-    async (request, reply) => {
-      const { org_id, campaign_id } = request.params as { org_id: string; campaign_id: string }
-      return reply.send(envelope(request, presentCampaign(await pauses.resumeCampaign(org_id, campaign_id))))
-    },
-  )
+    )
+  }
 }
 
 declare module 'fastify' {
