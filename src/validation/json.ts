@@ -25,24 +25,21 @@ export function parseJsonBody(body: string): unknown {
     const { position, message } = locateJsonError(text)
     throw new ValidationFailed([jsonInvalid(codePointOffset(text, position), message)])
   }
-  if (nestedTooDeep(text)) throw new ApiError('bad_request', `The JSON body is nested more than ${MAX_NESTING} levels deep.`)
+  if (text.length > MAX_NESTING && nestedTooDeep(value, 1)) throw new ApiError('bad_request', `The JSON body is nested more than ${MAX_NESTING} levels deep.`)
   return value
 }
 
-function nestedTooDeep(text: string): boolean {
-  if (text.length <= MAX_NESTING) return false
-  let depth = 0
-  let inString = false
-  for (let i = 0; i < text.length; i++) {
-    const char = text.charCodeAt(i)
-    if (inString) {
-      if (char === 0x5c) i++
-      else if (char === 0x22) inString = false
-    } else if (char === 0x22) inString = true
-    else if (char === 0x5b || char === 0x7b) {
-      if (++depth > MAX_NESTING) return true
-    } else if (char === 0x5d || char === 0x7d) depth--
-  }
+/**
+ * Whether a container at `depth` holds one more than MAX_NESTING levels down.
+ * Walked on the parsed value, which a batch of 500 triggers makes some 15,000
+ * nodes, rather than on its 250,000 characters: that scan was 3 % of the
+ * server's CPU through batches.
+ */
+function nestedTooDeep(value: unknown, depth: number): boolean {
+  if (typeof value !== 'object' || value === null) return false
+  if (depth > MAX_NESTING) return true
+  if (Array.isArray(value)) return value.some((item) => nestedTooDeep(item, depth + 1))
+  for (const key in value) if (nestedTooDeep((value as Record<string, unknown>)[key], depth + 1)) return true
   return false
 }
 
