@@ -12,8 +12,10 @@ import type { Channels } from './channels/index.ts'
 import type { LogLevel } from './config.ts'
 import { ValidationFailed } from './domain/errors.ts'
 import { newId } from './domain/ids.ts'
+import { accountRoutes } from './http/routes/account.ts'
 import { adminRoutes } from './http/routes/admin/index.ts'
 import { campaignPauseRoutes } from './http/routes/campaigns.ts'
+import { consoleRoutes } from './http/routes/console.ts'
 import { healthRoutes } from './http/routes/health.ts'
 import { twilioRoutes } from './http/routes/providers/twilio.ts'
 import { whatsappRoutes } from './http/routes/providers/whatsapp.ts'
@@ -133,6 +135,7 @@ export async function buildApp(options: AppOptions, deps: AppDeps): Promise<Fast
 
   const { lifecycle } = services
   healthRoutes(app, { db: deps.db })
+  accountRoutes(app, { ops: services.admin, authenticator })
   triggerRoutes(app, { db: deps.db, authenticator, acceptance: services.acceptance })
   taskRoutes(app, { db: deps.db, authenticator, lifecycle })
   campaignPauseRoutes(app, { authenticator, pauses: services.pauses })
@@ -142,6 +145,7 @@ export async function buildApp(options: AppOptions, deps: AppDeps): Promise<Fast
   twilioRoutes(app, { db: deps.db, twilio: deps.channels.twilio, lifecycle, now })
   await app.register(whatsappRoutes, { db: deps.db, channels: deps.channels, lifecycle })
   adminRoutes(app, { ops: services.admin, authenticator, campaigns: services.campaigns, pauses: services.pauses, sources: services.sources })
+  await consoleRoutes(app)
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger())
 
   return app

@@ -22,14 +22,14 @@ declare module 'fastify' {
 }
 
 /**
- * Accepts an organization key with `scope`. With `confirm: 'deferred'` the
+ * Accepts an organization key with `scope` (any live key for 'any'). With `confirm: 'deferred'` the
  * key is not confirmed here: the trigger route's commit records a trigger only
  * for an unrevoked key, and any error answer confirms it first (see
  * {@link confirmBeforeAnswering}), so its hot path makes no extra round trip.
  */
 export function requireOrganizationKey(
   authenticator: Authenticator,
-  scope: Scope,
+  scope: Scope | 'any',
   options: { confirm: 'now' | 'deferred' } = { confirm: 'now' },
 ): onRequestHookHandler {
   return async (request: FastifyRequest, _reply: FastifyReply) => {
@@ -39,7 +39,7 @@ export function requireOrganizationKey(
       throw new ApiError('forbidden', 'The operator token is not accepted on the client API; use an organization API key.')
     }
     request.principal = principal
-    if (!principal.scopes.includes(scope)) {
+    if (scope !== 'any' && !principal.scopes.includes(scope)) {
       await confirmBeforeAnswering(authenticator, request)
       throw new ApiError('forbidden', `This API key lacks the scope ${scope}.`)
     }

@@ -19,7 +19,7 @@ import { normalizeIdPart } from '../domain/externalIds.ts'
 import type { ApiKey, Campaign, Channel, JsonObject, Organization, Scope, Source } from '../domain/types.ts'
 import { DEFAULT_KEY_SCOPES } from '../domain/types.ts'
 import type { Database } from '../store/database.ts'
-import { insertApiKey, listApiKeys, revokeApiKey as revokeStoredKey } from '../store/apiKeys.ts'
+import { findApiKey, insertApiKey, listApiKeys, revokeApiKey as revokeStoredKey } from '../store/apiKeys.ts'
 import {
   findCampaign,
   findCampaignsByWhatsAppNumber,
@@ -27,7 +27,7 @@ import {
   listCampaigns as listStoredCampaigns,
   updateCampaign as updateStoredCampaign,
 } from '../store/campaigns.ts'
-import { findOrganization, insertOrganization } from '../store/organizations.ts'
+import { findOrganization, insertOrganization, listOrganizations as listStoredOrganizations } from '../store/organizations.ts'
 import { deleteSource, insertSource, listSources, updateSource } from '../store/sources.ts'
 import { generateApiKey } from './credentials.ts'
 
@@ -46,7 +46,13 @@ export async function createOrganization(ops: Operations, name: string): Promise
   return organization
 }
 
-async function requireOrganization(ops: Operations, orgId: string): Promise<Organization> {
+/** The newest organizations first, at most `limit`. */
+export function listOrganizations(ops: Operations, limit: number): Promise<Organization[]> {
+  return listStoredOrganizations(ops.db, limit)
+}
+
+/** The organization, or the 404 that says it does not exist. */
+export async function requireOrganization(ops: Operations, orgId: string): Promise<Organization> {
   const organization = isId('organization', orgId) ? await findOrganization(ops.db, orgId) : undefined
   if (organization === undefined) throw new ApiError('not_found', `No organization ${orgId} exists.`)
   return organization
@@ -76,6 +82,14 @@ export async function issueApiKey(
 export async function listKeys(ops: Operations, orgId: string): Promise<ApiKey[]> {
   await requireOrganization(ops, orgId)
   return listApiKeys(ops.db, orgId)
+}
+
+/** The key a client calls with, and its organization: what the client is, seen from its own key. */
+export async function describeKey(ops: Operations, orgId: string, keyId: string): Promise<{ apiKey: ApiKey; organization: Organization }> {
+  const [apiKey, organization] = await Promise.all([findApiKey(ops.db, orgId, keyId), findOrganization(ops.db, orgId)])
+  // The key was authenticated by this request: it and its organization exist.
+  if (apiKey === undefined || organization === undefined) throw new Error(`API key ${keyId} of organization ${orgId} vanished`)
+  return { apiKey, organization }
 }
 
 /** Revokes a key: every process refuses it from its next request on. Revoking twice is harmless. */

@@ -50,6 +50,11 @@ export async function isApiKeyLive(db: Queryable, keyId: string): Promise<boolea
   return rows.length > 0
 }
 
+export async function findApiKey(db: Queryable, orgId: string, keyId: string): Promise<ApiKey | undefined> {
+  const rows = await db.query<ApiKeyRow>(`SELECT ${COLUMNS} FROM api_keys WHERE org_id = $1 AND id = $2`, [orgId, keyId])
+  return rows[0] && toApiKey(rows[0])
+}
+
 export async function listApiKeys(db: Queryable, orgId: string): Promise<ApiKey[]> {
   const rows = await db.query<ApiKeyRow>(`SELECT ${COLUMNS} FROM api_keys WHERE org_id = $1 ORDER BY id`, [orgId])
   return rows.map(toApiKey)

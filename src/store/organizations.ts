@@ -18,3 +18,9 @@ export async function findOrganization(db: Queryable, id: string): Promise<Organ
   const rows = await db.query<OrganizationRow>('SELECT id, name, created_at FROM organizations WHERE id = $1', [id])
   return rows[0] && toOrganization(rows[0])
 }
+
+/** The newest organizations first, at most `limit`. */
+export async function listOrganizations(db: Queryable, limit: number): Promise<Organization[]> {
+  const rows = await db.query<OrganizationRow>('SELECT id, name, created_at FROM organizations ORDER BY created_at DESC, id DESC LIMIT $1', [limit])
+  return rows.map(toOrganization)
+}

@@ -10,7 +10,7 @@ import { authErrors, Envelope, notFound, OneOf, Timestamp, validationErrors } fr
 
 const ScopeSchema = OneOf(SCOPES)
 
-const ApiKeySchema = Type.Object({
+export const ApiKeySchema = Type.Object({
   id: Type.String(),
   name: Type.String(),
   prefix: Type.String({ description: 'The public start of the key, to recognize it.' }),

@@ -1,0 +1,76 @@
+/**
+ * The console: the shell (who is signed in, the navigation) and the routes,
+ * which live in the URL's fragment (#/tasks/tsk_...) so that the service
+ * serves one page and a reload or a shared link opens the same view.
+ */
+import { forgetCredential, storedCredential } from './api.js'
+import { OrganizationPage, OrganizationsPage } from './pages/organizations.js'
+import { SignIn } from './pages/signIn.js'
+import { TaskPage } from './pages/task.js'
+import { TasksPage } from './pages/tasks.js'
+import { html, render, useEffect, useState } from './ui.js'
+
+/** The route in the fragment: its path parts and its query. */
+function currentRoute() {
+  const [path, search = ''] = location.hash.replace(/^#/, '').split('?')
+  return { parts: path.split('/').filter((part) => part !== '').map(decodeURIComponent), query: new URLSearchParams(search) }
+}
+
+function useRoute() {
+  const [route, setRoute] = useState(currentRoute)
+  useEffect(() => {
+    const changed = () => setRoute(currentRoute())
+    addEventListener('hashchange', changed)
+    return () => removeEventListener('hashchange', changed)
+  }, [])
+  return route
+}
+
+function Shell({ credential, onSignOut, children }) {
+  const identity =
+    credential.kind === 'operator'
+      ? html`<span class="who">Operator</span>`
+      : html`<span class="who">${credential.key.organization.name} <span class="muted">· key ${credential.key.name}</span></span>`
+  const links =
+    credential.kind === 'operator' ? [['#/organizations', 'Organizations']] : [['#/tasks', 'Tasks']]
+  return html`<div class="shell">
+    <header class="top">
+      <a class="brand" href="#/">Conversation Trigger Service</a>
+      <nav>${links.map(([href, label]) => html`<a href=${href}>${label}</a>`)}</nav>
+      <div class="identity">${identity}<button type="button" class="secondary" onClick=${onSignOut}>Sign out</button></div>
+    </header>
+    <section class="page">${children}</section>
+  </div>`
+}
+
+function NotFound() {
+  return html`<div class="empty"><h3>Nothing here</h3><p>This page does not exist. <a href="#/">Back to the start.</a></p></div>`
+}
+
+function pageFor(credential, { parts, query }) {
+  if (credential.kind === 'operator') {
+    if (parts.length === 0 || (parts[0] === 'organizations' && parts.length === 1)) return html`<${OrganizationsPage} credential=${credential} />`
+    if (parts[0] === 'organizations' && parts.length === 2) return html`<${OrganizationPage} credential=${credential} orgId=${parts[1]} />`
+    return html`<${NotFound} />`
+  }
+  if (parts.length === 0 || (parts[0] === 'tasks' && parts.length === 1)) return html`<${TasksPage} credential=${credential} query=${query} />`
+  if (parts[0] === 'tasks' && parts.length === 2) return html`<${TaskPage} credential=${credential} taskId=${parts[1]} />`
+  return html`<${NotFound} />`
+}
+
+function App() {
+  const [credential, setCredential] = useState(storedCredential)
+  const route = useRoute()
+  if (credential === undefined) return html`<${SignIn} onSignedIn=${setCredential} />`
+  const signOut = () => {
+    forgetCredential()
+    setCredential(undefined)
+    location.hash = ''
+  }
+  return html`<${Shell} credential=${credential} onSignOut=${signOut}>${pageFor(credential, route)}</${Shell}>`
+}
+
+const root = document.getElementById('console')
+// The loading line is the server's; Preact draws into an empty element.
+root.textContent = ''
+render(html`<${App} />`, root)

@@ -1,0 +1,142 @@
+/**
+ * The operator's organizations: the list, a new one, and one organization's
+ * API keys (issue one, shown once; revoke one).
+ */
+import { call } from '../api.js'
+import { Badge, ConfirmButton, Empty, Failure, html, Instant, ShownOnce, useLoad, useState } from '../ui.js'
+
+const SCOPES = ['triggers:write', 'triggers:read', 'webhooks:manage', 'suppressions:manage', 'campaigns:manage']
+const DEFAULT_SCOPES = ['triggers:write', 'triggers:read']
+
+function NewOrganization({ credential, onCreated }) {
+  const [name, setName] = useState('')
+  const [error, setError] = useState()
+  const submit = async (event) => {
+    event.preventDefault()
+    setError(undefined)
+    try {
+      const organization = await call(credential.token, 'POST', '/admin/v1/organizations', { name: name.trim() })
+      setName('')
+      onCreated(organization)
+    } catch (failure) {
+      setError(failure)
+    }
+  }
+  return html`<form class="card inline-form" onSubmit=${submit}>
+    <label>New organization <input name="name" required maxlength="200" value=${name} onInput=${(event) => setName(event.target.value)} /></label>
+    <button type="submit" disabled=${name.trim() === ''}>Create</button>
+    <${Failure} error=${error} />
+  </form>`
+}
+
+export function OrganizationsPage({ credential }) {
+  const organizations = useLoad(() => call(credential.token, 'GET', '/admin/v1/organizations?limit=1000'), [])
+  let body
+  if (organizations.error) body = html`<${Failure} error=${organizations.error} />`
+  else if (organizations.loading) body = html`<p class="loading">Loading…</p>`
+  else if (organizations.data.length === 0) body = html`<${Empty} title="No organization yet">Create one above, then issue it an API key.</${Empty}>`
+  else {
+    body = html`<table>
+      <thead><tr><th>Name</th><th>Id</th><th>Created</th></tr></thead>
+      <tbody>
+        ${organizations.data.map(
+          (organization) => html`<tr key=${organization.id}>
+            <td><a href=${`#/organizations/${encodeURIComponent(organization.id)}`}>${organization.name}</a></td>
+            <td><code>${organization.id}</code></td>
+            <td><${Instant} at=${organization.created_at} /></td>
+          </tr>`,
+        )}
+      </tbody>
+    </table>`
+  }
+  return html`<div>
+    <h2>Organizations</h2>
+    <${NewOrganization} credential=${credential} onCreated=${(organization) => (location.hash = `#/organizations/${encodeURIComponent(organization.id)}`)} />
+    ${body}
+  </div>`
+}
+
+function IssueKey({ credential, orgId, onIssued }) {
+  const [name, setName] = useState('')
+  const [scopes, setScopes] = useState(DEFAULT_SCOPES)
+  const [error, setError] = useState()
+  const toggle = (scope) => setScopes(scopes.includes(scope) ? scopes.filter((s) => s !== scope) : [...scopes, scope])
+  const submit = async (event) => {
+    event.preventDefault()
+    setError(undefined)
+    try {
+      onIssued(await call(credential.token, 'POST', `/admin/v1/organizations/${encodeURIComponent(orgId)}/api-keys`, { name: name.trim(), scopes }))
+      setName('')
+    } catch (failure) {
+      setError(failure)
+    }
+  }
+  return html`<form class="card" onSubmit=${submit} aria-label="Issue an API key">
+    <h3>Issue an API key</h3>
+    <label>What it is for <input name="key-name" required maxlength="200" placeholder="ATS production" value=${name} onInput=${(event) => setName(event.target.value)} /></label>
+    <fieldset class="scopes">
+      <legend>Scopes</legend>
+      ${SCOPES.map((scope) => html`<label class="check"><input type="checkbox" checked=${scopes.includes(scope)} onChange=${() => toggle(scope)} /> ${scope}</label>`)}
+    </fieldset>
+    <${Failure} error=${error} />
+    <button type="submit" disabled=${name.trim() === '' || scopes.length === 0}>Issue key</button>
+  </form>`
+}
+
+export function OrganizationPage({ credential, orgId }) {
+  const [issued, setIssued] = useState()
+  const [actionError, setActionError] = useState()
+  const path = `/admin/v1/organizations/${encodeURIComponent(orgId)}`
+  const loaded = useLoad(async () => {
+    const [organization, keys] = await Promise.all([call(credential.token, 'GET', path), call(credential.token, 'GET', `${path}/api-keys`)])
+    return { organization, keys }
+  }, [orgId])
+  if (loaded.error) return html`<div><p><a href="#/organizations">← Organizations</a></p><${Failure} error=${loaded.error} /></div>`
+  if (loaded.loading) return html`<p class="loading">Loading…</p>`
+  const { organization, keys } = loaded.data
+  const revoke = async (key) => {
+    setActionError(undefined)
+    try {
+      await call(credential.token, 'DELETE', `${path}/api-keys/${encodeURIComponent(key.id)}`)
+      loaded.reload()
+    } catch (failure) {
+      setActionError(failure)
+    }
+  }
+  return html`<div>
+    <p><a href="#/organizations">← Organizations</a></p>
+    <h2>${organization.name}</h2>
+    <p class="muted"><code>${organization.id}</code> · created <${Instant} at=${organization.created_at} /></p>
+    ${issued === undefined ? null : html`<${ShownOnce} label=${`The key "${issued.name}":`} secret=${issued.key} />`}
+    <section class="card">
+      <h3>API keys</h3>
+      <${Failure} error=${actionError} />
+      ${keys.length === 0
+        ? html`<p class="muted">None yet: issue one below and give it to the organization's system.</p>`
+        : html`<table>
+            <thead><tr><th>Name</th><th>Starts with</th><th>Scopes</th><th>Created</th><th></th></tr></thead>
+            <tbody>
+              ${keys.map(
+                (key) => html`<tr key=${key.id}>
+                  <td>${key.name}</td>
+                  <td><code>${key.prefix}</code></td>
+                  <td>${key.scopes.map((scope) => html`<${Badge} value=${scope} kind="scope" /> `)}</td>
+                  <td><${Instant} at=${key.created_at} /></td>
+                  <td>${key.revoked_at === null
+                    ? html`<${ConfirmButton} label="Revoke" confirmLabel="Revoke: refused from now on" onConfirm=${() => revoke(key)} />`
+                    : html`<span class="muted">revoked <${Instant} at=${key.revoked_at} /></span>`}</td>
+                </tr>`,
+              )}
+            </tbody>
+          </table>`}
+    </section>
+    <${IssueKey}
+      credential=${credential}
+      orgId=${orgId}
+      onIssued=${(key) => {
+        setIssued(key)
+        loaded.reload()
+      }}
+    />
+  </div>`
+}

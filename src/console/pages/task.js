@@ -1,0 +1,145 @@
+/**
+ * One task's story: the trigger as recorded, the zones it is scheduled in and
+ * why, each interaction on a timeline, and cancel while it is not completed.
+ */
+import { call } from '../api.js'
+import { Badge, ConfirmButton, Failure, html, Instant, useLoad, useState } from '../ui.js'
+import { contactName, contactZones } from './tasks.js'
+
+/** What told a task's zones, in words (the task view's timezone_source). */
+const ZONE_SOURCES = {
+  sent: 'sent on the trigger as contact.timezone',
+  on_file: "the person's zone on file, from an earlier trigger",
+  phone: "the area of the phone number",
+  country: "every zone of the number's country: a mobile may be anywhere in it",
+  fallback: "the campaign's fallback zone, for a number of no country",
+}
+
+const TASK_STATES = {
+  pending: 'Waiting for its next attempt: it starts when the campaign window is open in every zone below.',
+  in_progress: 'An attempt is running now.',
+  completed: 'Completed: no further attempt starts.',
+}
+
+function Facts({ rows }) {
+  return html`<dl class="facts">${rows.map(([term, value]) => html`<div><dt>${term}</dt><dd>${value}</dd></div>`)}</dl>`
+}
+
+/** A context value as text: strings as they are, anything else as JSON. */
+const asText = (value) => (typeof value === 'string' ? value : JSON.stringify(value))
+
+function Trigger({ trigger }) {
+  const contact = trigger.contact ?? {}
+  return html`<section class="card">
+    <h3>Trigger as recorded</h3>
+    <${Facts}
+      rows=${[
+        ['Trigger', html`<code>${trigger.id}</code>`],
+        ['Received', html`<${Instant} at=${trigger.created_at} />`],
+        ['Not before', html`<${Instant} at=${trigger.not_before} />`],
+        ['Expires at (sent)', html`<${Instant} at=${trigger.expires_at} />`],
+      ]}
+    />
+    <h4>Your ids</h4>
+    ${trigger.ids.length === 0
+      ? html`<p class="muted">None sent.</p>`
+      : html`<ul class="ids">${trigger.ids.map((id) => html`<li><code>${id.source}</code> / <code>${id.type}</code> / <code>${id.value}</code></li>`)}</ul>`}
+    <h4>Contact as sent</h4>
+    ${trigger.contact === null
+      ? html`<p class="muted">Left out: the person on file was reached through the ids.</p>`
+      : html`<${Facts} rows=${Object.entries(contact).map(([name, value]) => [name, asText(value)])} />`}
+    <h4>Context</h4>
+    ${Object.keys(trigger.context).length === 0
+      ? html`<p class="muted">None.</p>`
+      : html`<${Facts} rows=${Object.entries(trigger.context).map(([name, value]) => [name, html`<code>${asText(value)}</code>`])} />`}
+  </section>`
+}
+
+function Interactions({ task }) {
+  if (task.interactions.length === 0) {
+    return html`<section class="card"><h3>Interactions</h3><p class="muted">None yet. ${task.status === 'pending' ? 'The first starts at the next attempt time above.' : ''}</p></section>`
+  }
+  const zones = contactZones(task)
+  return html`<section class="card">
+    <h3>Interactions</h3>
+    <ol class="timeline">
+      ${task.interactions.map(
+        (interaction) => html`<li key=${interaction.id} class=${`step step-${interaction.status}`}>
+          <div class="step-head">
+            <strong>${interaction.direction === 'inbound' ? 'Inbound' : `Attempt ${interaction.attempt}`}</strong>
+            <${Badge} value=${interaction.status} />
+            ${interaction.outcome === null ? null : html`<${Badge} value=${interaction.outcome} kind="outcome" />`}
+            ${interaction.test_mode ? html`<${Badge} value="test" />` : null}
+          </div>
+          <${Facts}
+            rows=${[
+              ['Started', html`<${Instant} at=${interaction.started_at} zones=${zones} />`],
+              ['Ended', html`<${Instant} at=${interaction.ended_at} />`],
+              ['Duration', interaction.duration_s === null ? '—' : `${interaction.duration_s} s`],
+              ['Interaction', html`<code>${interaction.id}</code>`],
+            ]}
+          />
+        </li>`,
+      )}
+    </ol>
+  </section>`
+}
+
+export function TaskPage({ credential, taskId }) {
+  const [actionError, setActionError] = useState()
+  const loaded = useLoad(async () => {
+    const task = await call(credential.token, 'GET', `/api/v2/tasks/${encodeURIComponent(taskId)}`)
+    const trigger = await call(credential.token, 'GET', `/api/v2/triggers/${encodeURIComponent(task.trigger_id)}`)
+    return { task, trigger }
+  }, [taskId])
+  if (loaded.error) return html`<div><p><a href="#/tasks">← Tasks</a></p><${Failure} error=${loaded.error} /></div>`
+  if (loaded.loading) return html`<p class="loading">Loading the task…</p>`
+  const { task, trigger } = loaded.data
+  const mayCancel = credential.key.scopes.includes('triggers:write') && task.status !== 'completed'
+  const cancel = async () => {
+    setActionError(undefined)
+    try {
+      await call(credential.token, 'POST', `/api/v2/tasks/${encodeURIComponent(task.id)}/cancel`)
+      loaded.reload()
+    } catch (error) {
+      setActionError(error)
+    }
+  }
+  const zones = contactZones(task)
+  return html`<div class="task">
+    <p><a href=${`#/tasks${trigger.ids.length > 0 ? `?source=${encodeURIComponent(trigger.ids[0].source)}&type=${encodeURIComponent(trigger.ids[0].type)}&value=${encodeURIComponent(trigger.ids[0].value)}` : ''}`}>← Tasks</a></p>
+    <div class="title-row">
+      <h2>${contactName(task.contact)}</h2>
+      <${Badge} value=${task.status} />
+      ${task.outcome === null ? null : html`<${Badge} value=${task.outcome} kind="outcome" />`}
+      ${task.test_mode ? html`<${Badge} value="test" />` : null}
+      <span class="spacer"></span>
+      ${mayCancel ? html`<${ConfirmButton} label="Cancel task" confirmLabel="Cancel it: no further attempt" onConfirm=${cancel} />` : null}
+    </div>
+    <${Failure} error=${actionError} />
+    <p class="muted">${TASK_STATES[task.status]}${task.campaign_paused ? ' Its campaign is paused: nothing starts until it is resumed.' : ''}</p>
+    <section class="card">
+      <${Facts}
+        rows=${[
+          ['Task', html`<code>${task.id}</code>`],
+          ['Campaign', `${task.campaign} · ${task.channel}`],
+          ['Phone', task.contact.phone],
+          ['Attempts', String(task.attempts)],
+          ['Next attempt', html`<${Instant} at=${task.next_attempt_at} zones=${zones} />`],
+          ['Created', html`<${Instant} at=${task.created_at} />`],
+          ['Expires', html`<${Instant} at=${task.expires_at} zones=${zones} />`],
+          ['Completed', html`<${Instant} at=${task.completed_at} />`],
+        ]}
+      />
+      <h4>Time zones</h4>
+      ${task.candidate_timezones.length === 0
+        ? html`<p class="muted">None: the campaign keeps a zone of its own.</p>`
+        : html`<p>
+            ${task.candidate_timezones.map((zone) => html`<code class="zone">${zone}</code> `)}
+            <span class="muted">— ${ZONE_SOURCES[task.timezone_source] ?? task.timezone_source}</span>
+          </p>`}
+    </section>
+    <${Interactions} task=${task} />
+    <${Trigger} trigger=${trigger} />
+  </div>`
+}

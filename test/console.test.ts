@@ -1,0 +1,261 @@
+/// <reference lib="dom" />
+/**
+ * The web console at /console, driven in Debian's Chromium by playwright-core
+ * against the service listening on a port, with its workers running on the
+ * simulator. Where no Chromium is installed (/usr/bin/chromium), the browser
+ * tests are skipped and say so; the headers and files are checked anyway.
+ * Screenshots of each page go to .test-output/console/.
+ */
+import assert from 'node:assert/strict'
+import { existsSync, mkdirSync } from 'node:fs'
+import path from 'node:path'
+import { after, before, describe, test } from 'node:test'
+import type { Browser, BrowserContext, Page } from 'playwright-core'
+import { bearer, json, OPERATOR_TOKEN, startService, type TestService } from './support/service.ts'
+
+const CHROMIUM = '/usr/bin/chromium'
+const SCREENSHOTS = path.join(import.meta.dirname, '..', '.test-output', 'console')
+const ALWAYS_OPEN = { timezone: 'contact', windows: [{ days: ['mon', 'tue', 'wed', 'thu', 'fri', 'sat', 'sun'], start: '00:00', end: '24:00' }] }
+/** A first name that would run script if it were ever written as HTML. */
+const HOSTILE_NAME = '<img src=x onerror=alert(1)>'
+
+let service: TestService
+let baseUrl: string
+let key: string
+let orgId: string
+
+before(async () => {
+  service = await startService()
+  baseUrl = await service.app.listen({ port: 0, host: '127.0.0.1' })
+  const admin = bearer(OPERATOR_TOKEN)
+  orgId = json(await service.app.inject({ method: 'POST', url: '/admin/v1/organizations', headers: admin, payload: { name: 'Acme Recruiting' } })).data.id
+  key = json(
+    await service.app.inject({
+      method: 'POST',
+      url: `/admin/v1/organizations/${orgId}/api-keys`,
+      headers: admin,
+      payload: { name: 'ATS production', scopes: ['triggers:write', 'triggers:read', 'webhooks:manage'] },
+    }),
+  ).data.key
+  const campaign = await service.app.inject({
+    method: 'POST',
+    url: `/admin/v1/organizations/${orgId}/campaigns`,
+    headers: admin,
+    payload: { routing_key: 'screening', channel: 'voice', schedule: ALWAYS_OPEN },
+  })
+  assert.equal(campaign.statusCode, 201, campaign.body)
+})
+
+after(async () => {
+  await service.app.workers?.stop()
+  await service.close()
+})
+
+async function trigger(body: object): Promise<{ id: string; task_id: string }> {
+  const response = await service.app.inject({ method: 'POST', url: '/api/v2/triggers', headers: bearer(key), payload: { campaign: 'screening', ...body } })
+  assert.equal(response.statusCode, 201, response.body)
+  return json(response).data
+}
+
+async function taskState(id: string) {
+  return json(await service.app.inject({ method: 'GET', url: `/api/v2/tasks/${id}`, headers: bearer(key) })).data
+}
+
+describe('the console is served', () => {
+  test('/console redirects to the page, whose files carry a strict policy and no inline script', async () => {
+    const redirect = await service.app.inject({ method: 'GET', url: '/console' })
+    assert.equal(redirect.statusCode, 302)
+    assert.equal(redirect.headers.location, '/console/')
+    const page = await service.app.inject({ method: 'GET', url: '/console/' })
+    assert.equal(page.statusCode, 200)
+    assert.match(String(page.headers['content-type']), /^text\/html/)
+    const policy = String(page.headers['content-security-policy'])
+    assert.match(policy, /default-src 'none'/)
+    assert.match(policy, /script-src 'self'(;|$)/)
+    assert.doesNotMatch(policy, /unsafe-inline|unsafe-eval/)
+    assert.equal(page.headers['x-frame-options'], 'DENY')
+    assert.equal(page.headers['x-content-type-options'], 'nosniff')
+    // Every script is a file of the console's own origin.
+    assert.doesNotMatch(page.body, /<script(?![^>]*\bsrc=)[^>]*>/)
+    for (const file of ['app.js', 'api.js', 'ui.js', 'styles.css', 'pages/task.js', 'vendor/preact-htm.js']) {
+      const response = await service.app.inject({ method: 'GET', url: `/console/${file}` })
+      assert.equal(response.statusCode, 200, file)
+      assert.ok(response.headers['content-security-policy'], file)
+    }
+    const library = await service.app.inject({ method: 'GET', url: '/console/vendor/preact-htm.js' })
+    assert.match(String(library.headers['content-type']), /^text\/javascript/)
+    assert.doesNotMatch(library.body, /\bimport\s*[{*]/, 'the UI library imports nothing else')
+  })
+
+  test('GET /api/v2/key describes the calling key and its organization; the operator lists organizations', async () => {
+    const described = await service.app.inject({ method: 'GET', url: '/api/v2/key', headers: bearer(key) })
+    assert.equal(described.statusCode, 200, described.body)
+    const data = json(described).data
+    assert.equal(data.name, 'ATS production')
+    assert.deepEqual(data.scopes, ['triggers:write', 'triggers:read', 'webhooks:manage'])
+    assert.equal(data.organization.id, orgId)
+    assert.equal(data.organization.name, 'Acme Recruiting')
+    assert.equal(data.key, undefined, 'never the key itself')
+    assert.equal((await service.app.inject({ method: 'GET', url: '/api/v2/key', headers: bearer(OPERATOR_TOKEN) })).statusCode, 403)
+    assert.equal((await service.app.inject({ method: 'GET', url: '/api/v2/key', headers: bearer('ct_live_nothing') })).statusCode, 401)
+    const listed = json(await service.app.inject({ method: 'GET', url: '/admin/v1/organizations', headers: bearer(OPERATOR_TOKEN) })).data
+    assert.ok(listed.some((organization: { id: string }) => organization.id === orgId))
+    const one = await service.app.inject({ method: 'GET', url: `/admin/v1/organizations/${orgId}`, headers: bearer(OPERATOR_TOKEN) })
+    assert.equal(json(one).data.name, 'Acme Recruiting')
+    assert.equal((await service.app.inject({ method: 'GET', url: '/admin/v1/organizations/org_nothing', headers: bearer(OPERATOR_TOKEN) })).statusCode, 404)
+    assert.equal((await service.app.inject({ method: 'GET', url: '/admin/v1/organizations', headers: bearer(key) })).statusCode, 403)
+  })
+})
+
+describe('the console in a browser', { skip: existsSync(CHROMIUM) ? false : `no Chromium at ${CHROMIUM} (apt-get install chromium): the console's browser tests were skipped` }, () => {
+  let browser: Browser
+  let completed: { id: string; task_id: string }
+  let waiting: { id: string; task_id: string }
+  const dialogs: string[] = []
+
+  before(async () => {
+    const { chromium } = await import('playwright-core')
+    browser = await chromium.launch({
+      executablePath: CHROMIUM,
+      // No sandbox as root; no calls home from a machine with no way out.
+      args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+    })
+    mkdirSync(SCREENSHOTS, { recursive: true })
+    // A test call on the simulator, started and completed by the workers; and a task that waits a day.
+    completed = await trigger({
+      ids: [{ source: 'ATS', type: 'candidate_id', value: 'C-4411' }],
+      contact: { first_name: HOSTILE_NAME, last_name: 'Lovelace', phone: '+44 20 7946 0958', timezone: 'Europe/London' },
+      context: { job_title: 'Engineer', note: '<script>alert(2)</script>' },
+      test_mode: true,
+    })
+    waiting = await trigger({
+      ids: [{ source: 'ats', type: 'candidate_id', value: 'C-5522' }],
+      contact: { first_name: 'Grace', last_name: 'Hopper', phone: '+1 212 555 0142' },
+      not_before: new Date(Date.now() + 86_400_000).toISOString(),
+    })
+    await service.app.workers!.start()
+    for (let waited = 0; (await taskState(completed.task_id)).status !== 'completed'; waited += 50) {
+      assert.ok(waited < 10_000, 'the simulator call completes')
+      await new Promise((resolve) => setTimeout(resolve, 50))
+    }
+  })
+
+  after(async () => {
+    await browser?.close()
+  })
+
+  async function signedIn(token: string, viewport = { width: 1280, height: 900 }): Promise<{ context: BrowserContext; page: Page }> {
+    const context = await browser.newContext({ viewport })
+    const page = await context.newPage()
+    page.setDefaultTimeout(10_000)
+    page.on('dialog', (dialog) => {
+      dialogs.push(dialog.message())
+      void dialog.dismiss()
+    })
+    await page.goto(`${baseUrl}/console`)
+    await page.getByLabel('API key or operator token').fill(token)
+    await page.getByRole('button', { name: 'Sign in' }).click()
+    await page.getByRole('button', { name: 'Sign out' }).waitFor()
+    return { context, page }
+  }
+
+  const shot = (page: Page, name: string) => page.screenshot({ path: path.join(SCREENSHOTS, `${name}.png`), fullPage: true })
+
+  test('a key signs in, finds a task by its id, and reads its story; a hostile name is shown as text and runs nothing', async () => {
+    const { context, page } = await signedIn(key)
+    try {
+      await page.getByText('Acme Recruiting').waitFor()
+      await shot(page, 'sign-in-done')
+      await page.getByLabel('Source').fill('ats')
+      await page.getByLabel('Type').fill('candidate_id')
+      await page.getByLabel('Value').fill('C-4411')
+      await page.getByRole('button', { name: 'Find tasks' }).click()
+      const row = page.getByRole('link', { name: `${HOSTILE_NAME} Lovelace` })
+      await row.waitFor()
+      await shot(page, 'tasks')
+      await row.click()
+      await page.getByRole('heading', { name: 'Interactions' }).waitFor()
+      await page.getByText('Attempt 1').waitFor()
+      assert.equal(await page.getByRole('heading', { level: 2 }).textContent(), `${HOSTILE_NAME} Lovelace`)
+      await page.getByText('<script>alert(2)</script>').waitFor()
+      assert.equal(await page.locator('img').count(), 0, 'no element was made from client data')
+      assert.ok(await page.getByText('completed', { exact: true }).first().isVisible())
+      await shot(page, 'task')
+      assert.deepEqual(dialogs, [], 'no script ran')
+      // The key is in this tab's sessionStorage only: never in the address or a cookie.
+      assert.doesNotMatch(page.url(), new RegExp(key))
+      assert.deepEqual(await context.cookies(), [])
+    } finally {
+      await context.close()
+    }
+  })
+
+  test('a waiting task is cancelled from its page, and reads completed, cancelled', async () => {
+    const { context, page } = await signedIn(key)
+    try {
+      await page.goto(`${baseUrl}/console/#/tasks/${waiting.task_id}`)
+      await page.getByRole('heading', { name: 'Grace Hopper' }).waitFor()
+      await page.getByRole('button', { name: 'Cancel task' }).click()
+      await page.getByRole('button', { name: 'Cancel it: no further attempt' }).click()
+      await page.getByText('cancelled', { exact: true }).waitFor()
+      await shot(page, 'task-cancelled')
+      const state = await taskState(waiting.task_id)
+      assert.equal(state.status, 'completed')
+      assert.equal(state.outcome, 'cancelled')
+      assert.equal(await page.getByRole('button', { name: 'Cancel task' }).count(), 0)
+    } finally {
+      await context.close()
+    }
+  })
+
+  test('at 390 pixels wide, the task page fits the screen', async () => {
+    const { context, page } = await signedIn(key, { width: 390, height: 844 })
+    try {
+      await page.goto(`${baseUrl}/console/#/tasks/${completed.task_id}`)
+      await page.getByRole('heading', { name: 'Interactions' }).waitFor()
+      assert.ok(await page.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth + 1), 'no sideways scrolling')
+      await shot(page, 'task-390')
+    } finally {
+      await context.close()
+    }
+  })
+
+  test('a wrong key is refused in words; sign-out forgets the key', async () => {
+    const context = await browser.newContext()
+    const page = await context.newPage()
+    try {
+      await page.goto(`${baseUrl}/console/`)
+      await page.getByLabel('API key or operator token').fill('ct_live_not_a_key')
+      await page.getByRole('button', { name: 'Sign in' }).click()
+      await page.getByRole('alert').getByText('not a valid API key').waitFor()
+      await page.getByLabel('API key or operator token').fill(key)
+      await page.getByRole('button', { name: 'Sign in' }).click()
+      await page.getByRole('button', { name: 'Sign out' }).click()
+      await page.getByRole('button', { name: 'Sign in' }).waitFor()
+      assert.equal(await page.evaluate(() => sessionStorage.length), 0)
+    } finally {
+      await context.close()
+    }
+  })
+
+  test('the operator signs in, opens the organization, issues a key shown once, and revokes it', async () => {
+    const { context, page } = await signedIn(OPERATOR_TOKEN)
+    try {
+      await page.getByRole('link', { name: 'Acme Recruiting' }).first().click()
+      await page.getByRole('heading', { name: 'API keys' }).waitFor()
+      await page.getByLabel('What it is for').fill('CRM sync')
+      await page.getByRole('button', { name: 'Issue key' }).click()
+      const secret = await page.locator('.secret').textContent()
+      assert.match(secret ?? '', /\S{20,}/)
+      const described = await service.app.inject({ method: 'GET', url: '/api/v2/key', headers: bearer(secret!) })
+      assert.equal(json(described).data.name, 'CRM sync', 'the key shown is the key issued')
+      await shot(page, 'organization')
+      await page.getByRole('row', { name: /CRM sync/ }).getByRole('button', { name: 'Revoke' }).click()
+      await page.getByRole('button', { name: 'Revoke: refused from now on' }).click()
+      await page.getByRole('row', { name: /CRM sync/ }).getByText('revoked').waitFor()
+      assert.equal((await service.app.inject({ method: 'GET', url: '/api/v2/key', headers: bearer(secret!) })).statusCode, 401)
+    } finally {
+      await context.close()
+    }
+  })
+})
