@@ -11,6 +11,7 @@ import { existsSync, mkdirSync } from 'node:fs'
 import path from 'node:path'
 import { after, before, describe, test } from 'node:test'
 import type { Browser, BrowserContext, Page } from 'playwright-core'
+import { type Receiver, startReceiver } from './support/receiver.ts'
 import { bearer, json, OPERATOR_TOKEN, startService, type TestService } from './support/service.ts'
 
 const CHROMIUM = '/usr/bin/chromium'
@@ -20,12 +21,14 @@ const ALWAYS_OPEN = { timezone: 'contact', windows: [{ days: ['mon', 'tue', 'wed
 const HOSTILE_NAME = '<img src=x onerror=alert(1)>'
 
 let service: TestService
+let receiver: Receiver
 let baseUrl: string
 let key: string
 let orgId: string
 
 before(async () => {
-  service = await startService()
+  service = await startService({ allowPrivateWebhookUrls: true })
+  receiver = await startReceiver()
   baseUrl = await service.app.listen({ port: 0, host: '127.0.0.1' })
   const admin = bearer(OPERATOR_TOKEN)
   orgId = json(await service.app.inject({ method: 'POST', url: '/admin/v1/organizations', headers: admin, payload: { name: 'Acme Recruiting' } })).data.id
@@ -44,11 +47,14 @@ before(async () => {
     payload: { routing_key: 'screening', channel: 'voice', schedule: ALWAYS_OPEN },
   })
   assert.equal(campaign.statusCode, 201, campaign.body)
+  const endpoint = await service.app.inject({ method: 'POST', url: `/admin/v1/organizations/${orgId}/webhook-endpoints`, headers: admin, payload: { url: receiver.url } })
+  assert.equal(endpoint.statusCode, 201, endpoint.body)
 })
 
 after(async () => {
   await service.app.workers?.stop()
   await service.close()
+  await receiver.close()
 })
 
 async function trigger(body: object): Promise<{ id: string; task_id: string }> {
@@ -107,6 +113,38 @@ describe('the console is served', () => {
   })
 })
 
+describe("a task's events", () => {
+  test('GET /api/v2/tasks/{id}/events lists what was sent about the task, with every delivery attempt; another organization gets 404', async () => {
+    const sent = await trigger({ contact: { first_name: 'Ada', phone: '+44 20 7946 0959', timezone: 'Europe/London' }, test_mode: true })
+    assert.deepEqual(json(await service.app.inject({ method: 'GET', url: `/api/v2/tasks/${sent.task_id}/events`, headers: bearer(key) })).data, [])
+    await service.app.workers!.dispatcher.runOnce()
+    for (let round = 0; round < 50 && (await taskState(sent.task_id)).status !== 'completed'; round++) {
+      await new Promise((resolve) => setTimeout(resolve, 20))
+      await service.app.workers!.dispatcher.runOnce()
+    }
+    await service.app.workers!.deliverer.runOnce()
+    const events = json(await service.app.inject({ method: 'GET', url: `/api/v2/tasks/${sent.task_id}/events`, headers: bearer(key) })).data
+    assert.deepEqual(
+      events.map((event: any) => event.type),
+      ['interaction.finalized', 'task.completed'],
+    )
+    for (const event of events) {
+      assert.equal(event.data.task_id, sent.task_id)
+      assert.equal(event.deliveries.length, 1)
+      assert.equal(event.deliveries[0].status, 'succeeded')
+      assert.equal(event.deliveries[0].attempts[0].status_code, 200)
+    }
+    const viaAdmin = await service.app.inject({ method: 'GET', url: `/admin/v1/organizations/${orgId}/tasks/${sent.task_id}/events`, headers: bearer(OPERATOR_TOKEN) })
+    assert.deepEqual(json(viaAdmin).data, events)
+    const other = json(await service.app.inject({ method: 'POST', url: '/admin/v1/organizations', headers: bearer(OPERATOR_TOKEN), payload: { name: 'Other' } })).data
+    const otherKey = json(
+      await service.app.inject({ method: 'POST', url: `/admin/v1/organizations/${other.id}/api-keys`, headers: bearer(OPERATOR_TOKEN), payload: { name: 'x' } }),
+    ).data.key
+    assert.equal((await service.app.inject({ method: 'GET', url: `/api/v2/tasks/${sent.task_id}/events`, headers: bearer(otherKey) })).statusCode, 404)
+    assert.equal((await service.app.inject({ method: 'GET', url: '/api/v2/tasks/tsk_nothing/events', headers: bearer(key) })).statusCode, 404)
+  })
+})
+
 describe('the console in a browser', { skip: existsSync(CHROMIUM) ? false : `no Chromium at ${CHROMIUM} (apt-get install chromium): the console's browser tests were skipped` }, () => {
   let browser: Browser
   let completed: { id: string; task_id: string }
@@ -136,6 +174,11 @@ describe('the console in a browser', { skip: existsSync(CHROMIUM) ? false : `no 
     await service.app.workers!.start()
     for (let waited = 0; (await taskState(completed.task_id)).status !== 'completed'; waited += 50) {
       assert.ok(waited < 10_000, 'the simulator call completes')
+      await new Promise((resolve) => setTimeout(resolve, 50))
+    }
+    const completedEvent = (request: { body: string }) => JSON.parse(request.body).data.task_id === completed.task_id && JSON.parse(request.body).type === 'task.completed'
+    for (let waited = 0; !receiver.received.some(completedEvent); waited += 50) {
+      assert.ok(waited < 10_000, 'its task.completed reaches the receiver')
       await new Promise((resolve) => setTimeout(resolve, 50))
     }
   })
@@ -180,7 +223,17 @@ describe('the console in a browser', { skip: existsSync(CHROMIUM) ? false : `no 
       await page.getByText('<script>alert(2)</script>').waitFor()
       assert.equal(await page.locator('img').count(), 0, 'no element was made from client data')
       assert.ok(await page.getByText('completed', { exact: true }).first().isVisible())
+      // What was sent about it: each event, delivered, with the receiver's answer; then sent again.
+      const sentEvent = page.locator('.event', { hasText: 'task.completed' })
+      await sentEvent.getByText('delivered').waitFor()
+      await sentEvent.getByRole('cell', { name: '200' }).first().waitFor()
       await shot(page, 'task')
+      const webhookId = (await sentEvent.locator('code').first().textContent())!
+      const before = receiver.received.filter((request) => request.headers['webhook-id'] === webhookId).length
+      assert.equal(before, 1)
+      await sentEvent.getByRole('button', { name: 'Resend' }).click()
+      await sentEvent.getByText('delivered').nth(1).waitFor()
+      assert.equal(receiver.received.filter((request) => request.headers['webhook-id'] === webhookId).length, 2, 'sent again, with the same webhook-id')
       assert.deepEqual(dialogs, [], 'no script ran')
       // The key is in this tab's sessionStorage only: never in the address or a cookie.
       assert.doesNotMatch(page.url(), new RegExp(key))

@@ -9,7 +9,8 @@ import { EVENT_TYPES, type EventType, type WebhookEndpoint } from '../domain/typ
 import type { Database } from '../store/database.ts'
 import { deliveriesOf, type DeliveryLog, giveUpPending, redeliver } from '../store/deliveries.ts'
 import type { OutboxEvent } from '../domain/events.ts'
-import { findEvent, listEvents } from '../store/events.ts'
+import { findEvent, listEvents, listTaskEvents } from '../store/events.ts'
+import { taskExists } from '../store/tasks.ts'
 import { deleteEndpoint, findEndpoint, insertEndpoint, listEndpoints, rotateSecret, updateEndpoint } from '../store/webhookEndpoints.ts'
 import { webhookUrlProblem } from '../webhooks/urlSafety.ts'
 import { newWebhookSecret } from '../webhooks/signing.ts'
@@ -156,6 +157,21 @@ export async function eventWithDeliveries(
   id: string,
 ): Promise<{ event: OutboxEvent; deliveries: DeliveryLog[] }> {
   return { event: await requireEvent(ops, orgId, id), deliveries: await deliveriesOf(ops.db, id) }
+}
+
+/**
+ * Every event written for a task (its interactions' interaction.finalized,
+ * its task.completed), oldest first, each with its deliveries and their
+ * attempts: what was sent about the task, to whom, and how each answered.
+ */
+export async function taskEventsWithDeliveries(
+  ops: WebhookOperations,
+  orgId: string,
+  taskId: string,
+): Promise<{ event: OutboxEvent; deliveries: DeliveryLog[] }[]> {
+  if (!isId('task', taskId) || !(await taskExists(ops.db, orgId, taskId))) throw new ApiError('not_found', `No task ${taskId} exists.`)
+  const events = await listTaskEvents(ops.db, orgId, taskId)
+  return Promise.all(events.map(async (event) => ({ event, deliveries: await deliveriesOf(ops.db, event.id) })))
 }
 
 /**

@@ -136,6 +136,18 @@ export async function listEvents(
   return rows.map((row) => row.payload!)
 }
 
+/** Most events one task can have: one per interaction and its completion, with room to spare. */
+const MAX_TASK_EVENTS = 200
+
+/** The events of an organization's task, oldest first (event ids grow with time). */
+export async function listTaskEvents(db: Queryable, orgId: string, taskId: string): Promise<OutboxEvent[]> {
+  const rows = await db.query<{ payload: OutboxEvent }>(
+    `SELECT payload FROM events WHERE payload #>> '{data,task_id}' = $2 AND org_id = $1 ORDER BY id LIMIT ${MAX_TASK_EVENTS}`,
+    [orgId, taskId],
+  )
+  return rows.map((row) => row.payload)
+}
+
 export async function findEvent(db: Queryable, orgId: string, id: string): Promise<OutboxEvent | undefined> {
   const rows = await db.query<{ payload: OutboxEvent }>('SELECT payload FROM events WHERE org_id = $1 AND id = $2', [orgId, id])
   return rows[0]?.payload

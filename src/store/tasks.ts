@@ -373,6 +373,10 @@ async function withInteractions(db: Queryable, rows: TaskRow[]): Promise<Task[]>
   }))
 }
 
+export async function taskExists(db: Queryable, orgId: string, id: string): Promise<boolean> {
+  return (await db.query('SELECT 1 FROM tasks WHERE id = $2 AND org_id = $1', [orgId, id])).length > 0
+}
+
 export async function findTask(db: Queryable, orgId: string, id: string): Promise<Task | undefined> {
   const rows = await db.query<TaskRow>(`${TASK_SELECT} WHERE t.org_id = $1 AND t.id = $2`, [orgId, id])
   return (await withInteractions(db, rows))[0]

@@ -3,7 +3,7 @@
  * why, each interaction on a timeline, and cancel while it is not completed.
  */
 import { call } from '../api.js'
-import { Badge, ConfirmButton, Failure, html, Instant, useLoad, useState } from '../ui.js'
+import { Badge, ConfirmButton, Failure, html, Instant, useEffect, useLoad, useState } from '../ui.js'
 import { contactName, contactZones } from './tasks.js'
 
 /** What told a task's zones, in words (the task view's timezone_source). */
@@ -85,21 +85,95 @@ function Interactions({ task }) {
   </section>`
 }
 
+/** How often the page reads the task again while something about it is still to happen. */
+const REFRESH_MS = 2000
+
+const DELIVERY_STATES = { pending: 'pending', succeeded: 'delivered', failed: 'failed' }
+
+function Delivery({ delivery }) {
+  return html`<div class="delivery">
+    <div class="step-head">
+      <span>to <code>${delivery.endpoint_id}</code></span>
+      <${Badge} value=${DELIVERY_STATES[delivery.status]} kind=${delivery.status} />
+      ${delivery.next_attempt_at === null ? null : html`<span class="muted">next attempt <${Instant} at=${delivery.next_attempt_at} /></span>`}
+    </div>
+    ${delivery.attempts.length === 0
+      ? html`<p class="muted">Not attempted yet.</p>`
+      : html`<table class="attempts">
+          <thead><tr><th>#</th><th>Sent</th><th>Answer</th><th>Latency</th><th>Error</th></tr></thead>
+          <tbody>
+            ${delivery.attempts.map(
+              (attempt) => html`<tr>
+                <td>${attempt.attempt}</td>
+                <td><${Instant} at=${attempt.at} /></td>
+                <td>${attempt.status_code === null ? '—' : html`<${Badge} value=${String(attempt.status_code)} kind=${attempt.status_code < 300 ? 'succeeded' : 'failed'} />`}</td>
+                <td>${attempt.latency_ms} ms</td>
+                <td>${attempt.error ?? ''}</td>
+              </tr>`,
+            )}
+          </tbody>
+        </table>`}
+  </div>`
+}
+
+function Webhooks({ events, mayResend, onResend }) {
+  return html`<section class="card">
+    <h3>Webhooks</h3>
+    ${events.length === 0
+      ? html`<p class="muted">No event yet: one is sent as each interaction ends, and one as the task completes.</p>`
+      : events.map(
+          (event) => html`<article key=${event.id} class="event">
+            <div class="step-head">
+              <strong>${event.type}</strong>
+              <${Instant} at=${event.timestamp} />
+              <code class="muted">${event.id}</code>
+              <span class="spacer"></span>
+              ${mayResend ? html`<button type="button" class="secondary" onClick=${() => onResend(event)}>Resend</button>` : null}
+            </div>
+            ${event.deliveries.length === 0
+              ? html`<p class="muted">No endpoint was subscribed to ${event.type} when it was written.</p>`
+              : event.deliveries.map((delivery) => html`<${Delivery} delivery=${delivery} />`)}
+          </article>`,
+        )}
+  </section>`
+}
+
 export function TaskPage({ credential, taskId }) {
   const [actionError, setActionError] = useState()
   const loaded = useLoad(async () => {
     const task = await call(credential.token, 'GET', `/api/v2/tasks/${encodeURIComponent(taskId)}`)
-    const trigger = await call(credential.token, 'GET', `/api/v2/triggers/${encodeURIComponent(task.trigger_id)}`)
-    return { task, trigger }
+    const [trigger, events] = await Promise.all([
+      call(credential.token, 'GET', `/api/v2/triggers/${encodeURIComponent(task.trigger_id)}`),
+      call(credential.token, 'GET', `/api/v2/tasks/${encodeURIComponent(taskId)}/events`),
+    ])
+    return { task, trigger, events }
   }, [taskId])
+  // Read again while the task or a delivery is still to move.
+  const unsettled =
+    loaded.data !== undefined &&
+    (loaded.data.task.status !== 'completed' || loaded.data.events.some((event) => event.deliveries.some((delivery) => delivery.status === 'pending')))
+  useEffect(() => {
+    if (!unsettled) return undefined
+    const timer = setTimeout(loaded.reload, REFRESH_MS)
+    return () => clearTimeout(timer)
+  }, [unsettled, loaded.data])
   if (loaded.error) return html`<div><p><a href="#/tasks">← Tasks</a></p><${Failure} error=${loaded.error} /></div>`
   if (loaded.loading) return html`<p class="loading">Loading the task…</p>`
-  const { task, trigger } = loaded.data
+  const { task, trigger, events } = loaded.data
   const mayCancel = credential.key.scopes.includes('triggers:write') && task.status !== 'completed'
   const cancel = async () => {
     setActionError(undefined)
     try {
       await call(credential.token, 'POST', `/api/v2/tasks/${encodeURIComponent(task.id)}/cancel`)
+      loaded.reload()
+    } catch (error) {
+      setActionError(error)
+    }
+  }
+  const resend = async (event) => {
+    setActionError(undefined)
+    try {
+      await call(credential.token, 'POST', `/api/v2/events/${encodeURIComponent(event.id)}/redeliver`)
       loaded.reload()
     } catch (error) {
       setActionError(error)
@@ -140,6 +214,7 @@ export function TaskPage({ credential, taskId }) {
           </p>`}
     </section>
     <${Interactions} task=${task} />
+    <${Webhooks} events=${events} mayResend=${credential.key.scopes.includes('webhooks:manage')} onResend=${resend} />
     <${Trigger} trigger=${trigger} />
   </div>`
 }

@@ -18,6 +18,7 @@ import {
   removeEndpoint,
   requireEndpoint,
   rotateEndpointSecret,
+  taskEventsWithDeliveries,
   type WebhookOperations,
 } from '../../services/webhookAdministration.ts'
 import type { DeliveryLog } from '../../store/deliveries.ts'
@@ -85,6 +86,8 @@ const DeliverySchema = Type.Object({
     }),
   ),
 })
+
+const EventWithDeliveries = Type.Composite([EventSchema, Type.Object({ deliveries: Type.Array(DeliverySchema) })])
 
 const EventsQuery = Type.Object({
   type: Type.Optional(EventTypeSchema),
@@ -260,7 +263,7 @@ function routesFor(app: FastifyInstance, ops: WebhookOperations, audience: Audie
         summary: 'Look up an event, with every delivery attempt',
         params: Type.Object({ ...params, id: Type.String() }),
         response: {
-          200: Envelope(Type.Composite([EventSchema, Type.Object({ deliveries: Type.Array(DeliverySchema) })])),
+          200: Envelope(EventWithDeliveries),
           ...authErrors,
           ...notFound,
         },
@@ -270,6 +273,26 @@ function routesFor(app: FastifyInstance, ops: WebhookOperations, audience: Audie
       const { id } = request.params as { id: string }
       const { event, deliveries } = await eventWithDeliveries(ops, await audience.orgId(request), id)
       return reply.send(envelope(request, { ...event, deliveries: deliveries.map(presentDelivery) }))
+    },
+  )
+
+  app.get(
+    `${prefix}/tasks/:id/events`,
+    {
+      onRequest: audience.guard('triggers:read'),
+      schema: {
+        ...docs,
+        summary: "A task's events, with every delivery attempt",
+        description:
+          'Every event written about the task, oldest first: the interaction.finalized of each of its interactions and its task.completed, each with its deliveries to your endpoints and every attempt (time, status code, latency, error).',
+        params: Type.Object({ ...params, id: Type.String() }),
+        response: { 200: Envelope(Type.Array(EventWithDeliveries)), ...authErrors, ...notFound },
+      },
+    },
+    async (request, reply) => {
+      const { id } = request.params as { id: string }
+      const events = await taskEventsWithDeliveries(ops, await audience.orgId(request), id)
+      return reply.send(envelope(request, events.map(({ event, deliveries }) => ({ ...event, deliveries: deliveries.map(presentDelivery) }))))
     },
   )
 
