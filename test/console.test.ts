@@ -291,6 +291,47 @@ describe('the console in a browser', { skip: existsSync(CHROMIUM) ? false : `no 
     }
   })
 
+  test('the operator creates a campaign with a schedule, reads its preview for a Spanish mobile, and changes it', async () => {
+    const { context, page } = await signedIn(OPERATOR_TOKEN)
+    try {
+      await page.getByRole('link', { name: 'Acme Recruiting' }).first().click()
+      await page.getByRole('link', { name: 'New campaign' }).click()
+      await page.getByLabel('Routing key').fill('interview-reminder')
+      await page.getByLabel('Channel').selectOption('voice')
+      const window = page.locator('.window-row').first()
+      await window.getByLabel('sat').check()
+      await window.getByLabel('Until').fill('18:00')
+      await page.getByLabel('Blackout dates').fill('2026-12-25')
+      const preview = page.getByRole('region', { name: 'Schedule preview' })
+      await preview.getByLabel('Phone').fill('+34 612 34 56 78')
+      await preview.getByRole('button', { name: 'Preview' }).click()
+      await preview.getByText('Atlantic/Canary').first().waitFor()
+      assert.equal(await preview.locator('.openings tbody tr').count(), 5)
+      await shot(page, 'campaign-preview')
+      await page.getByRole('button', { name: 'Create campaign' }).click()
+      await page.getByRole('heading', { name: 'interview-reminder · voice' }).waitFor()
+      await shot(page, 'campaign')
+      const campaigns = json(await service.app.inject({ method: 'GET', url: `/admin/v1/organizations/${orgId}/campaigns`, headers: bearer(OPERATOR_TOKEN) })).data
+      const made = campaigns.find((campaign: { routing_key: string }) => campaign.routing_key === 'interview-reminder')
+      assert.deepEqual(made.schedule, {
+        timezone: 'contact',
+        windows: [{ days: ['mon', 'tue', 'wed', 'thu', 'fri', 'sat'], start: '09:00', end: '18:00' }],
+        blackout_dates: ['2026-12-25'],
+      })
+      // A change, and a refusal in words at the field.
+      await page.getByLabel('Most attempts').fill('5')
+      await page.getByRole('button', { name: 'Save changes' }).click()
+      await page.getByRole('status').getByText('Saved').waitFor()
+      await page.locator('.window-row').first().getByLabel('Until').fill('08:00')
+      await page.getByRole('button', { name: 'Save changes' }).click()
+      await page.getByRole('alert').getByText('end must be after start').waitFor()
+      const changed = json(await service.app.inject({ method: 'GET', url: `/admin/v1/organizations/${orgId}/campaigns`, headers: bearer(OPERATOR_TOKEN) })).data
+      assert.equal(changed.find((campaign: { id: string }) => campaign.id === made.id).attempts.max, 5)
+    } finally {
+      await context.close()
+    }
+  })
+
   test('the operator signs in, opens the organization, issues a key shown once, and revokes it', async () => {
     const { context, page } = await signedIn(OPERATOR_TOKEN)
     try {

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import { describe, test } from 'node:test'
 import { DEFAULT_SCHEDULE, WEEKDAYS, type Schedule } from '../src/domain/campaignSettings.ts'
-import { nextOpening, scheduleProblems } from '../src/domain/schedule.ts'
+import { nextOpening, openPeriods, scheduleProblems } from '../src/domain/schedule.ts'
 
 /** The next opening as an ISO instant, so a failure shows times rather than milliseconds. */
 function opening(schedule: Schedule, zone: string, from: string): string | null {
@@ -247,6 +247,100 @@ describe('open at an instant', () => {
     assert.equal(isOpen('2026-06-01T03:14:59.999Z'), false)
     assert.equal(isOpen('2026-06-01T14:15:00.000Z'), false)
   })
+})
+
+/** The open periods as ISO instants, so a failure shows times. */
+function periods(schedule: Schedule, zones: string[], from: string, count: number): [string, string | null][] {
+  return openPeriods(schedule, zones, Date.parse(from), count).map(({ opensAt, closesAt }) => [
+    new Date(opensAt).toISOString(),
+    closesAt === null ? null : new Date(closesAt).toISOString(),
+  ])
+}
+
+describe('openPeriods', () => {
+  const cases: { name: string; schedule: Schedule; zones: string[]; from: string; count: number; expected: [string, string | null][] }[] = [
+    {
+      name: 'the default schedule in New York: 09:00-20:00 EDT each day, the first from the morning',
+      schedule: DEFAULT_SCHEDULE,
+      zones: ['America/New_York'],
+      from: '2026-06-01T12:00:00.000Z',
+      count: 3,
+      expected: [
+        ['2026-06-01T13:00:00.000Z', '2026-06-02T00:00:00.000Z'],
+        ['2026-06-02T13:00:00.000Z', '2026-06-03T00:00:00.000Z'],
+        ['2026-06-03T13:00:00.000Z', '2026-06-04T00:00:00.000Z'],
+      ],
+    },
+    {
+      name: 'a period under way counts from `from`',
+      schedule: DEFAULT_SCHEDULE,
+      zones: ['America/New_York'],
+      from: '2026-06-01T15:30:00.000Z',
+      count: 1,
+      expected: [['2026-06-01T15:30:00.000Z', '2026-06-02T00:00:00.000Z']],
+    },
+    {
+      name: 'windows abutting across midnight make one overnight period',
+      schedule: { timezone: 'contact', windows: [{ days: [...WEEKDAYS], start: '20:00', end: '24:00' }, { days: [...WEEKDAYS], start: '00:00', end: '08:00' }] },
+      zones: ['Europe/Berlin'],
+      from: '2026-06-01T12:00:00.000Z',
+      count: 2,
+      expected: [
+        ['2026-06-01T18:00:00.000Z', '2026-06-02T06:00:00.000Z'],
+        ['2026-06-02T18:00:00.000Z', '2026-06-03T06:00:00.000Z'],
+      ],
+    },
+    {
+      name: 'two zones: only the hours open in both (Madrid and the Canaries, an hour apart)',
+      schedule: DEFAULT_SCHEDULE,
+      zones: ['Atlantic/Canary', 'Europe/Madrid'],
+      from: '2026-06-01T00:00:00.000Z',
+      count: 1,
+      // 09:00 Canary (WEST) is 08:00Z, 20:00 Madrid (CEST) is 18:00Z.
+      expected: [['2026-06-01T08:00:00.000Z', '2026-06-01T18:00:00.000Z']],
+    },
+    {
+      name: 'a blackout date is skipped, and ends_at closes the last period early',
+      schedule: { ...DEFAULT_SCHEDULE, timezone: 'Europe/London', blackout_dates: ['2026-12-25'], ends_at: '2026-12-26T12:00:00Z' },
+      zones: [],
+      from: '2026-12-24T10:00:00.000Z',
+      count: 5,
+      expected: [
+        ['2026-12-24T10:00:00.000Z', '2026-12-24T20:00:00.000Z'],
+        ['2026-12-26T09:00:00.000Z', '2026-12-26T12:00:00.000Z'],
+      ],
+    },
+    {
+      name: 'across the spring change the window keeps its wall-clock hours',
+      schedule: everyDay('09:00', '20:00'),
+      zones: ['Europe/Berlin'],
+      from: '2026-03-28T00:00:00.000Z',
+      count: 2,
+      expected: [
+        ['2026-03-28T08:00:00.000Z', '2026-03-28T19:00:00.000Z'],
+        ['2026-03-29T07:00:00.000Z', '2026-03-29T18:00:00.000Z'],
+      ],
+    },
+    {
+      name: 'a schedule open at every hour is one period that never closes within the search',
+      schedule: everyDay('00:00', '24:00'),
+      zones: ['UTC'],
+      from: '2026-06-01T12:00:00.000Z',
+      count: 5,
+      expected: [['2026-06-01T12:00:00.000Z', null]],
+    },
+    {
+      name: 'zones whose windows never meet have no period',
+      schedule: everyDay('09:00', '10:00'),
+      zones: ['Pacific/Kiritimati', 'Pacific/Pago_Pago'],
+      from: '2026-06-01T00:00:00.000Z',
+      count: 5,
+      expected: [],
+    },
+  ]
+  for (const { name, schedule, zones, from, count, expected } of cases) {
+    test(name, () => assert.deepEqual(periods(schedule, zones, from, count), expected))
+  }
 })
 
 describe('scheduleProblems', () => {

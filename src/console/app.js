@@ -4,6 +4,7 @@
  * serves one page and a reload or a shared link opens the same view.
  */
 import { forgetCredential, storedCredential } from './api.js'
+import { CampaignPage } from './pages/campaign.js'
 import { OrganizationPage, OrganizationsPage } from './pages/organizations.js'
 import { SignIn } from './pages/signIn.js'
 import { TaskPage } from './pages/task.js'
@@ -51,6 +52,9 @@ function pageFor(credential, { parts, query }) {
   if (credential.kind === 'operator') {
     if (parts.length === 0 || (parts[0] === 'organizations' && parts.length === 1)) return html`<${OrganizationsPage} credential=${credential} />`
     if (parts[0] === 'organizations' && parts.length === 2) return html`<${OrganizationPage} credential=${credential} orgId=${parts[1]} />`
+    if (parts[0] === 'organizations' && parts[2] === 'campaigns' && parts.length === 4) {
+      return html`<${CampaignPage} credential=${credential} orgId=${parts[1]} campaignId=${parts[3]} />`
+    }
     return html`<${NotFound} />`
   }
   if (parts.length === 0 || (parts[0] === 'tasks' && parts.length === 1)) return html`<${TasksPage} credential=${credential} query=${query} />`

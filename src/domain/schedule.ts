@@ -309,6 +309,68 @@ function commonOpening(plan: Plan, clocks: readonly ZoneClock[], earliest: numbe
   return null
 }
 
+/** A stretch of time in which a schedule is open in every zone at once. */
+export interface OpenPeriod {
+  opensAt: number
+  /** Null when it is still open at the end of the search (two years on). */
+  closesAt: number | null
+}
+
+/**
+ * The next `count` periods, at or after `from`, in which the schedule is open
+ * in every one of `zones` at once (a period under way at `from` counts from
+ * `from`): what a campaign's schedule means for one contact, for an operator
+ * to read before saving it. Windows that abut across midnight make one
+ * period. Throws as {@link nextOpening} does.
+ */
+export function openPeriods(schedule: Schedule, zones: readonly string[], from: number, count: number): OpenPeriod[] {
+  if (!Number.isFinite(from)) throw new RangeError(`from must be a finite instant, got ${from}`)
+  const plan = planOf(schedule)
+  const clocks = plan.zone === undefined ? zones.map(clockOf) : [clockOf(plan.zone)]
+  if (clocks.length === 0) throw new RangeError('a schedule is read in at least one zone')
+  const until = from + HORIZON_DAYS * DAY_MS
+  const periods: OpenPeriod[] = []
+  let earliest = Math.max(from, plan.startsAt)
+  while (periods.length < count) {
+    const opensAt = commonOpening(plan, clocks, earliest, until)
+    if (opensAt === null) break
+    const closesAt = Math.min(plan.endsAt, ...clocks.map((clock) => closingIn(plan, clock, opensAt, until)))
+    periods.push({ opensAt, closesAt: closesAt >= until ? null : closesAt })
+    if (closesAt >= until) break
+    earliest = closesAt
+  }
+  return periods
+}
+
+/**
+ * When the plan, open on one clock at `at`, closes there: the end of the
+ * window `at` is in, carried over the windows that open as it closes (a
+ * night across midnight), or `until` if it is still open then.
+ */
+function closingIn(plan: Plan, clock: ZoneClock, at: number, until: number): number {
+  let end = at
+  for (;;) {
+    const next = endOfWindowAt(plan, clock, end)
+    if (next === undefined) return end
+    if (next >= until) return until
+    end = next
+  }
+}
+
+/** The close of the window open on one clock at `at`, or undefined if none is. */
+function endOfWindowAt(plan: Plan, clock: ZoneClock, at: number): number | undefined {
+  const today = Math.floor(clock.local(at) / DAY_MS)
+  for (let day = today - 1; day <= today + 1; day++) {
+    if (plan.blackoutDays.has(day)) continue
+    for (const span of plan.spansByWeekday[weekdayIndex(day)] ?? []) {
+      const opensAt = clock.instantOf(day * DAY_MS + span.start)
+      const closesAt = clock.instantOf(day * DAY_MS + span.end)
+      if (opensAt <= at && at < closesAt) return closesAt
+    }
+  }
+  return undefined
+}
+
 /** The earliest instant at or after `earliest` at which the plan is open on one clock. */
 function openingIn(plan: Plan, clock: ZoneClock, earliest: number): number | null {
   if (!plan.opensAtAll || earliest >= plan.endsAt) return null

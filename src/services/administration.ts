@@ -12,11 +12,12 @@ import {
   type Schedule,
 } from '../domain/campaignSettings.ts'
 import { ApiError, type ErrorDetail, ValidationFailed, valueError } from '../domain/errors.ts'
-import { scheduleProblems } from '../domain/schedule.ts'
+import { type OpenPeriod, openPeriods, scheduleProblems } from '../domain/schedule.ts'
+import { zonesOfPhone } from '../domain/timezones.ts'
 import { valueAt } from '../validation/model.ts'
 import { isId, newId } from '../domain/ids.ts'
 import { normalizeIdPart } from '../domain/externalIds.ts'
-import type { ApiKey, Campaign, Channel, JsonObject, Organization, Scope, Source } from '../domain/types.ts'
+import type { ApiKey, Campaign, CandidateZones, Channel, JsonObject, Organization, Scope, Source, ZoneSource } from '../domain/types.ts'
 import { DEFAULT_KEY_SCOPES } from '../domain/types.ts'
 import type { Database } from '../store/database.ts'
 import { findApiKey, insertApiKey, listApiKeys, revokeApiKey as revokeStoredKey } from '../store/apiKeys.ts'
@@ -98,6 +99,35 @@ export async function revokeApiKey(ops: Operations, orgId: string, keyId: string
   const revoked = isId('apiKey', keyId) ? await revokeStoredKey(ops.db, orgId, keyId, isoNow(ops)) : undefined
   if (revoked === undefined) throw new ApiError('not_found', `Organization ${orgId} has no API key ${keyId}.`)
   return revoked
+}
+
+/** What a schedule means for one contact: the zones it is read in, what told them, and its next open periods. */
+export interface SchedulePreview {
+  zones: string[]
+  /** `schedule` when the schedule has a zone of its own; otherwise what told the contact's zones, as on a task. */
+  zoneSource: 'schedule' | ZoneSource
+  periods: OpenPeriod[]
+}
+
+/**
+ * The next `count` periods from `from` in which a (valid) schedule lets
+ * outreach start for a contact of this phone (E.164) or zone, read in the
+ * zones a trigger for that contact would be scheduled in. A 422 at `phone`
+ * when the schedule follows the contact's zones and nothing tells them.
+ */
+export function previewSchedule(schedule: Schedule, contact: { phone?: string; timezone?: string }, from: number, count: number): SchedulePreview {
+  if (schedule.timezone !== 'contact') return { zones: [schedule.timezone], zoneSource: 'schedule', periods: openPeriods(schedule, [], from, count) }
+  let told: CandidateZones | undefined
+  if (contact.timezone !== undefined) told = { zones: [contact.timezone], source: 'sent' }
+  else if (contact.phone !== undefined) told = zonesOfPhone(contact.phone, schedule.fallback_timezone)
+  if (told === undefined) {
+    const message =
+      contact.phone === undefined
+        ? "this schedule is read in the contact's zones: send the contact's phone or timezone"
+        : "no zone can be told from this number (of no country) and the schedule has no fallback_timezone: send timezone"
+    throw new ValidationFailed([valueError(['body', 'phone'], contact.phone ?? null, message)])
+  }
+  return { zones: told.zones, zoneSource: told.source, periods: openPeriods(schedule, told.zones, from, count) }
 }
 
 /** A campaign's settings as the admin API and the CLI take them; what is left out takes its default. */

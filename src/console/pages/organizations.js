@@ -83,17 +83,50 @@ function IssueKey({ credential, orgId, onIssued }) {
   </form>`
 }
 
+/** A schedule in a few words: its zones and its windows. */
+function scheduleSummary(schedule) {
+  const zone = schedule.timezone === 'contact' ? "contact's zones" : schedule.timezone
+  const windows = schedule.windows.map((window) => `${window.days.join(' ')} ${window.start}–${window.end}`).join('; ')
+  return `${windows} · ${zone}`
+}
+
+function Campaigns({ orgId, campaigns }) {
+  const base = `#/organizations/${encodeURIComponent(orgId)}/campaigns`
+  return html`<section class="card">
+    <div class="title-row"><h3>Campaigns</h3><span class="spacer"></span><a class="button-link" href=${`${base}/new`}>New campaign</a></div>
+    ${campaigns.length === 0
+      ? html`<p class="muted">None yet: a trigger names a campaign by its routing key. Create one to accept triggers.</p>`
+      : html`<table>
+          <thead><tr><th>Routing key</th><th>Provider</th><th>Schedule</th><th>State</th></tr></thead>
+          <tbody>
+            ${campaigns.map(
+              (campaign) => html`<tr key=${campaign.id}>
+                <td><a href=${`${base}/${encodeURIComponent(campaign.id)}`}>${campaign.routing_key} · ${campaign.channel}</a><div class="muted">${campaign.name}</div></td>
+                <td>${campaign.provider}</td>
+                <td>${scheduleSummary(campaign.schedule)}</td>
+                <td>${campaign.paused_at === null ? html`<${Badge} value="running" kind="succeeded" />` : html`<${Badge} value="paused" kind="pending" />`}</td>
+              </tr>`,
+            )}
+          </tbody>
+        </table>`}
+  </section>`
+}
+
 export function OrganizationPage({ credential, orgId }) {
   const [issued, setIssued] = useState()
   const [actionError, setActionError] = useState()
   const path = `/admin/v1/organizations/${encodeURIComponent(orgId)}`
   const loaded = useLoad(async () => {
-    const [organization, keys] = await Promise.all([call(credential.token, 'GET', path), call(credential.token, 'GET', `${path}/api-keys`)])
-    return { organization, keys }
+    const [organization, keys, campaigns] = await Promise.all([
+      call(credential.token, 'GET', path),
+      call(credential.token, 'GET', `${path}/api-keys`),
+      call(credential.token, 'GET', `${path}/campaigns`),
+    ])
+    return { organization, keys, campaigns }
   }, [orgId])
   if (loaded.error) return html`<div><p><a href="#/organizations">← Organizations</a></p><${Failure} error=${loaded.error} /></div>`
   if (loaded.loading) return html`<p class="loading">Loading…</p>`
-  const { organization, keys } = loaded.data
+  const { organization, keys, campaigns } = loaded.data
   const revoke = async (key) => {
     setActionError(undefined)
     try {
@@ -107,6 +140,7 @@ export function OrganizationPage({ credential, orgId }) {
     <p><a href="#/organizations">← Organizations</a></p>
     <h2>${organization.name}</h2>
     <p class="muted"><code>${organization.id}</code> · created <${Instant} at=${organization.created_at} /></p>
+    <${Campaigns} orgId=${orgId} campaigns=${campaigns} />
     ${issued === undefined ? null : html`<${ShownOnce} label=${`The key "${issued.name}":`} secret=${issued.key} />`}
     <section class="card">
       <h3>API keys</h3>

@@ -40,7 +40,7 @@ const ExternalIdSchema = Type.Object({
   value: Type.String({ minLength: 1, maxLength: 500, description: 'Returned unchanged.' }),
 })
 
-const ContactInput = Type.Object({
+export const ContactInput = Type.Object({
   first_name: Type.Optional(Type.String({ maxLength: 200 })),
   last_name: Type.Optional(Type.String({ maxLength: 200 })),
   phone: refine(
@@ -80,7 +80,7 @@ const ContactInput = Type.Object({
 })
 
 /** An RFC 3339 date-time with its offset, kept as the UTC instant it names. */
-function instant(field: string, description: string) {
+export function instant(field: string, description: string) {
   return refine(Type.String({ maxLength: 64, format: 'date-time', description, examples: ['2026-12-01T09:00:00+01:00'] }), {
     check: (text) => {
       const at = parseInstant(text)

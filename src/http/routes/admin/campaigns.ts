@@ -1,7 +1,7 @@
 /** Campaigns on the admin API: create, change (PATCH), list, pause and resume. */
 import { type TString, Type } from '@sinclair/typebox'
 import type { FastifyInstance } from 'fastify'
-import { PROVIDERS, RETRY_OUTCOMES, WEEKDAYS } from '../../../domain/campaignSettings.ts'
+import { PROVIDERS, RETRY_OUTCOMES, type Schedule, WEEKDAYS } from '../../../domain/campaignSettings.ts'
 import { refuse } from '../../../domain/errors.ts'
 import { SCHEDULE_FIELD_RULES, scheduleRelationProblems, windowProblems } from '../../../domain/schedule.ts'
 import type { Campaign } from '../../../domain/types.ts'
@@ -11,12 +11,14 @@ import {
   type CreateCampaignInput,
   listCampaigns,
   type Operations,
+  previewSchedule,
   updateCampaign,
 } from '../../../services/administration.ts'
 import type { Authenticator } from '../../../services/authenticator.ts'
 import type { CampaignDirectory } from '../../../services/campaignDirectory.ts'
 import { type CampaignPauses, PAUSE_ACTIONS, type PauseAction } from '../../../services/campaignPauses.ts'
 import { refine, refineModel } from '../../../validation/model.ts'
+import { ContactInput, instant } from '../triggers.ts'
 import { requireOperator } from '../../auth.ts'
 import { adminDocs, OrgParams } from './shared.ts'
 import { envelope } from '../../reply.ts'
@@ -178,6 +180,30 @@ const PAUSE_DOCS: Record<PauseAction, { summary: string; description: string }> 
   },
 }
 
+const MAX_PREVIEW_PERIODS = 20
+
+const SchedulePreviewBody = Type.Object(
+  {
+    schedule: ScheduleSchema,
+    phone: Type.Optional({ ...ContactInput.properties.phone, description: "The contact's number: its zones, as a trigger's would be told." }),
+    timezone: Type.Optional({ ...ContactInput.properties.timezone, description: "The contact's IANA zone, as contact.timezone on a trigger." }),
+    from: Type.Optional(instant('from', 'From when (RFC 3339, with an offset). Default: now.')),
+    count: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_PREVIEW_PERIODS, description: 'How many periods (default 5).' })),
+  },
+  { additionalProperties: false },
+)
+
+const SchedulePreviewSchema = Type.Object({
+  zones: Type.Array(Type.String(), { description: 'The zones the schedule is read in for this contact: open periods are those open in all of them at once.' }),
+  zone_source: Type.String({ description: '`schedule` (the campaign keeps a zone of its own), or what told the contact\'s zones, as `timezone_source` on a task.' }),
+  openings: Type.Array(
+    Type.Object({
+      opens_at: Timestamp,
+      closes_at: Type.Union([Timestamp, Type.Null()], { description: 'Null when it is still open two years on.' }),
+    }),
+  ),
+})
+
 export function campaignRoutes(
   app: FastifyInstance,
   deps: { ops: Operations; authenticator: Authenticator; campaigns: CampaignDirectory; pauses: CampaignPauses },
@@ -248,6 +274,36 @@ export function campaignRoutes(
     async (request, reply) => {
       const { org_id } = request.params as { org_id: string }
       return reply.send(envelope(request, (await listCampaigns(ops, org_id)).map(presentCampaign)))
+    },
+  )
+
+  app.post(
+    '/admin/v1/schedule-preview',
+    {
+      onRequest: requireOperator(authenticator),
+      schema: {
+        ...adminDocs,
+        summary: 'Preview a schedule for one contact',
+        description:
+          "The next periods in which the schedule (as a campaign's, saved or not) lets outreach start for a contact of this phone or zone: each from when it opens to when it closes, in every zone the contact may be in at once.",
+        body: SchedulePreviewBody,
+        response: { 200: Envelope(SchedulePreviewSchema), ...authErrors, ...validationErrors },
+      },
+    },
+    async (request, reply) => {
+      const body = request.body as { schedule: Schedule; phone?: string; timezone?: string; from?: string; count?: number }
+      const from = body.from === undefined ? ops.now() : Date.parse(body.from)
+      const preview = previewSchedule(body.schedule, body, from, body.count ?? 5)
+      return reply.send(
+        envelope(request, {
+          zones: preview.zones,
+          zone_source: preview.zoneSource,
+          openings: preview.periods.map(({ opensAt, closesAt }) => ({
+            opens_at: new Date(opensAt).toISOString(),
+            closes_at: closesAt === null ? null : new Date(closesAt).toISOString(),
+          })),
+        }),
+      )
     },
   )
 

@@ -1,0 +1,243 @@
+/**
+ * A campaign's settings, new or changed, with a preview of what its schedule
+ * means for one contact (POST /admin/v1/schedule-preview) before it is saved.
+ */
+import { call } from '../api.js'
+import { Failure, html, Instant, useLoad, useState } from '../ui.js'
+
+const WEEKDAYS = ['mon', 'tue', 'wed', 'thu', 'fri', 'sat', 'sun']
+const RETRY_OUTCOMES = ['no_answer', 'busy', 'voicemail', 'failed']
+const PROVIDERS = ['simulator', 'twilio', 'whatsapp_cloud']
+const DEFAULT_WINDOW = { days: ['mon', 'tue', 'wed', 'thu', 'fri'], start: '09:00', end: '20:00' }
+
+/** The form's fields, as text where the operator types, from a campaign (or the defaults for a new one). */
+function draftOf(campaign) {
+  const schedule = campaign?.schedule ?? { timezone: 'contact', windows: [DEFAULT_WINDOW] }
+  const attempts = campaign?.attempts ?? {}
+  return {
+    routing_key: campaign?.routing_key ?? '',
+    channel: campaign?.channel ?? 'voice',
+    name: campaign?.name ?? '',
+    zoneMode: schedule.timezone === 'contact' ? 'contact' : 'fixed',
+    zone: schedule.timezone === 'contact' ? '' : schedule.timezone,
+    fallback_timezone: schedule.fallback_timezone ?? '',
+    windows: schedule.windows.map((window) => ({ ...window, days: [...window.days] })),
+    blackout_dates: (schedule.blackout_dates ?? []).join(', '),
+    starts_at: schedule.starts_at ?? '',
+    ends_at: schedule.ends_at ?? '',
+    max_attempts: attempts.max === undefined ? '' : String(attempts.max),
+    retry_delays_s: Object.fromEntries(RETRY_OUTCOMES.map((outcome) => [outcome, attempts.retry_delays_s?.[outcome] === undefined ? '' : String(attempts.retry_delays_s[outcome])])),
+    expire_after_s: attempts.expire_after_s === undefined ? '' : String(attempts.expire_after_s),
+    provider: campaign?.provider ?? 'simulator',
+    provider_config: JSON.stringify(campaign?.provider_config ?? {}, null, 2),
+    max_concurrent: campaign?.max_concurrent === null || campaign?.max_concurrent === undefined ? '' : String(campaign.max_concurrent),
+    context: JSON.stringify(campaign?.context ?? {}, null, 2),
+  }
+}
+
+/** The schedule the draft describes, as the API takes it. */
+function scheduleOf(draft) {
+  const schedule = { timezone: draft.zoneMode === 'contact' ? 'contact' : draft.zone.trim(), windows: draft.windows }
+  if (draft.fallback_timezone.trim() !== '') schedule.fallback_timezone = draft.fallback_timezone.trim()
+  const dates = draft.blackout_dates.split(/[\s,]+/).filter((date) => date !== '')
+  if (dates.length > 0) schedule.blackout_dates = dates
+  if (draft.starts_at.trim() !== '') schedule.starts_at = draft.starts_at.trim()
+  if (draft.ends_at.trim() !== '') schedule.ends_at = draft.ends_at.trim()
+  return schedule
+}
+
+/** A whole number typed in a field, or undefined when it is empty (the API then keeps its default). */
+const wholeOrUndefined = (text) => (text.trim() === '' ? undefined : Number(text))
+
+/** JSON typed in a field, or a failure that says which field does not read as JSON. */
+function parsedJson(text, field) {
+  try {
+    return JSON.parse(text)
+  } catch {
+    throw { message: `${field} is not valid JSON.` }
+  }
+}
+
+/** The body to POST (new) or PATCH (changed). */
+function bodyOf(draft, isNew) {
+  const retries = Object.fromEntries(
+    Object.entries(draft.retry_delays_s)
+      .filter(([, text]) => text.trim() !== '')
+      .map(([outcome, text]) => [outcome, Number(text)]),
+  )
+  const attempts = {}
+  if (wholeOrUndefined(draft.max_attempts) !== undefined) attempts.max = wholeOrUndefined(draft.max_attempts)
+  if (Object.keys(retries).length > 0) attempts.retry_delays_s = retries
+  if (wholeOrUndefined(draft.expire_after_s) !== undefined) attempts.expire_after_s = wholeOrUndefined(draft.expire_after_s)
+  const body = {
+    ...(isNew ? { routing_key: draft.routing_key.trim(), channel: draft.channel } : {}),
+    ...(draft.name.trim() === '' ? {} : { name: draft.name.trim() }),
+    context: parsedJson(draft.context, 'Default context'),
+    schedule: scheduleOf(draft),
+    attempts,
+    provider: draft.provider,
+    provider_config: parsedJson(draft.provider_config, 'Provider settings'),
+    max_concurrent: draft.max_concurrent.trim() === '' ? null : Number(draft.max_concurrent),
+  }
+  if (isNew && body.max_concurrent === null) delete body.max_concurrent
+  return body
+}
+
+function WindowRow({ window, onChange, onRemove }) {
+  const toggle = (day) => onChange({ ...window, days: window.days.includes(day) ? window.days.filter((d) => d !== day) : WEEKDAYS.filter((d) => d === day || window.days.includes(d)) })
+  return html`<div class="window-row">
+    <div class="days">
+      ${WEEKDAYS.map((day) => html`<label class="check"><input type="checkbox" checked=${window.days.includes(day)} onChange=${() => toggle(day)} /> ${day}</label>`)}
+    </div>
+    <label>From <input type="time" value=${window.start} onInput=${(event) => onChange({ ...window, start: event.target.value })} /></label>
+    <label>Until <input value=${window.end} placeholder="20:00 or 24:00" onInput=${(event) => onChange({ ...window, end: event.target.value })} /></label>
+    <button type="button" class="secondary" onClick=${onRemove}>Remove</button>
+  </div>`
+}
+
+function Preview({ credential, draft }) {
+  const [contact, setContact] = useState({ phone: '', timezone: '' })
+  const [result, setResult] = useState()
+  const [error, setError] = useState()
+  const run = async (event) => {
+    event.preventDefault()
+    setError(undefined)
+    try {
+      const body = { schedule: scheduleOf(draft), count: 5 }
+      if (contact.phone.trim() !== '') body.phone = contact.phone.trim()
+      if (contact.timezone.trim() !== '') body.timezone = contact.timezone.trim()
+      setResult(await call(credential.token, 'POST', '/admin/v1/schedule-preview', body))
+    } catch (failure) {
+      setResult(undefined)
+      setError(failure)
+    }
+  }
+  return html`<section class="card" aria-label="Schedule preview">
+    <h3>Preview</h3>
+    <p class="muted">When this schedule lets outreach start for one contact: the next five periods open in every zone the contact may be in.</p>
+    <div class="inline-form">
+      <label>Phone <input name="preview-phone" placeholder="+34 612 34 56 78" value=${contact.phone} onInput=${(event) => setContact({ ...contact, phone: event.target.value })} /></label>
+      <label>or zone <input name="preview-zone" placeholder="America/New_York" value=${contact.timezone} onInput=${(event) => setContact({ ...contact, timezone: event.target.value })} /></label>
+      <button type="button" onClick=${run}>Preview</button>
+    </div>
+    <${Failure} error=${error} />
+    ${result === undefined
+      ? null
+      : html`<div class="preview">
+          <p>Read in ${result.zones.map((zone) => html`<code class="zone">${zone}</code> `)} <span class="muted">(${result.zone_source})</span></p>
+          ${result.openings.length === 0
+            ? html`<p class="muted">It never opens in all of them at once.</p>`
+            : html`<table class="openings">
+                <thead><tr><th>Opens</th><th>Closes</th></tr></thead>
+                <tbody>
+                  ${result.openings.map(
+                    (opening) => html`<tr>
+                      <td><${Instant} at=${opening.opens_at} zones=${result.zones} /></td>
+                      <td>${opening.closes_at === null ? html`<span class="muted">stays open</span>` : html`<${Instant} at=${opening.closes_at} zones=${result.zones} />`}</td>
+                    </tr>`,
+                  )}
+                </tbody>
+              </table>`}
+        </div>`}
+  </section>`
+}
+
+function CampaignForm({ credential, orgId, campaign }) {
+  const isNew = campaign === undefined
+  const [draft, setDraft] = useState(() => draftOf(campaign))
+  const [error, setError] = useState()
+  const [saved, setSaved] = useState(false)
+  const set = (field) => (event) => setDraft({ ...draft, [field]: event.target.value })
+  const path = `/admin/v1/organizations/${encodeURIComponent(orgId)}/campaigns`
+  const save = async (event) => {
+    event.preventDefault()
+    setError(undefined)
+    setSaved(false)
+    try {
+      const body = bodyOf(draft, isNew)
+      const result = isNew ? await call(credential.token, 'POST', path, body) : await call(credential.token, 'PATCH', `${path}/${encodeURIComponent(campaign.id)}`, body)
+      if (isNew) location.hash = `#/organizations/${encodeURIComponent(orgId)}/campaigns/${encodeURIComponent(result.id)}`
+      else setSaved(true)
+    } catch (failure) {
+      setError(failure)
+    }
+  }
+  const windows = (next) => setDraft({ ...draft, windows: next })
+  return html`<div>
+    <p><a href=${`#/organizations/${encodeURIComponent(orgId)}`}>← Organization</a></p>
+    <h2>${isNew ? 'New campaign' : `${campaign.routing_key} · ${campaign.channel}`}</h2>
+    <form onSubmit=${save} aria-label="Campaign settings">
+      <section class="card grid-form">
+        ${isNew
+          ? html`<label>Routing key <input name="routing_key" required value=${draft.routing_key} onInput=${set('routing_key')} placeholder="screening" /></label>
+              <label>Channel
+                <select name="channel" value=${draft.channel} onChange=${set('channel')}><option value="voice">voice</option><option value="whatsapp">whatsapp</option></select>
+              </label>`
+          : null}
+        <label>Name <input name="name" value=${draft.name} onInput=${set('name')} placeholder="Defaults to the routing key" /></label>
+        <label>Provider
+          <select name="provider" value=${draft.provider} onChange=${set('provider')}>${PROVIDERS.map((provider) => html`<option value=${provider}>${provider}</option>`)}</select>
+        </label>
+        <label>Most at once <input name="max_concurrent" inputmode="numeric" value=${draft.max_concurrent} onInput=${set('max_concurrent')} placeholder="no limit" /></label>
+      </section>
+      <section class="card">
+        <h3>Schedule</h3>
+        <div class="grid-form">
+          <label>Read in
+            <select name="zone-mode" value=${draft.zoneMode} onChange=${set('zoneMode')}>
+              <option value="contact">each contact's own zones</option>
+              <option value="fixed">one zone for every contact</option>
+            </select>
+          </label>
+          ${draft.zoneMode === 'fixed' ? html`<label>Zone <input name="zone" value=${draft.zone} onInput=${set('zone')} placeholder="Europe/Berlin" /></label>` : null}
+          <label>Zone for numbers of no country <input name="fallback_timezone" value=${draft.fallback_timezone} onInput=${set('fallback_timezone')} placeholder="none" /></label>
+          <label>Blackout dates <input name="blackout_dates" value=${draft.blackout_dates} onInput=${set('blackout_dates')} placeholder="2026-12-25, 2027-01-01" /></label>
+          <label>Starts at <input name="starts_at" value=${draft.starts_at} onInput=${set('starts_at')} placeholder="2026-12-01T09:00:00+01:00" /></label>
+          <label>Ends at <input name="ends_at" value=${draft.ends_at} onInput=${set('ends_at')} placeholder="none" /></label>
+        </div>
+        <h4>Windows (local time)</h4>
+        ${draft.windows.map(
+          (window, index) => html`<${WindowRow}
+            window=${window}
+            onChange=${(changed) => windows(draft.windows.map((each, i) => (i === index ? changed : each)))}
+            onRemove=${() => windows(draft.windows.filter((_, i) => i !== index))}
+          />`,
+        )}
+        <button type="button" class="secondary" onClick=${() => windows([...draft.windows, { ...DEFAULT_WINDOW, days: [...DEFAULT_WINDOW.days] }])}>Add a window</button>
+      </section>
+      <section class="card">
+        <h3>Attempts</h3>
+        <div class="grid-form">
+          <label>Most attempts <input name="max_attempts" inputmode="numeric" value=${draft.max_attempts} onInput=${set('max_attempts')} placeholder="3" /></label>
+          <label>Expires after (s) <input name="expire_after_s" inputmode="numeric" value=${draft.expire_after_s} onInput=${set('expire_after_s')} placeholder="604800" /></label>
+          ${RETRY_OUTCOMES.map(
+            (outcome) => html`<label>Retry after ${outcome} (s)
+              <input inputmode="numeric" value=${draft.retry_delays_s[outcome]} onInput=${(event) => setDraft({ ...draft, retry_delays_s: { ...draft.retry_delays_s, [outcome]: event.target.value } })} placeholder="default" />
+            </label>`,
+          )}
+        </div>
+      </section>
+      <section class="card grid-form">
+        <label>Default context (JSON) <textarea name="context" rows="4" value=${draft.context} onInput=${set('context')}></textarea></label>
+        <label>Provider settings (JSON) <textarea name="provider_config" rows="4" value=${draft.provider_config} onInput=${set('provider_config')}></textarea></label>
+      </section>
+      <${Failure} error=${error} />
+      ${saved ? html`<p class="saved" role="status">Saved. Tasks already waiting follow the new settings from their next step on.</p>` : null}
+      <button type="submit">${isNew ? 'Create campaign' : 'Save changes'}</button>
+    </form>
+    <${Preview} credential=${credential} draft=${draft} />
+  </div>`
+}
+
+export function CampaignPage({ credential, orgId, campaignId }) {
+  const loaded = useLoad(
+    () => (campaignId === 'new' ? Promise.resolve(undefined) : call(credential.token, 'GET', `/admin/v1/organizations/${encodeURIComponent(orgId)}/campaigns`)),
+    [orgId, campaignId],
+  )
+  if (loaded.error) return html`<${Failure} error=${loaded.error} />`
+  if (loaded.loading) return html`<p class="loading">Loading…</p>`
+  if (campaignId === 'new') return html`<${CampaignForm} credential=${credential} orgId=${orgId} />`
+  const campaign = loaded.data.find((each) => each.id === campaignId)
+  if (campaign === undefined) return html`<${Failure} error=${{ message: `No campaign ${campaignId} in this organization.` }} />`
+  return html`<${CampaignForm} key=${campaign.id + campaign.updated_at} credential=${credential} orgId=${orgId} campaign=${campaign} />`
+}
