@@ -11,6 +11,7 @@ import { existsSync, mkdirSync } from 'node:fs'
 import path from 'node:path'
 import { after, before, describe, test } from 'node:test'
 import type { Browser, BrowserContext, Page } from 'playwright-core'
+import { Webhook } from 'standardwebhooks'
 import { type Receiver, startReceiver } from './support/receiver.ts'
 import { bearer, json, OPERATOR_TOKEN, startService, type TestService } from './support/service.ts'
 
@@ -256,6 +257,35 @@ describe('the console in a browser', { skip: existsSync(CHROMIUM) ? false : `no 
       assert.equal(state.status, 'completed')
       assert.equal(state.outcome, 'cancelled')
       assert.equal(await page.getByRole('button', { name: 'Cancel task' }).count(), 0)
+    } finally {
+      await context.close()
+    }
+  })
+
+  test("an endpoint's secret is rotated, shown once, and signs the next webhook; the endpoint is disabled and enabled again", async () => {
+    const { context, page } = await signedIn(key)
+    try {
+      await page.getByRole('link', { name: 'Webhooks' }).click()
+      const endpoint = page.getByRole('article', { name: receiver.url })
+      await endpoint.getByText('enabled', { exact: true }).waitFor()
+      await endpoint.getByRole('button', { name: 'Disable' }).click()
+      await endpoint.getByText('disabled', { exact: true }).waitFor()
+      await endpoint.getByRole('button', { name: 'Enable' }).click()
+      await endpoint.getByText('enabled', { exact: true }).waitFor()
+      await endpoint.getByRole('button', { name: 'Rotate secret' }).click()
+      await endpoint.getByRole('button', { name: 'Rotate: the old one works 24 h more' }).click()
+      const secret = (await page.locator('.shown-once .secret').textContent())!
+      assert.match(secret, /^whsec_/)
+      await shot(page, 'webhooks')
+      const sent = await trigger({ contact: { first_name: 'Alan', phone: '+44 20 7946 0960', timezone: 'Europe/London' }, test_mode: true })
+      const delivered = (request: { body: string }) => JSON.parse(request.body).data.task_id === sent.task_id && JSON.parse(request.body).type === 'task.completed'
+      for (let waited = 0; !receiver.received.some(delivered); waited += 50) {
+        assert.ok(waited < 10_000, 'the next webhook is delivered')
+        await new Promise((resolve) => setTimeout(resolve, 50))
+      }
+      const request = receiver.received.find(delivered)!
+      // Signed with the new secret (and, for a day, the previous one too).
+      assert.doesNotThrow(() => new Webhook(secret).verify(request.body, request.headers as Record<string, string>))
     } finally {
       await context.close()
     }

@@ -9,6 +9,7 @@ import { OrganizationPage, OrganizationsPage } from './pages/organizations.js'
 import { SignIn } from './pages/signIn.js'
 import { TaskPage } from './pages/task.js'
 import { TasksPage } from './pages/tasks.js'
+import { WebhooksPage } from './pages/webhooks.js'
 import { html, render, useEffect, useState } from './ui.js'
 
 /** The route in the fragment: its path parts and its query. */
@@ -33,7 +34,9 @@ function Shell({ credential, onSignOut, children }) {
       ? html`<span class="who">Operator</span>`
       : html`<span class="who">${credential.key.organization.name} <span class="muted">· key ${credential.key.name}</span></span>`
   const links =
-    credential.kind === 'operator' ? [['#/organizations', 'Organizations']] : [['#/tasks', 'Tasks']]
+    credential.kind === 'operator'
+      ? [['#/organizations', 'Organizations']]
+      : [['#/tasks', 'Tasks'], ...(credential.key.scopes.includes('webhooks:manage') ? [['#/webhooks', 'Webhooks']] : [])]
   return html`<div class="shell">
     <header class="top">
       <a class="brand" href="#/">Conversation Trigger Service</a>
@@ -59,6 +62,7 @@ function pageFor(credential, { parts, query }) {
   }
   if (parts.length === 0 || (parts[0] === 'tasks' && parts.length === 1)) return html`<${TasksPage} credential=${credential} query=${query} />`
   if (parts[0] === 'tasks' && parts.length === 2) return html`<${TaskPage} credential=${credential} taskId=${parts[1]} />`
+  if (parts[0] === 'webhooks' && parts.length === 1 && credential.key.scopes.includes('webhooks:manage')) return html`<${WebhooksPage} credential=${credential} />`
   return html`<${NotFound} />`
 }
 
