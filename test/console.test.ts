@@ -38,7 +38,7 @@ before(async () => {
       method: 'POST',
       url: `/admin/v1/organizations/${orgId}/api-keys`,
       headers: admin,
-      payload: { name: 'ATS production', scopes: ['triggers:write', 'triggers:read', 'webhooks:manage'] },
+      payload: { name: 'ATS production', scopes: ['triggers:write', 'triggers:read', 'webhooks:manage', 'suppressions:manage'] },
     }),
   ).data.key
   const campaign = await service.app.inject({
@@ -99,7 +99,7 @@ describe('the console is served', () => {
     assert.equal(described.statusCode, 200, described.body)
     const data = json(described).data
     assert.equal(data.name, 'ATS production')
-    assert.deepEqual(data.scopes, ['triggers:write', 'triggers:read', 'webhooks:manage'])
+    assert.deepEqual(data.scopes, ['triggers:write', 'triggers:read', 'webhooks:manage', 'suppressions:manage'])
     assert.equal(data.organization.id, orgId)
     assert.equal(data.organization.name, 'Acme Recruiting')
     assert.equal(data.key, undefined, 'never the key itself')
@@ -288,6 +288,41 @@ describe('the console in a browser', { skip: existsSync(CHROMIUM) ? false : `no 
       assert.doesNotThrow(() => new Webhook(secret).verify(request.body, request.headers as Record<string, string>))
     } finally {
       await context.close()
+    }
+  })
+
+  test('a number is suppressed in any written form, listed in E.164, and lifted; a key without the scope is not offered the page', async () => {
+    const { context, page } = await signedIn(key)
+    try {
+      await page.getByRole('link', { name: 'Suppressions' }).click()
+      await page.getByText('No number is suppressed').waitFor()
+      await page.getByLabel('Number', { exact: true }).fill('+44 (0)20 7946 0001')
+      await page.getByRole('button', { name: 'Suppress' }).click()
+      const row = page.getByRole('row', { name: /\+442079460001/ })
+      await row.getByText('added by you').waitFor()
+      await shot(page, 'suppressions')
+      await page.getByLabel('Number', { exact: true }).fill('020 7946 0001')
+      await page.getByRole('button', { name: 'Suppress' }).click()
+      await page.getByRole('alert').waitFor()
+      await row.getByRole('button', { name: 'Lift' }).click()
+      await row.getByRole('button', { name: 'Lift: it may be contacted again' }).click()
+      await page.getByText('No number is suppressed').waitFor()
+    } finally {
+      await context.close()
+    }
+    const narrow = json(
+      await service.app.inject({ method: 'POST', url: `/admin/v1/organizations/${orgId}/api-keys`, headers: bearer(OPERATOR_TOKEN), payload: { name: 'reader', scopes: ['triggers:read'] } }),
+    ).data.key
+    const reader = await signedIn(narrow)
+    try {
+      await reader.page.getByRole('link', { name: 'Tasks' }).waitFor()
+      assert.equal(await reader.page.getByRole('link', { name: 'Suppressions' }).count(), 0)
+      assert.equal(await reader.page.getByRole('link', { name: 'Webhooks' }).count(), 0)
+      await reader.page.goto(`${baseUrl}/console/#/tasks/${completed.task_id}`)
+      await reader.page.getByRole('heading', { name: 'Interactions' }).waitFor()
+      assert.equal(await reader.page.getByRole('button', { name: 'Resend' }).count(), 0, 'no resend without webhooks:manage')
+    } finally {
+      await reader.context.close()
     }
   })
 

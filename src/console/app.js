@@ -8,6 +8,7 @@ import { CampaignPage } from './pages/campaign.js'
 import { OrganizationPage, OrganizationsPage } from './pages/organizations.js'
 import { SignIn } from './pages/signIn.js'
 import { TaskPage } from './pages/task.js'
+import { SuppressionsPage } from './pages/suppressions.js'
 import { TasksPage } from './pages/tasks.js'
 import { WebhooksPage } from './pages/webhooks.js'
 import { html, render, useEffect, useState } from './ui.js'
@@ -36,7 +37,11 @@ function Shell({ credential, onSignOut, children }) {
   const links =
     credential.kind === 'operator'
       ? [['#/organizations', 'Organizations']]
-      : [['#/tasks', 'Tasks'], ...(credential.key.scopes.includes('webhooks:manage') ? [['#/webhooks', 'Webhooks']] : [])]
+      : [
+          ['#/tasks', 'Tasks'],
+          ...(credential.key.scopes.includes('webhooks:manage') ? [['#/webhooks', 'Webhooks']] : []),
+          ...(credential.key.scopes.includes('suppressions:manage') ? [['#/suppressions', 'Suppressions']] : []),
+        ]
   return html`<div class="shell">
     <header class="top">
       <a class="brand" href="#/">Conversation Trigger Service</a>
@@ -62,7 +67,9 @@ function pageFor(credential, { parts, query }) {
   }
   if (parts.length === 0 || (parts[0] === 'tasks' && parts.length === 1)) return html`<${TasksPage} credential=${credential} query=${query} />`
   if (parts[0] === 'tasks' && parts.length === 2) return html`<${TaskPage} credential=${credential} taskId=${parts[1]} />`
-  if (parts[0] === 'webhooks' && parts.length === 1 && credential.key.scopes.includes('webhooks:manage')) return html`<${WebhooksPage} credential=${credential} />`
+  const may = (scope) => credential.key.scopes.includes(scope)
+  if (parts[0] === 'webhooks' && parts.length === 1 && may('webhooks:manage')) return html`<${WebhooksPage} credential=${credential} />`
+  if (parts[0] === 'suppressions' && parts.length === 1 && may('suppressions:manage')) return html`<${SuppressionsPage} credential=${credential} />`
   return html`<${NotFound} />`
 }
 
