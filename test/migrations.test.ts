@@ -2,6 +2,7 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import { deliveriesOf } from '../src/store/deliveries.ts'
+import { findTask } from '../src/store/tasks.ts'
 import { findTrigger } from '../src/store/triggers.ts'
 import { databaseBeforeMigration } from './support/service.ts'
 
@@ -84,6 +85,48 @@ test('019: a trigger recorded before names its task, and an event written before
     const endpoints = async (eventId: string) => (await deliveriesOf(db, eventId)).map((delivery) => delivery.endpointId)
     assert.deepEqual(await endpoints('evt_1'), ['whe_1', 'whe_2'])
     assert.deepEqual(await endpoints('evt_2'), ['whe_1'])
+  } finally {
+    await database.drop()
+  }
+})
+
+test('023: a task recorded before names its interactions, outbound and inbound, and its page lists them in order', async () => {
+  const database = await databaseBeforeMigration(23)
+  try {
+    const { db } = database
+    const at = (minute: number) => `'2026-06-01T10:${String(minute).padStart(2, '0')}:00Z'`
+    await db.exec(`
+      INSERT INTO organizations (id, name, created_at) VALUES ('org_1', 'Acme', ${at(0)});
+      INSERT INTO campaigns (id, org_id, routing_key, channel, name, schedule, attempts, created_at, updated_at) VALUES
+        ('cmp_1', 'org_1', 'screening', 'whatsapp', 'Screening', '{"timezone": "contact", "windows": []}',
+         '{"max": 3, "retry_delays_s": {}, "expire_after_s": 604800}', ${at(0)}, ${at(0)});
+      INSERT INTO triggers (id, org_id, api_key_id, campaign_id, request_id, ids, contact, context, test_mode, created_at, task_id) VALUES
+        ('trg_1', 'org_1', 'key_1', 'cmp_1', 'r1', '[]', '{"phone": "+442079460958"}', '{}', false, ${at(0)}, 'tsk_1'),
+        ('trg_2', 'org_1', 'key_1', 'cmp_1', 'r2', '[]', '{"phone": "+442079460959"}', '{}', false, ${at(0)}, 'tsk_2');
+      INSERT INTO tasks (id, org_id, trigger_id, campaign_id, status, context, test_mode, due_at, created_at, updated_at, expires_at, contact, timezones, timezone_source, outcome, attempts) VALUES
+        ('tsk_1', 'org_1', 'trg_1', 'cmp_1', 'completed', '{}', false, ${at(0)}, ${at(0)}, ${at(0)}, ${at(59)}, '{"phone": "+442079460958"}', '{Europe/London}', 'phone', 'reached', 2),
+        ('tsk_2', 'org_1', 'trg_2', 'cmp_1', 'pending', '{}', false, ${at(0)}, ${at(0)}, ${at(0)}, ${at(59)}, '{"phone": "+442079460959"}', '{Europe/London}', 'phone', NULL, 0);
+      INSERT INTO interactions (id, org_id, task_id, campaign_id, channel, provider, provider_config, direction, attempt, status, to_phone, test_mode, outcome, started_at, ended_at) VALUES
+        ('int_b', 'org_1', 'tsk_1', 'cmp_1', 'whatsapp', 'simulator', '{}', 'outbound', 2, 'finalized', '+442079460958', false, 'completed', ${at(20)}, ${at(21)}),
+        ('int_a', 'org_1', 'tsk_1', 'cmp_1', 'whatsapp', 'simulator', '{}', 'outbound', 1, 'finalized', '+442079460958', false, 'no_answer', ${at(10)}, ${at(11)}),
+        ('int_c', 'org_1', 'tsk_1', 'cmp_1', 'whatsapp', 'simulator', '{}', 'inbound', NULL, 'finalized', '+442079460958', false, 'replied', ${at(30)}, ${at(30)}),
+        ('int_z', 'org_1', NULL, 'cmp_1', 'whatsapp', 'simulator', '{}', 'inbound', NULL, 'finalized', '+442079460999', false, 'replied', ${at(40)}, ${at(40)});
+    `)
+    await database.upgrade()
+    const named = await db.query<{ id: string; interaction_ids: string[] }>('SELECT id, interaction_ids FROM tasks ORDER BY id')
+    assert.deepEqual(named, [
+      { id: 'tsk_1', interaction_ids: ['int_a', 'int_b', 'int_c'] },
+      { id: 'tsk_2', interaction_ids: [] },
+    ])
+    const task = await findTask(db, 'org_1', 'tsk_1')
+    assert.deepEqual(
+      task!.interactions.map((interaction) => [interaction.id, interaction.attempt]),
+      [
+        ['int_a', 1],
+        ['int_b', 2],
+        ['int_c', null],
+      ],
+    )
   } finally {
     await database.drop()
   }

@@ -64,12 +64,19 @@ export interface NewInteraction {
   startedAt: number
 }
 
-/** Records an interaction as starting: the provider is asked only once this is committed. */
+/**
+ * Records an interaction as starting: the provider is asked only once this is
+ * committed. Its task, if it has one, names it (migration 023).
+ */
 export async function insertInteraction(tx: Queryable, interaction: NewInteraction): Promise<void> {
   await tx.query(
-    `INSERT INTO interactions (id, org_id, task_id, campaign_id, channel, provider, provider_config, direction, attempt, status,
-                               to_phone, test_mode, settle_at, started_by, started_at)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 'starting', $10, $11, $12, $13, $14)`,
+    `WITH made AS (
+       INSERT INTO interactions (id, org_id, task_id, campaign_id, channel, provider, provider_config, direction, attempt, status,
+                                 to_phone, test_mode, settle_at, started_by, started_at)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 'starting', $10, $11, $12, $13, $14)
+       RETURNING id, task_id
+     )
+     UPDATE tasks SET interaction_ids = tasks.interaction_ids || made.id FROM made WHERE tasks.id = made.task_id`,
     [
       interaction.id,
       interaction.orgId,

@@ -172,7 +172,7 @@ export async function beginAttempts(
   if (attempts.length === 0) return new Map()
   const rows = await tx.query<{ task_id: string; attempt: number }>(
     `WITH begun AS (
-       UPDATE tasks t SET status = 'in_progress', attempts = t.attempts + 1, updated_at = $4
+       UPDATE tasks t SET status = 'in_progress', attempts = t.attempts + 1, interaction_ids = t.interaction_ids || v.interaction_id, updated_at = $4
        FROM unnest($1::text[], $2::text[]) AS v(task_id, interaction_id)
        WHERE t.id = v.task_id AND t.status || '' = 'pending'
          AND NOT EXISTS (SELECT 1 FROM suppressions s WHERE s.org_id = t.org_id AND s.phone = t.contact->>'phone')
@@ -328,22 +328,24 @@ interface TaskRow {
   created_at: Date
   expires_at: Date
   completed_at: Date | null
+  interaction_ids: string[]
   campaign_paused: boolean
 }
 
 const TASK_SELECT = `
   SELECT t.id, t.org_id, t.trigger_id, t.campaign_id, c.routing_key, c.channel, t.status, t.outcome, t.attempts,
          t.due_at, t.contact, t.timezones, t.timezone_source, t.test_mode, tr.ids, t.created_at, t.expires_at, t.completed_at,
-         t.status = 'pending' AND c.paused_at IS NOT NULL AS campaign_paused
+         t.interaction_ids, t.status = 'pending' AND c.paused_at IS NOT NULL AS campaign_paused
   FROM tasks t
   JOIN triggers tr ON tr.id = t.trigger_id
   JOIN campaigns c ON c.id = t.campaign_id`
 
 async function withInteractions(db: Queryable, rows: TaskRow[]): Promise<Task[]> {
   if (rows.length === 0) return []
+  // Each by primary key, as its task names it (migration 023).
   const interactions = await db.query<InteractionRow>(
-    `SELECT * FROM interactions WHERE task_id = ANY($1::text[]) ORDER BY task_id, attempt`,
-    [rows.map((row) => row.id)],
+    `SELECT * FROM interactions WHERE id = ANY($1::text[]) ORDER BY task_id, attempt, started_at`,
+    [rows.flatMap((row) => row.interaction_ids)],
   )
   const byTask = new Map<string, Interaction[]>()
   for (const row of interactions) {
