@@ -397,6 +397,25 @@ describe('the console in a browser', { skip: existsSync(CHROMIUM) ? false : `no 
     }
   })
 
+  test("the operator reads the service's queues: with every task settled, nothing is due, running or undelivered", async () => {
+    const depths = json(await service.app.inject({ method: 'GET', url: '/admin/v1/queues', headers: bearer(OPERATOR_TOKEN) })).data
+    assert.equal(depths.interactions.running, 0)
+    assert.equal(depths.tasks.due, 0)
+    assert.equal(depths.tasks.oldest_due_at, null)
+    assert.equal(depths.deliveries.pending, 0)
+    assert.equal((await service.app.inject({ method: 'GET', url: '/admin/v1/queues', headers: bearer(key) })).statusCode, 403)
+    const { context, page } = await signedIn(OPERATOR_TOKEN)
+    try {
+      await page.getByRole('link', { name: 'Queues' }).click()
+      const tasks = page.getByRole('region', { name: 'Tasks' })
+      await tasks.getByText('Longest due: none').waitFor()
+      await page.getByRole('region', { name: 'Webhook deliveries' }).getByText('retrying').waitFor()
+      await shot(page, 'queues')
+    } finally {
+      await context.close()
+    }
+  })
+
   test('the operator signs in, opens the organization, issues a key shown once, and revokes it', async () => {
     const { context, page } = await signedIn(OPERATOR_TOKEN)
     try {

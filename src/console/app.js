@@ -6,6 +6,7 @@
 import { forgetCredential, storedCredential } from './api.js'
 import { CampaignPage } from './pages/campaign.js'
 import { OrganizationPage, OrganizationsPage } from './pages/organizations.js'
+import { QueuesPage } from './pages/queues.js'
 import { SignIn } from './pages/signIn.js'
 import { TaskPage } from './pages/task.js'
 import { SuppressionsPage } from './pages/suppressions.js'
@@ -36,7 +37,10 @@ function Shell({ credential, onSignOut, children }) {
       : html`<span class="who">${credential.key.organization.name} <span class="muted">· key ${credential.key.name}</span></span>`
   const links =
     credential.kind === 'operator'
-      ? [['#/organizations', 'Organizations']]
+      ? [
+          ['#/organizations', 'Organizations'],
+          ['#/queues', 'Queues'],
+        ]
       : [
           ['#/tasks', 'Tasks'],
           ...(credential.key.scopes.includes('webhooks:manage') ? [['#/webhooks', 'Webhooks']] : []),
@@ -59,6 +63,7 @@ function NotFound() {
 function pageFor(credential, { parts, query }) {
   if (credential.kind === 'operator') {
     if (parts.length === 0 || (parts[0] === 'organizations' && parts.length === 1)) return html`<${OrganizationsPage} credential=${credential} />`
+    if (parts[0] === 'queues' && parts.length === 1) return html`<${QueuesPage} credential=${credential} />`
     if (parts[0] === 'organizations' && parts.length === 2) return html`<${OrganizationPage} credential=${credential} orgId=${parts[1]} />`
     if (parts[0] === 'organizations' && parts[2] === 'campaigns' && parts.length === 4) {
       return html`<${CampaignPage} credential=${credential} orgId=${parts[1]} campaignId=${parts[3]} />`

@@ -29,6 +29,7 @@ import {
   updateCampaign as updateStoredCampaign,
 } from '../store/campaigns.ts'
 import { findOrganization, insertOrganization, listOrganizations as listStoredOrganizations } from '../store/organizations.ts'
+import { type QueueDepths, queueDepths } from '../store/queues.ts'
 import { deleteSource, insertSource, listSources, updateSource } from '../store/sources.ts'
 import { generateApiKey } from './credentials.ts'
 
@@ -45,6 +46,11 @@ export async function createOrganization(ops: Operations, name: string): Promise
   const organization = { id: newId('organization', ops.now()), name, createdAt: isoNow(ops) }
   await insertOrganization(ops.db, organization)
   return organization
+}
+
+/** How much work waits now in each queue: due tasks, running interactions, pending deliveries. */
+export function queues(ops: Operations): Promise<QueueDepths> {
+  return queueDepths(ops.db, ops.now())
 }
 
 /** The newest organizations first, at most `limit`. */

@@ -7,6 +7,7 @@ import type { CampaignPauses } from '../../../services/campaignPauses.ts'
 import { apiKeyRoutes } from './apiKeys.ts'
 import { campaignRoutes } from './campaigns.ts'
 import { organizationRoutes } from './organizations.ts'
+import { queueRoutes } from './queues.ts'
 import { sourceRoutes } from './sources.ts'
 import type { SourceDirectory } from '../../../services/sourceDirectory.ts'
 
@@ -18,4 +19,5 @@ export function adminRoutes(
   apiKeyRoutes(app, deps)
   campaignRoutes(app, deps)
   sourceRoutes(app, deps)
+  queueRoutes(app, deps)
 }
