@@ -64,6 +64,20 @@ async function trigger(body: object): Promise<{ id: string; task_id: string }> {
   return json(response).data
 }
 
+/** Waits, polling every 50 ms, until `done` holds; fails with `what` after 10 s. */
+async function waitUntil(what: string, done: () => boolean | Promise<boolean>): Promise<void> {
+  for (let waited = 0; !(await done()); waited += 50) {
+    assert.ok(waited < 10_000, what)
+    await new Promise((resolve) => setTimeout(resolve, 50))
+  }
+}
+
+/** Whether a request the receiver got is the task.completed webhook of this task. */
+const completionOf = (taskId: string) => (request: { body: string }) => {
+  const event = JSON.parse(request.body)
+  return event.type === 'task.completed' && event.data.task_id === taskId
+}
+
 async function taskState(id: string) {
   return json(await service.app.inject({ method: 'GET', url: `/api/v2/tasks/${id}`, headers: bearer(key) })).data
 }
@@ -173,15 +187,8 @@ describe('the console in a browser', { skip: existsSync(CHROMIUM) ? false : `no 
       not_before: new Date(Date.now() + 86_400_000).toISOString(),
     })
     await service.app.workers!.start()
-    for (let waited = 0; (await taskState(completed.task_id)).status !== 'completed'; waited += 50) {
-      assert.ok(waited < 10_000, 'the simulator call completes')
-      await new Promise((resolve) => setTimeout(resolve, 50))
-    }
-    const completedEvent = (request: { body: string }) => JSON.parse(request.body).data.task_id === completed.task_id && JSON.parse(request.body).type === 'task.completed'
-    for (let waited = 0; !receiver.received.some(completedEvent); waited += 50) {
-      assert.ok(waited < 10_000, 'its task.completed reaches the receiver')
-      await new Promise((resolve) => setTimeout(resolve, 50))
-    }
+    await waitUntil('the simulator call completes', async () => (await taskState(completed.task_id)).status === 'completed')
+    await waitUntil('its task.completed reaches the receiver', () => receiver.received.some(completionOf(completed.task_id)))
   })
 
   after(async () => {
@@ -278,12 +285,8 @@ describe('the console in a browser', { skip: existsSync(CHROMIUM) ? false : `no 
       assert.match(secret, /^whsec_/)
       await shot(page, 'webhooks')
       const sent = await trigger({ contact: { first_name: 'Alan', phone: '+44 20 7946 0960', timezone: 'Europe/London' }, test_mode: true })
-      const delivered = (request: { body: string }) => JSON.parse(request.body).data.task_id === sent.task_id && JSON.parse(request.body).type === 'task.completed'
-      for (let waited = 0; !receiver.received.some(delivered); waited += 50) {
-        assert.ok(waited < 10_000, 'the next webhook is delivered')
-        await new Promise((resolve) => setTimeout(resolve, 50))
-      }
-      const request = receiver.received.find(delivered)!
+      await waitUntil('the next webhook is delivered', () => receiver.received.some(completionOf(sent.task_id)))
+      const request = receiver.received.find(completionOf(sent.task_id))!
       // Signed with the new secret (and, for a day, the previous one too).
       assert.doesNotThrow(() => new Webhook(secret).verify(request.body, request.headers as Record<string, string>))
     } finally {

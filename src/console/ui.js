@@ -75,6 +75,23 @@ export function useLoad(load, keys) {
   return { loading: !settled, data: settled ? state.data : undefined, error: settled ? state.error : undefined, reload: () => setGeneration((n) => n + 1) }
 }
 
+/**
+ * An action the viewer starts (a save, a cancel), and its failure to show:
+ * `run(act)` clears the last failure, awaits `act`, and keeps what it threw.
+ */
+export function useAction() {
+  const [error, setError] = useState()
+  const run = async (act) => {
+    setError(undefined)
+    try {
+      await act()
+    } catch (failure) {
+      setError(failure)
+    }
+  }
+  return { error, run }
+}
+
 /** A button for an action that cannot be undone: the first click asks, the second acts. */
 export function ConfirmButton({ label, confirmLabel, onConfirm, disabled }) {
   const [asking, setAsking] = useState(false)

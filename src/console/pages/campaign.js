@@ -3,7 +3,7 @@
  * means for one contact (POST /admin/v1/schedule-preview) before it is saved.
  */
 import { call } from '../api.js'
-import { Failure, html, Instant, useLoad, useState } from '../ui.js'
+import { Failure, html, Instant, useAction, useLoad, useState } from '../ui.js'
 
 const WEEKDAYS = ['mon', 'tue', 'wed', 'thu', 'fri', 'sat', 'sun']
 const RETRY_OUTCOMES = ['no_answer', 'busy', 'voicemail', 'failed']
@@ -98,20 +98,15 @@ function WindowRow({ window, onChange, onRemove }) {
 function Preview({ credential, draft }) {
   const [contact, setContact] = useState({ phone: '', timezone: '' })
   const [result, setResult] = useState()
-  const [error, setError] = useState()
-  const run = async (event) => {
-    event.preventDefault()
-    setError(undefined)
-    try {
+  const previewing = useAction()
+  const run = () =>
+    previewing.run(async () => {
+      setResult(undefined)
       const body = { schedule: scheduleOf(draft), count: 5 }
       if (contact.phone.trim() !== '') body.phone = contact.phone.trim()
       if (contact.timezone.trim() !== '') body.timezone = contact.timezone.trim()
       setResult(await call(credential.token, 'POST', '/admin/v1/schedule-preview', body))
-    } catch (failure) {
-      setResult(undefined)
-      setError(failure)
-    }
-  }
+    })
   return html`<section class="card" aria-label="Schedule preview">
     <h3>Preview</h3>
     <p class="muted">When this schedule lets outreach start for one contact: the next five periods open in every zone the contact may be in.</p>
@@ -120,7 +115,7 @@ function Preview({ credential, draft }) {
       <label>or zone <input name="preview-zone" placeholder="America/New_York" value=${contact.timezone} onInput=${(event) => setContact({ ...contact, timezone: event.target.value })} /></label>
       <button type="button" onClick=${run}>Preview</button>
     </div>
-    <${Failure} error=${error} />
+    <${Failure} error=${previewing.error} />
     ${result === undefined
       ? null
       : html`<div class="preview">
@@ -145,22 +140,19 @@ function Preview({ credential, draft }) {
 function CampaignForm({ credential, orgId, campaign }) {
   const isNew = campaign === undefined
   const [draft, setDraft] = useState(() => draftOf(campaign))
-  const [error, setError] = useState()
+  const saving = useAction()
   const [saved, setSaved] = useState(false)
   const set = (field) => (event) => setDraft({ ...draft, [field]: event.target.value })
   const path = `/admin/v1/organizations/${encodeURIComponent(orgId)}/campaigns`
-  const save = async (event) => {
+  const save = (event) => {
     event.preventDefault()
-    setError(undefined)
     setSaved(false)
-    try {
+    return saving.run(async () => {
       const body = bodyOf(draft, isNew)
       const result = isNew ? await call(credential.token, 'POST', path, body) : await call(credential.token, 'PATCH', `${path}/${encodeURIComponent(campaign.id)}`, body)
       if (isNew) location.hash = `#/organizations/${encodeURIComponent(orgId)}/campaigns/${encodeURIComponent(result.id)}`
       else setSaved(true)
-    } catch (failure) {
-      setError(failure)
-    }
+    })
   }
   const windows = (next) => setDraft({ ...draft, windows: next })
   return html`<div>
@@ -221,7 +213,7 @@ function CampaignForm({ credential, orgId, campaign }) {
         <label>Default context (JSON) <textarea name="context" rows="4" value=${draft.context} onInput=${set('context')}></textarea></label>
         <label>Provider settings (JSON) <textarea name="provider_config" rows="4" value=${draft.provider_config} onInput=${set('provider_config')}></textarea></label>
       </section>
-      <${Failure} error=${error} />
+      <${Failure} error=${saving.error} />
       ${saved ? html`<p class="saved" role="status">Saved. Tasks already waiting follow the new settings from their next step on.</p>` : null}
       <button type="submit">${isNew ? 'Create campaign' : 'Save changes'}</button>
     </form>

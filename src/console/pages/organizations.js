@@ -3,29 +3,26 @@
  * API keys (issue one, shown once; revoke one).
  */
 import { call } from '../api.js'
-import { Badge, ConfirmButton, Empty, Failure, html, Instant, ShownOnce, useLoad, useState } from '../ui.js'
+import { Badge, ConfirmButton, Empty, Failure, html, Instant, ShownOnce, useAction, useLoad, useState } from '../ui.js'
 
 const SCOPES = ['triggers:write', 'triggers:read', 'webhooks:manage', 'suppressions:manage', 'campaigns:manage']
 const DEFAULT_SCOPES = ['triggers:write', 'triggers:read']
 
 function NewOrganization({ credential, onCreated }) {
   const [name, setName] = useState('')
-  const [error, setError] = useState()
-  const submit = async (event) => {
+  const creating = useAction()
+  const submit = (event) => {
     event.preventDefault()
-    setError(undefined)
-    try {
+    return creating.run(async () => {
       const organization = await call(credential.token, 'POST', '/admin/v1/organizations', { name: name.trim() })
       setName('')
       onCreated(organization)
-    } catch (failure) {
-      setError(failure)
-    }
+    })
   }
   return html`<form class="card inline-form" onSubmit=${submit}>
     <label>New organization <input name="name" required maxlength="200" value=${name} onInput=${(event) => setName(event.target.value)} /></label>
     <button type="submit" disabled=${name.trim() === ''}>Create</button>
-    <${Failure} error=${error} />
+    <${Failure} error=${creating.error} />
   </form>`
 }
 
@@ -59,17 +56,14 @@ export function OrganizationsPage({ credential }) {
 function IssueKey({ credential, orgId, onIssued }) {
   const [name, setName] = useState('')
   const [scopes, setScopes] = useState(DEFAULT_SCOPES)
-  const [error, setError] = useState()
+  const issuing = useAction()
   const toggle = (scope) => setScopes(scopes.includes(scope) ? scopes.filter((s) => s !== scope) : [...scopes, scope])
-  const submit = async (event) => {
+  const submit = (event) => {
     event.preventDefault()
-    setError(undefined)
-    try {
+    return issuing.run(async () => {
       onIssued(await call(credential.token, 'POST', `/admin/v1/organizations/${encodeURIComponent(orgId)}/api-keys`, { name: name.trim(), scopes }))
       setName('')
-    } catch (failure) {
-      setError(failure)
-    }
+    })
   }
   return html`<form class="card" onSubmit=${submit} aria-label="Issue an API key">
     <h3>Issue an API key</h3>
@@ -78,7 +72,7 @@ function IssueKey({ credential, orgId, onIssued }) {
       <legend>Scopes</legend>
       ${SCOPES.map((scope) => html`<label class="check"><input type="checkbox" checked=${scopes.includes(scope)} onChange=${() => toggle(scope)} /> ${scope}</label>`)}
     </fieldset>
-    <${Failure} error=${error} />
+    <${Failure} error=${issuing.error} />
     <button type="submit" disabled=${name.trim() === '' || scopes.length === 0}>Issue key</button>
   </form>`
 }
@@ -114,7 +108,7 @@ function Campaigns({ orgId, campaigns }) {
 
 export function OrganizationPage({ credential, orgId }) {
   const [issued, setIssued] = useState()
-  const [actionError, setActionError] = useState()
+  const revoking = useAction()
   const path = `/admin/v1/organizations/${encodeURIComponent(orgId)}`
   const loaded = useLoad(async () => {
     const [organization, keys, campaigns] = await Promise.all([
@@ -127,15 +121,11 @@ export function OrganizationPage({ credential, orgId }) {
   if (loaded.error) return html`<div><p><a href="#/organizations">← Organizations</a></p><${Failure} error=${loaded.error} /></div>`
   if (loaded.loading) return html`<p class="loading">Loading…</p>`
   const { organization, keys, campaigns } = loaded.data
-  const revoke = async (key) => {
-    setActionError(undefined)
-    try {
+  const revoke = (key) =>
+    revoking.run(async () => {
       await call(credential.token, 'DELETE', `${path}/api-keys/${encodeURIComponent(key.id)}`)
       loaded.reload()
-    } catch (failure) {
-      setActionError(failure)
-    }
-  }
+    })
   return html`<div>
     <p><a href="#/organizations">← Organizations</a></p>
     <h2>${organization.name}</h2>
@@ -144,7 +134,7 @@ export function OrganizationPage({ credential, orgId }) {
     ${issued === undefined ? null : html`<${ShownOnce} label=${`The key "${issued.name}":`} secret=${issued.key} />`}
     <section class="card">
       <h3>API keys</h3>
-      <${Failure} error=${actionError} />
+      <${Failure} error=${revoking.error} />
       ${keys.length === 0
         ? html`<p class="muted">None yet: issue one below and give it to the organization's system.</p>`
         : html`<table>

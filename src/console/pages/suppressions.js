@@ -4,7 +4,7 @@
  * (by reply or through its provider) only the operator can lift.
  */
 import { call } from '../api.js'
-import { Badge, ConfirmButton, Empty, Failure, html, Instant, useLoad, useState } from '../ui.js'
+import { Badge, ConfirmButton, Empty, Failure, html, Instant, useAction, useLoad, useState } from '../ui.js'
 
 const PATH = '/api/v2/suppressions'
 const PAGE = 100
@@ -14,29 +14,22 @@ const REASONS = { manual: 'added by you', reply: 'replied to stop', provider: 'o
 export function SuppressionsPage({ credential }) {
   const [phone, setPhone] = useState('')
   const [after, setAfter] = useState([])
-  const [error, setError] = useState()
+  const action = useAction()
   const cursor = after.at(-1)
   const page = useLoad(() => call(credential.token, 'GET', `${PATH}?limit=${PAGE}${cursor === undefined ? '' : `&after=${encodeURIComponent(cursor)}`}`), [cursor ?? ''])
-  const add = async (event) => {
+  const add = (event) => {
     event.preventDefault()
-    setError(undefined)
-    try {
+    return action.run(async () => {
       await call(credential.token, 'POST', PATH, { phone: phone.trim() })
       setPhone('')
       page.reload()
-    } catch (failure) {
-      setError(failure)
-    }
+    })
   }
-  const lift = async (suppression) => {
-    setError(undefined)
-    try {
+  const lift = (suppression) =>
+    action.run(async () => {
       await call(credential.token, 'DELETE', `${PATH}/${encodeURIComponent(suppression.phone)}`)
       page.reload()
-    } catch (failure) {
-      setError(failure)
-    }
-  }
+    })
   let list
   if (page.error) list = html`<${Failure} error=${page.error} />`
   else if (page.loading) list = html`<p class="loading">Loading…</p>`
@@ -67,7 +60,7 @@ export function SuppressionsPage({ credential }) {
       <label>Number <input name="phone" required placeholder="+44 20 7946 0958" value=${phone} onInput=${(event) => setPhone(event.target.value)} /></label>
       <button type="submit" disabled=${phone.trim() === ''}>Suppress</button>
     </form>
-    <${Failure} error=${error} />
+    <${Failure} error=${action.error} />
     ${list}
   </div>`
 }

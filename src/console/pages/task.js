@@ -3,7 +3,7 @@
  * why, each interaction on a timeline, and cancel while it is not completed.
  */
 import { call } from '../api.js'
-import { Badge, ConfirmButton, Failure, html, Instant, useEffect, useLoad, useState } from '../ui.js'
+import { Badge, ConfirmButton, Failure, html, Instant, useAction, useEffect, useLoad } from '../ui.js'
 import { contactName, contactZones } from './tasks.js'
 
 /** What told a task's zones, in words (the task view's timezone_source). */
@@ -139,7 +139,7 @@ function Webhooks({ events, mayResend, onResend }) {
 }
 
 export function TaskPage({ credential, taskId }) {
-  const [actionError, setActionError] = useState()
+  const action = useAction()
   const loaded = useLoad(async () => {
     const task = await call(credential.token, 'GET', `/api/v2/tasks/${encodeURIComponent(taskId)}`)
     const [trigger, events] = await Promise.all([
@@ -161,24 +161,16 @@ export function TaskPage({ credential, taskId }) {
   if (loaded.loading) return html`<p class="loading">Loading the task…</p>`
   const { task, trigger, events } = loaded.data
   const mayCancel = credential.key.scopes.includes('triggers:write') && task.status !== 'completed'
-  const cancel = async () => {
-    setActionError(undefined)
-    try {
+  const cancel = () =>
+    action.run(async () => {
       await call(credential.token, 'POST', `/api/v2/tasks/${encodeURIComponent(task.id)}/cancel`)
       loaded.reload()
-    } catch (error) {
-      setActionError(error)
-    }
-  }
-  const resend = async (event) => {
-    setActionError(undefined)
-    try {
+    })
+  const resend = (event) =>
+    action.run(async () => {
       await call(credential.token, 'POST', `/api/v2/events/${encodeURIComponent(event.id)}/redeliver`)
       loaded.reload()
-    } catch (error) {
-      setActionError(error)
-    }
-  }
+    })
   const zones = contactZones(task)
   return html`<div class="task">
     <p><a href=${`#/tasks${trigger.ids.length > 0 ? `?source=${encodeURIComponent(trigger.ids[0].source)}&type=${encodeURIComponent(trigger.ids[0].type)}&value=${encodeURIComponent(trigger.ids[0].value)}` : ''}`}>← Tasks</a></p>
@@ -190,7 +182,7 @@ export function TaskPage({ credential, taskId }) {
       <span class="spacer"></span>
       ${mayCancel ? html`<${ConfirmButton} label="Cancel task" confirmLabel="Cancel it: no further attempt" onConfirm=${cancel} />` : null}
     </div>
-    <${Failure} error=${actionError} />
+    <${Failure} error=${action.error} />
     <p class="muted">${TASK_STATES[task.status]}${task.campaign_paused ? ' Its campaign is paused: nothing starts until it is resumed.' : ''}</p>
     <section class="card">
       <${Facts}

@@ -4,7 +4,7 @@
  * secret (shown once) and delete it.
  */
 import { call } from '../api.js'
-import { Badge, ConfirmButton, Empty, Failure, html, Instant, ShownOnce, useLoad, useState } from '../ui.js'
+import { Badge, ConfirmButton, Empty, Failure, html, Instant, ShownOnce, useAction, useLoad, useState } from '../ui.js'
 
 const EVENT_TYPES = ['task.completed', 'interaction.finalized']
 const PATH = '/api/v2/webhook-endpoints'
@@ -12,17 +12,14 @@ const PATH = '/api/v2/webhook-endpoints'
 function NewEndpoint({ credential, onCreated }) {
   const [url, setUrl] = useState('')
   const [events, setEvents] = useState(EVENT_TYPES)
-  const [error, setError] = useState()
+  const registering = useAction()
   const toggle = (type) => setEvents(events.includes(type) ? events.filter((t) => t !== type) : [...events, type])
-  const submit = async (event) => {
+  const submit = (event) => {
     event.preventDefault()
-    setError(undefined)
-    try {
+    return registering.run(async () => {
       onCreated(await call(credential.token, 'POST', PATH, { url: url.trim(), events }))
       setUrl('')
-    } catch (failure) {
-      setError(failure)
-    }
+    })
   }
   return html`<form class="card" onSubmit=${submit} aria-label="Register a webhook endpoint">
     <h3>Register an endpoint</h3>
@@ -31,22 +28,18 @@ function NewEndpoint({ credential, onCreated }) {
       <legend>Events</legend>
       ${EVENT_TYPES.map((type) => html`<label class="check"><input type="checkbox" checked=${events.includes(type)} onChange=${() => toggle(type)} /> ${type}</label>`)}
     </fieldset>
-    <${Failure} error=${error} />
+    <${Failure} error=${registering.error} />
     <button type="submit" disabled=${url.trim() === '' || events.length === 0}>Register</button>
   </form>`
 }
 
-function Endpoint({ credential, endpoint, onChanged, onSecret, onError }) {
-  const act = (method, suffix, body) => async () => {
-    onError(undefined)
-    try {
+function Endpoint({ credential, endpoint, onChanged, onSecret, run }) {
+  const act = (method, suffix, body) => () =>
+    run(async () => {
       const result = await call(credential.token, method, `${PATH}/${encodeURIComponent(endpoint.id)}${suffix}`, body)
       if (result?.secret !== undefined) onSecret({ endpoint, ...result })
       onChanged()
-    } catch (failure) {
-      onError(failure)
-    }
-  }
+    })
   return html`<article class="card endpoint" aria-label=${endpoint.url}>
     <div class="title-row">
       <strong class="endpoint-url">${endpoint.url}</strong>
@@ -66,7 +59,7 @@ function Endpoint({ credential, endpoint, onChanged, onSecret, onError }) {
 
 export function WebhooksPage({ credential }) {
   const [secret, setSecret] = useState()
-  const [error, setError] = useState()
+  const action = useAction()
   const endpoints = useLoad(() => call(credential.token, 'GET', PATH), [])
   const shown =
     secret === undefined
@@ -81,13 +74,13 @@ export function WebhooksPage({ credential }) {
   else if (endpoints.data.length === 0) body = html`<${Empty} title="No endpoint yet">Register the URL your system receives webhooks at: every task's outcome is sent there, signed.</${Empty}>`
   else {
     body = endpoints.data.map(
-      (endpoint) => html`<${Endpoint} key=${endpoint.id} credential=${credential} endpoint=${endpoint} onChanged=${endpoints.reload} onSecret=${setSecret} onError=${setError} />`,
+      (endpoint) => html`<${Endpoint} key=${endpoint.id} credential=${credential} endpoint=${endpoint} onChanged=${endpoints.reload} onSecret=${setSecret} run=${action.run} />`,
     )
   }
   return html`<div>
     <h2>Webhooks</h2>
     ${shown}
-    <${Failure} error=${error} />
+    <${Failure} error=${action.error} />
     ${body}
     <${NewEndpoint}
       credential=${credential}
