@@ -13,7 +13,7 @@ import { after, before, describe, test } from 'node:test'
 import type { Browser, BrowserContext, Page } from 'playwright-core'
 import { Webhook } from 'standardwebhooks'
 import { type Receiver, startReceiver } from './support/receiver.ts'
-import { bearer, json, OPERATOR_TOKEN, startService, type TestService } from './support/service.ts'
+import { bearer, json, OPERATOR_TOKEN, seedOrganization, startService, type TestService } from './support/service.ts'
 
 const CHROMIUM = '/usr/bin/chromium'
 const SCREENSHOTS = path.join(import.meta.dirname, '..', '.test-output', 'console')
@@ -31,23 +31,13 @@ before(async () => {
   service = await startService({ allowPrivateWebhookUrls: true })
   receiver = await startReceiver()
   baseUrl = await service.app.listen({ port: 0, host: '127.0.0.1' })
-  const admin = bearer(OPERATOR_TOKEN)
-  orgId = json(await service.app.inject({ method: 'POST', url: '/admin/v1/organizations', headers: admin, payload: { name: 'Acme Recruiting' } })).data.id
-  key = json(
-    await service.app.inject({
-      method: 'POST',
-      url: `/admin/v1/organizations/${orgId}/api-keys`,
-      headers: admin,
-      payload: { name: 'ATS production', scopes: ['triggers:write', 'triggers:read', 'webhooks:manage', 'suppressions:manage'] },
-    }),
-  ).data.key
-  const campaign = await service.app.inject({
-    method: 'POST',
-    url: `/admin/v1/organizations/${orgId}/campaigns`,
-    headers: admin,
-    payload: { routing_key: 'screening', channel: 'voice', schedule: ALWAYS_OPEN },
+  const seeded = await seedOrganization(service.app, {
+    scopes: ['triggers:write', 'triggers:read', 'webhooks:manage', 'suppressions:manage'],
+    schedule: ALWAYS_OPEN,
   })
-  assert.equal(campaign.statusCode, 201, campaign.body)
+  orgId = seeded.orgId
+  key = seeded.key
+  const admin = bearer(OPERATOR_TOKEN)
   const endpoint = await service.app.inject({ method: 'POST', url: `/admin/v1/organizations/${orgId}/webhook-endpoints`, headers: admin, payload: { url: receiver.url } })
   assert.equal(endpoint.statusCode, 201, endpoint.body)
 })
@@ -112,7 +102,7 @@ describe('the console is served', () => {
     const described = await service.app.inject({ method: 'GET', url: '/api/v2/key', headers: bearer(key) })
     assert.equal(described.statusCode, 200, described.body)
     const data = json(described).data
-    assert.equal(data.name, 'ATS production')
+    assert.equal(data.name, 'ats')
     assert.deepEqual(data.scopes, ['triggers:write', 'triggers:read', 'webhooks:manage', 'suppressions:manage'])
     assert.equal(data.organization.id, orgId)
     assert.equal(data.organization.name, 'Acme Recruiting')

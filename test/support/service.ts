@@ -153,12 +153,20 @@ export async function taskOf(app: FastifyInstance, key: string, id: string): Pro
   return json(response).data
 }
 
-/** An organization with a key (default scopes) and one voice campaign, made through the admin API. */
-export async function seedOrganization(app: FastifyInstance, options: { routingKey?: string; context?: object } = {}) {
+/** An organization with a key (default scopes unless given) and one voice campaign (default schedule unless given), made through the admin API. */
+export async function seedOrganization(
+  app: FastifyInstance,
+  options: { routingKey?: string; context?: object; scopes?: string[]; schedule?: object } = {},
+) {
   const admin = bearer(OPERATOR_TOKEN)
   const org = json(await app.inject({ method: 'POST', url: '/admin/v1/organizations', headers: admin, payload: { name: 'Acme Recruiting' } })).data
   const key = json(
-    await app.inject({ method: 'POST', url: `/admin/v1/organizations/${org.id}/api-keys`, headers: admin, payload: { name: 'ats' } }),
+    await app.inject({
+      method: 'POST',
+      url: `/admin/v1/organizations/${org.id}/api-keys`,
+      headers: admin,
+      payload: { name: 'ats', ...(options.scopes === undefined ? {} : { scopes: options.scopes }) },
+    }),
   ).data
   const routingKey = options.routingKey ?? 'screening'
   const campaign = json(
@@ -166,7 +174,7 @@ export async function seedOrganization(app: FastifyInstance, options: { routingK
       method: 'POST',
       url: `/admin/v1/organizations/${org.id}/campaigns`,
       headers: admin,
-      payload: { routing_key: routingKey, channel: 'voice', context: options.context ?? {} },
+      payload: { routing_key: routingKey, channel: 'voice', context: options.context ?? {}, ...(options.schedule === undefined ? {} : { schedule: options.schedule }) },
     }),
   ).data
   return { orgId: org.id as string, key: key.key as string, keyId: key.id as string, campaign, routingKey }
