@@ -1,7 +1,7 @@
-/** Malformed JSON is located and described as CPython's json module (3.13) does, so 422s match FastAPI's. */
+/** Malformed JSON is located and described as CPython's json module (3.13) does, so 422s match FastAPI's; bodies nested too deep are refused. */
 import assert from 'node:assert/strict'
-import { test } from 'node:test'
-import { ValidationFailed } from '../src/domain/errors.ts'
+import { describe, test } from 'node:test'
+import { ApiError, ValidationFailed } from '../src/domain/errors.ts'
 import { locateJsonError, parseJsonBody } from '../src/validation/json.ts'
 
 const CASES: [text: string, message: string, position: number][] = [
@@ -61,4 +61,21 @@ test('a byte order mark is ignored', () => {
 
 test('deep nesting is reported, not a crash', () => {
   assert.equal(locateJsonError('['.repeat(200_000)).position, 0)
+})
+
+describe('nesting', () => {
+  const nested = (levels: number, open = '[', close = ']') => `${open.repeat(levels)}${close.repeat(levels)}`
+  const cases: { name: string; text: string; refused: boolean }[] = [
+    { name: '1,000 levels of arrays are read', text: nested(1000), refused: false },
+    { name: '1,001 levels of arrays are refused', text: nested(1001), refused: true },
+    { name: 'objects count as arrays do', text: `${'{"a":'.repeat(1001)}1${'}'.repeat(1001)}`, refused: true },
+    { name: 'a deep branch beside shallow ones is found', text: `{"shallow":[1,2,3],"deep":${nested(1000)}}`, refused: true },
+    { name: 'brackets inside strings are text, not nesting', text: JSON.stringify({ note: '['.repeat(5000) }), refused: false },
+  ]
+  for (const { name, text, refused } of cases) {
+    test(name, () => {
+      if (refused) assert.throws(() => parseJsonBody(text), (error: unknown) => error instanceof ApiError && /nested more than 1000 levels/.test(error.message))
+      else assert.doesNotThrow(() => parseJsonBody(text))
+    })
+  }
 })

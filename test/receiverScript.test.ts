@@ -31,8 +31,7 @@ after(async () => {
   if (receiver.exitCode === null) await once(receiver, 'exit')
 })
 
-async function deliver(id: string, body: string, signedWith: string) {
-  const timestamp = Math.floor(Date.now() / 1000)
+async function deliver(id: string, body: string, signedWith: string, timestamp = Math.floor(Date.now() / 1000)) {
   return fetch(url, {
     method: 'POST',
     headers: { 'content-type': 'application/json', 'webhook-id': id, 'webhook-timestamp': String(timestamp), 'webhook-signature': signatureHeader([signedWith], id, timestamp, body) },
@@ -55,6 +54,9 @@ test('a webhook signed with the secret is answered 204 and printed in one line, 
   assert.match(printed.find((line) => line.includes('evt_1'))!, /\(signature checked\) task\.completed evt_1: task tsk_1, outcome reached, ids ats\/candidate_id\/AbC-001$/)
 })
 
-test('a webhook signed with another secret is refused with 401', async () => {
-  assert.equal((await deliver('evt_2', '{"id":"evt_2","type":"task.completed","data":{}}', newWebhookSecret())).status, 401)
+test('a webhook signed with another secret, or signed 10 minutes ago, is refused with 401', async () => {
+  const body = '{"id":"evt_2","type":"task.completed","data":{}}'
+  assert.equal((await deliver('evt_2', body, newWebhookSecret())).status, 401)
+  assert.equal((await deliver('evt_2', body, secret, Math.floor(Date.now() / 1000) - 600)).status, 401)
+  assert.equal((await deliver('evt_2', body, secret)).status, 204)
 })

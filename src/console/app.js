@@ -17,7 +17,15 @@ import { html, render, useEffect, useState } from './ui.js'
 /** The route in the fragment: its path parts and its query. */
 function currentRoute() {
   const [path, search = ''] = location.hash.replace(/^#/, '').split('?')
-  return { parts: path.split('/').filter((part) => part !== '').map(decodeURIComponent), query: new URLSearchParams(search) }
+  const decoded = (part) => {
+    try {
+      return decodeURIComponent(part)
+    } catch {
+      // A malformed escape names no page: shown as not found.
+      return '\u0000'
+    }
+  }
+  return { parts: path.split('/').filter((part) => part !== '').map(decoded), query: new URLSearchParams(search) }
 }
 
 function useRoute() {
@@ -42,7 +50,7 @@ function Shell({ credential, onSignOut, children }) {
           ['#/queues', 'Queues'],
         ]
       : [
-          ['#/tasks', 'Tasks'],
+          ...(credential.key.scopes.includes('triggers:read') ? [['#/tasks', 'Tasks']] : []),
           ...(credential.key.scopes.includes('webhooks:manage') ? [['#/webhooks', 'Webhooks']] : []),
           ...(credential.key.scopes.includes('suppressions:manage') ? [['#/suppressions', 'Suppressions']] : []),
         ]
@@ -56,6 +64,14 @@ function Shell({ credential, onSignOut, children }) {
   </div>`
 }
 
+/** The start page of a key that may not read tasks: what it may do instead. */
+function KeyWithoutReads({ credential }) {
+  return html`<div class="empty">
+    <h3>This key cannot read tasks</h3>
+    <p>Its scopes are ${credential.key.scopes.join(', ')}. The pages it may use are in the menu above; ask your operator for a key with triggers:read to follow tasks.</p>
+  </div>`
+}
+
 function NotFound() {
   return html`<div class="empty"><h3>Nothing here</h3><p>This page does not exist. <a href="#/">Back to the start.</a></p></div>`
 }
@@ -64,15 +80,17 @@ function pageFor(credential, { parts, query }) {
   if (credential.kind === 'operator') {
     if (parts.length === 0 || (parts[0] === 'organizations' && parts.length === 1)) return html`<${OrganizationsPage} credential=${credential} />`
     if (parts[0] === 'queues' && parts.length === 1) return html`<${QueuesPage} credential=${credential} />`
-    if (parts[0] === 'organizations' && parts.length === 2) return html`<${OrganizationPage} credential=${credential} orgId=${parts[1]} />`
+    // Keyed by what they show, so that nothing of one organization or campaign stays on another's page.
+    if (parts[0] === 'organizations' && parts.length === 2) return html`<${OrganizationPage} key=${parts[1]} credential=${credential} orgId=${parts[1]} />`
     if (parts[0] === 'organizations' && parts[2] === 'campaigns' && parts.length === 4) {
-      return html`<${CampaignPage} credential=${credential} orgId=${parts[1]} campaignId=${parts[3]} />`
+      return html`<${CampaignPage} key=${parts[3]} credential=${credential} orgId=${parts[1]} campaignId=${parts[3]} />`
     }
     return html`<${NotFound} />`
   }
-  if (parts.length === 0 || (parts[0] === 'tasks' && parts.length === 1)) return html`<${TasksPage} credential=${credential} query=${query} />`
-  if (parts[0] === 'tasks' && parts.length === 2) return html`<${TaskPage} credential=${credential} taskId=${parts[1]} />`
   const may = (scope) => credential.key.scopes.includes(scope)
+  if (parts.length === 0 && !may('triggers:read')) return html`<${KeyWithoutReads} credential=${credential} />`
+  if ((parts.length === 0 || (parts[0] === 'tasks' && parts.length === 1)) && may('triggers:read')) return html`<${TasksPage} credential=${credential} query=${query} />`
+  if (parts[0] === 'tasks' && parts.length === 2 && may('triggers:read')) return html`<${TaskPage} key=${parts[1]} credential=${credential} taskId=${parts[1]} />`
   if (parts[0] === 'webhooks' && parts.length === 1 && may('webhooks:manage')) return html`<${WebhooksPage} credential=${credential} />`
   if (parts[0] === 'suppressions' && parts.length === 1 && may('suppressions:manage')) return html`<${SuppressionsPage} credential=${credential} />`
   return html`<${NotFound} />`

@@ -6,19 +6,27 @@
  */
 import { html, useEffect, useState } from './vendor/preact-htm.js'
 
-export { html, render, useCallback, useEffect, useMemo, useRef, useState } from './vendor/preact-htm.js'
+export { html, render, useEffect, useState } from './vendor/preact-htm.js'
 
 /** The viewer's own time zone, as the browser reports it. */
 export const VIEWER_ZONE = Intl.DateTimeFormat().resolvedOptions().timeZone
 
 const formats = new Map()
 
-/** An instant as a date and time in `zone` (the viewer's by default), with the zone's short name. */
+/**
+ * An instant as a date and time in `zone` (the viewer's by default), with the
+ * zone's short name; as the UTC instant itself where this browser does not
+ * know the zone.
+ */
 export function formatInstant(iso, zone = VIEWER_ZONE) {
   if (iso === null || iso === undefined) return '—'
   let format = formats.get(zone)
   if (format === undefined) {
-    format = new Intl.DateTimeFormat(undefined, { year: 'numeric', month: 'short', day: 'numeric', hour: '2-digit', minute: '2-digit', timeZone: zone, timeZoneName: 'short' })
+    try {
+      format = new Intl.DateTimeFormat(undefined, { year: 'numeric', month: 'short', day: 'numeric', hour: '2-digit', minute: '2-digit', timeZone: zone, timeZoneName: 'short' })
+    } catch {
+      return iso
+    }
     formats.set(zone, format)
   }
   return format.format(new Date(iso))
@@ -56,6 +64,7 @@ export function Badge({ value, kind = value }) {
  * The state of one load: `data` once it came, `error` if it failed, and a
  * `reload` to run it again. `load` reruns whenever `keys` change, and until
  * it answers for the new keys, what it answered for the old ones is not shown.
+ * A reload that fails keeps the data it had, beside the error.
  */
 export function useLoad(load, keys) {
   const current = JSON.stringify(keys)
@@ -65,7 +74,7 @@ export function useLoad(load, keys) {
     let live = true
     load().then(
       (data) => live && setState({ for: current, data }),
-      (error) => live && setState({ for: current, error }),
+      (error) => live && setState((previous) => ({ for: current, data: previous.for === current ? previous.data : undefined, error })),
     )
     return () => {
       live = false

@@ -281,11 +281,17 @@ export function scheduleZones(schedule: Schedule, candidateZones: readonly strin
  * `isTimeZone` or `scheduleProblems` would refuse.
  */
 export function nextOpening(schedule: Schedule, zones: readonly string[], from: number, until = from + HORIZON_DAYS * DAY_MS): number | null {
+  const { plan, clocks } = searchOf(schedule, zones, from)
+  return commonOpening(plan, clocks, Math.max(from, plan.startsAt), until)
+}
+
+/** The compiled schedule and the clocks it is read on: the campaign's zone, or else the contact's. */
+function searchOf(schedule: Schedule, zones: readonly string[], from: number): { plan: Plan; clocks: ZoneClock[] } {
   if (!Number.isFinite(from)) throw new RangeError(`from must be a finite instant, got ${from}`)
   const plan = planOf(schedule)
   const clocks = plan.zone === undefined ? zones.map(clockOf) : [clockOf(plan.zone)]
   if (clocks.length === 0) throw new RangeError('a schedule is read in at least one zone')
-  return commonOpening(plan, clocks, Math.max(from, plan.startsAt), until)
+  return { plan, clocks }
 }
 
 /**
@@ -324,10 +330,7 @@ export interface OpenPeriod {
  * period. Throws as {@link nextOpening} does.
  */
 export function openPeriods(schedule: Schedule, zones: readonly string[], from: number, count: number): OpenPeriod[] {
-  if (!Number.isFinite(from)) throw new RangeError(`from must be a finite instant, got ${from}`)
-  const plan = planOf(schedule)
-  const clocks = plan.zone === undefined ? zones.map(clockOf) : [clockOf(plan.zone)]
-  if (clocks.length === 0) throw new RangeError('a schedule is read in at least one zone')
+  const { plan, clocks } = searchOf(schedule, zones, from)
   const until = from + HORIZON_DAYS * DAY_MS
   const periods: OpenPeriod[] = []
   let earliest = Math.max(from, plan.startsAt)

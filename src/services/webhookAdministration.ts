@@ -7,7 +7,7 @@ import { ApiError, ValidationFailed, valueError } from '../domain/errors.ts'
 import { isId, newId } from '../domain/ids.ts'
 import { EVENT_TYPES, type EventType, type WebhookEndpoint } from '../domain/types.ts'
 import type { Database } from '../store/database.ts'
-import { deliveriesOf, type DeliveryLog, giveUpPending, redeliver } from '../store/deliveries.ts'
+import { deliveriesOf, deliveriesOfEvents, type DeliveryLog, giveUpPending, redeliver } from '../store/deliveries.ts'
 import type { OutboxEvent } from '../domain/events.ts'
 import { findEvent, listEvents, listTaskEvents } from '../store/events.ts'
 import { taskExists } from '../store/tasks.ts'
@@ -160,9 +160,10 @@ export async function eventWithDeliveries(
 }
 
 /**
- * Every event written for a task (its interactions' interaction.finalized,
- * its task.completed), oldest first, each with its deliveries and their
- * attempts: what was sent about the task, to whom, and how each answered.
+ * The events written for a task (its interactions' interaction.finalized,
+ * its task.completed), oldest first and at most MAX_TASK_EVENTS (store/events.ts), each with
+ * its deliveries and their attempts: what was sent about the task, to whom,
+ * and how each answered.
  */
 export async function taskEventsWithDeliveries(
   ops: WebhookOperations,
@@ -171,7 +172,8 @@ export async function taskEventsWithDeliveries(
 ): Promise<{ event: OutboxEvent; deliveries: DeliveryLog[] }[]> {
   if (!isId('task', taskId) || !(await taskExists(ops.db, orgId, taskId))) throw new ApiError('not_found', `No task ${taskId} exists.`)
   const events = await listTaskEvents(ops.db, orgId, taskId)
-  return Promise.all(events.map(async (event) => ({ event, deliveries: await deliveriesOf(ops.db, event.id) })))
+  const deliveries = await deliveriesOfEvents(ops.db, events.map((event) => event.id))
+  return events.map((event) => ({ event, deliveries: deliveries.get(event.id) ?? [] }))
 }
 
 /**

@@ -343,7 +343,15 @@ export interface DeliveryLog {
 
 /** Every delivery of an event, with its attempts, oldest first. */
 export async function deliveriesOf(db: Queryable, eventId: string): Promise<DeliveryLog[]> {
+  return (await deliveriesOfEvents(db, [eventId])).get(eventId) ?? []
+}
+
+/** Every delivery of each of these events, with its attempts, oldest first, in one statement: by event id. */
+export async function deliveriesOfEvents(db: Queryable, eventIds: readonly string[]): Promise<Map<string, DeliveryLog[]>> {
+  const byEvent = new Map<string, DeliveryLog[]>()
+  if (eventIds.length === 0) return byEvent
   const rows = await db.query<{
+    event_id: string
     id: string
     endpoint_id: string
     status: DeliveryLog['status']
@@ -354,7 +362,7 @@ export async function deliveriesOf(db: Queryable, eventId: string): Promise<Deli
     latency_ms: number | null
     error: string | null
   }>(
-    `SELECT d.id, d.endpoint_id, d.status, d.due_at, a.attempt, a.attempted_at, a.status_code, a.latency_ms, a.error
+    `SELECT e.id AS event_id, d.id, d.endpoint_id, d.status, d.due_at, a.attempt, a.attempted_at, a.status_code, a.latency_ms, a.error
      FROM events e
      CROSS JOIN LATERAL unnest(e.delivery_ids) AS listed(id)
      JOIN deliveries d ON d.id = listed.id
@@ -364,9 +372,9 @@ export async function deliveriesOf(db: Queryable, eventId: string): Promise<Deli
        -- The attempt that settled it, on its own row (migration 017).
        SELECT d.attempts, d.completed_at, d.final_status_code, d.final_latency_ms, d.final_error WHERE d.final_latency_ms IS NOT NULL
      ) a ON true
-     WHERE e.id = $1
+     WHERE e.id = ANY($1::text[])
      ORDER BY d.id, a.attempt`,
-    [eventId],
+    [eventIds],
   )
   const logs = new Map<string, DeliveryLog>()
   for (const row of rows) {
@@ -379,6 +387,7 @@ export async function deliveriesOf(db: Queryable, eventId: string): Promise<Deli
         attempts: [],
       }
       logs.set(row.id, log)
+      byEvent.set(row.event_id, [...(byEvent.get(row.event_id) ?? []), log])
     }
     if (row.attempt !== null) {
       log.attempts.push({
@@ -390,7 +399,7 @@ export async function deliveriesOf(db: Queryable, eventId: string): Promise<Deli
       })
     }
   }
-  return [...logs.values()]
+  return byEvent
 }
 
 export interface DeliveryMetrics {

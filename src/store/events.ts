@@ -136,10 +136,14 @@ export async function listEvents(
   return rows.map((row) => row.payload!)
 }
 
-/** Most events one task can have: one per interaction and its completion, with room to spare. */
-const MAX_TASK_EVENTS = 200
+/**
+ * The most of a task's events read at once: one per attempt (at most 20) and
+ * its completion, and one per inbound reply tied to it, which a person could
+ * send without end: the first ones tell the story.
+ */
+export const MAX_TASK_EVENTS = 200
 
-/** The events of an organization's task, oldest first (event ids grow with time). */
+/** The first MAX_TASK_EVENTS events of an organization's task, oldest first (event ids grow with time). */
 export async function listTaskEvents(db: Queryable, orgId: string, taskId: string): Promise<OutboxEvent[]> {
   const rows = await db.query<{ payload: OutboxEvent }>(
     `SELECT payload FROM events WHERE payload #>> '{data,task_id}' = $2 AND org_id = $1 ORDER BY id LIMIT ${MAX_TASK_EVENTS}`,

@@ -30,7 +30,8 @@ export function parseJsonBody(body: string): unknown {
 }
 
 /**
- * Whether a container at `depth` holds one more than MAX_NESTING levels down.
+ * Whether `value`, at nesting `depth` (1 for the body itself), is or holds a
+ * container more than MAX_NESTING levels deep.
  * Walked on the parsed value, which a batch of 500 triggers makes some 15,000
  * nodes, rather than on its 250,000 characters: that scan was 3 % of the
  * server's CPU through batches.

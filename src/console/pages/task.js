@@ -85,8 +85,12 @@ function Interactions({ task }) {
   </section>`
 }
 
-/** How often the page reads the task again while something about it is still to happen. */
+/** How often the page reads the task again while something about it is under way or about to be. */
 const REFRESH_MS = 2000
+/** A next attempt (of a call or a delivery) this close counts as about to happen. */
+const SOON_MS = 60_000
+
+const soon = (iso) => iso === null || Date.parse(iso) - Date.now() < SOON_MS
 
 const DELIVERY_STATES = { pending: 'pending', succeeded: 'delivered', failed: 'failed' }
 
@@ -148,16 +152,18 @@ export function TaskPage({ credential, taskId }) {
     ])
     return { task, trigger, events }
   }, [taskId])
-  // Read again while the task or a delivery is still to move.
-  const unsettled =
-    loaded.data !== undefined &&
-    (loaded.data.task.status !== 'completed' || loaded.data.events.some((event) => event.deliveries.some((delivery) => delivery.status === 'pending')))
+  // Read again while a call runs, or the next attempt or delivery is about to happen; not for a task that waits for tomorrow.
+  const moving = (data) =>
+    data.task.status === 'in_progress' ||
+    (data.task.status === 'pending' && soon(data.task.next_attempt_at)) ||
+    data.events.some((event) => event.deliveries.some((delivery) => delivery.status === 'pending' && soon(delivery.next_attempt_at)))
+  const unsettled = loaded.data !== undefined && moving(loaded.data)
   useEffect(() => {
     if (!unsettled) return undefined
     const timer = setTimeout(loaded.reload, REFRESH_MS)
     return () => clearTimeout(timer)
-  }, [unsettled, loaded.data])
-  if (loaded.error) return html`<div><p><a href="#/tasks">← Tasks</a></p><${Failure} error=${loaded.error} /></div>`
+  }, [unsettled, loaded.data, loaded.error])
+  if (loaded.error && loaded.data === undefined) return html`<div><p><a href="#/tasks">← Tasks</a></p><${Failure} error=${loaded.error} /></div>`
   if (loaded.loading) return html`<p class="loading">Loading the task…</p>`
   const { task, trigger, events } = loaded.data
   const mayCancel = credential.key.scopes.includes('triggers:write') && task.status !== 'completed'
@@ -182,7 +188,7 @@ export function TaskPage({ credential, taskId }) {
       <span class="spacer"></span>
       ${mayCancel ? html`<${ConfirmButton} label="Cancel task" confirmLabel="Cancel it: no further attempt" onConfirm=${cancel} />` : null}
     </div>
-    <${Failure} error=${action.error} />
+    <${Failure} error=${action.error ?? loaded.error} />
     <p class="muted">${TASK_STATES[task.status]}${task.campaign_paused ? ' Its campaign is paused: nothing starts until it is resumed.' : ''}</p>
     <section class="card">
       <${Facts}

@@ -75,7 +75,7 @@ export function TasksPage({ credential, query }) {
   } else results = html`<${TaskRows} tasks=${found.data} />`
   return html`<div>
     <h2>Tasks</h2>
-    <${SearchForm} initial=${wanted} />
+    <${SearchForm} key=${JSON.stringify(wanted)} initial=${wanted} />
     ${results}
   </div>`
 }

@@ -22,6 +22,7 @@ import {
   type WebhookOperations,
 } from '../../services/webhookAdministration.ts'
 import type { DeliveryLog } from '../../store/deliveries.ts'
+import { MAX_TASK_EVENTS } from '../../store/events.ts'
 import { envelope } from '../reply.ts'
 import { type Audience, audiences } from './audiences.ts'
 import { authErrors, conflict, Envelope, notFound, OneOf, Timestamp, validationErrors } from '../schemas.ts'
@@ -284,7 +285,7 @@ function routesFor(app: FastifyInstance, ops: WebhookOperations, audience: Audie
         ...docs,
         summary: "A task's events, with every delivery attempt",
         description:
-          'Every event written about the task, oldest first: the interaction.finalized of each of its interactions and its task.completed, each with its deliveries to your endpoints and every attempt (time, status code, latency, error).',
+          `The events written about the task, oldest first (the first ${MAX_TASK_EVENTS}): the interaction.finalized of each of its interactions and its task.completed, each with its deliveries to your endpoints and every attempt (time, status code, latency, error).`,
         params: Type.Object({ ...params, id: Type.String() }),
         response: { 200: Envelope(Type.Array(EventWithDeliveries)), ...authErrors, ...notFound },
       },
