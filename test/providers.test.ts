@@ -144,6 +144,9 @@ describe('twilio voice', () => {
     assert.equal(done.outcome, 'reached')
     assert.equal(done.interactions[0].outcome, 'completed')
     assert.equal(done.interactions[0].duration_s, 42)
+    // The task view names the call as Twilio does, to be found in Twilio's own console.
+    assert.equal(done.interactions[0].provider, 'twilio')
+    assert.equal(done.interactions[0].provider_ref, callSid)
     const finalized = (await eventsOf(created.task_id)).find((event) => event.type === 'interaction.finalized')
     assert.equal(finalized.data.duration_s, 42)
     assert.equal((await eventsOf(created.task_id)).length, 2)

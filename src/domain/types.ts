@@ -152,6 +152,8 @@ export interface Interaction {
   startedAt: string
   endedAt: string | null
   durationS: number | null
+  /** The provider's own reference (a call SID, a message id), once the provider has it. */
+  providerRef: string | null
 }
 
 export interface Task {

@@ -41,6 +41,7 @@ export const toInteraction = (row: InteractionRow): Interaction => ({
   startedAt: iso(row.started_at),
   endedAt: isoOrNull(row.ended_at),
   durationS: row.duration_s,
+  providerRef: row.provider_ref,
 })
 
 export interface NewInteraction {

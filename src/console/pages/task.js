@@ -77,6 +77,7 @@ function Interactions({ task }) {
               ['Ended', html`<${Instant} at=${interaction.ended_at} />`],
               ['Duration', interaction.duration_s === null ? '—' : `${interaction.duration_s} s`],
               ['Interaction', html`<code>${interaction.id}</code>`],
+              ['Provider', interaction.provider_ref === null ? interaction.provider : html`${interaction.provider} · <code>${interaction.provider_ref}</code>`],
             ]}
           />
         </li>`,

@@ -29,6 +29,8 @@ const InteractionSchema = Type.Object({
   ended_at: Type.Union([Timestamp, Type.Null()]),
   duration_s: Type.Union([Type.Integer(), Type.Null()]),
   test_mode: Type.Boolean(),
+  provider: Type.String({ description: 'Who carried it: simulator, twilio or whatsapp_cloud.' }),
+  provider_ref: Type.Union([Type.String(), Type.Null()], { description: "The provider's own reference (Twilio's call SID, WhatsApp's message id), once the provider has it." }),
 })
 
 const TaskSchema = Type.Object({
@@ -93,6 +95,8 @@ const presentTask = (task: Task) => ({
     ended_at: interaction.endedAt,
     duration_s: interaction.durationS,
     test_mode: interaction.testMode,
+    provider: interaction.provider,
+    provider_ref: interaction.providerRef,
   })),
 })
 
