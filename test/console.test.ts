@@ -409,6 +409,33 @@ describe('the console in a browser', { skip: existsSync(CHROMIUM) ? false : `no 
     }
   })
 
+  test("the operator adds a source, whose rules then refuse a trigger citing an unknown id type, and removes it", async () => {
+    const { context, page } = await signedIn(OPERATOR_TOKEN)
+    try {
+      await page.getByRole('link', { name: 'Acme Recruiting' }).first().click()
+      const sources = page.getByRole('region', { name: 'Sources' })
+      await sources.getByText('None: triggers may cite any source').waitFor()
+      await sources.getByLabel('Source', { exact: true }).fill('Greenhouse')
+      await sources.getByLabel('Id types').fill('application_id, candidate_id')
+      await sources.getByRole('button', { name: 'Add source' }).click()
+      const row = sources.getByRole('row', { name: /greenhouse/ })
+      await row.getByText('application_id').waitFor()
+      await shot(page, 'sources')
+      const refused = await service.app.inject({
+        method: 'POST',
+        url: '/api/v2/triggers',
+        headers: bearer(key),
+        payload: { campaign: 'screening', ids: [{ source: 'greenhouse', type: 'badge', value: '1' }], contact: { phone: '+44 20 7946 0961' }, test_mode: true },
+      })
+      assert.equal(refused.statusCode, 422, refused.body)
+      await row.getByRole('button', { name: 'Remove' }).click()
+      await row.getByRole('button', { name: 'Remove: triggers may no longer cite it' }).click()
+      await sources.getByText('None: triggers may cite any source').waitFor()
+    } finally {
+      await context.close()
+    }
+  })
+
   test('the operator signs in, opens the organization, issues a key shown once, and revokes it', async () => {
     const { context, page } = await signedIn(OPERATOR_TOKEN)
     try {

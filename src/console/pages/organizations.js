@@ -3,6 +3,7 @@
  * API keys (issue one, shown once; revoke one).
  */
 import { call } from '../api.js'
+import { Sources } from './sources.js'
 import { Badge, ConfirmButton, Empty, Failure, html, Instant, ShownOnce, useAction, useLoad, useState } from '../ui.js'
 
 const SCOPES = ['triggers:write', 'triggers:read', 'webhooks:manage', 'suppressions:manage', 'campaigns:manage']
@@ -111,16 +112,17 @@ export function OrganizationPage({ credential, orgId }) {
   const revoking = useAction()
   const path = `/admin/v1/organizations/${encodeURIComponent(orgId)}`
   const loaded = useLoad(async () => {
-    const [organization, keys, campaigns] = await Promise.all([
+    const [organization, keys, campaigns, sources] = await Promise.all([
       call(credential.token, 'GET', path),
       call(credential.token, 'GET', `${path}/api-keys`),
       call(credential.token, 'GET', `${path}/campaigns`),
+      call(credential.token, 'GET', `${path}/sources`),
     ])
-    return { organization, keys, campaigns }
+    return { organization, keys, campaigns, sources }
   }, [orgId])
   if (loaded.error) return html`<div><p><a href="#/organizations">← Organizations</a></p><${Failure} error=${loaded.error} /></div>`
   if (loaded.loading) return html`<p class="loading">Loading…</p>`
-  const { organization, keys, campaigns } = loaded.data
+  const { organization, keys, campaigns, sources } = loaded.data
   const revoke = (key) =>
     revoking.run(async () => {
       await call(credential.token, 'DELETE', `${path}/api-keys/${encodeURIComponent(key.id)}`)
@@ -131,6 +133,7 @@ export function OrganizationPage({ credential, orgId }) {
     <h2>${organization.name}</h2>
     <p class="muted"><code>${organization.id}</code> · created <${Instant} at=${organization.created_at} /></p>
     <${Campaigns} orgId=${orgId} campaigns=${campaigns} />
+    <${Sources} credential=${credential} orgId=${orgId} sources=${sources} onChanged=${loaded.reload} />
     ${issued === undefined ? null : html`<${ShownOnce} label=${`The key "${issued.name}":`} secret=${issued.key} />`}
     <section class="card">
       <h3>API keys</h3>
