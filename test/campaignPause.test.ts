@@ -12,18 +12,7 @@ import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { after, before, beforeEach, describe, test } from 'node:test'
 import { WAKE_CHANNEL } from '../src/services/index.ts'
-import {
-  bearer,
-  freshDatabase,
-  json,
-  onPostgres,
-  OPERATOR_TOKEN,
-  seedOrganization,
-  startService,
-  taskOf,
-  type TestDatabase,
-  type TestService,
-} from './support/service.ts'
+import { acceptedTrigger, bearer, createCampaign, freshDatabase, json, onPostgres, OPERATOR_TOKEN, seedOrganization, startService, taskOf, type TestDatabase, type TestService } from './support/service.ts'
 
 const ROOT = path.resolve(import.meta.dirname, '..')
 const HOUR = 3_600_000
@@ -58,31 +47,17 @@ async function issueKey(orgId: string, scopes: string[]): Promise<string> {
   return json(response).data.key
 }
 
-async function campaign(settings: Record<string, unknown> = {}, options: { routingKey?: string; channel?: string } = {}): Promise<any> {
-  const response = await service.app.inject({
-    method: 'POST',
-    url: `/admin/v1/organizations/${org.orgId}/campaigns`,
-    headers: bearer(OPERATOR_TOKEN),
-    payload: {
-      routing_key: options.routingKey ?? `pausable-${++routingKeys}`,
-      channel: options.channel ?? 'voice',
-      schedule: ALWAYS_OPEN,
-      ...settings,
-    },
+function campaign(settings: Record<string, unknown> = {}, options: { routingKey?: string; channel?: string } = {}): Promise<any> {
+  return createCampaign(service.app, org.orgId, {
+    routing_key: options.routingKey ?? `pausable-${++routingKeys}`,
+    channel: options.channel ?? 'voice',
+    schedule: ALWAYS_OPEN,
+    ...settings,
   })
-  assert.equal(response.statusCode, 201, response.body)
-  return json(response).data
 }
 
-async function trigger(routingKey: string, extra: Record<string, unknown> = {}): Promise<{ id: string; task_id: string }> {
-  const response = await service.app.inject({
-    method: 'POST',
-    url: '/api/v2/triggers',
-    headers: { ...bearer(org.key), 'content-type': 'application/json' },
-    payload: { campaign: routingKey, contact: { phone: '+442079460958' }, ...extra },
-  })
-  assert.equal(response.statusCode, 201, response.body)
-  return json(response).data
+function trigger(routingKey: string, extra: Record<string, unknown> = {}): Promise<{ id: string; task_id: string }> {
+  return acceptedTrigger(service.app, org.key, { campaign: routingKey, contact: { phone: '+442079460958' }, ...extra })
 }
 
 /** POST /api/v2/campaigns/{routing_key}/{action} with `key`. */

@@ -9,7 +9,7 @@ import { after, before, beforeEach, describe, test } from 'node:test'
 import countriesAndTimezones from 'countries-and-timezones'
 import { parsePhoneNumberWithError } from 'libphonenumber-js/max'
 import { IANAZone } from 'luxon'
-import { bearer, json, OPERATOR_TOKEN, seedOrganization, startService, taskOf, type TestService } from './support/service.ts'
+import { createCampaign, json, postTrigger, seedOrganization, startService, taskOf, type TestService } from './support/service.ts'
 
 let service: TestService
 let org: Awaited<ReturnType<typeof seedOrganization>>
@@ -28,24 +28,11 @@ beforeEach(() => {
 /** A campaign made as the README's quick start makes one: every setting its default, unless given. */
 async function campaign(settings: Record<string, unknown> = {}): Promise<string> {
   const routingKey = `zones-${++routingKeys}`
-  const response = await service.app.inject({
-    method: 'POST',
-    url: `/admin/v1/organizations/${org.orgId}/campaigns`,
-    headers: bearer(OPERATOR_TOKEN),
-    payload: { routing_key: routingKey, channel: 'voice', ...settings },
-  })
-  assert.equal(response.statusCode, 201, response.body)
+  await createCampaign(service.app, org.orgId, { routing_key: routingKey, channel: 'voice', ...settings })
   return routingKey
 }
 
-function post(body: Record<string, unknown>) {
-  return service.app.inject({
-    method: 'POST',
-    url: '/api/v2/triggers',
-    headers: { ...bearer(org.key), 'content-type': 'application/json' },
-    payload: body,
-  })
-}
+const post = (body: Record<string, unknown>) => postTrigger(service.app, org.key, body)
 
 async function trigger(routingKey: string, contact: Record<string, unknown>): Promise<string> {
   const response = await post({ campaign: routingKey, contact })

@@ -13,7 +13,7 @@ import { after, before, describe, test } from 'node:test'
 import type { Browser, BrowserContext, Page } from 'playwright-core'
 import { Webhook } from 'standardwebhooks'
 import { type Receiver, startReceiver } from './support/receiver.ts'
-import { bearer, json, OPERATOR_TOKEN, seedOrganization, startService, type TestService } from './support/service.ts'
+import { acceptedTrigger, bearer, json, OPERATOR_TOKEN, seedOrganization, startService, type TestService } from './support/service.ts'
 
 const CHROMIUM = '/usr/bin/chromium'
 const SCREENSHOTS = path.join(import.meta.dirname, '..', '.test-output', 'console')
@@ -48,11 +48,7 @@ after(async () => {
   await receiver.close()
 })
 
-async function trigger(body: object): Promise<{ id: string; task_id: string }> {
-  const response = await service.app.inject({ method: 'POST', url: '/api/v2/triggers', headers: bearer(key), payload: { campaign: 'screening', ...body } })
-  assert.equal(response.statusCode, 201, response.body)
-  return json(response).data
-}
+const trigger = (body: object) => acceptedTrigger(service.app, key, { campaign: 'screening', ...body })
 
 /** Waits, polling every 50 ms, until `done` holds; fails with `what` after 10 s. */
 async function waitUntil(what: string, done: () => boolean | Promise<boolean>): Promise<void> {

@@ -7,7 +7,7 @@ import assert from 'node:assert/strict'
 import { after, before, beforeEach, describe, test } from 'node:test'
 import { newId } from '../src/domain/ids.ts'
 import { beginAttempts, completeTasks, lockDueTasks, scheduleNextAttempts } from '../src/store/tasks.ts'
-import { bearer, json, OPERATOR_TOKEN, seedOrganization, startService, taskOf, type TestService } from './support/service.ts'
+import { acceptedTrigger, bearer, createCampaign, json, seedOrganization, startService, taskOf, type TestService } from './support/service.ts'
 
 const HOUR = 3_600_000
 const ALWAYS_OPEN = { timezone: 'contact', windows: [{ days: ['mon', 'tue', 'wed', 'thu', 'fri', 'sat', 'sun'], start: '00:00', end: '24:00' }] }
@@ -26,31 +26,17 @@ beforeEach(() => {
   now = Date.parse('2026-06-01T10:00:00Z')
 })
 
-async function campaign(settings: Record<string, unknown>, channel = 'voice'): Promise<{ id: string; routing_key: string }> {
-  const response = await service.app.inject({
-    method: 'POST',
-    url: `/admin/v1/organizations/${org.orgId}/campaigns`,
-    headers: bearer(OPERATOR_TOKEN),
-    payload: { routing_key: `lifecycle-${++routingKeys}`, channel, ...settings },
-  })
-  assert.equal(response.statusCode, 201, response.body)
-  return json(response).data
+function campaign(settings: Record<string, unknown>, channel = 'voice'): Promise<{ id: string; routing_key: string }> {
+  return createCampaign(service.app, org.orgId, { routing_key: `lifecycle-${++routingKeys}`, channel, ...settings })
 }
 
-async function trigger(routingKey: string, body: Record<string, unknown> = {}): Promise<{ id: string; task_id: string }> {
-  const response = await service.app.inject({
-    method: 'POST',
-    url: '/api/v2/triggers',
-    headers: { ...bearer(org.key), 'content-type': 'application/json' },
-    payload: {
-      campaign: routingKey,
-      ids: [{ source: 'ATS', type: 'Candidate', value: `c-${Math.random()}` }],
-      contact: { phone: '+442079460958' },
-      ...body,
-    },
+function trigger(routingKey: string, body: Record<string, unknown> = {}): Promise<{ id: string; task_id: string }> {
+  return acceptedTrigger(service.app, org.key, {
+    campaign: routingKey,
+    ids: [{ source: 'ATS', type: 'Candidate', value: `c-${Math.random()}` }],
+    contact: { phone: '+442079460958' },
+    ...body,
   })
-  assert.equal(response.statusCode, 201, response.body)
-  return json(response).data
 }
 
 const task = (id: string) => taskOf(service.app, org.key, id)

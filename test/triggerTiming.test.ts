@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict'
 import { after, before, beforeEach, describe, test } from 'node:test'
 import { parseInstant, timingProblems } from '../src/domain/triggerTiming.ts'
-import { bearer, json, OPERATOR_TOKEN, seedOrganization, startService, taskOf, type TestService } from './support/service.ts'
+import { bearer, createCampaign, json, postTrigger, seedOrganization, startService, taskOf, type TestService } from './support/service.ts'
 
 describe('parseInstant', () => {
   const cases: [string, string | undefined][] = [
@@ -77,22 +77,15 @@ beforeEach(() => {
 })
 
 async function campaign(settings: Record<string, unknown>): Promise<string> {
-  const response = await service.app.inject({
-    method: 'POST',
-    url: `/admin/v1/organizations/${org.orgId}/campaigns`,
-    headers: bearer(OPERATOR_TOKEN),
-    payload: { routing_key: `timing-${++routingKeys}`, channel: 'voice', schedule: NINE_TO_FIVE, ...settings },
-  })
-  assert.equal(response.statusCode, 201, response.body)
-  return json(response).data.routing_key
+  return (await createCampaign(service.app, org.orgId, { routing_key: `timing-${++routingKeys}`, channel: 'voice', schedule: NINE_TO_FIVE, ...settings })).routing_key
 }
 
 function post(routingKey: string, body: Record<string, unknown>) {
-  return service.app.inject({
-    method: 'POST',
-    url: '/api/v2/triggers',
-    headers: { ...bearer(org.key), 'content-type': 'application/json' },
-    payload: { campaign: routingKey, contact: { phone: '+1 212 555 0100' }, ids: [{ source: 'crm', type: 'lead', value: `l-${Math.random()}` }], ...body },
+  return postTrigger(service.app, org.key, {
+    campaign: routingKey,
+    contact: { phone: '+1 212 555 0100' },
+    ids: [{ source: 'crm', type: 'lead', value: `l-${Math.random()}` }],
+    ...body,
   })
 }
 

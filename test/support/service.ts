@@ -153,6 +153,25 @@ export async function taskOf(app: FastifyInstance, key: string, id: string): Pro
   return json(response).data
 }
 
+/** A campaign of the organization, made through the admin API: it must be created. Its `data`. */
+export async function createCampaign(app: FastifyInstance, orgId: string, payload: Record<string, unknown>): Promise<any> {
+  const response = await app.inject({ method: 'POST', url: `/admin/v1/organizations/${orgId}/campaigns`, headers: bearer(OPERATOR_TOKEN), payload })
+  assert.equal(response.statusCode, 201, response.body)
+  return json(response).data
+}
+
+/** POST /api/v2/triggers with the organization's `key`. */
+export function postTrigger(app: FastifyInstance, key: string, payload: Record<string, unknown>) {
+  return app.inject({ method: 'POST', url: '/api/v2/triggers', headers: { ...bearer(key), 'content-type': 'application/json' }, payload })
+}
+
+/** A trigger that must be accepted: its 201's `data`. */
+export async function acceptedTrigger(app: FastifyInstance, key: string, payload: Record<string, unknown>): Promise<{ id: string; task_id: string }> {
+  const response = await postTrigger(app, key, payload)
+  assert.equal(response.statusCode, 201, response.body)
+  return json(response).data
+}
+
 /** An organization with a key (default scopes unless given) and one voice campaign (default schedule unless given), made through the admin API. */
 export async function seedOrganization(
   app: FastifyInstance,
@@ -169,13 +188,11 @@ export async function seedOrganization(
     }),
   ).data
   const routingKey = options.routingKey ?? 'screening'
-  const campaign = json(
-    await app.inject({
-      method: 'POST',
-      url: `/admin/v1/organizations/${org.id}/campaigns`,
-      headers: admin,
-      payload: { routing_key: routingKey, channel: 'voice', context: options.context ?? {}, ...(options.schedule === undefined ? {} : { schedule: options.schedule }) },
-    }),
-  ).data
+  const campaign = await createCampaign(app, org.id, {
+    routing_key: routingKey,
+    channel: 'voice',
+    context: options.context ?? {},
+    ...(options.schedule === undefined ? {} : { schedule: options.schedule }),
+  })
   return { orgId: org.id as string, key: key.key as string, keyId: key.id as string, campaign, routingKey }
 }
