@@ -58,6 +58,18 @@ async function waitUntil(what: string, done: () => boolean | Promise<boolean>): 
   }
 }
 
+/**
+ * Waits until the task list shows these contacts' names, in this order, and
+ * nothing else; or, `first`, these first (the tasks of earlier tests follow).
+ */
+async function listed(page: Page, names: string[], { first = false } = {}): Promise<void> {
+  const shown = async () => {
+    const all = await page.locator('table.tasks tbody tr td:first-child a').allTextContents()
+    return first ? all.slice(0, names.length) : all
+  }
+  await waitUntil(`the task list shows ${names.join(', ')}`, async () => JSON.stringify(await shown()) === JSON.stringify(names))
+}
+
 /** Whether a request the receiver got is the task.completed webhook of this task. */
 const completionOf = (taskId: string) => (request: { body: string }) => {
   const event = JSON.parse(request.body)
@@ -202,15 +214,15 @@ describe('the console in a browser', { skip: existsSync(CHROMIUM) ? false : `no 
     const { context, page } = await signedIn(key)
     try {
       await page.getByText('Acme Recruiting').waitFor()
-      await shot(page, 'sign-in-done')
+      // Every task, newest first; then those that carried one of the client's ids.
+      await listed(page, ['Grace Hopper', `${HOSTILE_NAME} Lovelace`], { first: true })
+      await shot(page, 'tasks')
       await page.getByLabel('Source').fill('ats')
       await page.getByLabel('Type').fill('candidate_id')
       await page.getByLabel('Value').fill('C-4411')
-      await page.getByRole('button', { name: 'Find tasks' }).click()
-      const row = page.getByRole('link', { name: `${HOSTILE_NAME} Lovelace` })
-      await row.waitFor()
-      await shot(page, 'tasks')
-      await row.click()
+      await page.getByRole('button', { name: 'Show tasks' }).click()
+      await listed(page, [`${HOSTILE_NAME} Lovelace`])
+      await page.getByRole('link', { name: `${HOSTILE_NAME} Lovelace` }).click()
       await page.getByRole('heading', { name: 'Interactions' }).waitFor()
       await page.getByText('Attempt 1').waitFor()
       assert.equal(await page.getByRole('heading', { level: 2 }).textContent(), `${HOSTILE_NAME} Lovelace`)
@@ -232,6 +244,24 @@ describe('the console in a browser', { skip: existsSync(CHROMIUM) ? false : `no 
       // The key is in this tab's sessionStorage only: never in the address or a cookie.
       assert.doesNotMatch(page.url(), new RegExp(key))
       assert.deepEqual(await context.cookies(), [])
+    } finally {
+      await context.close()
+    }
+  })
+
+  test('the task list is filtered by a phone number written any way and by status, and says so when nothing matches', async () => {
+    const { context, page } = await signedIn(key)
+    try {
+      await listed(page, ['Grace Hopper', `${HOSTILE_NAME} Lovelace`], { first: true })
+      await page.getByLabel('Phone number').fill('+1 (212) 555-0142')
+      await page.getByRole('button', { name: 'Show tasks' }).click()
+      await listed(page, ['Grace Hopper'])
+      await page.getByLabel('Status').selectOption('completed')
+      await page.getByRole('button', { name: 'Show tasks' }).click()
+      await page.getByRole('heading', { name: 'No task matches' }).waitFor()
+      await page.getByRole('link', { name: 'Clear' }).click()
+      await listed(page, ['Grace Hopper', `${HOSTILE_NAME} Lovelace`], { first: true })
+      assert.equal(await page.getByLabel('Phone number').inputValue(), '')
     } finally {
       await context.close()
     }

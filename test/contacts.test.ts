@@ -111,7 +111,7 @@ async function dialled(org: Organization, taskIds: string[]): Promise<string[]> 
 describe('the contact directory', () => {
   test('a trigger without contact reaches the person on file through an optional source, as last updated', async () => {
     const org = await organization()
-    await org.accepted({
+    const first = await org.accepted({
       ids: [candidate('C-1'), lead('L-1')],
       contact: { first_name: 'Ana', last_name: 'García', phone: '+44 20 7946 0958', language: 'es' },
     })
@@ -124,7 +124,7 @@ describe('the contact directory', () => {
     assert.deepEqual(trigger.ids, [{ source: 'crm', type: 'lead', value: 'L-1' }])
 
     // Fields sent replace the stored ones, fields left out stay; new ids join the same person.
-    await org.accepted({ ids: [candidate('C-1'), lead('L-2')], contact: { phone: '+34 912 34 56 78', email: 'Ana@Example.COM' } })
+    const moved = await org.accepted({ ids: [candidate('C-1'), lead('L-2')], contact: { phone: '+34 912 34 56 78', email: 'Ana@Example.COM' } })
     const updated = await org.accepted({ ids: [lead('L-2')] })
     assert.deepEqual(updated.contact, { first_name: 'Ana', last_name: 'García', phone: MADRID, email: 'Ana@example.com', language: 'es' })
     assert.equal(updated.timezone, 'Europe/Madrid')
@@ -132,6 +132,10 @@ describe('the contact directory', () => {
     assert.equal((await org.get(`/api/v2/tasks/${reached.id}`)).contact.phone, LONDON)
 
     assert.deepEqual(await dialled(org, [reached.id, updated.id]), [LONDON, MADRID])
+    // Found by the number each task reached, its trigger's contact or the one on file.
+    const byPhone = async (phone: string) => (await org.get(`/api/v2/tasks?phone=${encodeURIComponent(phone)}`)).map((task: any) => task.id)
+    assert.deepEqual(await byPhone(LONDON), [reached.id, first.id])
+    assert.deepEqual(await byPhone(MADRID), [updated.id, moved.id])
   })
 
   test('without contact, a trigger is refused when no id of an optional source names a person on file', async () => {

@@ -2,7 +2,7 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import { deliveriesOf } from '../src/store/deliveries.ts'
-import { findTask } from '../src/store/tasks.ts'
+import { findTask, listTasks } from '../src/store/tasks.ts'
 import { findTrigger } from '../src/store/triggers.ts'
 import { databaseBeforeMigration } from './support/service.ts'
 
@@ -127,6 +127,34 @@ test('023: a task recorded before names its interactions, outbound and inbound, 
         ['int_c', null],
       ],
     )
+  } finally {
+    await database.drop()
+  }
+})
+
+test('024: a trigger recorded before is found by the number its task reaches, the contact on file when it sent none', async () => {
+  const database = await databaseBeforeMigration(24)
+  try {
+    const { db } = database
+    const at = (minute: number) => `'2026-06-01T10:${String(minute).padStart(2, '0')}:00Z'`
+    await db.exec(`
+      INSERT INTO organizations (id, name, created_at) VALUES ('org_1', 'Acme', ${at(0)});
+      INSERT INTO campaigns (id, org_id, routing_key, channel, name, schedule, attempts, created_at, updated_at) VALUES
+        ('cmp_1', 'org_1', 'screening', 'voice', 'Screening', '{"timezone": "contact", "windows": []}',
+         '{"max": 3, "retry_delays_s": {}, "expire_after_s": 604800}', ${at(0)}, ${at(0)});
+      INSERT INTO triggers (id, org_id, api_key_id, campaign_id, request_id, ids, contact, context, test_mode, created_at, task_id) VALUES
+        ('trg_1', 'org_1', 'key_1', 'cmp_1', 'r1', '[]', '{"phone": "+442079460958"}', '{}', false, ${at(1)}, 'tsk_1'),
+        ('trg_2', 'org_1', 'key_1', 'cmp_1', 'r2', '[{"source": "crm", "type": "lead", "value": "L-1"}]', NULL, '{}', false, ${at(2)}, 'tsk_2'),
+        ('trg_3', 'org_1', 'key_1', 'cmp_1', 'r3', '[]', '{"phone": "+34912345678"}', '{}', false, ${at(3)}, 'tsk_3');
+      INSERT INTO tasks (id, org_id, trigger_id, campaign_id, status, context, test_mode, due_at, created_at, updated_at, expires_at, contact, timezones, timezone_source, outcome, attempts) VALUES
+        ('tsk_1', 'org_1', 'trg_1', 'cmp_1', 'pending', '{}', false, ${at(1)}, ${at(1)}, ${at(1)}, ${at(59)}, '{"phone": "+442079460958"}', '{Europe/London}', 'phone', NULL, 0),
+        ('tsk_2', 'org_1', 'trg_2', 'cmp_1', 'pending', '{}', false, ${at(2)}, ${at(2)}, ${at(2)}, ${at(59)}, '{"phone": "+442079460958"}', '{Europe/London}', 'phone', NULL, 0),
+        ('tsk_3', 'org_1', 'trg_3', 'cmp_1', 'pending', '{}', false, ${at(3)}, ${at(3)}, ${at(3)}, ${at(59)}, '{"phone": "+34912345678"}', '{Europe/Madrid}', 'phone', NULL, 0);
+    `)
+    await database.upgrade()
+    const found = async (phone: string) => (await listTasks(db, 'org_1', { phone }, 10)).map((task) => task.id)
+    assert.deepEqual(await found('+442079460958'), ['tsk_2', 'tsk_1'])
+    assert.deepEqual(await found('+34912345678'), ['tsk_3'])
   } finally {
     await database.drop()
   }

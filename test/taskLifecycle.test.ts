@@ -435,12 +435,12 @@ describe('client endpoints', () => {
     const other = await seedOrganization(service.app)
     const theirs = await service.app.inject({ method: 'GET', url: '/api/v2/tasks?source=greenhouse&type=application&value=A-77', headers: bearer(other.key) })
     assert.deepEqual(json(theirs).data, [])
-    const missing = await service.app.inject({ method: 'GET', url: '/api/v2/tasks?source=greenhouse', headers: bearer(org.key) })
-    assert.equal(missing.statusCode, 422)
+    const partial = await service.app.inject({ method: 'GET', url: '/api/v2/tasks?source=greenhouse&value=A-77', headers: bearer(org.key) })
+    assert.equal(partial.statusCode, 422)
     assert.deepEqual(
-      json(missing).detail.map((entry: any) => entry.loc),
+      json(partial).detail.map((entry: any) => entry.loc),
       [
-        ['query', 'type'],
+        ['query', 'source'],
         ['query', 'value'],
       ],
     )

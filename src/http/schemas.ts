@@ -1,8 +1,26 @@
 /** Schemas shared by several routes: the success envelope, the two error shapes, and the common resources. */
 import { type Static, type TSchema, Type } from '@sinclair/typebox'
+import { refuse } from '../domain/errors.ts'
+import { parseInstant } from '../domain/triggerTiming.ts'
 import { CHANNELS, type Contact } from '../domain/types.ts'
+import { refine } from '../validation/model.ts'
 
 export const Timestamp = Type.String({ format: 'date-time', description: 'UTC, ISO 8601 with Z' })
+
+/**
+ * An RFC 3339 date-time with its offset, kept as the UTC instant it names.
+ * In a query string a `+` left unencoded arrives as a space: there, a space
+ * before the offset is read as the `+` it was.
+ */
+export function instant(field: string, description: string, { inQuery = false } = {}) {
+  return refine(Type.String({ maxLength: 64, format: 'date-time', description, examples: ['2026-12-01T09:00:00+01:00'] }), {
+    transform: inQuery ? (text) => text.replace(/ (?=[0-9]{2}:[0-9]{2}$)/, '+') : undefined,
+    check: (text) => {
+      const at = parseInstant(text)
+      return at === undefined ? refuse(`${field} must be an RFC 3339 date-time with an offset, such as 2026-12-01T09:00:00+01:00 or 2026-12-01T08:00:00Z`) : new Date(at).toISOString()
+    },
+  })
+}
 
 /** One of a closed list of strings: pydantic's Literal[...]. */
 export const OneOf = <T extends string>(values: readonly T[]) => Type.Union(values.map((value) => Type.Literal(value)))

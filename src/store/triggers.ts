@@ -94,9 +94,9 @@ const INSERT_TRIGGERS_WITH_TASKS = `WITH input AS (
        WHERE COALESCE(resolved.contacts, 0) <= 1 AND (eligible.contact IS NOT NULL OR stored.id IS NOT NULL)
      ), new_triggers AS (
        INSERT INTO triggers (id, org_id, api_key_id, campaign_id, request_id, ids, contact, context, test_mode, created_at, task_id,
-                             not_before, expires_at)
+                             not_before, expires_at, phone)
        SELECT id, org_id, api_key_id, campaign_id, request_id, ids, contact, context, test_mode, created_at, task_id,
-              not_before, wanted_until FROM accepted
+              not_before, wanted_until, reached->>'phone' FROM accepted
        RETURNING id
      ), new_tasks AS (
        -- The contact's candidate zones: its timezone as sent or on file, else those its number tells.

@@ -1,6 +1,8 @@
 /**
- * Finding tasks by one of the client's own ids (GET /api/v2/tasks): the
- * question a client developer starts from, "what happened to candidate 4411?".
+ * The organization's tasks (GET /api/v2/tasks), newest first, a page at a
+ * time, filtered, or found by a phone number or one of the client's own ids:
+ * the question a client developer starts from, "what happened to candidate
+ * 4411?".
  */
 import { call, query as queryString } from '../api.js'
 import { Badge, Empty, Failure, html, Instant, useLoad, useState } from '../ui.js'
@@ -15,19 +17,51 @@ export function contactZones(task) {
   return task.timezone !== null ? [task.timezone] : task.candidate_timezones
 }
 
-function SearchForm({ initial }) {
-  const [values, setValues] = useState(initial)
-  const field = (name, label, placeholder) => html`<label>
+const STATUSES = ['pending', 'in_progress', 'completed']
+const OUTCOMES = ['reached', 'unreachable', 'failed', 'cancelled', 'expired', 'opted_out']
+/** What the list is asked for, as the page's URL and the API name it. */
+const FIELDS = ['phone', 'source', 'type', 'value', 'status', 'outcome', 'campaign', 'test_mode', 'created_from', 'created_before']
+const PAGE = 25
+
+/** A datetime-local value, read in the viewer's zone, as the instant the API takes; and back. */
+const toInstant = (local) => (local === '' ? '' : new Date(local).toISOString())
+function toLocal(iso) {
+  if (iso === '') return ''
+  const at = new Date(iso)
+  return new Date(at.getTime() - at.getTimezoneOffset() * 60_000).toISOString().slice(0, 16)
+}
+
+function FilterForm({ initial }) {
+  const [values, setValues] = useState({ ...initial, created_from: toLocal(initial.created_from), created_before: toLocal(initial.created_before) })
+  const set = (name) => (event) => setValues({ ...values, [name]: event.target.value })
+  const text = (name, label, placeholder) => html`<label>${label}<input name=${name} placeholder=${placeholder} value=${values[name]} onInput=${set(name)} /></label>`
+  const choice = (name, label, options) => html`<label>
     ${label}
-    <input name=${name} placeholder=${placeholder} value=${values[name]} required onInput=${(event) => setValues({ ...values, [name]: event.target.value })} />
+    <select name=${name} value=${values[name]} onChange=${set(name)}>
+      <option value="">Any</option>
+      ${options.map(([value, text]) => html`<option value=${value}>${text}</option>`)}
+    </select>
   </label>`
   const submit = (event) => {
     event.preventDefault()
-    location.hash = `#/tasks${queryString({ source: values.source.trim(), type: values.type.trim(), value: values.value.trim() })}`
+    const wanted = Object.fromEntries(FIELDS.map((name) => [name, values[name].trim()]))
+    location.hash = `#/tasks${queryString({ ...wanted, created_from: toInstant(wanted.created_from), created_before: toInstant(wanted.created_before) })}`
   }
-  return html`<form class="search card" onSubmit=${submit} aria-label="Find tasks by your id">
-    ${field('source', 'Source', 'ats')} ${field('type', 'Type', 'candidate_id')} ${field('value', 'Value', 'C-4411')}
-    <button type="submit">Find tasks</button>
+  return html`<form class="card" onSubmit=${submit} aria-label="Find tasks">
+    <div class="grid-form">
+      ${text('phone', 'Phone number', '+44 20 7946 0958')}
+      ${text('source', 'Your id: source', 'ats')} ${text('type', 'Type', 'candidate_id')} ${text('value', 'Value', 'C-4411')}
+      ${choice('status', 'Status', STATUSES.map((status) => [status, status.replace('_', ' ')]))}
+      ${choice('outcome', 'Outcome', OUTCOMES.map((outcome) => [outcome, outcome.replace('_', ' ')]))}
+      ${text('campaign', 'Campaign (routing key)', 'screening')}
+      ${choice('test_mode', 'Mode', [['false', 'Live only'], ['true', 'Test only']])}
+      <label>Created from<input type="datetime-local" name="created_from" value=${values.created_from} onInput=${set('created_from')} /></label>
+      <label>Created before<input type="datetime-local" name="created_before" value=${values.created_before} onInput=${set('created_before')} /></label>
+    </div>
+    <div class="actions filter-actions">
+      <button type="submit">Show tasks</button>
+      <a class="button-link" href="#/tasks">Clear</a>
+    </div>
   </form>`
 }
 
@@ -55,27 +89,36 @@ function TaskRows({ tasks }) {
 }
 
 export function TasksPage({ credential, query }) {
-  const wanted = { source: query.get('source') ?? '', type: query.get('type') ?? '', value: query.get('value') ?? '' }
-  const searching = wanted.source !== '' && wanted.type !== '' && wanted.value !== ''
+  const wanted = Object.fromEntries(FIELDS.map((name) => [name, query.get(name) ?? '']))
+  const before = query.get('before') ?? ''
+  const filtered = FIELDS.some((name) => wanted[name] !== '')
   const found = useLoad(
-    () => (searching ? call(credential.token, 'GET', `/api/v2/tasks${queryString(wanted)}`) : Promise.resolve(undefined)),
-    [wanted.source, wanted.type, wanted.value],
+    () => call(credential.token, 'GET', `/api/v2/tasks${queryString({ ...wanted, before, limit: PAGE })}`),
+    [...FIELDS.map((name) => wanted[name]), before],
   )
-  let results = null
-  if (!searching) {
-    results = html`<${Empty} title="Find a person's tasks">
-      Enter one of the ids your system sent on the trigger (its source, type and value), such as <code>ats</code>, <code>candidate_id</code>, <code>C-4411</code>.
-    </${Empty}>`
-  } else if (found.error) results = html`<${Failure} error=${found.error} />`
+  let results
+  if (found.error) results = html`<${Failure} error=${found.error} />`
   else if (found.loading) results = html`<p class="loading">Looking…</p>`
-  else if (found.data.length === 0) {
-    results = html`<${Empty} title="No task carries this id">
-      Source and type are compared lowercased and the value exactly. A trigger sent in test mode is found the same way.
+  else if (found.data.length === 0 && before !== '') results = html`<${Empty} title="No older tasks">This is the end of the list.</${Empty}>`
+  else if (found.data.length === 0 && filtered) {
+    results = html`<${Empty} title="No task matches">
+      A phone number is matched as the number dialled (in test mode, the tester's); an id's source and type in any case and its value exactly. Clear a filter to see more.
+    </${Empty}>`
+  } else if (found.data.length === 0) {
+    results = html`<${Empty} title="No tasks yet">
+      Each trigger your system sends (<code>POST /api/v2/triggers</code>) makes a task, listed here newest first.
     </${Empty}>`
   } else results = html`<${TaskRows} tasks=${found.data} />`
+  const older = found.data?.length === PAGE ? `#/tasks${queryString({ ...wanted, before: found.data.at(-1).id })}` : undefined
   return html`<div>
     <h2>Tasks</h2>
-    <${SearchForm} key=${JSON.stringify(wanted)} initial=${wanted} />
+    <${FilterForm} key=${JSON.stringify(wanted)} initial=${wanted} />
     ${results}
+    ${before !== '' || older !== undefined
+      ? html`<div class="actions pager">
+          ${before !== '' ? html`<a class="button-link" href=${`#/tasks${queryString(wanted)}`}>Newest</a>` : null}
+          ${older !== undefined ? html`<a class="button-link" href=${older}>Older</a>` : null}
+        </div>`
+      : null}
   </div>`
 }

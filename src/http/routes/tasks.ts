@@ -4,20 +4,22 @@
  */
 import { type Static, Type } from '@sinclair/typebox'
 import type { FastifyInstance } from 'fastify'
-import { ApiError } from '../../domain/errors.ts'
+import { ApiError, refuse, ValidationFailed, valueError } from '../../domain/errors.ts'
+import { normalizePhone, PHONE_REFUSED } from '../../domain/contact.ts'
 import { normalizeIdPart } from '../../domain/externalIds.ts'
 import { isId } from '../../domain/ids.ts'
 import { TASK_OUTCOMES, type Task, ZONE_SOURCES } from '../../domain/types.ts'
 import type { Authenticator } from '../../services/authenticator.ts'
 import type { TaskLifecycle } from '../../services/taskLifecycle.ts'
 import type { Database } from '../../store/database.ts'
-import { findTask, findTasksByExternalId } from '../../store/tasks.ts'
-import { refine } from '../../validation/model.ts'
+import { findTask, listTasks, type TaskFilter, taskListPosition } from '../../store/tasks.ts'
+import { refine, refineModel } from '../../validation/model.ts'
 import { organizationOf, requireOrganizationKey } from '../auth.ts'
 import { envelope } from '../reply.ts'
-import { authErrors, ChannelSchema, ContactSchema, conflict, Envelope, notFound, OneOf, presentContact, Timestamp, validationErrors } from '../schemas.ts'
+import { authErrors, ChannelSchema, ContactSchema, conflict, Envelope, instant, notFound, OneOf, presentContact, Timestamp, validationErrors } from '../schemas.ts'
 
-const MAX_TASKS_BY_EXTERNAL_ID = 100
+const MAX_TASKS_PAGE = 100
+const DEFAULT_TASKS_PAGE = 50
 
 const InteractionSchema = Type.Object({
   id: Type.String(),
@@ -101,11 +103,43 @@ const presentTask = (task: Task) => ({
 })
 
 /** Normalized as a trigger's ids are, so that a lookup finds what was recorded. */
-const ExternalIdQuery = Type.Object({
+const ExternalIdFields = {
   source: refine(Type.String({ minLength: 1, maxLength: 100 }), { transform: normalizeIdPart }),
   type: refine(Type.String({ minLength: 1, maxLength: 100 }), { transform: normalizeIdPart }),
   value: Type.String({ minLength: 1, maxLength: 500, description: 'Matched exactly.' }),
-})
+}
+const ExternalIdQuery = Type.Object(ExternalIdFields)
+
+const QUERY_PHONE_REFUSED = `${PHONE_REFUSED} (in a query string, write its + as %2B)`
+
+const TaskListQuery = refineModel(
+  Type.Object({
+    source: Type.Optional(ExternalIdFields.source),
+    type: Type.Optional(ExternalIdFields.type),
+    value: Type.Optional(ExternalIdFields.value),
+    phone: Type.Optional(
+      refine(Type.String({ maxLength: 64, description: 'Tasks that reach this number (E.164).', examples: ['+442079460958'] }), {
+        // A + left unencoded in a query string arrives as a space.
+        transform: (phone) => phone.replace(/^ (?=[0-9])/, '+'),
+        check: (phone) => normalizePhone(phone) ?? refuse(QUERY_PHONE_REFUSED),
+      }),
+    ),
+    status: Type.Optional(OneOf(['pending', 'in_progress', 'completed'] as const)),
+    outcome: Type.Optional(OneOf(TASK_OUTCOMES)),
+    campaign: Type.Optional(Type.String({ minLength: 1, maxLength: 100, description: 'A routing key: its campaigns on every channel.' })),
+    test_mode: Type.Optional(Type.Boolean()),
+    created_from: Type.Optional(instant('created_from', 'Tasks created at or after this instant.', { inQuery: true })),
+    created_before: Type.Optional(instant('created_before', 'Tasks created before this instant.', { inQuery: true })),
+    before: Type.Optional(Type.String({ maxLength: 40, description: 'The last task id of the previous page: the next page lists the tasks after it.' })),
+    limit: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_TASKS_PAGE, description: `Default ${DEFAULT_TASKS_PAGE}.` })),
+  }),
+  (query) => {
+    const given = (['source', 'type', 'value'] as const).filter((field) => query[field] !== undefined)
+    if (given.length === 0 || given.length === 3) return []
+    return given.map((field) => ({ path: [field], message: 'source, type and value name one of your ids together: give all three, or none' }))
+  },
+)
+type TaskListQuery = Static<typeof TaskListQuery>
 
 const TaskParams = Type.Object({ id: Type.String() })
 
@@ -161,15 +195,38 @@ export function taskRoutes(app: FastifyInstance, deps: { db: Database; authentic
       onRequest: requireOrganizationKey(authenticator, 'triggers:read'),
       schema: {
         ...docs,
-        summary: 'Find tasks by one of your external ids',
-        description: `Tasks whose trigger carried this id (source and type compared lowercased, value exactly), newest first, at most ${MAX_TASKS_BY_EXTERNAL_ID}.`,
-        querystring: ExternalIdQuery,
+        summary: 'List tasks, or find them by one of your ids or a phone number',
+        description:
+          `Your tasks, newest first (by when their trigger was accepted), at most \`limit\` (default ${DEFAULT_TASKS_PAGE}, at most ${MAX_TASKS_PAGE}), every filter given holding: ` +
+          'one of your ids (`source`, `type` and `value` together; source and type compared lowercased, value exactly), the number a task reaches (`phone`; in test mode, the tester\'s), ' +
+          '`status`, `outcome`, `campaign` (a routing key), `test_mode`, and a creation time range. ' +
+          'The next page: the same query with `before` set to the last task id of this one; a page shorter than `limit` is the last.',
+        querystring: TaskListQuery,
         response: { 200: Envelope(Type.Array(TaskSchema)), ...authErrors, ...validationErrors },
       },
     },
     async (request, reply) => {
-      const externalId = request.query as { source: string; type: string; value: string }
-      const tasks = await findTasksByExternalId(db, organizationOf(request).orgId, externalId, MAX_TASKS_BY_EXTERNAL_ID)
+      const query = request.query as TaskListQuery
+      const { orgId } = organizationOf(request)
+      const after = query.before === undefined ? undefined : await taskListPosition(db, orgId, query.before)
+      if (query.before !== undefined && after === undefined) {
+        throw new ValidationFailed([valueError(['query', 'before'], query.before, `before must be the id of one of your tasks, as listed on the previous page`)])
+      }
+      const externalId = query.source !== undefined && query.type !== undefined && query.value !== undefined
+        ? { source: query.source, type: query.type, value: query.value }
+        : undefined
+      const filter: TaskFilter = {
+        externalId,
+        phone: query.phone,
+        status: query.status,
+        outcome: query.outcome,
+        campaign: query.campaign,
+        testMode: query.test_mode,
+        createdFrom: query.created_from === undefined ? undefined : Date.parse(query.created_from),
+        createdBefore: query.created_before === undefined ? undefined : Date.parse(query.created_before),
+        after,
+      }
+      const tasks = await listTasks(db, orgId, filter, query.limit ?? DEFAULT_TASKS_PAGE)
       return reply.send(envelope(request, tasks.map(presentTask)))
     },
   )

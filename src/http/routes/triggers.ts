@@ -6,7 +6,7 @@ import { ApiError, type ErrorDetail, refuse, STATUS_BY_CODE, ValidationFailed } 
 import { normalizeIdPart } from '../../domain/externalIds.ts'
 import { isId } from '../../domain/ids.ts'
 import { isTimeZone } from '../../domain/timezones.ts'
-import { MAX_NOT_BEFORE_DAYS, parseInstant } from '../../domain/triggerTiming.ts'
+import { MAX_NOT_BEFORE_DAYS } from '../../domain/triggerTiming.ts'
 import type { Trigger } from '../../domain/types.ts'
 import type { Authenticator } from '../../services/authenticator.ts'
 import type { Acceptance, AcceptedData, TriggerAcceptance } from '../../services/triggerAcceptance.ts'
@@ -23,6 +23,7 @@ import {
   conflict,
   Envelope,
   ErrorBody,
+  instant,
   notFound,
   presentContact,
   Timestamp,
@@ -78,16 +79,6 @@ export const ContactInput = Type.Object({
     ),
   ),
 })
-
-/** An RFC 3339 date-time with its offset, kept as the UTC instant it names. */
-export function instant(field: string, description: string) {
-  return refine(Type.String({ maxLength: 64, format: 'date-time', description, examples: ['2026-12-01T09:00:00+01:00'] }), {
-    check: (text) => {
-      const at = parseInstant(text)
-      return at === undefined ? refuse(`${field} must be an RFC 3339 date-time with an offset, such as 2026-12-01T09:00:00+01:00 or 2026-12-01T08:00:00Z`) : new Date(at).toISOString()
-    },
-  })
-}
 
 export const TriggerRequestSchema = Type.Object(
   {

@@ -18,11 +18,11 @@ import type { Authenticator } from '../../../services/authenticator.ts'
 import type { CampaignDirectory } from '../../../services/campaignDirectory.ts'
 import { type CampaignPauses, PAUSE_ACTIONS, type PauseAction } from '../../../services/campaignPauses.ts'
 import { refine, refineModel } from '../../../validation/model.ts'
-import { ContactInput, instant } from '../triggers.ts'
+import { ContactInput } from '../triggers.ts'
 import { requireOperator } from '../../auth.ts'
 import { adminDocs, OrgParams } from './shared.ts'
 import { envelope } from '../../reply.ts'
-import { authErrors, ChannelSchema, conflict, Envelope, notFound, OneOf, Timestamp, validationErrors } from '../../schemas.ts'
+import { authErrors, ChannelSchema, conflict, Envelope, instant, notFound, OneOf, Timestamp, validationErrors } from '../../schemas.ts'
 
 /** A string field that follows one of the schedule's field rules. */
 function ruled<S extends TString>(schema: S, rule: (value: string) => string | undefined): S {
