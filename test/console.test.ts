@@ -310,6 +310,42 @@ describe('the console in a browser', { skip: existsSync(CHROMIUM) ? false : `no 
     }
   })
 
+  test("an endpoint's health: a test event sent from the page, answered 500, is counted and listed among the last failures with its answer", async () => {
+    // An endpoint of its own, so that no other webhook takes the 500 or is counted beside the test.
+    const tested = await startReceiver()
+    const registered = await service.app.inject({
+      method: 'POST',
+      url: '/api/v2/webhook-endpoints',
+      headers: bearer(key),
+      payload: { url: tested.url, events: ['task.completed'] },
+    })
+    assert.equal(registered.statusCode, 201, registered.body)
+    const { context, page } = await signedIn(key)
+    try {
+      await page.getByRole('link', { name: 'Webhooks' }).click()
+      const endpoint = page.getByRole('article', { name: tested.url })
+      const health = endpoint.getByRole('region', { name: `Health of ${tested.url}` })
+      await health.getByText('0 attempts').waitFor()
+      tested.answer({ status: 500 })
+      await endpoint.getByRole('button', { name: 'Send test event' }).click()
+      const sent = endpoint.getByRole('status')
+      await sent.getByText('its attempt is counted above').waitFor()
+      const eventId = (await sent.locator('code').textContent())!
+      await health.getByText('1 attempt', { exact: true }).waitFor()
+      const failure = health.getByRole('row', { name: new RegExp(eventId) })
+      await failure.getByRole('cell', { name: '500' }).waitFor()
+      assert.match((await failure.textContent())!, /webhook\.test/)
+      assert.equal(tested.received.length, 1)
+      assert.equal(tested.received[0]!.headers['webhook-id'], eventId)
+      await shot(page, 'webhook-health')
+    } finally {
+      await context.close()
+      const removed = await service.app.inject({ method: 'DELETE', url: `/api/v2/webhook-endpoints/${json(registered).data.id}`, headers: bearer(key) })
+      assert.equal(removed.statusCode, 204)
+      await tested.close()
+    }
+  })
+
   test('a number is suppressed in any written form, listed in E.164, and lifted; a key without the scope is not offered the page', async () => {
     const { context, page } = await signedIn(key)
     try {

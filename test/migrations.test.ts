@@ -2,6 +2,7 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import { deliveriesOf } from '../src/store/deliveries.ts'
+import { lastFailures } from '../src/store/endpointHealth.ts'
 import { findTask, listTasks } from '../src/store/tasks.ts'
 import { findTrigger } from '../src/store/triggers.ts'
 import { databaseBeforeMigration } from './support/service.ts'
@@ -155,6 +156,49 @@ test('024: a trigger recorded before is found by the number its task reaches, th
     const found = async (phone: string) => (await listTasks(db, 'org_1', { phone }, 10)).map((task) => task.id)
     assert.deepEqual(await found('+442079460958'), ['tsk_2', 'tsk_1'])
     assert.deepEqual(await found('+34912345678'), ['tsk_3'])
+  } finally {
+    await database.drop()
+  }
+})
+
+test("025: the failed attempts logged before are their endpoints' last failures; a settling attempt logged before 017 is one only if it gave up", async () => {
+  const database = await databaseBeforeMigration(25)
+  try {
+    const { db } = database
+    const at = (second: number) => `timestamptz '2026-06-01T10:00:${String(second).padStart(2, '0')}Z'`
+    // whe_1: pending after a 503. whe_2, settled before 017 (its last attempt logged, nothing on the row):
+    // succeeded at its second attempt after a 500; gave up after a 502.
+    await db.exec(`
+      INSERT INTO events (id, org_id, type, payload, created_at) VALUES ('evt_1', 'org_1', 'task.completed', '{}', ${at(0)});
+      INSERT INTO deliveries (event_id, endpoint_id, org_id, status, attempts, due_at, created_at, completed_at) VALUES
+        ('evt_1', 'whe_1', 'org_1', 'pending', 1, ${at(5)}, ${at(0)}, NULL),
+        ('evt_1', 'whe_2', 'org_1', 'succeeded', 2, ${at(5)}, ${at(0)}, ${at(5)}),
+        ('evt_1', 'whe_2', 'org_1', 'failed', 1, ${at(9)}, ${at(0)}, ${at(9)});
+      INSERT INTO delivery_attempts (delivery_id, attempt, attempted_at, status_code, latency_ms, error)
+      SELECT id, 1, ${at(1)}, 503, 12, NULL FROM deliveries WHERE endpoint_id = 'whe_1' UNION ALL
+      SELECT id, 1, ${at(2)}, 500, 13, NULL FROM deliveries WHERE status = 'succeeded' UNION ALL
+      SELECT id, 2, ${at(5)}, 200, 14, NULL FROM deliveries WHERE status = 'succeeded' UNION ALL
+      SELECT id, 1, ${at(9)}, 502, 15, NULL FROM deliveries WHERE status = 'failed';
+      UPDATE events SET delivery_ids = ARRAY(SELECT id FROM deliveries ORDER BY id);
+    `)
+    await database.upgrade()
+    const failures = async (endpointId: string) =>
+      (await lastFailures(db, endpointId, 10)).map(({ attempt, statusCode, final }) => ({ attempt, statusCode, final }))
+    assert.deepEqual(await lastFailures(db, 'whe_1', 10), [
+      { eventId: 'evt_1', eventType: 'task.completed', attempt: 1, at: '2026-06-01T10:00:01.000Z', statusCode: 503, latencyMs: 12, error: null, final: false },
+    ])
+    assert.deepEqual(await failures('whe_2'), [
+      { attempt: 1, statusCode: 502, final: true },
+      { attempt: 1, statusCode: 500, final: false },
+    ])
+    // Each attempt is still listed once on its delivery.
+    assert.deepEqual(
+      (await deliveriesOf(db, 'evt_1')).map((delivery) => delivery.attempts.map((attempt) => attempt.statusCode)),
+      [[503], [500, 200], [502]],
+    )
+    await db.exec(`INSERT INTO events (id, org_id, type, payload, created_at) VALUES ('evt_2', 'org_1', 'webhook.test', '{}', ${at(10)})`)
+    await assert.rejects(db.exec(`INSERT INTO events (id, org_id, type, payload, created_at) VALUES ('evt_3', 'org_1', 'other', '{}', ${at(10)})`))
+    assert.deepEqual(await lastFailures(db, 'whe_3', 10), [])
   } finally {
     await database.drop()
   }

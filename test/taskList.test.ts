@@ -72,6 +72,27 @@ describe('listing tasks', () => {
     assert.deepEqual(pages, [newestFirst(() => true).slice(0, 4), newestFirst(() => true).slice(4)])
   })
 
+  test('tasks accepted at the same instant (one batch) are paged in id order, none skipped or repeated', async () => {
+    const other = await seedOrganization(service.app, { schedule: ALWAYS_OPEN })
+    const response = await service.app.inject({
+      method: 'POST',
+      url: '/api/v2/triggers/batch',
+      headers: { ...bearer(other.key), 'content-type': 'application/json' },
+      payload: JSON.stringify({ triggers: Array.from({ length: 5 }, (_, n) => ({ campaign: 'screening', contact: { phone: LONDON, first_name: `B${n}` } })) }),
+    })
+    assert.equal(response.statusCode, 200, response.body)
+    const taskIds: string[] = json(response).data.map((result: any) => result.data.task_id)
+    const pages: string[][] = []
+    for (let query = '?limit=2'; ; ) {
+      const page = await list(query, other.key)
+      pages.push(page)
+      if (page.length < 2) break
+      query = `?limit=2&before=${page.at(-1)}`
+    }
+    assert.deepEqual(pages.flat(), [...taskIds].sort().reverse())
+    assert.deepEqual(pages.map((page) => page.length), [2, 2, 1])
+  })
+
   test('every filter given holds: status, outcome, campaign, test mode and a creation time range', async () => {
     const cancelled = made[2]!.id
     const cancel = await service.app.inject({ method: 'POST', url: `/api/v2/tasks/${cancelled}/cancel`, headers: bearer(org.key) })

@@ -9,6 +9,7 @@ import { createHmac } from 'node:crypto'
 import { after, afterEach, before, beforeEach, describe, test } from 'node:test'
 import { Webhook } from 'standardwebhooks'
 import { createChannels } from '../src/channels/index.ts'
+import { LATENCY_BOUNDS_MS } from '../src/domain/endpointHealth.ts'
 import { type Receiver, startReceiver } from './support/receiver.ts'
 import { bearer, json, OPERATOR_TOKEN, seedOrganization, startService, type TestService } from './support/service.ts'
 
@@ -490,5 +491,112 @@ describe('the event log', () => {
     }
     const { key } = await setUp()
     assert.equal((await service.app.inject({ method: 'GET', url: '/metrics', headers: bearer(key) })).statusCode, 403)
+  })
+})
+
+describe("an endpoint's health", () => {
+  const health = async (key: string, endpointId: string) => {
+    const response = await service.app.inject({ method: 'GET', url: `/api/v2/webhook-endpoints/${endpointId}/health`, headers: bearer(key) })
+    assert.equal(response.statusCode, 200, response.body)
+    return json(response).data
+  }
+
+  test('counts the attempts of the last 24 hours, how many succeeded and how long they took, and lists the last failures with their answers', async () => {
+    const { key, endpoint } = await setUp({ events: ['task.completed'] })
+    const empty = await health(key, endpoint.id)
+    assert.deepEqual({ ...empty, since: undefined }, { since: undefined, attempts: 0, succeeded: 0, success_rate: null, latency_ms: null, last_failures: [] })
+    await trigger(key)
+    receiver.answer({ status: 500 }, { status: 200, delayMs: 300 })
+    await callToTheEnd()
+    await deliver()
+    now += 6_000
+    await deliver()
+    const [event] = payloads()
+    const measured = await health(key, endpoint.id)
+    assert.equal(Date.parse(measured.since) % 3_600_000, 0, 'from the start of an hour')
+    assert.ok(now - Date.parse(measured.since) >= 24 * 3_600_000 && now - Date.parse(measured.since) < 25 * 3_600_000)
+    assert.deepEqual([measured.attempts, measured.succeeded, measured.success_rate], [2, 1, 0.5])
+    // One attempt answered at once, one after 300 ms: the slowest is p95; the median, a bucket's bound or the slowest.
+    const { p50, p95, max } = measured.latency_ms
+    assert.ok(max >= 300, JSON.stringify(measured.latency_ms))
+    assert.equal(p95, max)
+    assert.ok(p50 <= p95 && [...LATENCY_BOUNDS_MS, max].includes(p50), JSON.stringify(measured.latency_ms))
+    assert.deepEqual(
+      measured.last_failures.map((failure: any) => [failure.event_id, failure.event_type, failure.attempt, failure.status_code, failure.final]),
+      [[event.id, 'task.completed', 1, 500, false]],
+    )
+    // A day later the attempts have left the window; the failures stay listed.
+    now += 25 * 3_600_000
+    const later = await health(key, endpoint.id)
+    assert.deepEqual([later.attempts, later.success_rate, later.latency_ms, later.last_failures.length], [0, null, null, 1])
+  })
+
+  test("a delivery's last attempt is listed as final when it gives up, and the endpoint says why the service disabled it", async () => {
+    const { key, endpoint } = await setUp({ events: ['task.completed'] })
+    await trigger(key)
+    receiver.answer({ status: 410 })
+    await callToTheEnd()
+    await deliver()
+    const measured = await health(key, endpoint.id)
+    assert.deepEqual([measured.attempts, measured.succeeded], [1, 0])
+    assert.deepEqual(
+      measured.last_failures.map((failure: any) => [failure.attempt, failure.status_code, failure.final]),
+      [[1, 410, true]],
+    )
+    const state = json(await service.app.inject({ method: 'GET', url: `/api/v2/webhook-endpoints/${endpoint.id}`, headers: bearer(key) })).data
+    assert.match(state.disabled_reason, /410/)
+  })
+
+  test('a test event is sent signed to the endpoint whatever it subscribes to, logged, left out of the events list, and sent again to it alone', async () => {
+    const { key, endpoint } = await setUp({ events: ['interaction.finalized'] })
+    const other = await service.app.inject({ method: 'POST', url: '/api/v2/webhook-endpoints', headers: bearer(key), payload: { url: `${receiver.url}/other` } })
+    assert.equal(other.statusCode, 201, other.body)
+    const sent = await service.app.inject({ method: 'POST', url: `/api/v2/webhook-endpoints/${endpoint.id}/test`, headers: bearer(key) })
+    assert.equal(sent.statusCode, 202, sent.body)
+    const event = json(sent).data
+    assert.equal(event.type, 'webhook.test')
+    assert.equal(event.data.endpoint_id, endpoint.id)
+    await deliver()
+    assert.equal(receiver.received.length, 1)
+    const [request] = receiver.received
+    assert.equal((request!.headers as any)['webhook-id'], event.id)
+    assert.deepEqual(new Webhook(endpoint.secret).verify(request!.body, request!.headers as Record<string, string>), event)
+    assert.deepEqual(json(await service.app.inject({ method: 'GET', url: '/api/v2/events', headers: bearer(key) })).data, [])
+    const logged = json(await service.app.inject({ method: 'GET', url: `/api/v2/events/${event.id}`, headers: bearer(key) })).data
+    assert.deepEqual(
+      logged.deliveries.map((delivery: any) => [delivery.endpoint_id, delivery.status]),
+      [[endpoint.id, 'succeeded']],
+    )
+    assert.equal((await health(key, endpoint.id)).succeeded, 1)
+    const again = await service.app.inject({ method: 'POST', url: `/api/v2/events/${event.id}/redeliver`, headers: bearer(key) })
+    assert.deepEqual(json(again).data.endpoints, [endpoint.id])
+    await deliver()
+    assert.deepEqual(receiver.received.map((r) => r.headers['webhook-id']), [event.id, event.id])
+    // A disabled endpoint is not tested; another organization's is not found.
+    await service.app.inject({ method: 'PATCH', url: `/api/v2/webhook-endpoints/${endpoint.id}`, headers: bearer(key), payload: { enabled: false } })
+    const refused = await service.app.inject({ method: 'POST', url: `/api/v2/webhook-endpoints/${endpoint.id}/test`, headers: bearer(key) })
+    assert.equal(refused.statusCode, 409)
+    const stranger = await setUp()
+    for (const [method, url] of [['POST', `/api/v2/webhook-endpoints/${endpoint.id}/test`], ['GET', `/api/v2/webhook-endpoints/${endpoint.id}/health`]] as const) {
+      assert.equal((await service.app.inject({ method, url, headers: bearer(stranger.key) })).statusCode, 404)
+    }
+  })
+
+  test('a key without webhooks:manage may neither read the health nor send a test; the operator may, for any organization', async () => {
+    const { orgId, endpoint } = await setUp()
+    const reader = json(
+      await service.app.inject({ method: 'POST', url: `/admin/v1/organizations/${orgId}/api-keys`, headers: admin, payload: { name: 'reader', scopes: ['triggers:read'] } }),
+    ).data.key as string
+    for (const [method, suffix] of [['GET', 'health'], ['POST', 'test']] as const) {
+      const url = `/api/v2/webhook-endpoints/${endpoint.id}/${suffix}`
+      assert.equal((await service.app.inject({ method, url, headers: bearer(reader) })).statusCode, 403, url)
+    }
+    const tested = await service.app.inject({ method: 'POST', url: `/admin/v1/organizations/${orgId}/webhook-endpoints/${endpoint.id}/test`, headers: admin })
+    assert.equal(tested.statusCode, 202, tested.body)
+    await deliver()
+    assert.deepEqual(payloads().map((event) => event.type), ['webhook.test'])
+    const read = await service.app.inject({ method: 'GET', url: `/admin/v1/organizations/${orgId}/webhook-endpoints/${endpoint.id}/health`, headers: admin })
+    assert.equal(read.statusCode, 200, read.body)
+    assert.deepEqual([json(read).data.attempts, json(read).data.succeeded], [1, 1])
   })
 })

@@ -3,13 +3,13 @@
  * and the events API's items. Built here from what the lifecycle knows, so
  * that the contract lives in one place and in the types.
  */
-import type { Channel, Direction, EventType, ExternalId, InteractionOutcome, TaskOutcome } from './types.ts'
+import { type Channel, type Direction, type ExternalId, type InteractionOutcome, type SentEventType, type TaskOutcome, TEST_EVENT_TYPE } from './types.ts'
 import { newId } from './ids.ts'
 
 /** An event exactly as it is sent: the webhook body. */
 export interface OutboxEvent {
   id: string
-  type: EventType
+  type: SentEventType
   timestamp: string
   data: Record<string, unknown>
 }
@@ -94,5 +94,15 @@ export function interactionFinalizedEvent(interaction: FinalizedInteraction, now
       test_mode: interaction.testMode,
       ...(interaction.taskId !== null ? { ids: interaction.ids ?? [] } : {}),
     },
+  }
+}
+
+/** A webhook.test event, for one endpoint: signed and sent as any other, so that a receiver's handling and its check of signatures can be tried. */
+export function webhookTestEvent(endpointId: string, now: number): OutboxEvent {
+  return {
+    id: newId('event', now),
+    type: TEST_EVENT_TYPE,
+    timestamp: new Date(now).toISOString(),
+    data: { endpoint_id: endpointId, message: 'A test event, sent on request. It reports nothing about any task; answer it with a 2xx.' },
   }
 }

@@ -113,7 +113,8 @@ export interface Contact {
   timezone?: string
 }
 
-export type TaskStatus = 'pending' | 'in_progress' | 'completed'
+export const TASK_STATUSES = ['pending', 'in_progress', 'completed'] as const
+export type TaskStatus = (typeof TASK_STATUSES)[number]
 
 /** What a trigger records of its request, normalized. */
 export interface TriggerContent {
@@ -191,6 +192,10 @@ export interface Trigger extends TriggerContent {
 
 export const EVENT_TYPES = ['task.completed', 'interaction.finalized'] as const
 export type EventType = (typeof EVENT_TYPES)[number]
+/** An event sent to one endpoint on request, to test that it receives: it reports nothing, and no endpoint subscribes to it. */
+export const TEST_EVENT_TYPE = 'webhook.test'
+/** Every type an event sent may have. */
+export type SentEventType = EventType | typeof TEST_EVENT_TYPE
 
 export interface WebhookEndpoint {
   id: string

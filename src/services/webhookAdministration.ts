@@ -5,11 +5,13 @@
  */
 import { ApiError, ValidationFailed, valueError } from '../domain/errors.ts'
 import { isId, newId } from '../domain/ids.ts'
-import { EVENT_TYPES, type EventType, type WebhookEndpoint } from '../domain/types.ts'
+import { addCounts, healthWindowStart, type LatencySummary, latencySummary, successRate } from '../domain/endpointHealth.ts'
+import { EVENT_TYPES, type EventType, TEST_EVENT_TYPE, type WebhookEndpoint } from '../domain/types.ts'
 import type { Database } from '../store/database.ts'
 import { deliveriesOf, deliveriesOfEvents, type DeliveryLog, giveUpPending, redeliver } from '../store/deliveries.ts'
-import type { OutboxEvent } from '../domain/events.ts'
-import { findEvent, listEvents, listTaskEvents } from '../store/events.ts'
+import { type OutboxEvent, webhookTestEvent } from '../domain/events.ts'
+import { endpointHours, type FailedAttempt, lastFailures } from '../store/endpointHealth.ts'
+import { findEvent, insertTestEvent, listEvents, listTaskEvents } from '../store/events.ts'
 import { taskExists } from '../store/tasks.ts'
 import { deleteEndpoint, findEndpoint, insertEndpoint, listEndpoints, rotateSecret, updateEndpoint } from '../store/webhookEndpoints.ts'
 import { webhookUrlProblem } from '../webhooks/urlSafety.ts'
@@ -178,7 +180,8 @@ export async function taskEventsWithDeliveries(
 
 /**
  * Sends an event again, with the same webhook-id: to one endpoint, or to
- * every enabled endpoint subscribed to its type. Returns the endpoints.
+ * every enabled endpoint subscribed to its type (a test: to the endpoint it
+ * tested). Returns the endpoints.
  */
 export async function redeliverEvent(
   ops: WebhookOperations,
@@ -187,13 +190,57 @@ export async function redeliverEvent(
   endpointId: string | undefined,
 ): Promise<WebhookEndpoint[]> {
   const event = await requireEvent(ops, orgId, id)
-  const targets =
-    endpointId !== undefined
-      ? [await requireEndpoint(ops, orgId, endpointId)]
-      : (await listEndpoints(ops.db, orgId)).filter((endpoint) => endpoint.enabled && endpoint.events.includes(event.type))
+  let targets: WebhookEndpoint[]
+  if (endpointId !== undefined) targets = [await requireEndpoint(ops, orgId, endpointId)]
+  else if (event.type === TEST_EVENT_TYPE) targets = [await requireEndpoint(ops, orgId, String(event.data.endpoint_id))]
+  else targets = (await listEndpoints(ops.db, orgId)).filter((endpoint) => endpoint.enabled && endpoint.events.includes(event.type as EventType))
   const disabled = targets.find((endpoint) => !endpoint.enabled)
   if (disabled !== undefined) throw new ApiError('conflict', `Webhook endpoint ${disabled.id} is disabled; enable it first.`)
   for (const endpoint of targets) await redeliver(ops.db, orgId, event.id, endpoint.id, ops.now())
   ops.onRedeliver()
   return targets
+}
+
+/** How many of an endpoint's last failures its health lists. */
+export const LAST_FAILURES = 10
+
+export interface EndpointHealth {
+  /** The start of the first hour counted: the hour 24 hours ago began. */
+  since: string
+  attempts: number
+  succeeded: number
+  successRate: number | null
+  latency: LatencySummary | null
+  lastFailures: FailedAttempt[]
+}
+
+/**
+ * How an endpoint's webhooks have gone: its attempts over the last 24 hours
+ * (counted by the hour, from the start of the hour 24 hours ago), how many
+ * succeeded and how long they took, and its last failures with the
+ * receiver's answers.
+ */
+export async function endpointHealth(ops: WebhookOperations, orgId: string, id: string): Promise<EndpointHealth> {
+  const endpoint = await requireEndpoint(ops, orgId, id)
+  const since = healthWindowStart(ops.now())
+  const counts = addCounts(await endpointHours(ops.db, endpoint.id, since))
+  return {
+    since: new Date(since).toISOString(),
+    attempts: counts.attempts,
+    succeeded: counts.succeeded,
+    successRate: successRate(counts),
+    latency: latencySummary(counts),
+    lastFailures: await lastFailures(ops.db, endpoint.id, LAST_FAILURES),
+  }
+}
+
+/** Sends a webhook.test event to an enabled endpoint now; returns the event. */
+export async function sendTestEvent(ops: WebhookOperations, orgId: string, id: string): Promise<OutboxEvent> {
+  const endpoint = await requireEndpoint(ops, orgId, id)
+  const event = webhookTestEvent(endpoint.id, ops.now())
+  if (!(await insertTestEvent(ops.db, orgId, endpoint.id, event))) {
+    throw new ApiError('conflict', `Webhook endpoint ${endpoint.id} is disabled; enable it first.`)
+  }
+  ops.onRedeliver()
+  return event
 }

@@ -13,8 +13,10 @@ import pg from 'pg'
  * on PGlite, once per session) and then only bound to its parameters.
  * Planning the pipeline's statements anew at each call took about an eighth
  * of PostgreSQL's time per trigger end to end (pg_stat_statements'
- * total_plan_time). The store's statements are fixed texts, so their number,
- * and the prepared statements a connection keeps, stays small.
+ * total_plan_time). The store's statements are fixed texts (but for the task
+ * list's, one per combination of the filters given, a few hundred at most),
+ * so their number, and the prepared statements a connection keeps, stays
+ * small.
  *
  * A prepared statement keeps the plan it was given when its tables were as
  * they were then, often nearly empty (a new database; one where nothing runs

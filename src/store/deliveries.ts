@@ -8,6 +8,7 @@
  */
 import type { Database, Queryable } from './database.ts'
 import type { OutboxEvent } from '../domain/events.ts'
+import { LATENCY_BOUNDS_MS } from '../domain/endpointHealth.ts'
 import { iso, isoOrNull } from './rows.ts'
 
 /** An endpoint as its holder sends to it: where, signed with what, and how many at once. */
@@ -220,6 +221,26 @@ export interface AttemptResult {
 }
 
 /**
+ * Adds the attempts recorded (`moved`, with their `result`) to their
+ * endpoints' hours (migration 025), a row per endpoint and hour, in key order
+ * so that two statements never wait for each other in a circle. An
+ * endpoint's deliveries are recorded by the one worker that holds it, so its
+ * row is seldom waited for.
+ */
+const COUNT_ATTEMPTS_BY_ENDPOINT_HOUR = `INSERT INTO endpoint_hours AS h (endpoint_id, hour, attempts, succeeded, latency_ms_sum, latency_ms_max, latency_buckets)
+       SELECT m.endpoint_id, date_bin('1 hour', r.attempted_at, timestamptz '2000-01-01 00:00:00Z') AS hour, count(*),
+              count(*) FILTER (WHERE m.status = 'succeeded'), sum(r.latency_ms), max(r.latency_ms),
+              ARRAY[${LATENCY_BOUNDS_MS.map((bound, n) => `count(*) FILTER (WHERE r.latency_ms ${n === 0 ? '' : `>= ${LATENCY_BOUNDS_MS[n - 1]} AND r.latency_ms `}< ${bound})`).join(', ')},
+                    count(*) FILTER (WHERE r.latency_ms >= ${LATENCY_BOUNDS_MS.at(-1)})]
+       FROM moved m JOIN result r ON r.id = m.id AND r.claim = m.claim
+       GROUP BY 1, 2
+       ORDER BY 1, 2
+       ON CONFLICT (endpoint_id, hour) DO UPDATE SET
+         attempts = h.attempts + excluded.attempts, succeeded = h.succeeded + excluded.succeeded,
+         latency_ms_sum = h.latency_ms_sum + excluded.latency_ms_sum, latency_ms_max = greatest(h.latency_ms_max, excluded.latency_ms_max),
+         latency_buckets = ARRAY(SELECT a + b FROM unnest(h.latency_buckets, excluded.latency_buckets) WITH ORDINALITY AS u(a, b, n) ORDER BY n)`
+
+/**
  * Logs attempts and moves their deliveries on, many in one statement, each
  * only while its claim still holds it. The attempt that settles a delivery
  * (it succeeded, or it gives up) is written on the delivery's row as it is
@@ -242,12 +263,15 @@ export async function recordAttempts(tx: Queryable, results: readonly AttemptRes
               final_error = CASE WHEN r.status = 'pending' THEN NULL ELSE r.error END
        FROM result r
        WHERE d.id = r.id AND d.id = ANY($1::bigint[]) AND d.locked_by = r.claim AND d.status || '' = 'pending'
-       RETURNING d.id, d.attempts, d.status, r.claim
+       RETURNING d.id, d.endpoint_id, d.attempts, d.status, r.claim
      ), logged AS (
-       INSERT INTO delivery_attempts (delivery_id, attempt, attempted_at, status_code, latency_ms, error)
-       SELECT m.id, m.attempts, r.attempted_at, r.status_code, r.latency_ms, r.error
+       INSERT INTO delivery_attempts (delivery_id, endpoint_id, attempt, attempted_at, status_code, latency_ms, error)
+       SELECT m.id, m.endpoint_id, m.attempts, r.attempted_at, r.status_code, r.latency_ms, r.error
        FROM moved m JOIN result r ON r.id = m.id AND r.claim = m.claim
-       WHERE m.status = 'pending')
+       WHERE m.status = 'pending'
+     ), counted AS (
+       ${COUNT_ATTEMPTS_BY_ENDPOINT_HOUR}
+     )
      SELECT id FROM moved`,
     [
       results.map((result) => result.delivery.id),

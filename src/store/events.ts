@@ -1,6 +1,6 @@
 /** The outbox: events written in the transaction of the change they report. */
 import type { OrganizationEvent, OutboxEvent } from '../domain/events.ts'
-import type { EventType } from '../domain/types.ts'
+import { type EventType, TEST_EVENT_TYPE } from '../domain/types.ts'
 import type { Queryable } from './database.ts'
 import type { ClaimedDelivery } from './deliveries.ts'
 
@@ -112,7 +112,8 @@ export async function insertEvents(tx: Queryable, events: readonly OrganizationE
 }
 
 /**
- * An organization's events in the order their transactions committed, after
+ * An organization's events in the order their transactions committed (but
+ * the tests sent to its endpoints, which report nothing), after
  * the event `after`, leaving out every transaction still in progress: a page
  * never passes an event that is yet to appear. Undefined when `after` is not
  * one of the organization's events.
@@ -125,7 +126,7 @@ export async function listEvents(
   const rows = await db.query<{ payload: OutboxEvent | null }>(
     `WITH cursor AS (SELECT txid, id FROM events WHERE org_id = $1 AND id = $3)
      SELECT e.payload FROM events e
-     WHERE e.org_id = $1 AND ($2::text IS NULL OR e.type = $2)
+     WHERE e.org_id = $1 AND ($2::text IS NULL OR e.type = $2) AND e.type <> '${TEST_EVENT_TYPE}'
        AND ($3::text IS NULL OR (e.txid, e.id) > (SELECT txid, id FROM cursor))
        AND e.txid < pg_snapshot_xmin(pg_current_snapshot())
      ORDER BY e.txid, e.id
@@ -155,4 +156,29 @@ export async function listTaskEvents(db: Queryable, orgId: string, taskId: strin
 export async function findEvent(db: Queryable, orgId: string, id: string): Promise<OutboxEvent | undefined> {
   const rows = await db.query<{ payload: OutboxEvent }>('SELECT payload FROM events WHERE org_id = $1 AND id = $2', [orgId, id])
   return rows[0]?.payload
+}
+
+/**
+ * Writes a webhook.test event with one delivery to its endpoint, due now,
+ * while the endpoint receives: false, writing nothing, when it is disabled or
+ * deleted. The endpoint's row is locked (FOR SHARE) so that a disable cannot
+ * commit between this check and the delivery: it waits, and then gives the
+ * delivery up with what else is pending there.
+ */
+export async function insertTestEvent(db: Queryable, orgId: string, endpointId: string, event: OutboxEvent): Promise<boolean> {
+  const rows = await db.query<{ id: string }>(
+    `WITH target AS (
+       SELECT id FROM webhook_endpoints WHERE id = $2 AND org_id = $3 AND enabled AND deleted_at IS NULL FOR SHARE
+     ), delivered AS (
+       INSERT INTO deliveries (event_id, endpoint_id, org_id, status, due_at, created_at)
+       SELECT $1, id, $3, 'pending', $5, $5 FROM target
+       RETURNING id
+     )
+     INSERT INTO events (id, org_id, type, payload, created_at, delivery_ids)
+     SELECT $1, $3, $4, $6::jsonb, $5, ARRAY(SELECT id FROM delivered)
+     WHERE EXISTS (SELECT 1 FROM delivered)
+     RETURNING id`,
+    [event.id, endpointId, orgId, event.type, event.timestamp, JSON.stringify(event)],
+  )
+  return rows.length > 0
 }

@@ -440,10 +440,15 @@ const FROM_PENDING_TASKS = 'FROM tasks t JOIN triggers tr ON tr.id = t.trigger_i
  * the ids index, else backwards along triggers_by_org from `after` or the
  * creation time range; status and outcome are checked on each task read,
  * except that pending tasks are read from the dispatcher's index.
+ *
+ * The statement's text follows the filters given: each combination is its
+ * own prepared statement, planned for what it filters on (a few hundred at
+ * most; see store/database.ts).
  */
 export async function listTasks(db: Queryable, orgId: string, filter: TaskFilter, limit: number): Promise<Task[]> {
   const params: unknown[] = [orgId]
-  const where = ['tr.org_id = $1', 't.org_id = $1']
+  // c.org_id too: pending tasks are then read from the due index campaign by campaign, the organization's only.
+  const where = ['tr.org_id = $1', 't.org_id = $1', 'c.org_id = $1']
   const holds = (condition: (param: string) => string, value: unknown) => {
     params.push(value)
     where.push(condition(`$${params.length}`))

@@ -26,8 +26,9 @@ const PAGE = 25
 /** A datetime-local value, read in the viewer's zone, as the instant the API takes; and back. */
 const toInstant = (local) => (local === '' ? '' : new Date(local).toISOString())
 function toLocal(iso) {
-  if (iso === '') return ''
   const at = new Date(iso)
+  // What the URL holds may not be an instant (typed by hand): the API's answer then says why.
+  if (Number.isNaN(at.getTime())) return ''
   return new Date(at.getTime() - at.getTimezoneOffset() * 60_000).toISOString().slice(0, 16)
 }
 

@@ -1,10 +1,11 @@
 /**
- * The organization's webhook endpoints: register one, see whether each is
- * enabled (and why the service disabled one), enable it again, rotate its
- * secret (shown once) and delete it.
+ * The organization's webhook endpoints: register one, see how each is doing
+ * (its last 24 hours, its last failures with the answers they got), whether
+ * it is enabled (and why the service disabled one), enable it again, send it
+ * a test event, rotate its secret (shown once) and delete it.
  */
 import { call } from '../api.js'
-import { Badge, ConfirmButton, Empty, Failure, html, Instant, ShownOnce, useAction, useLoad, useState } from '../ui.js'
+import { Badge, ConfirmButton, Empty, Failure, html, Instant, ShownOnce, useAction, useEffect, useLoad, useState } from '../ui.js'
 
 const EVENT_TYPES = ['task.completed', 'interaction.finalized']
 const PATH = '/api/v2/webhook-endpoints'
@@ -33,7 +34,57 @@ function NewEndpoint({ credential, onCreated }) {
   </form>`
 }
 
+const percent = (rate) => `${(Math.floor(rate * 1000) / 10).toLocaleString()} %`
+
+/** The endpoint's last 24 hours, and its last failures with the answer each got. */
+function Health({ endpoint, health }) {
+  if (health.error) return html`<${Failure} error=${health.error} />`
+  if (health.loading) return html`<p class="loading">Reading its health…</p>`
+  const { attempts, success_rate: rate, latency_ms: latency, last_failures: failures } = health.data
+  return html`<section aria-label=${`Health of ${endpoint.url}`}>
+    <dl class="facts health">
+      <div><dt>Success, last 24 h</dt><dd class="figure">${rate === null ? '—' : percent(rate)}</dd><dd class="muted">${attempts.toLocaleString()} ${attempts === 1 ? 'attempt' : 'attempts'}</dd></div>
+      <div><dt>Latency p50 / p95</dt><dd class="figure">${latency === null ? '—' : `≤ ${latency.p50} / ≤ ${latency.p95} ms`}</dd>${latency === null ? null : html`<dd class="muted">mean ${latency.mean} ms · max ${latency.max} ms</dd>`}</div>
+    </dl>
+    <h4>Last failures</h4>
+    ${failures.length === 0
+      ? html`<p class="muted">None: every attempt was answered with a 2xx.</p>`
+      : html`<table class="failures">
+          <thead><tr><th>When</th><th>Event</th><th>Attempt</th><th>Answer</th><th>Latency</th></tr></thead>
+          <tbody>
+            ${failures.map(
+              (failure) => html`<tr key=${`${failure.event_id}.${failure.attempt}.${failure.at}`}>
+                <td><${Instant} at=${failure.at} /></td>
+                <td><code>${failure.event_id}</code><div class="muted">${failure.event_type}</div></td>
+                <td>${failure.attempt}${failure.final ? html` <${Badge} value="gave up" kind="failed" />` : null}</td>
+                <td>${failure.status_code ?? 'no answer'}${failure.error === null ? null : html`<div class="muted">${failure.error}</div>`}</td>
+                <td>${failure.latency_ms} ms</td>
+              </tr>`,
+            )}
+          </tbody>
+        </table>`}
+  </section>`
+}
+
 function Endpoint({ credential, endpoint, onChanged, onSecret, run }) {
+  const health = useLoad(() => call(credential.token, 'GET', `${PATH}/${encodeURIComponent(endpoint.id)}/health`), [endpoint.id])
+  /** The test event sent last, with the attempts counted before it, until they count its own. */
+  const [tested, setTested] = useState()
+  const counted = tested !== undefined && health.data !== undefined && health.data.attempts > tested.attemptsBefore
+  useEffect(() => {
+    // The deliverer sends it at once: the figures are read again each second until they count it (ten times at most).
+    if (tested === undefined || counted || health.loading || tested.reads >= 10) return undefined
+    const timer = setTimeout(() => {
+      setTested({ ...tested, reads: tested.reads + 1 })
+      health.reload()
+    }, 1000)
+    return () => clearTimeout(timer)
+  }, [tested, counted, health.loading])
+  const test = () =>
+    run(async () => {
+      const attemptsBefore = health.data?.attempts ?? 0
+      setTested({ event: await call(credential.token, 'POST', `${PATH}/${encodeURIComponent(endpoint.id)}/test`), attemptsBefore, reads: 0 })
+    })
   const act = (method, suffix, body) => () =>
     run(async () => {
       const result = await call(credential.token, method, `${PATH}/${encodeURIComponent(endpoint.id)}${suffix}`, body)
@@ -47,10 +98,17 @@ function Endpoint({ credential, endpoint, onChanged, onSecret, run }) {
     </div>
     <p class="muted"><code>${endpoint.id}</code> · ${endpoint.events.join(', ')} · at most ${endpoint.max_in_flight} at once · since <${Instant} at=${endpoint.created_at} /></p>
     ${endpoint.disabled_reason === null ? null : html`<p class="failure">Disabled by the service: ${endpoint.disabled_reason}</p>`}
+    <${Health} endpoint=${endpoint} health=${health} />
+    ${tested === undefined
+      ? null
+      : html`<p class="saved" role="status">
+          Test event <code>${tested.event.id}</code> sent${counted ? ': its attempt is counted above.' : '; waiting for the endpoint to answer…'}
+        </p>`}
     <div class="actions">
       ${endpoint.enabled
         ? html`<button type="button" class="secondary" onClick=${act('PATCH', '', { enabled: false })}>Disable</button>`
         : html`<button type="button" onClick=${act('PATCH', '', { enabled: true })}>Enable</button>`}
+      <button type="button" class="secondary" disabled=${!endpoint.enabled} onClick=${test}>Send test event</button>
       <${ConfirmButton} label="Rotate secret" confirmLabel="Rotate: the old one works 24 h more" onConfirm=${act('POST', '/rotate-secret')} />
       <${ConfirmButton} label="Delete" confirmLabel="Delete: nothing more is sent" onConfirm=${act('DELETE', '')} />
     </div>

@@ -4,15 +4,16 @@
  */
 import { type Static, Type } from '@sinclair/typebox'
 import type { FastifyInstance } from 'fastify'
-import { ApiError, refuse, ValidationFailed, valueError } from '../../domain/errors.ts'
+import { ApiError, refuse } from '../../domain/errors.ts'
 import { normalizePhone, PHONE_REFUSED } from '../../domain/contact.ts'
 import { normalizeIdPart } from '../../domain/externalIds.ts'
 import { isId } from '../../domain/ids.ts'
-import { TASK_OUTCOMES, type Task, ZONE_SOURCES } from '../../domain/types.ts'
+import { TASK_OUTCOMES, TASK_STATUSES, type Task, ZONE_SOURCES } from '../../domain/types.ts'
 import type { Authenticator } from '../../services/authenticator.ts'
 import type { TaskLifecycle } from '../../services/taskLifecycle.ts'
 import type { Database } from '../../store/database.ts'
-import { findTask, listTasks, type TaskFilter, taskListPosition } from '../../store/tasks.ts'
+import { listOrganizationTasks } from '../../services/taskListing.ts'
+import { findTask } from '../../store/tasks.ts'
 import { refine, refineModel } from '../../validation/model.ts'
 import { organizationOf, requireOrganizationKey } from '../auth.ts'
 import { envelope } from '../reply.ts'
@@ -40,7 +41,7 @@ const TaskSchema = Type.Object({
   trigger_id: Type.String(),
   campaign: Type.String({ description: 'Routing key.' }),
   channel: ChannelSchema,
-  status: OneOf(['pending', 'in_progress', 'completed'] as const),
+  status: OneOf(TASK_STATUSES),
   outcome: Type.Union([OneOf(TASK_OUTCOMES), Type.Null()], { description: 'Set once completed.' }),
   attempts: Type.Integer({ description: 'Interactions started so far.' }),
   next_attempt_at: Type.Union([Timestamp, Type.Null()], {
@@ -118,13 +119,13 @@ const TaskListQuery = refineModel(
     type: Type.Optional(ExternalIdFields.type),
     value: Type.Optional(ExternalIdFields.value),
     phone: Type.Optional(
-      refine(Type.String({ maxLength: 64, description: 'Tasks that reach this number (E.164).', examples: ['+442079460958'] }), {
+      refine(Type.String({ maxLength: 64, description: 'Tasks that reach this number, written any way with its country calling code.', examples: ['+442079460958'] }), {
         // A + left unencoded in a query string arrives as a space.
         transform: (phone) => phone.replace(/^ (?=[0-9])/, '+'),
         check: (phone) => normalizePhone(phone) ?? refuse(QUERY_PHONE_REFUSED),
       }),
     ),
-    status: Type.Optional(OneOf(['pending', 'in_progress', 'completed'] as const)),
+    status: Type.Optional(OneOf(TASK_STATUSES)),
     outcome: Type.Optional(OneOf(TASK_OUTCOMES)),
     campaign: Type.Optional(Type.String({ minLength: 1, maxLength: 100, description: 'A routing key: its campaigns on every channel.' })),
     test_mode: Type.Optional(Type.Boolean()),
@@ -207,15 +208,11 @@ export function taskRoutes(app: FastifyInstance, deps: { db: Database; authentic
     },
     async (request, reply) => {
       const query = request.query as TaskListQuery
-      const { orgId } = organizationOf(request)
-      const after = query.before === undefined ? undefined : await taskListPosition(db, orgId, query.before)
-      if (query.before !== undefined && after === undefined) {
-        throw new ValidationFailed([valueError(['query', 'before'], query.before, `before must be the id of one of your tasks, as listed on the previous page`)])
-      }
-      const externalId = query.source !== undefined && query.type !== undefined && query.value !== undefined
-        ? { source: query.source, type: query.type, value: query.value }
-        : undefined
-      const filter: TaskFilter = {
+      const externalId =
+        query.source !== undefined && query.type !== undefined && query.value !== undefined
+          ? { source: query.source, type: query.type, value: query.value }
+          : undefined
+      const filter = {
         externalId,
         phone: query.phone,
         status: query.status,
@@ -224,9 +221,8 @@ export function taskRoutes(app: FastifyInstance, deps: { db: Database; authentic
         testMode: query.test_mode,
         createdFrom: query.created_from === undefined ? undefined : Date.parse(query.created_from),
         createdBefore: query.created_before === undefined ? undefined : Date.parse(query.created_before),
-        after,
       }
-      const tasks = await listTasks(db, orgId, filter, query.limit ?? DEFAULT_TASKS_PAGE)
+      const tasks = await listOrganizationTasks(db, organizationOf(request).orgId, { filter, before: query.before, limit: query.limit ?? DEFAULT_TASKS_PAGE })
       return reply.send(envelope(request, tasks.map(presentTask)))
     },
   )

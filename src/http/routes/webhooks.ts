@@ -4,12 +4,16 @@
  */
 import { Type } from '@sinclair/typebox'
 import type { FastifyInstance } from 'fastify'
-import { EVENT_TYPES, type EventType, type WebhookEndpoint } from '../../domain/types.ts'
+import { LATENCY_BOUNDS_MS } from '../../domain/endpointHealth.ts'
+import { EVENT_TYPES, type EventType, TEST_EVENT_TYPE, type WebhookEndpoint } from '../../domain/types.ts'
 import type { Authenticator } from '../../services/authenticator.ts'
 import {
   changeEndpoint,
   createEndpoint,
   DEFAULT_MAX_IN_FLIGHT,
+  endpointHealth,
+  type EndpointHealth,
+  LAST_FAILURES,
   eventWithDeliveries,
   listOrganizationEvents,
   listWebhookEndpoints,
@@ -18,6 +22,7 @@ import {
   removeEndpoint,
   requireEndpoint,
   rotateEndpointSecret,
+  sendTestEvent,
   taskEventsWithDeliveries,
   type WebhookOperations,
 } from '../../services/webhookAdministration.ts'
@@ -30,6 +35,8 @@ import { authErrors, conflict, Envelope, notFound, OneOf, Timestamp, validationE
 const MAX_PAGE = 100
 
 const EventTypeSchema = OneOf(EVENT_TYPES)
+/** The type of an event sent: one an endpoint subscribes to, or a test. */
+const SentEventTypeSchema = OneOf([...EVENT_TYPES, TEST_EVENT_TYPE])
 
 const MaxInFlight = Type.Integer({
   minimum: 1,
@@ -66,12 +73,16 @@ const ChangeBody = Type.Object({
   max_in_flight: Type.Optional(MaxInFlight),
 })
 
-const EventSchema = Type.Object({
-  id: Type.String({ description: 'Also the webhook-id header of its deliveries.' }),
-  type: EventTypeSchema,
-  timestamp: Timestamp,
-  data: Type.Record(Type.String(), Type.Unknown()),
-})
+/** An event of one of `types`: the events list holds those an endpoint subscribes to; one event, or a task's, may be a test. */
+const EventOf = (types: typeof EventTypeSchema | typeof SentEventTypeSchema) =>
+  Type.Object({
+    id: Type.String({ description: 'Also the webhook-id header of its deliveries.' }),
+    type: types,
+    timestamp: Timestamp,
+    data: Type.Record(Type.String(), Type.Unknown()),
+  })
+const ListedEventSchema = EventOf(EventTypeSchema)
+const EventSchema = EventOf(SentEventTypeSchema)
 
 const DeliverySchema = Type.Object({
   endpoint_id: Type.String(),
@@ -86,6 +97,59 @@ const DeliverySchema = Type.Object({
       error: Type.Union([Type.String(), Type.Null()]),
     }),
   ),
+})
+
+const EndpointHealthSchema = Type.Object({
+  since: { ...Timestamp, description: 'The start of the first hour counted: the hour 24 hours ago began.' },
+  attempts: Type.Integer({ description: 'Attempts to send a webhook to it since then.' }),
+  succeeded: Type.Integer({ description: 'Those answered with a 2xx.' }),
+  success_rate: Type.Union([Type.Number({ minimum: 0, maximum: 1 }), Type.Null()], { description: 'succeeded / attempts; null with no attempt.' }),
+  latency_ms: Type.Union(
+    [
+      Type.Object({
+        mean: Type.Integer(),
+        p50: Type.Integer({ description: 'At most this long: the median attempt took under this bound.' }),
+        p95: Type.Integer({ description: 'As p50, for 95 attempts in 100.' }),
+        max: Type.Integer(),
+      }),
+      Type.Null(),
+    ],
+    {
+      description: `How long each attempt took, to its answer or its failure. Counted in buckets bounded at ${LATENCY_BOUNDS_MS.join(', ')} ms: p50 and p95 are the bound of the bucket that holds them (or max, when less). Null with no attempt.`,
+    },
+  ),
+  last_failures: Type.Array(
+    Type.Object({
+      event_id: Type.String(),
+      event_type: SentEventTypeSchema,
+      attempt: Type.Integer(),
+      at: Timestamp,
+      status_code: Type.Union([Type.Integer(), Type.Null()], { description: 'The receiver\'s answer; null when none came (see error).' }),
+      latency_ms: Type.Integer(),
+      error: Type.Union([Type.String(), Type.Null()]),
+      final: Type.Boolean({ description: 'The delivery gave up after it; otherwise it was tried again.' }),
+    }),
+    { description: `The last ${LAST_FAILURES} failed attempts, newest first, whenever they were.` },
+  ),
+})
+
+const presentHealth = (health: EndpointHealth) => ({
+  since: health.since,
+  attempts: health.attempts,
+  succeeded: health.succeeded,
+  success_rate: health.successRate,
+  latency_ms:
+    health.latency === null ? null : { mean: health.latency.meanMs, p50: health.latency.p50Ms, p95: health.latency.p95Ms, max: health.latency.maxMs },
+  last_failures: health.lastFailures.map((failure) => ({
+    event_id: failure.eventId,
+    event_type: failure.eventType,
+    attempt: failure.attempt,
+    at: failure.at,
+    status_code: failure.statusCode,
+    latency_ms: failure.latencyMs,
+    error: failure.error,
+    final: failure.final,
+  })),
 })
 
 const EventWithDeliveries = Type.Composite([EventSchema, Type.Object({ deliveries: Type.Array(DeliverySchema) })])
@@ -236,16 +300,55 @@ function routesFor(app: FastifyInstance, ops: WebhookOperations, audience: Audie
   )
 
   app.get(
+    `${endpoints}/:id/health`,
+    {
+      onRequest: audience.guard('webhooks:manage'),
+      schema: {
+        ...docs,
+        summary: "A webhook endpoint's health",
+        description:
+          'How its webhooks went over the last 24 hours (counted by the hour): attempts, the share that succeeded, latency; and its last failed attempts with the answer each got. Why the service disabled it is on the endpoint (`disabled_reason`).',
+        params: oneEndpoint,
+        response: { 200: Envelope(EndpointHealthSchema), ...authErrors, ...notFound },
+      },
+    },
+    async (request, reply) => {
+      const { id } = request.params as { id: string }
+      return reply.send(envelope(request, presentHealth(await endpointHealth(ops, await audience.orgId(request), id))))
+    },
+  )
+
+  app.post(
+    `${endpoints}/:id/test`,
+    {
+      onRequest: audience.guard('webhooks:manage'),
+      schema: {
+        ...docs,
+        summary: 'Send a test event to a webhook endpoint',
+        description:
+          `Sends it a \`${TEST_EVENT_TYPE}\` event now, signed and retried as any other, whatever event types it receives: \`data\` names the endpoint and says it reports nothing. ` +
+          'Its delivery is logged (`GET .../events/{id}`, the endpoint\'s health) but the events list leaves it out. A disabled endpoint answers 409.',
+        params: oneEndpoint,
+        response: { 202: Envelope(EventSchema), ...authErrors, ...notFound, ...conflict },
+      },
+    },
+    async (request, reply) => {
+      const { id } = request.params as { id: string }
+      return reply.code(202).send(envelope(request, await sendTestEvent(ops, await audience.orgId(request), id)))
+    },
+  )
+
+  app.get(
     `${prefix}/events`,
     {
       onRequest: audience.guard('triggers:read'),
       schema: {
         ...docs,
         summary: 'List events',
-        description: `In the order they were recorded, after the event \`after\`, at most \`limit\` (${MAX_PAGE}). The next page starts after the last id of this one; an empty page means none newer yet, and no event is ever written behind a page already read. A client that cannot receive webhooks can poll this.`,
+        description: `In the order they were recorded, after the event \`after\`, at most \`limit\` (${MAX_PAGE}). The next page starts after the last id of this one; an empty page means none newer yet, and no event is ever written behind a page already read. A client that cannot receive webhooks can poll this. Test events sent to an endpoint on request are left out.`,
         params: Type.Object(params),
         querystring: EventsQuery,
-        response: { 200: Envelope(Type.Array(EventSchema)), ...authErrors, ...validationErrors },
+        response: { 200: Envelope(Type.Array(ListedEventSchema)), ...authErrors, ...validationErrors },
       },
     },
     async (request, reply) => {
@@ -304,7 +407,7 @@ function routesFor(app: FastifyInstance, ops: WebhookOperations, audience: Audie
       schema: {
         ...docs,
         summary: 'Send an event again',
-        description: 'With the same webhook-id, to one endpoint or to every enabled endpoint subscribed to its type.',
+        description: 'With the same webhook-id, to one endpoint or to every enabled endpoint subscribed to its type (a test event: to the endpoint it tested).',
         params: Type.Object({ ...params, id: Type.String() }),
         querystring: Type.Object({ endpoint_id: Type.Optional(Type.String({ maxLength: 40, description: 'Only to this endpoint.' })) }),
         response: { 202: Envelope(Type.Object({ endpoints: Type.Array(Type.String()) })), ...authErrors, ...notFound, ...conflict },
