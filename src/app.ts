@@ -3,6 +3,9 @@
  * dependencies; it does not listen. The server, the CLI and the tests all
  * build it the same way.
  */
+import { DEFAULT_RATE_LIMIT, type RateLimitPolicy } from './domain/rateLimit.ts'
+import { installRateLimits } from './http/rateLimit.ts'
+import { RateLimiter } from './services/rateLimiter.ts'
 import swagger from '@fastify/swagger'
 import swaggerUi from '@fastify/swagger-ui'
 import type { TSchema } from '@sinclair/typebox'
@@ -42,6 +45,8 @@ export interface AppOptions {
   logStream?: DestinationStream
   /** Whether this process builds the workers (dispatcher, deliverer); true unless it serves the API alone. */
   workers?: boolean
+  /** The rate limit of an organization whose own the operator has not set; DEFAULT_RATE_LIMIT when absent. */
+  rateLimit?: RateLimitPolicy
 }
 
 export interface AppDeps {
@@ -99,6 +104,7 @@ export async function buildApp(options: AppOptions, deps: AppDeps): Promise<Fast
   installBodyParsing(app)
   installValidation(app)
   installErrorHandling(app, authenticator)
+  installRateLimits(app, new RateLimiter(deps.db, options.rateLimit ?? DEFAULT_RATE_LIMIT, now))
   app.addSchema(ErrorResponse)
   app.addSchema(ValidationErrorResponse)
   // Once the drain has begun, a request that still arrives on a kept-alive connection is refused

@@ -1,6 +1,6 @@
 /**
  * The operator's command line: `serve`, `worker`, `migrate`, and the admin
- * operations (`org create`, `key issue|list|revoke`, `campaign
+ * operations (`org create|rate-limit`, `key issue|list|revoke`, `campaign
  * create|update|list|pause|resume`, `source create|update|list|delete`),
  * which work on the database directly and print what the admin API would
  * return.
@@ -13,7 +13,7 @@ import { ApiError, ValidationFailed } from './domain/errors.ts'
 import { CreateCampaignBody, presentCampaign, UpdateCampaignBody } from './http/routes/admin/campaigns.ts'
 import { IssueApiKeyBody, presentKey } from './http/routes/admin/apiKeys.ts'
 import { ChangeSourceBody, CreateSourceBody, presentSource } from './http/routes/admin/sources.ts'
-import { CreateOrganizationBody, presentOrganization } from './http/routes/admin/organizations.ts'
+import { CreateOrganizationBody, presentOrganization, RateLimitBody } from './http/routes/admin/organizations.ts'
 import { runWorker, serve } from './server.ts'
 import * as admin from './services/administration.ts'
 import { CampaignPauses } from './services/campaignPauses.ts'
@@ -28,6 +28,7 @@ const USAGE = `usage: cli <command> [options]
   worker                                  run the dispatcher alone
   migrate                                 apply database migrations and exit
   org create --name NAME
+  org rate-limit --org ORG_ID (--per-second N --burst N | --default)
   key issue --org ORG_ID --name NAME [--scopes triggers:write,triggers:read]
   key list --org ORG_ID
   key revoke --org ORG_ID --key KEY_ID
@@ -81,6 +82,12 @@ async function runAdminCommand(command: string, options: Options, ops: admin.Ope
   switch (command) {
     case 'org create':
       return presentOrganization(await admin.createOrganization(ops, checked(CreateOrganizationBody, { name: options.name }).name))
+    case 'org rate-limit': {
+      // --default is a flag: present or not.
+      if (options.default !== undefined) return presentOrganization(await admin.changeOrganization(ops, org(), { rateLimit: { perSecond: null, burst: null } }))
+      const limit = checked(RateLimitBody, { per_second: options['per-second'], burst: options.burst })
+      return presentOrganization(await admin.changeOrganization(ops, org(), { rateLimit: { perSecond: limit.per_second, burst: limit.burst } }))
+    }
     case 'key issue': {
       const input = checked(IssueApiKeyBody, { name: options.name, scopes: options.scopes?.split(',').map((s) => s.trim()) })
       const { apiKey, key } = await admin.issueApiKey(ops, org(), input)
@@ -149,6 +156,9 @@ function parseCommandLine(argv: string[]) {
         'id-types': { type: 'string' },
         contact: { type: 'string' },
         'required-context': { type: 'string' },
+        'per-second': { type: 'string' },
+        burst: { type: 'string' },
+        default: { type: 'boolean' },
         help: { type: 'boolean', short: 'h' },
       },
     })

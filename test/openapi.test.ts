@@ -45,7 +45,10 @@ test('an OpenAPI 3.1 document of the client and admin APIs', async () => {
   // contact may be left out when an id names a person on file.
   assert.deepEqual(requestSchema.required, ['campaign'])
   assert.equal(requestSchema.properties.ids.maxItems, 20)
-  assert.deepEqual(Object.keys(create.responses).sort(), ['201', '401', '403', '409', '422'])
+  assert.deepEqual(Object.keys(create.responses).sort(), ['201', '401', '403', '409', '422', '429'])
+  // Every client route may meet the rate limit; the admin API has none.
+  assert.ok(document.paths['/api/v2/tasks/{id}'].get.responses['429'])
+  assert.equal(document.paths['/admin/v1/organizations'].post.responses['429'], undefined)
   // The task outcomes clients may meet, opted_out among them.
   const task = document.paths['/api/v2/tasks/{id}'].get.responses['200'].content['application/json'].schema
   const outcome = task.properties.data.properties.outcome
@@ -56,7 +59,7 @@ test('an OpenAPI 3.1 document of the client and admin APIs', async () => {
   const items = batch.requestBody.content['application/json'].schema.properties.triggers
   assert.equal(items.maxItems, 1000)
   assert.deepEqual(Object.keys(items.items.properties), [...Object.keys(TriggerRequestSchema.properties), 'idempotency_key'])
-  assert.deepEqual(Object.keys(batch.responses).sort(), ['200', '401', '403', '422'])
+  assert.deepEqual(Object.keys(batch.responses).sort(), ['200', '401', '403', '422', '429'])
   for (const field of ['not_before', 'expires_at']) assert.equal(requestSchema.properties[field].format, 'date-time', field)
   assert.ok(document.components.securitySchemes.apiKey)
 })

@@ -15,6 +15,7 @@ export type ErrorCode =
   | 'idempotency_key_reused'
   | 'idempotency_key_in_use'
   | 'payload_too_large'
+  | 'rate_limited'
   | 'internal_error'
   | 'service_unavailable'
 
@@ -27,6 +28,7 @@ export const STATUS_BY_CODE: Record<ErrorCode, number> = {
   idempotency_key_reused: 409,
   idempotency_key_in_use: 409,
   payload_too_large: 413,
+  rate_limited: 429,
   internal_error: 500,
   service_unavailable: 503,
 }

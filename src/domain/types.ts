@@ -60,6 +60,8 @@ export interface Organization {
   id: string
   name: string
   createdAt: string
+  /** Its own rate limit, as the operator set it: each figure null for the service's default. */
+  rateLimit: { perSecond: number | null; burst: number | null }
 }
 
 export interface ApiKey {

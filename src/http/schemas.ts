@@ -97,3 +97,7 @@ export const notFound = {
 export const conflict = {
   409: ref(ErrorResponse),
 }
+
+export const rateLimited = {
+  429: { ...ref(ErrorResponse), description: "The organization's rate limit: send it again after Retry-After seconds." },
+}

@@ -6,21 +6,53 @@ interface OrganizationRow {
   id: string
   name: string
   created_at: Date
+  rate_limit_per_s: number | null
+  rate_limit_burst: number | null
 }
 
-const toOrganization = (row: OrganizationRow): Organization => ({ id: row.id, name: row.name, createdAt: iso(row.created_at) })
+const COLUMNS = 'id, name, created_at, rate_limit_per_s, rate_limit_burst'
+
+const toOrganization = (row: OrganizationRow): Organization => ({
+  id: row.id,
+  name: row.name,
+  createdAt: iso(row.created_at),
+  rateLimit: { perSecond: row.rate_limit_per_s, burst: row.rate_limit_burst },
+})
 
 export async function insertOrganization(db: Queryable, org: Organization): Promise<void> {
-  await db.query('INSERT INTO organizations (id, name, created_at) VALUES ($1, $2, $3)', [org.id, org.name, org.createdAt])
+  await db.query('INSERT INTO organizations (id, name, created_at, rate_limit_per_s, rate_limit_burst) VALUES ($1, $2, $3, $4, $5)', [
+    org.id,
+    org.name,
+    org.createdAt,
+    org.rateLimit.perSecond,
+    org.rateLimit.burst,
+  ])
 }
 
 export async function findOrganization(db: Queryable, id: string): Promise<Organization | undefined> {
-  const rows = await db.query<OrganizationRow>('SELECT id, name, created_at FROM organizations WHERE id = $1', [id])
+  const rows = await db.query<OrganizationRow>(`SELECT ${COLUMNS} FROM organizations WHERE id = $1`, [id])
+  return rows[0] && toOrganization(rows[0])
+}
+
+/** Changes what is given of an organization; undefined when there is none. */
+export async function updateOrganization(
+  db: Queryable,
+  id: string,
+  changes: { name?: string; rateLimit?: Organization['rateLimit'] },
+): Promise<Organization | undefined> {
+  const rows = await db.query<OrganizationRow>(
+    `UPDATE organizations SET name = COALESCE($2, name),
+       rate_limit_per_s = CASE WHEN $3 THEN $4::int ELSE rate_limit_per_s END,
+       rate_limit_burst = CASE WHEN $3 THEN $5::int ELSE rate_limit_burst END
+     WHERE id = $1
+     RETURNING ${COLUMNS}`,
+    [id, changes.name ?? null, changes.rateLimit !== undefined, changes.rateLimit?.perSecond ?? null, changes.rateLimit?.burst ?? null],
+  )
   return rows[0] && toOrganization(rows[0])
 }
 
 /** The newest organizations first, at most `limit`. */
 export async function listOrganizations(db: Queryable, limit: number): Promise<Organization[]> {
-  const rows = await db.query<OrganizationRow>('SELECT id, name, created_at FROM organizations ORDER BY created_at DESC, id DESC LIMIT $1', [limit])
+  const rows = await db.query<OrganizationRow>(`SELECT ${COLUMNS} FROM organizations ORDER BY created_at DESC, id DESC LIMIT $1`, [limit])
   return rows.map(toOrganization)
 }

@@ -12,6 +12,7 @@ import type { FastifyInstance, LightMyRequestResponse } from 'fastify'
 import pg from 'pg'
 import { buildApp } from '../../src/app.ts'
 import { type Channels, createChannels } from '../../src/channels/index.ts'
+import { MAX_RATE_LIMIT, type RateLimitPolicy } from '../../src/domain/rateLimit.ts'
 import { type Database, openDatabase } from '../../src/store/database.ts'
 import { loadMigrations, migrate } from '../../src/store/migrate.ts'
 
@@ -96,6 +97,8 @@ export async function startService(
     allowPrivateWebhookUrls?: boolean
     /** False for an API-only process, beside worker processes of its own. */
     workers?: boolean
+    /** The organizations' default rate limit; by default so high that no test meets it unless it means to. */
+    rateLimit?: RateLimitPolicy
   } = {},
 ): Promise<TestService> {
   const database = await freshDatabase()
@@ -108,7 +111,14 @@ export async function startService(
   })
   const build = () =>
     buildApp(
-      { operatorToken: OPERATOR_TOKEN, logLevel: 'info', logStream, allowPrivateWebhookUrls: options.allowPrivateWebhookUrls, workers: options.workers },
+      {
+        operatorToken: OPERATOR_TOKEN,
+        logLevel: 'info',
+        logStream,
+        allowPrivateWebhookUrls: options.allowPrivateWebhookUrls,
+        workers: options.workers,
+        rateLimit: options.rateLimit ?? { perSecond: MAX_RATE_LIMIT, burst: MAX_RATE_LIMIT },
+      },
       { db: database.db, now: options.now, channels: options.channels ?? simulatorOnly() },
     )
   const app = await build()

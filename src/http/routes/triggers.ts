@@ -249,6 +249,13 @@ export function triggerRoutes(app: FastifyInstance, deps: { db: Database; authen
     {
       bodyLimit: MAX_BATCH_BODY_BYTES,
       onRequest: requireOrganizationKey(authenticator, 'triggers:write', { confirm: 'deferred' }),
+      // Each trigger counts against the rate limit (a body that is no batch, once, and is refused as such).
+      config: {
+        rateLimitCost: (request) => {
+          const triggers = (request.body as { triggers?: unknown } | undefined)?.triggers
+          return Array.isArray(triggers) ? Math.min(Math.max(triggers.length, 1), MAX_BATCH_TRIGGERS) : 1
+        },
+      },
       validatorCompiler: () => (data: unknown) => {
         const { errors } = validate(BatchShape, data, ['body'])
         return errors.length > 0 ? { error: new ValidationFailed(errors) } : { value: data }

@@ -1,14 +1,40 @@
-import { Type } from '@sinclair/typebox'
+import { type Static, Type } from '@sinclair/typebox'
+import { DEFAULT_RATE_LIMIT, MAX_RATE_LIMIT } from '../../../domain/rateLimit.ts'
 import type { FastifyInstance } from 'fastify'
 import type { Organization } from '../../../domain/types.ts'
-import { createOrganization, listOrganizations, type Operations, requireOrganization } from '../../../services/administration.ts'
+import { changeOrganization, createOrganization, listOrganizations, type Operations, requireOrganization } from '../../../services/administration.ts'
 import type { Authenticator } from '../../../services/authenticator.ts'
 import { requireOperator } from '../../auth.ts'
 import { adminDocs, OrgParams } from './shared.ts'
 import { envelope } from '../../reply.ts'
 import { authErrors, Envelope, notFound, Timestamp, validationErrors } from '../../schemas.ts'
 
-export const OrganizationSchema = Type.Object({ id: Type.String(), name: Type.String(), created_at: Timestamp })
+const PER_SECOND = 'Requests a second, sustained (a batch counts each trigger).'
+const BURST = 'Requests at once, after a quiet spell.'
+const RATE_LIMIT = `The organization's own rate limit on /api/v2; the service's default (${DEFAULT_RATE_LIMIT.perSecond} a second, bursts of ${DEFAULT_RATE_LIMIT.burst}, unless it is set otherwise) where null.`
+
+export const OrganizationSchema = Type.Object({
+  id: Type.String(),
+  name: Type.String(),
+  created_at: Timestamp,
+  rate_limit: Type.Object(
+    { per_second: Type.Union([Type.Integer(), Type.Null()], { description: PER_SECOND }), burst: Type.Union([Type.Integer(), Type.Null()], { description: BURST }) },
+    { description: RATE_LIMIT },
+  ),
+})
+
+export const RateLimitBody = Type.Object(
+  {
+    per_second: Type.Integer({ minimum: 1, maximum: MAX_RATE_LIMIT, description: PER_SECOND }),
+    burst: Type.Integer({ minimum: 1, maximum: MAX_RATE_LIMIT, description: BURST }),
+  },
+  { description: "The organization's own rate limit on /api/v2, both figures. DELETE .../rate-limit returns it to the default." },
+)
+
+const ChangeOrganizationBody = Type.Object({
+  name: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
+  rate_limit: Type.Optional(RateLimitBody),
+})
 
 export const CreateOrganizationBody = Type.Object({ name: Type.String({ minLength: 1, maxLength: 200 }) })
 
@@ -18,7 +44,12 @@ const ListOrganizationsQuery = Type.Object({
   limit: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_ORGANIZATIONS, description: `At most this many (default 100, at most ${MAX_ORGANIZATIONS}).` })),
 })
 
-export const presentOrganization = (org: Organization) => ({ id: org.id, name: org.name, created_at: org.createdAt })
+export const presentOrganization = (org: Organization) => ({
+  id: org.id,
+  name: org.name,
+  created_at: org.createdAt,
+  rate_limit: { per_second: org.rateLimit.perSecond, burst: org.rateLimit.burst },
+})
 
 export function organizationRoutes(app: FastifyInstance, deps: { ops: Operations; authenticator: Authenticator }) {
   app.post(
@@ -72,6 +103,46 @@ export function organizationRoutes(app: FastifyInstance, deps: { ops: Operations
     async (request, reply) => {
       const { org_id } = request.params as { org_id: string }
       return reply.send(envelope(request, presentOrganization(await requireOrganization(deps.ops, org_id))))
+    },
+  )
+
+  app.patch(
+    '/admin/v1/organizations/:org_id',
+    {
+      onRequest: requireOperator(deps.authenticator),
+      schema: {
+        summary: 'Change an organization',
+        description:
+          'Its name, or its own rate limit (`rate_limit`, both figures). Every API process applies a new limit from its next lease of tokens: within a tenth of a second for an organization sending at its limit.',
+        ...adminDocs,
+        params: OrgParams,
+        body: ChangeOrganizationBody,
+        response: { 200: Envelope(OrganizationSchema), ...authErrors, ...notFound, ...validationErrors },
+      },
+    },
+    async (request, reply) => {
+      const { org_id } = request.params as { org_id: string }
+      const { name, rate_limit } = request.body as Static<typeof ChangeOrganizationBody>
+      const changes = { name, rateLimit: rate_limit === undefined ? undefined : { perSecond: rate_limit.per_second, burst: rate_limit.burst } }
+      return reply.send(envelope(request, presentOrganization(await changeOrganization(deps.ops, org_id, changes))))
+    },
+  )
+
+  app.delete(
+    '/admin/v1/organizations/:org_id/rate-limit',
+    {
+      onRequest: requireOperator(deps.authenticator),
+      schema: {
+        summary: "Return an organization's rate limit to the default",
+        ...adminDocs,
+        params: OrgParams,
+        response: { 200: Envelope(OrganizationSchema), ...authErrors, ...notFound },
+      },
+    },
+    async (request, reply) => {
+      const { org_id } = request.params as { org_id: string }
+      const organization = await changeOrganization(deps.ops, org_id, { rateLimit: { perSecond: null, burst: null } })
+      return reply.send(envelope(request, presentOrganization(organization)))
     },
   )
 }
