@@ -7,6 +7,13 @@ import { findTask, listTasks } from '../src/store/tasks.ts'
 import { findTrigger } from '../src/store/triggers.ts'
 import { databaseBeforeMigration } from './support/service.ts'
 
+/** Rows every migration test starts from: organization org_1 and its campaign cmp_1, created at `at` (an SQL literal). */
+const ORGANIZATION_WITH_CAMPAIGN = (channel: 'voice' | 'whatsapp', at: string) => `
+      INSERT INTO organizations (id, name, created_at) VALUES ('org_1', 'Acme', ${at});
+      INSERT INTO campaigns (id, org_id, routing_key, channel, name, schedule, attempts, created_at, updated_at) VALUES
+        ('cmp_1', 'org_1', 'screening', '${channel}', 'Screening', '{"timezone": "contact", "windows": []}',
+         '{"max": 3, "retry_delays_s": {}, "expire_after_s": 604800}', ${at}, ${at});`
+
 test('011: tasks recorded with one zone or none keep the zone they were scheduled in, and say what told it', async () => {
   const database = await databaseBeforeMigration(11)
   try {
@@ -59,10 +66,7 @@ test('019: a trigger recorded before names its task, and an event written before
     const { db } = database
     const at = "'2026-06-01T10:00:00Z'"
     await db.exec(`
-      INSERT INTO organizations (id, name, created_at) VALUES ('org_1', 'Acme', ${at});
-      INSERT INTO campaigns (id, org_id, routing_key, channel, name, schedule, attempts, created_at, updated_at) VALUES
-        ('cmp_1', 'org_1', 'screening', 'voice', 'Screening', '{"timezone": "contact", "windows": []}',
-         '{"max": 3, "retry_delays_s": {}, "expire_after_s": 604800}', ${at}, ${at});
+      ${ORGANIZATION_WITH_CAMPAIGN('voice', at)}
       INSERT INTO triggers (id, org_id, api_key_id, campaign_id, request_id, ids, contact, context, test_mode, created_at) VALUES
         ('trg_1', 'org_1', 'key_1', 'cmp_1', 'r1', '[]', '{"phone": "+442079460958"}', '{}', false, ${at}),
         ('trg_2', 'org_1', 'key_1', 'cmp_1', 'r2', '[]', '{"phone": "+442079460959"}', '{}', false, ${at});
@@ -97,10 +101,7 @@ test('023: a task recorded before names its interactions, outbound and inbound, 
     const { db } = database
     const at = (minute: number) => `'2026-06-01T10:${String(minute).padStart(2, '0')}:00Z'`
     await db.exec(`
-      INSERT INTO organizations (id, name, created_at) VALUES ('org_1', 'Acme', ${at(0)});
-      INSERT INTO campaigns (id, org_id, routing_key, channel, name, schedule, attempts, created_at, updated_at) VALUES
-        ('cmp_1', 'org_1', 'screening', 'whatsapp', 'Screening', '{"timezone": "contact", "windows": []}',
-         '{"max": 3, "retry_delays_s": {}, "expire_after_s": 604800}', ${at(0)}, ${at(0)});
+      ${ORGANIZATION_WITH_CAMPAIGN('whatsapp', at(0))}
       INSERT INTO triggers (id, org_id, api_key_id, campaign_id, request_id, ids, contact, context, test_mode, created_at, task_id) VALUES
         ('trg_1', 'org_1', 'key_1', 'cmp_1', 'r1', '[]', '{"phone": "+442079460958"}', '{}', false, ${at(0)}, 'tsk_1'),
         ('trg_2', 'org_1', 'key_1', 'cmp_1', 'r2', '[]', '{"phone": "+442079460959"}', '{}', false, ${at(0)}, 'tsk_2');
@@ -139,10 +140,7 @@ test('024: a trigger recorded before is found by the number its task reaches, th
     const { db } = database
     const at = (minute: number) => `'2026-06-01T10:${String(minute).padStart(2, '0')}:00Z'`
     await db.exec(`
-      INSERT INTO organizations (id, name, created_at) VALUES ('org_1', 'Acme', ${at(0)});
-      INSERT INTO campaigns (id, org_id, routing_key, channel, name, schedule, attempts, created_at, updated_at) VALUES
-        ('cmp_1', 'org_1', 'screening', 'voice', 'Screening', '{"timezone": "contact", "windows": []}',
-         '{"max": 3, "retry_delays_s": {}, "expire_after_s": 604800}', ${at(0)}, ${at(0)});
+      ${ORGANIZATION_WITH_CAMPAIGN('voice', at(0))}
       INSERT INTO triggers (id, org_id, api_key_id, campaign_id, request_id, ids, contact, context, test_mode, created_at, task_id) VALUES
         ('trg_1', 'org_1', 'key_1', 'cmp_1', 'r1', '[]', '{"phone": "+442079460958"}', '{}', false, ${at(1)}, 'tsk_1'),
         ('trg_2', 'org_1', 'key_1', 'cmp_1', 'r2', '[{"source": "crm", "type": "lead", "value": "L-1"}]', NULL, '{}', false, ${at(2)}, 'tsk_2'),

@@ -10,6 +10,7 @@ import { after, afterEach, before, beforeEach, describe, test } from 'node:test'
 import { Webhook } from 'standardwebhooks'
 import { createChannels } from '../src/channels/index.ts'
 import { LATENCY_BOUNDS_MS } from '../src/domain/endpointHealth.ts'
+import { redeliver } from '../src/store/deliveries.ts'
 import { type Receiver, startReceiver } from './support/receiver.ts'
 import { bearer, json, OPERATOR_TOKEN, seedOrganization, startService, type TestService } from './support/service.ts'
 
@@ -548,7 +549,7 @@ describe("an endpoint's health", () => {
   })
 
   test('a test event is sent signed to the endpoint whatever it subscribes to, logged, left out of the events list, and sent again to it alone', async () => {
-    const { key, endpoint } = await setUp({ events: ['interaction.finalized'] })
+    const { orgId, key, endpoint } = await setUp({ events: ['interaction.finalized'] })
     const other = await service.app.inject({ method: 'POST', url: '/api/v2/webhook-endpoints', headers: bearer(key), payload: { url: `${receiver.url}/other` } })
     assert.equal(other.statusCode, 201, other.body)
     const sent = await service.app.inject({ method: 'POST', url: `/api/v2/webhook-endpoints/${endpoint.id}/test`, headers: bearer(key) })
@@ -576,6 +577,12 @@ describe("an endpoint's health", () => {
     await service.app.inject({ method: 'PATCH', url: `/api/v2/webhook-endpoints/${endpoint.id}`, headers: bearer(key), payload: { enabled: false } })
     const refused = await service.app.inject({ method: 'POST', url: `/api/v2/webhook-endpoints/${endpoint.id}/test`, headers: bearer(key) })
     assert.equal(refused.statusCode, 409)
+    // A redelivery that read the endpoint as enabled before it was disabled makes no delivery for it.
+    assert.equal(await redeliver(service.db, orgId, event.id, endpoint.id, now), false)
+    assert.deepEqual(
+      json(await service.app.inject({ method: 'GET', url: `/api/v2/events/${event.id}`, headers: bearer(key) })).data.deliveries.map((d: any) => d.status),
+      ['succeeded', 'succeeded'],
+    )
     const stranger = await setUp()
     for (const [method, url] of [['POST', `/api/v2/webhook-endpoints/${endpoint.id}/test`], ['GET', `/api/v2/webhook-endpoints/${endpoint.id}/health`]] as const) {
       assert.equal((await service.app.inject({ method, url, headers: bearer(stranger.key) })).statusCode, 404)

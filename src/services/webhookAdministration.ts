@@ -196,9 +196,12 @@ export async function redeliverEvent(
   else targets = (await listEndpoints(ops.db, orgId)).filter((endpoint) => endpoint.enabled && endpoint.events.includes(event.type as EventType))
   const disabled = targets.find((endpoint) => !endpoint.enabled)
   if (disabled !== undefined) throw new ApiError('conflict', `Webhook endpoint ${disabled.id} is disabled; enable it first.`)
-  for (const endpoint of targets) await redeliver(ops.db, orgId, event.id, endpoint.id, ops.now())
+  const sent: WebhookEndpoint[] = []
+  // An endpoint disabled or deleted since it was read here receives nothing: for one asked by id, that is a conflict.
+  for (const endpoint of targets) if (await redeliver(ops.db, orgId, event.id, endpoint.id, ops.now())) sent.push(endpoint)
+  if (endpointId !== undefined && sent.length === 0) throw new ApiError('conflict', `Webhook endpoint ${endpointId} is disabled; enable it first.`)
   ops.onRedeliver()
-  return targets
+  return sent
 }
 
 /** How many of an endpoint's last failures its health lists. */

@@ -334,14 +334,21 @@ export async function nextDeliveryDueAt(db: Queryable): Promise<number | undefin
  * Sends an event to one of its organization's endpoints now: a delivery of
  * it still pending there is brought forward (unless a send is in flight), so
  * that asking twice never queues it twice; otherwise a new delivery is made,
- * and the event lists it.
+ * and the event lists it. Only while the endpoint receives: false, doing
+ * nothing, once it is disabled or deleted. Its row is locked (FOR SHARE) so
+ * that a disable waits for this to commit, and then gives up what it made.
  */
-export async function redeliver(db: Database, orgId: string, eventId: string, endpointId: string, now: number): Promise<void> {
-  await db.transaction(async (tx) => {
+export async function redeliver(db: Database, orgId: string, eventId: string, endpointId: string, now: number): Promise<boolean> {
+  return db.transaction(async (tx) => {
     // The event's row is locked in a statement of its own: a redelivery that waited on another's lock
     // then sees, in the next statement's snapshot, the delivery the other made, and makes no second one.
     const [event] = await tx.query<{ delivery_ids: string[] }>('SELECT delivery_ids FROM events WHERE id = $1 FOR UPDATE', [eventId])
-    if (event === undefined) return
+    if (event === undefined) return false
+    const [receiving] = await tx.query(
+      'SELECT 1 FROM webhook_endpoints WHERE id = $1 AND org_id = $2 AND enabled AND deleted_at IS NULL FOR SHARE',
+      [endpointId, orgId],
+    )
+    if (receiving === undefined) return false
     await tx.query(
       `WITH hurried AS (
          UPDATE deliveries SET due_at = $4
@@ -355,6 +362,7 @@ export async function redeliver(db: Database, orgId: string, eventId: string, en
        UPDATE events SET delivery_ids = delivery_ids || ARRAY(SELECT id FROM made) WHERE id = $1 AND EXISTS (SELECT 1 FROM made)`,
       [eventId, endpointId, orgId, new Date(now), event.delivery_ids],
     )
+    return true
   })
 }
 
