@@ -5,6 +5,7 @@
  */
 import { DEFAULT_RATE_LIMIT, type RateLimitPolicy } from './domain/rateLimit.ts'
 import { installRateLimits } from './http/rateLimit.ts'
+import { ServiceMetrics } from './services/metrics.ts'
 import { RateLimiter } from './services/rateLimiter.ts'
 import swagger from '@fastify/swagger'
 import swaggerUi from '@fastify/swagger-ui'
@@ -47,6 +48,8 @@ export interface AppOptions {
   workers?: boolean
   /** The rate limit of an organization whose own the operator has not set; DEFAULT_RATE_LIMIT when absent. */
   rateLimit?: RateLimitPolicy
+  /** How often /metrics may read the queues from the database (QUEUE_READ_INTERVAL_MS when absent; tests read at every scrape). */
+  metricsQueueReadIntervalMs?: number
 }
 
 export interface AppDeps {
@@ -81,7 +84,9 @@ export async function buildApp(options: AppOptions, deps: AppDeps): Promise<Fast
     return503OnClosing: false,
   })
 
+  const metrics = new ServiceMetrics(deps.db, now, options.metricsQueueReadIntervalMs)
   const services = createServices({
+    metrics,
     db: deps.db,
     channels: deps.channels,
     now,
@@ -104,7 +109,14 @@ export async function buildApp(options: AppOptions, deps: AppDeps): Promise<Fast
   installBodyParsing(app)
   installValidation(app)
   installErrorHandling(app, authenticator)
-  installRateLimits(app, new RateLimiter(deps.db, options.rateLimit ?? DEFAULT_RATE_LIMIT, now))
+  installRateLimits(app, new RateLimiter(deps.db, options.rateLimit ?? DEFAULT_RATE_LIMIT, now), metrics)
+  app.addHook('onResponse', (request, reply, done) => {
+    metrics.httpRequests.observe(
+      { method: request.method, route: request.routeOptions.url ?? 'unmatched', status_code: String(reply.statusCode) },
+      reply.elapsedTime / 1000,
+    )
+    done()
+  })
   app.addSchema(ErrorResponse)
   app.addSchema(ValidationErrorResponse)
   // Once the drain has begun, a request that still arrives on a kept-alive connection is refused
@@ -146,7 +158,7 @@ export async function buildApp(options: AppOptions, deps: AppDeps): Promise<Fast
   taskRoutes(app, { db: deps.db, authenticator, lifecycle })
   campaignPauseRoutes(app, { authenticator, pauses: services.pauses })
   webhookRoutes(app, { ops: services.webhooks, authenticator })
-  metricsRoutes(app, { db: deps.db, authenticator, now })
+  metricsRoutes(app, { metrics, authenticator })
   suppressionRoutes(app, { db: deps.db, authenticator, now })
   twilioRoutes(app, { db: deps.db, twilio: deps.channels.twilio, lifecycle, now })
   await app.register(whatsappRoutes, { db: deps.db, channels: deps.channels, lifecycle })

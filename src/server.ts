@@ -4,6 +4,7 @@
  * in order on SIGTERM/SIGINT so that every accepted trigger is committed and
  * answered before the process exits. `worker` runs the dispatcher alone.
  */
+import { ServiceMetrics } from './services/metrics.ts'
 import { chmod, mkdir, readFile, writeFile } from 'node:fs/promises'
 import path from 'node:path'
 import type { FastifyBaseLogger } from 'fastify'
@@ -49,6 +50,8 @@ export async function runWorker(config: Config): Promise<void> {
   await migrate(db)
   const log = pino({ level: config.logLevel })
   const services = createServices({
+    // Counted, and not yet served: a worker process listens on no port.
+    metrics: new ServiceMetrics(db, Date.now),
     db,
     channels: createChannels(config, (name) => process.env[name]),
     now: Date.now,

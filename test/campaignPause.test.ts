@@ -321,7 +321,7 @@ describe('pausing by the operator', () => {
       assert.deepEqual(client.tags, ['campaigns'])
       assert.deepEqual(client.security, [{ apiKey: [] }])
       assert.ok(client.summary && client.description)
-      assert.deepEqual(Object.keys(client.responses).sort(), ['200', '401', '403', '404', '422'])
+      assert.deepEqual(Object.keys(client.responses).sort(), ['200', '401', '403', '404', '422', '429'])
       const admin = document.paths[`/admin/v1/organizations/{org_id}/campaigns/{campaign_id}/${action}`].post
       assert.deepEqual(admin.security, [{ operatorToken: [] }])
       assert.ok(admin.summary && admin.description)

@@ -7,6 +7,7 @@ import assert from 'node:assert/strict'
 import { after, before, describe, test } from 'node:test'
 import type { FastifyInstance } from 'fastify'
 import { type Bucket, lease, leaseChunk, rateLimitField, rateLimitPolicyField, refill } from '../src/domain/rateLimit.ts'
+import { parsePrometheusText, sampleValue } from './support/prometheus.ts'
 import { bearer, json, OPERATOR_TOKEN, seedOrganization, startService, type TestService } from './support/service.ts'
 
 const POLICY = { perSecond: 100, burst: 200 }
@@ -78,6 +79,8 @@ describe('the limit on /api/v2', () => {
     assert.equal(refused.headers['retry-after'], '1')
     assert.equal(refused.headers['ratelimit'], '"org";r=0;t=1')
     assert.equal(refused.headers['ratelimit-policy'], '"org";q=100;w=1;cts-burst=200')
+    const metrics = parsePrometheusText((await service.app.inject({ method: 'GET', url: '/metrics', headers: bearer(OPERATOR_TOKEN) })).body)
+    assert.equal(sampleValue(metrics, 'rate_limited_requests_total', 'rate_limited_requests_total'), 1)
     // Another organization is not held back by this one.
     const other = await seedOrganization(service.app)
     assert.equal((await get(service.app, other.key)).statusCode, 200)

@@ -11,8 +11,10 @@ import { Webhook } from 'standardwebhooks'
 import { createChannels } from '../src/channels/index.ts'
 import { LATENCY_BOUNDS_MS } from '../src/domain/endpointHealth.ts'
 import { redeliver } from '../src/store/deliveries.ts'
+import { queueDepths } from '../src/store/queues.ts'
+import { parsePrometheusText, sampleValue } from './support/prometheus.ts'
 import { type Receiver, startReceiver } from './support/receiver.ts'
-import { bearer, json, OPERATOR_TOKEN, seedOrganization, startService, type TestService } from './support/service.ts'
+import { bearer, json, onPostgres, OPERATOR_TOKEN, seedOrganization, startService, type TestService } from './support/service.ts'
 
 const ALWAYS_OPEN = { timezone: 'contact', windows: [{ days: ['mon', 'tue', 'wed', 'thu', 'fri', 'sat', 'sun'], start: '00:00', end: '24:00' }] }
 const APP_SECRET = 'webhook-test-whatsapp-app-secret'
@@ -474,23 +476,60 @@ describe('the event log', () => {
     assert.equal((await service.app.inject({ method: 'GET', url: `/api/v2/events/${eventId}`, headers: bearer(other.key) })).statusCode, 404)
   })
 
-  test('metrics count deliveries by status and the age of the oldest pending one', async () => {
+  test('/metrics, in Prometheus\'s text format, counts requests, triggers, group commits and webhook attempts, and reads the queues; for the operator only', async () => {
+    const { key } = await setUp({ events: ['task.completed'] })
+    await trigger(key)
+    receiver.answer({ status: 500 })
+    await callToTheEnd()
+    await deliver()
     const response = await service.app.inject({ method: 'GET', url: '/metrics', headers: admin })
     assert.equal(response.statusCode, 200)
-    assert.match(response.headers['content-type'] as string, /^text\/plain/)
-    for (const name of [
-      'webhook_deliveries_total{status="succeeded"}',
-      'webhook_deliveries_total{status="failed"}',
-      'webhook_delivery_attempts_total',
-      'webhook_deliveries_pending',
-      'webhook_deliveries_retrying',
-      'webhook_endpoints_disabled',
-      'webhook_oldest_pending_delivery_age_seconds',
-      'webhook_delivery_lag_seconds',
-    ]) {
-      assert.match(response.body, new RegExp(`^${name.replace(/[{}"]/g, '\\$&')} \\d`, 'm'))
+    assert.match(response.headers['content-type'] as string, /^text\/plain; version=0\.0\.4/)
+    const families = parsePrometheusText(response.body)
+    const types = Object.fromEntries([...families].map(([name, family]) => [name, family.type]))
+    for (const [name, type] of Object.entries({
+      http_request_duration_seconds: 'histogram',
+      triggers_total: 'counter',
+      group_commit_items: 'histogram',
+      rate_limited_requests_total: 'counter',
+      task_dispatch_lag_seconds: 'histogram',
+      provider_errors_total: 'counter',
+      webhook_delivery_attempt_duration_seconds: 'histogram',
+      tasks_pending: 'gauge',
+      tasks_due: 'gauge',
+      tasks_oldest_due_age_seconds: 'gauge',
+      interactions_running: 'gauge',
+      webhook_deliveries_pending: 'gauge',
+      webhook_deliveries_retrying: 'gauge',
+      webhook_delivery_lag_seconds: 'gauge',
+      webhook_endpoints_disabled: 'gauge',
+      process_cpu_seconds_total: 'counter',
+      nodejs_eventloop_lag_seconds: 'gauge',
+    })) {
+      assert.equal(types[name], type, name)
     }
-    const { key } = await setUp()
+    // A server's pool of connections; PGlite is one session.
+    assert.equal(types.db_pool_connections, onPostgres ? 'gauge' : undefined)
+    const value = (family: string, name: string, labels?: Record<string, string>) => sampleValue(families, family, name, labels) ?? 0
+    assert.ok(value('http_request_duration_seconds', 'http_request_duration_seconds_count', { route: '/api/v2/triggers', status_code: '201' }) >= 1)
+    assert.ok(value('triggers_total', 'triggers_total', { result: 'accepted', reason: 'recorded' }) >= 1)
+    assert.ok(value('group_commit_items', 'group_commit_items_count', { committer: 'triggers' }) >= 1)
+    assert.ok(value('group_commit_items', 'group_commit_items_count', { committer: 'interaction_endings' }) >= 1)
+    assert.ok(value('task_dispatch_lag_seconds', 'task_dispatch_lag_seconds_count', { channel: 'voice' }) >= 1)
+    assert.ok(value('webhook_delivery_attempt_duration_seconds', 'webhook_delivery_attempt_duration_seconds_count') >= 1)
+    // The queues as the database holds them (a 500 leaves a delivery pending and retrying).
+    const queues = await queueDepths(service.db, now)
+    assert.ok(queues.deliveries.retrying >= 1)
+    assert.equal(value('webhook_deliveries_retrying', 'webhook_deliveries_retrying'), queues.deliveries.retrying)
+    assert.equal(value('webhook_deliveries_pending', 'webhook_deliveries_pending'), queues.deliveries.pending)
+    assert.equal(value('tasks_pending', 'tasks_pending'), queues.tasks.pending)
+    // The route pattern, never a path with an id in it.
+    assert.ok(families.get('http_request_duration_seconds')!.samples.every((sample) => !/tsk_|evt_|whe_/.test(sample.labels.route ?? '')))
+    // A refused trigger is counted by its reason.
+    const refused = await service.app.inject({ method: 'POST', url: '/api/v2/triggers', headers: { ...bearer(key), 'content-type': 'application/json' }, payload: { campaign: 'screening' } })
+    assert.equal(refused.statusCode, 422)
+    const after = parsePrometheusText((await service.app.inject({ method: 'GET', url: '/metrics', headers: admin })).body)
+    assert.ok((sampleValue(after, 'triggers_total', 'triggers_total', { result: 'refused', reason: 'invalid' }) ?? 0) >= 1)
     assert.equal((await service.app.inject({ method: 'GET', url: '/metrics', headers: bearer(key) })).statusCode, 403)
   })
 })

@@ -7,6 +7,7 @@
  */
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import { rateLimitField, rateLimitPolicyField, retryAfterSeconds } from '../domain/rateLimit.ts'
+import type { ServiceMetrics } from '../services/metrics.ts'
 import type { Admission, RateLimiter } from '../services/rateLimiter.ts'
 import { sendError } from './reply.ts'
 import { rateLimited } from './schemas.ts'
@@ -21,7 +22,7 @@ declare module 'fastify' {
   }
 }
 
-export function installRateLimits(app: FastifyInstance, limiter: RateLimiter) {
+export function installRateLimits(app: FastifyInstance, limiter: RateLimiter, metrics: ServiceMetrics) {
   app.decorateRequest('rateLimit', undefined)
   // Every client route may answer 429: said once here rather than by each route.
   app.addHook('onRoute', (route) => {
@@ -35,6 +36,7 @@ export function installRateLimits(app: FastifyInstance, limiter: RateLimiter) {
     const decide = (admission: Admission) => {
       request.rateLimit = admission
       if (admission.allowed) return done()
+      metrics.rateLimited.inc()
       reply.header('retry-after', String(retryAfterSeconds(admission.waitMs)))
       void sendError(request, reply, 'rate_limited', `This organization's rate limit is ${admission.policy.perSecond} requests a second (bursts of ${admission.policy.burst}); send this one again in ${retryAfterSeconds(admission.waitMs)} s.`)
     }

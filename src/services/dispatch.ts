@@ -14,6 +14,7 @@
  * provider is asked to start it, and a start whose result is unknown is
  * settled, never repeated.
  */
+import type { ServiceMetrics } from './metrics.ts'
 import type { FastifyBaseLogger } from 'fastify'
 import type { Channel } from '../channels/channel.ts'
 import type { ChannelRegistry } from '../channels/registry.ts'
@@ -76,9 +77,19 @@ export class Dispatch {
   readonly #wake: Wake
   readonly #now: () => number
   readonly #log: FastifyBaseLogger
+  readonly #metrics: ServiceMetrics
   readonly #answers: GroupCommitter<StartAnswer, undefined>
 
-  constructor(deps: { db: Database; channels: ChannelRegistry; settlement: Settlement; wake: Wake; now: () => number; log: FastifyBaseLogger }) {
+  constructor(deps: {
+    db: Database
+    channels: ChannelRegistry
+    settlement: Settlement
+    wake: Wake
+    now: () => number
+    log: FastifyBaseLogger
+    metrics: ServiceMetrics
+  }) {
+    this.#metrics = deps.metrics
     this.#db = deps.db
     this.#channels = deps.channels
     this.#settlement = deps.settlement
@@ -136,6 +147,7 @@ export class Dispatch {
       return { taken: due.length, begun, now, wroteEvents: events.length > 0 }
     })
     if (wroteEvents) this.#wake.deliveries()
+    for (const { task } of begun) this.#metrics.attemptsStarted.observe({ channel: task.campaign.channel }, Math.max(0, now - task.dueAt) / 1000)
     const starts = Promise.all(begun.map((attempt) => this.#start(attempt.task, attempt.interactionId, attempt.attempt, now))).then(() => {})
     return { taken, started: begun.length, full, starts }
   }
@@ -161,11 +173,13 @@ export class Dispatch {
         // The provider may have started it: its own report can still confirm it; if none comes
         // by the time the attempt would be over, it is settled as failed. Never started again.
         this.#log.warn({ err: error, interaction: interactionId }, 'start uncertain; waiting for the provider to report')
+        this.#metrics.providerErrors.inc({ provider: task.campaign.provider, kind: 'uncertain' })
         await this.#answers.submit({ id: interactionId, providerRef: null, settleAt: this.#now() + channel.settleAfterMs(config) })
         return
       }
       if (result.kind === 'refused') {
         this.#log.warn({ interaction: interactionId, reason: result.reason, permanent: result.permanent }, 'start refused by the provider')
+        this.#metrics.providerErrors.inc({ provider: task.campaign.provider, kind: 'refused' })
         await this.#settlement.end({ interactionId, outcome: 'failed', at: this.#now(), durationS: 0, permanent: result.permanent })
         return
       }

@@ -5,6 +5,7 @@
  * built from these services only where they run (src/workers/index.ts), so
  * an API-only process builds none.
  */
+import type { ServiceMetrics } from './metrics.ts'
 import type { FastifyBaseLogger } from 'fastify'
 import type { Channels } from '../channels/index.ts'
 import type { Database } from '../store/database.ts'
@@ -34,12 +35,14 @@ export interface ServiceDeps {
   operatorToken: string | undefined
   /** Webhook endpoints may be private or plain-http addresses (local development, tests). */
   allowPrivateWebhookUrls: boolean
+  metrics: ServiceMetrics
 }
 
 export interface Services {
   db: Database
   now: () => number
   channels: Channels
+  metrics: ServiceMetrics
   wake: Wake
   authenticator: Authenticator
   campaigns: CampaignDirectory
@@ -77,15 +80,16 @@ export function createServices(deps: ServiceDeps): Services {
   const authenticator = new Authenticator(db, deps.operatorToken)
   const campaigns = new CampaignDirectory(db, now)
   const sources = new SourceDirectory(db, now)
-  const intake = new TriggerIntake(db, now, wake)
-  const acceptance = new TriggerAcceptance({ db, authenticator, campaigns, sources, intake, now })
-  const settlement = new Settlement({ db, now, wake })
+  const intake = new TriggerIntake(db, now, wake, deps.metrics)
+  const acceptance = new TriggerAcceptance({ db, authenticator, campaigns, sources, intake, now, metrics: deps.metrics })
+  const settlement = new Settlement({ db, now, wake, metrics: deps.metrics })
   const lifecycle = new TaskLifecycle({ db, channels: channels.registry, settlement, wake, now })
-  const dispatch = new Dispatch({ db, channels: channels.registry, settlement, wake, now, log: deps.log })
+  const dispatch = new Dispatch({ db, channels: channels.registry, settlement, wake, now, log: deps.log, metrics: deps.metrics })
   return {
     db,
     now,
     channels,
+    metrics: deps.metrics,
     wake,
     authenticator,
     campaigns,

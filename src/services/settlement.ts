@@ -8,6 +8,7 @@
  * outcome is answered once the commit that holds it has finished: a
  * provider's callback is acknowledged only when its outcome is durable.
  */
+import type { ServiceMetrics } from './metrics.ts'
 import { stepAfterInteraction } from '../domain/attemptPolicy.ts'
 import type { Provider } from '../domain/campaignSettings.ts'
 import { type CompletedTask, interactionFinalizedEvent, type OrganizationEvent, taskCompletedEvent } from '../domain/events.ts'
@@ -71,13 +72,16 @@ export class Settlement {
   readonly #committer: GroupCommitter<InteractionEnding, boolean>
   #deliverer: DeliveryHandOffs | undefined
 
-  constructor(deps: { db: Database; now: () => number; wake: Wake }) {
+  constructor(deps: { db: Database; now: () => number; wake: Wake; metrics: ServiceMetrics }) {
     this.#db = deps.db
     this.#now = deps.now
     this.#wake = deps.wake
     // A batch that the server rolled back (a deadlock with another process, say) is tried again item by item;
     // one whose outcome is unknown (a lost connection) is not.
-    this.#committer = new GroupCommitter((endings) => this.#commit(endings), batchesOf(deps.db.concurrency, MAX_BATCH, rolledBack))
+    this.#committer = new GroupCommitter((endings) => {
+      deps.metrics.groupCommits.observe({ committer: 'interaction_endings' }, endings.length)
+      return this.#commit(endings)
+    }, batchesOf(deps.db.concurrency, MAX_BATCH, rolledBack))
   }
 
   /**

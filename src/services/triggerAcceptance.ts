@@ -7,6 +7,7 @@
  * checks that depend on the organization's data run on the raw body even when
  * the schema refused some of it, on whatever parts of it can be read.
  */
+import type { ServiceMetrics } from './metrics.ts'
 import { ApiError, type ErrorDetail, ValidationFailed, valueError } from '../domain/errors.ts'
 import { normalizeIdPart } from '../domain/externalIds.ts'
 import { newId } from '../domain/ids.ts'
@@ -61,6 +62,14 @@ export type Acceptance =
   | { kind: 'refused'; error: ApiError }
   | { kind: 'failed'; error: unknown }
 
+/** How each kind of result is counted (triggers_total); a refusal, by its error's code. */
+const TRIGGER_RESULT_LABELS: Partial<Record<Acceptance['kind'], { result: string; reason: string }>> = {
+  accepted: { result: 'accepted', reason: 'recorded' },
+  replay: { result: 'accepted', reason: 'replay' },
+  invalid: { result: 'refused', reason: 'invalid' },
+  failed: { result: 'refused', reason: 'failed' },
+}
+
 /** A reservation outlives any request; one older belongs to a process that died. */
 const IDEMPOTENCY_LEASE_MS = 60_000
 const IDEMPOTENCY_KEEP_MS = 24 * 3_600_000
@@ -93,6 +102,7 @@ export class TriggerAcceptance {
   readonly #sources: SourceDirectory
   readonly #intake: TriggerIntake
   readonly #now: () => number
+  readonly #metrics: ServiceMetrics
 
   constructor(deps: {
     db: Database
@@ -101,7 +111,9 @@ export class TriggerAcceptance {
     sources: SourceDirectory
     intake: TriggerIntake
     now: () => number
+    metrics: ServiceMetrics
   }) {
+    this.#metrics = deps.metrics
     this.#db = deps.db
     this.#authenticator = deps.authenticator
     this.#campaigns = deps.campaigns
@@ -134,14 +146,19 @@ export class TriggerAcceptance {
   async acceptAll(caller: Caller, submissions: readonly TriggerSubmission[]): Promise<Acceptance[]> {
     const results: (Acceptance | undefined)[] = submissions.map(() => undefined)
     const errors = submissions.map((submission) => [...submission.errors])
-    const held = await this.#reserveKeys(caller, submissions, errors, results)
+    let held = new Map<number, HeldKey>()
     try {
+      held = await this.#reserveKeys(caller, submissions, errors, results)
       await this.#checkAndRecord(caller, submissions, errors, held, results)
+    } catch (error) {
+      this.#metrics.triggers.inc({ result: 'refused', reason: error instanceof ApiError ? error.code : 'failed' }, submissions.length)
+      throw error
     } finally {
       // Not recorded: the key may be used again. A failure to say so leaves it to expire with its lease; it must not hide why.
       const released = [...held].filter(([index]) => results[index]?.kind !== 'accepted').map(([, key]) => ({ key: key.key, token: key.triggerId }))
       await releaseKeys(this.#db, caller.principal.orgId, released).catch(() => {})
     }
+    for (const result of results as Acceptance[]) this.#metrics.triggers.inc(TRIGGER_RESULT_LABELS[result.kind] ?? { result: 'refused', reason: (result as { error: ApiError }).error.code })
     return results as Acceptance[]
   }
 

@@ -2,6 +2,7 @@
  * Recording accepted triggers: each with its task, in group commits. A
  * trigger is answered 201 only once its own rows are committed.
  */
+import type { ServiceMetrics } from './metrics.ts'
 import { createHash } from 'node:crypto'
 import { newId } from '../domain/ids.ts'
 import { firstDueAt } from '../domain/triggerTiming.ts'
@@ -118,10 +119,11 @@ export class TriggerIntake {
   readonly #committer: GroupCommitter<{ trigger: NewTrigger; bytes: number }, RecordOutcome>
 
   /** The workers hear through `wake` of each commit that recorded tasks: they are due at once. */
-  constructor(db: Database, now: () => number, wake: Wake) {
+  constructor(db: Database, now: () => number, wake: Wake, metrics: ServiceMetrics) {
     this.#now = now
     this.#committer = new GroupCommitter(
       async (items) => {
+        metrics.groupCommits.observe({ committer: 'triggers' }, items.length)
         const outcomes = await commitRacingDirectory(db, items.map(({ trigger }) => trigger), wake.notification('tasks'))
         if (outcomes.some((outcome) => outcome.kind === 'recorded')) wake.written('tasks')
         return outcomes

@@ -47,6 +47,8 @@ export interface Database extends Queryable {
    */
   readonly concurrency: number
   transaction<T>(work: (tx: Queryable) => Promise<T>): Promise<T>
+  /** A server's pool of connections as it is now: all, idle, and the queries waiting for one. Undefined on PGlite, a single session. */
+  readonly poolUse?: () => { total: number; idle: number; waiting: number }
   /**
    * Calls `onPayload` with each notification sent on `channel` (NOTIFY) until
    * the returned function is called. On a server it holds a connection of its
@@ -110,6 +112,7 @@ function openPostgres(connectionString: string, poolSize: number): Database {
         client.release()
       }
     },
+    poolUse: () => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount }),
     listen: (channel, onPayload) => listenOnPostgres(connectionString, channel, onPayload),
     close: () => pool.end(),
   }

@@ -21,6 +21,8 @@ export interface DueTask {
   context: JsonObject
   /** The contact's candidate zones. */
   timezones: string[]
+  /** When it became due (epoch ms): how long it waited for a dispatcher is the time since. */
+  dueAt: number
   expiresAt: number
   /** Whom it reaches: the contact as known when its trigger was accepted (the tester, in test mode). */
   contact: Contact
@@ -47,6 +49,7 @@ interface DueTaskRow {
   test_mode: boolean
   context: JsonObject
   timezones: string[]
+  due_at: Date
   expires_at: Date
   contact: Contact
   ids: ExternalId[]
@@ -72,7 +75,7 @@ export async function lockDueTasks(tx: Queryable, now: number, limit: number, sk
   const rows = await tx.query<DueTaskRow>(
     // ARRAY(...) rather than IN (SELECT ...): given a subquery, the planner may hash the whole
     // table to join it, where an array of ids is looked up in the primary key.
-    `SELECT t.id, t.org_id, t.trigger_id, t.attempts, t.test_mode, t.context, t.timezones, t.expires_at, t.contact, tr.ids,
+    `SELECT t.id, t.org_id, t.trigger_id, t.attempts, t.test_mode, t.context, t.timezones, t.due_at, t.expires_at, t.contact, tr.ids,
             EXISTS (SELECT 1 FROM suppressions s WHERE s.org_id = t.org_id AND s.phone = t.contact->>'phone') AS suppressed,
             c.id AS campaign_id, c.routing_key, c.channel,
             c.schedule, c.attempts AS attempt_policy, c.provider, c.provider_config, c.max_concurrent
@@ -102,6 +105,7 @@ export async function lockDueTasks(tx: Queryable, now: number, limit: number, sk
     testMode: row.test_mode,
     context: row.context,
     timezones: row.timezones,
+    dueAt: row.due_at.getTime(),
     expiresAt: row.expires_at.getTime(),
     contact: row.contact,
     ids: row.ids,

@@ -95,3 +95,11 @@ export async function disableEndpoint(tx: Queryable, id: string, reason: string,
     [id, reason, new Date(now)],
   )
 }
+
+/** Endpoints the service disabled (after a 410) and nobody has enabled or deleted since: a table of configuration, a few rows an organization. */
+export async function disabledEndpointCount(db: Queryable): Promise<number> {
+  const [row] = await db.query<{ n: number }>(
+    'SELECT count(*)::int AS n FROM webhook_endpoints WHERE NOT enabled AND deleted_at IS NULL AND disabled_reason IS NOT NULL',
+  )
+  return row!.n
+}

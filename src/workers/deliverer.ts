@@ -21,6 +21,7 @@
  * again when the leases run out; its claims, named one by one, can no longer
  * record over the claims that took them over.
  */
+import type { ServiceMetrics } from '../services/metrics.ts'
 import type { FastifyBaseLogger } from 'fastify'
 import { newId } from '../domain/ids.ts'
 import type { DeliveryHandOffs, Reservation } from '../services/settlement.ts'
@@ -124,6 +125,7 @@ class Delivery implements Work, DeliveryHandOffs {
     readonly log: FastifyBaseLogger,
     options: DelivererOptions,
     readonly wake: () => void,
+    readonly metrics: ServiceMetrics,
   ) {
     this.poster = new WebhookPoster({ allowPrivate: options.allowPrivate, userAgent: USER_AGENT, timeoutMs: TIMEOUT_MS, now })
   }
@@ -446,6 +448,9 @@ class Delivery implements Work, DeliveryHandOffs {
               return recorded
             })
       this.log.debug({ attempts: sent.length, recorded: recorded.size, handed_back: handBacks.length }, 'recorded delivery results')
+      for (const { attempt, next } of sent) {
+        this.metrics.deliveryAttempts.observe({ result: next.status === 'pending' ? 'retry' : next.status }, attempt.latencyMs / 1000)
+      }
     } catch (error) {
       this.log.error({ err: error }, 'delivery results failed to be recorded; sent again when their leases run out')
     } finally {
@@ -500,12 +505,12 @@ class DelivererLoop extends WorkLoop {
  * endpoint is let go, so that its places are used at once; and through which
  * this process's settlements hand over the deliveries they write.
  */
-export function createDeliverer(deps: { db: Database; now: () => number; log: FastifyBaseLogger; options: DelivererOptions }): {
+export function createDeliverer(deps: { db: Database; now: () => number; log: FastifyBaseLogger; options: DelivererOptions; metrics: ServiceMetrics }): {
   loop: WorkLoop
   handOffs: DeliveryHandOffs
 } {
   let loop: WorkLoop | undefined
-  const delivery = new Delivery(deps.db, deps.now, deps.log, deps.options, () => loop?.wake())
+  const delivery = new Delivery(deps.db, deps.now, deps.log, deps.options, () => loop?.wake(), deps.metrics)
   loop = new DelivererLoop(delivery, deps.log)
   return { loop, handOffs: delivery }
 }

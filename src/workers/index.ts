@@ -20,7 +20,7 @@ export interface Workers {
 
 export function createWorkers(services: Services, log: FastifyBaseLogger): Workers {
   const { db, now, wake } = services
-  const { loop: deliverer, handOffs } = createDeliverer({ db, now, log, options: { allowPrivate: services.webhooks.allowPrivateWebhookUrls } })
+  const { loop: deliverer, handOffs } = createDeliverer({ db, now, log, options: { allowPrivate: services.webhooks.allowPrivateWebhookUrls }, metrics: services.metrics })
   services.settlement.handDeliveriesTo(handOffs)
   const dispatcher = createDispatcher({ db, dispatch: services.dispatch, now, log })
   wake.on('tasks', () => dispatcher.loop.wake())

@@ -118,6 +118,7 @@ export async function startService(
         allowPrivateWebhookUrls: options.allowPrivateWebhookUrls,
         workers: options.workers,
         rateLimit: options.rateLimit ?? { perSecond: MAX_RATE_LIMIT, burst: MAX_RATE_LIMIT },
+        metricsQueueReadIntervalMs: 0,
       },
       { db: database.db, now: options.now, channels: options.channels ?? simulatorOnly() },
     )

@@ -1,0 +1,151 @@
+/**
+ * The process's metrics, in prom-client's registry, served at GET /metrics
+ * in Prometheus's text format. Counters and histograms count what this
+ * process did (Prometheus sums the processes); the queue gauges are read
+ * from the database when scraped, at most once per QUEUE_READ_INTERVAL_MS,
+ * each from the partial index its workers take work by (store/queues.ts), so
+ * that a scrape costs the size of the queues, never of the history.
+ *
+ * A registry per process (per app, in tests), not prom-client's global one:
+ * tests build many apps in one process, and each must count its own.
+ */
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client'
+import type { Database } from '../store/database.ts'
+import { disabledEndpointCount } from '../store/webhookEndpoints.ts'
+import { queueDepths } from '../store/queues.ts'
+
+/** How often a scrape may read the queues from the database; scrapes in between answer the last reading. */
+export const QUEUE_READ_INTERVAL_MS = 5_000
+
+/** Seconds, for request and webhook latencies: 1 ms to 15 s (the deliverer's timeout). */
+const LATENCY_BUCKETS_S = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 15]
+
+export class ServiceMetrics {
+  readonly registry = new Registry()
+
+  readonly httpRequests = new Histogram({
+    name: 'http_request_duration_seconds',
+    help: 'HTTP requests answered, by method, route pattern and status code, and how long each took.',
+    labelNames: ['method', 'route', 'status_code'] as const,
+    buckets: LATENCY_BUCKETS_S,
+    registers: [this.registry],
+  })
+
+  readonly triggers = new Counter({
+    name: 'triggers_total',
+    help: 'Triggers submitted (one a request, one a batch item): accepted (recorded, or a repeat answered with its first answer), or refused, by reason (invalid, or the error code).',
+    labelNames: ['result', 'reason'] as const,
+    registers: [this.registry],
+  })
+
+  readonly groupCommits = new Histogram({
+    name: 'group_commit_items',
+    help: 'Items in each group commit, by committer (triggers: the intake; interaction_endings: settlement).',
+    labelNames: ['committer'] as const,
+    buckets: [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000],
+    registers: [this.registry],
+  })
+
+  readonly attemptsStarted = new Histogram({
+    name: 'task_dispatch_lag_seconds',
+    help: 'Attempts this process\'s dispatcher started, by channel, and how long each task had been due when it did (due to started).',
+    labelNames: ['channel'] as const,
+    buckets: [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300],
+    registers: [this.registry],
+  })
+
+  readonly providerErrors = new Counter({
+    name: 'provider_errors_total',
+    help: 'Starts a provider refused (refused) or left unknown (uncertain: no answer, or one that could not be read), by provider.',
+    labelNames: ['provider', 'kind'] as const,
+    registers: [this.registry],
+  })
+
+  readonly rateLimited = new Counter({
+    name: 'rate_limited_requests_total',
+    help: 'Requests to /api/v2 refused with 429 by their organization\'s rate limit.',
+    registers: [this.registry],
+  })
+
+  readonly deliveryAttempts = new Histogram({
+    name: 'webhook_delivery_attempt_duration_seconds',
+    help: 'Webhook attempts made by this process, by result (succeeded; retry: failed and due again; failed: failed and given up), and how long each took.',
+    labelNames: ['result'] as const,
+    buckets: LATENCY_BUCKETS_S,
+    registers: [this.registry],
+  })
+
+  readonly #queueGauges = {
+    tasksPending: this.#gauge('tasks_pending', 'Tasks waiting for their next attempt, due or not.'),
+    tasksDue: this.#gauge('tasks_due', 'Pending tasks whose time has come.'),
+    tasksOldestDue: this.#gauge('tasks_oldest_due_age_seconds', 'How long the longest-waiting due task has been due: the dispatchers\' lag.'),
+    interactionsRunning: this.#gauge('interactions_running', 'Attempts started and not yet finalized.'),
+    deliveriesPending: this.#gauge('webhook_deliveries_pending', 'Webhook deliveries still to be made.'),
+    deliveriesRetrying: this.#gauge('webhook_deliveries_retrying', 'Pending deliveries that have failed at least once.'),
+    deliveriesOldestDue: this.#gauge('webhook_delivery_lag_seconds', 'How long the most overdue delivery has been due.'),
+    endpointsDisabled: this.#gauge('webhook_endpoints_disabled', 'Endpoints the service disabled after a 410.'),
+  }
+
+  readonly #db: Database
+  readonly #now: () => number
+  readonly #queueReadIntervalMs: number
+  #lastRead: { at: number; reading: Promise<void> } | undefined
+
+  constructor(db: Database, now: () => number, queueReadIntervalMs = QUEUE_READ_INTERVAL_MS) {
+    this.#db = db
+    this.#now = now
+    this.#queueReadIntervalMs = queueReadIntervalMs
+    collectDefaultMetrics({ register: this.registry })
+    const pool = db.poolUse
+    if (pool !== undefined) {
+      new Gauge({
+        name: 'db_pool_connections',
+        help: 'The database pool\'s connections, by state (idle, busy), and the queries waiting for one (waiting).',
+        labelNames: ['state'] as const,
+        registers: [this.registry],
+        collect() {
+          const use = pool()
+          this.set({ state: 'idle' }, use.idle)
+          this.set({ state: 'busy' }, use.total - use.idle)
+          this.set({ state: 'waiting' }, use.waiting)
+        },
+      })
+    }
+  }
+
+  /** The metrics in Prometheus's text format, with the queues read from the database unless read within the interval. */
+  async text(): Promise<string> {
+    // The interval on the process's own monotonic clock: scrapes come in real time, whatever the service's clock says.
+    const at = performance.now()
+    if (this.#lastRead === undefined || at - this.#lastRead.at >= this.#queueReadIntervalMs) {
+      this.#lastRead = { at, reading: this.#readQueues(this.#now()) }
+    }
+    await this.#lastRead.reading.catch(() => {
+      // A failed reading is tried again at the next scrape; the gauges keep the last values.
+      this.#lastRead = undefined
+    })
+    return this.registry.metrics()
+  }
+
+  get contentType(): string {
+    return this.registry.contentType
+  }
+
+  async #readQueues(now: number): Promise<void> {
+    const [depths, disabled] = await Promise.all([queueDepths(this.#db, now), disabledEndpointCount(this.#db)])
+    const ageS = (iso: string | null) => (iso === null ? 0 : Math.max(0, (now - Date.parse(iso)) / 1000))
+    const gauges = this.#queueGauges
+    gauges.tasksPending.set(depths.tasks.pending)
+    gauges.tasksDue.set(depths.tasks.due)
+    gauges.tasksOldestDue.set(ageS(depths.tasks.oldestDueAt))
+    gauges.interactionsRunning.set(depths.interactions.running)
+    gauges.deliveriesPending.set(depths.deliveries.pending)
+    gauges.deliveriesRetrying.set(depths.deliveries.retrying)
+    gauges.deliveriesOldestDue.set(ageS(depths.deliveries.oldestDueAt))
+    gauges.endpointsDisabled.set(disabled)
+  }
+
+  #gauge(name: string, help: string): Gauge {
+    return new Gauge({ name, help, registers: [this.registry] })
+  }
+}
