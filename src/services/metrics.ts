@@ -120,10 +120,13 @@ export class ServiceMetrics {
     if (this.#lastRead === undefined || at - this.#lastRead.at >= this.#queueReadIntervalMs) {
       this.#lastRead = { at, reading: this.#readQueues(this.#now()) }
     }
-    await this.#lastRead.reading.catch(() => {
-      // A failed reading is tried again at the next scrape; the gauges keep the last values.
+    try {
+      await this.#lastRead.reading
+    } catch (error) {
+      // The scrape fails, as Prometheus sees and alerts on, rather than answer stale gauges; the next one reads again.
       this.#lastRead = undefined
-    })
+      throw error
+    }
     return this.registry.metrics()
   }
 
