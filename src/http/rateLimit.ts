@@ -37,8 +37,9 @@ export function installRateLimits(app: FastifyInstance, limiter: RateLimiter, me
       request.rateLimit = admission
       if (admission.allowed) return done()
       metrics.rateLimited.inc()
-      reply.header('retry-after', String(retryAfterSeconds(admission.waitMs)))
-      void sendError(request, reply, 'rate_limited', `This organization's rate limit is ${admission.policy.perSecond} requests a second (bursts of ${admission.policy.burst}); send this one again in ${retryAfterSeconds(admission.waitMs)} s.`)
+      const retryAfterS = retryAfterSeconds(admission.waitMs)
+      reply.header('retry-after', String(retryAfterS))
+      void sendError(request, reply, 'rate_limited', `This organization's rate limit is ${admission.policy.perSecond} requests a second (bursts of ${admission.policy.burst}); send this one again in ${retryAfterS} s.`)
     }
     const admission = limiter.admit(principal.orgId, cost)
     if (admission instanceof Promise) admission.then(decide, done)

@@ -93,8 +93,7 @@ export class RateLimiter {
         admission = { allowed: false, policy, remaining: 0, waitMs: lease.waitMs }
       } else {
         next.stock -= cost
-        admission = { allowed: true, policy, remaining: 0, waitMs: 0 }
-        admission.remaining = this.#remaining(next)
+        admission = { allowed: true, policy, remaining: this.#remaining(next), waitMs: 0 }
       }
       this.#organizations.set(orgId, next)
     })()
