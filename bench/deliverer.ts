@@ -21,6 +21,7 @@ import { createServer } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { taskCompletedEvent } from '../src/domain/events.ts'
 import { newId } from '../src/domain/ids.ts'
+import { COMMAND_LINE } from '../src/domain/audit.ts'
 import { createOrganization } from '../src/services/administration.ts'
 import { createEndpoint } from '../src/services/webhookAdministration.ts'
 import { createChannels } from '../src/channels/index.ts'
@@ -75,8 +76,8 @@ export async function benchDeliverer(options: {
   try {
     await migrate(db)
     const channels = createChannels({ publicBaseUrl: 'http://127.0.0.1:1', twilioApiBaseUrl: 'http://127.0.0.1:1', whatsappApiBaseUrl: 'http://127.0.0.1:1' }, () => undefined)
-    const org = await createOrganization({ db, now: Date.now, channels: channels.registry }, 'Delivery Bench')
-    await createEndpoint({ db, now: Date.now, allowPrivateWebhookUrls: true, onRedeliver: () => {} }, org.id, {
+    const org = await createOrganization({ db, now: Date.now, channels: channels.registry }, COMMAND_LINE, 'Delivery Bench')
+    await createEndpoint({ db, now: Date.now, allowPrivateWebhookUrls: true, onRedeliver: () => {} }, COMMAND_LINE, org.id, {
       url: `http://127.0.0.1:${port}/hooks`,
       events: ['task.completed'],
     })
@@ -115,6 +116,7 @@ export async function benchDeliverer(options: {
           LOG_LEVEL: 'warn',
           ALLOW_PRIVATE_WEBHOOK_URLS: 'true',
           OPERATOR_TOKEN: randomBytes(24).toString('hex'),
+          PHONE_HASH_KEY: randomBytes(32).toString('hex'),
         },
         stdio: ['ignore', output, output],
       })

@@ -13,6 +13,7 @@ import { closeSync, openSync } from 'node:fs'
 import { createChannels } from '../src/channels/index.ts'
 import { type Schedule, WEEKDAYS } from '../src/domain/campaignSettings.ts'
 import { newId } from '../src/domain/ids.ts'
+import { COMMAND_LINE } from '../src/domain/audit.ts'
 import { createCampaign, createOrganization, issueApiKey } from '../src/services/administration.ts'
 import { openDatabase } from '../src/store/database.ts'
 import { migrate } from '../src/store/migrate.ts'
@@ -44,9 +45,9 @@ export async function benchDispatcher(options: {
     await migrate(db)
     const channels = createChannels({ publicBaseUrl: 'http://127.0.0.1:1', twilioApiBaseUrl: 'http://127.0.0.1:1', whatsappApiBaseUrl: 'http://127.0.0.1:1' }, () => undefined)
     const ops = { db, now: Date.now, channels: channels.registry }
-    const org = await createOrganization(ops, 'Dispatcher Bench')
-    const { apiKey } = await issueApiKey(ops, org.id, { name: 'bench' })
-    const campaign = await createCampaign(ops, org.id, {
+    const org = await createOrganization(ops, COMMAND_LINE, 'Dispatcher Bench')
+    const { apiKey } = await issueApiKey(ops, COMMAND_LINE, org.id, { name: 'bench' })
+    const campaign = await createCampaign(ops, COMMAND_LINE, org.id, {
       routing_key: 'dispatch',
       channel: 'voice',
       schedule: ALWAYS_OPEN,
@@ -80,7 +81,7 @@ export async function benchDispatcher(options: {
     try {
       worker = startChild('taskset', ['-c', String(options.cpu), process.execPath, ...SERVICE_NODE_FLAGS, 'dist/cli.js', 'worker'], {
         cwd: options.root,
-        env: { ...process.env, DATABASE_URL: options.databaseUrl, LOG_LEVEL: 'warn', OPERATOR_TOKEN: randomBytes(24).toString('hex') },
+        env: { ...process.env, DATABASE_URL: options.databaseUrl, LOG_LEVEL: 'warn', OPERATOR_TOKEN: randomBytes(24).toString('hex'), PHONE_HASH_KEY: randomBytes(32).toString('hex') },
         stdio: ['ignore', output, output],
       })
     } finally {

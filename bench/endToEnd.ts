@@ -31,6 +31,7 @@ import {
   LOAD_CPU,
   log,
   OPERATOR_TOKEN,
+  PHONE_HASH_KEY,
   postCreating,
   provision,
   type Server,
@@ -171,7 +172,7 @@ async function runLayout(layout: Layout, databaseEnv: Record<string, string>, bo
   const servers: Server[] = []
   let rounds: EndToEndRound[]
   try {
-    const env = { ...databaseEnv, OPERATOR_TOKEN, LOG_LEVEL: 'info', ALLOW_PRIVATE_WEBHOOK_URLS: 'true' }
+    const env = { ...databaseEnv, OPERATOR_TOKEN, PHONE_HASH_KEY, LOG_LEVEL: 'info', ALLOW_PRIVATE_WEBHOOK_URLS: 'true' }
     for (const { name, args } of layout.processes) servers.push(await startServer(name, args, env, workDir))
     await Promise.all(servers.map((server, index) => untilReady(server, layout.processes[index]!.servesHttp)))
     rounds = await measure(layout, databaseEnv.DATABASE_URL, servers, receiver, bodies)

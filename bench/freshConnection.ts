@@ -15,7 +15,7 @@ import http from 'node:http'
 import { CAMPAIGNS } from './bodies.ts'
 import { stopChild } from './children.ts'
 import { ALWAYS_OPEN } from './dispatcher.ts'
-import { LOAD_CPU, log, OPERATOR_TOKEN, percentile, postTriggerWith, provision, sleep, startServer, waitUntilReady, withPostgresDatabase } from './harness.ts'
+import { LOAD_CPU, log, OPERATOR_TOKEN, percentile, PHONE_HASH_KEY, postTriggerWith, provision, sleep, startServer, waitUntilReady, withPostgresDatabase } from './harness.ts'
 import { failureOf, runWrk } from './wrk.ts'
 
 const CLIENTS = 32
@@ -80,7 +80,7 @@ async function measureLayout(
   seconds: number,
 ): Promise<FreshConnectionResult> {
   const label = `fresh-${name.split(',')[0]!.toLowerCase()}`
-  const server = await startServer(label, ['dist/cli.js', 'serve'], { ...env, OPERATOR_TOKEN, LOG_LEVEL: 'info', DATA_DIR: `${workDir}/${label}` }, workDir)
+  const server = await startServer(label, ['dist/cli.js', 'serve'], { ...env, OPERATOR_TOKEN, PHONE_HASH_KEY, LOG_LEVEL: 'info', DATA_DIR: `${workDir}/${label}` }, workDir)
   try {
     await waitUntilReady(server, async () => (await fetch(`${server.baseUrl}/readyz`)).status === 200)
     const { apiKey } = await provision(server.baseUrl, BUSY_CAMPAIGNS)

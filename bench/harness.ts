@@ -19,6 +19,7 @@ export const ROOT = fileURLToPath(new URL('..', import.meta.url))
 export const SERVER_CPU = 0
 export const LOAD_CPU = 1
 export const OPERATOR_TOKEN = `bench-operator-${randomBytes(16).toString('hex')}`
+export const PHONE_HASH_KEY = randomBytes(32).toString('hex')
 /** PGlite's first start initialises its data directory, which takes seconds. */
 const READY_TIMEOUT_MS = 60_000
 /** The server the benchmark makes its databases on; BENCH_POSTGRES_URL names another (one with pg_stat_statements loaded, say). */

@@ -46,6 +46,7 @@ import {
   LOAD_CPU,
   log,
   OPERATOR_TOKEN,
+  PHONE_HASH_KEY,
   postgresSettings,
   provision,
   ROOT,
@@ -367,7 +368,7 @@ async function startBare(load: Load, workDir: string): Promise<Target> {
 /** The service on a fresh database: provisioned, and every body checked. */
 async function startService(name: string, env: Record<string, string>, load: Load, workDir: string): Promise<Target> {
   // The API alone, as API processes run beside worker processes; the dispatcher is measured on its own.
-  const server = await startServer(name, ['dist/cli.js', 'serve', '--no-workers'], { ...env, OPERATOR_TOKEN, LOG_LEVEL: 'info' }, workDir)
+  const server = await startServer(name, ['dist/cli.js', 'serve', '--no-workers'], { ...env, OPERATOR_TOKEN, PHONE_HASH_KEY, LOG_LEVEL: 'info' }, workDir)
   try {
     const started = Date.now()
     await waitUntilReady(server, async () => (await fetch(`${server.baseUrl}/readyz`)).status === 200)

@@ -25,6 +25,7 @@ import { twilioRoutes } from './http/routes/providers/twilio.ts'
 import { whatsappRoutes } from './http/routes/providers/whatsapp.ts'
 import { metricsRoutes } from './http/routes/metrics.ts'
 import { suppressionRoutes } from './http/routes/suppressions.ts'
+import { contactRoutes } from './http/routes/contacts.ts'
 import { taskRoutes } from './http/routes/tasks.ts'
 import { webhookRoutes } from './http/routes/webhooks.ts'
 import { triggerRoutes } from './http/routes/triggers.ts'
@@ -39,6 +40,8 @@ import { validate } from './validation/model.ts'
 
 export interface AppOptions {
   operatorToken: string
+  /** The key of the digest an erased suppression keeps of its number (PHONE_HASH_KEY). */
+  phoneHashKey: Buffer
   logLevel: LogLevel
   /** Webhook endpoints may be private or plain-http addresses (local development, tests). */
   allowPrivateWebhookUrls?: boolean
@@ -92,6 +95,7 @@ export async function buildApp(options: AppOptions, deps: AppDeps): Promise<Fast
     now,
     log: app.log,
     operatorToken: options.operatorToken,
+    phoneHashKey: options.phoneHashKey,
     allowPrivateWebhookUrls: options.allowPrivateWebhookUrls ?? false,
   })
   const { authenticator } = services
@@ -159,7 +163,8 @@ export async function buildApp(options: AppOptions, deps: AppDeps): Promise<Fast
   campaignPauseRoutes(app, { authenticator, pauses: services.pauses })
   webhookRoutes(app, { ops: services.webhooks, authenticator })
   metricsRoutes(app, { metrics, authenticator })
-  suppressionRoutes(app, { db: deps.db, authenticator, now })
+  suppressionRoutes(app, { ops: services.suppressions, authenticator })
+  contactRoutes(app, { ops: services.erasure, authenticator })
   twilioRoutes(app, { db: deps.db, twilio: deps.channels.twilio, lifecycle, now })
   await app.register(whatsappRoutes, { db: deps.db, channels: deps.channels, lifecycle })
   adminRoutes(app, { ops: services.admin, authenticator, campaigns: services.campaigns, pauses: services.pauses, sources: services.sources })

@@ -9,6 +9,7 @@ import { parseArgs } from 'node:util'
 import type { Static, TSchema } from '@sinclair/typebox'
 import { ConfigError, loadConfig } from './config.ts'
 import { createChannels } from './channels/index.ts'
+import { COMMAND_LINE } from './domain/audit.ts'
 import { ApiError, ValidationFailed } from './domain/errors.ts'
 import { CreateCampaignBody, presentCampaign, UpdateCampaignBody } from './http/routes/admin/campaigns.ts'
 import { IssueApiKeyBody, presentKey } from './http/routes/admin/apiKeys.ts'
@@ -81,52 +82,52 @@ async function runAdminCommand(command: string, options: Options, ops: admin.Ope
   const org = () => required(options, 'org')
   switch (command) {
     case 'org create':
-      return presentOrganization(await admin.createOrganization(ops, checked(CreateOrganizationBody, { name: options.name }).name))
+      return presentOrganization(await admin.createOrganization(ops, COMMAND_LINE, checked(CreateOrganizationBody, { name: options.name }).name))
     case 'org rate-limit': {
       // --default is a flag: present or not.
-      if (options.default !== undefined) return presentOrganization(await admin.changeOrganization(ops, org(), { rateLimit: { perSecond: null, burst: null } }))
+      if (options.default !== undefined) return presentOrganization(await admin.changeOrganization(ops, COMMAND_LINE, org(), { rateLimit: { perSecond: null, burst: null } }))
       const limit = checked(RateLimitBody, { per_second: options['per-second'], burst: options.burst })
-      return presentOrganization(await admin.changeOrganization(ops, org(), { rateLimit: { perSecond: limit.per_second, burst: limit.burst } }))
+      return presentOrganization(await admin.changeOrganization(ops, COMMAND_LINE, org(), { rateLimit: { perSecond: limit.per_second, burst: limit.burst } }))
     }
     case 'key issue': {
       const input = checked(IssueApiKeyBody, { name: options.name, scopes: options.scopes?.split(',').map((s) => s.trim()) })
-      const { apiKey, key } = await admin.issueApiKey(ops, org(), input)
+      const { apiKey, key } = await admin.issueApiKey(ops, COMMAND_LINE, org(), input)
       return { ...presentKey(apiKey), key }
     }
     case 'key list':
       return (await admin.listKeys(ops, org())).map(presentKey)
     case 'key revoke':
-      return presentKey(await admin.revokeApiKey(ops, org(), required(options, 'key')))
+      return presentKey(await admin.revokeApiKey(ops, COMMAND_LINE, org(), required(options, 'key')))
     case 'campaign create': {
       const input = checked(CreateCampaignBody, {
         routing_key: options['routing-key'],
         channel: options.channel,
         ...settingsOptions(options),
       })
-      return presentCampaign(await asCommandLine(admin.createCampaign(ops, org(), input as admin.CreateCampaignInput)))
+      return presentCampaign(await asCommandLine(admin.createCampaign(ops, COMMAND_LINE, org(), input as admin.CreateCampaignInput)))
     }
     case 'campaign update': {
       const changes = checked(UpdateCampaignBody, settingsOptions(options))
-      const campaign = admin.updateCampaign(ops, org(), required(options, 'campaign'), changes as admin.CampaignChanges)
+      const campaign = admin.updateCampaign(ops, COMMAND_LINE, org(), required(options, 'campaign'), changes as admin.CampaignChanges)
       return presentCampaign(await asCommandLine(campaign))
     }
     case 'campaign list':
       return (await admin.listCampaigns(ops, org())).map(presentCampaign)
     case 'campaign pause':
     case 'campaign resume':
-      return presentCampaign(await pauses.ofCampaign(command === 'campaign pause' ? 'pause' : 'resume', org(), required(options, 'campaign')))
+      return presentCampaign(await pauses.ofCampaign(command === 'campaign pause' ? 'pause' : 'resume', COMMAND_LINE, org(), required(options, 'campaign')))
     case 'source create': {
       const input = checked(CreateSourceBody, { name: options.name, ...sourceRuleOptions(options) })
-      return presentSource(await admin.createSource(ops, org(), input as admin.SourceInput))
+      return presentSource(await admin.createSource(ops, COMMAND_LINE, org(), input as admin.SourceInput))
     }
     case 'source update': {
       const changes = checked(ChangeSourceBody, sourceRuleOptions(options))
-      return presentSource(await admin.changeSource(ops, org(), required(options, 'name'), changes as Partial<admin.SourceInput>))
+      return presentSource(await admin.changeSource(ops, COMMAND_LINE, org(), required(options, 'name'), changes as Partial<admin.SourceInput>))
     }
     case 'source list':
       return (await admin.listOrganizationSources(ops, org())).map(presentSource)
     case 'source delete':
-      await admin.removeSource(ops, org(), required(options, 'name'))
+      await admin.removeSource(ops, COMMAND_LINE, org(), required(options, 'name'))
       return { deleted: options.name }
     default:
       throw new UsageError(`unknown command: ${command}`)

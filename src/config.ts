@@ -17,6 +17,12 @@ export interface Config {
   dataDir: string
   /** Operator token; when absent `serve` generates one and keeps it in `dataDir`. */
   operatorToken: string | undefined
+  /**
+   * The key of the hash an erased suppression keeps of its number (never
+   * stored in the database); when absent the embedded database's is
+   * generated and kept in `dataDir`.
+   */
+  phoneHashKey: string | undefined
   logLevel: LogLevel
   /** Where providers reach this service (their callbacks); default http://localhost:PORT. */
   publicBaseUrl: string
@@ -31,6 +37,8 @@ export class ConfigError extends Error {}
 
 const LOG_LEVELS: readonly LogLevel[] = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']
 const MIN_OPERATOR_TOKEN_LENGTH = 24
+/** 32 characters of a random base64 or hex string carry at least 128 bits. */
+export const MIN_PHONE_HASH_KEY_LENGTH = 32
 
 export function loadConfig(env: NodeJS.ProcessEnv): Config {
   const port = parsePort(env.PORT)
@@ -39,7 +47,8 @@ export function loadConfig(env: NodeJS.ProcessEnv): Config {
     host: nonEmpty('HOST', env.HOST) ?? '0.0.0.0',
     databaseUrl: parseDatabaseUrl(env.DATABASE_URL),
     dataDir: parseDataDir(env.DATA_DIR),
-    operatorToken: parseOperatorToken(env.OPERATOR_TOKEN),
+    operatorToken: parseSecret('OPERATOR_TOKEN', env.OPERATOR_TOKEN, MIN_OPERATOR_TOKEN_LENGTH),
+    phoneHashKey: parseSecret('PHONE_HASH_KEY', env.PHONE_HASH_KEY, MIN_PHONE_HASH_KEY_LENGTH),
     logLevel: parseLogLevel(env.LOG_LEVEL),
     publicBaseUrl: parseHttpUrl('PUBLIC_BASE_URL', env.PUBLIC_BASE_URL) ?? `http://localhost:${port}`,
     twilioApiBaseUrl: parseHttpUrl('TWILIO_API_BASE_URL', env.TWILIO_API_BASE_URL) ?? 'https://api.twilio.com',
@@ -107,11 +116,9 @@ function parseDataDir(raw: string | undefined): string {
   return value === 'memory://' ? value : path.resolve(value)
 }
 
-function parseOperatorToken(raw: string | undefined): string | undefined {
-  const value = nonEmpty('OPERATOR_TOKEN', raw)
-  if (value !== undefined && value.length < MIN_OPERATOR_TOKEN_LENGTH) {
-    throw new ConfigError(`OPERATOR_TOKEN must be at least ${MIN_OPERATOR_TOKEN_LENGTH} characters long`)
-  }
+function parseSecret(name: string, raw: string | undefined, minLength: number): string | undefined {
+  const value = nonEmpty(name, raw)
+  if (value !== undefined && value.length < minLength) throw new ConfigError(`${name} must be at least ${minLength} characters long`)
   return value
 }
 

@@ -12,9 +12,11 @@ import pino from 'pino'
 import { buildApp } from './app.ts'
 import { createChannels } from './channels/index.ts'
 import { type Config, ConfigError } from './config.ts'
-import { generateOperatorToken } from './services/credentials.ts'
+import { generateOperatorToken, generatePhoneHashKey } from './services/credentials.ts'
 import { openDatabase } from './store/database.ts'
+import type { Database } from './store/database.ts'
 import { migrate } from './store/migrate.ts'
+import { matchesPhoneHashKey } from './store/phoneHashKey.ts'
 import { createServices } from './services/index.ts'
 import { createWorkers } from './workers/index.ts'
 
@@ -27,10 +29,11 @@ export async function serve(config: Config, options: { workers: boolean }): Prom
   }
   const db = await openDatabase(config)
   await migrate(db)
+  const phoneHashKey = await phoneHashKeyFor(config, db)
   const operatorToken = config.operatorToken ?? (await operatorTokenFromDataDir(config.dataDir))
   const channels = createChannels(config, (name) => process.env[name])
   const app = await buildApp(
-    { operatorToken, logLevel: config.logLevel, allowPrivateWebhookUrls: config.allowPrivateWebhookUrls, workers: options.workers },
+    { operatorToken, phoneHashKey, logLevel: config.logLevel, allowPrivateWebhookUrls: config.allowPrivateWebhookUrls, workers: options.workers },
     { db, channels },
   )
 
@@ -48,6 +51,7 @@ export async function serve(config: Config, options: { workers: boolean }): Prom
 export async function runWorker(config: Config): Promise<void> {
   const db = await openDatabase(config)
   await migrate(db)
+  const phoneHashKey = await phoneHashKeyFor(config, db)
   const log = pino({ level: config.logLevel })
   const services = createServices({
     // Counted, and not yet served: a worker process listens on no port.
@@ -57,6 +61,7 @@ export async function runWorker(config: Config): Promise<void> {
     now: Date.now,
     log,
     operatorToken: undefined,
+    phoneHashKey,
     allowPrivateWebhookUrls: config.allowPrivateWebhookUrls,
   })
   const workers = createWorkers(services, log)
@@ -107,29 +112,53 @@ function onSignal(log: FastifyBaseLogger, drain: () => Promise<void>) {
 }
 
 /**
+ * The key of the hash an erased suppression keeps of its number: from
+ * PHONE_HASH_KEY, which processes sharing a PostgreSQL must share, or on the
+ * embedded database kept in the data directory beside it (generated on first
+ * start). Refused when the database's digests were made with another key.
+ */
+async function phoneHashKeyFor(config: Config, db: Database): Promise<Buffer> {
+  if (config.databaseUrl !== undefined && config.phoneHashKey === undefined) {
+    throw new ConfigError('PHONE_HASH_KEY must be set when DATABASE_URL is (at least 32 characters), the same in every process')
+  }
+  const key = Buffer.from(config.phoneHashKey ?? (await secretFromDataDir(config.dataDir, 'phone-hash-key', generatePhoneHashKey)).value)
+  if (!(await matchesPhoneHashKey(db, key, Date.now()))) {
+    throw new ConfigError('PHONE_HASH_KEY is not the key this database was first used with: erased numbers would no longer meet their suppressions')
+  }
+  return key
+}
+
+/**
  * On the embedded database without OPERATOR_TOKEN, the token is kept in the
  * data directory: generated on first start and printed that once, on standard
  * error and never in a log line, so that a newcomer can use the admin API at
  * once and it survives restarts.
  */
 async function operatorTokenFromDataDir(dataDir: string): Promise<string> {
-  if (dataDir === 'memory://') {
-    const token = generateOperatorToken()
-    announce(token, 'It lasts as long as this process (DATA_DIR=memory://).')
-    return token
-  }
-  const file = path.join(dataDir, 'operator-token')
+  const { value, generatedIn } = await secretFromDataDir(dataDir, 'operator-token', generateOperatorToken)
+  if (generatedIn === 'memory') announce(value, 'It lasts as long as this process (DATA_DIR=memory://).')
+  if (generatedIn === 'file') announce(value, `It is kept in ${path.join(dataDir, 'operator-token')}; set OPERATOR_TOKEN to use your own.`)
+  return value
+}
+
+/** A secret kept in a file of the data directory (readable by its owner only), generated when there is none; with DATA_DIR=memory://, one for this process. */
+async function secretFromDataDir(
+  dataDir: string,
+  name: string,
+  generate: () => string,
+): Promise<{ value: string; generatedIn: 'memory' | 'file' | undefined }> {
+  if (dataDir === 'memory://') return { value: generate(), generatedIn: 'memory' }
+  const file = path.join(dataDir, name)
   try {
-    return (await readFile(file, 'utf8')).trim()
+    return { value: (await readFile(file, 'utf8')).trim(), generatedIn: undefined }
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error
   }
-  const token = generateOperatorToken()
+  const value = generate()
   await mkdir(dataDir, { recursive: true })
-  await writeFile(file, `${token}\n`, { mode: 0o600, flag: 'wx' })
+  await writeFile(file, `${value}\n`, { mode: 0o600, flag: 'wx' })
   await chmod(file, 0o600)
-  announce(token, `It is kept in ${file}; set OPERATOR_TOKEN to use your own.`)
-  return token
+  return { value, generatedIn: 'file' }
 }
 
 function announce(token: string, where: string) {

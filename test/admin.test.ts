@@ -13,7 +13,13 @@ function call(method: 'GET' | 'POST' | 'DELETE', url: string, payload?: object) 
 async function createOrg(name = 'Clinic North') {
   const response = await call('POST', '/admin/v1/organizations', { name })
   assert.equal(response.statusCode, 201, response.body)
-  return json(response).data as { id: string; name: string; created_at: string; rate_limit: { per_second: number | null; burst: number | null } }
+  return json(response).data as {
+    id: string
+    name: string
+    created_at: string
+    rate_limit: { per_second: number | null; burst: number | null }
+    retention_days: number | null
+  }
 }
 
 before(async () => {
@@ -23,8 +29,9 @@ after(() => service.close())
 
 test('creates an organization', async () => {
   const org = await createOrg('Clinic North')
-  assert.deepEqual(Object.keys(org).sort(), ['created_at', 'id', 'name', 'rate_limit'])
+  assert.deepEqual(Object.keys(org).sort(), ['created_at', 'id', 'name', 'rate_limit', 'retention_days'])
   assert.deepEqual(org.rate_limit, { per_second: null, burst: null }, 'the default until the operator sets one')
+  assert.equal(org.retention_days, null, 'the default until the operator sets one')
   assert.match(org.id, /^org_[0-9a-z]{26}$/)
   assert.equal(org.name, 'Clinic North')
   const invalid = await call('POST', '/admin/v1/organizations', { name: '' })

@@ -12,7 +12,7 @@ import { newId } from '../src/domain/ids.ts'
 import { requestHash, type TriggerRequest } from '../src/services/triggerIntake.ts'
 import { reserveKeys } from '../src/store/idempotency.ts'
 import { insertTriggersWithTasks } from '../src/store/triggers.ts'
-import { bearer, freePort, json, onPostgres, OPERATOR_TOKEN, seedOrganization, startService, type TestService } from './support/service.ts'
+import { bearer, freePort, json, onPostgres, OPERATOR_TOKEN, PHONE_HASH_KEY, seedOrganization, startService, type TestService } from './support/service.ts'
 
 const ROOT = path.resolve(import.meta.dirname, '..')
 let service: TestService
@@ -182,7 +182,7 @@ test('a storm of 20 concurrent retries, across two API processes on PostgreSQL, 
   const port = await freePort()
   const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'serve', '--no-workers'], {
     cwd: ROOT,
-    env: { PATH: process.env.PATH, DATABASE_URL: service.databaseUrl, OPERATOR_TOKEN, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'warn' },
+    env: { PATH: process.env.PATH, DATABASE_URL: service.databaseUrl, OPERATOR_TOKEN, PHONE_HASH_KEY, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'warn' },
     stdio: 'ignore',
   })
   try {

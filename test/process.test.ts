@@ -10,7 +10,7 @@ import path from 'node:path'
 import { after, before, test } from 'node:test'
 import { openDatabase } from '../src/store/database.ts'
 import { startReceiver } from './support/receiver.ts'
-import { freePort, freshDatabase, onPostgres, type TestDatabase } from './support/service.ts'
+import { freePort, freshDatabase, onPostgres, PHONE_HASH_KEY, type TestDatabase } from './support/service.ts'
 
 const ROOT = path.resolve(import.meta.dirname, '..')
 let dataDir: string
@@ -19,7 +19,7 @@ let database: TestDatabase | undefined
 /** The environment of every process: a PostgreSQL schema of its own, or an embedded database in a temp dir. */
 function environment(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = { PATH: process.env.PATH, DATA_DIR: dataDir, LOG_LEVEL: 'info', ...extra }
-  if (database?.url !== undefined) env.DATABASE_URL = database.url
+  if (database?.url !== undefined) Object.assign(env, { DATABASE_URL: database.url, PHONE_HASH_KEY })
   return env
 }
 

@@ -7,7 +7,7 @@ import assert from 'node:assert/strict'
 import { after, before, beforeEach, describe, test } from 'node:test'
 import { newId } from '../src/domain/ids.ts'
 import { beginAttempts, completeTasks, lockDueTasks, scheduleNextAttempts } from '../src/store/tasks.ts'
-import { acceptedTrigger, bearer, createCampaign, json, seedOrganization, startService, taskOf, type TestService } from './support/service.ts'
+import { acceptedTrigger, bearer, createCampaign, json, PHONE_HASH_KEY, seedOrganization, startService, taskOf, type TestService } from './support/service.ts'
 
 const HOUR = 3_600_000
 const ALWAYS_OPEN = { timezone: 'contact', windows: [{ days: ['mon', 'tue', 'wed', 'thu', 'fri', 'sat', 'sun'], start: '00:00', end: '24:00' }] }
@@ -520,9 +520,9 @@ describe('a worker that dies', () => {
     const died = new Error('the worker died')
     await assert.rejects(
       service.db.transaction(async (tx) => {
-        const taken = await lockDueTasks(tx, now, 10_000)
+        const taken = await lockDueTasks(tx, Buffer.from(PHONE_HASH_KEY), now, 10_000)
         assert.ok(taken.some((due) => due.id === created.task_id))
-        await beginAttempts(tx, 'wrk_gone', [{ taskId: created.task_id, interactionId: newId('interaction', now) }], now, now + 120_000)
+        await beginAttempts(tx, Buffer.from(PHONE_HASH_KEY), 'wrk_gone', [{ taskId: created.task_id, interactionId: newId('interaction', now) }], now, now + 120_000)
         throw died
       }),
       died,
@@ -538,8 +538,8 @@ describe('a worker that dies', () => {
     const created = await trigger(routing_key)
     // What the dying worker committed: the attempt, recorded as starting, never confirmed.
     await service.db.transaction(async (tx) => {
-      assert.ok((await lockDueTasks(tx, now, 10_000)).some((due) => due.id === created.task_id))
-      await beginAttempts(tx, 'wrk_gone', [{ taskId: created.task_id, interactionId: newId('interaction', now) }], now, now + 120_000)
+      assert.ok((await lockDueTasks(tx, Buffer.from(PHONE_HASH_KEY), now, 10_000)).some((due) => due.id === created.task_id))
+      await beginAttempts(tx, Buffer.from(PHONE_HASH_KEY), 'wrk_gone', [{ taskId: created.task_id, interactionId: newId('interaction', now) }], now, now + 120_000)
     })
     await at(now + 119_999)
     assert.equal((await task(created.task_id)).interactions[0].status, 'starting')

@@ -11,7 +11,7 @@ import { createInterface } from 'node:readline'
 import { after, afterEach, before, describe, test } from 'node:test'
 import { createChannels } from '../src/channels/index.ts'
 import { type FakeTwilio, startFakeTwilio } from './fakes/twilio.ts'
-import { bearer, freePort, json, onPostgres, OPERATOR_TOKEN, seedOrganization, startService, type TestService } from './support/service.ts'
+import { bearer, freePort, json, onPostgres, OPERATOR_TOKEN, PHONE_HASH_KEY, seedOrganization, startService, type TestService } from './support/service.ts'
 
 const ROOT = path.resolve(import.meta.dirname, '..')
 const ACCOUNT_SID = `AC${'fedcba9876543210'.repeat(2)}`
@@ -54,6 +54,7 @@ describe('worker processes on one PostgreSQL', { skip: onPostgres ? false : 'nee
       env: {
         PATH: process.env.PATH,
         DATABASE_URL: service.databaseUrl,
+        PHONE_HASH_KEY,
         LOG_LEVEL: 'info',
         PUBLIC_BASE_URL: baseUrl,
         TWILIO_API_BASE_URL: twilio.url,

@@ -36,7 +36,7 @@ import type { AttemptPolicy, Provider, Schedule } from './campaignSettings.ts'
 export const CHANNELS = ['voice', 'whatsapp'] as const
 export type Channel = (typeof CHANNELS)[number]
 
-export const SCOPES = ['triggers:write', 'triggers:read', 'webhooks:manage', 'suppressions:manage', 'campaigns:manage'] as const
+export const SCOPES = ['triggers:write', 'triggers:read', 'webhooks:manage', 'suppressions:manage', 'campaigns:manage', 'contacts:erase'] as const
 export type Scope = (typeof SCOPES)[number]
 export const DEFAULT_KEY_SCOPES: readonly Scope[] = ['triggers:write', 'triggers:read']
 
@@ -62,6 +62,8 @@ export interface Organization {
   createdAt: string
   /** Its own rate limit, as the operator set it: each figure null for the service's default. */
   rateLimit: { perSecond: number | null; burst: number | null }
+  /** Days the personal data of its completed tasks is kept; null for the default (DEFAULT_RETENTION_DAYS). */
+  retentionDays: number | null
 }
 
 export interface ApiKey {

@@ -5,6 +5,7 @@
  * that is not accepted here, or lacks the scope, is 403.
  */
 import type { FastifyReply, FastifyRequest, onRequestHookHandler } from 'fastify'
+import { type Actor, OPERATOR } from '../domain/audit.ts'
 import { ApiError } from '../domain/errors.ts'
 import type { Scope } from '../domain/types.ts'
 import { type Authenticator, type OrganizationPrincipal, type Principal, unauthorized } from '../services/authenticator.ts'
@@ -72,4 +73,11 @@ export function organizationOf(request: FastifyRequest): OrganizationPrincipal {
   const principal = request.principal
   if (principal?.kind !== 'organization') throw new Error('route is not guarded by requireOrganizationKey')
   return principal
+}
+
+/** Who makes a change through this request, for the audit log: the operator or the request's key, and its address. */
+export function actorOf(request: FastifyRequest): Actor {
+  const principal = request.principal
+  if (principal === undefined) throw new Error('route is not guarded')
+  return { id: principal.kind === 'operator' ? OPERATOR : principal.keyId, address: request.ip }
 }

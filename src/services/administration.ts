@@ -11,6 +11,7 @@ import {
   type RetryOutcome,
   type Schedule,
 } from '../domain/campaignSettings.ts'
+import type { Actor } from '../domain/audit.ts'
 import { ApiError, type ErrorDetail, ValidationFailed, valueError } from '../domain/errors.ts'
 import { type OpenPeriod, openPeriods, scheduleProblems } from '../domain/schedule.ts'
 import { zonesOfPhone } from '../domain/timezones.ts'
@@ -31,6 +32,7 @@ import {
 import { findOrganization, insertOrganization, listOrganizations as listStoredOrganizations, updateOrganization } from '../store/organizations.ts'
 import { type QueueDepths, queueDepths } from '../store/queues.ts'
 import { deleteSource, insertSource, listSources, updateSource } from '../store/sources.ts'
+import { audited } from './auditTrail.ts'
 import { generateApiKey } from './credentials.ts'
 
 export interface Operations {
@@ -42,10 +44,18 @@ export interface Operations {
 
 const isoNow = (ops: Operations) => new Date(ops.now()).toISOString()
 
-export async function createOrganization(ops: Operations, name: string): Promise<Organization> {
-  const organization: Organization = { id: newId('organization', ops.now()), name, createdAt: isoNow(ops), rateLimit: { perSecond: null, burst: null } }
-  await insertOrganization(ops.db, organization)
-  return organization
+export async function createOrganization(ops: Operations, actor: Actor, name: string): Promise<Organization> {
+  const organization: Organization = {
+    id: newId('organization', ops.now()),
+    name,
+    createdAt: isoNow(ops),
+    rateLimit: { perSecond: null, burst: null },
+    retentionDays: null,
+  }
+  return audited(ops, actor, async (tx) => {
+    await insertOrganization(tx, organization)
+    return { result: organization, audit: { orgId: organization.id, action: 'organization.created', target: organization.id, details: { name } } }
+  })
 }
 
 /** How much work waits now in each queue: due tasks, running interactions, pending deliveries. */
@@ -65,18 +75,25 @@ export async function requireOrganization(ops: Operations, orgId: string): Promi
   return organization
 }
 
+export type OrganizationChanges = { name?: string; rateLimit?: Organization['rateLimit']; retentionDays?: number }
+
 /**
- * Renames an organization, or sets its own rate limit (each figure null for
- * the service's default). Every API process applies a new limit from its next
- * lease of the organization's tokens: within a tenth of a second for an
- * organization sending at its limit.
+ * Renames an organization, sets its own rate limit (each figure null for
+ * the service's default) or how long it keeps personal data (null: the
+ * default). Every API process applies a new limit from its next lease of the
+ * organization's tokens: within a tenth of a second for an organization
+ * sending at its limit.
  */
-export async function changeOrganization(
-  ops: Operations,
-  orgId: string,
-  changes: { name?: string; rateLimit?: Organization['rateLimit'] },
-): Promise<Organization> {
-  const organization = isId('organization', orgId) ? await updateOrganization(ops.db, orgId, changes) : undefined
+export async function changeOrganization(ops: Operations, actor: Actor, orgId: string, changes: OrganizationChanges): Promise<Organization> {
+  const organization = await audited(ops, actor, async (tx) => {
+    const changed = isId('organization', orgId) ? await updateOrganization(tx, orgId, changes) : undefined
+    const details = {
+      ...(changes.name !== undefined && { name: changes.name }),
+      ...(changes.rateLimit !== undefined && { rate_limit: { per_second: changes.rateLimit.perSecond, burst: changes.rateLimit.burst } }),
+      ...(changes.retentionDays !== undefined && { retention_days: changes.retentionDays }),
+    }
+    return { result: changed, audit: changed && { orgId, action: 'organization.changed', target: orgId, details } }
+  })
   if (organization === undefined) throw new ApiError('not_found', `No organization ${orgId} exists.`)
   return organization
 }
@@ -84,6 +101,7 @@ export async function changeOrganization(
 /** Issues a key; the plaintext is returned here once and never stored. */
 export async function issueApiKey(
   ops: Operations,
+  actor: Actor,
   orgId: string,
   input: { name: string; scopes?: Scope[] },
 ): Promise<{ apiKey: ApiKey; key: string }> {
@@ -98,7 +116,10 @@ export async function issueApiKey(
     createdAt: isoNow(ops),
     revokedAt: null,
   }
-  await insertApiKey(ops.db, apiKey, generated.hash)
+  await audited(ops, actor, async (tx) => {
+    await insertApiKey(tx, apiKey, generated.hash)
+    return { result: undefined, audit: { orgId, action: 'api_key.issued', target: apiKey.id, details: { name: apiKey.name, prefix: apiKey.prefix, scopes: apiKey.scopes } } }
+  })
   return { apiKey, key: generated.key }
 }
 
@@ -116,9 +137,12 @@ export async function describeKey(ops: Operations, orgId: string, keyId: string)
 }
 
 /** Revokes a key: every process refuses it from its next request on. Revoking twice is harmless. */
-export async function revokeApiKey(ops: Operations, orgId: string, keyId: string): Promise<ApiKey> {
+export async function revokeApiKey(ops: Operations, actor: Actor, orgId: string, keyId: string): Promise<ApiKey> {
   await requireOrganization(ops, orgId)
-  const revoked = isId('apiKey', keyId) ? await revokeStoredKey(ops.db, orgId, keyId, isoNow(ops)) : undefined
+  const revoked = await audited(ops, actor, async (tx) => {
+    const key = isId('apiKey', keyId) ? await revokeStoredKey(tx, orgId, keyId, isoNow(ops)) : undefined
+    return { result: key, audit: key && { orgId, action: 'api_key.revoked', target: keyId, details: { name: key.name } } }
+  })
   if (revoked === undefined) throw new ApiError('not_found', `Organization ${orgId} has no API key ${keyId}.`)
   return revoked
 }
@@ -173,7 +197,7 @@ export interface CampaignChanges extends CampaignSettingsInput {
   clearMaxConcurrent?: boolean
 }
 
-export async function createCampaign(ops: Operations, orgId: string, input: CreateCampaignInput): Promise<Campaign> {
+export async function createCampaign(ops: Operations, actor: Actor, orgId: string, input: CreateCampaignInput): Promise<Campaign> {
   await requireOrganization(ops, orgId)
   const now = isoNow(ops)
   const campaign: Campaign = {
@@ -193,14 +217,16 @@ export async function createCampaign(ops: Operations, orgId: string, input: Crea
     updatedAt: now,
   }
   await checkSettings(ops, campaign)
-  if (!(await insertCampaign(ops.db, campaign))) {
-    throw new ApiError('conflict', `Organization ${orgId} already has a ${input.channel} campaign with routing key '${input.routing_key}'.`)
-  }
+  const inserted = await audited(ops, actor, async (tx) => {
+    const done = await insertCampaign(tx, campaign)
+    return { result: done, audit: done ? { orgId, action: 'campaign.created', target: campaign.id, details: { ...input } } : undefined }
+  })
+  if (!inserted) throw new ApiError('conflict', `Organization ${orgId} already has a ${input.channel} campaign with routing key '${input.routing_key}'.`)
   return campaign
 }
 
 /** Applies the changes sent; each replaces the current value (a new provider starts from an empty provider_config). */
-export async function updateCampaign(ops: Operations, orgId: string, campaignId: string, changes: CampaignChanges): Promise<Campaign> {
+export async function updateCampaign(ops: Operations, actor: Actor, orgId: string, campaignId: string, changes: CampaignChanges): Promise<Campaign> {
   await requireOrganization(ops, orgId)
   const current = isId('campaign', campaignId) ? await findCampaign(ops.db, orgId, campaignId) : undefined
   if (current === undefined) throw new ApiError('not_found', `Organization ${orgId} has no campaign ${campaignId}.`)
@@ -217,7 +243,12 @@ export async function updateCampaign(ops: Operations, orgId: string, campaignId:
     updatedAt: isoNow(ops),
   }
   await checkSettings(ops, campaign)
-  await updateStoredCampaign(ops.db, campaign)
+  const { clearMaxConcurrent, ...sent } = changes
+  const details = clearMaxConcurrent ? { ...sent, max_concurrent: null } : sent
+  await audited(ops, actor, async (tx) => {
+    await updateStoredCampaign(tx, campaign)
+    return { result: undefined, audit: { orgId, action: 'campaign.changed', target: campaign.id, details } }
+  })
   return campaign
 }
 
@@ -268,7 +299,7 @@ export interface SourceInput {
 
 const normalizedOnce = (values: readonly string[]) => [...new Set(values.map(normalizeIdPart))]
 
-export async function createSource(ops: Operations, orgId: string, input: SourceInput): Promise<Source> {
+export async function createSource(ops: Operations, actor: Actor, orgId: string, input: SourceInput): Promise<Source> {
   await requireOrganization(ops, orgId)
   const now = isoNow(ops)
   const source: Source = {
@@ -280,7 +311,11 @@ export async function createSource(ops: Operations, orgId: string, input: Source
     createdAt: now,
     updatedAt: now,
   }
-  if (!(await insertSource(ops.db, source))) throw new ApiError('conflict', `Organization ${orgId} already has a source '${source.name}'.`)
+  const inserted = await audited(ops, actor, async (tx) => {
+    const done = await insertSource(tx, source)
+    return { result: done, audit: done ? { orgId, action: 'source.created', target: source.name, details: { ...input } } : undefined }
+  })
+  if (!inserted) throw new ApiError('conflict', `Organization ${orgId} already has a source '${source.name}'.`)
   return source
 }
 
@@ -295,7 +330,13 @@ async function requireSource(ops: Operations, orgId: string, name: string): Prom
   return source
 }
 
-export async function changeSource(ops: Operations, orgId: string, name: string, changes: Partial<Omit<SourceInput, 'name'>>): Promise<Source> {
+export async function changeSource(
+  ops: Operations,
+  actor: Actor,
+  orgId: string,
+  name: string,
+  changes: Partial<Omit<SourceInput, 'name'>>,
+): Promise<Source> {
   const current = await requireSource(ops, orgId, name)
   const source: Source = {
     ...current,
@@ -304,11 +345,17 @@ export async function changeSource(ops: Operations, orgId: string, name: string,
     requiredContext: changes.required_context === undefined ? current.requiredContext : [...new Set(changes.required_context)],
     updatedAt: isoNow(ops),
   }
-  await updateSource(ops.db, source)
+  await audited(ops, actor, async (tx) => {
+    await updateSource(tx, source)
+    return { result: undefined, audit: { orgId, action: 'source.changed', target: source.name, details: { ...changes } } }
+  })
   return source
 }
 
-export async function removeSource(ops: Operations, orgId: string, name: string): Promise<void> {
+export async function removeSource(ops: Operations, actor: Actor, orgId: string, name: string): Promise<void> {
   const source = await requireSource(ops, orgId, name)
-  await deleteSource(ops.db, orgId, source.name)
+  await audited(ops, actor, async (tx) => {
+    const deleted = await deleteSource(tx, orgId, source.name)
+    return { result: undefined, audit: deleted ? { orgId, action: 'source.deleted', target: source.name, details: {} } : undefined }
+  })
 }

@@ -10,12 +10,14 @@
  * in the others, so that the tasks that fell due meanwhile start at once
  * rather than at the next poll.
  */
+import type { Actor } from '../domain/audit.ts'
 import { ApiError } from '../domain/errors.ts'
 import { isId } from '../domain/ids.ts'
 import type { Campaign, Channel } from '../domain/types.ts'
 import type { Database } from '../store/database.ts'
 import { type CampaignSelection, pauseCampaigns, resumeCampaigns } from '../store/campaigns.ts'
 import { findOrganization } from '../store/organizations.ts'
+import { audited } from './auditTrail.ts'
 import type { Wake } from './wake.ts'
 
 export const PAUSE_ACTIONS = ['pause', 'resume'] as const
@@ -37,25 +39,30 @@ export class CampaignPauses {
    * one keeps the time it was first paused at; resuming one that runs
    * changes nothing.
    */
-  async ofCampaign(action: PauseAction, orgId: string, campaignId: string): Promise<Campaign> {
-    return this.#one(orgId, campaignId, isId('campaign', campaignId) ? await this.#apply(action, orgId, { id: campaignId }) : [])
+  async ofCampaign(action: PauseAction, actor: Actor, orgId: string, campaignId: string): Promise<Campaign> {
+    return this.#one(orgId, campaignId, isId('campaign', campaignId) ? await this.#apply(action, actor, orgId, { id: campaignId }) : [])
   }
 
   /** Pauses or resumes the organization's campaigns of a routing key: the one on `channel`, or every one. */
-  async ofRoutingKey(action: PauseAction, orgId: string, routingKey: string, channel: Channel | undefined): Promise<Campaign[]> {
-    return ofRoutingKey(routingKey, channel, await this.#apply(action, orgId, { routingKey, channel }))
+  async ofRoutingKey(action: PauseAction, actor: Actor, orgId: string, routingKey: string, channel: Channel | undefined): Promise<Campaign[]> {
+    return ofRoutingKey(routingKey, channel, await this.#apply(action, actor, orgId, { routingKey, channel }))
   }
 
-  #apply(action: PauseAction, orgId: string, selection: CampaignSelection): Promise<Campaign[]> {
-    return action === 'pause' ? this.#pause(orgId, selection) : this.#resume(orgId, selection)
-  }
-
-  #pause(orgId: string, selection: CampaignSelection): Promise<Campaign[]> {
-    return pauseCampaigns(this.#db, orgId, selection, this.#now())
-  }
-
-  async #resume(orgId: string, selection: CampaignSelection): Promise<Campaign[]> {
-    const { campaigns, resumed } = await resumeCampaigns(this.#db, orgId, selection, this.#wake.notification('tasks'))
+  /** Each campaign selected is recorded in the audit log as paused or resumed, whether or not it already was. */
+  async #apply(action: PauseAction, actor: Actor, orgId: string, selection: CampaignSelection): Promise<Campaign[]> {
+    const { campaigns, resumed } = await audited({ db: this.#db, now: this.#now }, actor, async (tx) => {
+      const result =
+        action === 'pause'
+          ? { campaigns: await pauseCampaigns(tx, orgId, selection, this.#now()), resumed: false }
+          : await resumeCampaigns(tx, orgId, selection, this.#wake.notification('tasks'))
+      const audit = result.campaigns.map((campaign) => ({
+        orgId,
+        action: action === 'pause' ? ('campaign.paused' as const) : ('campaign.resumed' as const),
+        target: campaign.id,
+        details: { routing_key: campaign.routingKey, channel: campaign.channel },
+      }))
+      return { result, audit }
+    })
     if (resumed) this.#wake.written('tasks')
     return campaigns
   }

@@ -42,3 +42,8 @@ export function sameHash(a: Buffer, b: Buffer): boolean {
 export function generateOperatorToken(): string {
   return `cto_${randomBytes(32).toString('base64url')}`
 }
+
+/** 256 random bits, as 43 base64url characters. */
+export function generatePhoneHashKey(): string {
+  return randomBytes(32).toString('base64url')
+}

@@ -78,6 +78,7 @@ export class Dispatch {
   readonly #now: () => number
   readonly #log: FastifyBaseLogger
   readonly #metrics: ServiceMetrics
+  readonly #phoneHashKey: Buffer
   readonly #answers: GroupCommitter<StartAnswer, undefined>
 
   constructor(deps: {
@@ -88,8 +89,11 @@ export class Dispatch {
     now: () => number
     log: FastifyBaseLogger
     metrics: ServiceMetrics
+    /** Suppressions of erased numbers are found by their digest with it. */
+    phoneHashKey: Buffer
   }) {
     this.#metrics = deps.metrics
+    this.#phoneHashKey = deps.phoneHashKey
     this.#db = deps.db
     this.#channels = deps.channels
     this.#settlement = deps.settlement
@@ -113,7 +117,7 @@ export class Dispatch {
   async dispatchDue(worker: string, limit: number, skipCampaigns: readonly string[]): Promise<DispatchedBatch> {
     const full = new Set<string>()
     const { taken, begun, now, wroteEvents } = await this.#db.transaction(async (tx) => {
-      const due = await lockDueTasks(tx, this.#now(), limit, skipCampaigns)
+      const due = await lockDueTasks(tx, this.#phoneHashKey, this.#now(), limit, skipCampaigns)
       if (due.length === 0) return { taken: 0, begun: [], now: 0, wroteEvents: false }
       const limited = [...new Set(due.filter((task) => task.campaign.maxConcurrent !== null).map((task) => task.campaign.id))]
       const running = await lockCampaignsCountingRunning(tx, limited)
@@ -132,7 +136,7 @@ export class Dispatch {
           postponements.push({ taskId: task.id, dueAt: now + CAPACITY_RETRY_MS })
         } else attempts.push({ taskId: task.id, interactionId: newId('interaction', now), task })
       }
-      const begunAttempts = await beginAttempts(tx, worker, attempts, now, now + START_SETTLE_MS)
+      const begunAttempts = await beginAttempts(tx, this.#phoneHashKey, worker, attempts, now, now + START_SETTLE_MS)
       // Not begun: the number was suppressed since the tasks were read. Closed as opted out.
       for (const { task } of attempts) if (!begunAttempts.has(task.id)) completions.push({ task, outcome: 'opted_out' })
       await postponeTasks(tx, postponements, now)

@@ -14,8 +14,11 @@ import { Authenticator } from './authenticator.ts'
 import { CampaignDirectory } from './campaignDirectory.ts'
 import { CampaignPauses } from './campaignPauses.ts'
 import { Dispatch } from './dispatch.ts'
+import type { ErasureOperations } from './erasure.ts'
+import { RetentionSweep } from './retention.ts'
 import { Settlement } from './settlement.ts'
 import { SourceDirectory } from './sourceDirectory.ts'
+import type { SuppressionOperations } from './suppressions.ts'
 import { TaskLifecycle } from './taskLifecycle.ts'
 import { TriggerAcceptance } from './triggerAcceptance.ts'
 import { TriggerIntake } from './triggerIntake.ts'
@@ -33,6 +36,8 @@ export interface ServiceDeps {
   log: FastifyBaseLogger
   /** Undefined in a process that serves no HTTP (a worker). */
   operatorToken: string | undefined
+  /** The key of the digest an erased suppression keeps of its number. */
+  phoneHashKey: Buffer
   /** Webhook endpoints may be private or plain-http addresses (local development, tests). */
   allowPrivateWebhookUrls: boolean
   metrics: ServiceMetrics
@@ -55,6 +60,9 @@ export interface Services {
   dispatch: Dispatch
   admin: Operations
   webhooks: WebhookOperations
+  suppressions: SuppressionOperations
+  erasure: ErasureOperations
+  retention: RetentionSweep
   /** Answers every trigger and outcome submitted so far. */
   drained(): Promise<void>
 }
@@ -84,7 +92,7 @@ export function createServices(deps: ServiceDeps): Services {
   const acceptance = new TriggerAcceptance({ db, authenticator, campaigns, sources, intake, now, metrics: deps.metrics })
   const settlement = new Settlement({ db, now, wake, metrics: deps.metrics })
   const lifecycle = new TaskLifecycle({ db, channels: channels.registry, settlement, wake, now })
-  const dispatch = new Dispatch({ db, channels: channels.registry, settlement, wake, now, log: deps.log, metrics: deps.metrics })
+  const dispatch = new Dispatch({ db, channels: channels.registry, settlement, wake, now, log: deps.log, metrics: deps.metrics, phoneHashKey: deps.phoneHashKey })
   return {
     db,
     now,
@@ -102,6 +110,9 @@ export function createServices(deps: ServiceDeps): Services {
     dispatch,
     admin: { db, now, channels: channels.registry },
     webhooks: { db, now, allowPrivateWebhookUrls: deps.allowPrivateWebhookUrls, onRedeliver: () => wake.deliveries() },
+    suppressions: { db, now, phoneHashKey: deps.phoneHashKey },
+    erasure: { db, now, phoneHashKey: deps.phoneHashKey, wake },
+    retention: new RetentionSweep({ db, now }),
     async drained() {
       await intake.drained()
       await settlement.drained()

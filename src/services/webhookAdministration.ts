@@ -3,6 +3,7 @@
  * organization (client API, scope webhooks:manage) manage them: both call
  * these, for one organization at a time.
  */
+import { type Actor, auditedUrl } from '../domain/audit.ts'
 import { ApiError, ValidationFailed, valueError } from '../domain/errors.ts'
 import { isId, newId } from '../domain/ids.ts'
 import { addCounts, healthWindowStart, type LatencySummary, latencySummary, successRate } from '../domain/endpointHealth.ts'
@@ -16,6 +17,7 @@ import { taskExists } from '../store/tasks.ts'
 import { deleteEndpoint, findEndpoint, insertEndpoint, listEndpoints, rotateSecret, updateEndpoint } from '../store/webhookEndpoints.ts'
 import { webhookUrlProblem } from '../webhooks/urlSafety.ts'
 import { newWebhookSecret } from '../webhooks/signing.ts'
+import { audited } from './auditTrail.ts'
 
 /** After a rotation the previous secret keeps signing this long, so receivers can switch without losing a webhook. */
 const PREVIOUS_SECRET_MS = 24 * 3_600_000
@@ -50,6 +52,7 @@ function checkEvents(events: EventType[] | undefined): void {
 
 export async function createEndpoint(
   ops: WebhookOperations,
+  actor: Actor,
   orgId: string,
   input: { url: string; events?: EventType[]; max_in_flight?: number },
 ): Promise<{ endpoint: WebhookEndpoint; secret: string }> {
@@ -68,7 +71,11 @@ export async function createEndpoint(
     updatedAt: now,
   }
   const secret = newWebhookSecret()
-  await insertEndpoint(ops.db, endpoint, secret)
+  await audited(ops, actor, async (tx) => {
+    await insertEndpoint(tx, endpoint, secret)
+    const details = { url: auditedUrl(endpoint.url), events: endpoint.events, max_in_flight: endpoint.maxInFlight }
+    return { result: undefined, audit: { orgId, action: 'webhook_endpoint.created', target: endpoint.id, details } }
+  })
   return { endpoint, secret }
 }
 
@@ -84,6 +91,7 @@ export async function requireEndpoint(ops: WebhookOperations, orgId: string, id:
 
 export async function changeEndpoint(
   ops: WebhookOperations,
+  actor: Actor,
   orgId: string,
   id: string,
   changes: { url?: string; events?: EventType[]; enabled?: boolean; max_in_flight?: number },
@@ -101,21 +109,23 @@ export async function changeEndpoint(
     maxInFlight: changes.max_in_flight ?? current.maxInFlight,
     updatedAt: isoNow(ops),
   }
-  await ops.db.transaction(async (tx) => {
+  await audited(ops, actor, async (tx) => {
     await updateEndpoint(tx, endpoint)
     // A disabled endpoint receives nothing: what was pending for it is given up (and can be redelivered).
     if (!enabled) await giveUpPending(tx, id, ops.now())
+    const details = { ...changes, ...(changes.url !== undefined && { url: auditedUrl(changes.url) }) }
+    return { result: undefined, audit: { orgId, action: 'webhook_endpoint.changed', target: id, details } }
   })
   return endpoint
 }
 
-export async function removeEndpoint(ops: WebhookOperations, orgId: string, id: string): Promise<void> {
+export async function removeEndpoint(ops: WebhookOperations, actor: Actor, orgId: string, id: string): Promise<void> {
   const removed =
     isId('webhookEndpoint', id) &&
-    (await ops.db.transaction(async (tx) => {
-      if (!(await deleteEndpoint(tx, orgId, id, ops.now()))) return false
+    (await audited(ops, actor, async (tx) => {
+      if (!(await deleteEndpoint(tx, orgId, id, ops.now()))) return { result: false, audit: undefined }
       await giveUpPending(tx, id, ops.now())
-      return true
+      return { result: true, audit: { orgId, action: 'webhook_endpoint.deleted', target: id, details: {} } }
     }))
   if (!removed) throw new ApiError('not_found', `No webhook endpoint ${id} exists.`)
 }
@@ -123,13 +133,18 @@ export async function removeEndpoint(ops: WebhookOperations, orgId: string, id: 
 /** A new secret, shown this once; the previous one also signs for the next 24 hours. */
 export async function rotateEndpointSecret(
   ops: WebhookOperations,
+  actor: Actor,
   orgId: string,
   id: string,
 ): Promise<{ endpoint: WebhookEndpoint; secret: string; previousSecretExpiresAt: string }> {
   await requireEndpoint(ops, orgId, id)
   const secret = newWebhookSecret()
   const until = ops.now() + PREVIOUS_SECRET_MS
-  if (!(await rotateSecret(ops.db, orgId, id, secret, until, ops.now()))) {
+  const rotated = await audited(ops, actor, async (tx) => {
+    const done = await rotateSecret(tx, orgId, id, secret, until, ops.now())
+    return { result: done, audit: done ? { orgId, action: 'webhook_endpoint.secret_rotated', target: id, details: {} } : undefined }
+  })
+  if (!rotated) {
     throw new ApiError('conflict', 'The previous secret still signs, for up to 24 hours after the last rotation; rotate again after that.')
   }
   return { endpoint: await requireEndpoint(ops, orgId, id), secret, previousSecretExpiresAt: new Date(until).toISOString() }

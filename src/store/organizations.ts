@@ -8,24 +8,27 @@ interface OrganizationRow {
   created_at: Date
   rate_limit_per_s: number | null
   rate_limit_burst: number | null
+  retention_days: number | null
 }
 
-const COLUMNS = 'id, name, created_at, rate_limit_per_s, rate_limit_burst'
+const COLUMNS = 'id, name, created_at, rate_limit_per_s, rate_limit_burst, retention_days'
 
 const toOrganization = (row: OrganizationRow): Organization => ({
   id: row.id,
   name: row.name,
   createdAt: iso(row.created_at),
   rateLimit: { perSecond: row.rate_limit_per_s, burst: row.rate_limit_burst },
+  retentionDays: row.retention_days,
 })
 
 export async function insertOrganization(db: Queryable, org: Organization): Promise<void> {
-  await db.query('INSERT INTO organizations (id, name, created_at, rate_limit_per_s, rate_limit_burst) VALUES ($1, $2, $3, $4, $5)', [
+  await db.query(`INSERT INTO organizations (${COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6)`, [
     org.id,
     org.name,
     org.createdAt,
     org.rateLimit.perSecond,
     org.rateLimit.burst,
+    org.retentionDays,
   ])
 }
 
@@ -38,15 +41,24 @@ export async function findOrganization(db: Queryable, id: string): Promise<Organ
 export async function updateOrganization(
   db: Queryable,
   id: string,
-  changes: { name?: string; rateLimit?: Organization['rateLimit'] },
+  changes: { name?: string; rateLimit?: Organization['rateLimit']; retentionDays?: number },
 ): Promise<Organization | undefined> {
   const rows = await db.query<OrganizationRow>(
     `UPDATE organizations SET name = COALESCE($2, name),
        rate_limit_per_s = CASE WHEN $3 THEN $4::int ELSE rate_limit_per_s END,
-       rate_limit_burst = CASE WHEN $3 THEN $5::int ELSE rate_limit_burst END
+       rate_limit_burst = CASE WHEN $3 THEN $5::int ELSE rate_limit_burst END,
+       retention_days = CASE WHEN $6 THEN $7::int ELSE retention_days END
      WHERE id = $1
      RETURNING ${COLUMNS}`,
-    [id, changes.name ?? null, changes.rateLimit !== undefined, changes.rateLimit?.perSecond ?? null, changes.rateLimit?.burst ?? null],
+    [
+      id,
+      changes.name ?? null,
+      changes.rateLimit !== undefined,
+      changes.rateLimit?.perSecond ?? null,
+      changes.rateLimit?.burst ?? null,
+      changes.retentionDays !== undefined,
+      changes.retentionDays ?? null,
+    ],
   )
   return rows[0] && toOrganization(rows[0])
 }

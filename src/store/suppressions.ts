@@ -1,14 +1,31 @@
-/** The numbers each organization must not contact again. */
+/**
+ * The numbers each organization must not contact again. A suppression of a
+ * number since erased keeps only its digest (phone_digest, migration 027) in
+ * `phone`: every lookup by number tries both, with the service's key.
+ */
 import type { Queryable } from './database.ts'
 import { iso } from './rows.ts'
 
 export type SuppressionReason = 'manual' | 'reply' | 'provider'
 
 export interface Suppression {
+  /** E.164, or the digest a suppression of an erased number keeps ('sha256:...'). */
   phone: string
   reason: SuppressionReason
   createdAt: string
 }
+
+interface SuppressionRow {
+  phone: string
+  reason: SuppressionReason
+  created_at: Date
+}
+
+const toSuppression = (row: SuppressionRow): Suppression => ({ phone: row.phone, reason: row.reason, createdAt: iso(row.created_at) })
+
+/** Statement text that finds a suppression of task `t`'s number, in the clear or as its digest with the key in parameter `keyParam`. */
+export const SUPPRESSION_OF_TASK = (keyParam: string) =>
+  `SELECT 1 FROM suppressions s WHERE s.org_id = t.org_id AND s.phone IN (t.contact->>'phone', phone_digest(${keyParam}, t.contact->>'phone'))`
 
 /** Adds a number; one already there keeps its first reason and date. */
 export async function suppress(tx: Queryable, orgId: string, phone: string, reason: SuppressionReason, now: number): Promise<void> {
@@ -18,29 +35,49 @@ export async function suppress(tx: Queryable, orgId: string, phone: string, reas
   )
 }
 
-export async function isSuppressed(tx: Queryable, orgId: string, phone: string): Promise<boolean> {
-  const rows = await tx.query('SELECT 1 FROM suppressions WHERE org_id = $1 AND phone = $2', [orgId, phone])
-  return rows.length === 1
-}
-
-export async function findSuppression(db: Queryable, orgId: string, phone: string): Promise<Suppression | undefined> {
-  const rows = await db.query<{ phone: string; reason: SuppressionReason; created_at: Date }>(
-    'SELECT phone, reason, created_at FROM suppressions WHERE org_id = $1 AND phone = $2',
-    [orgId, phone],
+/** The number's suppression: kept in the clear, or (erased since) as its digest. */
+export async function findSuppression(db: Queryable, phoneHashKey: Buffer, orgId: string, phone: string): Promise<Suppression | undefined> {
+  const rows = await db.query<SuppressionRow>(
+    `SELECT phone, reason, created_at FROM suppressions WHERE org_id = $1 AND phone IN ($2, phone_digest($3, $2)) ORDER BY phone LIMIT 1`,
+    [orgId, phone, phoneHashKey],
   )
-  const row = rows[0]
-  return row && { phone: row.phone, reason: row.reason, createdAt: iso(row.created_at) }
+  return rows[0] && toSuppression(rows[0])
 }
 
-/** A page of an organization's suppressions, by phone number, after `after`. */
+/** A page of an organization's suppressions, by phone number (the digests of erased ones after), after `after`. */
 export async function listSuppressions(db: Queryable, orgId: string, options: { after?: string; limit: number }): Promise<Suppression[]> {
-  const rows = await db.query<{ phone: string; reason: SuppressionReason; created_at: Date }>(
+  const rows = await db.query<SuppressionRow>(
     `SELECT phone, reason, created_at FROM suppressions WHERE org_id = $1 AND ($2::text IS NULL OR phone > $2) ORDER BY phone LIMIT $3`,
     [orgId, options.after ?? null, options.limit],
   )
-  return rows.map((row) => ({ phone: row.phone, reason: row.reason, createdAt: iso(row.created_at) }))
+  return rows.map(toSuppression)
 }
 
-export async function unsuppress(db: Queryable, orgId: string, phone: string): Promise<void> {
-  await db.query('DELETE FROM suppressions WHERE org_id = $1 AND phone = $2', [orgId, phone])
+/** Lifts the number's suppression, in the clear and as its digest. */
+export async function unsuppress(db: Queryable, phoneHashKey: Buffer, orgId: string, phone: string): Promise<void> {
+  await db.query('DELETE FROM suppressions WHERE org_id = $1 AND phone IN ($2, phone_digest($3, $2))', [orgId, phone, phoneHashKey])
+}
+
+/** The digest a suppression of an erased number keeps of it. */
+export async function phoneDigest(db: Queryable, phoneHashKey: Buffer, phone: string): Promise<string> {
+  const rows = await db.query<{ digest: string }>('SELECT phone_digest($1, $2) AS digest', [phoneHashKey, phone])
+  return rows[0]!.digest
+}
+
+/**
+ * Replaces the numbers' suppressions by their digests (a number suppressed
+ * both ways keeps one); answers how many of the numbers were suppressed.
+ */
+export async function eraseSuppressedPhones(tx: Queryable, phoneHashKey: Buffer, orgId: string, phones: readonly string[]): Promise<number> {
+  const rows = await tx.query<{ phone: string }>(
+    `WITH erased AS (
+       DELETE FROM suppressions WHERE org_id = $1 AND phone = ANY($2::text[]) RETURNING phone, reason, created_at
+     )
+     INSERT INTO suppressions (org_id, phone, reason, created_at)
+     SELECT $1, phone_digest($3, phone), reason, created_at FROM erased
+     ON CONFLICT DO NOTHING
+     RETURNING phone`,
+    [orgId, phones, phoneHashKey],
+  )
+  return rows.length
 }

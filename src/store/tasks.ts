@@ -10,6 +10,7 @@ import type { Channel, Contact, ExternalId, Interaction, JsonObject, Task, TaskO
 import type { Queryable } from './database.ts'
 import { toInteraction, type InteractionRow } from './interactions.ts'
 import { iso, isoOrNull } from './rows.ts'
+import { SUPPRESSION_OF_TASK } from './suppressions.ts'
 
 /** A due task, locked, with what it takes to decide on and start its next attempt. */
 export interface DueTask {
@@ -71,12 +72,18 @@ interface DueTaskRow {
  * range, so however many tasks a paused or skipped campaign has due, they are
  * never read. Rows another transaction holds are skipped, not waited for.
  */
-export async function lockDueTasks(tx: Queryable, now: number, limit: number, skipCampaigns: readonly string[] = []): Promise<DueTask[]> {
+export async function lockDueTasks(
+  tx: Queryable,
+  phoneHashKey: Buffer,
+  now: number,
+  limit: number,
+  skipCampaigns: readonly string[] = [],
+): Promise<DueTask[]> {
   const rows = await tx.query<DueTaskRow>(
     // ARRAY(...) rather than IN (SELECT ...): given a subquery, the planner may hash the whole
     // table to join it, where an array of ids is looked up in the primary key.
     `SELECT t.id, t.org_id, t.trigger_id, t.attempts, t.test_mode, t.context, t.timezones, t.due_at, t.expires_at, t.contact, tr.ids,
-            EXISTS (SELECT 1 FROM suppressions s WHERE s.org_id = t.org_id AND s.phone = t.contact->>'phone') AS suppressed,
+            EXISTS (${SUPPRESSION_OF_TASK('$4')}) AS suppressed,
             c.id AS campaign_id, c.routing_key, c.channel,
             c.schedule, c.attempts AS attempt_policy, c.provider, c.provider_config, c.max_concurrent
      FROM tasks t
@@ -95,7 +102,7 @@ export async function lockDueTasks(tx: Queryable, now: number, limit: number, sk
        AND t.status || '' = 'pending' AND t.due_at <= $1
      ORDER BY t.id
      FOR UPDATE OF t SKIP LOCKED`,
-    [new Date(now), limit, skipCampaigns],
+    [new Date(now), limit, skipCampaigns, phoneHashKey],
   )
   return rows.map((row) => ({
     id: row.id,
@@ -168,6 +175,7 @@ export interface AttemptToBegin {
  */
 export async function beginAttempts(
   tx: Queryable,
+  phoneHashKey: Buffer,
   worker: string,
   attempts: readonly AttemptToBegin[],
   now: number,
@@ -179,7 +187,7 @@ export async function beginAttempts(
        UPDATE tasks t SET status = 'in_progress', attempts = t.attempts + 1, interaction_ids = t.interaction_ids || v.interaction_id, updated_at = $4
        FROM unnest($1::text[], $2::text[]) AS v(task_id, interaction_id)
        WHERE t.id = v.task_id AND t.status || '' = 'pending'
-         AND NOT EXISTS (SELECT 1 FROM suppressions s WHERE s.org_id = t.org_id AND s.phone = t.contact->>'phone')
+         AND NOT EXISTS (${SUPPRESSION_OF_TASK('$6')})
        RETURNING t.id, t.org_id, t.campaign_id, t.attempts, t.test_mode, t.contact->>'phone' AS phone, v.interaction_id
      )
      INSERT INTO interactions (id, org_id, task_id, campaign_id, channel, provider, provider_config, direction, attempt, status,
@@ -188,7 +196,7 @@ export async function beginAttempts(
             b.phone, b.test_mode, $5, $3, $4
      FROM begun b JOIN campaigns c ON c.id = b.campaign_id
      RETURNING task_id, attempt`,
-    [attempts.map((a) => a.taskId), attempts.map((a) => a.interactionId), worker, new Date(now), new Date(settleAt)],
+    [attempts.map((a) => a.taskId), attempts.map((a) => a.interactionId), worker, new Date(now), new Date(settleAt), phoneHashKey],
   )
   return new Map(rows.map((row) => [row.task_id, row.attempt]))
 }

@@ -15,6 +15,7 @@
 import type { FastifyBaseLogger } from 'fastify'
 import { newId } from '../domain/ids.ts'
 import { CAPACITY_RETRY_MS, type Dispatch } from '../services/dispatch.ts'
+import type { RetentionSweep } from '../services/retention.ts'
 import type { Database } from '../store/database.ts'
 import { deleteExpiredKeys } from '../store/idempotency.ts'
 import { nextSettleAt } from '../store/interactions.ts'
@@ -39,6 +40,14 @@ const SWEEP_BATCH = 1_000
  * campaign expires this much late at most.
  */
 const PAUSED_EXPIRY_EVERY_MS = 10_000
+/**
+ * How often the retention sweep runs, and for how long at most each time: it
+ * erases a few thousand completed tasks a second while it runs, so a tenth of
+ * the dispatcher's time keeps up with some 250 completions a second, and a
+ * backlog is worked off over the runs that follow.
+ */
+const RETENTION_EVERY_MS = 10_000
+const RETENTION_BUDGET_MS = 250
 /** Where the service keeps its tables' statistics itself, how often it looks for grown tables: a catalog read, and an ANALYZE of those found. */
 const STATISTICS_EVERY_MS = 5_000
 
@@ -58,11 +67,14 @@ class Dispatching implements Work {
   #sweptAt = 0
   #pausedExpiryAt = 0
   #statisticsAt = 0
+  #retentionAt = 0
+  readonly #retention: RetentionSweep
   #keepsStatistics: boolean | undefined
 
-  constructor(db: Database, dispatch: Dispatch, now: () => number, onStartsDone: () => void) {
+  constructor(db: Database, dispatch: Dispatch, retention: RetentionSweep, now: () => number, onStartsDone: () => void) {
     this.#db = db
     this.#dispatch = dispatch
+    this.#retention = retention
     this.#now = now
     this.#onStartsDone = onStartsDone
     this.#batch = BATCH[db.kind]
@@ -101,6 +113,10 @@ class Dispatching implements Work {
     if (this.#now() - this.#sweptAt >= SWEEP_EVERY_MS) {
       this.#sweptAt = this.#now()
       while ((await deleteExpiredKeys(this.#db, this.#sweptAt, SWEEP_BATCH)) === SWEEP_BATCH) {}
+    }
+    if (this.#now() - this.#retentionAt >= RETENTION_EVERY_MS) {
+      this.#retentionAt = this.#now()
+      await this.#retention.sweep(RETENTION_BUDGET_MS)
     }
     if (this.#now() - this.#statisticsAt >= STATISTICS_EVERY_MS) {
       this.#statisticsAt = this.#now()
@@ -142,11 +158,12 @@ class Dispatching implements Work {
 export function createDispatcher(deps: {
   db: Database
   dispatch: Dispatch
+  retention: RetentionSweep
   now: () => number
   log: FastifyBaseLogger
 }): { loop: WorkLoop; placesFreed: (campaignIds: ReadonlySet<string>) => void } {
   let loop: WorkLoop | undefined
-  const work = new Dispatching(deps.db, deps.dispatch, deps.now, () => loop?.wake())
+  const work = new Dispatching(deps.db, deps.dispatch, deps.retention, deps.now, () => loop?.wake())
   loop = new WorkLoop(work, deps.log)
   return { loop, placesFreed: (campaignIds) => work.placesFreed(campaignIds) }
 }

@@ -17,6 +17,8 @@ import { type Database, openDatabase } from '../../src/store/database.ts'
 import { loadMigrations, migrate } from '../../src/store/migrate.ts'
 
 export const OPERATOR_TOKEN = 'test-operator-token-0123456789abcdef'
+/** The phone hash key of every test process: on PostgreSQL they share databases, whose digests are made with it. */
+export const PHONE_HASH_KEY = 'test-phone-hash-key-0123456789abcdef'
 export const onPostgres = process.env.DATABASE_URL !== undefined
 
 export interface TestDatabase {
@@ -113,6 +115,7 @@ export async function startService(
     buildApp(
       {
         operatorToken: OPERATOR_TOKEN,
+        phoneHashKey: Buffer.from(PHONE_HASH_KEY),
         logLevel: 'info',
         logStream,
         allowPrivateWebhookUrls: options.allowPrivateWebhookUrls,

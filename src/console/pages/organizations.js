@@ -6,7 +6,7 @@ import { call } from '../api.js'
 import { Sources } from './sources.js'
 import { Badge, ConfirmButton, Empty, Failure, html, Instant, ShownOnce, useAction, useLoad, useState } from '../ui.js'
 
-const SCOPES = ['triggers:write', 'triggers:read', 'webhooks:manage', 'suppressions:manage', 'campaigns:manage']
+const SCOPES = ['triggers:write', 'triggers:read', 'webhooks:manage', 'suppressions:manage', 'campaigns:manage', 'contacts:erase']
 const DEFAULT_SCOPES = ['triggers:write', 'triggers:read']
 
 function NewOrganization({ credential, onCreated }) {

@@ -196,7 +196,7 @@ export function TaskPage({ credential, taskId }) {
         rows=${[
           ['Task', html`<code>${task.id}</code>`],
           ['Campaign', `${task.campaign} · ${task.channel}`],
-          ['Phone', task.contact.phone],
+          ['Phone', task.contact?.phone ?? 'erased'],
           ['Attempts', String(task.attempts)],
           ['Next attempt', html`<${Instant} at=${task.next_attempt_at} zones=${zones} />`],
           ['Created', html`<${Instant} at=${task.created_at} />`],

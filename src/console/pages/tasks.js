@@ -9,7 +9,8 @@ import { Badge, Empty, Failure, html, Instant, useLoad, useState } from '../ui.j
 
 export function contactName(contact) {
   const name = [contact?.first_name, contact?.last_name].filter((part) => part).join(' ')
-  return name === '' ? (contact?.phone ?? '—') : name
+  if (contact === null) return 'Erased'
+  return name === '' ? contact.phone : name
 }
 
 /** The zones a task's times are shown in beside the viewer's: the contact's one zone, or every candidate. */
@@ -76,7 +77,7 @@ function TaskRows({ tasks }) {
         (task) => html`<tr key=${task.id}>
           <td>
             <a href=${`#/tasks/${encodeURIComponent(task.id)}`}>${contactName(task.contact)}</a>
-            <div class="muted">${task.contact.phone}</div>
+            <div class="muted">${task.contact?.phone ?? 'personal data erased'}</div>
           </td>
           <td>${task.campaign} <span class="muted">· ${task.channel}</span>${task.test_mode ? html` <${Badge} value="test" />` : null}</td>
           <td><${Badge} value=${task.status} /> ${task.outcome === null ? null : html`<${Badge} value=${task.outcome} kind="outcome" />`}</td>

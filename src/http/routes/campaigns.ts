@@ -9,7 +9,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify'
 import type { Campaign, Channel } from '../../domain/types.ts'
 import type { Authenticator } from '../../services/authenticator.ts'
 import { type CampaignPauses, PAUSE_ACTIONS, type PauseAction } from '../../services/campaignPauses.ts'
-import { organizationOf, requireOrganizationKey } from '../auth.ts'
+import { actorOf, organizationOf, requireOrganizationKey } from '../auth.ts'
 import { envelope } from '../reply.ts'
 import { authErrors, ChannelSchema, Envelope, notFound, Timestamp, validationErrors } from '../schemas.ts'
 
@@ -65,7 +65,7 @@ export function campaignPauseRoutes(app: FastifyInstance, deps: { authenticator:
       },
       async (request, reply) => {
         const { routingKey, channel } = selected(request)
-        const campaigns = await pauses.ofRoutingKey(action, organizationOf(request).orgId, routingKey, channel)
+        const campaigns = await pauses.ofRoutingKey(action, actorOf(request), organizationOf(request).orgId, routingKey, channel)
         return reply.send(envelope(request, campaigns.map(presentCampaignState)))
       },
     )

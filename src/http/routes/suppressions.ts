@@ -8,8 +8,9 @@ import type { FastifyInstance } from 'fastify'
 import { normalizePhone, PHONE_REFUSED } from '../../domain/contact.ts'
 import { ApiError, refuse, ValidationFailed, valueError } from '../../domain/errors.ts'
 import type { Authenticator } from '../../services/authenticator.ts'
-import type { Database } from '../../store/database.ts'
-import { findSuppression, listSuppressions, type Suppression, suppress, unsuppress } from '../../store/suppressions.ts'
+import { listSuppressions, type Suppression } from '../../store/suppressions.ts'
+import { addSuppression, liftSuppression, requireSuppression, type SuppressionOperations } from '../../services/suppressions.ts'
+import { actorOf } from '../auth.ts'
 import { refine } from '../../validation/model.ts'
 import { envelope } from '../reply.ts'
 import { authErrors, conflict, Envelope, notFound, OneOf, Timestamp, validationErrors } from '../schemas.ts'
@@ -18,7 +19,9 @@ import { audiences } from './audiences.ts'
 const MAX_PAGE = 1_000
 
 const SuppressionSchema = Type.Object({
-  phone: Type.String({ description: 'E.164.' }),
+  phone: Type.String({
+    description: "E.164; for a number erased since (POST /api/v2/contacts/erase), the keyed digest it is kept as ('sha256:...'): still suppressed, and found again by its number.",
+  }),
   reason: OneOf(['manual', 'reply', 'provider'] as const),
   created_at: Timestamp,
 })
@@ -32,9 +35,9 @@ function phoneOf(raw: string): string {
   return phone
 }
 
-export function suppressionRoutes(app: FastifyInstance, deps: { db: Database; authenticator: Authenticator; now: () => number }) {
-  const { db, now } = deps
-  for (const audience of audiences(deps, 'suppressions')) {
+export function suppressionRoutes(app: FastifyInstance, deps: { ops: SuppressionOperations; authenticator: Authenticator }) {
+  const { ops } = deps
+  for (const audience of audiences({ db: ops.db, authenticator: deps.authenticator }, 'suppressions')) {
     const { prefix, docs, params } = audience
     const guard = audience.guard('suppressions:manage')
     const onePhone = Type.Object({ ...params, phone: Type.String({ description: 'E.164; the + URL-encoded as %2B.' }) })
@@ -57,10 +60,9 @@ export function suppressionRoutes(app: FastifyInstance, deps: { db: Database; au
         },
       },
       async (request, reply) => {
-        const orgId = await audience.orgId(request)
         const { phone } = request.body as { phone: string }
-        await suppress(db, orgId, phone, 'manual', now())
-        return reply.code(201).send(envelope(request, present((await findSuppression(db, orgId, phone))!)))
+        const suppression = await addSuppression(ops, actorOf(request), await audience.orgId(request), phone)
+        return reply.code(201).send(envelope(request, present(suppression)))
       },
     )
 
@@ -82,7 +84,7 @@ export function suppressionRoutes(app: FastifyInstance, deps: { db: Database; au
       },
       async (request, reply) => {
         const { after, limit } = request.query as { after?: string; limit?: number }
-        const page = await listSuppressions(db, await audience.orgId(request), { after, limit: limit ?? MAX_PAGE })
+        const page = await listSuppressions(ops.db, await audience.orgId(request), { after, limit: limit ?? MAX_PAGE })
         return reply.send(envelope(request, page.map(present)))
       },
     )
@@ -94,11 +96,8 @@ export function suppressionRoutes(app: FastifyInstance, deps: { db: Database; au
         schema: { ...docs, summary: 'Is a number suppressed?', params: onePhone, response: { 200: Envelope(SuppressionSchema), ...authErrors, ...notFound } },
       },
       async (request, reply) => {
-        const orgId = await audience.orgId(request)
         const phone = phoneOf((request.params as { phone: string }).phone)
-        const suppression = await findSuppression(db, orgId, phone)
-        if (suppression === undefined) throw new ApiError('not_found', `${phone} is not suppressed.`)
-        return reply.send(envelope(request, present(suppression)))
+        return reply.send(envelope(request, present(await requireSuppression(ops, await audience.orgId(request), phone))))
       },
     )
 
@@ -116,14 +115,8 @@ export function suppressionRoutes(app: FastifyInstance, deps: { db: Database; au
         },
       },
       async (request, reply) => {
-        const orgId = await audience.orgId(request)
         const phone = phoneOf((request.params as { phone: string }).phone)
-        const suppression = await findSuppression(db, orgId, phone)
-        if (suppression === undefined) throw new ApiError('not_found', `${phone} is not suppressed.`)
-        if (suppression.reason !== 'manual' && !audience.operator) {
-          throw new ApiError('conflict', `${phone} opted out itself (${suppression.reason}); only the operator can lift that, on the person's request.`)
-        }
-        await unsuppress(db, orgId, phone)
+        await liftSuppression(ops, actorOf(request), await audience.orgId(request), phone, audience.operator)
         return reply.code(204).send()
       },
     )

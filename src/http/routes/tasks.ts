@@ -47,7 +47,9 @@ const TaskSchema = Type.Object({
   next_attempt_at: Type.Union([Timestamp, Type.Null()], {
     description: 'When the next attempt is due, once the schedule allows; null while one runs or once completed.',
   }),
-  contact: { ...ContactSchema, description: 'Whom the task reaches, as known when its trigger was accepted: in test mode, the tester.' },
+  contact: Type.Union([ContactSchema, Type.Null()], {
+    description: "Whom the task reaches, as known when its trigger was accepted: in test mode, the tester. Null once erased (POST /api/v2/contacts/erase, or the organization's retention_days after it completed).",
+  }),
   timezone: Type.Union([Type.String(), Type.Null()], {
     description: 'The contact\'s time zone when only one is possible; null when `candidate_timezones` holds several (or none).',
   }),
@@ -78,7 +80,8 @@ const presentTask = (task: Task) => ({
   outcome: task.outcome,
   attempts: task.attempts,
   next_attempt_at: task.nextAttemptAt,
-  contact: presentContact(task.contact),
+  // An erased task keeps an empty contact (store/erasure.ts).
+  contact: task.contact.phone === undefined ? null : presentContact(task.contact),
   timezone: task.timezones.length === 1 ? task.timezones[0]! : null,
   candidate_timezones: task.timezones,
   timezone_source: task.timezoneSource,

@@ -31,7 +31,7 @@ import {
   validationErrors,
 } from '../schemas.ts'
 
-const ExternalIdSchema = Type.Object({
+export const ExternalIdSchema = Type.Object({
   source: refine(Type.String({ minLength: 1, maxLength: 100, description: 'Lowercased and trimmed by the service.' }), {
     transform: normalizeIdPart,
   }),
@@ -124,7 +124,7 @@ const TriggerSchema = Type.Object({
   campaign: Type.String(),
   channel: ChannelSchema,
   ids: Type.Array(Type.Object({ source: Type.String(), type: Type.String(), value: Type.String() })),
-  contact: Type.Union([ContactSchema, Type.Null()], { description: 'As sent; null when the trigger left it out to reach a contact on file.' }),
+  contact: Type.Union([ContactSchema, Type.Null()], { description: 'As sent; null when the trigger left it out to reach a contact on file, and once erased.' }),
   context: Type.Record(Type.String(), Type.Unknown()),
   test_mode: Type.Boolean(),
   not_before: Type.Union([Timestamp, Type.Null()], { description: 'The instant sent, in UTC; null when none was.' }),

@@ -6,6 +6,7 @@ import { Type } from '@sinclair/typebox'
 import type { FastifyInstance } from 'fastify'
 import { LATENCY_BOUNDS_MS } from '../../domain/endpointHealth.ts'
 import { EVENT_TYPES, type EventType, TEST_EVENT_TYPE, type WebhookEndpoint } from '../../domain/types.ts'
+import { actorOf } from '../auth.ts'
 import type { Authenticator } from '../../services/authenticator.ts'
 import {
   changeEndpoint,
@@ -207,7 +208,7 @@ function routesFor(app: FastifyInstance, ops: WebhookOperations, audience: Audie
       },
     },
     async (request, reply) => {
-      const { endpoint, secret } = await createEndpoint(ops, await audience.orgId(request), request.body as { url: string; events?: EventType[]; max_in_flight?: number })
+      const { endpoint, secret } = await createEndpoint(ops, actorOf(request), await audience.orgId(request), request.body as { url: string; events?: EventType[]; max_in_flight?: number })
       return reply.code(201).send(envelope(request, { ...presentEndpoint(endpoint), secret }))
     },
   )
@@ -251,7 +252,7 @@ function routesFor(app: FastifyInstance, ops: WebhookOperations, audience: Audie
     async (request, reply) => {
       const { id } = request.params as { id: string }
       const changes = request.body as { url?: string; events?: EventType[]; enabled?: boolean; max_in_flight?: number }
-      return reply.send(envelope(request, presentEndpoint(await changeEndpoint(ops, await audience.orgId(request), id, changes))))
+      return reply.send(envelope(request, presentEndpoint(await changeEndpoint(ops, actorOf(request), await audience.orgId(request), id, changes))))
     },
   )
 
@@ -269,7 +270,7 @@ function routesFor(app: FastifyInstance, ops: WebhookOperations, audience: Audie
     },
     async (request, reply) => {
       const { id } = request.params as { id: string }
-      await removeEndpoint(ops, await audience.orgId(request), id)
+      await removeEndpoint(ops, actorOf(request), await audience.orgId(request), id)
       return reply.code(204).send()
     },
   )
@@ -292,7 +293,7 @@ function routesFor(app: FastifyInstance, ops: WebhookOperations, audience: Audie
     },
     async (request, reply) => {
       const { id } = request.params as { id: string }
-      const rotated = await rotateEndpointSecret(ops, await audience.orgId(request), id)
+      const rotated = await rotateEndpointSecret(ops, actorOf(request), await audience.orgId(request), id)
       return reply.send(
         envelope(request, { ...presentEndpoint(rotated.endpoint), secret: rotated.secret, previous_secret_expires_at: rotated.previousSecretExpiresAt }),
       )

@@ -3,7 +3,7 @@ import type { FastifyInstance } from 'fastify'
 import { type ApiKey, type Scope, SCOPES } from '../../../domain/types.ts'
 import { issueApiKey, listKeys, type Operations, revokeApiKey } from '../../../services/administration.ts'
 import type { Authenticator } from '../../../services/authenticator.ts'
-import { requireOperator } from '../../auth.ts'
+import { actorOf, requireOperator } from '../../auth.ts'
 import { adminDocs, OrgParams } from './shared.ts'
 import { envelope } from '../../reply.ts'
 import { authErrors, Envelope, notFound, OneOf, Timestamp, validationErrors } from '../../schemas.ts'
@@ -56,7 +56,7 @@ export function apiKeyRoutes(app: FastifyInstance, deps: { ops: Operations; auth
     },
     async (request, reply) => {
       const { org_id } = request.params as { org_id: string }
-      const { apiKey, key } = await issueApiKey(ops, org_id, request.body as { name: string; scopes?: Scope[] })
+      const { apiKey, key } = await issueApiKey(ops, actorOf(request), org_id, request.body as { name: string; scopes?: Scope[] })
       return reply.code(201).send(envelope(request, { ...presentKey(apiKey), key }))
     },
   )
@@ -92,7 +92,7 @@ export function apiKeyRoutes(app: FastifyInstance, deps: { ops: Operations; auth
     },
     async (request, reply) => {
       const { org_id, key_id } = request.params as { org_id: string; key_id: string }
-      await revokeApiKey(ops, org_id, key_id)
+      await revokeApiKey(ops, actorOf(request), org_id, key_id)
       authenticator.forget(key_id)
       return reply.code(204).send()
     },

@@ -19,7 +19,7 @@ import type { CampaignDirectory } from '../../../services/campaignDirectory.ts'
 import { type CampaignPauses, PAUSE_ACTIONS, type PauseAction } from '../../../services/campaignPauses.ts'
 import { refine, refineModel } from '../../../validation/model.ts'
 import { ContactInput } from '../triggers.ts'
-import { requireOperator } from '../../auth.ts'
+import { actorOf, requireOperator } from '../../auth.ts'
 import { adminDocs, OrgParams } from './shared.ts'
 import { envelope } from '../../reply.ts'
 import { authErrors, ChannelSchema, conflict, Envelope, instant, notFound, OneOf, Timestamp, validationErrors } from '../../schemas.ts'
@@ -226,7 +226,7 @@ export function campaignRoutes(
     },
     async (request, reply) => {
       const { org_id } = request.params as { org_id: string }
-      const campaign = await createCampaign(ops, org_id, request.body as CreateCampaignInput)
+      const campaign = await createCampaign(ops, actorOf(request), org_id, request.body as CreateCampaignInput)
       campaigns.forget(org_id, campaign.routingKey)
       return reply.code(201).send(envelope(request, presentCampaign(campaign)))
     },
@@ -254,7 +254,7 @@ export function campaignRoutes(
     async (request, reply) => {
       const { org_id, campaign_id } = request.params as { org_id: string; campaign_id: string }
       const changes = { ...(request.body as CampaignChanges), clearMaxConcurrent: request.clearMaxConcurrent }
-      const campaign = await updateCampaign(ops, org_id, campaign_id, changes)
+      const campaign = await updateCampaign(ops, actorOf(request), org_id, campaign_id, changes)
       campaigns.forget(org_id, campaign.routingKey)
       return reply.send(envelope(request, presentCampaign(campaign)))
     },
@@ -316,7 +316,7 @@ export function campaignRoutes(
       },
       async (request, reply) => {
         const { org_id, campaign_id } = request.params as { org_id: string; campaign_id: string }
-        return reply.send(envelope(request, presentCampaign(await pauses.ofCampaign(action, org_id, campaign_id))))
+        return reply.send(envelope(request, presentCampaign(await pauses.ofCampaign(action, actorOf(request), org_id, campaign_id))))
       },
     )
   }

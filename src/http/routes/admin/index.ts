@@ -5,6 +5,7 @@ import type { Authenticator } from '../../../services/authenticator.ts'
 import type { CampaignDirectory } from '../../../services/campaignDirectory.ts'
 import type { CampaignPauses } from '../../../services/campaignPauses.ts'
 import { apiKeyRoutes } from './apiKeys.ts'
+import { auditLogRoutes } from './auditLog.ts'
 import { campaignRoutes } from './campaigns.ts'
 import { organizationRoutes } from './organizations.ts'
 import { queueRoutes } from './queues.ts'
@@ -20,4 +21,5 @@ export function adminRoutes(
   campaignRoutes(app, deps)
   sourceRoutes(app, deps)
   queueRoutes(app, deps)
+  auditLogRoutes(app, deps)
 }

@@ -1,16 +1,19 @@
 import { type Static, Type } from '@sinclair/typebox'
 import { DEFAULT_RATE_LIMIT, MAX_RATE_LIMIT } from '../../../domain/rateLimit.ts'
+import { DEFAULT_RETENTION_DAYS, MAX_RETENTION_DAYS } from '../../../domain/retention.ts'
 import type { FastifyInstance } from 'fastify'
 import type { Organization } from '../../../domain/types.ts'
 import { changeOrganization, createOrganization, listOrganizations, type Operations, requireOrganization } from '../../../services/administration.ts'
 import type { Authenticator } from '../../../services/authenticator.ts'
-import { requireOperator } from '../../auth.ts'
+import { actorOf, requireOperator } from '../../auth.ts'
 import { adminDocs, OrgParams } from './shared.ts'
 import { envelope } from '../../reply.ts'
 import { authErrors, Envelope, notFound, Timestamp, validationErrors } from '../../schemas.ts'
 
 const PER_SECOND = 'Requests a second, sustained (a batch counts each trigger).'
 const BURST = 'Requests at once, after a quiet spell.'
+const RETENTION =
+  "Days the personal data of a completed task (its contact's name, phone, email and the context sent) is kept after it completed; then it is erased as by POST /api/v2/contacts/erase, and the task and its outcome kept."
 const RATE_LIMIT = `The organization's own rate limit on /api/v2; the service's default (${DEFAULT_RATE_LIMIT.perSecond} a second, bursts of ${DEFAULT_RATE_LIMIT.burst}, unless it is set otherwise) where null.`
 
 export const OrganizationSchema = Type.Object({
@@ -21,6 +24,7 @@ export const OrganizationSchema = Type.Object({
     { per_second: Type.Union([Type.Integer(), Type.Null()], { description: PER_SECOND }), burst: Type.Union([Type.Integer(), Type.Null()], { description: BURST }) },
     { description: RATE_LIMIT },
   ),
+  retention_days: Type.Union([Type.Integer(), Type.Null()], { description: `${RETENTION} Null: the default, ${DEFAULT_RETENTION_DAYS} days.` }),
 })
 
 export const RateLimitBody = Type.Object(
@@ -34,6 +38,7 @@ export const RateLimitBody = Type.Object(
 const ChangeOrganizationBody = Type.Object({
   name: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
   rate_limit: Type.Optional(RateLimitBody),
+  retention_days: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_RETENTION_DAYS, description: RETENTION })),
 })
 
 export const CreateOrganizationBody = Type.Object({ name: Type.String({ minLength: 1, maxLength: 200 }) })
@@ -49,6 +54,7 @@ export const presentOrganization = (org: Organization) => ({
   name: org.name,
   created_at: org.createdAt,
   rate_limit: { per_second: org.rateLimit.perSecond, burst: org.rateLimit.burst },
+  retention_days: org.retentionDays,
 })
 
 export function organizationRoutes(app: FastifyInstance, deps: { ops: Operations; authenticator: Authenticator }) {
@@ -65,7 +71,7 @@ export function organizationRoutes(app: FastifyInstance, deps: { ops: Operations
     },
     async (request, reply) => {
       const { name } = request.body as { name: string }
-      const organization = await createOrganization(deps.ops, name)
+      const organization = await createOrganization(deps.ops, actorOf(request), name)
       return reply.code(201).send(envelope(request, presentOrganization(organization)))
     },
   )
@@ -113,7 +119,7 @@ export function organizationRoutes(app: FastifyInstance, deps: { ops: Operations
       schema: {
         summary: 'Change an organization',
         description:
-          'Its name, or its own rate limit (`rate_limit`, both figures). Every API process applies a new limit from its next lease of tokens: within a tenth of a second for an organization sending at its limit.',
+          'Its name, its own rate limit (`rate_limit`, both figures), or how long it keeps personal data (`retention_days`). Every API process applies a new limit from its next lease of tokens: within a tenth of a second for an organization sending at its limit.',
         ...adminDocs,
         params: OrgParams,
         body: ChangeOrganizationBody,
@@ -122,9 +128,13 @@ export function organizationRoutes(app: FastifyInstance, deps: { ops: Operations
     },
     async (request, reply) => {
       const { org_id } = request.params as { org_id: string }
-      const { name, rate_limit } = request.body as Static<typeof ChangeOrganizationBody>
-      const changes = { name, rateLimit: rate_limit === undefined ? undefined : { perSecond: rate_limit.per_second, burst: rate_limit.burst } }
-      return reply.send(envelope(request, presentOrganization(await changeOrganization(deps.ops, org_id, changes))))
+      const { name, rate_limit, retention_days } = request.body as Static<typeof ChangeOrganizationBody>
+      const changes = {
+        name,
+        rateLimit: rate_limit === undefined ? undefined : { perSecond: rate_limit.per_second, burst: rate_limit.burst },
+        retentionDays: retention_days,
+      }
+      return reply.send(envelope(request, presentOrganization(await changeOrganization(deps.ops, actorOf(request), org_id, changes))))
     },
   )
 
@@ -141,7 +151,7 @@ export function organizationRoutes(app: FastifyInstance, deps: { ops: Operations
     },
     async (request, reply) => {
       const { org_id } = request.params as { org_id: string }
-      const organization = await changeOrganization(deps.ops, org_id, { rateLimit: { perSecond: null, burst: null } })
+      const organization = await changeOrganization(deps.ops, actorOf(request), org_id, { rateLimit: { perSecond: null, burst: null } })
       return reply.send(envelope(request, presentOrganization(organization)))
     },
   )

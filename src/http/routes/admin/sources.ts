@@ -12,7 +12,7 @@ import {
 } from '../../../services/administration.ts'
 import type { Authenticator } from '../../../services/authenticator.ts'
 import type { SourceDirectory } from '../../../services/sourceDirectory.ts'
-import { requireOperator } from '../../auth.ts'
+import { actorOf, requireOperator } from '../../auth.ts'
 import { envelope } from '../../reply.ts'
 import { authErrors, conflict, Envelope, notFound, OneOf, Timestamp, validationErrors } from '../../schemas.ts'
 import { adminDocs, OrgParams } from './shared.ts'
@@ -71,7 +71,7 @@ export function sourceRoutes(app: FastifyInstance, deps: { ops: Operations; auth
     },
     async (request, reply) => {
       const { org_id } = request.params as { org_id: string }
-      const source = await createSource(ops, org_id, request.body as SourceInput)
+      const source = await createSource(ops, actorOf(request), org_id, request.body as SourceInput)
       sources.forget(org_id)
       return reply.code(201).send(envelope(request, presentSource(source)))
     },
@@ -103,7 +103,7 @@ export function sourceRoutes(app: FastifyInstance, deps: { ops: Operations; auth
     },
     async (request, reply) => {
       const { org_id, name } = request.params as { org_id: string; name: string }
-      const source = await changeSource(ops, org_id, name, request.body as Partial<SourceInput>)
+      const source = await changeSource(ops, actorOf(request), org_id, name, request.body as Partial<SourceInput>)
       sources.forget(org_id)
       return reply.send(envelope(request, presentSource(source)))
     },
@@ -117,7 +117,7 @@ export function sourceRoutes(app: FastifyInstance, deps: { ops: Operations; auth
     },
     async (request, reply) => {
       const { org_id, name } = request.params as { org_id: string; name: string }
-      await removeSource(ops, org_id, name)
+      await removeSource(ops, actorOf(request), org_id, name)
       sources.forget(org_id)
       return reply.code(204).send()
     },

@@ -1,0 +1,65 @@
+/**
+ * Erasure on request (a person's right to it): by one of the client's ids or
+ * by number, the person's open tasks are cancelled and their personal data
+ * cleared from every row that holds it, in one transaction recorded in the
+ * audit log. What stays: each task's status, outcome and attempts, the
+ * client's ids on triggers and events (the webhooks already sent carry them),
+ * and a suppression of the number, as a keyed digest only.
+ */
+import type { Actor } from '../domain/audit.ts'
+import type { Database } from '../store/database.ts'
+import { eraseAuditedPhones } from '../store/auditLog.ts'
+import { erasePersonRecords, findPersonRecords, type Person } from '../store/erasure.ts'
+import { eraseSuppressedPhones, phoneDigest } from '../store/suppressions.ts'
+import { lockTasks } from '../store/tasks.ts'
+import { audited } from './auditTrail.ts'
+import { completeAllAs } from './settlement.ts'
+import type { Wake } from './wake.ts'
+
+export interface ErasureOperations {
+  db: Database
+  now: () => number
+  phoneHashKey: Buffer
+  wake: Wake
+}
+
+/** What an erasure found and did. */
+export interface ErasureReport {
+  /** The person's tasks found, each kept with its status and outcome. */
+  tasks: number
+  /** Of those, the ones still open, now completed as cancelled. */
+  cancelled: number
+  /** Contacts on file deleted, with the ids that named them. */
+  contacts: number
+  /** Calls and conversations with the person, now without their number. */
+  interactions: number
+  /** The person's numbers that were suppressed: still suppressed, kept as digests. */
+  suppressions: number
+  erasedAt: string
+}
+
+export async function erasePerson(ops: ErasureOperations, actor: Actor, orgId: string, person: Person): Promise<ErasureReport> {
+  const now = ops.now()
+  const report = await audited(ops, actor, async (tx) => {
+    const records = await findPersonRecords(tx, orgId, person)
+    const open = [...(await lockTasks(tx, records.taskIds, orgId)).values()].filter((task) => task.status !== 'completed')
+    const cancelled = await completeAllAs(tx, open, 'cancelled', now)
+    const erased = await erasePersonRecords(tx, orgId, records)
+    const suppressions = await eraseSuppressedPhones(tx, ops.phoneHashKey, orgId, records.phones)
+    await eraseAuditedPhones(tx, ops.phoneHashKey, orgId, records.phones)
+    const result: ErasureReport = {
+      tasks: records.taskIds.length,
+      cancelled,
+      contacts: erased.contacts,
+      interactions: erased.interactions,
+      suppressions,
+      erasedAt: new Date(now).toISOString(),
+    }
+    // Asked by number, the log keeps its digest: the number itself is what was erased.
+    const target = 'id' in person ? `${person.id.source}/${person.id.type}/${person.id.value}` : await phoneDigest(tx, ops.phoneHashKey, person.phone)
+    const { erasedAt: _, ...counts } = result
+    return { result, audit: { orgId, action: 'contact.erased', target, details: { by: 'id' in person ? 'id' : 'phone', ...counts } } }
+  })
+  if (report.cancelled > 0) ops.wake.deliveries()
+  return report
+}

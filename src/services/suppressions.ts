@@ -1,0 +1,50 @@
+/**
+ * Opt-outs an organization or the operator sets by hand: adding a number,
+ * lifting one, each recorded in the audit log. (Opt-outs by reply or through
+ * a provider are added by the lifecycle as it settles the interaction.)
+ */
+import type { Actor } from '../domain/audit.ts'
+import { ApiError } from '../domain/errors.ts'
+import type { Database } from '../store/database.ts'
+import { findSuppression, suppress, type Suppression, unsuppress } from '../store/suppressions.ts'
+import { audited } from './auditTrail.ts'
+
+export interface SuppressionOperations {
+  db: Database
+  now: () => number
+  /** Finds the suppressions of erased numbers, kept as digests. */
+  phoneHashKey: Buffer
+}
+
+/** Suppresses a number (E.164) for the organization; answers its suppression, the first one if it already was. */
+export async function addSuppression(ops: SuppressionOperations, actor: Actor, orgId: string, phone: string): Promise<Suppression> {
+  return audited(ops, actor, async (tx) => {
+    await suppress(tx, orgId, phone, 'manual', ops.now())
+    // Suppressed before and erased since, its suppression is found by digest: the number is not added twice.
+    const suppression = (await findSuppression(tx, ops.phoneHashKey, orgId, phone))!
+    return { result: suppression, audit: { orgId, action: 'suppression.added', target: phone, details: {} } }
+  })
+}
+
+export function requireSuppression(ops: SuppressionOperations, orgId: string, phone: string): Promise<Suppression> {
+  return findSuppression(ops.db, ops.phoneHashKey, orgId, phone).then((suppression) => {
+    if (suppression === undefined) throw new ApiError('not_found', `${phone} is not suppressed.`)
+    return suppression
+  })
+}
+
+/**
+ * Lifts a number's suppression, on the person's request. An organization may
+ * lift only what it added itself (reason manual); an opt-out by reply or
+ * through a provider only the operator can lift.
+ */
+export async function liftSuppression(ops: SuppressionOperations, actor: Actor, orgId: string, phone: string, byOperator: boolean): Promise<void> {
+  const suppression = await requireSuppression(ops, orgId, phone)
+  if (suppression.reason !== 'manual' && !byOperator) {
+    throw new ApiError('conflict', `${phone} opted out itself (${suppression.reason}); only the operator can lift that, on the person's request.`)
+  }
+  await audited(ops, actor, async (tx) => {
+    await unsuppress(tx, ops.phoneHashKey, orgId, phone)
+    return { result: undefined, audit: { orgId, action: 'suppression.lifted', target: phone, details: { reason: suppression.reason } } }
+  })
+}

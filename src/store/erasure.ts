@@ -1,0 +1,101 @@
+/**
+ * Erasing a person's personal data: their name, number, email and the
+ * context values sent with their triggers, from every row that holds them.
+ * The rows themselves stay (a task keeps its status, outcome and attempts; a
+ * trigger and its events keep the client's ids), so that counts, outcomes
+ * and the webhooks already sent still add up.
+ */
+import type { ExternalId } from '../domain/types.ts'
+import type { Queryable } from './database.ts'
+
+/** Whom to erase: the person one of the client's ids names, or the holder of a number (E.164). */
+export type Person = { id: ExternalId } | { phone: string }
+
+/** What an organization holds of a person: found by the id or the number, and by the numbers of the triggers the id names. */
+export interface PersonRecords {
+  triggerIds: string[]
+  taskIds: string[]
+  /** Their numbers (E.164), and the number asked for. */
+  phones: string[]
+  contactIds: string[]
+  /** Every id their triggers named. */
+  ids: ExternalId[]
+}
+
+/**
+ * The person's records. By id: the triggers that named it, the contact it
+ * names, and the triggers sent to the numbers of those triggers (the same
+ * person under another id, or none) — but not through a test-mode trigger's
+ * number, which is the tester's. By number: the triggers sent to it, test
+ * mode or not. Each read is an index's: triggers_ids, triggers_by_phone,
+ * contact_ids' key.
+ */
+export async function findPersonRecords(tx: Queryable, orgId: string, person: Person): Promise<PersonRecords> {
+  const byId = 'id' in person
+  const rows = await tx.query<{ trigger_id: string; task_id: string; phone: string; ids: ExternalId[]; contact_id: string | null }>(
+    `WITH named AS (
+       SELECT id, task_id, phone, ids, test_mode FROM triggers
+       WHERE org_id = $1 AND ${byId ? 'ids @> jsonb_build_array($2::jsonb)' : 'phone = $2'}
+     ), numbers AS (
+       SELECT DISTINCT phone FROM named WHERE ${byId ? "NOT test_mode AND phone <> ''" : 'false'}
+     ), found AS (
+       SELECT id, task_id, phone, ids FROM named
+       UNION
+       SELECT tr.id, tr.task_id, tr.phone, tr.ids FROM numbers JOIN triggers tr ON tr.org_id = $1 AND tr.phone = numbers.phone
+     )
+     SELECT found.id AS trigger_id, found.task_id, found.phone, found.ids, t.contact_id
+     FROM found JOIN tasks t ON t.id = found.task_id
+     ORDER BY found.id`,
+    [orgId, byId ? JSON.stringify(person.id) : person.phone],
+  )
+  const contactIds = new Set(rows.flatMap((row) => (row.contact_id === null ? [] : [row.contact_id])))
+  if ('id' in person) {
+    const named = await tx.query<{ contact_id: string }>(
+      'SELECT contact_id FROM contact_ids WHERE org_id = $1 AND source = $2 AND type = $3 AND value = $4',
+      [orgId, person.id.source, person.id.type, person.id.value],
+    )
+    for (const { contact_id } of named) contactIds.add(contact_id)
+  }
+  const phones = new Set(rows.map((row) => row.phone).filter((phone) => phone !== ''))
+  if ('phone' in person) phones.add(person.phone)
+  const ids = new Map<string, ExternalId>()
+  for (const row of rows) for (const id of row.ids) ids.set(JSON.stringify([id.source, id.type, id.value]), id)
+  return {
+    triggerIds: rows.map((row) => row.trigger_id),
+    taskIds: [...new Set(rows.map((row) => row.task_id))],
+    phones: [...phones],
+    contactIds: [...contactIds],
+    ids: [...ids.values()],
+  }
+}
+
+/** What an erasure changed, row by row. */
+export interface ErasedCounts {
+  contacts: number
+  interactions: number
+}
+
+/**
+ * Clears the records' personal data: triggers and tasks keep no contact, no
+ * context and (triggers) no number; interactions with the person (those of the
+ * tasks, and replies from the numbers that answered no task) keep no number;
+ * the contacts are deleted with the ids that named them, so that a trigger
+ * sent later without a contact finds no one on file.
+ */
+export async function erasePersonRecords(tx: Queryable, orgId: string, records: PersonRecords): Promise<ErasedCounts> {
+  await tx.query(`UPDATE triggers SET contact = NULL, context = '{}', phone = '' WHERE id = ANY($1::text[])`, [records.triggerIds])
+  await tx.query(`UPDATE tasks SET contact = '{}', context = '{}' WHERE id = ANY($1::text[])`, [records.taskIds])
+  const ofTasks = await tx.query(`UPDATE interactions SET to_phone = '' WHERE task_id = ANY($1::text[]) RETURNING id`, [records.taskIds])
+  const replies = await tx.query(
+    `UPDATE interactions SET to_phone = '' WHERE org_id = $1 AND task_id IS NULL AND to_phone = ANY($2::text[]) RETURNING id`,
+    [orgId, records.phones],
+  )
+  await tx.query(
+    `DELETE FROM contact_ids c USING jsonb_array_elements($3::jsonb) AS e(id)
+     WHERE c.org_id = $1 AND c.source = e.id->>'source' AND c.type = e.id->>'type' AND c.value = e.id->>'value'
+       AND c.contact_id = ANY($2::text[])`,
+    [orgId, records.contactIds, JSON.stringify(records.ids)],
+  )
+  const contacts = await tx.query(`DELETE FROM contacts WHERE org_id = $1 AND id = ANY($2::text[]) RETURNING id`, [orgId, records.contactIds])
+  return { contacts: contacts.length, interactions: ofTasks.length + replies.length }
+}
