@@ -1,6 +1,6 @@
 /**
  * The operator's command line: `serve`, `worker`, `migrate`, and the admin
- * operations (`org create|rate-limit`, `key issue|list|revoke`, `campaign
+ * operations (`org create|rate-limit|retention`, `key issue|list|revoke`, `campaign
  * create|update|list|pause|resume`, `source create|update|list|delete`),
  * which work on the database directly and print what the admin API would
  * return.
@@ -14,7 +14,7 @@ import { ApiError, ValidationFailed } from './domain/errors.ts'
 import { CreateCampaignBody, presentCampaign, UpdateCampaignBody } from './http/routes/admin/campaigns.ts'
 import { IssueApiKeyBody, presentKey } from './http/routes/admin/apiKeys.ts'
 import { ChangeSourceBody, CreateSourceBody, presentSource } from './http/routes/admin/sources.ts'
-import { CreateOrganizationBody, presentOrganization, RateLimitBody } from './http/routes/admin/organizations.ts'
+import { CreateOrganizationBody, presentOrganization, RateLimitBody, RetentionBody } from './http/routes/admin/organizations.ts'
 import { runWorker, serve } from './server.ts'
 import * as admin from './services/administration.ts'
 import { CampaignPauses } from './services/campaignPauses.ts'
@@ -30,6 +30,7 @@ const USAGE = `usage: cli <command> [options]
   migrate                                 apply database migrations and exit
   org create --name NAME
   org rate-limit --org ORG_ID (--per-second N --burst N | --default)
+  org retention --org ORG_ID --days N     keep the personal data of completed tasks N days (default 365)
   key issue --org ORG_ID --name NAME [--scopes triggers:write,triggers:read]
   key list --org ORG_ID
   key revoke --org ORG_ID --key KEY_ID
@@ -47,7 +48,7 @@ SETTINGS, as on the admin API: [--name NAME] [--context JSON] [--schedule JSON] 
   [--provider simulator|twilio|whatsapp_cloud] [--provider-config JSON] [--max-concurrent N]
 
 Configuration comes from the environment: PORT, HOST, DATABASE_URL, DATA_DIR, OPERATOR_TOKEN, LOG_LEVEL,
-PUBLIC_BASE_URL, TWILIO_API_BASE_URL, WHATSAPP_API_BASE_URL.`
+PUBLIC_BASE_URL, TWILIO_API_BASE_URL, WHATSAPP_API_BASE_URL, PHONE_HASH_KEY.`
 
 class UsageError extends Error {}
 
@@ -88,6 +89,10 @@ async function runAdminCommand(command: string, options: Options, ops: admin.Ope
       if (options.default !== undefined) return presentOrganization(await admin.changeOrganization(ops, COMMAND_LINE, org(), { rateLimit: { perSecond: null, burst: null } }))
       const limit = checked(RateLimitBody, { per_second: options['per-second'], burst: options.burst })
       return presentOrganization(await admin.changeOrganization(ops, COMMAND_LINE, org(), { rateLimit: { perSecond: limit.per_second, burst: limit.burst } }))
+    }
+    case 'org retention': {
+      const { retention_days } = checked(RetentionBody, { retention_days: options.days })
+      return presentOrganization(await admin.changeOrganization(ops, COMMAND_LINE, org(), { retentionDays: retention_days }))
     }
     case 'key issue': {
       const input = checked(IssueApiKeyBody, { name: options.name, scopes: options.scopes?.split(',').map((s) => s.trim()) })
@@ -159,6 +164,7 @@ function parseCommandLine(argv: string[]) {
         'required-context': { type: 'string' },
         'per-second': { type: 'string' },
         burst: { type: 'string' },
+        days: { type: 'string' },
         default: { type: 'boolean' },
         help: { type: 'boolean', short: 'h' },
       },

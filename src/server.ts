@@ -27,6 +27,7 @@ export async function serve(config: Config, options: { workers: boolean }): Prom
     // Processes sharing a database must share the token; one kept in a local data directory would differ.
     throw new ConfigError('OPERATOR_TOKEN must be set when DATABASE_URL is (at least 24 characters)')
   }
+  requireSharedPhoneHashKey(config)
   const db = await openDatabase(config)
   await migrate(db)
   const phoneHashKey = await phoneHashKeyFor(config, db)
@@ -49,6 +50,7 @@ export async function serve(config: Config, options: { workers: boolean }): Prom
 
 /** The workers (dispatcher, deliverer) without the HTTP API, for worker processes beside API-only ones on one PostgreSQL. */
 export async function runWorker(config: Config): Promise<void> {
+  requireSharedPhoneHashKey(config)
   const db = await openDatabase(config)
   await migrate(db)
   const phoneHashKey = await phoneHashKeyFor(config, db)
@@ -111,6 +113,13 @@ function onSignal(log: FastifyBaseLogger, drain: () => Promise<void>) {
   process.on('SIGINT', stop)
 }
 
+/** Processes sharing a PostgreSQL must share the key, which a local data directory would not. */
+function requireSharedPhoneHashKey(config: Config): void {
+  if (config.databaseUrl !== undefined && config.phoneHashKey === undefined) {
+    throw new ConfigError('PHONE_HASH_KEY must be set when DATABASE_URL is (at least 32 characters), the same in every process')
+  }
+}
+
 /**
  * The key of the hash an erased suppression keeps of its number: from
  * PHONE_HASH_KEY, which processes sharing a PostgreSQL must share, or on the
@@ -118,9 +127,6 @@ function onSignal(log: FastifyBaseLogger, drain: () => Promise<void>) {
  * start). Refused when the database's digests were made with another key.
  */
 async function phoneHashKeyFor(config: Config, db: Database): Promise<Buffer> {
-  if (config.databaseUrl !== undefined && config.phoneHashKey === undefined) {
-    throw new ConfigError('PHONE_HASH_KEY must be set when DATABASE_URL is (at least 32 characters), the same in every process')
-  }
   const key = Buffer.from(config.phoneHashKey ?? (await secretFromDataDir(config.dataDir, 'phone-hash-key', generatePhoneHashKey)).value)
   if (!(await matchesPhoneHashKey(db, key, Date.now()))) {
     throw new ConfigError('PHONE_HASH_KEY is not the key this database was first used with: erased numbers would no longer meet their suppressions')

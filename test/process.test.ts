@@ -10,6 +10,7 @@ import path from 'node:path'
 import { after, before, test } from 'node:test'
 import { openDatabase } from '../src/store/database.ts'
 import { startReceiver } from './support/receiver.ts'
+import { matchesPhoneHashKey } from '../src/store/phoneHashKey.ts'
 import { freePort, freshDatabase, onPostgres, PHONE_HASH_KEY, type TestDatabase } from './support/service.ts'
 
 const ROOT = path.resolve(import.meta.dirname, '..')
@@ -17,13 +18,14 @@ let dataDir: string
 let database: TestDatabase | undefined
 
 /** The environment of every process: a PostgreSQL schema of its own, or an embedded database in a temp dir. */
-function environment(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = { PATH: process.env.PATH, DATA_DIR: dataDir, LOG_LEVEL: 'info', ...extra }
-  if (database?.url !== undefined) Object.assign(env, { DATABASE_URL: database.url, PHONE_HASH_KEY })
-  return env
+function environment(extra: Record<string, string | undefined> = {}): NodeJS.ProcessEnv {
+  const shared = database?.url === undefined ? {} : { DATABASE_URL: database.url, PHONE_HASH_KEY }
+  // A variable given as undefined is left unset.
+  const env = Object.entries({ PATH: process.env.PATH, DATA_DIR: dataDir, LOG_LEVEL: 'info', ...shared, ...extra }).filter(([, value]) => value !== undefined)
+  return Object.fromEntries(env)
 }
 
-function runCli(args: string[], extra: Record<string, string> = {}) {
+function runCli(args: string[], extra: Record<string, string | undefined> = {}) {
   return new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
     const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli.ts', ...args], { cwd: ROOT, env: environment(extra) })
     let stdout = ''
@@ -99,6 +101,26 @@ test('with DATABASE_URL, serve needs OPERATOR_TOKEN: processes sharing a databas
   assert.equal(result.stderr, 'configuration error: OPERATOR_TOKEN must be set when DATABASE_URL is (at least 24 characters)\n')
 })
 
+test('with DATABASE_URL, serve and worker need PHONE_HASH_KEY, and the one the database was first used with', async () => {
+  const unreachable = { DATABASE_URL: 'postgres://nobody@127.0.0.1:1/none', OPERATOR_TOKEN: 'shared-operator-token-0123456789', PHONE_HASH_KEY: undefined }
+  for (const command of [['serve'], ['worker']]) {
+    const result = await runCli(command, unreachable)
+    assert.equal(result.code, 1)
+    assert.equal(result.stderr, 'configuration error: PHONE_HASH_KEY must be set when DATABASE_URL is (at least 32 characters), the same in every process\n')
+  }
+  const short = await runCli(['worker'], { ...unreachable, PHONE_HASH_KEY: 'too-short' })
+  assert.equal(short.stderr, 'configuration error: PHONE_HASH_KEY must be at least 32 characters long\n')
+  if (!onPostgres) return
+  // The database keeps the fingerprint of the first key it was used with.
+  assert.equal(await matchesPhoneHashKey(database!.db, Buffer.from(PHONE_HASH_KEY), Date.now()), true)
+  const other = await runCli(['worker'], { PHONE_HASH_KEY: 'another-phone-hash-key-0123456789abcdef' })
+  assert.equal(other.code, 1)
+  assert.equal(
+    other.stderr,
+    'configuration error: PHONE_HASH_KEY is not the key this database was first used with: erased numbers would no longer meet their suppressions\n',
+  )
+})
+
 test('CLI admin commands, then serve: the key works until revoked', async () => {
   const org = parse(await runCli(['org', 'create', '--name', 'Acme']))
   assert.match(org.id, /^org_/)
@@ -113,6 +135,7 @@ test('CLI admin commands, then serve: the key works until revoked', async () => 
   assert.match(refused.stderr, /--channel: Input should be 'voice' or 'whatsapp'/)
   const limited = parse(await runCli(['org', 'rate-limit', '--org', org.id, '--per-second', '20', '--burst', '40']))
   assert.deepEqual(limited.rate_limit, { per_second: 20, burst: 40 })
+  assert.equal(parse(await runCli(['org', 'retention', '--org', org.id, '--days', '30'])).retention_days, 30)
   const badLimit = await runCli(['org', 'rate-limit', '--org', org.id, '--per-second', '0'])
   assert.equal(badLimit.code, 1)
   assert.match(badLimit.stderr, /--per-second: Input should be greater than or equal to 1/)

@@ -13,7 +13,7 @@ import path from 'node:path'
 import { after, before, test } from 'node:test'
 import { Pool } from 'undici'
 import { openDatabase } from '../src/store/database.ts'
-import { freePort, freshDatabase, type TestDatabase } from './support/service.ts'
+import { freePort, freshDatabase, PHONE_HASH_KEY, type TestDatabase } from './support/service.ts'
 
 const ROOT = path.resolve(import.meta.dirname, '..')
 const TOKEN = 'shutdown-operator-token-0123456789'
@@ -52,7 +52,7 @@ async function npmStart(): Promise<Started> {
     PORT: String(port),
     HOST: '127.0.0.1',
   }
-  if (database !== undefined) env.DATABASE_URL = database.url
+  if (database !== undefined) Object.assign(env, { DATABASE_URL: database.url, PHONE_HASH_KEY })
   const child = spawn('npm', ['start'], { cwd: ROOT, env, detached: true })
   let output = ''
   child.stdout!.on('data', (chunk) => (output += chunk))

@@ -29,7 +29,7 @@ export async function listAuditEntries(
   const rows = await db.query<AuditRow>(
     `SELECT id::text, at, org_id, actor, address, action, target, details FROM audit_log
      WHERE ($1::text IS NULL OR org_id = $1) AND ($2::bigint IS NULL OR id < $2)
-     ORDER BY id DESC LIMIT $3`,
+     ORDER BY audit_log.id DESC LIMIT $3`,
     [options.orgId ?? null, options.before ?? null, options.limit],
   )
   return rows.map((row) => ({

@@ -35,10 +35,14 @@ export const RateLimitBody = Type.Object(
   { description: "The organization's own rate limit on /api/v2, both figures. DELETE .../rate-limit returns it to the default." },
 )
 
+const RetentionDays = Type.Integer({ minimum: 1, maximum: MAX_RETENTION_DAYS, description: RETENTION })
+
+export const RetentionBody = Type.Object({ retention_days: RetentionDays })
+
 const ChangeOrganizationBody = Type.Object({
   name: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
   rate_limit: Type.Optional(RateLimitBody),
-  retention_days: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_RETENTION_DAYS, description: RETENTION })),
+  retention_days: Type.Optional(RetentionDays),
 })
 
 export const CreateOrganizationBody = Type.Object({ name: Type.String({ minLength: 1, maxLength: 200 }) })
