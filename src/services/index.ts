@@ -83,7 +83,7 @@ export function createServices(deps: ServiceDeps): Services {
   const intake = new TriggerIntake(db, now, wake, deps.metrics)
   const acceptance = new TriggerAcceptance({ db, authenticator, campaigns, sources, intake, now, metrics: deps.metrics })
   const settlement = new Settlement({ db, now, wake, metrics: deps.metrics })
-  const lifecycle = new TaskLifecycle({ db, channels: channels.registry, settlement, wake, now })
+  const lifecycle = new TaskLifecycle({ db, channels: channels.registry, settlement, wake, now, metrics: deps.metrics })
   const dispatch = new Dispatch({ db, channels: channels.registry, settlement, wake, now, log: deps.log, metrics: deps.metrics })
   return {
     db,
