@@ -115,6 +115,8 @@ export async function benchDeliverer(options: {
           LOG_LEVEL: 'warn',
           ALLOW_PRIVATE_WEBHOOK_URLS: 'true',
           OPERATOR_TOKEN: randomBytes(24).toString('hex'),
+          // Not scraped here: any free port.
+          METRICS_PORT: '0',
         },
         stdio: ['ignore', output, output],
       })

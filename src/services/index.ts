@@ -31,8 +31,7 @@ export interface ServiceDeps {
   /** Milliseconds since the epoch; injected so that tests control time. */
   now: () => number
   log: FastifyBaseLogger
-  /** Undefined in a process that serves no HTTP (a worker). */
-  operatorToken: string | undefined
+  operatorToken: string
   /** Webhook endpoints may be private or plain-http addresses (local development, tests). */
   allowPrivateWebhookUrls: boolean
   metrics: ServiceMetrics
