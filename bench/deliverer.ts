@@ -117,6 +117,8 @@ export async function benchDeliverer(options: {
           ALLOW_PRIVATE_WEBHOOK_URLS: 'true',
           OPERATOR_TOKEN: randomBytes(24).toString('hex'),
           PHONE_HASH_KEY: randomBytes(32).toString('hex'),
+          // Not scraped here: any free port.
+          METRICS_PORT: '0',
         },
         stdio: ['ignore', output, output],
       })

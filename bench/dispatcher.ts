@@ -81,7 +81,15 @@ export async function benchDispatcher(options: {
     try {
       worker = startChild('taskset', ['-c', String(options.cpu), process.execPath, ...SERVICE_NODE_FLAGS, 'dist/cli.js', 'worker'], {
         cwd: options.root,
-        env: { ...process.env, DATABASE_URL: options.databaseUrl, LOG_LEVEL: 'warn', OPERATOR_TOKEN: randomBytes(24).toString('hex'), PHONE_HASH_KEY: randomBytes(32).toString('hex') },
+        // METRICS_PORT 0: not scraped here, so any free port.
+        env: {
+          ...process.env,
+          DATABASE_URL: options.databaseUrl,
+          LOG_LEVEL: 'warn',
+          OPERATOR_TOKEN: randomBytes(24).toString('hex'),
+          PHONE_HASH_KEY: randomBytes(32).toString('hex'),
+          METRICS_PORT: '0',
+        },
         stdio: ['ignore', output, output],
       })
     } finally {

@@ -17,7 +17,8 @@
  * then measured in rounds of its own triggers, one after the other in the
  * same service; the figures are the medians of the rounds, since on a shared
  * machine one round's CPU per trigger can be a third above or below the next
- * one's.
+ * one's. Every process's /metrics is scraped while the first triggers are
+ * posted and at the end, and checked against what the run did (bench/metrics.ts).
  */
 import { readFile } from 'node:fs/promises'
 import http from 'node:http'
@@ -27,6 +28,7 @@ import { generateBodies } from './bodies.ts'
 import { hasExited, stopChild } from './children.ts'
 import { meterPostgresCpu, processCpuSeconds } from './cpu.ts'
 import { ALWAYS_OPEN } from './dispatcher.ts'
+import { type MetricsReading, readMetrics, type Scrape, scrapeService } from './metrics.ts'
 import {
   LOAD_CPU,
   log,
@@ -51,6 +53,8 @@ export const CLIENTS = 32
 /** How long a layout may take from the first POST to the last webhook before it is reported as it stands. */
 export const WEBHOOKS_TIMEOUT_SECONDS = 600
 const PROGRESS_EVERY_MS = 15_000
+/** When /metrics is scraped under load: this long after the first triggers are posted, while they still are. */
+export const SCRAPE_UNDER_LOAD_AFTER_MS = 1_000
 /** The endpoint's subscription: each trigger ends in one event of each type. */
 const EVENT_TYPES = ['task.completed', 'interaction.finalized'] as const
 type EventType = (typeof EVENT_TYPES)[number]
@@ -66,21 +70,21 @@ export const CAMPAIGN = {
 
 interface Layout {
   name: string
-  /** The service's processes; the first one serves the API, a worker process serves no HTTP. */
-  processes: { name: string; args: string[]; servesHttp: boolean }[]
+  /** The service's processes; the first one serves the API. Each serves /readyz and /metrics. */
+  processes: { name: string; args: string[] }[]
 }
 
 export const POSTGRES_LAYOUT: Layout = {
   name: 'PostgreSQL, API process + worker process',
   processes: [
-    { name: 'e2e API', args: ['dist/cli.js', 'serve', '--no-workers'], servesHttp: true },
-    { name: 'e2e worker', args: ['dist/cli.js', 'worker'], servesHttp: false },
+    { name: 'e2e API', args: ['dist/cli.js', 'serve', '--no-workers'] },
+    { name: 'e2e worker', args: ['dist/cli.js', 'worker'] },
   ],
 }
 
 export const EMBEDDED_LAYOUT: Layout = {
   name: 'PGlite, one process (API and workers)',
-  processes: [{ name: 'e2e embedded', args: ['dist/cli.js', 'serve'], servesHttp: true }],
+  processes: [{ name: 'e2e embedded', args: ['dist/cli.js', 'serve'] }],
 }
 
 /** One measured round: its triggers, posted after the last round's webhooks had all arrived, until their own had. */
@@ -116,6 +120,8 @@ export interface EndToEndResult {
   duplicateWebhooks: number
   /** Log lines of the service's processes at warn level or above, or not written by its logger. */
   serviceLogProblems: string[]
+  /** /metrics of every process, under load and at the end, checked against the run. */
+  metrics: MetricsReading
 }
 
 /** The layouts `npm run bench` measures end to end, by the names BENCH_E2E_LAYOUTS takes. */
@@ -171,11 +177,15 @@ async function runLayout(layout: Layout, databaseEnv: Record<string, string>, bo
   const receiver = await startReceiver()
   const servers: Server[] = []
   let rounds: EndToEndRound[]
+  let metrics: MetricsReading
   try {
     const env = { ...databaseEnv, OPERATOR_TOKEN, PHONE_HASH_KEY, LOG_LEVEL: 'info', ALLOW_PRIVATE_WEBHOOK_URLS: 'true' }
     for (const { name, args } of layout.processes) servers.push(await startServer(name, args, env, workDir))
-    await Promise.all(servers.map((server, index) => untilReady(server, layout.processes[index]!.servesHttp)))
-    rounds = await measure(layout, databaseEnv.DATABASE_URL, servers, receiver, bodies)
+    await Promise.all(servers.map(untilReady))
+    let underLoad: Scrape
+    ;({ rounds, underLoad } = await measure(layout, databaseEnv.DATABASE_URL, servers, receiver, bodies))
+    const posted = bodies.warmUp.length + rounds.length * bodies.rounds[0]!.length
+    metrics = readMetrics(underLoad, await scrapeService(servers), { posted, onPostgres: databaseEnv.DATABASE_URL !== undefined })
   } finally {
     await Promise.all(servers.map((server) => stopChild(server.child)))
     await receiver.close()
@@ -183,6 +193,7 @@ async function runLayout(layout: Layout, databaseEnv: Record<string, string>, bo
   // Read once the service has stopped, so that a webhook sent again up to its shutdown counts, and so does a problem on its way out.
   const serviceLogProblems = (await Promise.all(servers.map(logProblems))).flat()
   for (const line of serviceLogProblems.slice(0, 5)) log(`${layout.name}: in the service's log: ${line}`)
+  for (const problem of metrics.problems) log(`${layout.name}: /metrics: ${problem}`)
   const triggers = bodies.rounds[0]!.length
   return {
     layout: layout.name,
@@ -192,6 +203,7 @@ async function runLayout(layout: Layout, databaseEnv: Record<string, string>, bo
     webhooksExpected: 2 * triggers,
     duplicateWebhooks: receiver.duplicates(),
     serviceLogProblems,
+    metrics,
   }
 }
 
@@ -214,7 +226,10 @@ function summarize(rounds: readonly EndToEndRound[]): EndToEndRound {
   }
 }
 
-/** Provisions the organization, warms the service up, then measures the rounds in turn, up to the first that does not complete. */
+/**
+ * Provisions the organization, warms the service up, then measures the rounds in turn, up to the first that
+ * does not complete; with /metrics of every process as scraped while the first triggers were being posted.
+ */
 async function measure(
   layout: Layout,
   /** Where the service keeps its data when that is PostgreSQL, whose CPU then counts towards the triggers'. */
@@ -222,10 +237,12 @@ async function measure(
   servers: readonly Server[],
   receiver: Receiver,
   bodies: Bodies,
-): Promise<EndToEndRound[]> {
+): Promise<{ rounds: EndToEndRound[]; underLoad: Scrape }> {
   const api = servers[0]!
   const { apiKey } = await provision(api.baseUrl, [CAMPAIGN], ['triggers:write', 'webhooks:manage'])
   await postCreating(api.baseUrl, '/api/v2/webhook-endpoints', apiKey, { url: receiver.url, events: EVENT_TYPES })
+  // Taken during the warm-up when there is one, so that the measured rounds pay nothing for it.
+  const underLoad = sleep(SCRAPE_UNDER_LOAD_AFTER_MS).then(() => scrapeService(servers))
 
   let triggersSoFar = 0
   if (bodies.warmUp.length > 0) {
@@ -244,7 +261,7 @@ async function measure(
     rounds.push(round)
     if (round.outcome !== 'complete') break
   }
-  return rounds
+  return { rounds, underLoad: await underLoad }
 }
 
 async function measureRound(
@@ -293,10 +310,9 @@ async function postEvery(layout: Layout, api: Server, apiKey: string, bodies: re
   return intake
 }
 
-/** A process that serves HTTP when its /readyz answers; a worker process when it logs that it is ready. */
-function untilReady(server: Server, servesHttp: boolean): Promise<void> {
-  if (servesHttp) return waitUntilReady(server, async () => (await fetch(`${server.baseUrl}/readyz`)).status === 200)
-  return waitUntilReady(server, async () => (await readFile(server.logFile, 'utf8')).includes('"msg":"worker ready"'))
+/** A process is ready when its /readyz answers (a worker process's, on METRICS_PORT). */
+function untilReady(server: Server): Promise<void> {
+  return waitUntilReady(server, async () => (await fetch(`${server.baseUrl}/readyz`)).status === 200)
 }
 
 interface Intake {
@@ -452,7 +468,13 @@ const GOALS: {
 ]
 
 export function endToEndVerdicts(results: readonly EndToEndResult[]): EndToEndVerdict[] {
-  return GOALS.flatMap(({ layout, goal, figure, unit, digits, met }) => {
+  const metrics = results.map((result) => ({
+    layout: result.layout,
+    goal: '/metrics of every process: each family present, each figure sensible',
+    measured: result.metrics.problems.length === 0 ? `${result.metrics.rows.length} figures as expected` : result.metrics.problems.join('; '),
+    met: result.metrics.problems.length === 0,
+  }))
+  const goals = GOALS.flatMap(({ layout, goal, figure, unit, digits, met }) => {
     const result = results.find((candidate) => candidate.layout === layout.name)
     if (result === undefined) return []
     const value = figure(result)
@@ -463,4 +485,5 @@ export function endToEndVerdicts(results: readonly EndToEndResult[]): EndToEndVe
       met: value !== undefined && met(value),
     }
   })
+  return [...goals, ...metrics]
 }

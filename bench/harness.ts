@@ -70,7 +70,8 @@ export async function startServer(name: string, args: string[], env: Record<stri
   try {
     const child = startChild('taskset', ['-c', String(SERVER_CPU), process.execPath, ...SERVICE_NODE_FLAGS, ...SERVER_NODE_FLAGS, ...args], {
       cwd: ROOT,
-      env: { ...process.env, ...env, PORT: String(port), HOST: '127.0.0.1' },
+      // PORT for `serve`, METRICS_PORT for a `worker`: whichever the process listens on.
+      env: { ...process.env, ...env, PORT: String(port), METRICS_PORT: String(port), HOST: '127.0.0.1' },
       stdio: ['ignore', output, output],
     })
     return { name, label, child, baseUrl: `http://127.0.0.1:${port}`, logFile }

@@ -7,7 +7,16 @@
 import type { FreshConnectionMethod, FreshConnectionResult } from './freshConnection.ts'
 import type { BatchRun } from './batches.ts'
 import type { DelivererResult } from './deliverer.ts'
-import { CAMPAIGN, CLIENTS, type EndToEndResult, type EndToEndRound, endToEndRate, type EndToEndVerdict, WEBHOOKS_TIMEOUT_SECONDS } from './endToEnd.ts'
+import {
+  CAMPAIGN,
+  CLIENTS,
+  type EndToEndResult,
+  type EndToEndRound,
+  endToEndRate,
+  type EndToEndVerdict,
+  SCRAPE_UNDER_LOAD_AFTER_MS,
+  WEBHOOKS_TIMEOUT_SECONDS,
+} from './endToEnd.ts'
 import { median } from './harness.ts'
 import { TIMEOUT_SECONDS, type WrkResult } from './wrk.ts'
 
@@ -264,7 +273,7 @@ export function endToEndSection(
   const triggers = results[0]!.triggers
   const tables = results.map(
     (result) =>
-      `**${result.layout}**\n\n${markdownTable(['figure', 'value'], endToEndFigures(result, bareRequestsPerSecond))}\n\nEach round:\n\n${markdownTable(...endToEndRoundsTable(result))}`,
+      `**${result.layout}**\n\n${markdownTable(['figure', 'value'], endToEndFigures(result, bareRequestsPerSecond))}\n\nEach round:\n\n${markdownTable(...endToEndRoundsTable(result))}\n\n\`/metrics\`, every process's summed (the queue gauges: the highest reading):\n\n${markdownTable(...metricsTable(result))}`,
   )
   const body = `
 The whole pipeline at once: from the first \`POST /api/v2/triggers\` until every webhook of every trigger has reached the client, through intake, dispatch, the simulated call, its settlement with its events, and their delivery.
@@ -278,6 +287,7 @@ Method:
 - CPU per trigger: the CPU time (user and system, all threads, from \`/proc\`) of the service's processes together (and of each), read just before a round's first POST and at its end, divided by its triggers; and on PostgreSQL that of the backends of the layout's database and of the server's own processes (WAL writer, checkpointer...) over the same span, but not of other databases' backends (the machine is shared), each process read every second, since the pools close the connections they leave idle for 10 s and a backend that exits takes its time with it. For a round that did not finish, no CPU figure is given.
 - Layouts, each on a fresh database, \`LOG_LEVEL=info\` (a log line per request), \`ALLOW_PRIVATE_WEBHOOK_URLS=true\` (the receiver is on 127.0.0.1), provisioned through the admin API, then warmed up: ${method.warmUpTriggers} triggers of other people are posted the same way and taken through the whole pipeline, until every one of their webhooks has arrived, before the first measured POST, so that the figures are those of a running service and not of one whose code the JIT compiler has yet to optimize (with no warm-up, \`BENCH_E2E_WARM_UP=0\`, the service's CPU per trigger over 5,000 triggers is about 1.9 times as much). On PostgreSQL an API process (\`node dist/cli.js serve --no-workers\`) and a worker process (\`dist/cli.js worker\`), as production runs them; on PGlite, the embedded default, one \`dist/cli.js serve\` process with a data directory of its own that runs the API and the workers.
 - The service's processes are pinned to CPU 0 (\`taskset -c 0\`); the benchmark process, with its clients and its receiver, to CPU 1 for the section; PostgreSQL is not pinned and shares both.
+- \`/metrics\`: scraped from every process of the layout (the API's on \`PORT\`, a worker's on \`METRICS_PORT\`, with the operator token) ${SCRAPE_UNDER_LOAD_AFTER_MS / 1000} s after the first POST of the warm-up, while triggers are being posted, and again when the last round's webhooks have all arrived; read by Prometheus's text rules (test/support/prometheus.ts). Counters and histograms are summed over the processes, as Prometheus sums them. Each family the service promises must be in both scrapes, and each figure at the end must be as the run makes it (every trigger posted is accepted, called once, completed as reached); a family missing or a figure that does not hold fails the section.
 - The bare route (bench/bareServer.ts: it parses the JSON body and answers the envelope, nothing more) is measured just before, with wrk on CPU 1 and ${CLIENTS} connections, for ${method.bareSeconds} s after ${method.warmUpSeconds} s of warm-up: what a POST costs with nothing behind it, for scale.
 
 ${tables.join('\n\n')}
@@ -333,12 +343,22 @@ function endToEndRoundsTable(result: EndToEndResult): [string[], string[][]] {
   ]
 }
 
-/** The layouts side by side, aligned for a terminal, each followed by its rounds. */
+/** One layout's /metrics, a row for each figure read: under load, at the end, and what the end must be. */
+function metricsTable(result: EndToEndResult): [string[], string[][]] {
+  const value = (figure: number | undefined) => (figure === undefined ? 'missing' : Number.isInteger(figure) ? String(figure) : figure.toPrecision(3))
+  return [
+    ['family', 'sample', 'under load', 'at the end', 'expected at the end'],
+    result.metrics.rows.map((row) => [row.family, row.sample, value(row.underLoad), value(row.atEnd), `${row.expected}${row.holds ? '' : ' **NOT MET**'}`]),
+  ]
+}
+
+/** The layouts side by side, aligned for a terminal, each followed by its rounds and its /metrics. */
 export function endToEndTextTable(results: readonly EndToEndResult[], bareRequestsPerSecond: number): string {
   const byLayout = results.map((result) => endToEndFigures(result, bareRequestsPerSecond))
   const rows = byLayout[0]!.map(([label], row) => [label!, ...byLayout.map((figures) => figures[row]![1]!)])
   const rounds = results.map((result) => `${result.layout}, each round:\n${alignedTable(...endToEndRoundsTable(result))}`)
-  return [alignedTable(['', ...results.map((result) => result.layout)], rows), ...rounds].join('\n\n')
+  const metrics = results.map((result) => `${result.layout}, /metrics:\n${alignedTable(...metricsTable(result))}`)
+  return [alignedTable(['', ...results.map((result) => result.layout)], rows), ...rounds, ...metrics].join('\n\n')
 }
 
 function freshConnectionTable(results: readonly FreshConnectionResult[]): [string[], string[][]] {

@@ -276,6 +276,11 @@ async function benchEndToEndSection(load: Load, workDir: string): Promise<Sectio
   process.stdout.write(
     `\n${endToEndTextTable(results, bareRequestsPerSecond)}\n\n${verdicts.map((v) => `${v.layout}: ${v.goal}: ${v.measured}, ${v.met ? 'met' : 'NOT MET'}`).join('\n')}\n`,
   )
+  // A family missing from /metrics, or a figure that does not add up, is a fault of the service, not a slow run: the bench fails.
+  for (const result of results.filter((candidate) => candidate.metrics.problems.length > 0)) {
+    log(`${result.layout}: /metrics FAILED: ${result.metrics.problems.join('; ')}`)
+    process.exitCode = 1
+  }
   return endToEndSection({ bareSeconds: load.durationSeconds, warmUpSeconds: WARM_UP_SECONDS, warmUpTriggers, rounds }, results, bareRequestsPerSecond, verdicts)
 }
 

@@ -49,6 +49,12 @@ export interface AppOptions {
   logStream?: DestinationStream
   /** Whether this process builds the workers (dispatcher, deliverer); true unless it serves the API alone. */
   workers?: boolean
+  /**
+   * Whether this process serves the API; true unless it is a worker process,
+   * which serves only what an operator asks of every process: /healthz,
+   * /readyz and /metrics.
+   */
+  api?: boolean
   /** The rate limit of an organization whose own the operator has not set; DEFAULT_RATE_LIMIT when absent. */
   rateLimit?: RateLimitPolicy
   /** How often /metrics may read the queues from the database (QUEUE_READ_INTERVAL_MS when absent; tests read at every scrape). */
@@ -113,7 +119,8 @@ export async function buildApp(options: AppOptions, deps: AppDeps): Promise<Fast
   installBodyParsing(app)
   installValidation(app)
   installErrorHandling(app, authenticator)
-  installRateLimits(app, new RateLimiter(deps.db, options.rateLimit ?? DEFAULT_RATE_LIMIT, now), metrics)
+  const api = options.api !== false
+  if (api) installRateLimits(app, new RateLimiter(deps.db, options.rateLimit ?? DEFAULT_RATE_LIMIT, now), metrics)
   app.addHook('onResponse', (request, reply, done) => {
     metrics.httpRequests.observe(
       { method: request.method, route: request.routeOptions.url ?? 'unmatched', status_code: String(reply.statusCode) },
@@ -136,6 +143,40 @@ export async function buildApp(options: AppOptions, deps: AppDeps): Promise<Fast
     void sendError(request, reply, 'service_unavailable', 'The service is shutting down: send the request again, with the same Idempotency-Key, in a moment.')
   })
 
+  // Registered first, so that it documents every route after it.
+  if (api) await installDocumentation(app)
+  healthRoutes(app, { db: deps.db })
+  metricsRoutes(app, { metrics, authenticator })
+  if (!api) return app
+
+  const { lifecycle } = services
+  accountRoutes(app, { ops: services.admin, authenticator })
+  triggerRoutes(app, { db: deps.db, authenticator, acceptance: services.acceptance })
+  taskRoutes(app, { db: deps.db, authenticator, lifecycle })
+  campaignPauseRoutes(app, { authenticator, pauses: services.pauses })
+  webhookRoutes(app, { ops: services.webhooks, authenticator })
+  suppressionRoutes(app, { ops: services.suppressions, authenticator })
+  contactRoutes(app, { ops: services.erasure, authenticator })
+  twilioRoutes(app, { db: deps.db, twilio: deps.channels.twilio, lifecycle, now })
+  await app.register(whatsappRoutes, { db: deps.db, channels: deps.channels, lifecycle })
+  adminRoutes(app, { ops: services.admin, authenticator, campaigns: services.campaigns, pauses: services.pauses, sources: services.sources })
+  await consoleRoutes(app)
+
+  return app
+}
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    /**
+     * The workers, built unless `workers` is false (an API-only process) but
+     * not started by buildApp: `serve` starts them; tests drive them round by round.
+     */
+    workers: Workers | undefined
+  }
+}
+
+/** The OpenAPI document at /openapi.json and a readable reference at /docs. */
+async function installDocumentation(app: FastifyInstance) {
   await app.register(swagger, {
     openapi: {
       openapi: '3.1.0',
@@ -154,34 +195,7 @@ export async function buildApp(options: AppOptions, deps: AppDeps): Promise<Fast
     },
   })
   await app.register(swaggerUi, { routePrefix: '/docs' })
-
-  const { lifecycle } = services
-  healthRoutes(app, { db: deps.db })
-  accountRoutes(app, { ops: services.admin, authenticator })
-  triggerRoutes(app, { db: deps.db, authenticator, acceptance: services.acceptance })
-  taskRoutes(app, { db: deps.db, authenticator, lifecycle })
-  campaignPauseRoutes(app, { authenticator, pauses: services.pauses })
-  webhookRoutes(app, { ops: services.webhooks, authenticator })
-  metricsRoutes(app, { metrics, authenticator })
-  suppressionRoutes(app, { ops: services.suppressions, authenticator })
-  contactRoutes(app, { ops: services.erasure, authenticator })
-  twilioRoutes(app, { db: deps.db, twilio: deps.channels.twilio, lifecycle, now })
-  await app.register(whatsappRoutes, { db: deps.db, channels: deps.channels, lifecycle })
-  adminRoutes(app, { ops: services.admin, authenticator, campaigns: services.campaigns, pauses: services.pauses, sources: services.sources })
-  await consoleRoutes(app)
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger())
-
-  return app
-}
-
-declare module 'fastify' {
-  interface FastifyInstance {
-    /**
-     * The workers, built unless `workers` is false (an API-only process) but
-     * not started by buildApp: `serve` starts them; tests drive them round by round.
-     */
-    workers: Workers | undefined
-  }
 }
 
 /**

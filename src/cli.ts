@@ -26,7 +26,7 @@ import { validate } from './validation/model.ts'
 const USAGE = `usage: cli <command> [options]
 
   serve [--no-workers]                    run the HTTP API and the dispatcher (--no-workers: the API alone)
-  worker                                  run the dispatcher alone
+  worker                                  run the dispatcher and the deliverer alone (/metrics, /healthz, /readyz on METRICS_PORT)
   migrate                                 apply database migrations and exit
   org create --name NAME
   org rate-limit --org ORG_ID (--per-second N --burst N | --default)
@@ -47,8 +47,8 @@ const USAGE = `usage: cli <command> [options]
 SETTINGS, as on the admin API: [--name NAME] [--context JSON] [--schedule JSON] [--attempts JSON]
   [--provider simulator|twilio|whatsapp_cloud] [--provider-config JSON] [--max-concurrent N]
 
-Configuration comes from the environment: PORT, HOST, DATABASE_URL, DATA_DIR, OPERATOR_TOKEN, LOG_LEVEL,
-PUBLIC_BASE_URL, TWILIO_API_BASE_URL, WHATSAPP_API_BASE_URL, PHONE_HASH_KEY.`
+Configuration comes from the environment: PORT, METRICS_PORT, HOST, DATABASE_URL, DATA_DIR, OPERATOR_TOKEN, PHONE_HASH_KEY,
+LOG_LEVEL, PUBLIC_BASE_URL, TWILIO_API_BASE_URL, WHATSAPP_API_BASE_URL.`
 
 class UsageError extends Error {}
 

@@ -10,6 +10,8 @@ export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' |
 
 export interface Config {
   port: number
+  /** The port a worker process (`cli worker`) serves /metrics, /healthz and /readyz on; `serve` serves them on `port`. */
+  metricsPort: number
   host: string
   /** PostgreSQL connection string; when absent the embedded database in `dataDir` is used. */
   databaseUrl: string | undefined
@@ -39,11 +41,14 @@ const LOG_LEVELS: readonly LogLevel[] = ['fatal', 'error', 'warn', 'info', 'debu
 const MIN_OPERATOR_TOKEN_LENGTH = 24
 /** 32 characters of a random base64 or hex string carry at least 128 bits. */
 export const MIN_PHONE_HASH_KEY_LENGTH = 32
+/** The port Prometheus's exporters for Node.js commonly take. */
+const DEFAULT_METRICS_PORT = 9464
 
 export function loadConfig(env: NodeJS.ProcessEnv): Config {
-  const port = parsePort(env.PORT)
+  const port = parsePort('PORT', env.PORT) ?? 8080
   return {
     port,
+    metricsPort: parsePort('METRICS_PORT', env.METRICS_PORT) ?? DEFAULT_METRICS_PORT,
     host: nonEmpty('HOST', env.HOST) ?? '0.0.0.0',
     databaseUrl: parseDatabaseUrl(env.DATABASE_URL),
     dataDir: parseDataDir(env.DATA_DIR),
@@ -86,12 +91,12 @@ function nonEmpty(name: string, raw: string | undefined): string | undefined {
   return raw.trim()
 }
 
-function parsePort(raw: string | undefined): number {
-  const value = nonEmpty('PORT', raw)
-  if (value === undefined) return 8080
+function parsePort(name: string, raw: string | undefined): number | undefined {
+  const value = nonEmpty(name, raw)
+  if (value === undefined) return undefined
   const port = Number(value)
   if (!/^\d+$/.test(value) || port < 0 || port > 65535) {
-    throw new ConfigError(`PORT must be an integer from 0 to 65535, got ${JSON.stringify(raw)}`)
+    throw new ConfigError(`${name} must be an integer from 0 to 65535, got ${JSON.stringify(raw)}`)
   }
   return port
 }

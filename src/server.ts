@@ -2,39 +2,55 @@
  * Running the service: open the database, apply migrations, build the app,
  * listen (and run the dispatcher, unless this process is API-only), and close
  * in order on SIGTERM/SIGINT so that every accepted trigger is committed and
- * answered before the process exits. `worker` runs the dispatcher alone.
+ * answered before the process exits. `worker` runs the dispatcher alone, and
+ * serves what every process serves its operator: /metrics and the health checks.
  */
-import { ServiceMetrics } from './services/metrics.ts'
 import { chmod, mkdir, readFile, writeFile } from 'node:fs/promises'
+import type { AddressInfo } from 'node:net'
 import path from 'node:path'
 import type { FastifyBaseLogger } from 'fastify'
-import pino from 'pino'
 import { buildApp } from './app.ts'
 import { createChannels } from './channels/index.ts'
 import { type Config, ConfigError } from './config.ts'
 import { generateOperatorToken, generatePhoneHashKey } from './services/credentials.ts'
-import { openDatabase } from './store/database.ts'
-import type { Database } from './store/database.ts'
+import { type Database, openDatabase } from './store/database.ts'
 import { migrate } from './store/migrate.ts'
 import { matchesPhoneHashKey } from './store/phoneHashKey.ts'
-import { createServices } from './services/index.ts'
-import { createWorkers } from './workers/index.ts'
 
 const SHUTDOWN_TIMEOUT_MS = 15_000
 
-export async function serve(config: Config, options: { workers: boolean }): Promise<void> {
+/** The HTTP API, with the workers unless `workers` is false (an API process beside worker processes). */
+export function serve(config: Config, options: { workers: boolean }): Promise<void> {
+  return run(config, { api: true, workers: options.workers, port: config.port })
+}
+
+/** The workers (dispatcher, deliverer) without the HTTP API, for worker processes beside API-only ones on one PostgreSQL. */
+export function runWorker(config: Config): Promise<void> {
+  return run(config, { api: false, workers: true, port: config.metricsPort })
+}
+
+async function run(config: Config, options: { api: boolean; workers: boolean; port: number }): Promise<void> {
   if (config.databaseUrl !== undefined && config.operatorToken === undefined) {
     // Processes sharing a database must share the token; one kept in a local data directory would differ.
     throw new ConfigError('OPERATOR_TOKEN must be set when DATABASE_URL is (at least 24 characters)')
   }
-  requireSharedPhoneHashKey(config)
+  if (config.databaseUrl !== undefined && config.phoneHashKey === undefined) {
+    throw new ConfigError('PHONE_HASH_KEY must be set when DATABASE_URL is (at least 32 characters), the same in every process')
+  }
   const db = await openDatabase(config)
   await migrate(db)
   const phoneHashKey = await phoneHashKeyFor(config, db)
   const operatorToken = config.operatorToken ?? (await operatorTokenFromDataDir(config.dataDir))
   const channels = createChannels(config, (name) => process.env[name])
   const app = await buildApp(
-    { operatorToken, phoneHashKey, logLevel: config.logLevel, allowPrivateWebhookUrls: config.allowPrivateWebhookUrls, workers: options.workers },
+    {
+      operatorToken,
+      phoneHashKey,
+      logLevel: config.logLevel,
+      allowPrivateWebhookUrls: config.allowPrivateWebhookUrls,
+      workers: options.workers,
+      api: options.api,
+    },
     { db, channels },
   )
 
@@ -43,37 +59,11 @@ export async function serve(config: Config, options: { workers: boolean }): Prom
     await db.close()
   })
 
-  await app.listen({ port: config.port, host: config.host })
+  await app.listen({ port: options.port, host: config.host })
   await app.workers?.start()
-  app.log.info({ database: db.kind, dataDir: db.kind === 'pglite' ? config.dataDir : undefined, workers: options.workers }, 'ready')
-}
-
-/** The workers (dispatcher, deliverer) without the HTTP API, for worker processes beside API-only ones on one PostgreSQL. */
-export async function runWorker(config: Config): Promise<void> {
-  requireSharedPhoneHashKey(config)
-  const db = await openDatabase(config)
-  await migrate(db)
-  const phoneHashKey = await phoneHashKeyFor(config, db)
-  const log = pino({ level: config.logLevel })
-  const services = createServices({
-    // Counted, and not yet served: a worker process listens on no port.
-    metrics: new ServiceMetrics(db, Date.now),
-    db,
-    channels: createChannels(config, (name) => process.env[name]),
-    now: Date.now,
-    log,
-    operatorToken: undefined,
-    phoneHashKey,
-    allowPrivateWebhookUrls: config.allowPrivateWebhookUrls,
-  })
-  const workers = createWorkers(services, log)
-  onSignal(log, async () => {
-    await workers.stop()
-    await services.drained()
-    await db.close()
-  })
-  await workers.start()
-  log.info({ database: db.kind }, 'worker ready')
+  if (options.api) app.log.info({ database: db.kind, dataDir: db.kind === 'pglite' ? config.dataDir : undefined, workers: options.workers }, 'ready')
+  // The port it listens on, which the system chose when METRICS_PORT is 0.
+  else app.log.info({ database: db.kind, metricsPort: (app.server.address() as AddressInfo).port }, 'worker ready')
 }
 
 /**
@@ -111,13 +101,6 @@ function onSignal(log: FastifyBaseLogger, drain: () => Promise<void>) {
   }
   process.on('SIGTERM', stop)
   process.on('SIGINT', stop)
-}
-
-/** Processes sharing a PostgreSQL must share the key, which a local data directory would not. */
-function requireSharedPhoneHashKey(config: Config): void {
-  if (config.databaseUrl !== undefined && config.phoneHashKey === undefined) {
-    throw new ConfigError('PHONE_HASH_KEY must be set when DATABASE_URL is (at least 32 characters), the same in every process')
-  }
 }
 
 /**

@@ -7,6 +7,7 @@ import { ConfigError, loadConfig } from '../src/config.ts'
 test('defaults', () => {
   assert.deepEqual(loadConfig({}), {
     port: 8080,
+    metricsPort: 9464,
     host: '0.0.0.0',
     databaseUrl: undefined,
     dataDir: path.resolve('./data'),
@@ -23,6 +24,7 @@ test('defaults', () => {
 test('reads every variable', () => {
   const config = loadConfig({
     PORT: '9000',
+    METRICS_PORT: '9100',
     HOST: '127.0.0.1',
     DATABASE_URL: 'postgresql://app@db:5432/triggers',
     DATA_DIR: 'memory://',
@@ -36,6 +38,7 @@ test('reads every variable', () => {
   })
   assert.deepEqual(config, {
     port: 9000,
+    metricsPort: 9100,
     host: '127.0.0.1',
     databaseUrl: 'postgresql://app@db:5432/triggers',
     dataDir: 'memory://',
@@ -53,6 +56,7 @@ for (const [env, pattern] of [
   [{ PORT: 'eighty' }, /^PORT must be an integer from 0 to 65535, got "eighty"$/],
   [{ PORT: '70000' }, /^PORT must be/],
   [{ PORT: '' }, /^PORT is set but empty/],
+  [{ METRICS_PORT: '-1' }, /^METRICS_PORT must be an integer from 0 to 65535, got "-1"$/],
   [{ DATABASE_URL: 'mysql://x@y/z' }, /^DATABASE_URL must start with postgres:\/\/ or postgresql:\/\//],
   [{ DATABASE_URL: 'not a url' }, /^DATABASE_URL is not a URL/],
   [{ OPERATOR_TOKEN: 'short' }, /^OPERATOR_TOKEN must be at least 24 characters long$/],

@@ -9,6 +9,7 @@ import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { after, before, test } from 'node:test'
 import { openDatabase } from '../src/store/database.ts'
+import { parsePrometheusText, sampleValue } from './support/prometheus.ts'
 import { startReceiver } from './support/receiver.ts'
 import { matchesPhoneHashKey } from '../src/store/phoneHashKey.ts'
 import { freePort, freshDatabase, onPostgres, PHONE_HASH_KEY, type TestDatabase } from './support/service.ts'
@@ -36,11 +37,12 @@ function runCli(args: string[], extra: Record<string, string | undefined> = {}) 
   })
 }
 
-async function startServer(extra: Record<string, string> = {}) {
+/** `serve` (or a `worker`, which listens on METRICS_PORT), once its /healthz answers. */
+async function startServer(extra: Record<string, string> = {}, command: 'serve' | 'worker' = 'serve') {
   const port = await freePort()
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'serve'], {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli.ts', command], {
     cwd: ROOT,
-    env: environment({ PORT: String(port), HOST: '127.0.0.1', ...extra }),
+    env: environment({ PORT: String(port), METRICS_PORT: String(port), HOST: '127.0.0.1', ...extra }),
   })
   let stdout = ''
   child.stdout.on('data', (chunk) => (stdout += chunk))
@@ -113,7 +115,7 @@ test('with DATABASE_URL, serve and worker need PHONE_HASH_KEY, and the one the d
   if (!onPostgres) return
   // The database keeps the fingerprint of the first key it was used with.
   assert.equal(await matchesPhoneHashKey(database!.db, Buffer.from(PHONE_HASH_KEY), Date.now()), true)
-  const other = await runCli(['worker'], { PHONE_HASH_KEY: 'another-phone-hash-key-0123456789abcdef' })
+  const other = await runCli(['worker'], { OPERATOR_TOKEN: unreachable.OPERATOR_TOKEN, PHONE_HASH_KEY: 'another-phone-hash-key-0123456789abcdef', METRICS_PORT: '0' })
   assert.equal(other.code, 1)
   assert.equal(
     other.stderr,
@@ -243,6 +245,34 @@ test('serve runs the dispatcher: a test-mode trigger on an always-open simulator
     t.diagnostic(`trigger to call started: ${startedAfter} ms; to task.completed: ${Math.round(elapsed)} ms`)
   } finally {
     await server.stop()
+  }
+})
+
+test('a worker process serves /metrics to the operator and its health checks on METRICS_PORT, and no API', async () => {
+  const token = 'worker-operator-token-0123456789'
+  const worker = await startServer({ OPERATOR_TOKEN: token }, 'worker')
+  try {
+    assert.equal((await fetch(`${worker.base}/readyz`)).status, 200)
+    assert.equal((await fetch(`${worker.base}/metrics`)).status, 401)
+    const response = await fetch(`${worker.base}/metrics`, { headers: { authorization: `Bearer ${token}` } })
+    assert.equal(response.status, 200)
+    const families = parsePrometheusText(await response.text())
+    for (const family of [
+      'task_dispatch_lag_seconds',
+      'tasks_completed_total',
+      'interactions_finalized_total',
+      'provider_errors_total',
+      'webhook_delivery_attempt_duration_seconds',
+      'tasks_pending',
+      'process_cpu_seconds_total',
+    ]) {
+      assert.ok(families.has(family), family)
+    }
+    assert.equal(sampleValue(families, 'http_request_duration_seconds', 'http_request_duration_seconds_count', { route: '/metrics', status_code: '401' }), 1)
+    assert.equal((await fetch(`${worker.base}/api/v2/tasks`)).status, 404)
+    assert.equal((await fetch(`${worker.base}/openapi.json`)).status, 404)
+  } finally {
+    assert.equal(await worker.stop(), 0)
   }
 })
 

@@ -9,7 +9,8 @@ import { after, before, describe, test } from 'node:test'
 import { createChannels } from '../src/channels/index.ts'
 import { type FakeTwilio, startFakeTwilio } from './fakes/twilio.ts'
 import { type FakeWhatsAppCloud, startFakeWhatsAppCloud } from './fakes/whatsappCloud.ts'
-import { bearer, freePort, json, OPERATOR_TOKEN, seedOrganization, startService, taskOf, type TestService } from './support/service.ts'
+import { sampleValue } from './support/prometheus.ts'
+import { bearer, freePort, json, OPERATOR_TOKEN, scrapeMetrics, seedOrganization, startService, taskOf, type TestService } from './support/service.ts'
 
 const ACCOUNT_SID = `AC${'0123456789abcdef'.repeat(2)}`
 const SECRETS: Record<string, string> = {
@@ -119,6 +120,17 @@ const postSigned = (body: string) =>
     body,
   })
 
+/** What /metrics has counted so far of tasks completed, interactions finalized and provider errors, by their labels. */
+async function counted() {
+  const families = await scrapeMetrics(service.app)
+  return {
+    tasks: (channel: string, outcome: string) => sampleValue(families, 'tasks_completed_total', 'tasks_completed_total', { channel, outcome }) ?? 0,
+    interactions: (provider: string, outcome: string) =>
+      sampleValue(families, 'interactions_finalized_total', 'interactions_finalized_total', { provider, outcome }) ?? 0,
+    providerErrors: (provider: string, kind: string) => sampleValue(families, 'provider_errors_total', 'provider_errors_total', { provider, kind }) ?? 0,
+  }
+}
+
 const callsTo = (interactionId: string) =>
   twilio.requests.filter((request) => request.method === 'POST' && String(request.form.get('StatusCallback')).includes(interactionId))
 
@@ -188,11 +200,16 @@ describe('twilio voice', () => {
     const routingKey = await twilioCampaign()
     const created = await trigger(routingKey)
     twilio.failNext({ status: 400, code: 21211, message: "The 'To' number is not a valid phone number." })
+    const before = await counted()
     await service.app.workers!.dispatcher.runOnce()
     const state = await task(created.task_id)
     assert.equal(state.status, 'completed')
     assert.equal(state.outcome, 'failed')
     assert.equal(state.interactions[0].outcome, 'failed')
+    const after = await counted()
+    assert.equal(after.providerErrors('twilio', 'refused') - before.providerErrors('twilio', 'refused'), 1)
+    assert.equal(after.interactions('twilio', 'failed') - before.interactions('twilio', 'failed'), 1)
+    assert.equal(after.tasks('voice', 'failed') - before.tasks('voice', 'failed'), 1)
   })
 
   test("a start whose answer is lost waits for Twilio's word: its callback settles the attempt, never a second dial", async () => {
@@ -310,12 +327,16 @@ describe('whatsapp cloud', () => {
     await service.app.workers!.dispatcher.runOnce()
     const wamid = (await providerRefOf((await task(created.task_id)).interactions[0].id))!
     const body = notification({ from: '442079460100', id: `wamid.reply-${wamid}`, timestamp: String(Math.floor(now / 1000)), type: 'text', text: { body: 'yes' }, context: { from: '1', id: wamid } })
+    const before = await counted()
     assert.equal((await postSigned(body)).status, 200)
     assert.equal((await postSigned(body)).status, 200)
     const done = await task(created.task_id)
     assert.equal(done.outcome, 'reached')
     assert.equal(done.interactions.length, 1)
     assert.equal((await eventsOf(created.task_id)).length, 2)
+    const after = await counted()
+    assert.equal(after.interactions('whatsapp_cloud', 'replied') - before.interactions('whatsapp_cloud', 'replied'), 1)
+    assert.equal(after.tasks('whatsapp', 'reached') - before.tasks('whatsapp', 'reached'), 1)
   })
 
   test('a reply after the conversation was settled still reaches the task, as an inbound interaction', async () => {
@@ -326,9 +347,14 @@ describe('whatsapp cloud', () => {
     try {
       await service.app.workers!.dispatcher.runOnce()
       assert.equal((await task(created.task_id)).status, 'pending')
+      const before = await counted()
       assert.equal(await whatsapp.sendReply({ from: '442079460200', text: 'sorry, only saw it now' }), 200)
       const done = await task(created.task_id)
       assert.equal(done.outcome, 'reached')
+      // The inbound interaction and the task it completed, counted as they commit.
+      const after = await counted()
+      assert.equal(after.interactions('whatsapp_cloud', 'replied') - before.interactions('whatsapp_cloud', 'replied'), 1)
+      assert.equal(after.tasks('whatsapp', 'reached') - before.tasks('whatsapp', 'reached'), 1)
       assert.deepEqual(
         done.interactions.map((interaction: any) => [interaction.direction, interaction.outcome]),
         [

@@ -3,6 +3,7 @@
  * (`cli worker`) share the due tasks, each attempt is started exactly once on
  * the provider, and a worker killed while it dials causes no second dial.
  * The provider is the local Twilio fake, which counts every call created.
+ * Each worker serves its own /metrics, which together count every start once.
  */
 import assert from 'node:assert/strict'
 import { type ChildProcess, spawn } from 'node:child_process'
@@ -11,6 +12,7 @@ import { createInterface } from 'node:readline'
 import { after, afterEach, before, describe, test } from 'node:test'
 import { createChannels } from '../src/channels/index.ts'
 import { type FakeTwilio, startFakeTwilio } from './fakes/twilio.ts'
+import { parsePrometheusText, sampleValue } from './support/prometheus.ts'
 import { bearer, freePort, json, onPostgres, OPERATOR_TOKEN, PHONE_HASH_KEY, seedOrganization, startService, type TestService } from './support/service.ts'
 
 const ROOT = path.resolve(import.meta.dirname, '..')
@@ -47,14 +49,19 @@ describe('worker processes on one PostgreSQL', { skip: onPostgres ? false : 'nee
     await twilio.close()
   })
 
-  /** A worker process, once it listens for wake-ups and dispatches; its lines at warn and above go to standard error. */
-  async function startWorker(): Promise<ChildProcess> {
+  /**
+   * A worker process, once it listens for wake-ups and dispatches, with where it serves /metrics (on a port
+   * the system chose); its lines at warn and above go to standard error.
+   */
+  async function startWorker(): Promise<{ child: ChildProcess; metricsUrl: string }> {
     const worker = spawn(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'worker'], {
       cwd: ROOT,
       env: {
         PATH: process.env.PATH,
         DATABASE_URL: service.databaseUrl,
         PHONE_HASH_KEY,
+        OPERATOR_TOKEN,
+        METRICS_PORT: '0',
         LOG_LEVEL: 'info',
         PUBLIC_BASE_URL: baseUrl,
         TWILIO_API_BASE_URL: twilio.url,
@@ -64,14 +71,21 @@ describe('worker processes on one PostgreSQL', { skip: onPostgres ? false : 'nee
     })
     workers.push(worker)
     const lines = createInterface({ input: worker.stdout! })
-    await new Promise<void>((resolve, reject) => {
+    const metricsPort = await new Promise<number>((resolve, reject) => {
       worker.once('exit', (code) => reject(new Error(`the worker exited (${code}) before it was ready`)))
       lines.on('line', (line) => {
-        if (line.includes('"msg":"worker ready"')) resolve()
+        if (line.includes('"msg":"worker ready"')) resolve(JSON.parse(line).metricsPort)
         else if (/"level":([4-6]0)/.test(line)) process.stderr.write(`${line}\n`)
       })
     })
-    return worker
+    return { child: worker, metricsUrl: `http://127.0.0.1:${metricsPort}/metrics` }
+  }
+
+  /** How many attempts a worker's /metrics says it started. */
+  async function attemptsStartedBy(worker: { metricsUrl: string }): Promise<number> {
+    const response = await fetch(worker.metricsUrl, { headers: bearer(OPERATOR_TOKEN) })
+    assert.equal(response.status, 200)
+    return sampleValue(parsePrometheusText(await response.text()), 'task_dispatch_lag_seconds', 'task_dispatch_lag_seconds_count') ?? 0
   }
 
   async function campaign(routingKey: string): Promise<void> {
@@ -115,7 +129,7 @@ describe('worker processes on one PostgreSQL', { skip: onPostgres ? false : 'nee
   test(`two workers start each of ${TASKS} due tasks exactly once`, async (t) => {
     await campaign('many')
     // Both are up before any task is due: the first one up could otherwise start them all before the other is.
-    await Promise.all([startWorker(), startWorker()])
+    const pair = await Promise.all([startWorker(), startWorker()])
     const before = createdCalls().length
     const started = Date.now()
     const taskIds: string[] = []
@@ -149,6 +163,11 @@ describe('worker processes on one PostgreSQL', { skip: onPostgres ? false : 'nee
       [taskIds],
     )
     assert.equal(byWorker.length, 2, 'both workers started calls')
+    // Each worker's /metrics counts its own starts, which Prometheus sums; the operator token guards it as on the API.
+    const startsCounted = await Promise.all(pair.map(attemptsStartedBy))
+    assert.deepEqual(startsCounted.toSorted(), byWorker.map((row) => row.n).toSorted())
+    assert.equal((await fetch(pair[0]!.metricsUrl)).status, 401)
+    assert.equal((await fetch(pair[0]!.metricsUrl, { headers: bearer(org.key) })).status, 403)
     t.diagnostic(`${TASKS} tasks triggered and dialled in ${seconds.toFixed(1)} s: ${byWorker.map((row) => row.n).join(' + ')} by the two workers`)
   })
 
@@ -159,8 +178,8 @@ describe('worker processes on one PostgreSQL', { skip: onPostgres ? false : 'nee
     const before = createdCalls().length
     const [doomed, survivor] = await Promise.all([startWorker(), startWorker()])
     await until(async () => createdCalls().length - before >= 50, 60_000, 'the first calls')
-    doomed.kill('SIGKILL')
-    await new Promise((resolve) => doomed.once('exit', resolve))
+    doomed.child.kill('SIGKILL')
+    await new Promise((resolve) => doomed.child.once('exit', resolve))
     // The survivor takes every task the dead worker had not started: the dead one holds nothing.
     const settledDown = async () => {
       const [row] = await service.db.query<{ n: number }>(`SELECT count(*)::int AS n FROM tasks WHERE id = ANY($1::text[]) AND status = 'pending'`, [taskIds])
@@ -214,8 +233,8 @@ describe('worker processes on one PostgreSQL', { skip: onPostgres ? false : 'nee
     const before = createdCalls().length
     const worker = await startWorker()
     await until(async () => createdCalls().length > before, 30_000, 'the call to be created')
-    worker.kill('SIGKILL')
-    await new Promise((resolve) => worker.once('exit', resolve))
+    worker.child.kill('SIGKILL')
+    await new Promise((resolve) => worker.child.once('exit', resolve))
     const [call] = createdCalls().slice(before)
     const interactionId = interactionOf(call!)!
 

@@ -4,6 +4,7 @@
  * that the contract lives in one place and in the types.
  */
 import { type Channel, type Direction, type ExternalId, type InteractionOutcome, type SentEventType, type TaskOutcome, TEST_EVENT_TYPE } from './types.ts'
+import type { Provider } from './campaignSettings.ts'
 import { newId } from './ids.ts'
 
 /** An event exactly as it is sent: the webhook body. */
@@ -29,6 +30,12 @@ export interface CompletedTask {
   testMode: boolean
   ids: ExternalId[]
   campaign: { routingKey: string; channel: Channel }
+}
+
+/** A task completed, with the outcome it completed with. */
+export interface TaskCompletion {
+  task: CompletedTask
+  outcome: TaskOutcome
 }
 
 export function taskCompletedEvent(task: CompletedTask, outcome: TaskOutcome, now: number): OutboxEvent {
@@ -63,6 +70,8 @@ export interface FinalizedInteraction {
   triggerId: string | null
   routingKey: string
   channel: Channel
+  /** Not in the event; counted by it (services/metrics.ts). */
+  provider: Provider
   direction: Direction
   attempt: number | null
   outcome: InteractionOutcome

@@ -34,14 +34,13 @@ const MAX_CACHED_KEYS = 10_000
 
 export class Authenticator {
   readonly #db: Database
-  /** Undefined in a process that serves no HTTP (a worker): no token is the operator's there. */
-  readonly #operatorTokenHash: Buffer | undefined
+  readonly #operatorTokenHash: Buffer
   /** Keys by prefix, oldest first. */
   readonly #keys = new Map<string, CachedKey>()
 
-  constructor(db: Database, operatorToken: string | undefined) {
+  constructor(db: Database, operatorToken: string) {
     this.#db = db
-    this.#operatorTokenHash = operatorToken === undefined ? undefined : hashSecret(operatorToken)
+    this.#operatorTokenHash = hashSecret(operatorToken)
   }
 
   /** The principal behind an `Authorization` header, or undefined when it names none. */
@@ -49,7 +48,7 @@ export class Authenticator {
     const token = bearerToken(authorization)
     if (token === undefined) return undefined
     const presentedHash = hashSecret(token)
-    if (this.#operatorTokenHash !== undefined && sameHash(presentedHash, this.#operatorTokenHash)) return { kind: 'operator' }
+    if (sameHash(presentedHash, this.#operatorTokenHash)) return { kind: 'operator' }
     const prefix = apiKeyPrefix(token)
     if (prefix === undefined) return undefined
     const key = this.#keys.get(prefix) ?? (await this.#load(prefix))

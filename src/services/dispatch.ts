@@ -116,9 +116,9 @@ export class Dispatch {
    */
   async dispatchDue(worker: string, limit: number, skipCampaigns: readonly string[]): Promise<DispatchedBatch> {
     const full = new Set<string>()
-    const { taken, begun, now, wroteEvents } = await this.#db.transaction(async (tx) => {
+    const { taken, begun, now, completed } = await this.#db.transaction(async (tx) => {
       const due = await lockDueTasks(tx, this.#phoneHashKey, this.#now(), limit, skipCampaigns)
-      if (due.length === 0) return { taken: 0, begun: [], now: 0, wroteEvents: false }
+      if (due.length === 0) return { taken: 0, begun: [], now: 0, completed: [] }
       const limited = [...new Set(due.filter((task) => task.campaign.maxConcurrent !== null).map((task) => task.campaign.id))]
       const running = await lockCampaignsCountingRunning(tx, limited)
       // Decided at the moment the attempts are recorded: a wait for the
@@ -141,16 +141,17 @@ export class Dispatch {
       for (const { task } of attempts) if (!begunAttempts.has(task.id)) completions.push({ task, outcome: 'opted_out' })
       await postponeTasks(tx, postponements, now)
       const events: OrganizationEvent[] = []
-      await completeAndReport(tx, completions, now, events)
+      const completed = await completeAndReport(tx, completions, now, events)
       await insertEvents(tx, events)
       const begun = attempts.filter(({ task }) => begunAttempts.has(task.id)).map((attempt) => ({ ...attempt, attempt: begunAttempts.get(attempt.task.id)! }))
       this.#log.debug(
         { taken: due.length, started: begun.length, postponed: postponements.length, completed: completions.length, campaigns_full: full.size },
         'dispatched a batch of due tasks',
       )
-      return { taken: due.length, begun, now, wroteEvents: events.length > 0 }
+      return { taken: due.length, begun, now, completed }
     })
-    if (wroteEvents) this.#wake.deliveries()
+    this.#metrics.countCommitted({ tasks: completed })
+    if (completed.length > 0) this.#wake.deliveries()
     for (const { task } of begun) this.#metrics.attemptsStarted.observe({ channel: task.campaign.channel }, Math.max(0, now - task.dueAt) / 1000)
     const starts = Promise.all(begun.map((attempt) => this.#start(attempt.task, attempt.interactionId, attempt.attempt, now))).then(() => {})
     return { taken, started: begun.length, full, starts }
@@ -222,8 +223,9 @@ export class Dispatch {
   async expirePaused(limit: number): Promise<number> {
     const now = this.#now()
     const expired = await this.#db.transaction(async (tx) => completeAllAs(tx, await lockExpiredTasksOfPausedCampaigns(tx, now, limit), 'expired', now))
-    if (expired > 0) this.#wake.deliveries()
-    return expired
+    this.#metrics.countCommitted({ tasks: expired })
+    if (expired.length > 0) this.#wake.deliveries()
+    return expired.length
   }
 
   /** Settles up to `limit` interactions that had no final word by their settle time. */

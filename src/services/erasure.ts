@@ -14,6 +14,7 @@ import { eraseSuppressedPhones, phoneDigest } from '../store/suppressions.ts'
 import { lockTasks } from '../store/tasks.ts'
 import { audited } from './auditTrail.ts'
 import { completeAllAs } from './settlement.ts'
+import type { ServiceMetrics } from './metrics.ts'
 import type { Wake } from './wake.ts'
 
 export interface ErasureOperations {
@@ -21,6 +22,7 @@ export interface ErasureOperations {
   now: () => number
   phoneHashKey: Buffer
   wake: Wake
+  metrics: ServiceMetrics
 }
 
 /** What an erasure found and did. */
@@ -40,16 +42,16 @@ export interface ErasureReport {
 
 export async function erasePerson(ops: ErasureOperations, actor: Actor, orgId: string, person: Person): Promise<ErasureReport> {
   const now = ops.now()
-  const report = await audited(ops, actor, async (tx) => {
+  const { report, cancelled } = await audited(ops, actor, async (tx) => {
     const records = await findPersonRecords(tx, orgId, person)
     const open = [...(await lockTasks(tx, records.taskIds, orgId)).values()].filter((task) => task.status !== 'completed')
     const cancelled = await completeAllAs(tx, open, 'cancelled', now)
     const erased = await erasePersonRecords(tx, orgId, records)
     const suppressions = await eraseSuppressedPhones(tx, ops.phoneHashKey, orgId, records.phones)
     await eraseAuditedPhones(tx, ops.phoneHashKey, orgId, records.phones)
-    const result: ErasureReport = {
+    const report: ErasureReport = {
       tasks: records.taskIds.length,
-      cancelled,
+      cancelled: cancelled.length,
       contacts: erased.contacts,
       interactions: erased.interactions,
       suppressions,
@@ -57,9 +59,10 @@ export async function erasePerson(ops: ErasureOperations, actor: Actor, orgId: s
     }
     // Asked by number, the log keeps its digest: the number itself is what was erased.
     const target = 'id' in person ? `${person.id.source}/${person.id.type}/${person.id.value}` : await phoneDigest(tx, ops.phoneHashKey, person.phone)
-    const { erasedAt: _, ...counts } = result
-    return { result, audit: { orgId, action: 'contact.erased', target, details: { by: 'id' in person ? 'id' : 'phone', ...counts } } }
+    const { erasedAt: _, ...counts } = report
+    return { result: { report, cancelled }, audit: { orgId, action: 'contact.erased', target, details: { by: 'id' in person ? 'id' : 'phone', ...counts } } }
   })
-  if (report.cancelled > 0) ops.wake.deliveries()
+  ops.metrics.countCommitted({ tasks: cancelled })
+  if (cancelled.length > 0) ops.wake.deliveries()
   return report
 }

@@ -34,8 +34,7 @@ export interface ServiceDeps {
   /** Milliseconds since the epoch; injected so that tests control time. */
   now: () => number
   log: FastifyBaseLogger
-  /** Undefined in a process that serves no HTTP (a worker). */
-  operatorToken: string | undefined
+  operatorToken: string
   /** The key of the digest an erased suppression keeps of its number. */
   phoneHashKey: Buffer
   /** Webhook endpoints may be private or plain-http addresses (local development, tests). */
@@ -91,7 +90,7 @@ export function createServices(deps: ServiceDeps): Services {
   const intake = new TriggerIntake(db, now, wake, deps.metrics)
   const acceptance = new TriggerAcceptance({ db, authenticator, campaigns, sources, intake, now, metrics: deps.metrics })
   const settlement = new Settlement({ db, now, wake, metrics: deps.metrics })
-  const lifecycle = new TaskLifecycle({ db, channels: channels.registry, settlement, wake, now })
+  const lifecycle = new TaskLifecycle({ db, channels: channels.registry, settlement, wake, now, metrics: deps.metrics })
   const dispatch = new Dispatch({ db, channels: channels.registry, settlement, wake, now, log: deps.log, metrics: deps.metrics, phoneHashKey: deps.phoneHashKey })
   return {
     db,
@@ -111,7 +110,7 @@ export function createServices(deps: ServiceDeps): Services {
     admin: { db, now, channels: channels.registry },
     webhooks: { db, now, allowPrivateWebhookUrls: deps.allowPrivateWebhookUrls, onRedeliver: () => wake.deliveries() },
     suppressions: { db, now, phoneHashKey: deps.phoneHashKey },
-    erasure: { db, now, phoneHashKey: deps.phoneHashKey, wake },
+    erasure: { db, now, phoneHashKey: deps.phoneHashKey, wake, metrics: deps.metrics },
     retention: new RetentionSweep({ db, now }),
     async drained() {
       await intake.drained()

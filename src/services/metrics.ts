@@ -10,6 +10,7 @@
  * tests build many apps in one process, and each must count its own.
  */
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client'
+import type { FinalizedInteraction, TaskCompletion } from '../domain/events.ts'
 import type { Database } from '../store/database.ts'
 import { disabledEndpointCount } from '../store/webhookEndpoints.ts'
 import { queueDepths } from '../store/queues.ts'
@@ -61,6 +62,20 @@ export class ServiceMetrics {
     registers: [this.registry],
   })
 
+  readonly #tasksCompleted = new Counter({
+    name: 'tasks_completed_total',
+    help: 'Tasks this process completed, by channel and outcome (reached, unreachable, failed, cancelled, expired, opted_out).',
+    labelNames: ['channel', 'outcome'] as const,
+    registers: [this.registry],
+  })
+
+  readonly #interactionsFinalized = new Counter({
+    name: 'interactions_finalized_total',
+    help: 'Interactions this process finalized (outbound attempts and inbound messages), by provider, channel and outcome.',
+    labelNames: ['provider', 'channel', 'outcome'] as const,
+    registers: [this.registry],
+  })
+
   readonly rateLimited = new Counter({
     name: 'rate_limited_requests_total',
     help: 'Requests to /api/v2 refused with 429 by their organization\'s rate limit.',
@@ -78,6 +93,7 @@ export class ServiceMetrics {
   readonly #queueGauges = {
     tasksPending: this.#gauge('tasks_pending', 'Tasks waiting for their next attempt, due or not.'),
     tasksDue: this.#gauge('tasks_due', 'Pending tasks whose time has come.'),
+    tasksInProgress: this.#gauge('tasks_in_progress', 'Tasks with an attempt running.'),
     tasksOldestDue: this.#gauge('tasks_oldest_due_age_seconds', 'How long the longest-waiting due task has been due: the dispatchers\' lag.'),
     interactionsRunning: this.#gauge('interactions_running', 'Attempts started and not yet finalized.'),
     deliveriesPending: this.#gauge('webhook_deliveries_pending', 'Webhook deliveries still to be made.'),
@@ -113,6 +129,17 @@ export class ServiceMetrics {
     }
   }
 
+  /**
+   * Counts the tasks a transaction completed and the interactions it
+   * finalized. Called once it has committed, never inside it: a transaction
+   * tried again (a group commit rolled back, then retried item by item) would
+   * count twice.
+   */
+  countCommitted(committed: { tasks?: readonly TaskCompletion[]; interactions?: readonly FinalizedInteraction[] }): void {
+    for (const { task, outcome } of committed.tasks ?? []) this.#tasksCompleted.inc({ channel: task.campaign.channel, outcome })
+    for (const { provider, channel, outcome } of committed.interactions ?? []) this.#interactionsFinalized.inc({ provider, channel, outcome })
+  }
+
   /** The metrics in Prometheus's text format, with the queues read from the database unless read within the interval. */
   async text(): Promise<string> {
     // The interval on the process's own monotonic clock: scrapes come in real time, whatever the service's clock says.
@@ -140,6 +167,7 @@ export class ServiceMetrics {
     const gauges = this.#queueGauges
     gauges.tasksPending.set(depths.tasks.pending)
     gauges.tasksDue.set(depths.tasks.due)
+    gauges.tasksInProgress.set(depths.tasks.inProgress)
     gauges.tasksOldestDue.set(ageS(depths.tasks.oldestDueAt))
     gauges.interactionsRunning.set(depths.interactions.running)
     gauges.deliveriesPending.set(depths.deliveries.pending)

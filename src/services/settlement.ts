@@ -11,7 +11,14 @@
 import type { ServiceMetrics } from './metrics.ts'
 import { stepAfterInteraction } from '../domain/attemptPolicy.ts'
 import type { Provider } from '../domain/campaignSettings.ts'
-import { type CompletedTask, interactionFinalizedEvent, type OrganizationEvent, taskCompletedEvent } from '../domain/events.ts'
+import {
+  type CompletedTask,
+  type FinalizedInteraction,
+  interactionFinalizedEvent,
+  type OrganizationEvent,
+  type TaskCompletion,
+  taskCompletedEvent,
+} from '../domain/events.ts'
 import type { InteractionOutcome, TaskOutcome } from '../domain/types.ts'
 import type { Database, Queryable } from '../store/database.ts'
 import type { ClaimedDelivery } from '../store/deliveries.ts'
@@ -69,6 +76,7 @@ export class Settlement {
   readonly #db: Database
   readonly #now: () => number
   readonly #wake: Wake
+  readonly #metrics: ServiceMetrics
   readonly #committer: GroupCommitter<InteractionEnding, boolean>
   #deliverer: DeliveryHandOffs | undefined
 
@@ -76,6 +84,7 @@ export class Settlement {
     this.#db = deps.db
     this.#now = deps.now
     this.#wake = deps.wake
+    this.#metrics = deps.metrics
     // A batch that the server rolled back (a deadlock with another process, say) is tried again item by item;
     // one whose outcome is unknown (a lost connection) is not.
     this.#committer = new GroupCommitter((endings) => {
@@ -107,13 +116,14 @@ export class Settlement {
     const ended = new Set<string>()
     const reservation = this.#deliverer?.reserve()
     let handedOver: readonly ClaimedDelivery[] = []
-    let settled: { results: boolean[]; written: WrittenDeliveries }
+    let settled: Settled
     try {
       settled = await this.#db.transaction((tx) => this.#settle(tx, endings, ended, reservation?.handOff))
       handedOver = settled.written.claimed
     } finally {
       reservation?.settle(handedOver)
     }
+    this.#metrics.countCommitted(settled)
     if (ended.size > 0) this.#wake.interactionsEnded(ended)
     if (settled.written.due > 0) this.#wake.deliveries()
     return settled.results
@@ -124,7 +134,7 @@ export class Settlement {
     endings: InteractionEnding[],
     endedCampaigns: Set<string>,
     handOff: HandOff | undefined,
-  ): Promise<{ results: boolean[]; written: WrittenDeliveries }> {
+  ): Promise<Settled> {
     const now = this.#now()
     const results = endings.map(() => false)
     // Messages and opt-outs are rare and each needs its own statement; the interactions go together.
@@ -154,6 +164,7 @@ export class Settlement {
     )
     const byId = new Map(finalized.map((each) => [each.interaction.id, each]))
     const events: OrganizationEvent[] = []
+    const interactions: FinalizedInteraction[] = []
     const completions: { task: TaskForUpdate; outcome: TaskOutcome }[] = []
     const retries: { taskId: string; dueAt: number }[] = []
     for (const index of live) {
@@ -163,6 +174,7 @@ export class Settlement {
       const { interaction, task } = ended
       results[index] = true
       endedCampaigns.add(interaction.campaignId)
+      interactions.push(interaction)
       events.push({ orgId: interaction.orgId, event: interactionFinalizedEvent(interaction, now) })
       // Cancelled (or otherwise completed) while the interaction ran: nothing follows. A cancellation
       // that commits from now on is seen by the conditional updates that complete or reschedule the task.
@@ -185,40 +197,47 @@ export class Settlement {
         task.status = 'pending'
       }
     }
-    await completeAndReport(tx, completions, now, events)
+    const tasks = await completeAndReport(tx, completions, now, events)
     await scheduleNextAttempts(tx, retries, now)
-    return { results, written: await insertEvents(tx, events, handOff) }
+    return { results, tasks, interactions, written: await insertEvents(tx, events, handOff) }
   }
+}
+
+/** What one commit of outcomes did: each outcome's result, the tasks it completed and interactions it finalized, the deliveries it wrote. */
+interface Settled {
+  results: boolean[]
+  tasks: TaskCompletion[]
+  interactions: FinalizedInteraction[]
+  written: WrittenDeliveries
 }
 
 /**
  * Completes tasks (those not completed already) and adds each one's
  * task.completed event to `events`, to be written with the rest of the
- * transaction's.
+ * transaction's; returns those it completed.
  */
 export async function completeAndReport(
   tx: Queryable,
-  completions: readonly { task: CompletedTask; outcome: TaskOutcome }[],
+  completions: readonly TaskCompletion[],
   now: number,
   events: OrganizationEvent[],
-): Promise<number> {
+): Promise<TaskCompletion[]> {
   const completed = await completeTasks(
     tx,
     completions.map(({ task, outcome }) => ({ taskId: task.id, outcome })),
     now,
   )
-  for (const { task, outcome } of completions) {
-    if (completed.has(task.id)) events.push({ orgId: task.orgId, event: taskCompletedEvent(task, outcome, now) })
-  }
-  return completed.size
+  const done = completions.filter(({ task }) => completed.has(task.id))
+  for (const { task, outcome } of done) events.push({ orgId: task.orgId, event: taskCompletedEvent(task, outcome, now) })
+  return done
 }
 
 /**
  * Completes tasks the transaction holds, all with one outcome (a client's
- * cancel, an expiry), and writes their task.completed events; returns how
- * many it completed.
+ * cancel, an expiry), and writes their task.completed events; returns those
+ * it completed.
  */
-export async function completeAllAs(tx: Queryable, tasks: readonly CompletedTask[], outcome: TaskOutcome, now: number): Promise<number> {
+export async function completeAllAs(tx: Queryable, tasks: readonly CompletedTask[], outcome: TaskOutcome, now: number): Promise<TaskCompletion[]> {
   const events: OrganizationEvent[] = []
   const completed = await completeAndReport(tx, tasks.map((task) => ({ task, outcome })), now, events)
   await insertEvents(tx, events)

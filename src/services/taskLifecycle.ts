@@ -26,6 +26,7 @@ import {
 } from '../store/interactions.ts'
 import { suppress } from '../store/suppressions.ts'
 import { lockOpenTasksByExternalIds, lockTasks } from '../store/tasks.ts'
+import type { ServiceMetrics } from './metrics.ts'
 import { completeAllAs, completeAndReport, type InteractionEnding, type Settlement } from './settlement.ts'
 import type { Wake } from './wake.ts'
 
@@ -35,13 +36,15 @@ export class TaskLifecycle {
   readonly #settlement: Settlement
   readonly #wake: Wake
   readonly #now: () => number
+  readonly #metrics: ServiceMetrics
 
-  constructor(deps: { db: Database; channels: ChannelRegistry; settlement: Settlement; wake: Wake; now: () => number }) {
+  constructor(deps: { db: Database; channels: ChannelRegistry; settlement: Settlement; wake: Wake; now: () => number; metrics: ServiceMetrics }) {
     this.#db = deps.db
     this.#channels = deps.channels
     this.#settlement = deps.settlement
     this.#wake = deps.wake
     this.#now = deps.now
+    this.#metrics = deps.metrics
   }
 
   /**
@@ -84,8 +87,8 @@ export class TaskLifecycle {
   ): Promise<void> {
     const now = this.#now()
     const interactionId = newId('interaction', now)
-    const wrote = await this.#db.transaction(async (tx) => {
-      if (!(await recordProviderMessage(tx, message.provider, message.id, now))) return false
+    const committed = await this.#db.transaction(async (tx) => {
+      if (!(await recordProviderMessage(tx, message.provider, message.id, now))) return undefined
       const task = taskId === null ? undefined : (await lockTasks(tx, [taskId])).get(taskId)
       await insertInteraction(tx, {
         id: interactionId,
@@ -106,15 +109,17 @@ export class TaskLifecycle {
       const [finalized] = await finalizeInteractions(tx, [
         { id: interactionId, outcome: 'replied', endedAt: message.at, durationS: 0, onlyIfStarting: false, providerRef: null },
       ])
-      const events: OrganizationEvent[] = [{ orgId: campaign.orgId, event: interactionFinalizedEvent(finalized!.interaction, now) }]
+      const { interaction } = finalized!
+      const events: OrganizationEvent[] = [{ orgId: campaign.orgId, event: interactionFinalizedEvent(interaction, now) }]
       if (optOut) await suppress(tx, campaign.orgId, message.from, 'reply', now)
-      if (task !== undefined && task.status !== 'completed') {
-        await completeAndReport(tx, [{ task, outcome: optOut ? 'opted_out' : 'reached' }], now, events)
-      }
+      const open = task !== undefined && task.status !== 'completed'
+      const tasks = open ? await completeAndReport(tx, [{ task, outcome: optOut ? 'opted_out' : 'reached' }], now, events) : []
       await insertEvents(tx, events)
-      return true
+      return { tasks, interactions: [interaction] }
     })
-    if (wrote) this.#wake.deliveries()
+    if (committed === undefined) return
+    this.#metrics.countCommitted(committed)
+    this.#wake.deliveries()
   }
 
   /**
@@ -123,12 +128,13 @@ export class TaskLifecycle {
    * no further.
    */
   async cancel(orgId: string, taskId: string): Promise<void> {
-    await this.#db.transaction(async (tx) => {
+    const cancelled = await this.#db.transaction(async (tx) => {
       const task = (await lockTasks(tx, [taskId], orgId)).get(taskId)
       if (task === undefined) throw new ApiError('not_found', `No task ${taskId} exists.`)
       if (task.status === 'completed') throw new ApiError('conflict', `Task ${taskId} has already completed; it cannot be cancelled.`)
-      await completeAllAs(tx, [task], 'cancelled', this.#now())
+      return completeAllAs(tx, [task], 'cancelled', this.#now())
     })
+    this.#metrics.countCommitted({ tasks: cancelled })
     this.#wake.deliveries()
   }
 
@@ -140,14 +146,14 @@ export class TaskLifecycle {
    */
   async cancelByExternalIds(orgId: string, externalIds: readonly ExternalId[], routingKey?: string): Promise<CancelledTask[]> {
     const now = this.#now()
-    const cancelled = await this.#db.transaction(async (tx) => {
+    const { cancelled, completed } = await this.#db.transaction(async (tx) => {
       if (routingKey !== undefined && (await findCampaignsByRoutingKey(tx, orgId, routingKey)).length === 0) {
         throw new ValidationFailed([valueError(['body', 'campaign'], routingKey, `no campaign has the routing key '${routingKey}'`)])
       }
       const tasks = await lockOpenTasksByExternalIds(tx, orgId, externalIds, routingKey)
-      await completeAllAs(tx, tasks, 'cancelled', now)
-      return tasks
+      return { cancelled: tasks, completed: await completeAllAs(tx, tasks, 'cancelled', now) }
     })
+    this.#metrics.countCommitted({ tasks: completed })
     if (cancelled.length > 0) this.#wake.deliveries()
     const completedAt = new Date(now).toISOString()
     return cancelled.map((task) => ({ id: task.id, triggerId: task.triggerId, campaign: task.campaign, ids: task.ids, completedAt }))

@@ -284,6 +284,7 @@ export async function finalizeInteractions(tx: Queryable, ends: readonly Interac
       to_phone: string
       routing_key: string
       channel: Channel
+      provider: Provider
       direction: Direction
       attempt: number | null
       outcome: InteractionOutcome
@@ -306,7 +307,7 @@ export async function finalizeInteractions(tx: Queryable, ends: readonly Interac
        WHERE i.id = v.id AND i.id = ANY($1::text[])
          AND (i.status || '' = 'starting' OR (i.status || '' = 'active' AND NOT v.only_if_starting))
        RETURNING i.*)
-     SELECT f.id, f.org_id, f.campaign_id, f.to_phone, ic.routing_key, f.channel, f.direction, f.attempt, f.outcome, f.test_mode,
+     SELECT f.id, f.org_id, f.campaign_id, f.to_phone, ic.routing_key, f.channel, f.provider, f.direction, f.attempt, f.outcome, f.test_mode,
             f.started_at, f.ended_at, f.duration_s, ${TASK_FOR_UPDATE_COLUMNS}
      FROM finalized f
      JOIN campaigns ic ON ic.id = f.campaign_id
@@ -335,6 +336,7 @@ export async function finalizeInteractions(tx: Queryable, ends: readonly Interac
         triggerId: task?.triggerId ?? null,
         routingKey: row.routing_key,
         channel: row.channel,
+        provider: row.provider,
         direction: row.direction,
         attempt: row.attempt,
         outcome: row.outcome,

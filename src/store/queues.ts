@@ -1,13 +1,16 @@
 /**
  * How much work waits in each of the service's queues, for the operator: each
  * read from the partial index its workers take work by, so that it costs the
- * size of the queue, never of the history.
+ * size of the queue, never of the history. Completed tasks are history: no
+ * index reads them cheaply, and the services count them as they complete
+ * instead (services/metrics.ts).
  */
 import type { Queryable } from './database.ts'
 import { isoOrNull } from './rows.ts'
 
 export interface QueueDepths {
-  tasks: { pending: number; due: number; oldestDueAt: string | null }
+  /** inProgress: tasks with an attempt running, read through the running interactions. */
+  tasks: { pending: number; due: number; inProgress: number; oldestDueAt: string | null }
   interactions: { running: number; oldestStartedAt: string | null }
   deliveries: { pending: number; retrying: number; due: number; oldestDueAt: string | null }
 }
@@ -17,6 +20,7 @@ export async function queueDepths(db: Queryable, now: number): Promise<QueueDept
     tasks_pending: number
     tasks_due: number
     tasks_oldest: Date | null
+    tasks_in_progress: number
     running: number
     running_oldest: Date | null
     deliveries_pending: number
@@ -25,18 +29,21 @@ export async function queueDepths(db: Queryable, now: number): Promise<QueueDept
     deliveries_oldest: Date | null
   }>(
     `SELECT t.pending AS tasks_pending, t.due AS tasks_due, t.oldest AS tasks_oldest,
-            i.running, i.oldest AS running_oldest,
+            i.running, i.tasks_in_progress, i.oldest AS running_oldest,
             d.pending AS deliveries_pending, d.retrying AS deliveries_retrying, d.due AS deliveries_due, d.oldest AS deliveries_oldest
      FROM (SELECT count(*)::int AS pending, count(*) FILTER (WHERE due_at <= $1)::int AS due, min(due_at) FILTER (WHERE due_at <= $1) AS oldest
            FROM tasks WHERE status = 'pending') t,
-          (SELECT count(*)::int AS running, min(started_at) AS oldest FROM interactions WHERE status <> 'finalized') i,
+          -- A task is in progress exactly while its attempt runs (one at a time), unless cancelled meanwhile:
+          -- read through the running interactions, since no index holds the tasks in progress.
+          (SELECT count(*)::int AS running, count(*) FILTER (WHERE t.status = 'in_progress')::int AS tasks_in_progress, min(i.started_at) AS oldest
+           FROM interactions i LEFT JOIN tasks t ON t.id = i.task_id WHERE i.status <> 'finalized') i,
           (SELECT count(*)::int AS pending, count(*) FILTER (WHERE attempts > 0)::int AS retrying,
                   count(*) FILTER (WHERE due_at <= $1)::int AS due, min(due_at) FILTER (WHERE due_at <= $1) AS oldest
            FROM deliveries WHERE status = 'pending') d`,
     [new Date(now)],
   )
   return {
-    tasks: { pending: row!.tasks_pending, due: row!.tasks_due, oldestDueAt: isoOrNull(row!.tasks_oldest) },
+    tasks: { pending: row!.tasks_pending, due: row!.tasks_due, inProgress: row!.tasks_in_progress, oldestDueAt: isoOrNull(row!.tasks_oldest) },
     interactions: { running: row!.running, oldestStartedAt: isoOrNull(row!.running_oldest) },
     deliveries: { pending: row!.deliveries_pending, retrying: row!.deliveries_retrying, due: row!.deliveries_due, oldestDueAt: isoOrNull(row!.deliveries_oldest) },
   }

@@ -15,6 +15,7 @@ import { type Channels, createChannels } from '../../src/channels/index.ts'
 import { MAX_RATE_LIMIT, type RateLimitPolicy } from '../../src/domain/rateLimit.ts'
 import { type Database, openDatabase } from '../../src/store/database.ts'
 import { loadMigrations, migrate } from '../../src/store/migrate.ts'
+import { type Family, parsePrometheusText } from './prometheus.ts'
 
 export const OPERATOR_TOKEN = 'test-operator-token-0123456789abcdef'
 /** The phone hash key of every test process: on PostgreSQL they share databases, whose digests are made with it. */
@@ -155,6 +156,13 @@ export async function freePort(): Promise<number> {
 }
 
 export const bearer = (token: string) => ({ authorization: `Bearer ${token}` })
+
+/** GET /metrics with the operator token, which must answer; its families, read by Prometheus's text rules. */
+export async function scrapeMetrics(app: FastifyInstance): Promise<Map<string, Family>> {
+  const response = await app.inject({ method: 'GET', url: '/metrics', headers: bearer(OPERATOR_TOKEN) })
+  assert.equal(response.statusCode, 200, response.body)
+  return parsePrometheusText(response.body)
+}
 
 export function json(response: LightMyRequestResponse): any {
   return JSON.parse(response.body)

@@ -15,7 +15,7 @@ export function metricsRoutes(app: FastifyInstance, deps: { metrics: ServiceMetr
       schema: {
         summary: "This process's metrics (Prometheus text format)",
         description:
-          'Requests by route and status with their durations, triggers accepted and refused by reason, group commit sizes, webhook attempts by result with their durations, rate-limited requests, the queues (read from the database at most every 5 s), the database pool, and the process itself.',
+          'Requests by route and status with their durations, triggers accepted and refused by reason, group commit sizes, attempts started with their dispatch lag, provider errors, tasks completed by outcome, interactions finalized by provider and outcome, webhook attempts by result with their durations, rate-limited requests, the queues (read from the database at most every 5 s), the database pool, and the process itself.',
         tags: ['admin'],
         security: [{ operatorToken: [] }],
       },
