@@ -171,6 +171,9 @@ describe('erasing a person on request', () => {
     // Still suppressed, by digest: the number sent again never dials.
     const suppressed = json(await service.app.inject({ method: 'GET', url: '/api/v2/suppressions/%2B442079460817', headers: bearer(key) })).data
     assert.match(suppressed.phone, /^sha256:[0-9a-f]{64}$/)
+    const addedAgain = await service.app.inject({ method: 'POST', url: '/api/v2/suppressions', headers: bearer(key), payload: { phone: zoe.phone } })
+    assert.equal(json(addedAgain).data.phone, suppressed.phone, 'suppressed again, the number stays a digest')
+    assert.deepEqual(await tablesHolding(service.db, zoe.e164), [])
     const again = await trigger(zoe, { id: 'P-7731-new' })
     await service.app.workers!.dispatcher.runOnce()
     const refused = await task(again.task_id)

@@ -16,13 +16,19 @@ export interface SuppressionOperations {
   phoneHashKey: Buffer
 }
 
-/** Suppresses a number (E.164) for the organization; answers its suppression, the first one if it already was. */
+/**
+ * Suppresses a number (E.164) for the organization; answers its suppression,
+ * the one there already if it was (in the clear, or as the digest of a number
+ * erased since, which is not put back in the clear), recorded only when added.
+ */
 export async function addSuppression(ops: SuppressionOperations, actor: Actor, orgId: string, phone: string): Promise<Suppression> {
   return audited(ops, actor, async (tx) => {
-    await suppress(tx, orgId, phone, 'manual', ops.now())
-    // Suppressed before and erased since, its suppression is found by digest: the number is not added twice.
+    const existing = await findSuppression(tx, ops.phoneHashKey, orgId, phone)
+    if (existing !== undefined) return { result: existing, audit: undefined }
+    // Added meanwhile by another transaction, the number is not added again, and the first one's answers.
+    const added = await suppress(tx, orgId, phone, 'manual', ops.now())
     const suppression = (await findSuppression(tx, ops.phoneHashKey, orgId, phone))!
-    return { result: suppression, audit: { orgId, action: 'suppression.added', target: phone, details: {} } }
+    return { result: suppression, audit: added ? { orgId, action: 'suppression.added', target: phone, details: {} } : undefined }
   })
 }
 

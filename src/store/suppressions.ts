@@ -27,12 +27,13 @@ const toSuppression = (row: SuppressionRow): Suppression => ({ phone: row.phone,
 export const SUPPRESSION_OF_TASK = (keyParam: string) =>
   `SELECT 1 FROM suppressions s WHERE s.org_id = t.org_id AND s.phone IN (t.contact->>'phone', phone_digest(${keyParam}, t.contact->>'phone'))`
 
-/** Adds a number; one already there keeps its first reason and date. */
-export async function suppress(tx: Queryable, orgId: string, phone: string, reason: SuppressionReason, now: number): Promise<void> {
-  await tx.query(
-    `INSERT INTO suppressions (org_id, phone, reason, created_at) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING`,
+/** Adds a number; one already there keeps its first reason and date. Answers whether it was added. */
+export async function suppress(tx: Queryable, orgId: string, phone: string, reason: SuppressionReason, now: number): Promise<boolean> {
+  const rows = await tx.query(
+    `INSERT INTO suppressions (org_id, phone, reason, created_at) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING RETURNING phone`,
     [orgId, phone, reason, new Date(now)],
   )
+  return rows.length === 1
 }
 
 /** The number's suppression: kept in the clear, or (erased since) as its digest. */
