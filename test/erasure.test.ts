@@ -7,8 +7,9 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, test } from 'node:test'
 import type { Database } from '../src/store/database.ts'
+import { matchesPhoneHashKey } from '../src/store/phoneHashKey.ts'
 import { type Receiver, startReceiver } from './support/receiver.ts'
-import { bearer, json, OPERATOR_TOKEN, startService, type TestService } from './support/service.ts'
+import { bearer, freshDatabase, json, OPERATOR_TOKEN, startService, type TestService } from './support/service.ts'
 
 const ALWAYS_OPEN = { timezone: 'contact', windows: [{ days: ['mon', 'tue', 'wed', 'thu', 'fri', 'sat', 'sun'], start: '00:00', end: '24:00' }] }
 const DAY_MS = 86_400_000
@@ -262,4 +263,17 @@ describe('retention', () => {
     const invalid = await service.app.inject({ method: 'PATCH', url: `/admin/v1/organizations/${orgId}`, headers: admin, payload: { retention_days: 0 } })
     assert.equal(invalid.statusCode, 422)
   })
+})
+
+test('the phone hash key: processes starting together on a new database agree on it; another key is refused', async () => {
+  const database = await freshDatabase()
+  try {
+    const key = Buffer.from('phone-hash-key-of-this-database-0123456789')
+    // On PostgreSQL each call takes a connection of the pool: they run at once.
+    assert.deepEqual(await Promise.all([1, 2, 3, 4].map(() => matchesPhoneHashKey(database.db, key, now))), [true, true, true, true])
+    assert.equal(await matchesPhoneHashKey(database.db, Buffer.from('another-phone-hash-key-0123456789abcdef'), now), false)
+    assert.equal(await matchesPhoneHashKey(database.db, key, now), true)
+  } finally {
+    await database.drop()
+  }
 })

@@ -6,13 +6,12 @@
 import type { Queryable } from './database.ts'
 
 export async function matchesPhoneHashKey(db: Queryable, key: Buffer, now: number): Promise<boolean> {
-  const rows = await db.query<{ matches: boolean }>(
-    `WITH kept AS (
-       INSERT INTO service_keys (name, fingerprint, created_at) VALUES ('phone_hash', phone_digest($1, 'fingerprint'), $2)
-       ON CONFLICT (name) DO NOTHING RETURNING fingerprint
-     )
-     SELECT coalesce((SELECT fingerprint FROM kept), (SELECT fingerprint FROM service_keys WHERE name = 'phone_hash')) = phone_digest($1, 'fingerprint') AS matches`,
+  await db.query(
+    `INSERT INTO service_keys (name, fingerprint, created_at) VALUES ('phone_hash', phone_digest($1, 'fingerprint'), $2) ON CONFLICT (name) DO NOTHING`,
     [key, new Date(now)],
   )
+  // A statement of its own: processes starting together on a new database insert at once, and the one whose
+  // insert did nothing reads the other's fingerprint only in a snapshot taken after that insert committed.
+  const rows = await db.query<{ matches: boolean }>(`SELECT fingerprint = phone_digest($1, 'fingerprint') AS matches FROM service_keys WHERE name = 'phone_hash'`, [key])
   return rows[0]!.matches
 }
