@@ -43,16 +43,23 @@ export interface SweptEvent {
   createdAt: number
 }
 
-/** The organization's next `limit` events after `position`, in commit order. */
+const SWEPT_EVENT_COLUMNS = `txid::text, id, CASE WHEN type = 'task.completed' THEN payload #>> '{data,task_id}' END AS task_id, created_at`
+
+/**
+ * The organization's next `limit` events after `position`, in commit order.
+ * Two statements rather than one with `$2 IS NULL OR ...`: a prepared
+ * statement's generic plan cannot start the index scan at a position it may
+ * not have, and would read the organization's whole history up to it.
+ */
 export async function eventsAfter(tx: Queryable, orgId: string, position: SweepPosition | undefined, limit: number): Promise<SweptEvent[]> {
-  const rows = await tx.query<{ txid: string; id: string; task_id: string | null; created_at: Date }>(
-    `SELECT txid::text, id, CASE WHEN type = 'task.completed' THEN payload #>> '{data,task_id}' END AS task_id, created_at
-     FROM events
-     WHERE org_id = $1 AND ($2::xid8 IS NULL OR (txid, id) > ($2::xid8, $3::text))
-     ORDER BY txid, id
-     LIMIT $4`,
-    [orgId, position?.txid ?? null, position?.eventId ?? null, limit],
-  )
+  type Row = { txid: string; id: string; task_id: string | null; created_at: Date }
+  const rows =
+    position === undefined
+      ? await tx.query<Row>(`SELECT ${SWEPT_EVENT_COLUMNS} FROM events WHERE org_id = $1 ORDER BY events.txid, events.id LIMIT $2`, [orgId, limit])
+      : await tx.query<Row>(
+          `SELECT ${SWEPT_EVENT_COLUMNS} FROM events WHERE org_id = $1 AND (txid, id) > ($2::xid8, $3::text) ORDER BY events.txid, events.id LIMIT $4`,
+          [orgId, position.txid, position.eventId, limit],
+        )
   return rows.map((row) => ({ position: { txid: row.txid, eventId: row.id }, completedTaskId: row.task_id, createdAt: row.created_at.getTime() }))
 }
 
