@@ -40,7 +40,7 @@ export class ConfigError extends Error {}
 const LOG_LEVELS: readonly LogLevel[] = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']
 const MIN_OPERATOR_TOKEN_LENGTH = 24
 /** 32 characters of a random base64 or hex string carry at least 128 bits. */
-export const MIN_PHONE_HASH_KEY_LENGTH = 32
+const MIN_PHONE_HASH_KEY_LENGTH = 32
 /** The port Prometheus's exporters for Node.js commonly take. */
 const DEFAULT_METRICS_PORT = 9464
 

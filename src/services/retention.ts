@@ -12,7 +12,7 @@ import { erasePersonRecords } from '../store/erasure.ts'
 import { eventsAfter, lockForSweep, organizationIds, saveSweepPosition, triggersOfTasks } from '../store/retention.ts'
 
 /** Events read per transaction: a few completed tasks' worth each (their triggers, tasks and interactions updated). */
-export const RETENTION_BATCH = 500
+const RETENTION_BATCH = 500
 
 export class RetentionSweep {
   readonly #db: Database
@@ -28,12 +28,12 @@ export class RetentionSweep {
    * (on the process's monotonic clock); answers the tasks erased. Between
    * batches it yields to the event loop.
    */
-  async sweep(budgetMs: number, batch = RETENTION_BATCH): Promise<number> {
+  async sweep(budgetMs: number): Promise<number> {
     const started = performance.now()
     let erased = 0
     for (const orgId of await organizationIds(this.#db)) {
       for (;;) {
-        const step = await this.#sweepBatch(orgId, batch)
+        const step = await this.#sweepBatch(orgId)
         erased += step.erased
         if (performance.now() - started >= budgetMs) return erased
         if (!step.more) break
@@ -44,11 +44,11 @@ export class RetentionSweep {
   }
 
   /** One batch of one organization's events, in one transaction: skipped while another process sweeps it. */
-  #sweepBatch(orgId: string, batch: number): Promise<{ erased: number; more: boolean }> {
+  #sweepBatch(orgId: string): Promise<{ erased: number; more: boolean }> {
     return this.#db.transaction(async (tx) => {
       const organization = await lockForSweep(tx, orgId)
       if (organization === undefined) return { erased: 0, more: false }
-      const events = await eventsAfter(tx, orgId, organization.position, batch)
+      const events = await eventsAfter(tx, orgId, organization.position, RETENTION_BATCH)
       const due = dueForErasure(events, retentionCutoff(this.#now(), organization.retentionDays))
       if (due.through === undefined) return { erased: 0, more: false }
       if (due.taskIds.length > 0) {
@@ -56,7 +56,7 @@ export class RetentionSweep {
         await erasePersonRecords(tx, orgId, { triggerIds, taskIds: due.taskIds, phones: [], contactIds: [], ids: [] })
       }
       await saveSweepPosition(tx, orgId, due.through.position)
-      return { erased: due.taskIds.length, more: !due.reachedCutoff && events.length === batch }
+      return { erased: due.taskIds.length, more: !due.reachedCutoff && events.length === RETENTION_BATCH }
     })
   }
 }

@@ -32,11 +32,11 @@ export async function addSuppression(ops: SuppressionOperations, actor: Actor, o
   })
 }
 
-export function requireSuppression(ops: SuppressionOperations, orgId: string, phone: string): Promise<Suppression> {
-  return findSuppression(ops.db, ops.phoneHashKey, orgId, phone).then((suppression) => {
-    if (suppression === undefined) throw new ApiError('not_found', `${phone} is not suppressed.`)
-    return suppression
-  })
+/** The number's suppression, or the 404 that says it is not suppressed. */
+export async function requireSuppression(ops: SuppressionOperations, orgId: string, phone: string): Promise<Suppression> {
+  const suppression = await findSuppression(ops.db, ops.phoneHashKey, orgId, phone)
+  if (suppression === undefined) throw new ApiError('not_found', `${phone} is not suppressed.`)
+  return suppression
 }
 
 /**

@@ -21,17 +21,28 @@ interface AuditRow {
   details: AuditChange['details']
 }
 
-/** Entries newest first, before the entry `before` (an id), of one organization or of all. */
+const AUDIT_COLUMNS = 'id::text, at, org_id, actor, address, action, target, details'
+/** Past every id: the first page's `before`. */
+const AFTER_EVERY_ID = '9223372036854775807'
+
+/**
+ * Entries newest first, before the entry `before` (an id), of one
+ * organization (read backward in audit_log_by_org) or of all (in the primary
+ * key). Two statements rather than one with `$1 IS NULL OR ...`, which a
+ * prepared statement's generic plan reads as a filter over the whole log.
+ */
 export async function listAuditEntries(
   db: Queryable,
   options: { orgId?: string; before?: string; limit: number },
 ): Promise<AuditEntry[]> {
-  const rows = await db.query<AuditRow>(
-    `SELECT id::text, at, org_id, actor, address, action, target, details FROM audit_log
-     WHERE ($1::text IS NULL OR org_id = $1) AND ($2::bigint IS NULL OR id < $2)
-     ORDER BY audit_log.id DESC LIMIT $3`,
-    [options.orgId ?? null, options.before ?? null, options.limit],
-  )
+  const before = options.before ?? AFTER_EVERY_ID
+  const rows =
+    options.orgId === undefined
+      ? await db.query<AuditRow>(`SELECT ${AUDIT_COLUMNS} FROM audit_log WHERE id < $1 ORDER BY audit_log.id DESC LIMIT $2`, [before, options.limit])
+      : await db.query<AuditRow>(
+          `SELECT ${AUDIT_COLUMNS} FROM audit_log WHERE org_id = $1 AND id < $2 ORDER BY audit_log.org_id DESC, audit_log.id DESC LIMIT $3`,
+          [options.orgId, before, options.limit],
+        )
   return rows.map((row) => ({
     id: row.id,
     at: iso(row.at),
