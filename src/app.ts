@@ -21,6 +21,7 @@ import { adminRoutes } from './http/routes/admin/index.ts'
 import { campaignPauseRoutes } from './http/routes/campaigns.ts'
 import { consoleRoutes } from './http/routes/console.ts'
 import { healthRoutes } from './http/routes/health.ts'
+import { interactionRoutes } from './http/routes/interactions.ts'
 import { twilioRoutes } from './http/routes/providers/twilio.ts'
 import { whatsappRoutes } from './http/routes/providers/whatsapp.ts'
 import { metricsRoutes } from './http/routes/metrics.ts'
@@ -31,7 +32,7 @@ import { webhookRoutes } from './http/routes/webhooks.ts'
 import { triggerRoutes } from './http/routes/triggers.ts'
 import { MAX_BODY_BYTES } from './http/limits.ts'
 import { installErrorHandling, sendError } from './http/reply.ts'
-import { ErrorResponse, ValidationErrorResponse } from './http/schemas.ts'
+import { ConversationResultSchema, ErrorResponse, ValidationErrorResponse } from './http/schemas.ts'
 import { createServices } from './services/index.ts'
 import type { Database } from './store/database.ts'
 import { createWorkers, type Workers } from './workers/index.ts'
@@ -130,6 +131,7 @@ export async function buildApp(options: AppOptions, deps: AppDeps): Promise<Fast
   })
   app.addSchema(ErrorResponse)
   app.addSchema(ValidationErrorResponse)
+  app.addSchema(ConversationResultSchema)
   // Once the drain has begun, a request that still arrives on a kept-alive connection is refused
   // before anything of it is done; Fastify has asked for the connection to be closed after the answer.
   let closing = false
@@ -153,11 +155,12 @@ export async function buildApp(options: AppOptions, deps: AppDeps): Promise<Fast
   accountRoutes(app, { ops: services.admin, authenticator })
   triggerRoutes(app, { db: deps.db, authenticator, acceptance: services.acceptance })
   taskRoutes(app, { db: deps.db, authenticator, lifecycle })
+  interactionRoutes(app, { authenticator, conversations: services.conversations })
   campaignPauseRoutes(app, { authenticator, pauses: services.pauses })
   webhookRoutes(app, { ops: services.webhooks, authenticator })
   suppressionRoutes(app, { ops: services.suppressions, authenticator })
   contactRoutes(app, { ops: services.erasure, authenticator })
-  twilioRoutes(app, { db: deps.db, twilio: deps.channels.twilio, lifecycle, now })
+  twilioRoutes(app, { db: deps.db, twilio: deps.channels.twilio, lifecycle, conversations: services.conversations, now })
   await app.register(whatsappRoutes, { db: deps.db, channels: deps.channels, lifecycle })
   adminRoutes(app, { ops: services.admin, authenticator, campaigns: services.campaigns, pauses: services.pauses, sources: services.sources })
   await consoleRoutes(app)

@@ -45,7 +45,7 @@ const USAGE = `usage: cli <command> [options]
   source delete --org ORG_ID --name NAME
 
 SETTINGS, as on the admin API: [--name NAME] [--context JSON] [--schedule JSON] [--attempts JSON]
-  [--provider simulator|twilio|whatsapp_cloud] [--provider-config JSON] [--max-concurrent N]
+  [--provider simulator|twilio|whatsapp_cloud] [--provider-config JSON] [--max-concurrent N] [--results JSON]
 
 Configuration comes from the environment: PORT, METRICS_PORT, HOST, DATABASE_URL, DATA_DIR, OPERATOR_TOKEN, PHONE_HASH_KEY,
 LOG_LEVEL, PUBLIC_BASE_URL, TWILIO_API_BASE_URL, WHATSAPP_API_BASE_URL.`
@@ -158,6 +158,7 @@ function parseCommandLine(argv: string[]) {
         provider: { type: 'string' },
         'provider-config': { type: 'string' },
         'max-concurrent': { type: 'string' },
+        results: { type: 'string' },
         'no-workers': { type: 'boolean' },
         'id-types': { type: 'string' },
         contact: { type: 'string' },
@@ -196,6 +197,7 @@ function settingsOptions(options: Options): Record<string, unknown> {
     provider: options.provider,
     provider_config: json('provider-config'),
     max_concurrent: options['max-concurrent'],
+    results: json('results'),
   }
 }
 

@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict'
 import { describe, test } from 'node:test'
-import { type EndedInteraction, stepAfterInteraction, stepWhenDue, type TaskTiming } from '../src/domain/attemptPolicy.ts'
+import { type EndedInteraction, stepAfterInteraction, stepAfterLateResult, stepWhenDue, type TaskTiming } from '../src/domain/attemptPolicy.ts'
 import { DEFAULT_ATTEMPTS, DEFAULT_SCHEDULE, type Schedule, WEEKDAYS } from '../src/domain/campaignSettings.ts'
-import type { InteractionOutcome } from '../src/domain/types.ts'
+import type { InteractionOutcome, TaskStatus } from '../src/domain/types.ts'
 
 const at = (iso: string) => Date.parse(iso)
 const iso = (ms: number) => new Date(ms).toISOString()
@@ -66,6 +66,7 @@ describe('stepAfterInteraction', () => {
     endedAt: NOON_MADRID,
     permanent: false,
     optedOut: false,
+    callbackAt: null,
     ...overrides,
   })
   const task = (attempts: number, overrides: Partial<TaskTiming> = {}) => ({ ...timing(overrides), attempts, policy: DEFAULT_ATTEMPTS })
@@ -92,11 +93,96 @@ describe('stepAfterInteraction', () => {
       task: task(1, { expiresAt: NOON_MADRID + 3_600_000 }),
       expected: `retry ${iso(NOON_MADRID + 3_600_000)}`,
     },
+    {
+      name: 'a callback asked in the window: the next attempt is due then, though the person was reached',
+      ended: ended('completed', { callbackAt: at('2026-06-03T14:30:00.000Z') }),
+      task: task(1),
+      expected: `retry ${iso(at('2026-06-03T14:30:00.000Z'))}`,
+    },
+    {
+      name: "a callback asked for the contact's evening three days on: due at the next opening after it",
+      // 21:30 in Madrid on Thursday: the window (09:00-20:00) opens again at 09:00 on Friday.
+      ended: ended('completed', { callbackAt: at('2026-06-04T19:30:00.000Z') }),
+      task: task(1),
+      expected: `retry ${iso(at('2026-06-05T07:00:00.000Z'))}`,
+    },
+    {
+      name: 'a callback overrides the retry delay of an outcome that is not a reach',
+      ended: ended('voicemail', { callbackAt: NOON_MADRID + 600_000 }),
+      task: task(1),
+      expected: `retry ${iso(NOON_MADRID + 600_000)}`,
+    },
+    {
+      name: 'a callback in the past is due at once (in the window)',
+      ended: ended('completed', { callbackAt: NOON_MADRID - 3_600_000 }),
+      task: task(1),
+      expected: `retry ${iso(NOON_MADRID - 3_600_000)}`,
+    },
+    {
+      name: 'a callback on the last attempt is not made: the reach completes the task',
+      ended: ended('completed', { callbackAt: NOON_MADRID + 86_400_000 }),
+      task: task(3),
+      expected: 'complete reached',
+    },
+    {
+      name: 'a callback on the last attempt after no answer: unreachable',
+      ended: ended('no_answer', { callbackAt: NOON_MADRID + 86_400_000 }),
+      task: task(3),
+      expected: 'complete unreachable',
+    },
+    {
+      name: 'a callback with no opening before the task expires is not made',
+      ended: ended('completed', { callbackAt: NOON_MADRID + 2 * 86_400_000 }),
+      task: task(1, { expiresAt: NOON_MADRID + 86_400_000 }),
+      expected: 'complete reached',
+    },
+    {
+      name: 'an opt-out wins over a callback',
+      ended: ended('completed', { optedOut: true, callbackAt: NOON_MADRID + 600_000 }),
+      task: task(1),
+      expected: 'complete opted_out',
+    },
   ]
   for (const { name, ended: interaction, task: state, expected } of cases) {
     test(name, () => {
       const step = stepAfterInteraction(interaction, state, NOON_MADRID)
       assert.equal(step.kind === 'complete' ? `complete ${step.outcome}` : `retry ${iso(step.dueAt)}`, expected)
     })
+  }
+})
+
+describe('stepAfterLateResult', () => {
+  const task = (status: TaskStatus, attempts = 1, overrides: Partial<TaskTiming> = {}) => ({ ...timing(overrides), status, attempts, policy: DEFAULT_ATTEMPTS })
+  const result = (overrides: { optOut?: boolean; callbackAt?: number } = {}) => ({ optOut: overrides.optOut ?? false, callbackAt: overrides.callbackAt ?? null })
+  const cases: { name: string; result: ReturnType<typeof result>; task: ReturnType<typeof task> | null; expected: ReturnType<typeof stepAfterLateResult> }[] = [
+    { name: 'an interaction without a task: nothing', result: result({ optOut: true }), task: null, expected: { kind: 'none' } },
+    { name: 'a completed task is not reopened by an opt-out', result: result({ optOut: true }), task: task('completed'), expected: { kind: 'none' } },
+    { name: 'a completed task is not reopened by a callback', result: result({ callbackAt: NOON_MADRID }), task: task('completed'), expected: { kind: 'none' } },
+    { name: 'an opt-out closes a task waiting for its retry', result: result({ optOut: true }), task: task('pending'), expected: { kind: 'complete', outcome: 'opted_out' } },
+    { name: 'an opt-out closes a task whose next attempt runs', result: result({ optOut: true }), task: task('in_progress'), expected: { kind: 'complete', outcome: 'opted_out' } },
+    {
+      name: 'a callback moves a task waiting for its retry to the callback',
+      result: result({ callbackAt: NOON_MADRID + 600_000 }),
+      task: task('pending'),
+      expected: { kind: 'reschedule', dueAt: NOON_MADRID + 600_000 },
+    },
+    {
+      name: 'a callback in the night moves it to the next opening',
+      result: result({ callbackAt: at('2026-06-01T21:00:00.000Z') }),
+      task: task('pending'),
+      expected: { kind: 'reschedule', dueAt: at('2026-06-02T07:00:00.000Z') },
+    },
+    { name: 'a callback does not move a task whose next attempt runs', result: result({ callbackAt: NOON_MADRID }), task: task('in_progress'), expected: { kind: 'none' } },
+    { name: 'a callback with no attempt left: nothing', result: result({ callbackAt: NOON_MADRID }), task: task('pending', 3), expected: { kind: 'none' } },
+    {
+      name: 'a callback after the expiry: nothing',
+      result: result({ callbackAt: NOON_MADRID + 2 * 86_400_000 }),
+      task: task('pending', 1, { expiresAt: NOON_MADRID + 86_400_000 }),
+      expected: { kind: 'none' },
+    },
+    { name: 'neither: nothing', result: result(), task: task('pending'), expected: { kind: 'none' } },
+  ]
+  for (const { name, result: late, task: state, expected } of cases) {
+    test(name, () => assert.deepEqual(stepAfterLateResult(late, state), expected))
   }
 })

@@ -18,10 +18,22 @@ test('the cutoff is retention_days before now, the default when unset', () => {
 })
 
 test('due for erasure: the completions read before the first event at or after the cutoff', () => {
-  const at = (hoursBeforeCutoff: number, completedTaskId: string | null = null): SweepEvent => ({ createdAt: 1_000_000_000 - hoursBeforeCutoff * 3_600_000, completedTaskId })
+  const at = (hoursBeforeCutoff: number, completedTaskId: string | null = null, tasklessInteractionId: string | null = null): SweepEvent => ({
+    createdAt: 1_000_000_000 - hoursBeforeCutoff * 3_600_000,
+    completedTaskId,
+    tasklessInteractionId,
+  })
   const cutoff = 1_000_000_000
-  const cases: { name: string; events: SweepEvent[]; taskIds: string[]; through: number | undefined; reachedCutoff: boolean }[] = [
+  const cases: { name: string; events: SweepEvent[]; taskIds: string[]; interactionIds?: string[]; through: number | undefined; reachedCutoff: boolean }[] = [
     { name: 'no events', events: [], taskIds: [], through: undefined, reachedCutoff: false },
+    {
+      name: 'a message that answered no task is due as a completion is',
+      events: [at(5, null, 'int_a'), at(4, 'tsk_a'), at(0, null, 'int_b')],
+      taskIds: ['tsk_a'],
+      interactionIds: ['int_a'],
+      through: 1,
+      reachedCutoff: true,
+    },
     {
       name: 'all due: completions only, every event read',
       events: [at(5, 'tsk_a'), at(4), at(3, 'tsk_b')],
@@ -32,9 +44,10 @@ test('due for erasure: the completions read before the first event at or after t
     { name: 'the first not due stops the reading', events: [at(2, 'tsk_a'), at(0, 'tsk_b'), at(1, 'tsk_c')], taskIds: ['tsk_a'], through: 0, reachedCutoff: true },
     { name: 'nothing due yet', events: [at(-1, 'tsk_a')], taskIds: [], through: undefined, reachedCutoff: true },
   ]
-  for (const { name, events, taskIds, through, reachedCutoff } of cases) {
+  for (const { name, events, taskIds, interactionIds = [], through, reachedCutoff } of cases) {
     const due = dueForErasure(events, cutoff)
     assert.deepEqual(due.taskIds, taskIds, name)
+    assert.deepEqual(due.tasklessInteractionIds, interactionIds, name)
     assert.equal(due.through, through === undefined ? undefined : events[through], name)
     assert.equal(due.reachedCutoff, reachedCutoff, name)
   }

@@ -90,6 +90,8 @@ describe('a test-mode trigger on an always-open simulator campaign', () => {
       duration_s: 0,
       test_mode: true,
       ids: [{ source: 'ats', type: 'candidate_id', value: 'AbC-1' }],
+      // No conversation app reported a result.
+      result: null,
     })
     assert.equal(completed.type, 'task.completed')
     assert.match(completed.id, /^evt_/)
@@ -105,6 +107,7 @@ describe('a test-mode trigger on an always-open simulator campaign', () => {
       test_mode: true,
       ids: [{ source: 'ats', type: 'candidate_id', value: 'AbC-1' }],
       completed_at: '2026-06-01T10:00:00.200Z',
+      result: null,
     })
   })
 })

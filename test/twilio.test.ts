@@ -110,7 +110,9 @@ describe('start', () => {
       [
         ['To', TO],
         ['From', FROM],
-        ['Url', ANSWER_URL],
+        // The service answers the call itself, to hand it to the conversation with its context.
+        ['Url', `${receiver.url}/providers/twilio/calls/int_01J0ABCDEF/answer`],
+        ['Method', 'POST'],
         ['StatusCallback', `${receiver.url}/providers/twilio/calls/int_01J0ABCDEF/status`],
         ['StatusCallbackMethod', 'POST'],
         ['StatusCallbackEvent', 'initiated'],

@@ -6,6 +6,7 @@
  * most once.
  */
 import type { Provider } from '../domain/campaignSettings.ts'
+import type { ReportedResult } from '../domain/conversationResult.ts'
 import type { ErrorDetail } from '../domain/errors.ts'
 import type { Channel as ChannelName, InteractionOutcome, JsonObject } from '../domain/types.ts'
 
@@ -80,4 +81,11 @@ export interface Channel {
    * Throws when the provider cannot be asked now: it is asked again later.
    */
   settle(progress: InteractionProgress): Promise<InteractionOutcome>
+  /**
+   * The result of a conversation that took place, for a provider that reports
+   * one itself as the interaction ends (the simulator reports the result its
+   * campaign sets); absent where the conversation's own app reports it
+   * (POST /api/v2/interactions/{id}/result).
+   */
+  resultOf?(progress: InteractionProgress): ReportedResult | undefined
 }

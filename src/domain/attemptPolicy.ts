@@ -1,14 +1,21 @@
 /**
- * The attempt policy: when a due task may start an attempt, and what follows
- * an interaction that ended. Pure rules; the dispatcher and the settlement
- * apply them to whole batches and write what they decide.
+ * The attempt policy: when a due task may start an attempt, what follows an
+ * interaction that ended (its outcome, and the result its conversation
+ * reported), and what a result that came after its interaction's end still
+ * changes. Pure rules; the dispatcher, the settlement and the conversation
+ * results apply them and write what they decide.
  */
 import type { AttemptPolicy, RetryOutcome, Schedule } from './campaignSettings.ts'
 import { nextOpening, scheduleZones } from './schedule.ts'
-import type { InteractionOutcome, TaskOutcome } from './types.ts'
+import type { InteractionOutcome, TaskOutcome, TaskStatus } from './types.ts'
 
 /** Outcomes that mean the person was reached: the task is done. */
 const REACHED: ReadonlySet<InteractionOutcome> = new Set(['completed', 'replied'])
+
+/** Whether a conversation took place: only then is a result worth waiting for (results.wait_s). */
+export function conversationTookPlace(outcome: InteractionOutcome): boolean {
+  return REACHED.has(outcome)
+}
 
 /** The retry delay that applies after each interaction outcome that is not a reach. */
 const RETRY_DELAY_FOR: Record<Exclude<InteractionOutcome, 'completed' | 'replied'>, RetryOutcome> = {
@@ -54,15 +61,24 @@ export interface EndedInteraction {
   endedAt: number
   /** The provider refused for good: retrying cannot help. */
   permanent: boolean
-  /** The person opted out with it (wrote STOP, or the provider says so). */
+  /** The person opted out with it (wrote STOP, the provider says so, or its result does). */
   optedOut: boolean
+  /** When its result asks for the person to be called again; null when it does not. */
+  callbackAt: number | null
 }
 
 /**
- * Done when reached, opted out, or failed for good; unreachable when its
- * attempts have run out; otherwise due again at the later of the retry delay
- * and the next opening, or (no opening before expiry) pending until it
- * expires, so that it expires on time.
+ * Done when opted out; due again at the first opening from a callback time
+ * the person asked for, as the task's next attempt; done when reached, or
+ * failed for good; unreachable when its attempts have run out; otherwise due
+ * again at the later of the retry delay and the next opening, or (no opening
+ * before expiry) pending until it expires, so that it expires on time.
+ *
+ * A callback is an attempt like any other: it counts towards the policy's
+ * max. One the task cannot make (its attempts used up, or no opening from
+ * the callback time before the task expires) is not made, and the task goes
+ * on as the outcome says: a person reached completes it `reached`, and the
+ * client finds the callback time in the result.
  */
 export function stepAfterInteraction(
   ended: EndedInteraction,
@@ -70,6 +86,8 @@ export function stepAfterInteraction(
   now: number,
 ): NextStep {
   if (ended.optedOut) return { kind: 'complete', outcome: 'opted_out' }
+  const callback = ended.callbackAt === null || ended.permanent ? null : callbackOpening(ended.callbackAt, task)
+  if (callback !== null) return { kind: 'retry', dueAt: callback }
   if (REACHED.has(ended.outcome)) return { kind: 'complete', outcome: 'reached' }
   if (ended.permanent) return { kind: 'complete', outcome: 'failed' }
   if (task.attempts >= task.policy.max) return { kind: 'complete', outcome: 'unreachable' }
@@ -78,4 +96,33 @@ export function stepAfterInteraction(
   const zones = scheduleZones(task.schedule, task.timezones)
   const opening = zones.length === 0 ? null : nextOpening(task.schedule, zones, earliest, task.expiresAt)
   return { kind: 'retry', dueAt: opening ?? Math.max(task.expiresAt, now) }
+}
+
+/** The first opening from a callback time before the task expires, when the task has an attempt left for it; otherwise null. */
+function callbackOpening(callbackAt: number, task: TaskTiming & { attempts: number; policy: AttemptPolicy }): number | null {
+  if (task.attempts >= task.policy.max) return null
+  const zones = scheduleZones(task.schedule, task.timezones)
+  return zones.length === 0 ? null : nextOpening(task.schedule, zones, callbackAt, task.expiresAt)
+}
+
+/** What a result that came after its interaction had been finalized still changes about its task. */
+export type LateResultStep = { kind: 'complete'; outcome: 'opted_out' } | { kind: 'reschedule'; dueAt: number } | { kind: 'none' }
+
+/**
+ * A result's word comes late when its interaction was finalized without it
+ * (the campaign waited for none, or not long enough): the task has moved on.
+ * An opt-out still closes a task that has not completed. A callback time
+ * still moves a task that waits for its next attempt to the callback's
+ * opening, as {@link stepAfterInteraction} would have; a task that
+ * completed, or has an attempt running, is not moved.
+ */
+export function stepAfterLateResult(
+  result: { optOut: boolean; callbackAt: number | null },
+  task: (TaskTiming & { status: TaskStatus; attempts: number; policy: AttemptPolicy }) | null,
+): LateResultStep {
+  if (task === null || task.status === 'completed') return { kind: 'none' }
+  if (result.optOut) return { kind: 'complete', outcome: 'opted_out' }
+  if (result.callbackAt === null || task.status !== 'pending') return { kind: 'none' }
+  const opening = callbackOpening(result.callbackAt, task)
+  return opening === null ? { kind: 'none' } : { kind: 'reschedule', dueAt: opening }
 }

@@ -1,6 +1,7 @@
 /**
  * How a campaign reaches people: when (schedule), how often (attempts),
- * through whom (provider) and how many at once (max_concurrent). Field names
+ * through whom (provider), how many at once (max_concurrent), and how long
+ * it waits for a conversation's result (results). Field names
  * are those of the admin API, since these documents are stored as sent.
  */
 
@@ -57,6 +58,19 @@ export const DEFAULT_ATTEMPTS: AttemptPolicy = {
   retry_delays_s: { no_answer: 7200, busy: 900, voicemail: 14400, failed: 1800 },
   expire_after_s: 604800,
 }
+
+/** What a campaign does with its conversations' results. */
+export interface ResultSettings {
+  /**
+   * Seconds an interaction whose conversation took place (a call completed, a
+   * reply came) waits for its result before it is reported without one: a
+   * result usually comes seconds after the call's last status.
+   */
+  wait_s: number
+}
+
+export const DEFAULT_RESULTS: ResultSettings = { wait_s: 0 }
+export const MAX_RESULT_WAIT_S = 600
 
 export const PROVIDERS = ['simulator', 'twilio', 'whatsapp_cloud'] as const
 export type Provider = (typeof PROVIDERS)[number]

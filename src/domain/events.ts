@@ -5,6 +5,7 @@
  */
 import { type Channel, type Direction, type ExternalId, type InteractionOutcome, type SentEventType, type TaskOutcome, TEST_EVENT_TYPE } from './types.ts'
 import type { Provider } from './campaignSettings.ts'
+import type { ConversationResult } from './conversationResult.ts'
 import { newId } from './ids.ts'
 
 /** An event exactly as it is sent: the webhook body. */
@@ -32,13 +33,14 @@ export interface CompletedTask {
   campaign: { routingKey: string; channel: Channel }
 }
 
-/** A task completed, with the outcome it completed with. */
+/** A task completed, with the outcome it completed with and the result of the interaction that completed it (none for a cancel, an expiry). */
 export interface TaskCompletion {
   task: CompletedTask
   outcome: TaskOutcome
+  result?: ConversationResult | null
 }
 
-export function taskCompletedEvent(task: CompletedTask, outcome: TaskOutcome, now: number): OutboxEvent {
+export function taskCompletedEvent(task: CompletedTask, outcome: TaskOutcome, now: number, result: ConversationResult | null = null): OutboxEvent {
   const at = new Date(now).toISOString()
   return {
     id: newId('event', now),
@@ -55,6 +57,7 @@ export function taskCompletedEvent(task: CompletedTask, outcome: TaskOutcome, no
       test_mode: task.testMode,
       ids: task.ids,
       completed_at: at,
+      result,
     },
   }
 }
@@ -80,6 +83,8 @@ export interface FinalizedInteraction {
   endedAt: string
   durationS: number | null
   ids: ExternalId[] | null
+  /** Its conversation's result; null when none came. */
+  result: ConversationResult | null
 }
 
 export function interactionFinalizedEvent(interaction: FinalizedInteraction, now: number): OutboxEvent {
@@ -102,6 +107,39 @@ export function interactionFinalizedEvent(interaction: FinalizedInteraction, now
       duration_s: interaction.durationS ?? Math.round((Date.parse(interaction.endedAt) - startedAt) / 1000),
       test_mode: interaction.testMode,
       ...(interaction.taskId !== null ? { ids: interaction.ids ?? [] } : {}),
+      result: interaction.result,
+    },
+  }
+}
+
+/**
+ * The result of an interaction whose interaction.finalized was written
+ * without one (it came after the campaign's results.wait_s): the
+ * interaction as that event named it, and the result. An interaction reports
+ * at most one result, on one of the two events.
+ */
+export function interactionResultAddedEvent(
+  interaction: Pick<FinalizedInteraction, 'id' | 'taskId' | 'triggerId' | 'routingKey' | 'channel' | 'direction' | 'attempt' | 'outcome' | 'testMode' | 'ids'> & {
+    result: ConversationResult
+  },
+  now: number,
+): OutboxEvent {
+  return {
+    id: newId('event', now),
+    type: 'interaction.result_added',
+    timestamp: new Date(now).toISOString(),
+    data: {
+      interaction_id: interaction.id,
+      task_id: interaction.taskId,
+      trigger_id: interaction.triggerId,
+      campaign: interaction.routingKey,
+      channel: interaction.channel,
+      direction: interaction.direction,
+      attempt: interaction.attempt,
+      outcome: interaction.outcome,
+      test_mode: interaction.testMode,
+      ...(interaction.taskId !== null ? { ids: interaction.ids ?? [] } : {}),
+      result: interaction.result,
     },
   }
 }

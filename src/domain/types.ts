@@ -19,8 +19,14 @@
  *   starts only at an instant inside the campaign's window in every one.
  * - interaction: one attempt to converse, a call or a WhatsApp conversation.
  *   A task has one per attempt; an inbound one may answer no task.
+ * - conversation: what runs during an interaction (the client's voice app,
+ *   an agent, a WhatsApp exchange). It reads its context (the task's ids,
+ *   contact and merged context) by the interaction, and reports a result
+ *   (domain/conversationResult.ts) that travels on the events with the
+ *   client's ids and decides the task's next step.
  * - event: what the service reports to the client (task.completed,
- *   interaction.finalized), written in the transaction of the change.
+ *   interaction.finalized, interaction.result_added), written in the
+ *   transaction of the change.
  * - webhook endpoint: a URL of an organization that receives its events,
  *   signed with the endpoint's secret (Standard Webhooks).
  * - delivery: one event sent to one endpoint, retried until it succeeds or
@@ -31,12 +37,22 @@
  * names of the API.
  */
 
-import type { AttemptPolicy, Provider, Schedule } from './campaignSettings.ts'
+import type { AttemptPolicy, Provider, ResultSettings, Schedule } from './campaignSettings.ts'
+import type { ConversationResult } from './conversationResult.ts'
 
 export const CHANNELS = ['voice', 'whatsapp'] as const
 export type Channel = (typeof CHANNELS)[number]
 
-export const SCOPES = ['triggers:write', 'triggers:read', 'webhooks:manage', 'suppressions:manage', 'campaigns:manage', 'contacts:erase'] as const
+export const SCOPES = [
+  'triggers:write',
+  'triggers:read',
+  'webhooks:manage',
+  'suppressions:manage',
+  'campaigns:manage',
+  'contacts:erase',
+  'conversations:read',
+  'conversations:write',
+] as const
 export type Scope = (typeof SCOPES)[number]
 export const DEFAULT_KEY_SCOPES: readonly Scope[] = ['triggers:write', 'triggers:read']
 
@@ -92,6 +108,8 @@ export interface Campaign {
   providerConfig: JsonObject
   /** Most interactions of the campaign running at once; null for no limit. */
   maxConcurrent: number | null
+  /** How long an interaction's report waits for its conversation's result. */
+  results: ResultSettings
   /** When it was paused: no attempt starts while it is. Null while it runs. */
   pausedAt: string | null
   createdAt: string
@@ -144,6 +162,23 @@ export type InteractionOutcome = VoiceOutcome | WhatsAppOutcome
 
 export type Direction = 'outbound' | 'inbound'
 
+/**
+ * starting: recorded, the provider not yet (or not certainly) asked; active:
+ * the provider has it; ended: over, waiting for its conversation's result
+ * (the campaign's results.wait_s) before it is reported; finalized: over and
+ * reported.
+ */
+export const INTERACTION_STATUSES = ['starting', 'active', 'ended', 'finalized'] as const
+export type InteractionStatus = (typeof INTERACTION_STATUSES)[number]
+
+/** How an answered call was handed to its conversation (Twilio's answer route), and what of its context was left out. */
+export interface Handoff {
+  mode: 'redirect' | 'stream'
+  at: string
+  /** Context keys not passed to a stream, each with why. */
+  left_out: { key: string; reason: string }[]
+}
+
 export interface Interaction {
   id: string
   taskId: string | null
@@ -151,7 +186,7 @@ export interface Interaction {
   provider: Provider
   direction: Direction
   attempt: number | null
-  status: 'starting' | 'active' | 'finalized'
+  status: InteractionStatus
   outcome: InteractionOutcome | null
   testMode: boolean
   startedAt: string
@@ -159,6 +194,27 @@ export interface Interaction {
   durationS: number | null
   /** The provider's own reference (a call SID, a message id), once the provider has it. */
   providerRef: string | null
+  /** Its conversation's result; undefined where it was not read (task lists). */
+  result?: ConversationResult | null
+  handoff: Handoff | null
+}
+
+/** What a conversation learns of the interaction it runs in: whom it serves and why. */
+export interface InteractionContext {
+  interaction: Interaction & { result: ConversationResult | null }
+  orgId: string
+  routingKey: string
+  triggerId: string | null
+  /** The trigger's ids; none for an interaction that answers no task. */
+  ids: ExternalId[]
+  /** Whom it reaches: the task's contact with the number reached (the tester's, in test mode); null once erased. */
+  contact: { first_name?: string; last_name?: string; language?: string; phone: string } | null
+  /** The task's context: the campaign's default merged with the trigger's. */
+  context: JsonObject
+  /** The contact's candidate zones. */
+  timezones: string[]
+  /** While it waits for its result (status `ended`): until when. */
+  resultDueBy: string | null
 }
 
 export interface Task {
@@ -194,7 +250,7 @@ export interface Trigger extends TriggerContent {
   task: { id: string; status: TaskStatus }
 }
 
-export const EVENT_TYPES = ['task.completed', 'interaction.finalized'] as const
+export const EVENT_TYPES = ['task.completed', 'interaction.finalized', 'interaction.result_added'] as const
 export type EventType = (typeof EVENT_TYPES)[number]
 /** An event sent to one endpoint on request, to test that it receives: it reports nothing, and no endpoint subscribes to it. */
 export const TEST_EVENT_TYPE = 'webhook.test'

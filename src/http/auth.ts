@@ -23,16 +23,18 @@ declare module 'fastify' {
 }
 
 /**
- * Accepts an organization key with `scope` (any live key for 'any'). With `confirm: 'deferred'` the
+ * Accepts an organization key with `scope`, or with any one of several (any
+ * live key for 'any'). With `confirm: 'deferred'` the
  * key is not confirmed here: the trigger route's commit records a trigger only
  * for an unrevoked key, and any error answer confirms it first (see
  * {@link confirmBeforeAnswering}), so its hot path makes no extra round trip.
  */
 export function requireOrganizationKey(
   authenticator: Authenticator,
-  scope: Scope | 'any',
+  scope: Scope | readonly Scope[] | 'any',
   options: { confirm: 'now' | 'deferred' } = { confirm: 'now' },
 ): onRequestHookHandler {
+  const accepted: readonly Scope[] | undefined = scope === 'any' ? undefined : typeof scope === 'string' ? [scope] : scope
   return async (request: FastifyRequest, _reply: FastifyReply) => {
     const principal = await authenticator.identify(request.headers.authorization)
     if (principal === undefined) throw unauthorized()
@@ -40,9 +42,9 @@ export function requireOrganizationKey(
       throw new ApiError('forbidden', 'The operator token is not accepted on the client API; use an organization API key.')
     }
     request.principal = principal
-    if (scope !== 'any' && !principal.scopes.includes(scope)) {
+    if (accepted !== undefined && !accepted.some((each) => principal.scopes.includes(each))) {
       await confirmBeforeAnswering(authenticator, request)
-      throw new ApiError('forbidden', `This API key lacks the scope ${scope}.`)
+      throw new ApiError('forbidden', `This API key lacks the scope ${accepted.join(' (or ')}${accepted.length > 1 ? ')' : ''}.`)
     }
     if (options.confirm === 'now') await confirmBeforeAnswering(authenticator, request)
   }

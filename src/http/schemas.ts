@@ -1,29 +1,12 @@
 /** Schemas shared by several routes: the success envelope, the two error shapes, and the common resources. */
 import { type Static, type TSchema, Type } from '@sinclair/typebox'
-import { refuse } from '../domain/errors.ts'
-import { parseInstant } from '../domain/triggerTiming.ts'
-import { CHANNELS, type Contact } from '../domain/types.ts'
-import { refine } from '../validation/model.ts'
+import { TRANSCRIPT_ROLES } from '../domain/conversationResult.ts'
+import { CHANNELS, type Contact, INTERACTION_STATUSES } from '../domain/types.ts'
+import { OneOf } from '../validation/fields.ts'
 
 export const Timestamp = Type.String({ format: 'date-time', description: 'UTC, ISO 8601 with Z' })
 
-/**
- * An RFC 3339 date-time with its offset, kept as the UTC instant it names.
- * In a query string a `+` left unencoded arrives as a space: there, a space
- * before the offset is read as the `+` it was.
- */
-export function instant(field: string, description: string, { inQuery = false } = {}) {
-  return refine(Type.String({ maxLength: 64, format: 'date-time', description, examples: ['2026-12-01T09:00:00+01:00'] }), {
-    transform: inQuery ? (text) => text.replace(/ (?=[0-9]{2}:[0-9]{2}$)/, '+') : undefined,
-    check: (text) => {
-      const at = parseInstant(text)
-      return at === undefined ? refuse(`${field} must be an RFC 3339 date-time with an offset, such as 2026-12-01T09:00:00+01:00 or 2026-12-01T08:00:00Z`) : new Date(at).toISOString()
-    },
-  })
-}
-
-/** One of a closed list of strings: pydantic's Literal[...]. */
-export const OneOf = <T extends string>(values: readonly T[]) => Type.Union(values.map((value) => Type.Literal(value)))
+export { instant, OneOf } from '../validation/fields.ts'
 
 export const ChannelSchema = OneOf(CHANNELS)
 
@@ -41,6 +24,62 @@ export const ContactSchema = Type.Object({
 export function presentContact({ first_name, last_name, phone, email, language, timezone }: Contact): Static<typeof ContactSchema> {
   return { first_name, last_name, phone, email, language, timezone }
 }
+
+/** A conversation's result as the service records it and sends it on events: every field there, null when not reported. */
+export const ConversationResultSchema = Type.Object(
+  {
+    disposition: Type.Union([Type.String(), Type.Null()], { description: 'Your short code for how it went.' }),
+    summary: Type.Union([Type.String(), Type.Null()]),
+    data: Type.Union([Type.Record(Type.String(), Type.Unknown()), Type.Null()], { description: 'Fields the conversation extracted.' }),
+    transcript: Type.Union(
+      [
+        Type.Array(
+          Type.Object({
+            role: OneOf(TRANSCRIPT_ROLES),
+            text: Type.String(),
+            at: Type.Optional(Type.String({ format: 'date-time', description: 'UTC, ISO 8601 with Z' })),
+          }),
+        ),
+        Type.Null(),
+      ],
+      { description: "The conversation turn by turn; for a WhatsApp exchange whose app sent none, what the person wrote, as it came." },
+    ),
+    transcript_url: Type.Union([Type.String(), Type.Null()]),
+    recording_url: Type.Union([Type.String(), Type.Null()]),
+    callback_at: Type.Union([Type.String({ format: 'date-time' }), Type.Null()], { description: 'When the person asked to be called again (UTC).' }),
+    opt_out: Type.Boolean({ description: 'The person asked not to be contacted again.' }),
+    received_at: Type.String({ format: 'date-time', description: 'When the service recorded it.' }),
+  },
+  {
+    $id: 'ConversationResult',
+    description:
+      "What the person said, as the interaction's conversation reported it (POST /api/v2/interactions/{id}/result). Personal data: erased with the person, and swept with the organization's retention.",
+  },
+)
+
+export const InteractionStatusSchema = {
+  ...OneOf(INTERACTION_STATUSES),
+  description:
+    'starting: recorded, the provider being asked; active: the provider has it; ended: over, waiting for its result (the campaign\'s results.wait_s); finalized: over and reported.',
+}
+
+/** How an answered call was handed to its conversation (Twilio), or null. */
+export const NullableHandoff = Type.Union(
+  [
+    Type.Object({
+      mode: OneOf(['redirect', 'stream'] as const),
+      at: Timestamp,
+      left_out: Type.Array(Type.Object({ key: Type.String(), reason: Type.String() }), {
+        description: "Context keys not passed to a stream's parameters, each with why.",
+      }),
+    }),
+    Type.Null(),
+  ],
+  { description: 'How the answered call was handed to its conversation (Twilio voice); null until it was answered, and for other channels.' },
+)
+
+/** A result, or null where none came. */
+export const NullableResult = Type.Union([Type.Ref(ConversationResultSchema.$id!), Type.Null()])
 
 export const Envelope = <T extends TSchema>(data: T) =>
   Type.Object({

@@ -6,6 +6,7 @@ import type { ChannelRegistry } from '../channels/registry.ts'
 import {
   type AttemptPolicy,
   DEFAULT_ATTEMPTS,
+  DEFAULT_RESULTS,
   DEFAULT_SCHEDULE,
   type Provider,
   type RetryOutcome,
@@ -185,6 +186,7 @@ export interface CampaignSettingsInput {
   provider?: Provider
   provider_config?: JsonObject
   max_concurrent?: number
+  results?: { wait_s?: number }
 }
 
 export interface CreateCampaignInput extends CampaignSettingsInput {
@@ -212,6 +214,7 @@ export async function createCampaign(ops: Operations, actor: Actor, orgId: strin
     provider: input.provider ?? 'simulator',
     providerConfig: input.provider_config ?? {},
     maxConcurrent: input.max_concurrent ?? null,
+    results: { ...DEFAULT_RESULTS, ...input.results },
     pausedAt: null,
     createdAt: now,
     updatedAt: now,
@@ -240,6 +243,7 @@ export async function updateCampaign(ops: Operations, actor: Actor, orgId: strin
     provider: changes.provider ?? current.provider,
     providerConfig: changes.provider_config ?? (providerChanged ? {} : current.providerConfig),
     maxConcurrent: changes.clearMaxConcurrent ? null : (changes.max_concurrent ?? current.maxConcurrent),
+    results: changes.results === undefined ? current.results : { ...DEFAULT_RESULTS, ...changes.results },
     updatedAt: isoNow(ops),
   }
   await checkSettings(ops, campaign)

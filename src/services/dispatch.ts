@@ -16,9 +16,10 @@
  */
 import type { ServiceMetrics } from './metrics.ts'
 import type { FastifyBaseLogger } from 'fastify'
-import type { Channel } from '../channels/channel.ts'
+import type { Channel, InteractionProgress } from '../channels/channel.ts'
 import type { ChannelRegistry } from '../channels/registry.ts'
-import { stepWhenDue } from '../domain/attemptPolicy.ts'
+import { conversationTookPlace, stepWhenDue } from '../domain/attemptPolicy.ts'
+import { type ConversationResult, recordedResult } from '../domain/conversationResult.ts'
 import type { OrganizationEvent } from '../domain/events.ts'
 import { newId } from '../domain/ids.ts'
 import type { InteractionOutcome, JsonObject, TaskOutcome } from '../domain/types.ts'
@@ -205,14 +206,21 @@ export class Dispatch {
    * now: the start is then recorded, and the attempt settled later.
    */
   async #settledAtOnce(channel: Channel, interactionId: string, providerRef: string, attempt: number, config: JsonObject): Promise<boolean> {
+    const progress = { providerRef, providerStatus: null, attempt, config }
     let outcome: InteractionOutcome
     try {
-      outcome = await channel.settle({ providerRef, providerStatus: null, attempt, config })
+      outcome = await channel.settle(progress)
     } catch {
       return false
     }
-    await this.#settlement.end({ interactionId, outcome, at: this.#now(), providerRef })
+    await this.#settlement.end({ interactionId, outcome, at: this.#now(), providerRef, result: this.#reportedResult(channel, progress, outcome) })
     return true
+  }
+
+  /** The result a provider reports with the end of a conversation that took place, recorded now; undefined when it reports none. */
+  #reportedResult(channel: Channel, progress: InteractionProgress, outcome: InteractionOutcome): ConversationResult | undefined {
+    const reported = conversationTookPlace(outcome) ? channel.resultOf?.(progress) : undefined
+    return reported === undefined ? undefined : recordedResult(reported, this.#now())
   }
 
   /**
@@ -237,17 +245,20 @@ export class Dispatch {
   }
 
   async #settle(interaction: InteractionWithConfig): Promise<void> {
+    // Its outcome is written: its wait for its result is over, and it is reported without one.
+    if (interaction.status === 'ended') return this.#endWait(interaction)
     const channel = this.#channels.get(interaction.provider, interaction.channel)
     const confirmed = interaction.status !== 'starting'
+    const progress = {
+      // A start never confirmed has no reference to ask about.
+      providerRef: confirmed ? interaction.providerRef : null,
+      providerStatus: interaction.providerStatus,
+      attempt: interaction.attempt ?? 1,
+      config: interaction.providerConfig,
+    }
     let outcome: InteractionOutcome
     try {
-      outcome = await channel.settle({
-        // A start never confirmed has no reference to ask about.
-        providerRef: confirmed ? interaction.providerRef : null,
-        providerStatus: interaction.providerStatus,
-        attempt: interaction.attempt ?? 1,
-        config: interaction.providerConfig,
-      })
+      outcome = await channel.settle(progress)
     } catch (error) {
       // The provider cannot tell now: asked again when this claim runs out, for a while, then failed.
       const giveUpAt = interaction.startedAt + channel.settleAfterMs(interaction.providerConfig) + SETTLE_GIVE_UP_MS
@@ -259,9 +270,24 @@ export class Dispatch {
     }
     try {
       // A provider's report may have confirmed the start meanwhile: then the provider has it, and its word will come.
-      await this.#settlement.end({ interactionId: interaction.id, outcome, at: this.#now(), durationS: confirmed ? undefined : 0, onlyIfStarting: !confirmed })
+      await this.#settlement.end({
+        interactionId: interaction.id,
+        outcome,
+        at: this.#now(),
+        durationS: confirmed ? undefined : 0,
+        onlyIfStarting: !confirmed,
+        result: confirmed ? this.#reportedResult(channel, progress, outcome) : undefined,
+      })
     } catch (error) {
       this.#log.error({ err: error, interaction: interaction.id }, 'settling could not be recorded; settled again when its claim runs out')
+    }
+  }
+
+  async #endWait(interaction: InteractionWithConfig): Promise<void> {
+    try {
+      await this.#settlement.end({ interactionId: interaction.id, closesWait: true, at: this.#now() })
+    } catch (error) {
+      this.#log.error({ err: error, interaction: interaction.id }, 'the end of a wait for a result could not be recorded; settled again when its claim runs out')
     }
   }
 }

@@ -13,6 +13,7 @@ import type { Operations } from './administration.ts'
 import { Authenticator } from './authenticator.ts'
 import { CampaignDirectory } from './campaignDirectory.ts'
 import { CampaignPauses } from './campaignPauses.ts'
+import { Conversations } from './conversations.ts'
 import { Dispatch } from './dispatch.ts'
 import type { ErasureOperations } from './erasure.ts'
 import { RetentionSweep } from './retention.ts'
@@ -56,6 +57,7 @@ export interface Services {
   acceptance: TriggerAcceptance
   settlement: Settlement
   lifecycle: TaskLifecycle
+  conversations: Conversations
   dispatch: Dispatch
   admin: Operations
   webhooks: WebhookOperations
@@ -106,6 +108,7 @@ export function createServices(deps: ServiceDeps): Services {
     acceptance,
     settlement,
     lifecycle,
+    conversations: new Conversations({ db, now, settlement, wake, metrics: deps.metrics }),
     dispatch,
     admin: { db, now, channels: channels.registry },
     webhooks: { db, now, allowPrivateWebhookUrls: deps.allowPrivateWebhookUrls, onRedeliver: () => wake.deliveries() },

@@ -1,7 +1,7 @@
 /**
- * The retention sweep: each organization's completed tasks lose their
- * personal data (as an erasure clears it) once they completed longer ago
- * than its retention_days. The dispatcher's janitor runs it now and then, a
+ * The retention sweep: each organization's completed tasks, and the messages
+ * that answered no task, lose their personal data (as an erasure clears it)
+ * once they completed (came) longer ago than its retention_days. The dispatcher's janitor runs it now and then, a
  * bounded batch per transaction, for a bounded time per run, so that a
  * backlog (a retention shortened, a service started after a long stop) is
  * worked off over several runs rather than in the way of dispatching.
@@ -51,9 +51,16 @@ export class RetentionSweep {
       const events = await eventsAfter(tx, orgId, organization.position, RETENTION_BATCH)
       const due = dueForErasure(events, retentionCutoff(this.#now(), organization.retentionDays))
       if (due.through === undefined) return { erased: 0, more: false }
-      if (due.taskIds.length > 0) {
+      if (due.taskIds.length > 0 || due.tasklessInteractionIds.length > 0) {
         const triggerIds = await triggersOfTasks(tx, due.taskIds)
-        await erasePersonRecords(tx, orgId, { triggerIds, taskIds: due.taskIds, phones: [], contactIds: [], ids: [] })
+        await erasePersonRecords(tx, orgId, {
+          triggerIds,
+          taskIds: due.taskIds,
+          phones: [],
+          contactIds: [],
+          ids: [],
+          tasklessInteractionIds: due.tasklessInteractionIds,
+        })
       }
       await saveSweepPosition(tx, orgId, due.through.position)
       return { erased: due.taskIds.length, more: !due.reachedCutoff && events.length === RETENTION_BATCH }

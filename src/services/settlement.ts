@@ -1,16 +1,23 @@
 /**
  * Settlement: interactions end here, however their outcome arrives (a
  * provider's callback, a simulated conversation's end, a settling by
- * timeout). Outcomes are committed together, the way triggers are: one
- * transaction finalizes many interactions, applies the attempt policy to
- * their tasks (complete, or due again), and writes their events and
- * deliveries, so the outbox stays transactional. Whoever submitted an
+ * timeout, a result that ends the wait for it). Outcomes are committed
+ * together, the way triggers are: one transaction finalizes many
+ * interactions, applies the attempt policy to their tasks (complete, or due
+ * again) with what their conversations' results say, and writes their events
+ * and deliveries, so the outbox stays transactional. Whoever submitted an
  * outcome is answered once the commit that holds it has finished: a
  * provider's callback is acknowledged only when its outcome is durable.
+ *
+ * An interaction whose conversation took place, of a campaign that waits for
+ * results (results.wait_s), with no result yet, is not finalized but ended:
+ * it is reported, and its task moved on, when its result comes or its wait is
+ * over, whichever is first.
  */
 import type { ServiceMetrics } from './metrics.ts'
-import { stepAfterInteraction } from '../domain/attemptPolicy.ts'
+import { conversationTookPlace, stepAfterInteraction } from '../domain/attemptPolicy.ts'
 import type { Provider } from '../domain/campaignSettings.ts'
+import type { ConversationResult, TranscriptTurn } from '../domain/conversationResult.ts'
 import {
   type CompletedTask,
   type FinalizedInteraction,
@@ -30,10 +37,15 @@ import { completeTasks, scheduleNextAttempts, type TaskForUpdate } from '../stor
 import { batchesOf, GroupCommitter } from './groupCommitter.ts'
 import type { Wake } from './wake.ts'
 
-/** An interaction's end, as its outcome arrives. */
-export interface InteractionEnding {
+/**
+ * An interaction's end, as its outcome arrives. `closesWait`: an interaction
+ * that ended for its result waits no more (its result came, its wait is
+ * over, the person wrote STOP); with no outcome, it is only that.
+ */
+export type InteractionEnding = EndingDetails & ({ outcome: InteractionOutcome; closesWait?: boolean } | { outcome?: undefined; closesWait: true })
+
+interface EndingDetails {
   interactionId: string
-  outcome: InteractionOutcome
   at: number
   durationS?: number
   /** The provider refused the start for good: the task fails rather than spending its attempts. */
@@ -49,6 +61,10 @@ export interface InteractionEnding {
    * suppressed even if the interaction was over already, and its task closes.
    */
   optOut?: { orgId: string; phone: string; reason: SuppressionReason }
+  /** A result its conversation reported with the end (a simulated one's, or a client's that ends the wait for it). */
+  result?: ConversationResult
+  /** What the person wrote with it (a reply), added to the interaction's transcript; to one that waits for its result, it waits on. */
+  turns?: TranscriptTurn[]
 }
 
 /** Most outcomes in one commit: a batch of settled interactions fits in one. */
@@ -113,101 +129,128 @@ export class Settlement {
   }
 
   async #commit(endings: InteractionEnding[]): Promise<boolean[]> {
-    const ended = new Set<string>()
     const reservation = this.#deliverer?.reserve()
     let handedOver: readonly ClaimedDelivery[] = []
     let settled: Settled
     try {
-      settled = await this.#db.transaction((tx) => this.#settle(tx, endings, ended, reservation?.handOff))
+      settled = await this.#db.transaction((tx) => settleEndings(tx, endings, this.#now(), reservation?.handOff))
       handedOver = settled.written.claimed
     } finally {
       reservation?.settle(handedOver)
     }
-    this.#metrics.countCommitted(settled)
-    if (ended.size > 0) this.#wake.interactionsEnded(ended)
-    if (settled.written.due > 0) this.#wake.deliveries()
+    this.committed(settled)
     return settled.results
   }
 
-  async #settle(
-    tx: Queryable,
-    endings: InteractionEnding[],
-    endedCampaigns: Set<string>,
-    handOff: HandOff | undefined,
-  ): Promise<Settled> {
-    const now = this.#now()
-    const results = endings.map(() => false)
-    // Messages and opt-outs are rare and each needs its own statement; the interactions go together.
-    const live: number[] = []
-    const seen = new Set<string>()
-    for (const [index, ending] of endings.entries()) {
-      if (ending.message !== undefined && !(await recordProviderMessage(tx, ending.message.provider, ending.message.id, now))) continue
-      if (ending.optOut !== undefined) await suppress(tx, ending.optOut.orgId, ending.optOut.phone, ending.optOut.reason, now)
-      // Two outcomes of one interaction in one batch: the first submitted counts, as if committed first.
-      if (seen.has(ending.interactionId)) continue
-      seen.add(ending.interactionId)
-      live.push(index)
-    }
-    const finalized = await finalizeInteractions(
-      tx,
-      live.map((index) => {
-        const ending = endings[index]!
-        return {
-          id: ending.interactionId,
-          outcome: ending.outcome,
-          endedAt: ending.at,
-          durationS: ending.durationS ?? null,
-          onlyIfStarting: ending.onlyIfStarting ?? false,
-          providerRef: ending.providerRef ?? null,
-        }
-      }),
-    )
-    const byId = new Map(finalized.map((each) => [each.interaction.id, each]))
-    const events: OrganizationEvent[] = []
-    const interactions: FinalizedInteraction[] = []
-    const completions: { task: TaskForUpdate; outcome: TaskOutcome }[] = []
-    const retries: { taskId: string; dueAt: number }[] = []
-    for (const index of live) {
-      const ending = endings[index]!
-      const ended = byId.get(ending.interactionId)
-      if (ended === undefined) continue
-      const { interaction, task } = ended
-      results[index] = true
-      endedCampaigns.add(interaction.campaignId)
-      interactions.push(interaction)
-      events.push({ orgId: interaction.orgId, event: interactionFinalizedEvent(interaction, now) })
-      // Cancelled (or otherwise completed) while the interaction ran: nothing follows. A cancellation
-      // that commits from now on is seen by the conditional updates that complete or reschedule the task.
-      if (task === null || task.status === 'completed') continue
-      const step = stepAfterInteraction(
-        {
-          outcome: interaction.outcome,
-          endedAt: Date.parse(interaction.endedAt),
-          permanent: ending.permanent === true,
-          optedOut: ending.optOut !== undefined,
-        },
-        { schedule: task.campaign.schedule, timezones: task.timezones, expiresAt: task.expiresAt, attempts: task.attempts, policy: task.campaign.attempts },
-        now,
-      )
-      if (step.kind === 'complete') {
-        completions.push({ task, outcome: step.outcome })
-        task.status = 'completed'
-      } else {
-        retries.push({ taskId: task.id, dueAt: step.dueAt })
-        task.status = 'pending'
-      }
-    }
-    const tasks = await completeAndReport(tx, completions, now, events)
-    await scheduleNextAttempts(tx, retries, now)
-    return { results, tasks, interactions, written: await insertEvents(tx, events, handOff) }
+  /** Once a transaction that settled endings ({@link settleEndings}) has committed: what it did is counted, and the workers woken for it. */
+  committed(settled: Settled): void {
+    this.#metrics.countCommitted(settled)
+    if (settled.endedCampaigns.size > 0) this.#wake.interactionsEnded(settled.endedCampaigns)
+    if (settled.written.due > 0) this.#wake.deliveries()
   }
 }
 
-/** What one commit of outcomes did: each outcome's result, the tasks it completed and interactions it finalized, the deliveries it wrote. */
-interface Settled {
+/**
+ * Ends interactions in the caller's transaction: finalizes them (or has them
+ * wait for their results), applies the attempt policy to their tasks with
+ * what their results say, and writes their events (with their deliveries,
+ * claimed by `handOff` where it holds the endpoint). The caller commits, and
+ * then counts and wakes from what this answers.
+ */
+export async function settleEndings(tx: Queryable, endings: readonly InteractionEnding[], now: number, handOff?: HandOff): Promise<Settled> {
+  const results = endings.map(() => false)
+  // Messages and opt-outs are rare and each needs its own statement; the interactions go together.
+  const live: number[] = []
+  const first = new Map<string, number>()
+  const turns = new Map<number, TranscriptTurn[]>()
+  for (const [index, ending] of endings.entries()) {
+    if (ending.message !== undefined && !(await recordProviderMessage(tx, ending.message.provider, ending.message.id, now))) continue
+    if (ending.optOut !== undefined) await suppress(tx, ending.optOut.orgId, ending.optOut.phone, ending.optOut.reason, now)
+    // Two outcomes of one interaction in one batch: the first submitted counts, as if committed first;
+    // what the person wrote with either is kept.
+    const earlier = first.get(ending.interactionId)
+    if (earlier !== undefined) {
+      if (ending.turns !== undefined) turns.set(earlier, [...(turns.get(earlier) ?? []), ...ending.turns])
+      continue
+    }
+    first.set(ending.interactionId, index)
+    if (ending.turns !== undefined) turns.set(index, [...ending.turns])
+    live.push(index)
+  }
+  const finalized = await finalizeInteractions(
+    tx,
+    live.map((index) => {
+      const ending = endings[index]!
+      return {
+        id: ending.interactionId,
+        outcome: ending.outcome ?? null,
+        endedAt: ending.at,
+        durationS: ending.durationS ?? null,
+        onlyIfStarting: ending.onlyIfStarting ?? false,
+        providerRef: ending.providerRef ?? null,
+        result: ending.result ?? null,
+        turns: turns.get(index) ?? null,
+        // A person who opted out is not waited for.
+        mayWaitForResult: ending.outcome !== undefined && conversationTookPlace(ending.outcome) && ending.optOut === undefined,
+        closesWait: ending.closesWait === true,
+      }
+    }),
+    now,
+  )
+  const byId = new Map(finalized.map((each) => [each.interaction.id, each]))
+  const events: OrganizationEvent[] = []
+  const interactions: FinalizedInteraction[] = []
+  const endedCampaigns = new Set<string>()
+  const completions: TaskCompletion[] = []
+  const retries: { taskId: string; dueAt: number }[] = []
+  for (const index of live) {
+    const ending = endings[index]!
+    const ended = byId.get(ending.interactionId)
+    if (ended === undefined) continue
+    const { interaction, task } = ended
+    results[index] = true
+    endedCampaigns.add(interaction.campaignId)
+    // It waits for its result: reported, and its task moved on, when the wait ends.
+    if (ended.status === 'ended') continue
+    interactions.push(interaction)
+    events.push({ orgId: interaction.orgId, event: interactionFinalizedEvent(interaction, now) })
+    const { result } = interaction
+    const resultOptsOut = result?.opt_out === true
+    // The person said so in the conversation: suppressed as a STOP is, even if its task is over.
+    if (resultOptsOut && interaction.toPhone !== '') await suppress(tx, interaction.orgId, interaction.toPhone, 'conversation', now)
+    // Cancelled (or otherwise completed) while the interaction ran: nothing follows. A cancellation
+    // that commits from now on is seen by the conditional updates that complete or reschedule the task.
+    if (task === null || task.status === 'completed') continue
+    const step = stepAfterInteraction(
+      {
+        outcome: interaction.outcome,
+        endedAt: Date.parse(interaction.endedAt),
+        permanent: ending.permanent === true,
+        optedOut: ending.optOut !== undefined || resultOptsOut,
+        callbackAt: result?.callback_at == null ? null : Date.parse(result.callback_at),
+      },
+      { schedule: task.campaign.schedule, timezones: task.timezones, expiresAt: task.expiresAt, attempts: task.attempts, policy: task.campaign.attempts },
+      now,
+    )
+    if (step.kind === 'complete') {
+      completions.push({ task, outcome: step.outcome, result })
+      task.status = 'completed'
+    } else {
+      retries.push({ taskId: task.id, dueAt: step.dueAt })
+      task.status = 'pending'
+    }
+  }
+  const tasks = await completeAndReport(tx, completions, now, events)
+  await scheduleNextAttempts(tx, retries, now)
+  return { results, tasks, interactions, endedCampaigns, written: await insertEvents(tx, events, handOff) }
+}
+
+/** What one commit of outcomes did: whether each outcome changed anything, the tasks it completed and interactions it finalized, the campaigns whose interactions ended, the deliveries it wrote. */
+export interface Settled {
   results: boolean[]
   tasks: TaskCompletion[]
   interactions: FinalizedInteraction[]
+  endedCampaigns: Set<string>
   written: WrittenDeliveries
 }
 
@@ -228,7 +271,7 @@ export async function completeAndReport(
     now,
   )
   const done = completions.filter(({ task }) => completed.has(task.id))
-  for (const { task, outcome } of done) events.push({ orgId: task.orgId, event: taskCompletedEvent(task, outcome, now) })
+  for (const { task, outcome, result } of done) events.push({ orgId: task.orgId, event: taskCompletedEvent(task, outcome, now, result ?? null) })
   return done
 }
 

@@ -9,6 +9,7 @@
 import type { ProviderReport } from '../channels/channel.ts'
 import type { ChannelRegistry } from '../channels/registry.ts'
 import type { Provider } from '../domain/campaignSettings.ts'
+import { contactTurn, type TranscriptTurn } from '../domain/conversationResult.ts'
 import { ApiError, ValidationFailed, valueError } from '../domain/errors.ts'
 import { interactionFinalizedEvent, type OrganizationEvent } from '../domain/events.ts'
 import { newId } from '../domain/ids.ts'
@@ -79,12 +80,7 @@ export class TaskLifecycle {
    * conversation was settled: the person is reached after all), and
    * reported. The provider's message id makes a repeated delivery a no-op.
    */
-  async recordInbound(
-    campaign: Campaign,
-    message: { provider: Provider; id: string; from: string; at: number },
-    taskId: string | null,
-    optOut: boolean,
-  ): Promise<void> {
+  async recordInbound(campaign: Campaign, message: PersonMessage, taskId: string | null, optOut: boolean): Promise<void> {
     const now = this.#now()
     const interactionId = newId('interaction', now)
     const committed = await this.#db.transaction(async (tx) => {
@@ -106,9 +102,24 @@ export class TaskLifecycle {
         startedBy: null,
         startedAt: message.at,
       })
-      const [finalized] = await finalizeInteractions(tx, [
-        { id: interactionId, outcome: 'replied', endedAt: message.at, durationS: 0, onlyIfStarting: false, providerRef: null },
-      ])
+      const [finalized] = await finalizeInteractions(
+        tx,
+        [
+          {
+            id: interactionId,
+            outcome: 'replied',
+            endedAt: message.at,
+            durationS: 0,
+            onlyIfStarting: false,
+            providerRef: null,
+            result: null,
+            turns: turnsOf(message),
+            mayWaitForResult: false,
+            closesWait: false,
+          },
+        ],
+        now,
+      )
       const { interaction } = finalized!
       const events: OrganizationEvent[] = [{ orgId: campaign.orgId, event: interactionFinalizedEvent(interaction, now) }]
       if (optOut) await suppress(tx, campaign.orgId, message.from, 'reply', now)
@@ -158,6 +169,23 @@ export class TaskLifecycle {
     const completedAt = new Date(now).toISOString()
     return cancelled.map((task) => ({ id: task.id, triggerId: task.triggerId, campaign: task.campaign, ids: task.ids, completedAt }))
   }
+}
+
+/** A message a person sent, as its provider delivered it. */
+export interface PersonMessage {
+  provider: Provider
+  /** The provider's id of it: it is counted once however often it is delivered. */
+  id: string
+  /** E.164. */
+  from: string
+  at: number
+  /** What they wrote (a text, or the label of a button they pressed), when it is text. */
+  text: string | undefined
+}
+
+/** A message's text as the conversation's transcript holds it. */
+export function turnsOf(message: PersonMessage): TranscriptTurn[] | null {
+  return message.text === undefined ? null : [contactTurn(message.text, message.at)]
 }
 
 /** A task cancelled by its external ids, as the client is told of it. */

@@ -1,4 +1,4 @@
-import type { AttemptPolicy, Provider, Schedule } from '../domain/campaignSettings.ts'
+import type { AttemptPolicy, Provider, ResultSettings, Schedule } from '../domain/campaignSettings.ts'
 import type { Campaign, Channel, JsonObject } from '../domain/types.ts'
 import type { Queryable } from './database.ts'
 import { iso, isoOrNull } from './rows.ts'
@@ -15,13 +15,14 @@ interface CampaignRow {
   provider: Provider
   provider_config: JsonObject
   max_concurrent: number | null
+  results: ResultSettings
   paused_at: Date | null
   created_at: Date
   updated_at: Date
 }
 
 const COLUMNS =
-  'id, org_id, routing_key, channel, name, context, schedule, attempts, provider, provider_config, max_concurrent, paused_at, created_at, updated_at'
+  'id, org_id, routing_key, channel, name, context, schedule, attempts, provider, provider_config, max_concurrent, results, paused_at, created_at, updated_at'
 
 export const toCampaign = (row: CampaignRow): Campaign => ({
   id: row.id,
@@ -35,6 +36,7 @@ export const toCampaign = (row: CampaignRow): Campaign => ({
   provider: row.provider,
   providerConfig: row.provider_config,
   maxConcurrent: row.max_concurrent,
+  results: row.results,
   pausedAt: isoOrNull(row.paused_at),
   createdAt: iso(row.created_at),
   updatedAt: iso(row.updated_at),
@@ -43,7 +45,7 @@ export const toCampaign = (row: CampaignRow): Campaign => ({
 /** Inserts the campaign; false when the organization already has one for this routing key and channel. */
 export async function insertCampaign(db: Queryable, campaign: Campaign): Promise<boolean> {
   const rows = await db.query(
-    `INSERT INTO campaigns (${COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)
+    `INSERT INTO campaigns (${COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)
      ON CONFLICT DO NOTHING RETURNING id`,
     [
       campaign.id,
@@ -57,6 +59,7 @@ export async function insertCampaign(db: Queryable, campaign: Campaign): Promise
       campaign.provider,
       campaign.providerConfig,
       campaign.maxConcurrent,
+      campaign.results,
       campaign.pausedAt,
       campaign.createdAt,
       campaign.updatedAt,
@@ -69,7 +72,7 @@ export async function insertCampaign(db: Queryable, campaign: Campaign): Promise
 export async function updateCampaign(db: Queryable, campaign: Campaign): Promise<void> {
   await db.query(
     `UPDATE campaigns SET name = $3, context = $4, schedule = $5, attempts = $6, provider = $7, provider_config = $8,
-            max_concurrent = $9, updated_at = $10
+            max_concurrent = $9, results = $10, updated_at = $11
      WHERE org_id = $1 AND id = $2`,
     [
       campaign.orgId,
@@ -81,6 +84,7 @@ export async function updateCampaign(db: Queryable, campaign: Campaign): Promise
       campaign.provider,
       campaign.providerConfig,
       campaign.maxConcurrent,
+      campaign.results,
       campaign.updatedAt,
     ],
   )

@@ -1,10 +1,13 @@
 /**
- * Erasing a person's personal data: their name, number, email and the
- * context values sent with their triggers, from every row that holds them.
- * The rows themselves stay (a task keeps its status, outcome and attempts; a
- * trigger and its events keep the client's ids), so that counts, outcomes
- * and the webhooks already sent still add up.
+ * Erasing a person's personal data: their name, number, email, the context
+ * values sent with their triggers, and what their conversations' results and
+ * messages hold (summaries, extracted data, transcripts, recording links),
+ * from every row that holds them, events included. The rows themselves stay
+ * (a task keeps its status, outcome and attempts; a trigger and its events
+ * keep the client's ids; a result keeps its disposition), so that counts,
+ * outcomes and the webhooks already sent still add up.
  */
+import { ERASED_RESULT_FIELDS } from '../domain/conversationResult.ts'
 import type { ExternalId } from '../domain/types.ts'
 import type { Queryable } from './database.ts'
 
@@ -20,6 +23,8 @@ export interface PersonRecords {
   contactIds: string[]
   /** Every id their triggers named. */
   ids: ExternalId[]
+  /** Their messages that answered no task, besides those found by their numbers (the retention sweep names them). */
+  tasklessInteractionIds: string[]
 }
 
 /**
@@ -66,6 +71,7 @@ export async function findPersonRecords(tx: Queryable, orgId: string, person: Pe
     phones: [...phones],
     contactIds: [...contactIds],
     ids: [...ids.values()],
+    tasklessInteractionIds: [],
   }
 }
 
@@ -75,21 +81,58 @@ export interface ErasedCounts {
   interactions: number
 }
 
+/** A result with what erasure removes from it set to null (a JSON object to merge over it, `||`). */
+const ERASED_RESULT = JSON.stringify(Object.fromEntries(ERASED_RESULT_FIELDS.map((field) => [field, null])))
+
+/** What an interaction keeps of the person: no number, no messages, a result without its free text. */
+const ERASED_INTERACTION = `to_phone = '', replies = NULL, result = result || '${ERASED_RESULT}'::jsonb`
+
+/**
+ * An event's payload with its result erased, and the condition for events
+ * that carry one (interaction.finalized, task.completed and
+ * interaction.result_added of a conversation that reported something).
+ */
+const ERASED_PAYLOAD = `jsonb_set(payload, '{data,result}', (payload #> '{data,result}') || '${ERASED_RESULT}'::jsonb)`
+const CARRIES_RESULT = `jsonb_typeof(payload #> '{data,result}') = 'object'`
+
 /**
  * Clears the records' personal data: triggers and tasks keep no contact, no
  * context and (triggers) no number; interactions with the person (those of the
- * tasks, and replies from the numbers that answered no task) keep no number;
- * the contacts are deleted with the ids that named them, so that a trigger
- * sent later without a contact finds no one on file.
+ * tasks, and messages from the numbers, or named, that answered no task) keep
+ * no number, no messages and a result without its free text, and so do the
+ * events that reported them; the contacts are deleted with the ids that named
+ * them, so that a trigger sent later without a contact finds no one on file.
+ * Events are found by their task (events_by_task), or for a message that
+ * answered no task by its interaction (events_of_taskless_interactions).
  */
 export async function erasePersonRecords(tx: Queryable, orgId: string, records: PersonRecords): Promise<ErasedCounts> {
   await tx.query(`UPDATE triggers SET contact = NULL, context = '{}', phone = '' WHERE id = ANY($1::text[])`, [records.triggerIds])
   await tx.query(`UPDATE tasks SET contact = '{}', context = '{}' WHERE id = ANY($1::text[])`, [records.taskIds])
-  const ofTasks = await tx.query(`UPDATE interactions SET to_phone = '' WHERE task_id = ANY($1::text[]) RETURNING id`, [records.taskIds])
-  const replies = await tx.query(
-    `UPDATE interactions SET to_phone = '' WHERE org_id = $1 AND task_id IS NULL AND to_phone = ANY($2::text[]) RETURNING id`,
+  const ofTasks = await tx.query(`UPDATE interactions SET ${ERASED_INTERACTION} WHERE task_id = ANY($1::text[]) RETURNING id`, [records.taskIds])
+  const replies = await tx.query<{ id: string }>(
+    `UPDATE interactions SET ${ERASED_INTERACTION} WHERE org_id = $1 AND task_id IS NULL AND to_phone = ANY($2::text[]) RETURNING id`,
     [orgId, records.phones],
   )
+  const named =
+    records.tasklessInteractionIds.length === 0
+      ? []
+      : await tx.query<{ id: string }>(`UPDATE interactions SET ${ERASED_INTERACTION} WHERE id = ANY($1::text[]) AND task_id IS NULL RETURNING id`, [
+          records.tasklessInteractionIds,
+        ])
+  await tx.query(
+    `UPDATE events SET payload = ${ERASED_PAYLOAD}
+     WHERE payload #>> '{data,task_id}' = ANY($2::text[]) AND org_id = $1 AND ${CARRIES_RESULT}`,
+    [orgId, records.taskIds],
+  )
+  const taskless = [...replies, ...named].map((row) => row.id)
+  if (taskless.length > 0) {
+    await tx.query(
+      `UPDATE events SET payload = ${ERASED_PAYLOAD}
+       WHERE payload #>> '{data,interaction_id}' = ANY($2::text[]) AND payload #>> '{data,task_id}' IS NULL
+         AND payload #>> '{data,interaction_id}' IS NOT NULL AND org_id = $1 AND ${CARRIES_RESULT}`,
+      [orgId, taskless],
+    )
+  }
   await tx.query(
     `DELETE FROM contact_ids c USING jsonb_array_elements($3::jsonb) AS e(id)
      WHERE c.org_id = $1 AND c.source = e.id->>'source' AND c.type = e.id->>'type' AND c.value = e.id->>'value'
@@ -97,5 +140,5 @@ export async function erasePersonRecords(tx: Queryable, orgId: string, records: 
     [orgId, records.contactIds, JSON.stringify(records.ids)],
   )
   const contacts = await tx.query(`DELETE FROM contacts WHERE org_id = $1 AND id = ANY($2::text[]) RETURNING id`, [orgId, records.contactIds])
-  return { contacts: contacts.length, interactions: ofTasks.length + replies.length }
+  return { contacts: contacts.length, interactions: ofTasks.length + replies.length + named.length }
 }

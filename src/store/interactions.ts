@@ -1,48 +1,11 @@
 /** Interactions: one row per attempt to converse, recorded before the provider is asked. */
 import type { Provider } from '../domain/campaignSettings.ts'
+import { type ConversationResult, interactionResult, type TranscriptTurn } from '../domain/conversationResult.ts'
 import type { FinalizedInteraction } from '../domain/events.ts'
-import type { Channel, Direction, ExternalId, Interaction, InteractionOutcome, JsonObject } from '../domain/types.ts'
+import type { Channel, Contact, Direction, ExternalId, Handoff, InteractionContext, InteractionOutcome, InteractionStatus, JsonObject } from '../domain/types.ts'
 import type { Queryable } from './database.ts'
-import { iso, isoOrNull } from './rows.ts'
+import { interactionColumns, type InteractionRow, iso, toInteraction } from './rows.ts'
 import { TASK_FOR_UPDATE_COLUMNS, type TaskForUpdate, type TaskForUpdateRow, toTaskForUpdate } from './tasks.ts'
-
-export interface InteractionRow {
-  id: string
-  org_id: string
-  task_id: string | null
-  campaign_id: string
-  channel: Channel
-  provider: Provider
-  provider_config: JsonObject
-  direction: Direction
-  attempt: number | null
-  status: Interaction['status']
-  to_phone: string
-  test_mode: boolean
-  provider_ref: string | null
-  provider_status: string | null
-  outcome: InteractionOutcome | null
-  settle_at: Date | null
-  started_at: Date
-  ended_at: Date | null
-  duration_s: number | null
-}
-
-export const toInteraction = (row: InteractionRow): Interaction => ({
-  id: row.id,
-  taskId: row.task_id,
-  channel: row.channel,
-  provider: row.provider,
-  direction: row.direction,
-  attempt: row.attempt,
-  status: row.status,
-  outcome: row.outcome,
-  testMode: row.test_mode,
-  startedAt: iso(row.started_at),
-  endedAt: isoOrNull(row.ended_at),
-  durationS: row.duration_s,
-  providerRef: row.provider_ref,
-})
 
 export interface NewInteraction {
   id: string
@@ -141,7 +104,7 @@ export interface InteractionWithConfig {
   campaignId: string
   channel: Channel
   provider: Provider
-  status: Interaction['status']
+  status: InteractionStatus
   attempt: number | null
   providerRef: string | null
   providerStatus: string | null
@@ -151,22 +114,21 @@ export interface InteractionWithConfig {
   startedAt: number
 }
 
-type WithConfigRow = Pick<
-  InteractionRow,
-  | 'id'
-  | 'org_id'
-  | 'task_id'
-  | 'campaign_id'
-  | 'channel'
-  | 'provider'
-  | 'status'
-  | 'attempt'
-  | 'provider_ref'
-  | 'provider_status'
-  | 'provider_config'
-  | 'to_phone'
-  | 'started_at'
->
+interface WithConfigRow {
+  id: string
+  org_id: string
+  task_id: string | null
+  campaign_id: string
+  channel: Channel
+  provider: Provider
+  status: InteractionStatus
+  attempt: number | null
+  provider_ref: string | null
+  provider_status: string | null
+  provider_config: JsonObject
+  to_phone: string
+  started_at: Date
+}
 
 const toWithConfig = (row: WithConfigRow): InteractionWithConfig => ({
   id: row.id,
@@ -246,23 +208,50 @@ export async function nextSettleAt(db: Queryable): Promise<number | undefined> {
   return rows[0]?.settle_at?.getTime()
 }
 
-/** An outcome to write on a running interaction. */
+/**
+ * An outcome to write on a running interaction, or the end of the wait of one
+ * that ended for its result (`closesWait`), or the person's messages to add
+ * to one that waits (`turns`).
+ */
 export interface InteractionEnd {
   id: string
-  outcome: InteractionOutcome
+  /** Null for the end of a wait only: the outcome was written when the interaction ended. */
+  outcome: InteractionOutcome | null
   endedAt: number
   durationS: number | null
   /** Only if its start is still unconfirmed (a settlement that asked the provider nothing). */
   onlyIfStarting: boolean
   /** Its provider's reference, when not recorded before; null keeps the one recorded. */
   providerRef: string | null
+  /** A result its conversation reported with the end; null keeps the one recorded (if any). */
+  result: ConversationResult | null
+  /**
+   * What the person wrote, added to what they wrote before; null for none. To
+   * an interaction that waits for its result, they are added and it waits on.
+   */
+  turns: TranscriptTurn[] | null
+  /** A conversation took place: the interaction waits for its result if its campaign says so and none has come. */
+  mayWaitForResult: boolean
+  /** An interaction that waits for its result waits no more: it is finalized now. */
+  closesWait: boolean
 }
 
-/** An interaction just finalized, with its task (if it has one) as it stood. */
+/** An interaction just finalized (or, `ended`, waiting for its result), with its task (if it has one) as it stood. */
 export interface FinalizedWithTask {
+  status: 'ended' | 'finalized'
   interaction: FinalizedInteraction
   task: TaskForUpdate | null
 }
+
+/** The campaign's wait for results of interaction `i`, in seconds. */
+const RESULT_WAIT_S = `(SELECT coalesce((c.results->>'wait_s')::int, 0) FROM campaigns c WHERE c.id = i.campaign_id)`
+/**
+ * Whether ending `v` makes running interaction `i` wait for its result: a
+ * conversation took place, no result has come (with the end or before it),
+ * and its campaign waits for one. In a CASE, so that the campaign is read
+ * only when it matters.
+ */
+const STARTS_WAITING = `CASE WHEN v.may_wait AND v.result IS NULL AND i.result IS NULL THEN ${RESULT_WAIT_S} > 0 ELSE false END`
 
 /**
  * Finalizes running interactions with their outcomes, in one statement,
@@ -272,8 +261,14 @@ export interface FinalizedWithTask {
  * One already over (providers repeat their reports, and only the first
  * counts), or, with `onlyIfStarting`, one whose start has been confirmed
  * meanwhile, is left out. The ids must be distinct.
+ *
+ * An interaction whose conversation took place, with no result yet, of a
+ * campaign that waits for results, is not finalized but `ended`: its outcome
+ * is written, and it is finalized when its result comes or its wait is over
+ * (`closesWait`); what the person writes meanwhile is added to it. The result
+ * and the person's messages an end carries are written with it.
  */
-export async function finalizeInteractions(tx: Queryable, ends: readonly InteractionEnd[]): Promise<FinalizedWithTask[]> {
+export async function finalizeInteractions(tx: Queryable, ends: readonly InteractionEnd[], now: number): Promise<FinalizedWithTask[]> {
   if (ends.length === 0) return []
   const sorted = ends.toSorted((a, b) => (a.id < b.id ? -1 : 1))
   const rows = await tx.query<
@@ -287,28 +282,44 @@ export async function finalizeInteractions(tx: Queryable, ends: readonly Interac
       provider: Provider
       direction: Direction
       attempt: number | null
+      status: 'ended' | 'finalized'
       outcome: InteractionOutcome
       test_mode: boolean
       started_at: Date
       ended_at: Date
       duration_s: number | null
+      result: ConversationResult | null
+      replies: TranscriptTurn[] | null
     } & ({ task_id: null } | TaskForUpdateRow)
   >(
     `WITH ends AS (
-       SELECT * FROM unnest($1::text[], $2::text[], $3::timestamptz[], $4::int[], $5::boolean[], $6::text[])
-         AS v(id, outcome, ended_at, duration_s, only_if_starting, provider_ref)
+       SELECT * FROM unnest($1::text[], $2::text[], $3::timestamptz[], $4::int[], $5::boolean[], $6::text[], $7::text[], $8::text[],
+                            $9::boolean[], $10::boolean[])
+         AS v(id, outcome, ended_at, duration_s, only_if_starting, provider_ref, result, turns, may_wait, closes_wait)
      ), finalized AS (
        -- Each row is locked as it is updated, in id order (the ids come sorted, and whichever side of
        -- the join the primary key's scan is on, rows come out in that order), so that two settlements
        -- never wait for each other in a circle; a lock taken beforehand was one more WAL record per row.
-       UPDATE interactions i SET status = 'finalized', outcome = v.outcome, ended_at = greatest(v.ended_at, i.started_at),
-                                 duration_s = v.duration_s, settle_at = NULL, provider_ref = coalesce(v.provider_ref, i.provider_ref)
+       -- The right-hand sides read the row as it was: an interaction that ended keeps what it ended with.
+       UPDATE interactions i
+       SET status = CASE WHEN i.status = 'ended' THEN CASE WHEN v.closes_wait THEN 'finalized' ELSE 'ended' END
+                         WHEN ${STARTS_WAITING} THEN 'ended' ELSE 'finalized' END,
+           settle_at = CASE WHEN i.status = 'ended' THEN CASE WHEN v.closes_wait THEN NULL ELSE i.settle_at END
+                            WHEN ${STARTS_WAITING} THEN $11::timestamptz + ${RESULT_WAIT_S} * interval '1 second' END,
+           outcome = CASE WHEN i.status = 'ended' THEN i.outcome ELSE v.outcome END,
+           ended_at = CASE WHEN i.status = 'ended' THEN i.ended_at ELSE greatest(v.ended_at, i.started_at) END,
+           duration_s = CASE WHEN i.status = 'ended' THEN i.duration_s ELSE v.duration_s END,
+           provider_ref = coalesce(v.provider_ref, i.provider_ref),
+           result = coalesce(v.result::jsonb, i.result),
+           replies = CASE WHEN v.turns IS NULL THEN i.replies ELSE coalesce(i.replies, '[]'::jsonb) || v.turns::jsonb END
        FROM ends v
        WHERE i.id = v.id AND i.id = ANY($1::text[])
-         AND (i.status || '' = 'starting' OR (i.status || '' = 'active' AND NOT v.only_if_starting))
+         AND CASE WHEN i.status || '' = 'ended' THEN v.closes_wait OR v.turns IS NOT NULL
+                  WHEN v.outcome IS NULL THEN false
+                  ELSE i.status || '' = 'starting' OR (i.status || '' = 'active' AND NOT v.only_if_starting) END
        RETURNING i.*)
-     SELECT f.id, f.org_id, f.campaign_id, f.to_phone, ic.routing_key, f.channel, f.provider, f.direction, f.attempt, f.outcome, f.test_mode,
-            f.started_at, f.ended_at, f.duration_s, ${TASK_FOR_UPDATE_COLUMNS}
+     SELECT f.id, f.org_id, f.campaign_id, f.to_phone, ic.routing_key, f.channel, f.provider, f.direction, f.attempt, f.status, f.outcome,
+            f.test_mode, f.started_at, f.ended_at, f.duration_s, f.result, f.replies, ${TASK_FOR_UPDATE_COLUMNS}
      FROM finalized f
      JOIN campaigns ic ON ic.id = f.campaign_id
      LEFT JOIN tasks t ON t.id = f.task_id
@@ -322,11 +333,17 @@ export async function finalizeInteractions(tx: Queryable, ends: readonly Interac
       sorted.map((e) => e.durationS),
       sorted.map((e) => e.onlyIfStarting),
       sorted.map((e) => e.providerRef),
+      sorted.map((e) => (e.result === null ? null : JSON.stringify(e.result))),
+      sorted.map((e) => (e.turns === null ? null : JSON.stringify(e.turns))),
+      sorted.map((e) => e.mayWaitForResult),
+      sorted.map((e) => e.closesWait),
+      new Date(now),
     ],
   )
   return rows.map((row) => {
     const task = row.task_id === null ? null : toTaskForUpdate(row)
     return {
+      status: row.status,
       interaction: {
         id: row.id,
         orgId: row.org_id,
@@ -345,6 +362,7 @@ export async function finalizeInteractions(tx: Queryable, ends: readonly Interac
         endedAt: iso(row.ended_at),
         durationS: row.duration_s,
         ids: task?.ids ?? null,
+        result: interactionResult(row.result, row.replies),
       },
       task,
     }
@@ -367,4 +385,78 @@ export async function findLatestInteractionWith(
     [campaignIds, phone],
   )
   return rows[0] && toWithConfig(rows[0])
+}
+
+interface ContextRow extends InteractionRow {
+  to_phone: string
+  settle_at: Date | null
+  routing_key: string
+  trigger_id: string | null
+  contact: Contact | null
+  context: JsonObject | null
+  timezones: string[] | null
+  ids: ExternalId[] | null
+}
+
+/** An interaction with what its conversation is to know: its task's contact, context and ids; only the organization's, when one is given. */
+export async function findInteractionContext(db: Queryable, id: string, orgId?: string): Promise<InteractionContext | undefined> {
+  const rows = await db.query<ContextRow>(
+    `SELECT ${interactionColumns('i', { results: true })}, i.to_phone, i.settle_at,
+            c.routing_key, t.trigger_id, t.contact, t.context, t.timezones, tr.ids
+     FROM interactions i
+     JOIN campaigns c ON c.id = i.campaign_id
+     LEFT JOIN tasks t ON t.id = i.task_id
+     LEFT JOIN triggers tr ON tr.id = t.trigger_id
+     WHERE i.id = $1${orgId === undefined ? '' : ' AND i.org_id = $2'}`,
+    orgId === undefined ? [id] : [id, orgId],
+  )
+  const row = rows[0]
+  if (row === undefined) return undefined
+  const interaction = toInteraction(row)
+  const person = row.contact ?? undefined
+  return {
+    interaction: { ...interaction, result: interaction.result ?? null },
+    orgId: row.org_id,
+    routingKey: row.routing_key,
+    triggerId: row.trigger_id,
+    ids: row.ids ?? [],
+    // Erased, an interaction keeps no number.
+    contact:
+      row.to_phone === ''
+        ? null
+        : { first_name: person?.first_name, last_name: person?.last_name, language: person?.language, phone: row.to_phone },
+    context: row.context ?? {},
+    timezones: row.timezones ?? [],
+    resultDueBy: row.status === 'ended' && row.settle_at !== null ? iso(row.settle_at) : null,
+  }
+}
+
+/** An interaction as a result for it finds it: locked until the transaction ends. */
+export interface InteractionForResult {
+  status: InteractionStatus
+  taskId: string | null
+  /** Its person was erased: it keeps nothing of theirs, and takes nothing more. */
+  erased: boolean
+  /** The result reported so far (not what the person wrote). */
+  result: ConversationResult | null
+}
+
+/** Locks the organization's interaction for a result (in the order a settlement locks: the interaction, then its task). */
+export async function lockInteractionForResult(tx: Queryable, orgId: string, id: string): Promise<InteractionForResult | undefined> {
+  const rows = await tx.query<{ status: InteractionStatus; task_id: string | null; result: ConversationResult | null; erased: boolean }>(
+    `SELECT status, task_id, result, to_phone = '' AS erased FROM interactions WHERE id = $1 AND org_id = $2 FOR UPDATE`,
+    [id, orgId],
+  )
+  const row = rows[0]
+  return row && { status: row.status, taskId: row.task_id, result: row.result, erased: row.erased }
+}
+
+/** Writes the result of an interaction the caller holds, replacing any before it. */
+export async function writeResult(tx: Queryable, id: string, result: ConversationResult): Promise<void> {
+  await tx.query('UPDATE interactions SET result = $2 WHERE id = $1', [id, JSON.stringify(result)])
+}
+
+/** Records how an answered call was handed to its conversation. */
+export async function recordHandoff(db: Queryable, id: string, handoff: Handoff): Promise<void> {
+  await db.query('UPDATE interactions SET handoff = $2 WHERE id = $1', [id, JSON.stringify(handoff)])
 }

@@ -40,10 +40,14 @@ export interface SweptEvent {
   position: SweepPosition
   /** The task a task.completed event reports; null for any other event. */
   completedTaskId: string | null
+  /** The message that answered no task an interaction.finalized reports; null for any other event. */
+  tasklessInteractionId: string | null
   createdAt: number
 }
 
-const SWEPT_EVENT_COLUMNS = `txid::text, id, CASE WHEN type = 'task.completed' THEN payload #>> '{data,task_id}' END AS task_id, created_at`
+const SWEPT_EVENT_COLUMNS = `txid::text, id, CASE WHEN type = 'task.completed' THEN payload #>> '{data,task_id}' END AS task_id,
+  CASE WHEN type = 'interaction.finalized' AND payload #>> '{data,task_id}' IS NULL THEN payload #>> '{data,interaction_id}' END AS taskless_interaction_id,
+  created_at`
 
 /**
  * The organization's next `limit` events after `position`, in commit order.
@@ -52,7 +56,7 @@ const SWEPT_EVENT_COLUMNS = `txid::text, id, CASE WHEN type = 'task.completed' T
  * not have, and would read the organization's whole history up to it.
  */
 export async function eventsAfter(tx: Queryable, orgId: string, position: SweepPosition | undefined, limit: number): Promise<SweptEvent[]> {
-  type Row = { txid: string; id: string; task_id: string | null; created_at: Date }
+  type Row = { txid: string; id: string; task_id: string | null; taskless_interaction_id: string | null; created_at: Date }
   const rows =
     position === undefined
       ? await tx.query<Row>(`SELECT ${SWEPT_EVENT_COLUMNS} FROM events WHERE org_id = $1 ORDER BY events.txid, events.id LIMIT $2`, [orgId, limit])
@@ -60,7 +64,12 @@ export async function eventsAfter(tx: Queryable, orgId: string, position: SweepP
           `SELECT ${SWEPT_EVENT_COLUMNS} FROM events WHERE org_id = $1 AND (txid, id) > ($2::xid8, $3::text) ORDER BY events.txid, events.id LIMIT $4`,
           [orgId, position.txid, position.eventId, limit],
         )
-  return rows.map((row) => ({ position: { txid: row.txid, eventId: row.id }, completedTaskId: row.task_id, createdAt: row.created_at.getTime() }))
+  return rows.map((row) => ({
+    position: { txid: row.txid, eventId: row.id },
+    completedTaskId: row.task_id,
+    tasklessInteractionId: row.taskless_interaction_id,
+    createdAt: row.created_at.getTime(),
+  }))
 }
 
 export async function saveSweepPosition(tx: Queryable, orgId: string, position: SweepPosition): Promise<void> {

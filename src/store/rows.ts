@@ -1,4 +1,7 @@
 /** Conversions shared by the store modules; both database drivers return these shapes. */
+import type { Provider } from '../domain/campaignSettings.ts'
+import { type ConversationResult, interactionResult, type TranscriptTurn } from '../domain/conversationResult.ts'
+import type { Channel, Direction, Handoff, Interaction, InteractionOutcome, InteractionStatus } from '../domain/types.ts'
 
 /** `timestamptz` arrives as a Date from both drivers. */
 export function iso(value: Date): string {
@@ -28,3 +31,57 @@ export function rolledBack(error: unknown): boolean {
   const state = sqlState(error)
   return state !== undefined && !state.startsWith('08')
 }
+
+const INTERACTION_FIELDS = [
+  'id', 'org_id', 'task_id', 'campaign_id', 'channel', 'provider', 'direction', 'attempt', 'status', 'test_mode', 'provider_ref',
+  'outcome', 'started_at', 'ended_at', 'duration_s', 'handoff',
+]
+
+/**
+ * The columns of an {@link InteractionRow}, of the table's alias `from`: with
+ * its result and replies where one interaction or task is read, not a list of
+ * tasks (a result may hold a long transcript).
+ */
+export function interactionColumns(from: string, { results }: { results: boolean }): string {
+  return [...INTERACTION_FIELDS, ...(results ? ['result', 'replies'] : [])].map((column) => `${from}.${column}`).join(', ')
+}
+
+export interface InteractionRow {
+  id: string
+  org_id: string
+  task_id: string | null
+  campaign_id: string
+  channel: Channel
+  provider: Provider
+  direction: Direction
+  attempt: number | null
+  status: InteractionStatus
+  test_mode: boolean
+  provider_ref: string | null
+  outcome: InteractionOutcome | null
+  started_at: Date
+  ended_at: Date | null
+  duration_s: number | null
+  handoff: Handoff | null
+  /** Read where results are (see {@link interactionColumns}). */
+  result?: ConversationResult | null
+  replies?: TranscriptTurn[] | null
+}
+
+export const toInteraction = (row: InteractionRow): Interaction => ({
+  id: row.id,
+  taskId: row.task_id,
+  channel: row.channel,
+  provider: row.provider,
+  direction: row.direction,
+  attempt: row.attempt,
+  status: row.status,
+  outcome: row.outcome,
+  testMode: row.test_mode,
+  startedAt: iso(row.started_at),
+  endedAt: isoOrNull(row.ended_at),
+  durationS: row.duration_s,
+  providerRef: row.provider_ref,
+  ...(row.result === undefined ? {} : { result: interactionResult(row.result, row.replies ?? null) }),
+  handoff: row.handoff,
+})

@@ -6,7 +6,7 @@
 import type { Queryable } from './database.ts'
 import { iso } from './rows.ts'
 
-export type SuppressionReason = 'manual' | 'reply' | 'provider'
+export type SuppressionReason = 'manual' | 'reply' | 'provider' | 'conversation'
 
 export interface Suppression {
   /** E.164, or the digest a suppression of an erased number keeps ('sha256:...'). */

@@ -8,8 +8,7 @@
 import type { AttemptPolicy, Provider, Schedule } from '../domain/campaignSettings.ts'
 import type { Channel, Contact, ExternalId, Interaction, JsonObject, Task, TaskOutcome, TaskStatus, ZoneSource } from '../domain/types.ts'
 import type { Queryable } from './database.ts'
-import { toInteraction, type InteractionRow } from './interactions.ts'
-import { iso, isoOrNull } from './rows.ts'
+import { interactionColumns, type InteractionRow, iso, isoOrNull, toInteraction } from './rows.ts'
 import { SUPPRESSION_OF_TASK } from './suppressions.ts'
 
 /** A due task, locked, with what it takes to decide on and start its next attempt. */
@@ -145,12 +144,13 @@ export async function postponeTasks(tx: Queryable, postponements: readonly { tas
  * Locks the campaigns (in id order, so that dispatchers never wait on each
  * other in a circle) and counts the interactions each has running: held until
  * the transaction ends, so that two dispatchers cannot both fill the last
- * places of one campaign.
+ * places of one campaign. One that ended and waits for its result holds no
+ * line: it is not counted.
  */
 export async function lockCampaignsCountingRunning(tx: Queryable, campaignIds: readonly string[]): Promise<Map<string, number>> {
   if (campaignIds.length === 0) return new Map()
   const rows = await tx.query<{ id: string; running: number }>(
-    `SELECT c.id, (SELECT count(*)::int FROM interactions i WHERE i.campaign_id = c.id AND i.status <> 'finalized') AS running
+    `SELECT c.id, (SELECT count(*)::int FROM interactions i WHERE i.campaign_id = c.id AND i.status <> 'finalized' AND i.status <> 'ended') AS running
      FROM campaigns c WHERE c.id = ANY($1::text[])
      ORDER BY c.id
      FOR UPDATE OF c`,
@@ -355,11 +355,12 @@ const TASK_SELECT = `${TASK_COLUMNS}
   JOIN triggers tr ON tr.id = t.trigger_id
   JOIN campaigns c ON c.id = t.campaign_id`
 
-async function withInteractions(db: Queryable, rows: TaskRow[]): Promise<Task[]> {
+/** The tasks with their interactions; with their results for one task's page, not for a list (a result may hold a long transcript). */
+async function withInteractions(db: Queryable, rows: TaskRow[], { results }: { results: boolean }): Promise<Task[]> {
   if (rows.length === 0) return []
   // Each by primary key, as its task names it (migration 023).
   const interactions = await db.query<InteractionRow>(
-    `SELECT * FROM interactions WHERE id = ANY($1::text[]) ORDER BY task_id, attempt, started_at`,
+    `SELECT ${interactionColumns('i', { results })} FROM interactions i WHERE i.id = ANY($1::text[]) ORDER BY i.task_id, i.attempt, i.started_at`,
     [rows.flatMap((row) => row.interaction_ids)],
   )
   const byTask = new Map<string, Interaction[]>()
@@ -396,7 +397,7 @@ export async function taskExists(db: Queryable, orgId: string, id: string): Prom
 
 export async function findTask(db: Queryable, orgId: string, id: string): Promise<Task | undefined> {
   const rows = await db.query<TaskRow>(`${TASK_SELECT} WHERE t.org_id = $1 AND t.id = $2`, [orgId, id])
-  return (await withInteractions(db, rows))[0]
+  return (await withInteractions(db, rows, { results: true }))[0]
 }
 
 /** Which of an organization's tasks to list: every condition given must hold. */
@@ -487,7 +488,7 @@ export async function listTasks(db: Queryable, orgId: string, filter: TaskFilter
      LIMIT $${params.length}`,
     params,
   )
-  return withInteractions(db, rows)
+  return withInteractions(db, rows, { results: false })
 }
 
 /**

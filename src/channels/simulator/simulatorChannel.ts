@@ -4,9 +4,17 @@
  * keeps nothing in memory: the outcome follows from the attempt number, and
  * the dispatcher settles the interaction at its settle time, so simulated
  * conversations survive restarts and follow an injected clock in tests.
+ *
+ * A conversation that takes place (completed, replied) reports `result` when
+ * the campaign sets one: validated as POST /api/v2/interactions/{id}/result
+ * validates a result, and reported as the call ends, as a voice app that
+ * posts its result before the provider's last status arrives.
  */
+import type { ReportedResult } from '../../domain/conversationResult.ts'
 import { type ErrorDetail, valueError } from '../../domain/errors.ts'
 import type { Channel as ChannelName, InteractionOutcome, JsonObject } from '../../domain/types.ts'
+import { ConversationResultInput } from '../../validation/conversationResult.ts'
+import { validate } from '../../validation/model.ts'
 import type { Channel, InteractionProgress, OutboundAttempt, StartResult } from '../channel.ts'
 
 const OUTCOMES: Record<ChannelName, readonly InteractionOutcome[]> = {
@@ -33,7 +41,7 @@ export class SimulatorChannel implements Channel {
       return [{ type: 'dict_type', loc: prefix, msg: 'Input should be a valid dictionary', input: config }]
     }
     const errors: ErrorDetail[] = []
-    const { outcomes, duration_ms: durationMs, ...extra } = config as JsonObject
+    const { outcomes, duration_ms: durationMs, result, ...extra } = config as JsonObject
     const allowed = OUTCOMES[this.channel]
     if (outcomes !== undefined) {
       if (!Array.isArray(outcomes) || outcomes.length === 0 || outcomes.length > MAX_OUTCOMES) {
@@ -51,6 +59,7 @@ export class SimulatorChannel implements Channel {
     if (durationMs !== undefined && !(Number.isInteger(durationMs) && (durationMs as number) >= 0 && (durationMs as number) <= MAX_DURATION_MS)) {
       errors.push(valueError([...prefix, 'duration_ms'], durationMs, `duration_ms must be a whole number from 0 to ${MAX_DURATION_MS}`))
     }
+    if (result !== undefined) errors.push(...validate(ConversationResultInput, result, [...prefix, 'result']).errors)
     for (const key of Object.keys(extra)) {
       errors.push({ type: 'extra_forbidden', loc: [...prefix, key], msg: 'Extra inputs are not permitted', input: extra[key] })
     }
@@ -70,6 +79,12 @@ export class SimulatorChannel implements Channel {
     if (progress.providerRef === null) return 'failed'
     const { outcomes } = this.#config(progress.config)
     return outcomes[Math.min(progress.attempt, outcomes.length) - 1]!
+  }
+
+  /** The campaign's result, as validated (its instants in UTC); none when it sets none. */
+  resultOf(progress: InteractionProgress): ReportedResult | undefined {
+    if (progress.config.result === undefined) return undefined
+    return validate<ReportedResult>(ConversationResultInput, progress.config.result).value
   }
 
   #config(config: JsonObject): SimulatorConfig {

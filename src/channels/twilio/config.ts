@@ -1,8 +1,10 @@
 /**
  * A Twilio voice campaign's provider_config: the account the calls are
- * placed from, the caller id, the TwiML URL Twilio fetches when the call is
- * answered (Calls resource `Url`), answering-machine detection
- * (`MachineDetection`) and how long to let the phone ring (`Timeout`).
+ * placed from, the caller id, how an answered call is handed to the
+ * conversation (`handoff`: `redirect` to the app's TwiML at `answer_url`, or
+ * `stream` its audio to an agent's WebSocket at `stream_url`),
+ * answering-machine detection (`MachineDetection`) and how long to let the
+ * phone ring (`Timeout`).
  *
  * The auth token is never part of the document, only the name of the
  * environment variable that holds it. Types are checked strictly (no "30"
@@ -12,11 +14,19 @@
 import { normalizePhone } from '../../domain/contact.ts'
 import { type ErrorDetail, valueError } from '../../domain/errors.ts'
 import type { JsonObject } from '../../domain/types.ts'
+import { hasScheme, isHttpsUrl } from '../../validation/fields.ts'
+
+export const HANDOFFS = ['redirect', 'stream'] as const
+export type HandoffMode = (typeof HANDOFFS)[number]
 
 export interface TwilioConfig {
   accountSid: string
   from: string
-  answerUrl: string
+  handoff: HandoffMode
+  /** The app's TwiML, for `redirect`. */
+  answerUrl: string | undefined
+  /** The agent's WebSocket, for `stream`. */
+  streamUrl: string | undefined
   authTokenEnv: string
   machineDetection: boolean
   ringTimeoutS: number
@@ -38,8 +48,10 @@ const ACCOUNT_SID = /^AC[0-9a-fA-F]{32}$/
  */
 const TOKEN_ENV_NAME = /^TWILIO_[A-Z0-9_]{1,92}$/
 
-const FIELDS = ['account_sid', 'from', 'answer_url', 'auth_token_env', 'machine_detection', 'ring_timeout_s'] as const
-const REQUIRED: ReadonlySet<string> = new Set(['account_sid', 'from', 'answer_url'])
+const FIELDS = ['account_sid', 'from', 'handoff', 'answer_url', 'stream_url', 'auth_token_env', 'machine_detection', 'ring_timeout_s'] as const
+const REQUIRED: ReadonlySet<string> = new Set(['account_sid', 'from'])
+/** What each handoff needs besides: where the conversation is. */
+const NEEDED_BY: Record<HandoffMode, (typeof FIELDS)[number]> = { redirect: 'answer_url', stream: 'stream_url' }
 
 type Loc = ErrorDetail['loc']
 
@@ -67,6 +79,11 @@ export function checkTwilioConfig(config: unknown, prefix: Loc): ErrorDetail[] {
     const problem = FIELD_CHECKS[field](value, [...prefix, field])
     if (problem !== undefined) errors.push(problem)
   }
+  const handoff = input.handoff ?? 'redirect'
+  const needed = NEEDED_BY[handoff as HandoffMode]
+  if (needed !== undefined && (input[needed] === undefined || input[needed] === null)) {
+    errors.push({ type: 'missing', loc: [...prefix, needed], msg: 'Field required', input })
+  }
   for (const key of Object.keys(input)) {
     if (!(FIELDS as readonly string[]).includes(key)) {
       errors.push({ type: 'extra_forbidden', loc: [...prefix, key], msg: 'Extra inputs are not permitted', input: input[key] })
@@ -78,7 +95,17 @@ export function checkTwilioConfig(config: unknown, prefix: Loc): ErrorDetail[] {
 const FIELD_CHECKS: Record<(typeof FIELDS)[number], (value: unknown, loc: Loc) => ErrorDetail | undefined> = {
   account_sid: checkedString((value) => ACCOUNT_SID.test(value), 'account_sid must be "AC" followed by 32 hexadecimal digits'),
   from: checkedString((value) => normalizePhone(value) === value, 'from must be a valid phone number in E.164 form, such as +14155552671'),
+  handoff: (value, loc) =>
+    HANDOFFS.includes(value as HandoffMode)
+      ? undefined
+      : { type: 'literal_error', loc, msg: "Input should be 'redirect' or 'stream'", input: value, ctx: { expected: "'redirect' or 'stream'" } },
   answer_url: checkedString(isHttpsUrl, 'answer_url must be an https URL', MAX_URL_LENGTH),
+  // Twilio's <Stream> connects over wss only, and its url takes no query string: values go as <Parameter>s.
+  stream_url: checkedString(
+    (value) => hasScheme(value, 'wss:') && !value.includes('?'),
+    'stream_url must be a wss URL without a query string (Twilio passes the context as stream parameters instead)',
+    MAX_URL_LENGTH,
+  ),
   auth_token_env: checkedString(
     (value) => TOKEN_ENV_NAME.test(value),
     'auth_token_env must be the name of an environment variable starting with TWILIO_ (uppercase letters, digits, underscores)',
@@ -112,23 +139,14 @@ function integerProblem(value: unknown, loc: Loc, min: number, max: number): Err
   return undefined
 }
 
-/** The URL parser drops tabs and newlines silently; Twilio would be sent them as stored, so they are refused. */
-function isHttpsUrl(value: string): boolean {
-  if (/[\x00-\x20\x7f]/.test(value)) return false
-  try {
-    const url = new URL(value)
-    return url.protocol === 'https:' && url.hostname !== ''
-  } catch {
-    return false
-  }
-}
-
 /** A config that `checkTwilioConfig` accepted, with its defaults filled in. */
 export function readTwilioConfig(config: JsonObject): TwilioConfig {
   return {
     accountSid: config.account_sid as string,
     from: config.from as string,
-    answerUrl: config.answer_url as string,
+    handoff: (config.handoff as HandoffMode | null | undefined) ?? 'redirect',
+    answerUrl: (config.answer_url as string | null | undefined) ?? undefined,
+    streamUrl: (config.stream_url as string | null | undefined) ?? undefined,
     authTokenEnv: (config.auth_token_env as string | null | undefined) ?? DEFAULT_AUTH_TOKEN_ENV,
     machineDetection: (config.machine_detection as boolean | null | undefined) ?? true,
     ringTimeoutS: (config.ring_timeout_s as number | null | undefined) ?? DEFAULT_RING_TIMEOUT_S,

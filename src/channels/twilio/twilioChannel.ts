@@ -10,8 +10,10 @@ import type { Channel, InteractionOutcome, InteractionProgress, OutboundAttempt,
 import type { ErrorDetail } from '../../domain/errors.ts'
 import type { JsonObject } from '../../domain/types.ts'
 import { checkTwilioConfig, readTwilioConfig } from './config.ts'
-import { finalOutcome, statusCallbackUrl } from './webhooks.ts'
+import { type AnsweredCall, handoffTwiml, type LeftOut } from './twiml.ts'
+import { answerUrl, finalOutcome, statusCallbackUrl } from './webhooks.ts'
 
+export { HANG_UP_TWIML } from './twiml.ts'
 export { reportFromStatusCallback, verifyTwilioSignature } from './webhooks.ts'
 
 export interface TwilioChannelOptions {
@@ -76,6 +78,17 @@ export class TwilioChannel implements Channel {
     return statusCallbackUrl(this.#publicBaseUrl, interactionId)
   }
 
+  /** The `Url` this channel gives Twilio for an interaction's call, which the signature of Twilio's request for it covers. */
+  answerUrl(interactionId: string): string {
+    return answerUrl(this.#publicBaseUrl, interactionId)
+  }
+
+  /** The TwiML that hands an answered call to the campaign's conversation, and which context keys it left out. */
+  handoff(config: JsonObject, call: AnsweredCall): { mode: 'redirect' | 'stream'; twiml: string; leftOut: LeftOut[] } {
+    const settings = readTwilioConfig(config)
+    return { mode: settings.handoff, ...handoffTwiml(settings, call) }
+  }
+
   async start(attempt: OutboundAttempt): Promise<StartResult> {
     const config = readTwilioConfig(attempt.config)
     const token = this.authTokenFor(attempt.config)
@@ -85,7 +98,9 @@ export class TwilioChannel implements Channel {
     const form = new URLSearchParams({
       To: attempt.to,
       From: config.from,
-      Url: config.answerUrl,
+      // The service answers the call itself, to hand it to the conversation with its context.
+      Url: this.answerUrl(attempt.interactionId),
+      Method: 'POST',
       StatusCallback: this.statusCallbackUrl(attempt.interactionId),
       StatusCallbackMethod: 'POST',
     })

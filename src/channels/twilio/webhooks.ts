@@ -1,8 +1,8 @@
 /**
- * What Twilio sends to a call's StatusCallback: a form-encoded POST signed
- * with `X-Twilio-Signature` (Twilio's "Webhooks security" page), carrying
- * the call progress event fields (`CallSid`, `CallStatus`, `AnsweredBy`,
- * `CallDuration`, `Timestamp`, ...) of the Calls resource's status callbacks.
+ * What Twilio sends to a call's StatusCallback and to its `Url` when it is
+ * answered: form-encoded POSTs signed with `X-Twilio-Signature` (Twilio's
+ * "Webhooks security" page), carrying the call's fields (`CallSid`,
+ * `AccountSid`, `CallStatus`, `AnsweredBy`, `CallDuration`, `Timestamp`, ...).
  */
 import { createHmac, timingSafeEqual } from 'node:crypto'
 import type { ProviderReport, VoiceOutcome } from '../channel.ts'
@@ -13,7 +13,20 @@ import type { ProviderReport, VoiceOutcome } from '../channel.ts'
  * string, not one rebuilt from the Host header it sees behind a proxy.
  */
 export function statusCallbackUrl(publicBaseUrl: string, interactionId: string): string {
-  return `${publicBaseUrl.replace(/\/+$/, '')}/providers/twilio/calls/${encodeURIComponent(interactionId)}/status`
+  return `${callPath(publicBaseUrl, interactionId)}/status`
+}
+
+/**
+ * The URL given to Twilio as a call's `Url`: Twilio requests it when the call
+ * is answered, signed as its status callbacks are, and the service answers
+ * with the TwiML that hands the call to the campaign's conversation.
+ */
+export function answerUrl(publicBaseUrl: string, interactionId: string): string {
+  return `${callPath(publicBaseUrl, interactionId)}/answer`
+}
+
+function callPath(publicBaseUrl: string, interactionId: string): string {
+  return `${publicBaseUrl.replace(/\/+$/, '')}/providers/twilio/calls/${encodeURIComponent(interactionId)}`
 }
 
 /**

@@ -25,7 +25,7 @@ export type WhatsAppNotification =
       messageId: string
       /** The wamid this message answers (a swipe-reply, a template button, a reaction), when WhatsApp says. */
       replyTo: string | undefined
-      /** What the person wrote (a text, or a button's label), when it is text. */
+      /** What the person wrote (a text, or the label of a button or list row they chose), when it is text. */
       text: string | undefined
       at: number
     }
@@ -125,10 +125,23 @@ function reportOf(status: Record<string, unknown>): ProviderReport | undefined {
   return codes.includes(OPTED_OUT_CODE) ? { ...report, optedOut: true } : report
 }
 
-/** A text message's body, or the label of a button the person pressed. */
+/**
+ * What the person wrote: a text message's body, or the label of what they
+ * chose: a template's quick-reply button (`button.text`), an interactive
+ * message's reply button or list row (`interactive.button_reply.title`,
+ * `interactive.list_reply.title`).
+ */
 function textOf(message: Record<string, unknown>): string | undefined {
-  const text = isObject(message.text) ? message.text.body : isObject(message.button) ? message.button.text : undefined
-  return typeof text === 'string' ? text : undefined
+  const interactive = isObject(message.interactive) ? message.interactive : undefined
+  const chosen = interactive === undefined ? undefined : isObject(interactive.button_reply) ? interactive.button_reply : interactive.list_reply
+  const text = isObject(message.text)
+    ? message.text.body
+    : isObject(message.button)
+      ? message.button.text
+      : isObject(chosen)
+        ? chosen.title
+        : undefined
+  return typeof text === 'string' && text !== '' ? text : undefined
 }
 
 function repliedTo(message: Record<string, unknown>): string | undefined {

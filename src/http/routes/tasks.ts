@@ -17,7 +17,22 @@ import { findTask } from '../../store/tasks.ts'
 import { refine, refineModel } from '../../validation/model.ts'
 import { organizationOf, requireOrganizationKey } from '../auth.ts'
 import { envelope } from '../reply.ts'
-import { authErrors, ChannelSchema, ContactSchema, conflict, Envelope, instant, notFound, OneOf, presentContact, Timestamp, validationErrors } from '../schemas.ts'
+import {
+  authErrors,
+  ChannelSchema,
+  ContactSchema,
+  conflict,
+  Envelope,
+  instant,
+  InteractionStatusSchema,
+  notFound,
+  NullableHandoff,
+  NullableResult,
+  OneOf,
+  presentContact,
+  Timestamp,
+  validationErrors,
+} from '../schemas.ts'
 
 const MAX_TASKS_PAGE = 100
 const DEFAULT_TASKS_PAGE = 50
@@ -26,7 +41,7 @@ const InteractionSchema = Type.Object({
   id: Type.String(),
   direction: OneOf(['outbound', 'inbound'] as const),
   attempt: Type.Union([Type.Integer(), Type.Null()]),
-  status: OneOf(['starting', 'active', 'finalized'] as const),
+  status: InteractionStatusSchema,
   outcome: Type.Union([Type.String(), Type.Null()]),
   started_at: Timestamp,
   ended_at: Type.Union([Timestamp, Type.Null()]),
@@ -34,6 +49,11 @@ const InteractionSchema = Type.Object({
   test_mode: Type.Boolean(),
   provider: Type.String({ description: 'Who carried it: simulator, twilio or whatsapp_cloud.' }),
   provider_ref: Type.Union([Type.String(), Type.Null()], { description: "The provider's own reference (Twilio's call SID, WhatsApp's message id), once the provider has it." }),
+  handoff: NullableHandoff,
+  result: Type.Optional({
+    ...NullableResult,
+    description: "Its conversation's result; null when none came. On GET /api/v2/tasks/{id} (and a cancel's answer); task lists leave it out: a result may hold a long transcript.",
+  }),
 })
 
 const TaskSchema = Type.Object({
@@ -103,6 +123,8 @@ const presentTask = (task: Task) => ({
     test_mode: interaction.testMode,
     provider: interaction.provider,
     provider_ref: interaction.providerRef,
+    handoff: interaction.handoff,
+    ...(interaction.result === undefined ? {} : { result: interaction.result }),
   })),
 })
 

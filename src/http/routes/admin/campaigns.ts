@@ -1,7 +1,7 @@
 /** Campaigns on the admin API: create, change (PATCH), list, pause and resume. */
 import { type TString, Type } from '@sinclair/typebox'
 import type { FastifyInstance } from 'fastify'
-import { PROVIDERS, RETRY_OUTCOMES, type Schedule, WEEKDAYS } from '../../../domain/campaignSettings.ts'
+import { MAX_RESULT_WAIT_S, PROVIDERS, RETRY_OUTCOMES, type Schedule, WEEKDAYS } from '../../../domain/campaignSettings.ts'
 import { refuse } from '../../../domain/errors.ts'
 import { SCHEDULE_FIELD_RULES, scheduleRelationProblems, windowProblems } from '../../../domain/schedule.ts'
 import type { Campaign } from '../../../domain/types.ts'
@@ -104,6 +104,20 @@ const AttemptsSchema = Type.Object(
   { additionalProperties: false, description: 'Omitted fields take their defaults.' },
 )
 
+const ResultsSchema = Type.Object(
+  {
+    wait_s: Type.Optional(
+      Type.Integer({
+        minimum: 0,
+        maximum: MAX_RESULT_WAIT_S,
+        description:
+          "Seconds a call that completed (or a WhatsApp conversation that got a reply) waits for its conversation's result before interaction.finalized is sent without one; the result ends the wait at once. Default 0: reported at once, and a result that comes later is sent as interaction.result_added.",
+      }),
+    ),
+  },
+  { additionalProperties: false, description: "What the campaign does with its conversations' results (POST /api/v2/interactions/{id}/result)." },
+)
+
 const settingsFields = {
   name: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
   context: Type.Optional(Type.Record(Type.String(), Type.Unknown(), { maxProperties: 50, description: 'Default task context.' })),
@@ -119,6 +133,7 @@ const settingsFields = {
   max_concurrent: Type.Optional(
     Type.Integer({ minimum: 1, maximum: 100_000, description: 'Most interactions of the campaign at once. No limit when absent.' }),
   ),
+  results: Type.Optional(ResultsSchema),
 }
 
 export const CreateCampaignBody = Type.Object({
@@ -147,6 +162,7 @@ const CampaignSchema = Type.Object({
   provider: OneOf(PROVIDERS),
   provider_config: Type.Record(Type.String(), Type.Unknown()),
   max_concurrent: Type.Union([Type.Integer(), Type.Null()]),
+  results: Type.Object({ wait_s: Type.Integer() }),
   paused_at: Type.Union([Timestamp, Type.Null()], { description: 'When the campaign was paused: no attempt starts until it is resumed. Null while it runs.' }),
   created_at: Timestamp,
   updated_at: Timestamp,
@@ -163,6 +179,7 @@ export const presentCampaign = (campaign: Campaign) => ({
   provider: campaign.provider,
   provider_config: campaign.providerConfig,
   max_concurrent: campaign.maxConcurrent,
+  results: campaign.results,
   paused_at: campaign.pausedAt,
   created_at: campaign.createdAt,
   updated_at: campaign.updatedAt,

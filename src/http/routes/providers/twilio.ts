@@ -1,47 +1,77 @@
 /**
- * Twilio's call status callbacks: POST /providers/twilio/calls/{interaction_id}/status,
- * form-encoded and signed with X-Twilio-Signature. A callback is believed only
- * when its signature verifies with the auth token of the campaign's account
- * over the exact URL Twilio was given, and it names that account and call.
+ * Twilio's requests about a call, form-encoded and signed with
+ * X-Twilio-Signature:
+ * - POST /providers/twilio/calls/{interaction_id}/answer, the call's `Url`,
+ *   when it is answered: answered with the TwiML that hands the call to the
+ *   campaign's conversation (channels/twilio/twiml.ts);
+ * - POST /providers/twilio/calls/{interaction_id}/status, its status callbacks.
+ * A request is believed only when its signature verifies with the auth token
+ * of the campaign's account over the exact URL Twilio was given, and it names
+ * that account and call.
  */
 import { Type } from '@sinclair/typebox'
-import type { FastifyInstance } from 'fastify'
-import { reportFromStatusCallback, type TwilioChannel, verifyTwilioSignature } from '../../../channels/twilio/twilioChannel.ts'
+import type { FastifyInstance, FastifyRequest } from 'fastify'
+import { HANG_UP_TWIML, reportFromStatusCallback, type TwilioChannel, verifyTwilioSignature } from '../../../channels/twilio/twilioChannel.ts'
 import { ApiError } from '../../../domain/errors.ts'
 import { isId } from '../../../domain/ids.ts'
+import type { Conversations } from '../../../services/conversations.ts'
 import type { TaskLifecycle } from '../../../services/taskLifecycle.ts'
 import type { Database } from '../../../store/database.ts'
-import { findInteractionWithConfig } from '../../../store/interactions.ts'
+import { findInteractionWithConfig, type InteractionWithConfig } from '../../../store/interactions.ts'
 
-export function twilioRoutes(app: FastifyInstance, deps: { db: Database; twilio: TwilioChannel; lifecycle: TaskLifecycle; now: () => number }) {
-  const { db, twilio, lifecycle, now } = deps
-  const refused = () => new ApiError('forbidden', 'The request is not a verified Twilio callback for this call.')
+export function twilioRoutes(
+  app: FastifyInstance,
+  deps: { db: Database; twilio: TwilioChannel; lifecycle: TaskLifecycle; conversations: Conversations; now: () => number },
+) {
+  const { db, twilio, lifecycle, conversations, now } = deps
+  const refused = () => new ApiError('forbidden', 'The request is not a verified Twilio request for this call.')
+  const schema = (summary: string) => ({
+    summary,
+    description: 'Called by Twilio, signed with X-Twilio-Signature; not for clients.',
+    tags: ['providers'],
+    params: Type.Object({ interaction_id: Type.String() }),
+  })
 
-  app.post(
-    '/providers/twilio/calls/:interaction_id/status',
-    {
-      schema: {
-        summary: 'Twilio call status callback',
-        description: 'Called by Twilio, signed with X-Twilio-Signature; not for clients.',
-        tags: ['providers'],
-        params: Type.Object({ interaction_id: Type.String() }),
-      },
-    },
-    async (request, reply) => {
-      const { interaction_id: interactionId } = request.params as { interaction_id: string }
-      const interaction = isId('interaction', interactionId) ? await findInteractionWithConfig(db, interactionId) : undefined
-      if (interaction === undefined || interaction.provider !== 'twilio') throw refused()
-      const params = typeof request.body === 'string' ? Object.fromEntries(new URLSearchParams(request.body)) : {}
-      const token = twilio.authTokenFor(interaction.providerConfig)
-      const signature = request.headers['x-twilio-signature']
-      if (token === undefined || !verifyTwilioSignature(token, twilio.statusCallbackUrl(interactionId), params, typeof signature === 'string' ? signature : undefined)) {
-        throw refused()
-      }
-      if (params.AccountSid !== interaction.providerConfig.account_sid) throw refused()
-      if (interaction.providerRef !== null && params.CallSid !== interaction.providerRef) throw refused()
-      const report = reportFromStatusCallback(params, now())
-      if (report !== undefined) await lifecycle.report(interaction, report)
-      return reply.code(204).send()
-    },
-  )
+  /** The interaction a request names, with the request's parameters, when Twilio signed it for the URL it was given for the call. */
+  async function verified(request: FastifyRequest, urlOf: (interactionId: string) => string): Promise<{ interaction: InteractionWithConfig; params: Record<string, string> }> {
+    const { interaction_id: interactionId } = request.params as { interaction_id: string }
+    const interaction = isId('interaction', interactionId) ? await findInteractionWithConfig(db, interactionId) : undefined
+    if (interaction === undefined || interaction.provider !== 'twilio') throw refused()
+    const params = typeof request.body === 'string' ? Object.fromEntries(new URLSearchParams(request.body)) : {}
+    const token = twilio.authTokenFor(interaction.providerConfig)
+    const signature = request.headers['x-twilio-signature']
+    if (token === undefined || !verifyTwilioSignature(token, urlOf(interactionId), params, typeof signature === 'string' ? signature : undefined)) {
+      throw refused()
+    }
+    if (params.AccountSid !== interaction.providerConfig.account_sid) throw refused()
+    if (interaction.providerRef !== null && params.CallSid !== interaction.providerRef) throw refused()
+    return { interaction, params }
+  }
+
+  app.post('/providers/twilio/calls/:interaction_id/answer', { schema: schema('Twilio answered call') }, async (request, reply) => {
+    const { interaction, params } = await verified(request, (id) => twilio.answerUrl(id))
+    // Twilio has the call, though its answer to the start may have been lost: this confirms it.
+    const report = reportFromStatusCallback(params, now())
+    if (interaction.status === 'starting' && report?.kind === 'progress') await lifecycle.report(interaction, report)
+    const context = interaction.status === 'finalized' ? undefined : await conversations.contextForProvider(interaction.id)
+    // Settled meanwhile (a start taken for failed): no conversation waits for the call.
+    if (context === undefined) return reply.type('text/xml; charset=utf-8').send(HANG_UP_TWIML)
+    const { mode, twiml, leftOut } = twilio.handoff(interaction.providerConfig, {
+      interactionId: interaction.id,
+      taskId: interaction.taskId,
+      attempt: interaction.attempt,
+      language: context.contact?.language,
+      firstName: context.contact?.first_name,
+      context: context.context,
+    })
+    await conversations.recordHandoff(interaction.id, { mode, at: new Date(now()).toISOString(), left_out: leftOut })
+    return reply.type('text/xml; charset=utf-8').send(twiml)
+  })
+
+  app.post('/providers/twilio/calls/:interaction_id/status', { schema: schema('Twilio call status callback') }, async (request, reply) => {
+    const { interaction, params } = await verified(request, (id) => twilio.statusCallbackUrl(id))
+    const report = reportFromStatusCallback(params, now())
+    if (report !== undefined) await lifecycle.report(interaction, report)
+    return reply.code(204).send()
+  })
 }

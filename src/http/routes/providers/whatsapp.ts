@@ -22,7 +22,7 @@ import {
 import { ApiError } from '../../../domain/errors.ts'
 import { asksToStop } from '../../../domain/optOut.ts'
 import type { Campaign } from '../../../domain/types.ts'
-import type { TaskLifecycle } from '../../../services/taskLifecycle.ts'
+import { type PersonMessage, type TaskLifecycle, turnsOf } from '../../../services/taskLifecycle.ts'
 import { findCampaignsByWhatsAppNumber } from '../../../store/campaigns.ts'
 import type { Database } from '../../../store/database.ts'
 import { findInteractionByProviderRef, findLatestInteractionWith, type InteractionWithConfig } from '../../../store/interactions.ts'
@@ -94,17 +94,20 @@ export async function whatsappRoutes(
     }
     // A reply: to the message it names, else to the latest conversation with its sender from this number
     // (a running one first). One that answers nothing running is an inbound interaction of its own.
-    const message = { provider: 'whatsapp_cloud' as const, id: notification.messageId, from: notification.from, at: notification.at }
+    const message: PersonMessage = { provider: 'whatsapp_cloud', id: notification.messageId, from: notification.from, at: notification.at, text: notification.text }
     const optOut = asksToStop(notification.text)
     const answered = (await sent(notification.replyTo)) ?? ours(await findLatestInteractionWith(db, campaignIds, notification.from))
     if (answered !== undefined && answered.status !== 'finalized') {
       const orgId = senders.find((campaign) => campaign.id === answered.campaignId)!.orgId
+      // Added to its transcript; one that waits for its result waits on, unless the person wrote STOP.
       await lifecycle.finalize({
         interactionId: answered.id,
         outcome: 'replied',
         at: notification.at,
-        message,
+        message: { provider: message.provider, id: message.id },
+        turns: turnsOf(message) ?? undefined,
         optOut: optOut ? { orgId, phone: notification.from, reason: 'reply' } : undefined,
+        closesWait: optOut,
       })
     } else {
       const campaign = senders.find((candidate) => candidate.id === answered?.campaignId) ?? senders[0]!

@@ -1,0 +1,53 @@
+/**
+ * Field schemas shared by the client API and by the provider settings that
+ * take the same values (a simulated conversation's result): each refines a
+ * TypeBox schema with what JSON Schema cannot say.
+ */
+import { Type } from '@sinclair/typebox'
+import { refuse } from '../domain/errors.ts'
+import { parseInstant } from '../domain/triggerTiming.ts'
+import { refine } from './model.ts'
+
+/** One of a closed list of strings: pydantic's Literal[...]. */
+export const OneOf = <T extends string>(values: readonly T[]) => Type.Union(values.map((value) => Type.Literal(value)))
+
+/**
+ * An RFC 3339 date-time with its offset, kept as the UTC instant it names.
+ * In a query string a `+` left unencoded arrives as a space: there, a space
+ * before the offset is read as the `+` it was.
+ */
+export function instant(field: string, description: string, { inQuery = false } = {}) {
+  return refine(Type.String({ maxLength: 64, format: 'date-time', description, examples: ['2026-12-01T09:00:00+01:00'] }), {
+    transform: inQuery ? (text) => text.replace(/ (?=[0-9]{2}:[0-9]{2}$)/, '+') : undefined,
+    check: (text) => {
+      const at = parseInstant(text)
+      return at === undefined ? refuse(`${field} must be an RFC 3339 date-time with an offset, such as 2026-12-01T09:00:00+01:00 or 2026-12-01T08:00:00Z`) : new Date(at).toISOString()
+    },
+  })
+}
+
+/**
+ * An https URL, kept as sent. The URL parser drops tabs and newlines
+ * silently, so a URL that holds any (or another control character) is
+ * refused rather than stored in a form its reader would not see.
+ */
+export function httpsUrl(field: string, maxLength: number, description: string) {
+  return refine(Type.String({ maxLength, format: 'uri', description }), {
+    check: (text) => (isHttpsUrl(text) ? text : refuse(`${field} must be an https URL`)),
+  })
+}
+
+export function isHttpsUrl(value: string): boolean {
+  return hasScheme(value, 'https:')
+}
+
+/** Whether `value` is an absolute URL of this scheme with a host, free of control characters and spaces. */
+export function hasScheme(value: string, scheme: string): boolean {
+  if (/[\x00-\x20\x7f]/.test(value)) return false
+  try {
+    const url = new URL(value)
+    return url.protocol === scheme && url.hostname !== ''
+  } catch {
+    return false
+  }
+}
