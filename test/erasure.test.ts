@@ -6,10 +6,9 @@
  */
 import assert from 'node:assert/strict'
 import { after, before, describe, test } from 'node:test'
-import type { Database } from '../src/store/database.ts'
 import { matchesPhoneHashKey } from '../src/store/phoneHashKey.ts'
 import { type Receiver, startReceiver } from './support/receiver.ts'
-import { bearer, freshDatabase, json, OPERATOR_TOKEN, startService, type TestService } from './support/service.ts'
+import { bearer, freshDatabase, json, OPERATOR_TOKEN, startService, tablesHolding, type TestService } from './support/service.ts'
 
 const ALWAYS_OPEN = { timezone: 'contact', windows: [{ days: ['mon', 'tue', 'wed', 'thu', 'fri', 'sat', 'sun'], start: '00:00', end: '24:00' }] }
 const DAY_MS = 86_400_000
@@ -20,6 +19,8 @@ let receiver: Receiver
 let orgId: string
 let key: string
 let keyId: string
+/** A conversation app's key. */
+let resultKey: string
 let now = Date.parse('2026-11-02T10:00:00Z')
 
 before(async () => {
@@ -36,6 +37,9 @@ before(async () => {
   ).data
   key = issued.key
   keyId = issued.id
+  resultKey = json(
+    await service.app.inject({ method: 'POST', url: `/admin/v1/organizations/${orgId}/api-keys`, headers: admin, payload: { name: 'voice app', scopes: ['conversations:write'] } }),
+  ).data.key
   const campaign = await service.app.inject({
     method: 'POST',
     url: `/admin/v1/organizations/${orgId}/campaigns`,
@@ -89,19 +93,6 @@ async function runPipeline() {
 }
 
 const task = async (id: string) => json(await service.app.inject({ method: 'GET', url: `/api/v2/tasks/${id}`, headers: bearer(key) })).data
-
-/** Every row of every table of the service's schema that holds `needle` anywhere, as table names. */
-async function tablesHolding(db: Database, needle: string): Promise<string[]> {
-  const tables = await db.query<{ name: string }>(
-    `SELECT tablename AS name FROM pg_tables WHERE schemaname = current_schema() ORDER BY tablename`,
-  )
-  const holding: string[] = []
-  for (const { name } of tables) {
-    const rows = await db.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${name} AS r WHERE r::text ILIKE '%' || $1 || '%'`, [needle])
-    if (rows[0]!.n > 0) holding.push(name)
-  }
-  return holding
-}
 
 const erase = (payload: object, token = key, prefix = '/api/v2') =>
   service.app.inject({ method: 'POST', url: `${prefix}/contacts/erase`, headers: bearer(token), payload })
@@ -215,6 +206,73 @@ describe('erasing a person on request', () => {
     const audit = json(await service.app.inject({ method: 'GET', url: `/admin/v1/audit-log?organization_id=${orgId}&limit=2`, headers: admin })).data
     assert.equal(audit[1].actor, 'operator')
     assert.match(audit[1].target, /^sha256:[0-9a-f]{64}$/)
+  })
+
+  test("a conversation's result: its summary, data, transcript and links leave every table, events included; its disposition and the ids stay", async () => {
+    const said = {
+      summary: 'Grizelda-summary: prefers mornings, ankle still sore',
+      data: { medication: 'Grizelda-data-ibuprofen' },
+      transcript: [
+        { role: 'agent', text: 'Hello, is this about your ankle?' },
+        { role: 'contact', text: 'Grizelda-transcript: yes, it still hurts' },
+      ],
+      transcript_url: 'https://transcripts.example.com/Grizelda-transcript-url',
+      recording_url: 'https://recordings.example.com/Grizelda-recording-url',
+      disposition: 'rebook',
+    }
+    const campaign = await service.app.inject({
+      method: 'POST',
+      url: `/admin/v1/organizations/${orgId}/campaigns`,
+      headers: admin,
+      payload: { routing_key: 'follow-up', channel: 'voice', schedule: ALWAYS_OPEN, provider_config: { outcomes: ['completed'], duration_ms: 1000 }, results: { wait_s: 600 } },
+    })
+    assert.equal(campaign.statusCode, 201, campaign.body)
+    const person: Person = { ...zoe, id: 'P-3001', firstName: 'Grizelda', phone: '+44 20 7946 0911', e164: '+442079460911', digits: '2079460911' }
+    const response = await service.app.inject({
+      method: 'POST',
+      url: '/api/v2/triggers',
+      headers: bearer(key),
+      payload: { campaign: 'follow-up', ids: [{ source: 'EHR', type: 'Patient', value: person.id }], contact: { first_name: person.firstName, phone: person.phone } },
+    })
+    assert.equal(response.statusCode, 201, response.body)
+    const created = json(response).data
+    await runPipeline()
+    // The call is over and waits for its result, which the conversation's app reports.
+    const [waiting] = (await task(created.task_id)).interactions
+    assert.equal(waiting.status, 'ended')
+    const reported = await service.app.inject({ method: 'POST', url: `/api/v2/interactions/${waiting.id}/result`, headers: bearer(resultKey), payload: said })
+    assert.equal(reported.statusCode, 200, reported.body)
+    await service.app.workers!.deliverer.runOnce()
+    const needles = ['Grizelda-summary', 'Grizelda-data', 'Grizelda-transcript', 'Grizelda-recording-url']
+    for (const needle of needles) assert.deepEqual(await tablesHolding(service.db, needle), ['events', 'interactions'], `${needle} before`)
+    const sent = receiver.received.map((request) => JSON.parse(request.body)).filter((event) => event.data.task_id === created.task_id)
+    assert.equal(sent.length, 2)
+    assert.ok(sent.every((event) => event.data.result.summary === said.summary), 'the webhooks carried the result')
+
+    assert.equal((await erase({ id: { source: 'ehr', type: 'patient', value: person.id } })).statusCode, 200)
+    for (const needle of [...needles, person.e164, person.firstName]) assert.deepEqual(await tablesHolding(service.db, needle), [], `no table holds ${needle}`)
+    const erased = (await task(created.task_id)).interactions[0].result
+    assert.deepEqual(
+      { ...erased, received_at: undefined },
+      { disposition: 'rebook', summary: null, data: null, transcript: null, transcript_url: null, recording_url: null, callback_at: null, opt_out: false, received_at: undefined },
+    )
+    const events = json(await service.app.inject({ method: 'GET', url: `/api/v2/tasks/${created.task_id}/events`, headers: bearer(key) })).data
+    assert.deepEqual(
+      events.map((event: any) => [event.type, event.data.result.disposition, event.data.result.summary, event.data.ids[0].value]),
+      [
+        ['interaction.finalized', 'rebook', null, person.id],
+        ['task.completed', 'rebook', null, person.id],
+      ],
+    )
+    // Its person erased, an interaction takes no result any more.
+    const late = await service.app.inject({
+      method: 'POST',
+      url: `/api/v2/interactions/${waiting.id}/result`,
+      headers: bearer(resultKey),
+      payload: { summary: 'Grizelda-late' },
+    })
+    assert.equal(late.statusCode, 409, late.body)
+    assert.deepEqual(await tablesHolding(service.db, 'Grizelda-late'), [])
   })
 
   test('one of id and phone, valid; the scope contacts:erase', async () => {

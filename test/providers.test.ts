@@ -10,7 +10,7 @@ import { createChannels } from '../src/channels/index.ts'
 import { type FakeTwilio, startFakeTwilio } from './fakes/twilio.ts'
 import { type FakeWhatsAppCloud, startFakeWhatsAppCloud } from './fakes/whatsappCloud.ts'
 import { sampleValue } from './support/prometheus.ts'
-import { bearer, freePort, json, OPERATOR_TOKEN, scrapeMetrics, seedOrganization, startService, taskOf, type TestService } from './support/service.ts'
+import { bearer, freePort, json, OPERATOR_TOKEN, scrapeMetrics, seedOrganization, startService, tablesHolding, taskOf, type TestService } from './support/service.ts'
 
 const ACCOUNT_SID = `AC${'0123456789abcdef'.repeat(2)}`
 const SECRETS: Record<string, string> = {
@@ -73,11 +73,12 @@ const twilioCampaign = (attempts: object = {}) =>
     attempts,
   })
 
-const whatsappCampaign = () =>
+const whatsappCampaign = (settings: Record<string, unknown> = {}) =>
   campaign('whatsapp', {
     provider: 'whatsapp_cloud',
     provider_config: { phone_number_id: PHONE_NUMBER_ID, template: { name: 'interview_invite', body_parameters: ['role', 'slot'] } },
     context: { role: 'Barista' },
+    ...settings,
   })
 
 async function trigger(routingKey: string, body: Record<string, unknown> = {}) {
@@ -366,6 +367,90 @@ describe('whatsapp cloud', () => {
       assert.deepEqual(inbound.data.ids, [{ source: 'ats', type: 'candidate', value: 'c-1' }])
     } finally {
       now -= 86_400_000
+    }
+  })
+
+  test("the person's replies are the transcript of the conversation's result: on the interaction and its webhook, a chosen button's title too", async () => {
+    const routingKey = await whatsappCampaign()
+    const created = await trigger(routingKey, { context: { slot: 'Monday' }, contact: { phone: '+44 20 7946 0300' } })
+    await service.app.workers!.dispatcher.runOnce()
+    const interactionId = (await task(created.task_id)).interactions[0].id
+    const wamid = (await providerRefOf(interactionId))!
+    const at = Math.floor(now / 1000) * 1000
+    assert.equal(await whatsapp.sendReply({ from: '442079460300', text: 'Yes, Monday works <b>fine</b>', replyTo: wamid, at }), 200)
+    const transcript = [{ role: 'contact', text: 'Yes, Monday works <b>fine</b>', at: new Date(at).toISOString() }]
+    const finalized = (await eventsOf(created.task_id)).find((event) => event.type === 'interaction.finalized')
+    assert.deepEqual(finalized.data.result.transcript, transcript)
+    assert.equal(finalized.data.result.summary, null)
+    assert.deepEqual(finalized.data.ids, [{ source: 'ats', type: 'candidate', value: 'c-1' }])
+    const read = await service.app.inject({ method: 'GET', url: `/api/v2/interactions/${interactionId}`, headers: bearer(org.key) })
+    assert.deepEqual(json(read).data.result.transcript, transcript)
+    // A later message answers no running conversation: an inbound interaction of the task, its own transcript.
+    assert.equal(await whatsapp.sendReply({ from: '442079460300', text: 'See you then', choice: 'button_reply', at: at + 60_000 }), 200)
+    const inbound = (await eventsOf(created.task_id)).find((event) => event.data.direction === 'inbound')
+    assert.deepEqual(inbound.data.result.transcript, [{ role: 'contact', text: 'See you then', at: new Date(at + 60_000).toISOString() }])
+  })
+
+  test("with a wait for results, the person's messages gather until the app's result, which ends the wait and keeps them as the transcript", async () => {
+    const routingKey = await whatsappCampaign({ results: { wait_s: 300 } })
+    const created = await trigger(routingKey, { context: { slot: 'Friday' }, contact: { phone: '+44 20 7946 0301' } })
+    await service.app.workers!.dispatcher.runOnce()
+    const interactionId = (await task(created.task_id)).interactions[0].id
+    const at = Math.floor(now / 1000) * 1000
+    assert.equal(await whatsapp.sendReply({ from: '442079460301', text: 'Friday?', at }), 200)
+    assert.equal(await whatsapp.sendReply({ from: '442079460301', text: 'Morning only', choice: 'list_reply', at: at + 1000 }), 200)
+    const waiting = await task(created.task_id)
+    assert.equal(waiting.interactions.length, 1, 'both messages answer the conversation that waits for its result')
+    assert.equal(waiting.interactions[0].status, 'ended')
+    assert.equal((await eventsOf(created.task_id)).length, 0)
+
+    const appKey = json(
+      await service.app.inject({ method: 'POST', url: `/admin/v1/organizations/${org.orgId}/api-keys`, headers: bearer(OPERATOR_TOKEN), payload: { name: 'bot', scopes: ['conversations:write'] } }),
+    ).data.key
+    const posted = await service.app.inject({
+      method: 'POST',
+      url: `/api/v2/interactions/${interactionId}/result`,
+      headers: bearer(appKey),
+      payload: { disposition: 'confirmed', data: { slot: 'Friday morning' } },
+    })
+    assert.equal(posted.statusCode, 200, posted.body)
+    const [finalized, completed] = await eventsOf(created.task_id)
+    assert.equal(finalized.data.outcome, 'replied')
+    assert.equal(finalized.data.result.disposition, 'confirmed')
+    assert.deepEqual(
+      finalized.data.result.transcript.map((turn: { text: string }) => turn.text),
+      ['Friday?', 'Morning only'],
+    )
+    assert.equal(completed.data.outcome, 'reached')
+    assert.deepEqual(completed.data.result, finalized.data.result)
+  })
+
+  test('a message that answers no task is erased with its number, and swept by retention: what the person wrote leaves every table', async () => {
+    const at = Math.floor(now / 1000) * 1000
+    assert.equal(await whatsapp.sendReply({ from: '33142685399', text: 'Who is this? Yusuf-Q-4471', at }), 200)
+    assert.equal(await whatsapp.sendReply({ from: '33142685398', text: 'Wrong number, Yusuf-R-5582', at }), 200)
+    for (const needle of ['Yusuf-Q-4471', 'Yusuf-R-5582']) assert.deepEqual(await tablesHolding(service.db, needle), ['events', 'interactions'], needle)
+
+    const eraser = json(
+      await service.app.inject({ method: 'POST', url: `/admin/v1/organizations/${org.orgId}/api-keys`, headers: bearer(OPERATOR_TOKEN), payload: { name: 'dpo', scopes: ['contacts:erase'] } }),
+    ).data.key
+    const erased = await service.app.inject({ method: 'POST', url: '/api/v2/contacts/erase', headers: bearer(eraser), payload: { phone: '+33 1 42 68 53 99' } })
+    assert.equal(erased.statusCode, 200, erased.body)
+    assert.deepEqual(await tablesHolding(service.db, 'Yusuf-Q-4471'), [])
+    assert.deepEqual(await tablesHolding(service.db, '+33142685399'), [])
+
+    const retention = (days: number | null) =>
+      service.app.inject({ method: 'PATCH', url: `/admin/v1/organizations/${org.orgId}`, headers: bearer(OPERATOR_TOKEN), payload: { retention_days: days } })
+    assert.equal((await retention(1)).statusCode, 200)
+    // Past every event of this file's tests (some run a day ahead): the sweep reads them in commit order.
+    now += 3 * 86_400_000
+    try {
+      await service.app.workers!.dispatcher.runOnce()
+      assert.deepEqual(await tablesHolding(service.db, 'Yusuf-R-5582'), [])
+      assert.deepEqual(await tablesHolding(service.db, '+33142685398'), [])
+    } finally {
+      now -= 3 * 86_400_000
+      assert.equal((await retention(null)).statusCode, 200)
     }
   })
 

@@ -9,6 +9,7 @@
  * Field names are those of the API: the result is stored and sent as it is
  * written here.
  */
+import { isDeepStrictEqual } from 'node:util'
 import type { JsonObject } from './types.ts'
 
 export const TRANSCRIPT_ROLES = ['agent', 'contact'] as const
@@ -91,9 +92,9 @@ export function interactionResult(reported: ConversationResult | null, replies: 
   return reported.transcript === null && reported.transcript_url === null ? { ...reported, transcript: [...replies] } : reported
 }
 
-/** Whether two results say the same (a client sending one again), whenever each was received. */
+/** Whether two results say the same (a client sending one again), whenever each was received; the order of an object's keys is not kept by the store. */
 export function sameResult(a: ConversationResult, b: ConversationResult): boolean {
-  return JSON.stringify({ ...a, received_at: null }) === JSON.stringify({ ...b, received_at: null })
+  return isDeepStrictEqual({ ...a, received_at: null }, { ...b, received_at: null })
 }
 
 /**

@@ -1,9 +1,11 @@
 /**
  * A local stand-in for Twilio's Programmable Voice REST API (2010-04-01) and
- * its call status callbacks, in Twilio's wire format: "Create a Call" and
+ * its requests about a call, in Twilio's wire format: "Create a Call" and
  * "Fetch a Call" with HTTP basic auth, form-encoded requests, the Call
- * resource as JSON, REST errors as `{code, message, more_info, status}`, and
- * status callbacks form-encoded and signed with `X-Twilio-Signature` as the
+ * resource as JSON, REST errors as `{code, message, more_info, status}`;
+ * the request for the call's instructions when it is answered (to its `Url`,
+ * with its `Method`, and to a <Redirect> the TwiML answer names), and status
+ * callbacks, form-encoded and signed with `X-Twilio-Signature` as the
  * "Webhooks security" page describes. A test drives each call's life.
  *
  * The signature is computed here independently of the service's verifier, so
@@ -79,13 +81,34 @@ export interface FakeTwilio {
    * subscribed).
    */
   progressCall(callSid: string, status: 'ringing' | 'in-progress'): Promise<number | null>
+  /**
+   * The call is picked up: it moves to in-progress and Twilio requests its
+   * instructions from its `Url` with its `Method` (TwiML's "Twilio's request
+   * to your application"), signed, or with `signature` as given (null: none).
+   * Resolves the request and its answer. (Twilio would then follow a
+   * <Redirect> in it; a test reads where to.)
+   */
+  answerCall(callSid: string, options?: { answeredBy?: AnsweredBy; signature?: string | null }): Promise<AnswerRequest>
   /** Ends a call and sends its `completed` event callback, as {@link progressCall}. */
   finishCall(callSid: string, result: { status: FinalCallStatus; answeredBy?: AnsweredBy; duration?: number }): Promise<number | null>
   close(): Promise<void>
 }
 
+/** A request Twilio made for a call's instructions, and what it was answered. */
+export interface AnswerRequest {
+  url: string
+  method: string
+  params: Record<string, string>
+  status: number
+  contentType: string | undefined
+  body: string
+}
+
 interface FakeCall {
   resource: CallResource
+  /** Where and how its instructions are fetched when it is answered. */
+  url: string
+  method: string
   statusCallback: string | undefined
   /** Twilio sends only the `completed` event when StatusCallbackEvent is not given. */
   events: Set<string>
@@ -218,6 +241,8 @@ export async function startFakeTwilio(options: { accounts: Record<string, string
     const machineDetection = form.get('MachineDetection')
     calls.set(sid, {
       resource,
+      url,
+      method: form.get('Method') ?? 'POST',
       statusCallback: form.get('StatusCallback') ?? undefined,
       events: new Set(events.length > 0 ? events : ['completed']),
       machineDetection: machineDetection === 'Enable' || machineDetection === 'DetectMessageEnd',
@@ -232,6 +257,42 @@ export async function startFakeTwilio(options: { accounts: Record<string, string
     if (!call) throw new Error(`the fake Twilio has no call ${callSid}`)
     if (!['queued', 'ringing', 'in-progress'].includes(call.resource.status)) throw new Error(`call ${callSid} is already ${call.resource.status}`)
     return call
+  }
+
+  /** The parameters Twilio sends with every request for a call's instructions. */
+  function callParams(call: FakeCall): Record<string, string> {
+    const { resource } = call
+    return {
+      AccountSid: resource.account_sid,
+      ApiVersion: '2010-04-01',
+      CallSid: resource.sid,
+      CallStatus: resource.status,
+      Called: resource.to,
+      Caller: resource.from,
+      Direction: 'outbound-api',
+      From: resource.from,
+      To: resource.to,
+      ToCountry: '',
+      FromCountry: '',
+    }
+  }
+
+  /** One signed request for instructions, answered; a POST sends the parameters as a form, a GET in the query. */
+  async function requestInstructions(call: FakeCall, url: string, method: string, params: Record<string, string>, signature: string | null | undefined): Promise<AnswerRequest> {
+    const token = options.accounts[call.resource.account_sid] ?? ''
+    const target = method === 'GET' ? `${url}${url.includes('?') ? '&' : '?'}${new URLSearchParams(params)}` : url
+    const signed = signature === undefined ? twilioSignature(token, target, method === 'GET' ? {} : params) : signature
+    const response = await fetch(target, {
+      method,
+      headers: {
+        ...(method === 'POST' ? { 'content-type': 'application/x-www-form-urlencoded' } : {}),
+        'user-agent': 'TwilioProxy/1.1',
+        ...(signed === null ? {} : { 'x-twilio-signature': signed }),
+      },
+      body: method === 'POST' ? new URLSearchParams(params).toString() : undefined,
+      redirect: 'manual',
+    })
+    return { url: target, method, params, status: response.status, contentType: response.headers.get('content-type') ?? undefined, body: await response.text() }
   }
 
   /** Posts a call's status callback as Twilio does, when the call subscribed to the event. */
@@ -309,6 +370,14 @@ export async function startFakeTwilio(options: { accounts: Record<string, string
       call.resource.date_updated = now
       if (status === 'in-progress') call.resource.start_time = now
       return sendCallback(call, status === 'ringing' ? 'ringing' : 'answered', {})
+    },
+    answerCall: async (callSid, answer = {}) => {
+      const call = liveCall(callSid)
+      call.resource.status = 'in-progress'
+      call.resource.start_time = rfc2822(new Date())
+      const params = callParams(call)
+      if (call.machineDetection) params.AnsweredBy = answer.answeredBy ?? 'human'
+      return requestInstructions(call, call.url, call.method, params, answer.signature)
     },
     finishCall: (callSid, result) => {
       const call = liveCall(callSid)

@@ -77,7 +77,10 @@ export interface StatusOptions {
 export interface InboundReply {
   /** The sender's WhatsApp ID: digits, no `+`. */
   from: string
+  /** A text message's body; or, with `choice`, the title of the button or list row chosen. */
   text: string
+  /** The person chose a reply button or a list row of an interactive message, rather than typing. */
+  choice?: 'button_reply' | 'list_reply'
   /** The wamid replied to, as WhatsApp sends it for a swipe-reply (`context`). */
   replyTo?: string
   /** Default: the first configured one. */
@@ -101,7 +104,7 @@ export interface FakeWhatsAppCloud {
   setWebhookUrl(url: string): void
   /** POSTs a signed status notification for `wamid`; resolves to the HTTP status the receiver answered. */
   sendStatus(wamid: string, status: MessageStatus, options?: StatusOptions): Promise<number>
-  /** POSTs a signed inbound text message notification; resolves to the HTTP status the receiver answered. */
+  /** POSTs a signed inbound message notification (a text, or an interactive message's choice); resolves to the HTTP status the receiver answered. */
   sendReply(reply: InboundReply): Promise<number>
   /** Meta's GET verification handshake against `url`. */
   verifySubscription(url: string, verifyToken: string): Promise<{ status: number; body: string; challenge: string }>
@@ -297,8 +300,9 @@ export async function startFakeWhatsAppCloud(options: FakeWhatsAppCloudOptions):
         from: reply.from,
         id: newWamid(reply.from),
         timestamp: unixSeconds(reply.at),
-        text: { body: reply.text },
-        type: 'text',
+        ...(reply.choice === undefined
+          ? { text: { body: reply.text }, type: 'text' }
+          : { interactive: { type: reply.choice, [reply.choice]: { id: `choice-${randomBytes(4).toString('hex')}`, title: reply.text } }, type: 'interactive' }),
       }
       if (reply.replyTo !== undefined) message.context = { from: displayNumber(phoneNumberId), id: reply.replyTo }
       return notify(phoneNumberId, { contacts: [{ profile: { name: 'Test Contact' }, wa_id: reply.from }], messages: [message] })

@@ -146,6 +146,17 @@ export async function startService(
   }
 }
 
+/** The tables of the service's schema with a row that holds `needle` anywhere (as text, case ignored), by name. */
+export async function tablesHolding(db: Database, needle: string): Promise<string[]> {
+  const tables = await db.query<{ name: string }>(`SELECT tablename AS name FROM pg_tables WHERE schemaname = current_schema() ORDER BY tablename`)
+  const holding: string[] = []
+  for (const { name } of tables) {
+    const rows = await db.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${name} AS r WHERE r::text ILIKE '%' || $1 || '%'`, [needle])
+    if (rows[0]!.n > 0) holding.push(name)
+  }
+  return holding
+}
+
 /** A port nothing listens on now, as the system picks one. */
 export async function freePort(): Promise<number> {
   const server = createServer()

@@ -1,7 +1,7 @@
 /**
  * The organization's suppressed numbers: never contacted again, on any
  * channel. A number added here can be lifted here; one that opted out itself
- * (by reply or through its provider) only the operator can lift.
+ * (by reply, through its provider or in a conversation) only the operator can lift.
  */
 import { call } from '../api.js'
 import { Badge, ConfirmButton, Empty, Failure, html, Instant, useAction, useLoad, useState } from '../ui.js'
@@ -9,7 +9,7 @@ import { Badge, ConfirmButton, Empty, Failure, html, Instant, useAction, useLoad
 const PATH = '/api/v2/suppressions'
 const PAGE = 100
 
-const REASONS = { manual: 'added by you', reply: 'replied to stop', provider: 'opted out through the provider' }
+const REASONS = { manual: 'added by you', reply: 'replied to stop', provider: 'opted out through the provider', conversation: 'asked in a conversation not to be contacted' }
 
 export function SuppressionsPage({ credential }) {
   const [phone, setPhone] = useState('')

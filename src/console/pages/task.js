@@ -1,6 +1,7 @@
 /**
  * One task's story: the trigger as recorded, the zones it is scheduled in and
- * why, each interaction on a timeline, and cancel while it is not completed.
+ * why, each interaction on a timeline with its conversation's result, and
+ * cancel while it is not completed.
  */
 import { call } from '../api.js'
 import { Badge, ConfirmButton, Failure, html, Instant, useAction, useEffect, useLoad } from '../ui.js'
@@ -55,6 +56,103 @@ function Trigger({ trigger }) {
   </section>`
 }
 
+/** A link to something the conversation kept elsewhere; only an https address is a link, anything else is shown as text. */
+function KeptAt({ label, url }) {
+  if (url === null || url === undefined) return null
+  if (typeof url !== 'string' || !url.startsWith('https://')) return html`<span>${label}: <code>${String(url)}</code></span>`
+  return html`<a href=${url} target="_blank" rel="noopener noreferrer">${label}</a>`
+}
+
+const SPEAKERS = { agent: 'Agent', contact: 'Contact' }
+
+/**
+ * The conversation turn by turn, as a chat: the agent's turns on the left,
+ * the contact's on the right. Its own scrolling box, so that a long call
+ * does not push the rest of the page away. A turn's time is in the viewer's
+ * zone only (its exact instant in the tooltip): the contact's zones are beside
+ * the interaction's start above, and a second line per turn would double it.
+ */
+function Transcript({ turns }) {
+  return html`<ol class="transcript" aria-label="Transcript" tabindex="0">
+    ${turns.map(
+      (turn) => html`<li class=${`turn turn-${turn.role === 'contact' ? 'contact' : 'agent'}`}>
+        <div class="turn-who">
+          <strong>${SPEAKERS[turn.role] ?? turn.role}</strong>
+          ${turn.at === undefined || turn.at === null ? null : html`<${Instant} at=${turn.at} />`}
+        </div>
+        <p>${turn.text}</p>
+      </li>`,
+    )}
+  </ol>`
+}
+
+/** What the conversation handed back: how it went, what it learned, what was said, and where the rest is kept. */
+function Result({ result, zones }) {
+  // By name: the order the conversation sent is not kept (PostgreSQL's jsonb orders keys by length), and a sorted list is easier to scan.
+  const data = result.data === null ? [] : Object.entries(result.data).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+  return html`<div class="result">
+    <h4>Conversation result</h4>
+    ${result.disposition === null && !result.opt_out
+      ? null
+      : html`<div class="step-head">
+          ${result.disposition === null ? null : html`<${Badge} value=${result.disposition} kind="disposition" />`}
+          ${result.opt_out ? html`<span class="opt-out">Asked not to be contacted again</span>` : null}
+        </div>`}
+    ${result.summary === null ? null : html`<p class="summary">${result.summary}</p>`}
+    <${Facts}
+      rows=${[
+        // The time the person asked for is theirs: shown in their zones, as the attempts are.
+        ...(result.callback_at === null ? [] : [['Call back at', html`<${Instant} at=${result.callback_at} zones=${zones} />`]]),
+        ['Received', html`<${Instant} at=${result.received_at} />`],
+      ]}
+    />
+    ${data.length === 0
+      ? null
+      : html`<h5>Extracted data</h5>
+          <table class="result-data">
+            <thead><tr><th>Field</th><th>Value</th></tr></thead>
+            <tbody>${data.map(([name, value]) => html`<tr><td><code>${name}</code></td><td>${asText(value)}</td></tr>`)}</tbody>
+          </table>`}
+    ${result.transcript === null || result.transcript.length === 0 ? null : html`<h5>Transcript</h5><${Transcript} turns=${result.transcript} />`}
+    ${result.transcript_url === null && result.recording_url === null
+      ? null
+      : html`<p class="kept">
+          <${KeptAt} label="Full transcript" url=${result.transcript_url} />
+          <${KeptAt} label="Recording" url=${result.recording_url} />
+        </p>`}
+  </div>`
+}
+
+const HANDOFF_MODES = { redirect: 'redirect', stream: 'media stream' }
+
+/** How an answered call reached its conversation, and which context keys a media stream could not carry. */
+function Handoff({ handoff, zones }) {
+  return html`<div class="handoff">
+    <p>Handed to the conversation by ${HANDOFF_MODES[handoff.mode] ?? handoff.mode} at <${Instant} at=${handoff.at} zones=${zones} /></p>
+    ${handoff.left_out.length === 0
+      ? null
+      : html`<p class="muted">Not passed to the conversation:</p>
+          <ul class="left-out muted">${handoff.left_out.map((left) => html`<li><code>${left.key}</code> — ${left.reason}</li>`)}</ul>`}
+  </div>`
+}
+
+/** Outcomes of an outbound interaction where a conversation took place, so a result could have come. */
+const CONVERSED = ['completed', 'replied']
+
+/** An interaction's result, or in words why there is none (yet). */
+function Outcome({ interaction, channel, zones }) {
+  const result = interaction.result ?? null
+  if (result !== null) return html`<${Result} result=${result} zones=${zones} />`
+  if (interaction.status === 'ended') {
+    // Over, but held back until its conversation reports (the campaign's results.wait_s).
+    return html`<p class="step-note awaiting">${channel === 'whatsapp' ? 'The conversation' : 'The call'} is over; its result is awaited. The interaction is reported when it comes, or when the campaign's wait for it runs out.</p>`
+  }
+  if (interaction.status === 'finalized' && interaction.direction === 'outbound' && CONVERSED.includes(interaction.outcome)) {
+    return html`<p class="step-note muted">No result reported.</p>`
+  }
+  return null
+}
+
 function Interactions({ task }) {
   if (task.interactions.length === 0) {
     return html`<section class="card"><h3>Interactions</h3><p class="muted">None yet. ${task.status === 'pending' ? 'The first starts at the next attempt time above.' : ''}</p></section>`
@@ -80,6 +178,8 @@ function Interactions({ task }) {
               ['Provider', interaction.provider_ref === null ? interaction.provider : html`${interaction.provider} · <code>${interaction.provider_ref}</code>`],
             ]}
           />
+          ${interaction.handoff === null || interaction.handoff === undefined ? null : html`<${Handoff} handoff=${interaction.handoff} zones=${zones} />`}
+          <${Outcome} interaction=${interaction} channel=${task.channel} zones=${zones} />
         </li>`,
       )}
     </ol>

@@ -22,7 +22,10 @@ const SuppressionSchema = Type.Object({
   phone: Type.String({
     description: "E.164; for a number erased since (POST /api/v2/contacts/erase), the keyed digest it is kept as ('sha256:...'): still suppressed, and found again by its number.",
   }),
-  reason: OneOf(['manual', 'reply', 'provider'] as const),
+  reason: {
+    ...OneOf(['manual', 'reply', 'provider', 'conversation'] as const),
+    description: 'manual (added here), reply (the person wrote STOP), provider (the provider says they opted out), conversation (a conversation reported opt_out).',
+  },
   created_at: Timestamp,
 })
 
@@ -109,7 +112,7 @@ export function suppressionRoutes(app: FastifyInstance, deps: { ops: Suppression
           ...docs,
           summary: 'Lift a suppression',
           description:
-            'Only when the person has asked to be contacted again. An organization may lift what it added itself (reason manual); a number that opted out by reply or through its provider only the operator can.',
+            'Only when the person has asked to be contacted again. An organization may lift what it added itself (reason manual); a number that opted out by reply, through its provider or in a conversation only the operator can.',
           params: onePhone,
           response: { 204: Type.Null(), ...authErrors, ...notFound, ...conflict },
         },
