@@ -32,7 +32,7 @@ import { webhookRoutes } from './http/routes/webhooks.ts'
 import { triggerRoutes } from './http/routes/triggers.ts'
 import { MAX_BODY_BYTES } from './http/limits.ts'
 import { installErrorHandling, sendError } from './http/reply.ts'
-import { ConversationResultSchema, ErrorResponse, ValidationErrorResponse } from './http/schemas.ts'
+import { ConversationResultSchema, ErrorResponse, EventDataSchemas, ValidationErrorResponse } from './http/schemas.ts'
 import { createServices } from './services/index.ts'
 import type { Database } from './store/database.ts'
 import { createWorkers, type Workers } from './workers/index.ts'
@@ -132,6 +132,7 @@ export async function buildApp(options: AppOptions, deps: AppDeps): Promise<Fast
   app.addSchema(ErrorResponse)
   app.addSchema(ValidationErrorResponse)
   app.addSchema(ConversationResultSchema)
+  for (const schema of EventDataSchemas) app.addSchema(schema)
   // Once the drain has begun, a request that still arrives on a kept-alive connection is refused
   // before anything of it is done; Fastify has asked for the connection to be closed after the answer.
   let closing = false
@@ -181,6 +182,8 @@ declare module 'fastify' {
 /** The OpenAPI document at /openapi.json and a readable reference at /docs. */
 async function installDocumentation(app: FastifyInstance) {
   await app.register(swagger, {
+    // Shared schemas are named in components by their $id (ErrorResponse, ConversationResult, TaskCompletedData...).
+    refResolver: { buildLocalReference: (json, _baseUri, _fragment, index) => (typeof json.$id === 'string' ? json.$id : `def-${index}`) },
     openapi: {
       openapi: '3.1.0',
       info: {

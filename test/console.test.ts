@@ -13,7 +13,7 @@ import { after, before, describe, test } from 'node:test'
 import type { Browser, BrowserContext, Page } from 'playwright-core'
 import { Webhook } from 'standardwebhooks'
 import { type Receiver, startReceiver } from './support/receiver.ts'
-import { acceptedTrigger, bearer, json, OPERATOR_TOKEN, seedOrganization, startService, type TestService } from './support/service.ts'
+import { acceptedTrigger, bearer, createCampaign, json, OPERATOR_TOKEN, seedOrganization, startService, type TestService } from './support/service.ts'
 
 const CHROMIUM = '/usr/bin/chromium'
 const SCREENSHOTS = path.join(import.meta.dirname, '..', '.test-output', 'console')
@@ -390,6 +390,106 @@ describe('the console in a browser', { skip: existsSync(CHROMIUM) ? false : `no 
       await shot(page, 'task-390')
     } finally {
       await context.close()
+    }
+  })
+
+  test("a conversation's result is shown on its interaction: disposition, summary, extracted data, the transcript as a chat (a hostile turn as text), the recording; and fits 390 pixels", async () => {
+    // A simulated call whose conversation reports a result as it ends; the person asks to be called back in three days.
+    const callbackAt = new Date(Math.ceil((Date.now() + 3 * 86_400_000) / 60_000) * 60_000).toISOString()
+    const saidAt = (seconds: number) => new Date(Date.now() - 120_000 + seconds * 1000).toISOString()
+    await createCampaign(service.app, orgId, {
+      routing_key: 'results-demo',
+      channel: 'voice',
+      schedule: ALWAYS_OPEN,
+      provider_config: {
+        outcomes: ['completed'],
+        duration_ms: 0,
+        result: {
+          disposition: 'interested',
+          summary: 'Still interested; free on Tuesday afternoons.',
+          data: { interested: true, available_from: '2026-12-07', salary_band: 3, languages: ['en', 'es'] },
+          transcript: [
+            { role: 'agent', text: 'Hello Ada, are you still interested in the Analyst role?', at: saidAt(0) },
+            { role: 'contact', text: 'Yes, very much.', at: saidAt(4) },
+            { role: 'agent', text: 'When could we talk with the hiring manager?' },
+            { role: 'contact', text: HOSTILE_NAME },
+            { role: 'contact', text: 'Tuesday afternoons suit me best; call me back then.' },
+            { role: 'agent', text: 'Noted. We will call you back. Goodbye!' },
+          ],
+          recording_url: 'https://recordings.example.com/r/123',
+          callback_at: callbackAt,
+        },
+      },
+    })
+    const sent = await acceptedTrigger(service.app, key, {
+      campaign: 'results-demo',
+      contact: { first_name: 'Ada', last_name: 'Byron', phone: '+44 20 7946 0962', timezone: 'Europe/London' },
+      test_mode: true,
+    })
+    // The callback makes attempt 2 due then, instead of completing the task: attempt 1 is settled once finalized with its result.
+    await waitUntil('the simulated call is finalized with its result', async () => {
+      const interaction = (await taskState(sent.task_id)).interactions[0]
+      return interaction?.status === 'finalized' && interaction.result !== null
+    })
+    const settled = await taskState(sent.task_id)
+    assert.equal(settled.status, 'pending')
+    assert.equal(settled.next_attempt_at, callbackAt)
+    assert.equal(settled.interactions[0].result.callback_at, callbackAt)
+    await waitUntil('its interaction.finalized reaches the receiver', () =>
+      receiver.received.some((request) => {
+        const event = JSON.parse(request.body)
+        return event.type === 'interaction.finalized' && event.data.task_id === sent.task_id
+      }),
+    )
+    const { context, page } = await signedIn(key)
+    try {
+      await page.goto(`${baseUrl}/console/#/tasks/${sent.task_id}`)
+      await page.getByRole('heading', { name: 'Ada Byron' }).waitFor()
+      const attempt = page.locator('.timeline > li', { hasText: 'Attempt 1' })
+      const result = attempt.locator('.result')
+      await result.getByRole('heading', { name: 'Conversation result' }).waitFor()
+      assert.equal(await result.locator('.badge-disposition').textContent(), 'interested')
+      assert.ok(await result.getByText('Still interested; free on Tuesday afternoons.').isVisible())
+      assert.equal(await result.getByText('Asked not to be contacted again').count(), 0)
+      // The callback time, as an instant (its exact value in the tooltip).
+      assert.equal(await result.locator(`time[datetime="${callbackAt}"]`).count(), 1)
+      // The extracted data: a key beside its value; a value that is not a string, as JSON.
+      const data = result.locator('table.result-data')
+      assert.deepEqual(await data.getByRole('row', { name: /available_from/ }).getByRole('cell').allTextContents(), ['available_from', '2026-12-07'])
+      assert.deepEqual(await data.getByRole('row', { name: /languages/ }).getByRole('cell').allTextContents(), ['languages', '["en","es"]'])
+      // The transcript: each turn with who spoke, the agent's and the contact's told apart.
+      const transcript = result.getByRole('list', { name: 'Transcript' })
+      assert.equal(await transcript.locator('.turn').count(), 6)
+      const agentTurn = transcript.locator('.turn-agent', { hasText: 'Hello Ada, are you still interested in the Analyst role?' })
+      const contactTurn = transcript.locator('.turn-contact', { hasText: 'Yes, very much.' })
+      assert.ok(await agentTurn.isVisible())
+      assert.ok(await contactTurn.isVisible())
+      assert.equal(await agentTurn.locator('.turn-who strong').textContent(), 'Agent')
+      assert.equal(await contactTurn.locator('.turn-who strong').textContent(), 'Contact')
+      assert.equal(await contactTurn.locator('time').count(), 1, 'a turn said at a known time shows it')
+      const [agentBox, contactBox] = [await agentTurn.boundingBox(), await contactTurn.boundingBox()]
+      assert.ok(agentBox!.x < contactBox!.x, "the agent's turns on the left, the contact's on the right")
+      // A hostile turn is text: no element made from it, no script run.
+      await transcript.locator('.turn-contact').getByText(HOSTILE_NAME, { exact: true }).waitFor()
+      assert.equal(await page.locator('img').count(), 0, 'no element was made from the transcript')
+      assert.deepEqual(dialogs, [], 'no script ran')
+      const recording = result.getByRole('link', { name: 'Recording' })
+      assert.equal(await recording.getAttribute('href'), 'https://recordings.example.com/r/123')
+      assert.equal(await recording.getAttribute('target'), '_blank')
+      assert.equal(await recording.getAttribute('rel'), 'noopener noreferrer')
+      assert.equal(await result.getByRole('link', { name: 'Full transcript' }).count(), 0, 'no link where the result keeps none')
+      await shot(page, 'task-result')
+    } finally {
+      await context.close()
+    }
+    const narrow = await signedIn(key, { width: 390, height: 844 })
+    try {
+      await narrow.page.goto(`${baseUrl}/console/#/tasks/${sent.task_id}`)
+      await narrow.page.getByRole('heading', { name: 'Conversation result' }).waitFor()
+      assert.ok(await narrow.page.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth + 1), 'no sideways scrolling')
+      await shot(narrow.page, 'task-result-390')
+    } finally {
+      await narrow.context.close()
     }
   })
 

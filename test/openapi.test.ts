@@ -34,6 +34,9 @@ test('an OpenAPI 3.1 document of the client and admin APIs', async () => {
     '/api/v2/events/{id}/redeliver',
     '/admin/v1/organizations/{org_id}/webhook-endpoints/{id}/rotate-secret',
     '/providers/twilio/calls/{interaction_id}/status',
+    '/providers/twilio/calls/{interaction_id}/answer',
+    '/api/v2/interactions/{id}',
+    '/api/v2/interactions/{id}/result',
     '/providers/whatsapp/webhook',
     '/metrics',
   ]) {
@@ -62,6 +65,18 @@ test('an OpenAPI 3.1 document of the client and admin APIs', async () => {
   assert.deepEqual(Object.keys(batch.responses).sort(), ['200', '401', '403', '422', '429'])
   for (const field of ['not_before', 'expires_at']) assert.equal(requestSchema.properties[field].format, 'date-time', field)
   assert.ok(document.components.securitySchemes.apiKey)
+  // A conversation's result is one named schema, in the interaction's answer and in each event that carries it.
+  const result = document.paths['/api/v2/interactions/{id}/result'].post
+  assert.deepEqual(Object.keys(result.responses).sort(), ['200', '401', '403', '404', '409', '422', '429'])
+  assert.deepEqual(
+    Object.keys(result.requestBody.content['application/json'].schema.properties),
+    ['disposition', 'summary', 'data', 'transcript', 'transcript_url', 'recording_url', 'callback_at', 'opt_out'],
+  )
+  assert.ok(JSON.stringify(result.responses['200']).includes('#/components/schemas/ConversationResult'))
+  for (const name of ['ConversationResult', 'TaskCompletedData', 'InteractionFinalizedData', 'InteractionResultAddedData']) assert.ok(document.components.schemas[name], name)
+  for (const name of ['TaskCompletedData', 'InteractionFinalizedData', 'InteractionResultAddedData']) {
+    assert.ok(JSON.stringify(document.components.schemas[name].properties.result).includes('#/components/schemas/ConversationResult'), name)
+  }
 })
 
 test('a readable reference at /docs', async () => {

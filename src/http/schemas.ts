@@ -81,6 +81,73 @@ export const NullableHandoff = Type.Union(
 /** A result, or null where none came. */
 export const NullableResult = Type.Union([Type.Ref(ConversationResultSchema.$id!), Type.Null()])
 
+const IdsSchema = Type.Array(Type.Object({ source: Type.String(), type: Type.String(), value: Type.String() }), {
+  description: "The trigger's ids: source and type lowercased, value as sent.",
+})
+
+/**
+ * What each event reports, as its `data` (the webhook body is `{id, type,
+ * timestamp, data}`). Named in the OpenAPI document's components for clients
+ * to generate types from; the events routes answer `data` as stored.
+ */
+export const EventDataSchemas = [
+  Type.Object(
+    {
+      task_id: Type.String(),
+      trigger_id: Type.String(),
+      campaign: Type.String({ description: 'Routing key.' }),
+      channel: ChannelSchema,
+      status: Type.Literal('completed'),
+      outcome: OneOf(['reached', 'unreachable', 'failed', 'cancelled', 'expired', 'opted_out'] as const),
+      attempts: Type.Integer(),
+      test_mode: Type.Boolean(),
+      ids: IdsSchema,
+      completed_at: Timestamp,
+      result: { ...NullableResult, description: 'The result of the interaction that completed the task; null when none came, or the task was cancelled or expired.' },
+    },
+    { $id: 'TaskCompletedData', description: 'task.completed: a task completed, with its outcome.' },
+  ),
+  Type.Object(
+    {
+      interaction_id: Type.String(),
+      task_id: Type.Union([Type.String(), Type.Null()], { description: 'Null for a message that answers no task.' }),
+      trigger_id: Type.Union([Type.String(), Type.Null()]),
+      campaign: Type.String(),
+      channel: ChannelSchema,
+      direction: OneOf(['outbound', 'inbound'] as const),
+      attempt: Type.Union([Type.Integer(), Type.Null()]),
+      outcome: Type.String({ description: 'voice: completed, no_answer, busy, voicemail, failed; WhatsApp: replied, read, delivered, undelivered, failed.' }),
+      started_at: Timestamp,
+      ended_at: Timestamp,
+      duration_s: Type.Integer(),
+      test_mode: Type.Boolean(),
+      ids: Type.Optional({ ...IdsSchema, description: 'Exactly when task_id is not null.' }),
+      result: { ...NullableResult, description: "Its conversation's result, as recorded; null when none came (before the campaign's results.wait_s ended)." },
+    },
+    { $id: 'InteractionFinalizedData', description: 'interaction.finalized: an attempt (or a message that answers no task) ended.' },
+  ),
+  Type.Object(
+    {
+      interaction_id: Type.String(),
+      task_id: Type.Union([Type.String(), Type.Null()]),
+      trigger_id: Type.Union([Type.String(), Type.Null()]),
+      campaign: Type.String(),
+      channel: ChannelSchema,
+      direction: OneOf(['outbound', 'inbound'] as const),
+      attempt: Type.Union([Type.Integer(), Type.Null()]),
+      outcome: Type.String(),
+      test_mode: Type.Boolean(),
+      ids: Type.Optional({ ...IdsSchema, description: 'Exactly when task_id is not null.' }),
+      result: Type.Ref(ConversationResultSchema.$id!),
+    },
+    {
+      $id: 'InteractionResultAddedData',
+      description:
+        'interaction.result_added: the result of an interaction whose interaction.finalized was sent without one (it came after the wait). An interaction reports one result, on one of the two.',
+    },
+  ),
+]
+
 export const Envelope = <T extends TSchema>(data: T) =>
   Type.Object({
     data,

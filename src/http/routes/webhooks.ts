@@ -80,7 +80,9 @@ const EventOf = (types: typeof EventTypeSchema | typeof SentEventTypeSchema) =>
     id: Type.String({ description: 'Also the webhook-id header of its deliveries.' }),
     type: types,
     timestamp: Timestamp,
-    data: Type.Record(Type.String(), Type.Unknown()),
+    data: Type.Record(Type.String(), Type.Unknown(), {
+      description: "By type: TaskCompletedData, InteractionFinalizedData or InteractionResultAddedData (the document's components); webhook.test: endpoint_id and message.",
+    }),
   })
 const ListedEventSchema = EventOf(EventTypeSchema)
 const EventSchema = EventOf(SentEventTypeSchema)
