@@ -29,6 +29,13 @@ function signedBy(secretText, headers, body) {
     })
 }
 
+/** A conversation's result in a few words: its disposition, the start of its summary, and how much else it holds. */
+function describeResult(result) {
+  const summary = typeof result.summary === 'string' ? ` "${result.summary.length > 60 ? `${result.summary.slice(0, 59)}…` : result.summary}"` : ''
+  const turns = Array.isArray(result.transcript) ? ` (${result.transcript.length} turns)` : ''
+  return `${result.disposition ?? '-'}${summary}${turns}`
+}
+
 createServer((request, response) => {
   const chunks = []
   request.on('data', (chunk) => chunks.push(chunk))
@@ -47,7 +54,7 @@ createServer((request, response) => {
     try {
       const event = JSON.parse(body)
       const data = event.data ?? {}
-      line = `${event.type} ${event.id}: task ${data.task_id ?? '-'}${data.outcome ? `, outcome ${data.outcome}` : ''}${data.ids?.length ? `, ids ${data.ids.map((id) => `${id.source}/${id.type}/${id.value}`).join(' ')}` : ''}`
+      line = `${event.type} ${event.id}: task ${data.task_id ?? '-'}${data.outcome ? `, outcome ${data.outcome}` : ''}${data.ids?.length ? `, ids ${data.ids.map((id) => `${id.source}/${id.type}/${id.value}`).join(' ')}` : ''}${data.result ? `, result ${describeResult(data.result)}` : ''}`
     } catch {
       // Not JSON: printed as it came.
     }

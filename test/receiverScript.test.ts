@@ -54,6 +54,28 @@ test('a webhook signed with the secret is answered 204 and printed in one line, 
   assert.match(printed.find((line) => line.includes('evt_1'))!, /\(signature checked\) task\.completed evt_1: task tsk_1, outcome reached, ids ats\/candidate_id\/AbC-001$/)
 })
 
+test("a webhook that carries a conversation's result prints its disposition, the start of its summary and its turns", async () => {
+  const body = JSON.stringify({
+    id: 'evt_3',
+    type: 'interaction.finalized',
+    timestamp: '2026-11-25T18:00:00.000Z',
+    data: {
+      task_id: 'tsk_1',
+      outcome: 'completed',
+      result: { disposition: 'interested', summary: 'Still interested in the Analyst role; free on Tuesday afternoons, after 14:00.', transcript: [{}, {}, {}] },
+    },
+  })
+  assert.equal((await deliver('evt_3', body, secret)).status, 204)
+  for (let waited = 0; !printed.some((line) => line.includes('evt_3')); waited += 20) {
+    assert.ok(waited < 5000)
+    await new Promise((resolve) => setTimeout(resolve, 20))
+  }
+  assert.match(
+    printed.find((line) => line.includes('evt_3'))!,
+    /interaction\.finalized evt_3: task tsk_1, outcome completed, result interested "Still interested in the Analyst role; free on Tuesday after…" \(3 turns\)$/,
+  )
+})
+
 test('a webhook signed with another secret, or signed 10 minutes ago, is refused with 401', async () => {
   const body = '{"id":"evt_2","type":"task.completed","data":{}}'
   assert.equal((await deliver('evt_2', body, newWebhookSecret())).status, 401)
