@@ -5,20 +5,34 @@
  * events, and their delivery.
  *
  * The triggers are posted by CLIENTS concurrent clients on kept-alive
- * connections, to a simulator campaign whose calls complete as soon as they
+ * connections, to simulator campaigns whose calls complete as soon as they
  * start, in a window open all week; the organization's one webhook endpoint
  * points to a receiver in this process that answers 200 at once. Each trigger
  * ends in one task.completed and one interaction.finalized, each with a
- * webhook-id of its own, and the run ends when the receiver holds all of them.
+ * webhook-id of its own, and a round ends when the receiver holds all of them.
+ *
+ * Two variants, measured in the same run and the same service processes: the
+ * triggers of one (plain) go to CAMPAIGN, whose calls report no result; those
+ * of the other (results) to RESULTS_CAMPAIGN, identical but for the result
+ * every one of its calls reports as it ends (SCREENING_RESULT: a disposition,
+ * a summary, 10 data keys, a 20-turn transcript, a recording URL), which both
+ * webhooks of the trigger then carry. The receiver parses each webhook once
+ * and checks its data.result against its campaign's: the screening result
+ * for the results variant, null for the plain one.
  *
  * Two layouts: on PostgreSQL an API process (`serve --no-workers`) beside a
  * worker process (`worker`), as production runs; and the embedded default,
- * one `serve` process on PGlite that runs the workers too. Each is warmed up,
- * then measured in rounds of its own triggers, one after the other in the
- * same service; the figures are the medians of the rounds, since on a shared
- * machine one round's CPU per trigger can be a third above or below the next
- * one's. Every process's /metrics is scraped while the first triggers are
- * posted and at the end, and checked against what the run did (bench/metrics.ts).
+ * one `serve` process on PGlite that runs the workers too. Each is warmed up
+ * with triggers of both variants, then measured in rounds of their own
+ * triggers, one after the other in the same service, in pairs of one round of
+ * each variant, the plain round first in odd pairs and the results round
+ * first in even ones (each round adds rows, and neither variant is always
+ * measured on the larger tables). Each variant's figures are the medians of
+ * its rounds, since on a shared machine one round's CPU per trigger can be a
+ * third above or below the next one's; the ratio of the results variant's
+ * triggers/s to the plain one's is the median of each pair's. Every process's
+ * /metrics is scraped while the first triggers are posted and at the end, and
+ * checked against what the run did (bench/metrics.ts).
  */
 import { readFile } from 'node:fs/promises'
 import http from 'node:http'
@@ -65,7 +79,111 @@ export const CAMPAIGN = {
   channel: 'voice',
   schedule: ALWAYS_OPEN,
   provider: 'simulator',
-  provider_config: { outcomes: ['completed'], duration_ms: 0 },
+  provider_config: { outcomes: ['completed'], duration_ms: 0 } as Record<string, unknown>,
+}
+
+/** One turn of a transcript, as a voice app reports it. */
+interface Turn {
+  role: 'agent' | 'contact'
+  text: string
+  at: string
+}
+
+/** What a call of RESULTS_CAMPAIGN reports as it ends: no callback_at and no opt_out, which would change what becomes of the task. */
+export interface ScreeningResult {
+  disposition: string
+  summary: string
+  data: Record<string, string | number | boolean>
+  transcript: Turn[]
+  recording_url: string
+}
+
+/** When the screening call of the transcript began. */
+const SCREENING_CALL_STARTED_AT = Date.UTC(2026, 2, 2, 9, 15, 0)
+
+/** The screening call, turn by turn, the agent first. */
+const SCREENING_TURNS = [
+  'Hello, this is Mia calling from Acme Staffing about your application for the warehouse role.',
+  'Oh hi, yes, I applied last week through the website. Thanks for getting back to me so quickly.',
+  'Great. Do you have about five minutes now to answer a few screening questions about the position?',
+  "Sure, I'm on my break at the moment, so now is actually a good time for me to talk about it.",
+  'The role is a Warehouse Associate at our Kraków site. Are you still interested in that position?',
+  'Yes, definitely. I live about twenty minutes away by tram, so the location works well for me.',
+  'How many years of warehouse or logistics experience do you have, roughly speaking?',
+  'About four years in total, mostly picking and packing, and the last two years on inventory control.',
+  'Do you hold a valid forklift licence, and if so, until when is it valid?',
+  "I do, I renewed it last spring and it's valid until June 2027. I can send you a copy of it today.",
+  'Thank you. The site runs day, night and weekend shifts. Which of those would you prefer to work?',
+  'Day shifts would suit me best. I could do the odd weekend, but nights are hard with my two kids.',
+  'Understood. When would you be available to start, if you were offered the position?',
+  'My notice period ends on the thirteenth of March, so I could start on Monday the sixteenth.',
+  'And what hourly rate are you expecting? The posted range for this role is 22 to 26 euros.',
+  'Something around twenty-four fifty an hour would be fair, given my experience and the licence.',
+  "That's within the range. Would a weekday morning suit you for an interview with the site manager?",
+  'Yes, any weekday morning is fine, ideally before ten so that I can still make it to my shift.',
+  "Perfect. You'll get a text with the interview time and the address shortly. Any questions for me?",
+  'No, that covers it. Thanks very much for calling, and I look forward to hearing from you soon.',
+]
+
+/**
+ * A screening call's result, as a voice app would report it: the same on
+ * every run (and every call). Each turn's `at` follows the last by about the
+ * time it takes to say it, in whole seconds.
+ */
+export function screeningResult(): ScreeningResult {
+  let at = SCREENING_CALL_STARTED_AT
+  const transcript = SCREENING_TURNS.map((text, index): Turn => {
+    const turn: Turn = { role: index % 2 === 0 ? 'agent' : 'contact', text, at: new Date(at).toISOString() }
+    at += Math.round(1 + text.length / 15) * 1000
+    return turn
+  })
+  return {
+    disposition: 'interested',
+    summary:
+      'Interested in the Warehouse Associate role at the Kraków site. Four years of picking, packing and inventory control; forklift licence valid until June 2027. ' +
+      'Prefers day shifts, no nights. Available from 16 March. Expects 24.50 EUR an hour, within the posted range. Interview on a weekday morning before 10:00.',
+    data: {
+      interested: true,
+      role: 'Warehouse Associate',
+      site: 'Kraków',
+      years_experience: 4,
+      forklift_licence: true,
+      licence_valid_until: '2027-06-30',
+      preferred_shift: 'day',
+      night_shifts: false,
+      available_from: '2026-03-16',
+      expected_hourly_rate_eur: 24.5,
+    },
+    transcript,
+    recording_url: 'https://recordings.example.com/acme/2026/03/02/call-7f3a9c21d4e84b0e.wav',
+  }
+}
+
+export const SCREENING_RESULT = screeningResult()
+
+/** CAMPAIGN's twin, but for the result each of its calls reports as it ends. */
+export const RESULTS_CAMPAIGN = {
+  ...CAMPAIGN,
+  routing_key: 'end-to-end-results',
+  provider_config: { ...CAMPAIGN.provider_config, result: SCREENING_RESULT },
+}
+
+/** The two variants each layout is measured in: calls that report no result, and calls that report SCREENING_RESULT. */
+export const VARIANTS = ['plain', 'results'] as const
+export type Variant = (typeof VARIANTS)[number]
+/** As the report names each variant. */
+export const VARIANT_LABEL: Record<Variant, string> = { plain: 'without results', results: 'with results' }
+const CAMPAIGN_OF: Record<Variant, typeof CAMPAIGN> = { plain: CAMPAIGN, results: RESULTS_CAMPAIGN }
+/** What the webhooks of each variant's triggers carry as data.result. */
+const RESULT_OF: Record<Variant, ScreeningResult | null> = { plain: null, results: SCREENING_RESULT }
+
+/**
+ * The variant of each measured round, in order: `rounds` pairs of one round
+ * of each, the plain round first in odd pairs and the results round first in
+ * even ones.
+ */
+export function roundVariants(rounds: number): Variant[] {
+  return Array.from({ length: rounds }, (_, pair): Variant[] => (pair % 2 === 0 ? ['plain', 'results'] : ['results', 'plain'])).flat()
 }
 
 interface Layout {
@@ -89,6 +207,8 @@ export const EMBEDDED_LAYOUT: Layout = {
 
 /** One measured round: its triggers, posted after the last round's webhooks had all arrived, until their own had. */
 export interface EndToEndRound {
+  /** Whose campaign its triggers went to. */
+  variant: Variant
   /** Whether every webhook arrived, and if not, why the wait ended. */
   outcome: 'complete' | 'timed out' | 'a service process exited'
   /** From the first POST sent to the last webhook expected, or to the moment the wait ended. */
@@ -106,18 +226,33 @@ export interface EndToEndRound {
   webhooksReceived: number
 }
 
+/** The webhooks of one variant's triggers (the warm-up's too) whose data.result the receiver checked, and those not as their campaign's calls report it. */
+export interface ResultCheck {
+  checked: number
+  wrong: number
+  /** The first few wrong ones: what was wrong with each. */
+  examples: string[]
+}
+
 export interface EndToEndResult {
   layout: string
   /** Triggers posted in each round. */
   triggers: number
-  /** In order; they stop at the first that does not complete. */
+  /** In order, the variants alternating (roundVariants); they stop at the first that does not complete. */
   rounds: EndToEndRound[]
-  /** The median of each figure over the rounds when every one completed; otherwise the round that did not. */
-  summary: EndToEndRound
+  /**
+   * Per variant, the median of each figure over its rounds when every one completed; otherwise its round that did
+   * not; none for a variant whose first round was not reached.
+   */
+  summaries: Record<Variant, EndToEndRound | undefined>
+  /** The median over the pairs of rounds that both completed of the results round's triggers/s over the plain one's; none without such a pair. */
+  resultsRatio: number | undefined
   /** Of each round. */
   webhooksExpected: number
   /** webhook-ids received more than once, up to the service's shutdown. */
   duplicateWebhooks: number
+  /** Each variant's webhooks, their data.result checked; any wrong one is a fault of the service. */
+  resultChecks: Record<Variant, ResultCheck>
   /** Log lines of the service's processes at warn level or above, or not written by its logger. */
   serviceLogProblems: string[]
   /** /metrics of every process, under load and at the end, checked against the run. */
@@ -132,18 +267,21 @@ export type EndToEndLayoutName = (typeof END_TO_END_LAYOUTS)[number]
 export async function benchEndToEnd(options: {
   /** Triggers posted in each measured round. */
   triggers: number
+  /** Measured rounds of each variant. */
   rounds: number
   /** Triggers taken through the whole pipeline before the measured ones, so that what is measured is a running service's steady state. */
   warmUpTriggers: number
   layouts: readonly EndToEndLayoutName[]
   workDir: string
 }): Promise<EndToEndResult[]> {
-  const all = triggerBodies(options.warmUpTriggers + options.rounds * options.triggers)
-  const bodies = {
-    warmUp: all.slice(0, options.warmUpTriggers),
-    rounds: Array.from({ length: options.rounds }, (_, round) => {
+  const variants = roundVariants(options.rounds)
+  const all = generateBodies(options.warmUpTriggers + variants.length * options.triggers).bodies
+  const bodies: Bodies = {
+    // Every other one to each campaign, so that both ways through the service are warm.
+    warmUp: all.slice(0, options.warmUpTriggers).map((text, index) => addressedTo(text, CAMPAIGN_OF[VARIANTS[index % VARIANTS.length]!])),
+    rounds: variants.map((variant, round) => {
       const start = options.warmUpTriggers + round * options.triggers
-      return all.slice(start, start + options.triggers)
+      return { variant, bodies: all.slice(start, start + options.triggers).map((text) => addressedTo(text, CAMPAIGN_OF[variant])) }
     }),
   }
   const run = {
@@ -157,20 +295,18 @@ export async function benchEndToEnd(options: {
   })
 }
 
-/** The trigger benchmark's bodies (each a person of its own), sent to this campaign; one that names a channel names its channel. */
-function triggerBodies(count: number): string[] {
-  return generateBodies(count).bodies.map((text) => {
-    const body = JSON.parse(text)
-    body.campaign = CAMPAIGN.routing_key
-    if ('channel' in body) body.channel = CAMPAIGN.channel
-    return JSON.stringify(body)
-  })
+/** One of the trigger benchmark's bodies (each a person of its own), sent to this campaign; one that names a channel names its channel. */
+function addressedTo(text: string, campaign: typeof CAMPAIGN): string {
+  const body = JSON.parse(text)
+  body.campaign = campaign.routing_key
+  if ('channel' in body) body.channel = campaign.channel
+  return JSON.stringify(body)
 }
 
-/** The warm-up's bodies and each measured round's, each a person of their own. */
+/** The warm-up's bodies (of both variants) and each measured round's, with its variant; each a person of their own. */
 interface Bodies {
   warmUp: readonly string[]
-  rounds: readonly (readonly string[])[]
+  rounds: readonly { variant: Variant; bodies: readonly string[] }[]
 }
 
 async function runLayout(layout: Layout, databaseEnv: Record<string, string>, bodies: Bodies, workDir: string): Promise<EndToEndResult> {
@@ -184,7 +320,8 @@ async function runLayout(layout: Layout, databaseEnv: Record<string, string>, bo
     await Promise.all(servers.map(untilReady))
     let underLoad: Scrape
     ;({ rounds, underLoad } = await measure(layout, databaseEnv.DATABASE_URL, servers, receiver, bodies))
-    const posted = bodies.warmUp.length + rounds.length * bodies.rounds[0]!.length
+    // The warm-up's and every round's that was posted, of both variants: each one task, one call and two webhooks.
+    const posted = bodies.warmUp.length + bodies.rounds.slice(0, rounds.length).reduce((sum, round) => sum + round.bodies.length, 0)
     metrics = readMetrics(underLoad, await scrapeService(servers), { posted, onPostgres: databaseEnv.DATABASE_URL !== undefined })
   } finally {
     await Promise.all(servers.map((server) => stopChild(server.child)))
@@ -194,26 +331,36 @@ async function runLayout(layout: Layout, databaseEnv: Record<string, string>, bo
   const serviceLogProblems = (await Promise.all(servers.map(logProblems))).flat()
   for (const line of serviceLogProblems.slice(0, 5)) log(`${layout.name}: in the service's log: ${line}`)
   for (const problem of metrics.problems) log(`${layout.name}: /metrics: ${problem}`)
-  const triggers = bodies.rounds[0]!.length
+  const resultChecks = receiver.resultChecks()
+  for (const variant of VARIANTS) {
+    const check = resultChecks[variant]
+    if (check.wrong > 0) log(`${layout.name}: ${check.wrong} of ${check.checked} webhooks (${variant}) with a data.result not as expected, e.g.\n${check.examples.join('\n')}`)
+  }
+  const triggers = bodies.rounds[0]!.bodies.length
+  const ofVariant = (variant: Variant) => rounds.filter((round) => round.variant === variant)
   return {
     layout: layout.name,
     triggers,
     rounds,
-    summary: summarize(rounds),
+    summaries: { plain: summarize(ofVariant('plain')), results: summarize(ofVariant('results')) },
+    resultsRatio: resultsRatio(rounds),
     webhooksExpected: 2 * triggers,
     duplicateWebhooks: receiver.duplicates(),
+    resultChecks,
     serviceLogProblems,
     metrics,
   }
 }
 
-/** The median of each figure over rounds that all completed; the one that did not, otherwise (it is the last). */
-function summarize(rounds: readonly EndToEndRound[]): EndToEndRound {
+/** The median of each figure over rounds that all completed; the one that did not, otherwise (it is the last); none without rounds. */
+function summarize(rounds: readonly EndToEndRound[]): EndToEndRound | undefined {
+  if (rounds.length === 0) return undefined
   const incomplete = rounds.find((round) => round.outcome !== 'complete')
   if (incomplete !== undefined) return incomplete
   const of = (figure: (round: EndToEndRound) => number) => median(rounds.map(figure))
   const first = rounds[0]!.cpuMsPerTrigger
   return {
+    variant: rounds[0]!.variant,
     outcome: 'complete',
     seconds: of((round) => round.seconds),
     intake: { seconds: of((round) => round.intake.seconds), p50Ms: of((round) => round.intake.p50Ms), p99Ms: of((round) => round.intake.p99Ms) },
@@ -227,8 +374,26 @@ function summarize(rounds: readonly EndToEndRound[]): EndToEndRound {
 }
 
 /**
- * Provisions the organization, warms the service up, then measures the rounds in turn, up to the first that
- * does not complete; with /metrics of every process as scraped while the first triggers were being posted.
+ * The results variant's triggers/s over the plain one's: in each pair of rounds (one of each, side by side, so that
+ * the machine's drift between them is small) that both completed, then the median over the pairs.
+ */
+function resultsRatio(rounds: readonly EndToEndRound[]): number | undefined {
+  const ratios: number[] = []
+  for (let pair = 0; pair + 1 < rounds.length; pair += 2) {
+    const both = rounds.slice(pair, pair + 2)
+    const plain = both.find((round) => round.variant === 'plain')
+    const results = both.find((round) => round.variant === 'results')
+    if (plain?.outcome !== 'complete' || results?.outcome !== 'complete') continue
+    // Each round posts as many triggers: the rates' ratio is that of the times, the other way round.
+    ratios.push(plain.seconds / results.seconds)
+  }
+  return ratios.length === 0 ? undefined : median(ratios)
+}
+
+/**
+ * Provisions the organization (both variants' campaigns), warms the service up, then measures the rounds in turn,
+ * up to the first that does not complete; with /metrics of every process as scraped while the first triggers were
+ * being posted.
  */
 async function measure(
   layout: Layout,
@@ -239,24 +404,30 @@ async function measure(
   bodies: Bodies,
 ): Promise<{ rounds: EndToEndRound[]; underLoad: Scrape }> {
   const api = servers[0]!
-  const { apiKey } = await provision(api.baseUrl, [CAMPAIGN], ['triggers:write', 'webhooks:manage'])
+  const { apiKey } = await provision(api.baseUrl, VARIANTS.map((variant) => CAMPAIGN_OF[variant]), ['triggers:write', 'webhooks:manage'])
   await postCreating(api.baseUrl, '/api/v2/webhook-endpoints', apiKey, { url: receiver.url, events: EVENT_TYPES })
   // Taken during the warm-up when there is one, so that the measured rounds pay nothing for it.
   const underLoad = sleep(SCRAPE_UNDER_LOAD_AFTER_MS).then(() => scrapeService(servers))
 
   let triggersSoFar = 0
   if (bodies.warmUp.length > 0) {
-    log(`${layout.name}: warming up with ${bodies.warmUp.length} triggers`)
+    log(`${layout.name}: warming up with ${bodies.warmUp.length} triggers, every other one with a result`)
     const warmUp = await postEvery(layout, api, apiKey, bodies.warmUp, 'warm-up')
     triggersSoFar += bodies.warmUp.length
     const warmedUp = await untilAllDelivered(layout, receiver, triggersSoFar, warmUp.startedAt, servers)
     if (warmedUp !== 'complete') throw new Error(`${layout.name}: the warm-up ended with ${warmedUp}`)
   }
   const rounds: EndToEndRound[] = []
-  for (const [index, roundBodies] of bodies.rounds.entries()) {
-    const phase = `round ${index + 1} of ${bodies.rounds.length}`
+  for (const [index, { variant, bodies: roundBodies }] of bodies.rounds.entries()) {
+    const phase = `round ${index + 1} of ${bodies.rounds.length} (${VARIANT_LABEL[variant]})`
     log(`${layout.name}: ${phase}, ${roundBodies.length} triggers from ${CLIENTS} clients`)
-    const round = await measureRound(layout, databaseUrl, servers, receiver, { apiKey, bodies: roundBodies, triggersBefore: triggersSoFar, phase })
+    const round = await measureRound(layout, databaseUrl, servers, receiver, {
+      apiKey,
+      variant,
+      bodies: roundBodies,
+      triggersBefore: triggersSoFar,
+      requestIds: `round-${index + 1}-${variant}`,
+    })
     triggersSoFar += roundBodies.length
     rounds.push(round)
     if (round.outcome !== 'complete') break
@@ -269,13 +440,14 @@ async function measureRound(
   databaseUrl: string | undefined,
   servers: readonly Server[],
   receiver: Receiver,
-  round: { apiKey: string; bodies: readonly string[]; triggersBefore: number; phase: string },
+  /** requestIds: what the round's X-Request-IDs start with. */
+  round: { apiKey: string; variant: Variant; bodies: readonly string[]; triggersBefore: number; requestIds: string },
 ): Promise<EndToEndRound> {
   const api = servers[0]!
   const { bodies } = round
   const cpuBefore = servers.map((server) => processCpuSeconds(server.child.pid!))
   const postgresCpu = databaseUrl === undefined ? undefined : meterPostgresCpu(new URL(databaseUrl).pathname.slice(1))
-  const intake = await postEvery(layout, api, round.apiKey, bodies, round.phase.replaceAll(' ', '-'))
+  const intake = await postEvery(layout, api, round.apiKey, bodies, round.requestIds)
   log(`${layout.name}: all answered 201 in ${intake.seconds.toFixed(1)} s; waiting for ${2 * bodies.length} webhooks`)
   const outcome = await untilAllDelivered(layout, receiver, round.triggersBefore + bodies.length, intake.startedAt, servers)
   const complete = outcome === 'complete'
@@ -287,6 +459,7 @@ async function measureRound(
     ? servers.map((server, index) => ({ name: server.name, ms: perTrigger(processCpuSeconds(server.child.pid!) - cpuBefore[index]!) }))
     : undefined
   return {
+    variant: round.variant,
     outcome,
     seconds: (endedAt - intake.startedAt) / 1000,
     intake: { seconds: intake.seconds, p50Ms: percentile(intake.latenciesMs, 50), p99Ms: percentile(intake.latenciesMs, 99) },
@@ -357,13 +530,23 @@ interface Receiver {
   duplicates(): number
   /** performance.now() when the last new webhook-id arrived. */
   lastNewAt(): number
+  /** Of each variant's webhooks so far (each webhook-id once), the data.result checked against its campaign's. */
+  resultChecks(): Record<Variant, ResultCheck>
   close(): Promise<void>
 }
 
-/** The client's webhook endpoint: answers 200 at once, and counts what it got by webhook-id and event type. */
+/** Wrong results kept as examples, per variant. */
+const RESULT_EXAMPLES = 5
+
+/**
+ * The client's webhook endpoint: answers 200 at once, and counts what it got by webhook-id and event type. Each
+ * webhook-id's first body is parsed once, and its data.result checked against what its campaign's calls report.
+ */
 async function startReceiver(): Promise<Receiver> {
   const timesReceived = new Map<string, number>()
   const byType = new Map<string, number>()
+  const variantOf = new Map<string, Variant>(VARIANTS.map((variant) => [CAMPAIGN_OF[variant].routing_key, variant]))
+  const checks: Record<Variant, ResultCheck> = { plain: { checked: 0, wrong: 0, examples: [] }, results: { checked: 0, wrong: 0, examples: [] } }
   let lastNewAt = 0
   const server = http.createServer((request, response) => {
     let body = ''
@@ -376,8 +559,25 @@ async function startReceiver(): Promise<Receiver> {
       timesReceived.set(id, times + 1)
       if (times > 0) return
       lastNewAt = performance.now()
-      const { type } = JSON.parse(body) as { type: string }
+      let event: { type?: unknown; data?: { campaign?: unknown; result?: unknown } }
+      try {
+        event = JSON.parse(body)
+      } catch {
+        event = {}
+      }
+      const type = String(event.type)
       byType.set(type, (byType.get(type) ?? 0) + 1)
+      const variant = variantOf.get(String(event.data?.campaign))
+      // A webhook of neither campaign (or not JSON) cannot be right: it counts against the plain variant.
+      const check = checks[variant ?? 'plain']
+      check.checked++
+      const problem =
+        variant === undefined
+          ? `${id}: not an event of either campaign: ${body.slice(0, 200)}`
+          : resultProblem(event.data?.result, RESULT_OF[variant])
+      if (problem === undefined) return
+      check.wrong++
+      if (check.examples.length < RESULT_EXAMPLES) check.examples.push(`${type} ${id}: ${problem}`)
     })
   })
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
@@ -387,12 +587,52 @@ async function startReceiver(): Promise<Receiver> {
     distinct: () => timesReceived.size,
     duplicates: () => [...timesReceived.values()].filter((times) => times > 1).length,
     lastNewAt: () => lastNewAt,
+    resultChecks: () => ({ plain: { ...checks.plain, examples: [...checks.plain.examples] }, results: { ...checks.results, examples: [...checks.results.examples] } }),
     close: () =>
       new Promise((resolve) => {
         server.close(() => resolve())
         server.closeAllConnections()
       }),
   }
+}
+
+/**
+ * What is wrong with a webhook's data.result, given what its trigger's calls reported (null for none); undefined
+ * when nothing is. A result is sent with every field, null where not reported, opt_out false, and the time it was
+ * received; its instants may be written otherwise than reported (the service keeps them in UTC), and its data's
+ * keys in another order (PostgreSQL's jsonb orders them its own way).
+ */
+function resultProblem(result: unknown, reported: ScreeningResult | null): string | undefined {
+  const shown = (value: unknown) => JSON.stringify(value)?.slice(0, 120) ?? 'undefined'
+  if (reported === null) return result === null ? undefined : `data.result ${shown(result)}, expected null`
+  if (typeof result !== 'object' || result === null || Array.isArray(result)) return `data.result ${shown(result)}, expected the campaign's result`
+  const sent = result as Record<string, unknown>
+  for (const field of ['disposition', 'summary', 'recording_url'] as const) {
+    if (sent[field] !== reported[field]) return `${field} ${shown(sent[field])}, expected ${shown(reported[field])}`
+  }
+  for (const field of ['transcript_url', 'callback_at'] as const) if (sent[field] !== null) return `${field} ${shown(sent[field])}, expected null`
+  if (sent.opt_out !== false) return `opt_out ${shown(sent.opt_out)}, expected false`
+  if (typeof sent.received_at !== 'string' || Number.isNaN(Date.parse(sent.received_at))) return `received_at ${shown(sent.received_at)}`
+  const data = sent.data as Record<string, unknown> | null
+  const keys = Object.keys(reported.data)
+  if (typeof data !== 'object' || data === null || Array.isArray(data) || Object.keys(data).length !== keys.length) {
+    return `data ${shown(data)}, expected ${keys.length} keys`
+  }
+  const differing = keys.find((key) => data[key] !== reported.data[key])
+  if (differing !== undefined) return `data.${differing} ${shown(data[differing])}, expected ${shown(reported.data[differing])}`
+  const transcript = sent.transcript
+  if (!Array.isArray(transcript) || transcript.length !== reported.transcript.length) {
+    return `transcript of ${Array.isArray(transcript) ? transcript.length : shown(transcript)} turns, expected ${reported.transcript.length}`
+  }
+  for (const [index, turn] of reported.transcript.entries()) {
+    const got = transcript[index] as Partial<Turn> | null
+    if (typeof got !== 'object' || got === null) return `transcript[${index}] ${shown(got)}`
+    for (const field of ['role', 'text'] as const) {
+      if (got[field] !== turn[field]) return `transcript[${index}].${field} ${shown(got[field])}, expected ${shown(turn[field])}`
+    }
+    if (typeof got.at !== 'string' || Date.parse(got.at) !== Date.parse(turn.at)) return `transcript[${index}].at ${shown(got.at)}, expected ${turn.at}`
+  }
+  return undefined
 }
 
 /** Waits until the receiver has one event of each type per trigger posted so far, or the timeout, or a service process dies. */
@@ -438,9 +678,14 @@ async function logProblems(server: Server): Promise<string[]> {
     .map((line) => `${server.name}: ${line}`)
 }
 
-/** Triggers per second from the first POST to the last webhook; undefined for a run that did not finish. */
-export function endToEndRate(result: EndToEndResult, round: EndToEndRound = result.summary): number | undefined {
-  return round.outcome === 'complete' ? result.triggers / round.seconds : undefined
+/** Triggers per second from the first POST to the last webhook; undefined for a round (or a variant's summary) that did not finish, or none. */
+export function endToEndRate(result: EndToEndResult, round: EndToEndRound | undefined): number | undefined {
+  return round?.outcome === 'complete' ? result.triggers / round.seconds : undefined
+}
+
+/** How the layout's rounds ended: complete, or as the last one that did not. */
+export function endToEndOutcome(result: EndToEndResult): EndToEndRound['outcome'] {
+  return result.rounds.find((round) => round.outcome !== 'complete')?.outcome ?? 'complete'
 }
 
 /** One figure the project holds a layout to, and this run's. */
@@ -451,29 +696,67 @@ export interface EndToEndVerdict {
   met: boolean
 }
 
-/** What the project holds itself to, end to end. A figure a run could not give (it did not finish) does not meet its goal. */
-const GOALS: {
+/** The results variant's triggers/s over the plain one's that meets the goal: 10 % below at most. */
+const RESULTS_RATIO_GOAL = 0.9
+
+/** A figure of a layout's run, and the value that meets the project's goal for it. */
+interface Goal {
   layout: Layout
   goal: string
   figure: (result: EndToEndResult) => number | undefined
   unit: string
   digits: number
   met: (value: number) => boolean
-}[] = [
-  { layout: POSTGRES_LAYOUT, goal: 'at least 1,000 triggers/s end to end', figure: endToEndRate, unit: 'triggers/s', digits: 0, met: (rate) => rate >= 1000 },
-  { layout: POSTGRES_LAYOUT, goal: 'at most 0.8 ms of service CPU per trigger', figure: (r) => r.summary.cpuMsPerTrigger.service, unit: 'ms', digits: 2, met: (ms) => ms <= 0.8 },
-  { layout: POSTGRES_LAYOUT, goal: 'at most 0.6 ms of PostgreSQL CPU per trigger', figure: (r) => r.summary.cpuMsPerTrigger.postgres, unit: 'ms', digits: 2, met: (ms) => ms <= 0.6 },
-  { layout: EMBEDDED_LAYOUT, goal: 'at least 300 triggers/s end to end', figure: endToEndRate, unit: 'triggers/s', digits: 0, met: (rate) => rate >= 300 },
-  { layout: EMBEDDED_LAYOUT, goal: 'intake p99 under 250 ms', figure: (r) => r.summary.intake.p99Ms, unit: 'ms', digits: 0, met: (ms) => ms < 250 },
+}
+
+/**
+ * What the project holds itself to, end to end: the rounds without results (as the pipeline was measured before
+ * calls reported any), and the results variant beside them. A figure a run could not give (it did not finish) does
+ * not meet its goal.
+ */
+const GOALS: Goal[] = [
+  { layout: POSTGRES_LAYOUT, goal: 'at least 1,000 triggers/s end to end', figure: (r) => endToEndRate(r, r.summaries.plain), unit: 'triggers/s', digits: 0, met: (rate) => rate >= 1000 },
+  { layout: POSTGRES_LAYOUT, goal: 'at most 0.8 ms of service CPU per trigger', figure: (r) => r.summaries.plain?.cpuMsPerTrigger.service, unit: 'ms', digits: 2, met: (ms) => ms <= 0.8 },
+  { layout: POSTGRES_LAYOUT, goal: 'at most 0.6 ms of PostgreSQL CPU per trigger', figure: (r) => r.summaries.plain?.cpuMsPerTrigger.postgres, unit: 'ms', digits: 2, met: (ms) => ms <= 0.6 },
+  withResultsGoal(POSTGRES_LAYOUT),
+  { layout: EMBEDDED_LAYOUT, goal: 'at least 300 triggers/s end to end', figure: (r) => endToEndRate(r, r.summaries.plain), unit: 'triggers/s', digits: 0, met: (rate) => rate >= 300 },
+  { layout: EMBEDDED_LAYOUT, goal: 'intake p99 under 250 ms', figure: (r) => r.summaries.plain?.intake.p99Ms, unit: 'ms', digits: 0, met: (ms) => ms < 250 },
+  withResultsGoal(EMBEDDED_LAYOUT),
 ]
 
+/** The results variant's triggers/s beside the plain one's, of the same run. */
+function withResultsGoal(layout: Layout): Goal {
+  return {
+    layout,
+    goal: `with results: triggers/s within ${Math.round((1 - RESULTS_RATIO_GOAL) * 100)} % of the same run without results`,
+    figure: (result) => result.resultsRatio,
+    unit: 'times the triggers/s without results (median over the pairs of rounds)',
+    digits: 2,
+    met: (ratio) => ratio >= RESULTS_RATIO_GOAL,
+  }
+}
+
+/** Whether a webhook's data.result was not as its trigger's calls reported it: a fault of the service. */
+export function resultChecksFailed(result: EndToEndResult): boolean {
+  return VARIANTS.some((variant) => result.resultChecks[variant].wrong > 0)
+}
+
 export function endToEndVerdicts(results: readonly EndToEndResult[]): EndToEndVerdict[] {
-  const metrics = results.map((result) => ({
-    layout: result.layout,
-    goal: '/metrics of every process: each family present, each figure sensible',
-    measured: result.metrics.problems.length === 0 ? `${result.metrics.rows.length} figures as expected` : result.metrics.problems.join('; '),
-    met: result.metrics.problems.length === 0,
-  }))
+  const checks = results.flatMap((result) => [
+    {
+      layout: result.layout,
+      goal: `every webhook carries its trigger's data.result: with results, the ${SCREENING_RESULT.transcript.length}-turn transcript and the ${Object.keys(SCREENING_RESULT.data).length} data keys as reported; without, null`,
+      measured: VARIANTS.map((variant) => `${VARIANT_LABEL[variant]} ${result.resultChecks[variant].wrong} wrong of ${result.resultChecks[variant].checked}`).join(', '),
+      // A variant none of whose webhooks arrived (a run that ended early) has not shown it either.
+      met: !resultChecksFailed(result) && VARIANTS.every((variant) => result.resultChecks[variant].checked > 0),
+    },
+    {
+      layout: result.layout,
+      goal: '/metrics of every process: each family present, each figure sensible',
+      measured: result.metrics.problems.length === 0 ? `${result.metrics.rows.length} figures as expected` : result.metrics.problems.join('; '),
+      met: result.metrics.problems.length === 0,
+    },
+  ])
   const goals = GOALS.flatMap(({ layout, goal, figure, unit, digits, met }) => {
     const result = results.find((candidate) => candidate.layout === layout.name)
     if (result === undefined) return []
@@ -481,9 +764,9 @@ export function endToEndVerdicts(results: readonly EndToEndResult[]): EndToEndVe
     return {
       layout: layout.name,
       goal,
-      measured: value === undefined ? `none (${result.summary.outcome})` : `${value.toFixed(digits)} ${unit}`,
+      measured: value === undefined ? `none (${endToEndOutcome(result)})` : `${value.toFixed(digits)} ${unit}`,
       met: value !== undefined && met(value),
     }
   })
-  return [...goals, ...metrics]
+  return [...goals, ...checks]
 }

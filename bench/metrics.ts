@@ -125,7 +125,10 @@ export interface MetricsReading {
   problems: string[]
 }
 
-/** The figures of both scrapes, each checked at the end against a run that posted `posted` triggers. */
+/**
+ * The figures of both scrapes, each checked at the end against a run that posted `posted` triggers: all of them, the
+ * warm-up's and every round's, to every campaign (end to end, calls that report a result count as any other).
+ */
 export function readMetrics(underLoad: Scrape, atEnd: Scrape, options: { posted: number; onPostgres: boolean }): MetricsReading {
   const problems: string[] = []
   const rows = FIGURES.filter((figure) => options.onPostgres || !figure.postgresOnly).map((figure) => {

@@ -14,7 +14,12 @@ import {
   type EndToEndRound,
   endToEndRate,
   type EndToEndVerdict,
+  RESULTS_CAMPAIGN,
   SCRAPE_UNDER_LOAD_AFTER_MS,
+  SCREENING_RESULT,
+  VARIANT_LABEL,
+  VARIANTS,
+  type Variant,
   WEBHOOKS_TIMEOUT_SECONDS,
 } from './endToEnd.ts'
 import { median } from './harness.ts'
@@ -261,6 +266,7 @@ export interface EndToEndMethod {
   warmUpSeconds: number
   /** Triggers taken through the whole pipeline before the measured ones. */
   warmUpTriggers: number
+  /** Measured rounds of each variant (without results, with them). */
   rounds: number
 }
 
@@ -273,26 +279,29 @@ export function endToEndSection(
   const triggers = results[0]!.triggers
   const tables = results.map(
     (result) =>
-      `**${result.layout}**\n\n${markdownTable(['figure', 'value'], endToEndFigures(result, bareRequestsPerSecond))}\n\nEach round:\n\n${markdownTable(...endToEndRoundsTable(result))}\n\n\`/metrics\`, every process's summed (the queue gauges: the highest reading):\n\n${markdownTable(...metricsTable(result))}`,
+      `**${result.layout}**\n\n${markdownTable(...endToEndVariantsTable(result))}\n\n${markdownTable(['figure', 'value'], endToEndRunFigures(result, bareRequestsPerSecond))}\n\nEach round:\n\n${markdownTable(...endToEndRoundsTable(result))}\n\n\`/metrics\`, every process's summed (the queue gauges: the highest reading):\n\n${markdownTable(...metricsTable(result))}`,
   )
+  const result = SCREENING_RESULT
+  const turnLengths = result.transcript.map((turn) => turn.text.length)
   const body = `
-The whole pipeline at once: from the first \`POST /api/v2/triggers\` until every webhook of every trigger has reached the client, through intake, dispatch, the simulated call, its settlement with its events, and their delivery.
+The whole pipeline at once: from the first \`POST /api/v2/triggers\` until every webhook of every trigger has reached the client, through intake, dispatch, the simulated call, its settlement with its events, and their delivery; with calls that report no result, and with calls that each report a conversation's result, in the same run.
 
 Method:
 
-- ${method.rounds} rounds of ${triggers} triggers each, after a warm-up (below): bodies generated as for \`POST /api/v2/triggers\` (bench/bodies.ts, the same seed), each a person of its own, addressed to one voice campaign on the simulator, \`provider_config\` \`${JSON.stringify(CAMPAIGN.provider_config)}\` and a schedule open every day from 00:00 to 24:00 in the contact's zones: every task is due at once and its call completes as it starts. Each body is posted once, with its own \`X-Request-ID\`, by ${CLIENTS} concurrent clients (node:http, each on a kept-alive connection) that each post the next body as soon as their last is answered. Every POST must be answered 201, or the run fails.
-- The organization has one webhook endpoint, subscribed to \`task.completed\` and \`interaction.finalized\`, pointing to a node:http receiver in the benchmark process that answers 200 at once and counts what it gets by \`webhook-id\` (an id received again is a duplicate) and by event type.
-- The rounds run one after the other in the same service, each posting its triggers once every webhook of the last one has arrived. A round's end: the moment the receiver holds one \`task.completed\` and one \`interaction.finalized\` per trigger of the round, each of its own id; its time is counted from its first POST sent. The figures of a layout are the medians over its rounds, each round shown below them: on this shared machine, one round's CPU per trigger is often a third above or below the next one's, and a median of three stays put where one round does not. A round that has not got them all ${WEBHOOKS_TIMEOUT_SECONDS} s after its first POST is reported as it stands, with the webhooks missing, and ends the layout's rounds. Duplicates are counted until the service has shut down.
+- ${method.rounds} rounds of ${triggers} triggers each way, without results and with them, after a warm-up (below): bodies generated as for \`POST /api/v2/triggers\` (bench/bodies.ts, the same seed), each a person of its own, addressed to one of two voice campaigns on the simulator, alike but for the result their calls report: \`provider_config\` \`${JSON.stringify(CAMPAIGN.provider_config)}\` for the one, the same with a \`result\` for the other (\`${RESULTS_CAMPAIGN.routing_key}\`), and a schedule open every day from 00:00 to 24:00 in the contact's zones: every task is due at once and its call completes as it starts. Each body is posted once, with its own \`X-Request-ID\`, by ${CLIENTS} concurrent clients (node:http, each on a kept-alive connection) that each post the next body as soon as their last is answered. Every POST must be answered 201, or the run fails.
+- The result (bench/endToEnd.ts, \`screeningResult\`, the same on every run) is a screening call's as a voice app would report it: disposition \`${result.disposition}\`, a summary of ${result.summary.length} characters, \`data\` of ${Object.keys(result.data).length} keys (strings, numbers, booleans, dates as strings), a ${result.transcript.length}-turn transcript, the agent and the person in turn, ${Math.min(...turnLengths)} to ${Math.max(...turnLengths)} characters a turn, each with its \`at\`, and a \`recording_url\`: ${(Buffer.byteLength(JSON.stringify(result)) / 1024).toFixed(1)} KiB as JSON. It has no \`callback_at\` and no \`opt_out\`, which would change what becomes of the task. Every call of that campaign reports it as it ends, in the transaction that finalizes the call, and both webhooks of its trigger carry it as \`data.result\`; without a result, \`data.result\` is null.
+- The organization has one webhook endpoint, subscribed to \`task.completed\` and \`interaction.finalized\`, pointing to a node:http receiver in the benchmark process that answers 200 at once, counts what it gets by \`webhook-id\` (an id received again is a duplicate) and by event type, and checks each one's \`data.result\`, parsing its body once: for a trigger of the campaign with a result, every field as reported (the transcript turn by turn, each \`data\` key, instants as the instants they name), the others null and \`opt_out\` false; for the other campaign's, null. A webhook not as expected is counted (the warm-up's too), and fails the section.
+- The rounds run one after the other in the same service processes, each posting its triggers once every webhook of the last one has arrived, in pairs of one round without results and one with: without first in odd pairs and with first in even ones, since each round adds rows and neither way should always be measured on the larger tables. A round's end: the moment the receiver holds one \`task.completed\` and one \`interaction.finalized\` per trigger of the round, each of its own id; its time is counted from its first POST sent. The figures of each way are the medians over its rounds, each round shown below them: on this shared machine, one round's CPU per trigger is often a third above or below the next one's, and a median of three stays put where one round does not. The ratio of triggers/s with results over without is taken within each pair, whose two rounds ran side by side, and the median over the pairs given, so that the machine's drift over the run falls on both sides of it. A round that has not got them all ${WEBHOOKS_TIMEOUT_SECONDS} s after its first POST is reported as it stands, with the webhooks missing, and ends the layout's rounds. Duplicates are counted until the service has shut down.
 - Intake: the latency of each POST (from sending it to reading the whole answer), and the rate of a round's triggers over the time from its first POST sent to its last answered; the workers are dispatching and delivering meanwhile.
 - CPU per trigger: the CPU time (user and system, all threads, from \`/proc\`) of the service's processes together (and of each), read just before a round's first POST and at its end, divided by its triggers; and on PostgreSQL that of the backends of the layout's database and of the server's own processes (WAL writer, checkpointer...) over the same span, but not of other databases' backends (the machine is shared), each process read every second, since the pools close the connections they leave idle for 10 s and a backend that exits takes its time with it. For a round that did not finish, no CPU figure is given.
-- Layouts, each on a fresh database, \`LOG_LEVEL=info\` (a log line per request), \`ALLOW_PRIVATE_WEBHOOK_URLS=true\` (the receiver is on 127.0.0.1), provisioned through the admin API, then warmed up: ${method.warmUpTriggers} triggers of other people are posted the same way and taken through the whole pipeline, until every one of their webhooks has arrived, before the first measured POST, so that the figures are those of a running service and not of one whose code the JIT compiler has yet to optimize (with no warm-up, \`BENCH_E2E_WARM_UP=0\`, the service's CPU per trigger over 5,000 triggers is about 1.9 times as much). On PostgreSQL an API process (\`node dist/cli.js serve --no-workers\`) and a worker process (\`dist/cli.js worker\`), as production runs them; on PGlite, the embedded default, one \`dist/cli.js serve\` process with a data directory of its own that runs the API and the workers.
+- Layouts, each on a fresh database, \`LOG_LEVEL=info\` (a log line per request), \`ALLOW_PRIVATE_WEBHOOK_URLS=true\` (the receiver is on 127.0.0.1), provisioned through the admin API, then warmed up: ${method.warmUpTriggers} triggers of other people, every other one to each campaign, are posted the same way and taken through the whole pipeline, until every one of their webhooks has arrived, before the first measured POST, so that the figures are those of a running service and not of one whose code the JIT compiler has yet to optimize (with no warm-up, \`BENCH_E2E_WARM_UP=0\`, the service's CPU per trigger over 5,000 triggers is about 1.9 times as much). On PostgreSQL an API process (\`node dist/cli.js serve --no-workers\`) and a worker process (\`dist/cli.js worker\`), as production runs them; on PGlite, the embedded default, one \`dist/cli.js serve\` process with a data directory of its own that runs the API and the workers.
 - The service's processes are pinned to CPU 0 (\`taskset -c 0\`); the benchmark process, with its clients and its receiver, to CPU 1 for the section; PostgreSQL is not pinned and shares both.
-- \`/metrics\`: scraped from every process of the layout (the API's on \`PORT\`, a worker's on \`METRICS_PORT\`, with the operator token) ${SCRAPE_UNDER_LOAD_AFTER_MS / 1000} s after the first POST of the warm-up, while triggers are being posted, and again when the last round's webhooks have all arrived; read by Prometheus's text rules (test/support/prometheus.ts). Counters and histograms are summed over the processes, as Prometheus sums them. Each family the service promises must be in both scrapes, and each figure at the end must be as the run makes it (every trigger posted is accepted, called once, completed as reached); a family missing or a figure that does not hold fails the section.
+- \`/metrics\`: scraped from every process of the layout (the API's on \`PORT\`, a worker's on \`METRICS_PORT\`, with the operator token) ${SCRAPE_UNDER_LOAD_AFTER_MS / 1000} s after the first POST of the warm-up, while triggers are being posted, and again when the last round's webhooks have all arrived; read by Prometheus's text rules (test/support/prometheus.ts). Counters and histograms are summed over the processes, as Prometheus sums them. Each family the service promises must be in both scrapes, and each figure at the end must be as the run makes it (every trigger posted, of both campaigns, the warm-up's included, is accepted, called once, completed as reached); a family missing or a figure that does not hold fails the section.
 - The bare route (bench/bareServer.ts: it parses the JSON body and answers the envelope, nothing more) is measured just before, with wrk on CPU 1 and ${CLIENTS} connections, for ${method.bareSeconds} s after ${method.warmUpSeconds} s of warm-up: what a POST costs with nothing behind it, for scale.
 
 ${tables.join('\n\n')}
 
-Targets (the project's):
+Targets (the project's; a figure is that of the rounds without results unless the goal says otherwise):
 
 ${verdicts.map((verdict) => `- ${verdict.layout}: ${verdict.goal} — ${verdict.measured}, **${verdict.met ? 'met' : 'NOT MET'}**`).join('\n')}
 `
@@ -302,38 +311,56 @@ ${verdicts.map((verdict) => `- ${verdict.layout}: ${verdict.goal} — ${verdict.
 /** A figure a run could not give (it did not finish) as a dash. */
 const figure = (value: number | undefined, digits: number) => (value === undefined ? '—' : value.toFixed(digits))
 
-const firstPostToLastWebhook = (round: EndToEndRound) =>
-  round.outcome === 'complete' ? round.seconds.toFixed(1) : `${round.outcome} after ${round.seconds.toFixed(0)} s`
+const firstPostToLastWebhook = (round: EndToEndRound | undefined) =>
+  round === undefined ? '—' : round.outcome === 'complete' ? round.seconds.toFixed(1) : `${round.outcome} after ${round.seconds.toFixed(0)} s`
 
-/** The figures of one layout's run, as rows of label and value. */
-function endToEndFigures(result: EndToEndResult, bareRequestsPerSecond: number): string[][] {
-  const { summary } = result
-  const missing = result.webhooksExpected - summary.webhooksReceived
+/** One layout's figures of each variant, a column each: the medians over its rounds, and its webhooks. */
+function endToEndVariantsTable(result: EndToEndResult): [string[], string[][]] {
+  const row = (label: string, value: (summary: EndToEndRound | undefined, variant: Variant) => string) => [
+    label,
+    ...VARIANTS.map((variant) => value(result.summaries[variant], variant)),
+  ]
+  const rounds = (variant: Variant) => result.rounds.filter((round) => round.variant === variant).length
+  return [
+    ['figure', ...VARIANTS.map((variant) => VARIANT_LABEL[variant])],
+    [
+      row('rounds', (summary, variant) => (summary === undefined || summary.outcome === 'complete' ? String(rounds(variant)) : `${rounds(variant)}, the last one ${summary.outcome}`)),
+      row('first POST to last webhook (s)', (summary) => firstPostToLastWebhook(summary)),
+      row('triggers/s end to end', (summary) => figure(endToEndRate(result, summary), 0)),
+      row('intake: triggers/s', (summary) => (summary === undefined ? '—' : (result.triggers / summary.intake.seconds).toFixed(0))),
+      row('intake latency p50 (ms)', (summary) => figure(summary?.intake.p50Ms, 1)),
+      row('intake latency p99 (ms)', (summary) => figure(summary?.intake.p99Ms, 1)),
+      row('service CPU per trigger (ms)', (summary) => figure(summary?.cpuMsPerTrigger.service, 2)),
+      row('… by process (ms)', (summary) => summary?.cpuMsPerTrigger.byProcess?.map(({ name, ms }) => `${name} ${ms.toFixed(2)}`).join(' + ') ?? '—'),
+      row('PostgreSQL CPU per trigger (ms)', (summary) => figure(summary?.cpuMsPerTrigger.postgres, 2)),
+      row('webhooks received / expected (each round)', (summary) => (summary === undefined ? '—' : `${summary.webhooksReceived} / ${result.webhooksExpected}`)),
+      row('webhooks missing at the end', (summary) => (summary === undefined ? '—' : String(result.webhooksExpected - summary.webhooksReceived))),
+      row('webhooks with data.result not as expected (warm-up\'s included)', (_, variant) => {
+        const check = result.resultChecks[variant]
+        return `${check.wrong}${check.wrong > 0 ? ' **NOT AS EXPECTED**' : ''} of ${check.checked}`
+      }),
+    ],
+  ]
+}
+
+/** The figures of one layout's whole run, as rows of label and value. */
+function endToEndRunFigures(result: EndToEndResult, bareRequestsPerSecond: number): string[][] {
   return [
     ['triggers posted in each round (each answered 201)', String(result.triggers)],
-    ['rounds', summary.outcome === 'complete' ? String(result.rounds.length) : `${result.rounds.length}, the last one ${summary.outcome}`],
-    ['first POST to last webhook (s)', firstPostToLastWebhook(summary)],
-    ['triggers/s end to end', figure(endToEndRate(result), 0)],
-    ['intake: triggers/s', (result.triggers / summary.intake.seconds).toFixed(0)],
-    ['intake latency p50 (ms)', summary.intake.p50Ms.toFixed(1)],
-    ['intake latency p99 (ms)', summary.intake.p99Ms.toFixed(1)],
-    ['service CPU per trigger (ms)', figure(summary.cpuMsPerTrigger.service, 2)],
-    ['… by process (ms)', summary.cpuMsPerTrigger.byProcess?.map(({ name, ms }) => `${name} ${ms.toFixed(2)}`).join(' + ') ?? '—'],
-    ['PostgreSQL CPU per trigger (ms)', figure(summary.cpuMsPerTrigger.postgres, 2)],
-    ['webhooks received / expected (each round)', `${summary.webhooksReceived} / ${result.webhooksExpected}`],
-    ['webhooks missing at the end', String(missing)],
+    ['triggers/s with results over without (median over the pairs of rounds)', figure(result.resultsRatio, 2)],
     ['duplicates (webhook-ids received more than once)', String(result.duplicateWebhooks)],
-    ["service log lines at warn or above", String(result.serviceLogProblems.length)],
+    ['service log lines at warn or above', String(result.serviceLogProblems.length)],
     ['bare route, same run (req/s)', bareRequestsPerSecond.toFixed(0)],
   ]
 }
 
-/** One layout's rounds, a row each: the figures its summary takes the medians of. */
+/** One layout's rounds, a row each, in the order they ran: the figures its summaries take the medians of. */
 function endToEndRoundsTable(result: EndToEndResult): [string[], string[][]] {
   return [
-    ['round', 'first POST to last webhook (s)', 'triggers/s end to end', 'intake p99 (ms)', 'service CPU per trigger (ms)', 'PostgreSQL CPU per trigger (ms)'],
+    ['round', 'calls', 'first POST to last webhook (s)', 'triggers/s end to end', 'intake p99 (ms)', 'service CPU per trigger (ms)', 'PostgreSQL CPU per trigger (ms)'],
     result.rounds.map((round, index) => [
       String(index + 1),
+      VARIANT_LABEL[round.variant],
       firstPostToLastWebhook(round),
       figure(endToEndRate(result, round), 0),
       round.intake.p99Ms.toFixed(1),
@@ -352,13 +379,18 @@ function metricsTable(result: EndToEndResult): [string[], string[][]] {
   ]
 }
 
-/** The layouts side by side, aligned for a terminal, each followed by its rounds and its /metrics. */
+/** Each layout's figures, aligned for a terminal: both variants side by side, the run's, its rounds, and its /metrics. */
 export function endToEndTextTable(results: readonly EndToEndResult[], bareRequestsPerSecond: number): string {
-  const byLayout = results.map((result) => endToEndFigures(result, bareRequestsPerSecond))
-  const rows = byLayout[0]!.map(([label], row) => [label!, ...byLayout.map((figures) => figures[row]![1]!)])
-  const rounds = results.map((result) => `${result.layout}, each round:\n${alignedTable(...endToEndRoundsTable(result))}`)
-  const metrics = results.map((result) => `${result.layout}, /metrics:\n${alignedTable(...metricsTable(result))}`)
-  return [alignedTable(['', ...results.map((result) => result.layout)], rows), ...rounds, ...metrics].join('\n\n')
+  return results
+    .map((result) =>
+      [
+        `${result.layout}:\n${alignedTable(...endToEndVariantsTable(result))}`,
+        alignedTable(['the run', ''], endToEndRunFigures(result, bareRequestsPerSecond)),
+        `${result.layout}, each round:\n${alignedTable(...endToEndRoundsTable(result))}`,
+        `${result.layout}, /metrics:\n${alignedTable(...metricsTable(result))}`,
+      ].join('\n\n'),
+    )
+    .join('\n\n')
 }
 
 function freshConnectionTable(results: readonly FreshConnectionResult[]): [string[], string[][]] {

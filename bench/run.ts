@@ -4,7 +4,8 @@
  * run; triggers through batch requests beside single ones; the dispatcher's and the webhook deliverer's throughput on PostgreSQL;
  * the pipeline end to end, from the first POST to the last webhook, on
  * PostgreSQL (an API process and a worker process) and on PGlite (one
- * process); and how long a new client's first request waits beside a steady
+ * process), with calls that report no result and calls that each report a
+ * conversation's result, in alternating rounds of the same run; and how long a new client's first request waits beside a steady
  * load; printed and written to BENCHMARKS.md.
  *
  * Each server runs on CPU 0 and wrk on CPU 1 (as do, end to end, the clients
@@ -18,7 +19,8 @@
  * Environment: BENCH_ROUNDS (default 3), BENCH_DURATION (seconds measured
  * per target and round, default 10), BENCH_CONNECTIONS (default 64),
  * BENCH_E2E_TRIGGERS (triggers posted end to end in each round, default
- * 5000), BENCH_E2E_ROUNDS (measured rounds of them, default 3),
+ * 5000), BENCH_E2E_ROUNDS (measured rounds of each variant, without results
+ * and with them, in turn: default 3, so 6 rounds),
  * BENCH_E2E_WARM_UP (triggers taken through the pipeline before those
  * measured, default 5000; 0 measures a service that has just started), and
  * BENCH_FRESH_SECONDS (how long new connections are timed beside the load,
@@ -41,7 +43,15 @@ import { meterPostgresCpu, processCpuSeconds } from './cpu.ts'
 import { benchDeliverer } from './deliverer.ts'
 import { benchDispatcher } from './dispatcher.ts'
 import { freshConnectionMethod, freshConnectionVerdict, measureFreshConnections } from './freshConnection.ts'
-import { benchEndToEnd, CLIENTS as END_TO_END_CLIENTS, END_TO_END_LAYOUTS, type EndToEndLayoutName, endToEndVerdicts } from './endToEnd.ts'
+import {
+  benchEndToEnd,
+  CLIENTS as END_TO_END_CLIENTS,
+  END_TO_END_LAYOUTS,
+  type EndToEndLayoutName,
+  endToEndVerdicts,
+  resultChecksFailed,
+  VARIANTS,
+} from './endToEnd.ts'
 import {
   LOAD_CPU,
   log,
@@ -276,9 +286,15 @@ async function benchEndToEndSection(load: Load, workDir: string): Promise<Sectio
   process.stdout.write(
     `\n${endToEndTextTable(results, bareRequestsPerSecond)}\n\n${verdicts.map((v) => `${v.layout}: ${v.goal}: ${v.measured}, ${v.met ? 'met' : 'NOT MET'}`).join('\n')}\n`,
   )
-  // A family missing from /metrics, or a figure that does not add up, is a fault of the service, not a slow run: the bench fails.
+  // A family missing from /metrics, a figure that does not add up, or a webhook without its result as reported is a
+  // fault of the service, not a slow run: the bench fails.
   for (const result of results.filter((candidate) => candidate.metrics.problems.length > 0)) {
     log(`${result.layout}: /metrics FAILED: ${result.metrics.problems.join('; ')}`)
+    process.exitCode = 1
+  }
+  for (const result of results.filter(resultChecksFailed)) {
+    const examples = VARIANTS.flatMap((variant) => result.resultChecks[variant].examples)
+    log(`${result.layout}: webhooks' data.result FAILED: ${VARIANTS.map((variant) => `${variant} ${result.resultChecks[variant].wrong} wrong of ${result.resultChecks[variant].checked}`).join(', ')}${examples.length > 0 ? `, e.g.\n${examples.join('\n')}` : ''}`)
     process.exitCode = 1
   }
   return endToEndSection({ bareSeconds: load.durationSeconds, warmUpSeconds: WARM_UP_SECONDS, warmUpTriggers, rounds }, results, bareRequestsPerSecond, verdicts)
