@@ -7,7 +7,6 @@
  * recorded many at a time.
  */
 import type { Database, Queryable } from './database.ts'
-import type { OutboxEvent } from '../domain/events.ts'
 import { LATENCY_BOUNDS_MS } from '../domain/endpointHealth.ts'
 import { iso, isoOrNull } from './rows.ts'
 
@@ -23,13 +22,23 @@ export interface LeasedEndpoint {
 }
 
 /** A claimed delivery with what it takes to send it. */
+/**
+ * An event as its webhook carries it: its id (the webhook-id) and its JSON
+ * text, sent as it was written or as the events table gives it back, never
+ * parsed and written again (a result's transcript makes a body of kilobytes).
+ */
+export interface EventBody {
+  id: string
+  body: string
+}
+
 export interface ClaimedDelivery {
   id: number
   /** The claim that holds it: only this claim can record its attempt. */
   claim: string
   /** Attempts before this one. */
   attempts: number
-  event: OutboxEvent
+  event: EventBody
   endpointId: string
   /** When its lease runs out, unless renewed. */
   lockedUntil: number
@@ -99,7 +108,7 @@ export async function claimDeliveries(db: Database, request: ClaimRequest): Prom
       [new Date(request.now), request.full, refillIds, request.room],
     )
     if (locked.length === 0) return { endpoints: [], deliveries: [], lost: [] }
-    const rows = await tx.query<EndpointColumns & { delivery_id: string | null; attempts: number | null; payload: OutboxEvent | null }>(
+    const rows = await tx.query<EndpointColumns & { delivery_id: string | null; attempts: number | null; event_id: string | null; body: string | null }>(
       `WITH refills AS (
          SELECT * FROM unnest($6::text[], $7::int[]) AS r(id, quota)
        ), free AS (
@@ -132,7 +141,7 @@ export async function claimDeliveries(db: Database, request: ClaimRequest): Prom
          FROM picked p
          WHERE d.id = p.id AND d.id = ANY(ARRAY(SELECT id FROM picked))
          RETURNING d.id, d.attempts, d.event_id, d.endpoint_id, p.due_at AS fell_due)
-       SELECT ${endpointColumns('t')}, c.id AS delivery_id, c.attempts, (SELECT payload FROM events WHERE id = c.event_id)
+       SELECT ${endpointColumns('t')}, c.id AS delivery_id, c.attempts, c.event_id, (SELECT payload::text FROM events WHERE id = c.event_id) AS body
        FROM taken t
        LEFT JOIN claimed c ON c.endpoint_id = t.id
        ORDER BY t.id, c.fell_due, c.id`,
@@ -157,7 +166,7 @@ export async function claimDeliveries(db: Database, request: ClaimRequest): Prom
         id: Number(row.delivery_id),
         claim: request.claim,
         attempts: row.attempts!,
-        event: row.payload!,
+        event: { id: row.event_id!, body: row.body! },
         endpointId: row.id,
         lockedUntil: request.lockedUntil,
       })

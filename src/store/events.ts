@@ -53,9 +53,14 @@ export async function insertEvents(tx: Queryable, events: readonly OrganizationE
       JSON.stringify(handOff.endpoints.map((endpoint) => endpoint.id)),
     ])
   }
+  // Each event written once as JSON: the payloads go as one JSON array (a text[] of them was escaped
+  // by the driver and parsed twice by the server), and a delivery handed off sends its event's text.
+  const bodies = events.map(({ event }) => JSON.stringify(event))
   const rows = await tx.query<{ id: string; event_id: string; endpoint_id: string; claimed: boolean }>(
     `WITH input AS (
-       SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::timestamptz[]) AS v(id, org_id, type, payload, created_at)
+       SELECT v.id, v.org_id, v.type, p.payload, v.created_at
+       FROM unnest($1::text[], $2::text[], $3::text[], $5::timestamptz[]) WITH ORDINALITY AS v(id, org_id, type, created_at, n)
+       JOIN jsonb_array_elements($4::jsonb) WITH ORDINALITY AS p(payload, n) ON p.n = v.n
      ), handed AS MATERIALIZED (
        -- Looked up one by one by primary key, whatever the size the table had when this was planned.
        -- The ids come as JSON: the planner takes an array's length from a custom plan's constant (a few)
@@ -77,7 +82,7 @@ export async function insertEvents(tx: Queryable, events: readonly OrganizationE
      ), written AS (
        -- Each event lists its deliveries (migration 019): no table has to be indexed by event to find them.
        INSERT INTO events (id, org_id, type, payload, created_at, delivery_ids)
-       SELECT e.id, e.org_id, e.type, e.payload::jsonb, e.created_at, coalesce(d.ids, '{}')
+       SELECT e.id, e.org_id, e.type, e.payload, e.created_at, coalesce(d.ids, '{}')
        FROM input e
        LEFT JOIN (SELECT event_id, array_agg(id ORDER BY id) AS ids FROM delivered GROUP BY event_id) d ON d.event_id = e.id
      )
@@ -86,7 +91,7 @@ export async function insertEvents(tx: Queryable, events: readonly OrganizationE
       events.map(({ event }) => event.id),
       events.map(({ orgId }) => orgId),
       events.map(({ event }) => event.type),
-      events.map(({ event }) => JSON.stringify(event)),
+      `[${bodies.join(',')}]`,
       events.map(({ event }) => event.timestamp),
       JSON.stringify(handing ? handOff.endpoints.flatMap((endpoint) => endpoint.claimed) : []),
       handOff?.worker ?? '',
@@ -95,7 +100,7 @@ export async function insertEvents(tx: Queryable, events: readonly OrganizationE
       handOff?.claim ?? null,
     ],
   )
-  const byId = new Map(events.map(({ event }) => [event.id, event]))
+  const byId = new Map(events.map(({ event }, index) => [event.id, { id: event.id, body: bodies[index]! }]))
   const claimed: ClaimedDelivery[] = []
   for (const row of rows) {
     if (!row.claimed) continue

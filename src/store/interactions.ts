@@ -292,10 +292,13 @@ export async function finalizeInteractions(tx: Queryable, ends: readonly Interac
       replies: TranscriptTurn[] | null
     } & ({ task_id: null } | TaskForUpdateRow)
   >(
+    // What each end reports besides its outcome goes as one JSON array (a text[] of results was escaped
+    // by the driver and parsed twice by the server); a result the end carried is not read back.
     `WITH ends AS (
-       SELECT * FROM unnest($1::text[], $2::text[], $3::timestamptz[], $4::int[], $5::boolean[], $6::text[], $7::text[], $8::text[],
-                            $9::boolean[], $10::boolean[])
-         AS v(id, outcome, ended_at, duration_s, only_if_starting, provider_ref, result, turns, may_wait, closes_wait)
+       SELECT v.*, x.value->'result' AS result, x.value->'turns' AS turns
+       FROM unnest($1::text[], $2::text[], $3::timestamptz[], $4::int[], $5::boolean[], $6::text[], $8::boolean[], $9::boolean[])
+         WITH ORDINALITY AS v(id, outcome, ended_at, duration_s, only_if_starting, provider_ref, may_wait, closes_wait, n)
+       JOIN jsonb_array_elements($7::jsonb) WITH ORDINALITY AS x(value, n) ON x.n = v.n
      ), finalized AS (
        -- Each row is locked as it is updated, in id order (the ids come sorted, and whichever side of
        -- the join the primary key's scan is on, rows come out in that order), so that two settlements
@@ -305,13 +308,13 @@ export async function finalizeInteractions(tx: Queryable, ends: readonly Interac
        SET status = CASE WHEN i.status = 'ended' THEN CASE WHEN v.closes_wait THEN 'finalized' ELSE 'ended' END
                          WHEN ${STARTS_WAITING} THEN 'ended' ELSE 'finalized' END,
            settle_at = CASE WHEN i.status = 'ended' THEN CASE WHEN v.closes_wait THEN NULL ELSE i.settle_at END
-                            WHEN ${STARTS_WAITING} THEN $11::timestamptz + ${RESULT_WAIT_S} * interval '1 second' END,
+                            WHEN ${STARTS_WAITING} THEN $10::timestamptz + ${RESULT_WAIT_S} * interval '1 second' END,
            outcome = CASE WHEN i.status = 'ended' THEN i.outcome ELSE v.outcome END,
            ended_at = CASE WHEN i.status = 'ended' THEN i.ended_at ELSE greatest(v.ended_at, i.started_at) END,
            duration_s = CASE WHEN i.status = 'ended' THEN i.duration_s ELSE v.duration_s END,
            provider_ref = coalesce(v.provider_ref, i.provider_ref),
-           result = coalesce(v.result::jsonb, i.result),
-           replies = CASE WHEN v.turns IS NULL THEN i.replies ELSE coalesce(i.replies, '[]'::jsonb) || v.turns::jsonb END
+           result = coalesce(v.result, i.result),
+           replies = CASE WHEN v.turns IS NULL THEN i.replies ELSE coalesce(i.replies, '[]'::jsonb) || v.turns END
        FROM ends v
        WHERE i.id = v.id AND i.id = ANY($1::text[])
          AND CASE WHEN i.status || '' = 'ended' THEN v.closes_wait OR v.turns IS NOT NULL
@@ -319,8 +322,10 @@ export async function finalizeInteractions(tx: Queryable, ends: readonly Interac
                   ELSE i.status || '' = 'starting' OR (i.status || '' = 'active' AND NOT v.only_if_starting) END
        RETURNING i.*)
      SELECT f.id, f.org_id, f.campaign_id, f.to_phone, ic.routing_key, f.channel, f.provider, f.direction, f.attempt, f.status, f.outcome,
-            f.test_mode, f.started_at, f.ended_at, f.duration_s, f.result, f.replies, ${TASK_FOR_UPDATE_COLUMNS}
+            f.test_mode, f.started_at, f.ended_at, f.duration_s, CASE WHEN v.result IS NULL THEN f.result END AS result, f.replies,
+            ${TASK_FOR_UPDATE_COLUMNS}
      FROM finalized f
+     JOIN ends v ON v.id = f.id
      JOIN campaigns ic ON ic.id = f.campaign_id
      LEFT JOIN tasks t ON t.id = f.task_id
      LEFT JOIN triggers tr ON tr.id = t.trigger_id
@@ -333,13 +338,13 @@ export async function finalizeInteractions(tx: Queryable, ends: readonly Interac
       sorted.map((e) => e.durationS),
       sorted.map((e) => e.onlyIfStarting),
       sorted.map((e) => e.providerRef),
-      sorted.map((e) => (e.result === null ? null : JSON.stringify(e.result))),
-      sorted.map((e) => (e.turns === null ? null : JSON.stringify(e.turns))),
+      JSON.stringify(sorted.map((e) => ({ result: e.result ?? undefined, turns: e.turns ?? undefined }))),
       sorted.map((e) => e.mayWaitForResult),
       sorted.map((e) => e.closesWait),
       new Date(now),
     ],
   )
+  const reported = new Map(sorted.map((e) => [e.id, e.result]))
   return rows.map((row) => {
     const task = row.task_id === null ? null : toTaskForUpdate(row)
     return {
@@ -362,7 +367,7 @@ export async function finalizeInteractions(tx: Queryable, ends: readonly Interac
         endedAt: iso(row.ended_at),
         durationS: row.duration_s,
         ids: task?.ids ?? null,
-        result: interactionResult(row.result, row.replies),
+        result: interactionResult(row.result ?? reported.get(row.id) ?? null, row.replies),
       },
       task,
     }

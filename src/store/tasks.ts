@@ -55,10 +55,14 @@ interface DueTaskRow {
   ids: ExternalId[]
   suppressed: boolean
   campaign_id: string
+}
+
+interface DueCampaignRow {
+  id: string
   routing_key: string
   channel: Channel
   schedule: Schedule
-  attempt_policy: AttemptPolicy
+  attempts: AttemptPolicy
   provider: Provider
   provider_config: JsonObject
   max_concurrent: number | null
@@ -70,6 +74,11 @@ interface DueTaskRow {
  * max_concurrent). Each campaign's due tasks are read from its own index
  * range, so however many tasks a paused or skipped campaign has due, they are
  * never read. Rows another transaction holds are skipped, not waited for.
+ *
+ * Their campaigns are read once each, in a statement of their own, and shared
+ * by their tasks: read with every task, a campaign's settings were written
+ * out by the server and parsed by the driver once per task (a simulated
+ * conversation's result in provider_config made that kilobytes a task).
  */
 export async function lockDueTasks(
   tx: Queryable,
@@ -82,12 +91,9 @@ export async function lockDueTasks(
     // ARRAY(...) rather than IN (SELECT ...): given a subquery, the planner may hash the whole
     // table to join it, where an array of ids is looked up in the primary key.
     `SELECT t.id, t.org_id, t.trigger_id, t.attempts, t.test_mode, t.context, t.timezones, t.due_at, t.expires_at, t.contact, tr.ids,
-            EXISTS (${SUPPRESSION_OF_TASK('$4')}) AS suppressed,
-            c.id AS campaign_id, c.routing_key, c.channel,
-            c.schedule, c.attempts AS attempt_policy, c.provider, c.provider_config, c.max_concurrent
+            EXISTS (${SUPPRESSION_OF_TASK('$4')}) AS suppressed, t.campaign_id
      FROM tasks t
      JOIN triggers tr ON tr.id = t.trigger_id
-     JOIN campaigns c ON c.id = t.campaign_id
      WHERE t.id = ANY(ARRAY(
          SELECT due.id FROM campaigns c
          CROSS JOIN LATERAL (
@@ -103,6 +109,26 @@ export async function lockDueTasks(
      FOR UPDATE OF t SKIP LOCKED`,
     [new Date(now), limit, skipCampaigns, phoneHashKey],
   )
+  if (rows.length === 0) return []
+  const campaigns = await tx.query<DueCampaignRow>(
+    `SELECT id, routing_key, channel, schedule, attempts, provider, provider_config, max_concurrent FROM campaigns WHERE id = ANY($1::text[])`,
+    [[...new Set(rows.map((row) => row.campaign_id))]],
+  )
+  const byId = new Map(
+    campaigns.map((row) => [
+      row.id,
+      {
+        id: row.id,
+        routingKey: row.routing_key,
+        channel: row.channel,
+        schedule: row.schedule,
+        attempts: row.attempts,
+        provider: row.provider,
+        providerConfig: row.provider_config,
+        maxConcurrent: row.max_concurrent,
+      },
+    ]),
+  )
   return rows.map((row) => ({
     id: row.id,
     orgId: row.org_id,
@@ -116,16 +142,7 @@ export async function lockDueTasks(
     contact: row.contact,
     ids: row.ids,
     suppressed: row.suppressed,
-    campaign: {
-      id: row.campaign_id,
-      routingKey: row.routing_key,
-      channel: row.channel,
-      schedule: row.schedule,
-      attempts: row.attempt_policy,
-      provider: row.provider,
-      providerConfig: row.provider_config,
-      maxConcurrent: row.max_concurrent,
-    },
+    campaign: byId.get(row.campaign_id)!,
   }))
 }
 

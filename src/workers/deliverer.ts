@@ -292,7 +292,7 @@ class Delivery implements Work, DeliveryHandOffs {
 
   async #send(endpoint: LeasedEndpoint, delivery: ClaimedDelivery): Promise<Sent> {
     const { event } = delivery
-    const body = JSON.stringify(event)
+    const { body } = event
     const at = this.now()
     const timestamp = Math.floor(at / 1000)
     let result: PostResult | undefined

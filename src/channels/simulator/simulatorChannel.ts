@@ -81,10 +81,21 @@ export class SimulatorChannel implements Channel {
     return outcomes[Math.min(progress.attempt, outcomes.length) - 1]!
   }
 
-  /** The campaign's result, as validated (its instants in UTC); none when it sets none. */
+  /**
+   * The campaign's result, with its instants in UTC; none when it sets none.
+   * It was validated when the campaign was saved, so its instants are real
+   * RFC 3339 date-times, which Date.parse reads exactly: validating it again
+   * at every call (luxon reading each turn's time) was a seventh of a worker's
+   * CPU end to end.
+   */
   resultOf(progress: InteractionProgress): ReportedResult | undefined {
-    if (progress.config.result === undefined) return undefined
-    return validate<ReportedResult>(ConversationResultInput, progress.config.result).value
+    const result = progress.config.result as ReportedResult | undefined
+    if (result === undefined) return undefined
+    return {
+      ...result,
+      ...(result.callback_at === undefined ? {} : { callback_at: utc(result.callback_at!) }),
+      ...(result.transcript === undefined ? {} : { transcript: result.transcript!.map((turn) => (turn.at === undefined ? turn : { ...turn, at: utc(turn.at) })) }),
+    }
   }
 
   #config(config: JsonObject): SimulatorConfig {
@@ -94,3 +105,9 @@ export class SimulatorChannel implements Channel {
     }
   }
 }
+
+/** A valid RFC 3339 date-time as the UTC instant it names ('t' and 'z' may be lowercase there, not for Date.parse). */
+const utc = (text: string | null): string => (CANONICAL_UTC.test(text!) ? text! : new Date(Date.parse(text!.toUpperCase())).toISOString())
+
+/** An instant as the service writes one: it is its own UTC form. */
+const CANONICAL_UTC = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/
