@@ -6,7 +6,8 @@
  * batch in one statement before it commits; only then are the providers
  * asked, concurrently. What they answer is recorded in batches too.
  * Interactions that have had no final word by their settle time are settled
- * here, in batches, through the settlement; so is an attempt whose settle
+ * here, in batches, through the settlement, and so are those whose wait for
+ * their conversation's result has run out; so is an attempt whose settle
  * time has come by the time its start is confirmed, there and then.
  *
  * Never twice: an attempt is recorded (interaction row, UNIQUE per task and
