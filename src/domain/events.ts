@@ -87,6 +87,25 @@ export interface FinalizedInteraction {
   result: ConversationResult | null
 }
 
+/** An interaction as the events about it name it. */
+type ReportedInteraction = Pick<FinalizedInteraction, 'id' | 'taskId' | 'triggerId' | 'routingKey' | 'channel' | 'direction' | 'attempt' | 'outcome' | 'testMode' | 'ids'>
+
+/** What every event about an interaction says of it: which it is, of which task, trigger and campaign, how it ended, and the client's ids when it has a task. */
+function aboutInteraction(interaction: ReportedInteraction) {
+  return {
+    interaction_id: interaction.id,
+    task_id: interaction.taskId,
+    trigger_id: interaction.triggerId,
+    campaign: interaction.routingKey,
+    channel: interaction.channel,
+    direction: interaction.direction,
+    attempt: interaction.attempt,
+    outcome: interaction.outcome,
+    test_mode: interaction.testMode,
+    ...(interaction.taskId !== null ? { ids: interaction.ids ?? [] } : {}),
+  }
+}
+
 export function interactionFinalizedEvent(interaction: FinalizedInteraction, now: number): OutboxEvent {
   const startedAt = Date.parse(interaction.startedAt)
   return {
@@ -94,19 +113,10 @@ export function interactionFinalizedEvent(interaction: FinalizedInteraction, now
     type: 'interaction.finalized',
     timestamp: new Date(now).toISOString(),
     data: {
-      interaction_id: interaction.id,
-      task_id: interaction.taskId,
-      trigger_id: interaction.triggerId,
-      campaign: interaction.routingKey,
-      channel: interaction.channel,
-      direction: interaction.direction,
-      attempt: interaction.attempt,
-      outcome: interaction.outcome,
+      ...aboutInteraction(interaction),
       started_at: interaction.startedAt,
       ended_at: interaction.endedAt,
       duration_s: interaction.durationS ?? Math.round((Date.parse(interaction.endedAt) - startedAt) / 1000),
-      test_mode: interaction.testMode,
-      ...(interaction.taskId !== null ? { ids: interaction.ids ?? [] } : {}),
       result: interaction.result,
     },
   }
@@ -118,29 +128,12 @@ export function interactionFinalizedEvent(interaction: FinalizedInteraction, now
  * interaction as that event named it, and the result. An interaction reports
  * at most one result, on one of the two events.
  */
-export function interactionResultAddedEvent(
-  interaction: Pick<FinalizedInteraction, 'id' | 'taskId' | 'triggerId' | 'routingKey' | 'channel' | 'direction' | 'attempt' | 'outcome' | 'testMode' | 'ids'> & {
-    result: ConversationResult
-  },
-  now: number,
-): OutboxEvent {
+export function interactionResultAddedEvent(interaction: ReportedInteraction & { result: ConversationResult }, now: number): OutboxEvent {
   return {
     id: newId('event', now),
     type: 'interaction.result_added',
     timestamp: new Date(now).toISOString(),
-    data: {
-      interaction_id: interaction.id,
-      task_id: interaction.taskId,
-      trigger_id: interaction.triggerId,
-      campaign: interaction.routingKey,
-      channel: interaction.channel,
-      direction: interaction.direction,
-      attempt: interaction.attempt,
-      outcome: interaction.outcome,
-      test_mode: interaction.testMode,
-      ...(interaction.taskId !== null ? { ids: interaction.ids ?? [] } : {}),
-      result: interaction.result,
-    },
+    data: { ...aboutInteraction(interaction), result: interaction.result },
   }
 }
 

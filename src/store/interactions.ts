@@ -114,20 +114,10 @@ export interface InteractionWithConfig {
   startedAt: number
 }
 
-interface WithConfigRow {
-  id: string
-  org_id: string
-  task_id: string | null
-  campaign_id: string
-  channel: Channel
-  provider: Provider
-  status: InteractionStatus
-  attempt: number | null
-  provider_ref: string | null
+type WithConfigRow = Pick<InteractionRow, 'id' | 'org_id' | 'task_id' | 'campaign_id' | 'channel' | 'provider' | 'status' | 'attempt' | 'provider_ref' | 'started_at'> & {
   provider_status: string | null
   provider_config: JsonObject
   to_phone: string
-  started_at: Date
 }
 
 const toWithConfig = (row: WithConfigRow): InteractionWithConfig => ({
