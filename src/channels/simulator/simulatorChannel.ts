@@ -91,10 +91,11 @@ export class SimulatorChannel implements Channel {
   resultOf(progress: InteractionProgress): ReportedResult | undefined {
     const result = progress.config.result as ReportedResult | undefined
     if (result === undefined) return undefined
+    const { callback_at: callbackAt, transcript } = result
     return {
       ...result,
-      ...(result.callback_at === undefined ? {} : { callback_at: utc(result.callback_at!) }),
-      ...(result.transcript === undefined ? {} : { transcript: result.transcript!.map((turn) => (turn.at === undefined ? turn : { ...turn, at: utc(turn.at) })) }),
+      ...(typeof callbackAt === 'string' ? { callback_at: utc(callbackAt) } : {}),
+      ...(transcript ? { transcript: transcript.map((turn) => (turn.at === undefined ? turn : { ...turn, at: utc(turn.at) })) } : {}),
     }
   }
 
@@ -107,7 +108,7 @@ export class SimulatorChannel implements Channel {
 }
 
 /** A valid RFC 3339 date-time as the UTC instant it names ('t' and 'z' may be lowercase there, not for Date.parse). */
-const utc = (text: string | null): string => (CANONICAL_UTC.test(text!) ? text! : new Date(Date.parse(text!.toUpperCase())).toISOString())
+const utc = (text: string): string => (CANONICAL_UTC.test(text) ? text : new Date(Date.parse(text.toUpperCase())).toISOString())
 
 /** An instant as the service writes one: it is its own UTC form. */
 const CANONICAL_UTC = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/
