@@ -4,6 +4,7 @@
  * build it the same way.
  */
 import { DEFAULT_RATE_LIMIT, type RateLimitPolicy } from './domain/rateLimit.ts'
+import { DEFAULT_HISTORY_BOUNDS, type HistoryBounds } from './domain/retention.ts'
 import { installRateLimits } from './http/rateLimit.ts'
 import { ServiceMetrics } from './services/metrics.ts'
 import { RateLimiter } from './services/rateLimiter.ts'
@@ -27,6 +28,7 @@ import { whatsappRoutes } from './http/routes/providers/whatsapp.ts'
 import { metricsRoutes } from './http/routes/metrics.ts'
 import { suppressionRoutes } from './http/routes/suppressions.ts'
 import { contactRoutes } from './http/routes/contacts.ts'
+import { dailyCountRoutes } from './http/routes/dailyCounts.ts'
 import { taskRoutes } from './http/routes/tasks.ts'
 import { webhookRoutes } from './http/routes/webhooks.ts'
 import { triggerRoutes } from './http/routes/triggers.ts'
@@ -60,6 +62,8 @@ export interface AppOptions {
   rateLimit?: RateLimitPolicy
   /** How often /metrics may read the queues from the database (QUEUE_READ_INTERVAL_MS when absent; tests read at every scrape). */
   metricsQueueReadIntervalMs?: number
+  /** How long endpoint health and the audit log are kept; DEFAULT_HISTORY_BOUNDS when absent. */
+  historyBounds?: HistoryBounds
 }
 
 export interface AppDeps {
@@ -104,6 +108,7 @@ export async function buildApp(options: AppOptions, deps: AppDeps): Promise<Fast
     operatorToken: options.operatorToken,
     phoneHashKey: options.phoneHashKey,
     allowPrivateWebhookUrls: options.allowPrivateWebhookUrls ?? false,
+    historyBounds: options.historyBounds ?? DEFAULT_HISTORY_BOUNDS,
   })
   const { authenticator } = services
   app.decorate('workers', options.workers === false ? undefined : createWorkers(services, app.log))
@@ -161,6 +166,7 @@ export async function buildApp(options: AppOptions, deps: AppDeps): Promise<Fast
   webhookRoutes(app, { ops: services.webhooks, authenticator })
   suppressionRoutes(app, { ops: services.suppressions, authenticator })
   contactRoutes(app, { ops: services.erasure, authenticator })
+  dailyCountRoutes(app, { db: deps.db, authenticator })
   twilioRoutes(app, { db: deps.db, twilio: deps.channels.twilio, lifecycle, conversations: services.conversations, now })
   await app.register(whatsappRoutes, { db: deps.db, channels: deps.channels, lifecycle })
   adminRoutes(app, { ops: services.admin, authenticator, campaigns: services.campaigns, pauses: services.pauses, sources: services.sources })

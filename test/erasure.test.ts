@@ -1,8 +1,8 @@
 /**
- * Erasure on request and by retention: a person's name, number, email and
- * context leave every table; their tasks stay, counted, with their outcomes
- * and the client's ids; a suppression of their number keeps working from a
- * digest.
+ * Erasure on request: a person's name, number, email and context leave every
+ * table; their tasks stay, counted, with their outcomes and the client's ids;
+ * a suppression of their number keeps working from a digest. (What retention
+ * deletes: test/history.test.ts.)
  */
 import assert from 'node:assert/strict'
 import { after, before, describe, test } from 'node:test'
@@ -285,41 +285,6 @@ describe('erasing a person on request', () => {
     assert.deepEqual(json(badPhone).detail[0].loc, ['body', 'phone'])
     const withoutScope = json(await service.app.inject({ method: 'POST', url: `/admin/v1/organizations/${orgId}/api-keys`, headers: admin, payload: { name: 'x' } })).data.key
     assert.equal((await erase({ phone: '+442079460001' }, withoutScope)).statusCode, 403)
-  })
-})
-
-describe('retention', () => {
-  test('the sweep erases the personal data of tasks completed longer ago than retention_days, and only theirs', async () => {
-    const changed = await service.app.inject({ method: 'PATCH', url: `/admin/v1/organizations/${orgId}`, headers: admin, payload: { retention_days: 2 } })
-    assert.equal(changed.statusCode, 200, changed.body)
-    assert.equal(json(changed).data.retention_days, 2)
-    const old: Person = { id: 'R-1', firstName: 'Oldrich', lastName: 'Vantongeren', email: 'o.v@mailbox.example', phone: '+44 20 7946 0931', e164: '+442079460931', digits: '2079460931' }
-    const recent: Person = { id: 'R-2', firstName: 'Recenta', lastName: 'Mulligrew', email: 'r.m@mailbox.example', phone: '+44 20 7946 0932', e164: '+442079460932', digits: '2079460932' }
-    const pending: Person = { id: 'R-3', firstName: 'Waitland', lastName: 'Sorrowby', email: 'w.s@mailbox.example', phone: '+44 20 7946 0933', e164: '+442079460933', digits: '2079460933' }
-
-    const oldTask = await trigger(old)
-    await runPipeline()
-    now += DAY_MS
-    const recentTask = await trigger(recent)
-    await runPipeline()
-    const pendingTask = await trigger(pending, { notBefore: new Date(now + 20 * DAY_MS).toISOString() })
-    // Two days and an hour after the first completed; a day and an hour after the second.
-    now += DAY_MS + 3_600_000
-    await service.app.workers!.dispatcher.runOnce()
-
-    assert.deepEqual(await tablesHolding(service.db, old.firstName), ['contacts'], 'the old task keeps nothing; the contact directory is left to erasure on request')
-    assert.equal((await task(oldTask.task_id)).contact, null)
-    assert.equal((await task(oldTask.task_id)).outcome, 'reached')
-    assert.equal((await task(recentTask.task_id)).contact.first_name, recent.firstName)
-    assert.equal((await task(pendingTask.task_id)).contact.first_name, pending.firstName)
-
-    // A day later the second is due too; the open one never is.
-    now += DAY_MS
-    await service.app.workers!.dispatcher.runOnce()
-    assert.equal((await task(recentTask.task_id)).contact, null)
-    assert.equal((await task(pendingTask.task_id)).contact.first_name, pending.firstName)
-    const invalid = await service.app.inject({ method: 'PATCH', url: `/admin/v1/organizations/${orgId}`, headers: admin, payload: { retention_days: 0 } })
-    assert.equal(invalid.statusCode, 422)
   })
 })
 

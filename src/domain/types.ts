@@ -156,8 +156,13 @@ export interface TriggerContent {
 export const TASK_OUTCOMES = ['reached', 'unreachable', 'failed', 'cancelled', 'expired', 'opted_out'] as const
 export type TaskOutcome = (typeof TASK_OUTCOMES)[number]
 
-export type VoiceOutcome = 'completed' | 'no_answer' | 'busy' | 'voicemail' | 'failed'
-export type WhatsAppOutcome = 'replied' | 'read' | 'delivered' | 'undelivered' | 'failed'
+/** How an interaction ended, by its channel. */
+export const INTERACTION_OUTCOMES = {
+  voice: ['completed', 'no_answer', 'busy', 'voicemail', 'failed'],
+  whatsapp: ['replied', 'read', 'delivered', 'undelivered', 'failed'],
+} as const
+export type VoiceOutcome = (typeof INTERACTION_OUTCOMES.voice)[number]
+export type WhatsAppOutcome = (typeof INTERACTION_OUTCOMES.whatsapp)[number]
 export type InteractionOutcome = VoiceOutcome | WhatsAppOutcome
 
 export type Direction = 'outbound' | 'inbound'

@@ -9,7 +9,8 @@
 import type { Actor } from '../domain/audit.ts'
 import type { Database } from '../store/database.ts'
 import { eraseAuditedPhones } from '../store/auditLog.ts'
-import { erasePersonRecords, findPersonRecords, type Person } from '../store/erasure.ts'
+import { erasePersonRecords, findPersonRecords, lockPersonInteractions, type Person } from '../store/erasure.ts'
+import { sqlState } from '../store/rows.ts'
 import { eraseSuppressedPhones, phoneDigest } from '../store/suppressions.ts'
 import { lockTasks } from '../store/tasks.ts'
 import { audited } from './auditTrail.ts'
@@ -40,10 +41,30 @@ export interface ErasureReport {
   erasedAt: string
 }
 
+/**
+ * How often an erasure is tried again after a deadlock. Its locks are taken
+ * in a settlement's order (interactions, then tasks), but a call begun for
+ * one of the person's tasks between the two can still be settled meanwhile,
+ * and one of the two transactions is then rolled back: the erasure is run
+ * again, from what the database holds then.
+ */
+const MAX_DEADLOCKS = 3
+
 export async function erasePerson(ops: ErasureOperations, actor: Actor, orgId: string, person: Person): Promise<ErasureReport> {
+  for (let deadlocks = 0; ; deadlocks++) {
+    try {
+      return await eraseOnce(ops, actor, orgId, person)
+    } catch (error) {
+      if (sqlState(error) !== '40P01' || deadlocks >= MAX_DEADLOCKS) throw error
+    }
+  }
+}
+
+async function eraseOnce(ops: ErasureOperations, actor: Actor, orgId: string, person: Person): Promise<ErasureReport> {
   const now = ops.now()
   const { report, cancelled } = await audited(ops, actor, async (tx) => {
     const records = await findPersonRecords(tx, orgId, person)
+    await lockPersonInteractions(tx, orgId, records)
     const open = [...(await lockTasks(tx, records.taskIds, orgId)).values()].filter((task) => task.status !== 'completed')
     const cancelled = await completeAllAs(tx, open, 'cancelled', now)
     const erased = await erasePersonRecords(tx, orgId, records)

@@ -8,6 +8,7 @@
 import type { ServiceMetrics } from './metrics.ts'
 import type { FastifyBaseLogger } from 'fastify'
 import type { Channels } from '../channels/index.ts'
+import type { HistoryBounds } from '../domain/retention.ts'
 import type { Database } from '../store/database.ts'
 import type { Operations } from './administration.ts'
 import { Authenticator } from './authenticator.ts'
@@ -16,7 +17,7 @@ import { CampaignPauses } from './campaignPauses.ts'
 import { Conversations } from './conversations.ts'
 import { Dispatch } from './dispatch.ts'
 import type { ErasureOperations } from './erasure.ts'
-import { RetentionSweep } from './retention.ts'
+import { HistorySweep } from './history.ts'
 import { Settlement } from './settlement.ts'
 import { SourceDirectory } from './sourceDirectory.ts'
 import type { SuppressionOperations } from './suppressions.ts'
@@ -40,6 +41,8 @@ export interface ServiceDeps {
   phoneHashKey: Buffer
   /** Webhook endpoints may be private or plain-http addresses (local development, tests). */
   allowPrivateWebhookUrls: boolean
+  /** How long endpoint health and the audit log are kept. */
+  historyBounds: HistoryBounds
   metrics: ServiceMetrics
 }
 
@@ -63,7 +66,7 @@ export interface Services {
   webhooks: WebhookOperations
   suppressions: SuppressionOperations
   erasure: ErasureOperations
-  retention: RetentionSweep
+  history: HistorySweep
   /** Answers every trigger and outcome submitted so far. */
   drained(): Promise<void>
 }
@@ -114,7 +117,7 @@ export function createServices(deps: ServiceDeps): Services {
     webhooks: { db, now, allowPrivateWebhookUrls: deps.allowPrivateWebhookUrls, onRedeliver: () => wake.deliveries() },
     suppressions: { db, now, phoneHashKey: deps.phoneHashKey },
     erasure: { db, now, phoneHashKey: deps.phoneHashKey, wake, metrics: deps.metrics },
-    retention: new RetentionSweep({ db, now }),
+    history: new HistorySweep({ db, now, phoneHashKey: deps.phoneHashKey, bounds: deps.historyBounds, metrics: deps.metrics, log: deps.log }),
     async drained() {
       await intake.drained()
       await settlement.drained()

@@ -90,6 +90,18 @@ export class ServiceMetrics {
     registers: [this.registry],
   })
 
+  readonly retentionDeletedRows = new Counter({
+    name: 'retention_deleted_rows_total',
+    help: 'Rows this process\'s history sweep deleted: completed tasks with all they left, messages that answered no task, contacts on file, endpoint health and audit entries past their bounds.',
+    registers: [this.registry],
+  })
+
+  readonly retentionBacklog = new Gauge({
+    name: 'retention_backlog_age_seconds',
+    help: 'How long the oldest history due for deletion has waited past its due time, as this process\'s sweep saw it after its last run (0: none waiting).',
+    registers: [this.registry],
+  })
+
   readonly #queueGauges = {
     tasksPending: this.#gauge('tasks_pending', 'Tasks waiting for their next attempt, due or not.'),
     tasksDue: this.#gauge('tasks_due', 'Pending tasks whose time has come.'),

@@ -164,7 +164,7 @@ export async function settleEndings(tx: Queryable, endings: readonly Interaction
   const first = new Map<string, number>()
   const turns = new Map<number, TranscriptTurn[]>()
   for (const [index, ending] of endings.entries()) {
-    if (ending.message !== undefined && !(await recordProviderMessage(tx, ending.message.provider, ending.message.id, now))) continue
+    if (ending.message !== undefined && !(await recordProviderMessage(tx, ending.message.provider, ending.message.id, ending.interactionId, now))) continue
     if (ending.optOut !== undefined) await suppress(tx, ending.optOut.orgId, ending.optOut.phone, ending.optOut.reason, now)
     // Two outcomes of one interaction in one batch: the first submitted counts, as if committed first;
     // what the person wrote with either is kept.

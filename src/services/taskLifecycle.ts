@@ -84,7 +84,7 @@ export class TaskLifecycle {
     const now = this.#now()
     const interactionId = newId('interaction', now)
     const committed = await this.#db.transaction(async (tx) => {
-      if (!(await recordProviderMessage(tx, message.provider, message.id, now))) return undefined
+      if (!(await recordProviderMessage(tx, message.provider, message.id, interactionId, now))) return undefined
       const task = taskId === null ? undefined : (await lockTasks(tx, [taskId])).get(taskId)
       await insertInteraction(tx, {
         id: interactionId,

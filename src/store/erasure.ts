@@ -23,8 +23,6 @@ export interface PersonRecords {
   contactIds: string[]
   /** Every id their triggers named. */
   ids: ExternalId[]
-  /** Their messages that answered no task, besides those found by their numbers (the retention sweep names them). */
-  tasklessInteractionIds: string[]
 }
 
 /**
@@ -71,8 +69,26 @@ export async function findPersonRecords(tx: Queryable, orgId: string, person: Pe
     phones: [...phones],
     contactIds: [...contactIds],
     ids: [...ids.values()],
-    tasklessInteractionIds: [],
   }
+}
+
+/**
+ * Locks the interactions an erasure of these records changes, in id order,
+ * before their tasks are locked: in the order a settlement locks them (the
+ * interaction, then its task), so that an erasure and the settlement of one
+ * of the person's calls never wait for each other in a circle.
+ */
+export async function lockPersonInteractions(tx: Queryable, orgId: string, records: PersonRecords): Promise<void> {
+  await tx.query(
+    `SELECT id FROM interactions
+     WHERE id = ANY(ARRAY(
+         SELECT id FROM interactions WHERE task_id = ANY($2::text[])
+         UNION ALL
+         SELECT id FROM interactions WHERE org_id = $1 AND task_id IS NULL AND to_phone = ANY($3::text[])))
+     ORDER BY id
+     FOR UPDATE`,
+    [orgId, records.taskIds, records.phones],
+  )
 }
 
 /** What an erasure changed, row by row. */
@@ -98,7 +114,7 @@ const CARRIES_RESULT = `jsonb_typeof(payload #> '{data,result}') = 'object'`
 /**
  * Clears the records' personal data: triggers and tasks keep no contact, no
  * context and (triggers) no number; interactions with the person (those of the
- * tasks, and messages from the numbers, or named, that answered no task) keep
+ * tasks, and messages from the numbers that answered no task) keep
  * no number, no messages and a result without its free text, and so do the
  * events that reported them; the contacts are deleted with the ids that named
  * them, so that a trigger sent later without a contact finds no one on file.
@@ -113,18 +129,12 @@ export async function erasePersonRecords(tx: Queryable, orgId: string, records: 
     `UPDATE interactions SET ${ERASED_INTERACTION} WHERE org_id = $1 AND task_id IS NULL AND to_phone = ANY($2::text[]) RETURNING id`,
     [orgId, records.phones],
   )
-  const named =
-    records.tasklessInteractionIds.length === 0
-      ? []
-      : await tx.query<{ id: string }>(`UPDATE interactions SET ${ERASED_INTERACTION} WHERE id = ANY($1::text[]) AND task_id IS NULL RETURNING id`, [
-          records.tasklessInteractionIds,
-        ])
   await tx.query(
     `UPDATE events SET payload = ${ERASED_PAYLOAD}
      WHERE payload #>> '{data,task_id}' = ANY($2::text[]) AND org_id = $1 AND ${CARRIES_RESULT}`,
     [orgId, records.taskIds],
   )
-  const taskless = [...replies, ...named].map((row) => row.id)
+  const taskless = replies.map((row) => row.id)
   if (taskless.length > 0) {
     await tx.query(
       `UPDATE events SET payload = ${ERASED_PAYLOAD}
@@ -140,5 +150,5 @@ export async function erasePersonRecords(tx: Queryable, orgId: string, records: 
     [orgId, records.contactIds, JSON.stringify(records.ids)],
   )
   const contacts = await tx.query(`DELETE FROM contacts WHERE org_id = $1 AND id = ANY($2::text[]) RETURNING id`, [orgId, records.contactIds])
-  return { contacts: contacts.length, interactions: ofTasks.length + replies.length + named.length }
+  return { contacts: contacts.length, interactions: ofTasks.length + replies.length }
 }

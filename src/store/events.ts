@@ -1,7 +1,9 @@
 /** The outbox: events written in the transaction of the change they report. */
+import { countEvents } from '../domain/dailyCounts.ts'
 import type { OrganizationEvent, OutboxEvent } from '../domain/events.ts'
 import { type EventType, TEST_EVENT_TYPE } from '../domain/types.ts'
 import type { Queryable } from './database.ts'
+import { countChangesParameter, insertCountChanges } from './dailyCounts.ts'
 import type { ClaimedDelivery } from './deliveries.ts'
 
 /**
@@ -28,7 +30,8 @@ export interface WrittenDeliveries {
 
 /**
  * Writes the events and, in the same statement, their deliveries: one to each
- * enabled endpoint of the event's organization subscribed to its type. Each
+ * enabled endpoint of the event's organization subscribed to its type, and
+ * what they count by day (domain/dailyCounts.ts), as rows of their own. Each
  * event lists the deliveries written with it.
  *
  * With a hand-off, those to the endpoints its deliverer holds are written
@@ -85,6 +88,8 @@ export async function insertEvents(tx: Queryable, events: readonly OrganizationE
        SELECT e.id, e.org_id, e.type, e.payload, e.created_at, coalesce(d.ids, '{}')
        FROM input e
        LEFT JOIN (SELECT event_id, array_agg(id ORDER BY id) AS ids FROM delivered GROUP BY event_id) d ON d.event_id = e.id
+     ), counted AS (
+       ${insertCountChanges('$11')}
      )
      SELECT id, event_id, endpoint_id, claimed FROM delivered`,
     [
@@ -98,6 +103,7 @@ export async function insertEvents(tx: Queryable, events: readonly OrganizationE
       handOff === undefined ? null : new Date(handOff.now),
       handOff === undefined ? null : new Date(handOff.lockedUntil),
       handOff?.claim ?? null,
+      countChangesParameter(countsByOrganization(events)),
     ],
   )
   const byId = new Map(events.map(({ event }, index) => [event.id, { id: event.id, body: bodies[index]! }]))
@@ -114,6 +120,17 @@ export async function insertEvents(tx: Queryable, events: readonly OrganizationE
     })
   }
   return { claimed: claimed.sort((a, b) => a.id - b.id), due: rows.length - claimed.length }
+}
+
+/** What the events count, organization by organization. */
+function countsByOrganization(events: readonly OrganizationEvent[]) {
+  const byOrg = new Map<string, OutboxEvent[]>()
+  for (const { orgId, event } of events) {
+    const ofOrg = byOrg.get(orgId)
+    if (ofOrg === undefined) byOrg.set(orgId, [event])
+    else ofOrg.push(event)
+  }
+  return [...byOrg].flatMap(([orgId, ofOrg]) => countEvents(ofOrg).map((count) => ({ orgId, count })))
 }
 
 /**

@@ -85,12 +85,16 @@ export async function recordProviderStatus(db: Queryable, id: string, status: st
   await db.query(`UPDATE interactions SET provider_status = $2 WHERE id = $1 AND status <> 'finalized'`, [id, status])
 }
 
-/** Records that a provider delivered this message; false when it had already. */
-export async function recordProviderMessage(tx: Queryable, provider: Provider, messageId: string, at: number): Promise<boolean> {
+/**
+ * Records that a provider delivered this message, to the interaction it went
+ * to (it is kept, and deleted, with that interaction); false when it had
+ * already.
+ */
+export async function recordProviderMessage(tx: Queryable, provider: Provider, messageId: string, interactionId: string, at: number): Promise<boolean> {
   const rows = await tx.query(
-    `INSERT INTO provider_messages (provider, message_id, received_at) VALUES ($1, $2, $3)
+    `INSERT INTO provider_messages (provider, message_id, received_at, interaction_id) VALUES ($1, $2, $3, $4)
      ON CONFLICT DO NOTHING RETURNING message_id`,
-    [provider, messageId, new Date(at)],
+    [provider, messageId, new Date(at), interactionId],
   )
   return rows.length === 1
 }

@@ -37,7 +37,11 @@ export async function findOrganization(db: Queryable, id: string): Promise<Organ
   return rows[0] && toOrganization(rows[0])
 }
 
-/** Changes what is given of an organization; undefined when there is none. */
+/**
+ * Changes what is given of an organization; undefined when there is none. A
+ * new retention has the history sweep look at it again at once: its history
+ * may be due sooner.
+ */
 export async function updateOrganization(
   db: Queryable,
   id: string,
@@ -47,7 +51,8 @@ export async function updateOrganization(
     `UPDATE organizations SET name = COALESCE($2, name),
        rate_limit_per_s = CASE WHEN $3 THEN $4::int ELSE rate_limit_per_s END,
        rate_limit_burst = CASE WHEN $3 THEN $5::int ELSE rate_limit_burst END,
-       retention_days = CASE WHEN $6 THEN $7::int ELSE retention_days END
+       retention_days = CASE WHEN $6 THEN $7::int ELSE retention_days END,
+       history_due_at = CASE WHEN $6 THEN NULL ELSE history_due_at END
      WHERE id = $1
      RETURNING ${COLUMNS}`,
     [

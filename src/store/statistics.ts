@@ -48,3 +48,16 @@ export async function analyzeGrownTables(db: Database): Promise<string[]> {
   }
   return names
 }
+
+/** The tables a task's history is written to, which the history sweep deletes from (store/history.ts). */
+const HISTORY_TABLES = ['triggers', 'tasks', 'interactions', 'events', 'deliveries', 'delivery_attempts', 'provider_messages', 'contacts', 'contact_ids']
+
+/**
+ * Where nothing vacuums: the daily counts' changes, which are written with
+ * every event and deleted every second, and with `history` the tables the
+ * history sweep has deleted many rows from, so that their space is used
+ * again rather than their files growing for ever.
+ */
+export async function vacuumSweptTables(db: Database, options: { history: boolean }): Promise<void> {
+  await db.exec(`VACUUM ${['daily_count_changes', ...(options.history ? HISTORY_TABLES : [])].join(', ')}`)
+}

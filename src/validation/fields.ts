@@ -26,6 +26,17 @@ export function instant(field: string, description: string, { inQuery = false } 
   })
 }
 
+/** A calendar date, YYYY-MM-DD, one that exists (no 2026-02-30). */
+export function calendarDate(field: string, description: string) {
+  return refine(Type.String({ maxLength: 10, format: 'date', description, examples: ['2026-11-27'] }), {
+    check: (text) => {
+      const day = /^\d{4}-\d{2}-\d{2}$/.test(text) ? Date.parse(`${text}T00:00:00Z`) : Number.NaN
+      // Date.parse rolls 2026-02-30 over into March: the date read back must be the one written.
+      return !Number.isNaN(day) && new Date(day).toISOString().startsWith(text) ? text : refuse(`${field} must be a calendar date written YYYY-MM-DD, such as 2026-11-27`)
+    },
+  })
+}
+
 /**
  * An https URL, kept as sent. The URL parser drops tabs and newlines
  * silently, so a URL that holds any (or another control character) is

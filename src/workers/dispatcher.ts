@@ -2,8 +2,10 @@
  * The dispatcher's work: settle the interactions due to be settled and
  * dispatch the due tasks, a batch at a time, until none are left; and, as the
  * periodic janitor, now and then expire the tasks of paused campaigns whose
- * time has come, forget expired idempotency keys and, where
- * nothing else does (store/statistics.ts), analyze the tables that have grown.
+ * time has come, forget expired idempotency keys, sweep the history that has
+ * ended (services/history.ts) and, where nothing else does
+ * (store/statistics.ts), analyze the tables that have grown and vacuum those
+ * the sweep deletes from.
  *
  * Between batches it yields to the event loop, so that in one process with
  * the API (the default) a long queue never holds requests back for more than
@@ -15,11 +17,11 @@
 import type { FastifyBaseLogger } from 'fastify'
 import { newId } from '../domain/ids.ts'
 import { CAPACITY_RETRY_MS, type Dispatch } from '../services/dispatch.ts'
-import type { RetentionSweep } from '../services/retention.ts'
+import type { HistorySweep } from '../services/history.ts'
 import type { Database } from '../store/database.ts'
 import { deleteExpiredKeys } from '../store/idempotency.ts'
 import { nextSettleAt } from '../store/interactions.ts'
-import { analyzeGrownTables, keepsOwnStatistics } from '../store/statistics.ts'
+import { analyzeGrownTables, keepsOwnStatistics, vacuumSweptTables } from '../store/statistics.ts'
 import { nextDueAt } from '../store/tasks.ts'
 import { type Work, WorkLoop } from './workLoop.ts'
 
@@ -41,13 +43,22 @@ const SWEEP_BATCH = 1_000
  */
 const PAUSED_EXPIRY_EVERY_MS = 10_000
 /**
- * How often the retention sweep runs, and for how long at most each time: it
- * erases a few thousand completed tasks a second while it runs, so a tenth of
- * the dispatcher's time keeps up with some 250 completions a second, and a
- * backlog is worked off over the runs that follow.
+ * How often the history sweep runs, and for how long at most each time: a
+ * tenth of the dispatcher's time while anything is due (and a few index
+ * reads when nothing is), so that a backlog (a retention shortened, a
+ * service started after a long stop) is worked off over the runs that follow
+ * rather than in the way of dispatching.
  */
-const RETENTION_EVERY_MS = 10_000
-const RETENTION_BUDGET_MS = 250
+const HISTORY_EVERY_MS = 1_000
+const HISTORY_BUDGET_MS = 100
+/**
+ * Where nothing vacuums (store/statistics.ts): the rows the sweep deletes
+ * before the tables it deletes from are vacuumed, so that their space is used
+ * again rather than the files growing; and how often the daily counts'
+ * changes, written and deleted every second, are.
+ */
+const VACUUM_AFTER_DELETED_ROWS = 50_000
+const VACUUM_CHANGES_EVERY_MS = 60_000
 /** Where the service keeps its tables' statistics itself, how often it looks for grown tables: a catalog read, and an ANALYZE of those found. */
 const STATISTICS_EVERY_MS = 5_000
 
@@ -67,14 +78,16 @@ class Dispatching implements Work {
   #sweptAt = 0
   #pausedExpiryAt = 0
   #statisticsAt = 0
-  #retentionAt = 0
-  readonly #retention: RetentionSweep
+  #historyAt = 0
+  #vacuumedAt = 0
+  #deletedSinceVacuum = 0
+  readonly #history: HistorySweep
   #keepsStatistics: boolean | undefined
 
-  constructor(db: Database, dispatch: Dispatch, retention: RetentionSweep, now: () => number, onStartsDone: () => void) {
+  constructor(db: Database, dispatch: Dispatch, history: HistorySweep, now: () => number, onStartsDone: () => void) {
     this.#db = db
     this.#dispatch = dispatch
-    this.#retention = retention
+    this.#history = history
     this.#now = now
     this.#onStartsDone = onStartsDone
     this.#batch = BATCH[db.kind]
@@ -114,14 +127,20 @@ class Dispatching implements Work {
       this.#sweptAt = this.#now()
       while ((await deleteExpiredKeys(this.#db, this.#sweptAt, SWEEP_BATCH)) === SWEEP_BATCH) {}
     }
-    if (this.#now() - this.#retentionAt >= RETENTION_EVERY_MS) {
-      this.#retentionAt = this.#now()
-      await this.#retention.sweep(RETENTION_BUDGET_MS)
+    if (this.#now() - this.#historyAt >= HISTORY_EVERY_MS) {
+      this.#historyAt = this.#now()
+      this.#deletedSinceVacuum += (await this.#history.sweep(HISTORY_BUDGET_MS)).rows
     }
     if (this.#now() - this.#statisticsAt >= STATISTICS_EVERY_MS) {
       this.#statisticsAt = this.#now()
       this.#keepsStatistics ??= await keepsOwnStatistics(this.#db)
       if (this.#keepsStatistics) await analyzeGrownTables(this.#db)
+    }
+    if (this.#keepsStatistics && this.#now() - this.#vacuumedAt >= VACUUM_CHANGES_EVERY_MS) {
+      this.#vacuumedAt = this.#now()
+      const swept = this.#deletedSinceVacuum >= VACUUM_AFTER_DELETED_ROWS
+      if (swept) this.#deletedSinceVacuum = 0
+      await vacuumSweptTables(this.#db, { history: swept })
     }
     return progressed
   }
@@ -158,12 +177,12 @@ class Dispatching implements Work {
 export function createDispatcher(deps: {
   db: Database
   dispatch: Dispatch
-  retention: RetentionSweep
+  history: HistorySweep
   now: () => number
   log: FastifyBaseLogger
 }): { loop: WorkLoop; placesFreed: (campaignIds: ReadonlySet<string>) => void } {
   let loop: WorkLoop | undefined
-  const work = new Dispatching(deps.db, deps.dispatch, deps.retention, deps.now, () => loop?.wake())
+  const work = new Dispatching(deps.db, deps.dispatch, deps.history, deps.now, () => loop?.wake())
   loop = new WorkLoop(work, deps.log)
   return { loop, placesFreed: (campaignIds) => work.placesFreed(campaignIds) }
 }

@@ -22,7 +22,7 @@ export function createWorkers(services: Services, log: FastifyBaseLogger): Worke
   const { db, now, wake } = services
   const { loop: deliverer, handOffs } = createDeliverer({ db, now, log, options: { allowPrivate: services.webhooks.allowPrivateWebhookUrls }, metrics: services.metrics })
   services.settlement.handDeliveriesTo(handOffs)
-  const dispatcher = createDispatcher({ db, dispatch: services.dispatch, retention: services.retention, now, log })
+  const dispatcher = createDispatcher({ db, dispatch: services.dispatch, history: services.history, now, log })
   wake.on('tasks', () => dispatcher.loop.wake())
   wake.on('deliveries', () => deliverer.wake())
   wake.onInteractionsEnded((campaignIds) => dispatcher.placesFreed(campaignIds))

@@ -13,6 +13,7 @@ import pg from 'pg'
 import { buildApp } from '../../src/app.ts'
 import { type Channels, createChannels } from '../../src/channels/index.ts'
 import { MAX_RATE_LIMIT, type RateLimitPolicy } from '../../src/domain/rateLimit.ts'
+import type { HistoryBounds } from '../../src/domain/retention.ts'
 import { type Database, openDatabase } from '../../src/store/database.ts'
 import { loadMigrations, migrate } from '../../src/store/migrate.ts'
 import { type Family, parsePrometheusText } from './prometheus.ts'
@@ -102,6 +103,8 @@ export async function startService(
     workers?: boolean
     /** The organizations' default rate limit; by default so high that no test meets it unless it means to. */
     rateLimit?: RateLimitPolicy
+    /** How long endpoint health and the audit log are kept; the service's defaults unless given. */
+    historyBounds?: HistoryBounds
   } = {},
 ): Promise<TestService> {
   const database = await freshDatabase()
@@ -123,6 +126,7 @@ export async function startService(
         workers: options.workers,
         rateLimit: options.rateLimit ?? { perSecond: MAX_RATE_LIMIT, burst: MAX_RATE_LIMIT },
         metricsQueueReadIntervalMs: 0,
+        historyBounds: options.historyBounds,
       },
       { db: database.db, now: options.now, channels: options.channels ?? simulatorOnly() },
     )

@@ -12,15 +12,11 @@
  */
 import type { ReportedResult } from '../../domain/conversationResult.ts'
 import { type ErrorDetail, valueError } from '../../domain/errors.ts'
-import type { Channel as ChannelName, InteractionOutcome, JsonObject } from '../../domain/types.ts'
+import { type Channel as ChannelName, INTERACTION_OUTCOMES, type InteractionOutcome, type JsonObject } from '../../domain/types.ts'
 import { ConversationResultInput } from '../../validation/conversationResult.ts'
 import { validate } from '../../validation/model.ts'
 import type { Channel, InteractionProgress, OutboundAttempt, StartResult } from '../channel.ts'
 
-const OUTCOMES: Record<ChannelName, readonly InteractionOutcome[]> = {
-  voice: ['completed', 'no_answer', 'busy', 'voicemail', 'failed'],
-  whatsapp: ['replied', 'read', 'delivered', 'undelivered', 'failed'],
-}
 const DEFAULT_OUTCOME: Record<ChannelName, InteractionOutcome> = { voice: 'completed', whatsapp: 'replied' }
 const DEFAULT_DURATION_MS = 200
 const MAX_DURATION_MS = 86_400_000
@@ -42,7 +38,7 @@ export class SimulatorChannel implements Channel {
     }
     const errors: ErrorDetail[] = []
     const { outcomes, duration_ms: durationMs, result, ...extra } = config as JsonObject
-    const allowed = OUTCOMES[this.channel]
+    const allowed: readonly InteractionOutcome[] = INTERACTION_OUTCOMES[this.channel]
     if (outcomes !== undefined) {
       if (!Array.isArray(outcomes) || outcomes.length === 0 || outcomes.length > MAX_OUTCOMES) {
         errors.push(valueError([...prefix, 'outcomes'], outcomes, `outcomes must be a list of 1 to ${MAX_OUTCOMES} ${this.channel} outcomes`))

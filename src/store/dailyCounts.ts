@@ -1,0 +1,84 @@
+/**
+ * Daily counts (migration 029): written as changes by each statement that
+ * writes events (store/events.ts), moved into daily_counts by the sweep, and
+ * read as the sum of both.
+ */
+import type { CountKind, DailyCount } from '../domain/dailyCounts.ts'
+import type { Channel } from '../domain/types.ts'
+import type { Queryable } from './database.ts'
+
+/** The changes as a statement's JSON parameter: one array per count, its fields by position, as CHANGES_INSERT reads them. */
+export function countChangesParameter(changes: readonly { orgId: string; count: DailyCount }[]): string {
+  return JSON.stringify(
+    changes.map(({ orgId, count: c }) => [orgId, c.day, c.campaign, c.channel, c.testMode, c.kind, c.outcome, c.count, c.attempts, c.seconds]),
+  )
+}
+
+/** A CTE body that inserts the changes of a parameter made by countChangesParameter, named by `param`. */
+export const insertCountChanges = (param: string) =>
+  `INSERT INTO daily_count_changes (org_id, day, campaign, channel, test_mode, kind, outcome, count, attempts, seconds)
+   SELECT c->>0, (c->>1)::date, c->>2, c->>3, (c->>4)::boolean, c->>5, c->>6, (c->>7)::bigint, (c->>8)::bigint, (c->>9)::bigint
+   FROM jsonb_array_elements(${param}::jsonb) AS c`
+
+/**
+ * Moves up to `limit` changes into daily_counts, added to the counts there;
+ * answers how many. Two sweeps moving at once never move one twice: the
+ * second waits on the rows the first deletes, and then finds them gone.
+ */
+export async function moveCountChanges(db: Queryable, limit: number): Promise<number> {
+  const rows = await db.query<{ moved: string }>(
+    `WITH moved AS (
+       DELETE FROM daily_count_changes WHERE ctid = ANY(ARRAY(SELECT ctid FROM daily_count_changes LIMIT $1))
+       RETURNING *
+     ), added AS (
+       INSERT INTO daily_counts AS d (org_id, day, campaign, channel, test_mode, kind, outcome, count, attempts, seconds)
+       SELECT org_id, day, campaign, channel, test_mode, kind, outcome, sum(count), sum(attempts), sum(seconds)
+       FROM moved GROUP BY org_id, day, campaign, channel, test_mode, kind, outcome
+       ON CONFLICT (org_id, day, campaign, channel, test_mode, kind, outcome)
+       DO UPDATE SET count = d.count + excluded.count, attempts = d.attempts + excluded.attempts, seconds = d.seconds + excluded.seconds
+     )
+     SELECT count(*) AS moved FROM moved`,
+    [limit],
+  )
+  return Number(rows[0]!.moved)
+}
+
+/**
+ * The organization's counts of the days from `from` to `to` (YYYY-MM-DD,
+ * both included), of one routing key when given: daily_counts read in its
+ * primary key's range, and the changes not moved yet (a few seconds' worth).
+ */
+export async function listDailyCounts(db: Queryable, orgId: string, range: { from: string; to: string; campaign?: string }): Promise<DailyCount[]> {
+  const rows = await db.query<{
+    day: string
+    campaign: string
+    channel: Channel
+    test_mode: boolean
+    kind: CountKind
+    outcome: string
+    count: string
+    attempts: string
+    seconds: string
+  }>(
+    `SELECT day::text, campaign, channel, test_mode, kind, outcome, sum(count) AS count, sum(attempts) AS attempts, sum(seconds) AS seconds
+     FROM (
+       SELECT * FROM daily_counts WHERE org_id = $1 AND day BETWEEN $2::date AND $3::date
+       UNION ALL
+       SELECT * FROM daily_count_changes WHERE org_id = $1 AND day BETWEEN $2::date AND $3::date
+     ) counts
+     WHERE $4::text IS NULL OR campaign = $4
+     GROUP BY day, campaign, channel, test_mode, kind, outcome`,
+    [orgId, range.from, range.to, range.campaign ?? null],
+  )
+  return rows.map((row) => ({
+    day: row.day,
+    campaign: row.campaign,
+    channel: row.channel,
+    testMode: row.test_mode,
+    kind: row.kind,
+    outcome: row.outcome,
+    count: Number(row.count),
+    attempts: Number(row.attempts),
+    seconds: Number(row.seconds),
+  }))
+}
