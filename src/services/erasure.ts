@@ -9,7 +9,7 @@
 import type { Actor } from '../domain/audit.ts'
 import type { Database } from '../store/database.ts'
 import { eraseAuditedPhones } from '../store/auditLog.ts'
-import { erasePersonRecords, findPersonRecords, lockPersonInteractions, type Person } from '../store/erasure.ts'
+import { erasePersonRecords, findPersonRecords, lockInteractionsBegunSince, lockPersonInteractions, type Person } from '../store/erasure.ts'
 import { sqlState } from '../store/rows.ts'
 import { eraseSuppressedPhones, phoneDigest } from '../store/suppressions.ts'
 import { lockTasks } from '../store/tasks.ts'
@@ -42,20 +42,24 @@ export interface ErasureReport {
 }
 
 /**
- * How often an erasure is tried again after a deadlock. Its locks are taken
- * in a settlement's order (interactions, then tasks), but a call begun for
- * one of the person's tasks between the two can still be settled meanwhile,
- * and one of the two transactions is then rolled back: the erasure is run
- * again, from what the database holds then.
+ * An erasure takes its locks in a settlement's order (the person's
+ * interactions, then their tasks), then those of calls begun in between
+ * without waiting: one a settlement holds then, the erasure lets go of all
+ * and runs again, from what the database holds by then. SQLSTATEs of such a
+ * collision (lock_not_available; deadlock_detected, should another order
+ * meet it), and how many times it is run again.
  */
-const MAX_DEADLOCKS = 3
+const COLLISIONS = new Set(['55P03', '40P01'])
+const MAX_COLLISIONS = 5
 
 export async function erasePerson(ops: ErasureOperations, actor: Actor, orgId: string, person: Person): Promise<ErasureReport> {
-  for (let deadlocks = 0; ; deadlocks++) {
+  for (let collisions = 0; ; collisions++) {
     try {
       return await eraseOnce(ops, actor, orgId, person)
     } catch (error) {
-      if (sqlState(error) !== '40P01' || deadlocks >= MAX_DEADLOCKS) throw error
+      if (!COLLISIONS.has(sqlState(error) ?? '') || collisions >= MAX_COLLISIONS) throw error
+      // Long enough for the settlement it met to commit.
+      await new Promise((resolve) => setTimeout(resolve, 5 * (collisions + 1)))
     }
   }
 }
@@ -64,8 +68,10 @@ async function eraseOnce(ops: ErasureOperations, actor: Actor, orgId: string, pe
   const now = ops.now()
   const { report, cancelled } = await audited(ops, actor, async (tx) => {
     const records = await findPersonRecords(tx, orgId, person)
-    await lockPersonInteractions(tx, orgId, records)
-    const open = [...(await lockTasks(tx, records.taskIds, orgId)).values()].filter((task) => task.status !== 'completed')
+    const locked = await lockPersonInteractions(tx, orgId, records)
+    const tasks = await lockTasks(tx, records.taskIds, orgId)
+    await lockInteractionsBegunSince(tx, records.taskIds, locked)
+    const open = [...tasks.values()].filter((task) => task.status !== 'completed')
     const cancelled = await completeAllAs(tx, open, 'cancelled', now)
     const erased = await erasePersonRecords(tx, orgId, records)
     const suppressions = await eraseSuppressedPhones(tx, ops.phoneHashKey, orgId, records.phones)

@@ -76,10 +76,11 @@ export async function findPersonRecords(tx: Queryable, orgId: string, person: Pe
  * Locks the interactions an erasure of these records changes, in id order,
  * before their tasks are locked: in the order a settlement locks them (the
  * interaction, then its task), so that an erasure and the settlement of one
- * of the person's calls never wait for each other in a circle.
+ * of the person's calls never wait for each other in a circle. Answers
+ * their ids.
  */
-export async function lockPersonInteractions(tx: Queryable, orgId: string, records: PersonRecords): Promise<void> {
-  await tx.query(
+export async function lockPersonInteractions(tx: Queryable, orgId: string, records: PersonRecords): Promise<string[]> {
+  const rows = await tx.query<{ id: string }>(
     `SELECT id FROM interactions
      WHERE id = ANY(ARRAY(
          SELECT id FROM interactions WHERE task_id = ANY($2::text[])
@@ -89,6 +90,18 @@ export async function lockPersonInteractions(tx: Queryable, orgId: string, recor
      FOR UPDATE`,
     [orgId, records.taskIds, records.phones],
   )
+  return rows.map((row) => row.id)
+}
+
+/**
+ * Locks the calls begun for these tasks since `locked` were locked (a
+ * dispatcher may have begun one in between), once the tasks are held and no
+ * more can begin; without waiting: a settlement that holds one waits for a
+ * task the caller holds. Throws (lock_not_available, 55P03) if one is held:
+ * the caller lets go of everything and starts again.
+ */
+export async function lockInteractionsBegunSince(tx: Queryable, taskIds: readonly string[], locked: readonly string[]): Promise<void> {
+  await tx.query(`SELECT id FROM interactions WHERE task_id = ANY($1::text[]) AND id <> ALL($2::text[]) ORDER BY id FOR UPDATE NOWAIT`, [taskIds, locked])
 }
 
 /** What an erasure changed, row by row. */
