@@ -1,7 +1,7 @@
 /** GET /api/v2/tasks: an organization's tasks newest first, paged, filtered, and found by a phone number, with an injected clock. */
 import assert from 'node:assert/strict'
 import { after, before, describe, test } from 'node:test'
-import { acceptedTrigger, bearer, createCampaign, json, seedOrganization, startService, type TestService } from './support/service.ts'
+import { acceptedTrigger, bearer, createCampaign, json, OPERATOR_TOKEN, seedOrganization, startService, type TestService } from './support/service.ts'
 
 const ALWAYS_OPEN = { timezone: 'contact', windows: [{ days: ['mon', 'tue', 'wed', 'thu', 'fri', 'sat', 'sun'], start: '00:00', end: '24:00' }] }
 const MINUTE = 60_000
@@ -147,5 +147,58 @@ describe('listing tasks', () => {
       { loc: ['query', 'source'], msg: 'Value error, source, type and value name one of your ids together: give all three, or none' },
     ])
     assert.deepEqual(await refused('?before=tsk_nope'), [{ loc: ['query', 'before'], msg: 'Value error, before must be the id of one of your tasks, as listed on the previous page' }])
+  })
+})
+
+describe('every combination of filters', () => {
+  test('lists what the filters select of every task, in every state, whichever index it is read from, a page at a time', async () => {
+    const org = await seedOrganization(service.app, { routingKey: 'calls', schedule: ALWAYS_OPEN })
+    // Calls that complete at once; calls that go on (their tasks stay in progress); tasks not due for a week (pending).
+    await service.app.inject({ method: 'PATCH', url: `/admin/v1/organizations/${org.orgId}/campaigns/${org.campaign.id}`, headers: bearer(OPERATOR_TOKEN), payload: { provider_config: { duration_ms: 0 } } })
+    await createCampaign(service.app, org.orgId, { routing_key: 'long', channel: 'voice', schedule: ALWAYS_OPEN, provider_config: { duration_ms: 3_600_000 } })
+    await createCampaign(service.app, org.orgId, { routing_key: 'later', channel: 'voice', schedule: ALWAYS_OPEN })
+    let n = 0
+    const trigger = async (campaign: string, testMode: boolean) => {
+      now += MINUTE
+      const notBefore = campaign === 'later' ? { not_before: new Date(now + 7 * 24 * 60 * MINUTE).toISOString() } : {}
+      return acceptedTrigger(service.app, org.key, { campaign, contact: { phone: LONDON, first_name: `Combo ${n++}` }, test_mode: testMode, ...notBefore })
+    }
+    const cancelledIds: string[] = []
+    for (const campaign of ['calls', 'long', 'later']) {
+      for (const testMode of [false, true, false]) await trigger(campaign, testMode)
+      cancelledIds.push((await trigger(campaign, false)).task_id)
+    }
+    for (const id of cancelledIds) assert.equal((await service.app.inject({ method: 'POST', url: `/api/v2/tasks/${id}/cancel`, headers: bearer(org.key) })).statusCode, 200)
+    await service.app.workers!.dispatcher.runOnce()
+    now += 1_000
+    await service.app.workers!.dispatcher.runOnce()
+
+    const all: { id: string; status: string; outcome: string | null; campaign: string; test_mode: boolean }[] = json(
+      await service.app.inject({ method: 'GET', url: '/api/v2/tasks?limit=100', headers: bearer(org.key) }),
+    ).data
+    assert.equal(all.length, 12)
+    assert.deepEqual(new Set(all.map((task) => `${task.status}/${task.outcome}`)), new Set(['completed/reached', 'completed/cancelled', 'in_progress/null', 'pending/null']))
+    const cases = []
+    for (const status of [undefined, 'pending', 'in_progress', 'completed'])
+      for (const outcome of [undefined, 'reached', 'cancelled'])
+        for (const campaign of [undefined, 'calls', 'long', 'later'])
+          for (const testMode of [undefined, true, false]) cases.push({ status, outcome, campaign, test_mode: testMode })
+    for (const wanted of cases) {
+      const query = Object.entries(wanted)
+        .filter(([, value]) => value !== undefined)
+        .map(([name, value]) => `${name}=${value}`)
+        .join('&')
+      const expected = all
+        .filter((task) => Object.entries(wanted).every(([name, value]) => value === undefined || (task as Record<string, unknown>)[name] === value))
+        .map((task) => task.id)
+      assert.deepEqual(await list(`?${query}`, org.key), expected, query)
+      // Two at a time, each page starting after the last.
+      const paged: string[] = []
+      for (let page = await list(`?${query}&limit=2`, org.key); ; page = await list(`?${query}&limit=2&before=${paged.at(-1)}`, org.key)) {
+        paged.push(...page)
+        if (page.length < 2) break
+      }
+      assert.deepEqual(paged, expected, `${query}, paged`)
+    }
   })
 })

@@ -370,18 +370,24 @@ export async function finalizeInteractions(tx: Queryable, ends: readonly Interac
 
 /**
  * The latest outbound interaction of these campaigns with a phone, running
- * ones first, for a reply that names no message.
+ * ones first, for a reply that names no message: read from the triggers
+ * sent to the number (triggers_by_phone), through their tasks, which name
+ * their interactions. (Looked for among interactions by number, it was a
+ * scan of every organization's: 232 ms among 2 million.)
  */
 export async function findLatestInteractionWith(
   db: Queryable,
-  campaignIds: string[],
+  campaigns: readonly { id: string; orgId: string }[],
   phone: string,
 ): Promise<InteractionWithConfig | undefined> {
   const rows = await db.query<WithConfigRow>(
     `SELECT ${WITH_CONFIG} FROM interactions
-     WHERE campaign_id = ANY($1::text[]) AND to_phone = $2 AND direction = 'outbound'
+     WHERE id = ANY(ARRAY(
+         SELECT unnest(t.interaction_ids) FROM triggers tr JOIN tasks t ON t.id = tr.task_id
+         WHERE tr.org_id = ANY($2::text[]) AND tr.phone = $3 AND tr.campaign_id = ANY($1::text[])))
+       AND direction = 'outbound' AND campaign_id = ANY($1::text[])
      ORDER BY status = 'finalized', started_at DESC LIMIT 1`,
-    [campaignIds, phone],
+    [campaigns.map((campaign) => campaign.id), [...new Set(campaigns.map((campaign) => campaign.orgId))], phone],
   )
   return rows[0] && toWithConfig(rows[0])
 }

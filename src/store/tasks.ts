@@ -6,7 +6,7 @@
  * nothing: its locks go with its connection, and the tasks are due as before.
  */
 import type { AttemptPolicy, Provider, Schedule } from '../domain/campaignSettings.ts'
-import type { Channel, Contact, ExternalId, Interaction, JsonObject, Task, TaskOutcome, TaskStatus, ZoneSource } from '../domain/types.ts'
+import { type Channel, type Contact, type ExternalId, type Interaction, type JsonObject, type Task, TASK_OUTCOMES, type TaskOutcome, type TaskStatus, type ZoneSource } from '../domain/types.ts'
 import type { Queryable } from './database.ts'
 import { interactionColumns, type InteractionRow, iso, isoOrNull, toInteraction } from './rows.ts'
 import { SUPPRESSION_OF_TASK } from './suppressions.ts'
@@ -449,60 +449,102 @@ export async function taskListPosition(db: Queryable, orgId: string, taskId: str
 }
 
 /**
- * From each trigger to its task by primary key (tasks has no index on
- * trigger_id, 019), and by that alone: given t.trigger_id = tr.id as well,
- * the planner counts the join's rows as if the two were independent, expects
- * almost none, and reads and sorts every trigger of the organization rather
- * than the newest few (300,000 triggers: 284 ms against 0.3).
- */
-const FROM_TRIGGERS = 'FROM triggers tr JOIN tasks t ON t.id = tr.task_id'
-/**
- * Pending tasks, from the dispatcher's index of them (tasks_due_by_campaign)
- * to their triggers: they are few beside all the organization's triggers,
- * which the way above would read until it had found a page of them (300
- * pending among 150,000: 3.8 ms against 74).
- */
-const FROM_PENDING_TASKS = 'FROM tasks t JOIN triggers tr ON tr.id = t.trigger_id'
-
-/**
- * The organization's tasks, newest first, at most `limit`. Read through the
- * triggers (migration 024): by number in triggers_by_phone, by external id in
- * the ids index, else backwards along triggers_by_org from `after` or the
- * creation time range; status and outcome are checked on each task read,
- * except that pending tasks are read from the dispatcher's index.
- *
- * The statement's text follows the filters given: each combination is its
- * own prepared statement, planned for what it filters on (a few hundred at
+ * The organization's tasks, newest first (by their trigger's creation, then
+ * its id), at most `limit`, each read from an index whose entries are the
+ * answer rather than the history (plans checked on a history of a million
+ * tasks; see BENCHMARKS.md):
+ * - one reaching a number, by triggers_by_phone; one of the client's ids, by
+ *   the triggers' ids index: a person's tasks, however many filters follow;
+ * - pending tasks, campaign by campaign from the dispatcher's index of them;
+ *   those in progress, from the index of running interactions: the queue;
+ * - given an outcome, a campaign, a test mode or the completed status: the
+ *   completed tasks from tasks_completed_by_campaign, campaign by campaign,
+ *   outcome by outcome and test mode by test mode (each range read
+ *   newest first, at most a page of each), with, unless the status or an
+ *   outcome says otherwise, the queue's tasks of those campaigns;
+ * - else, every task backwards along triggers_by_org, from the page's start
+ *   or the creation time range.
+ * Every other filter given is checked on the tasks read. Each combination is
+ * a statement of its own, planned for what it filters on (a few hundred at
  * most; see store/database.ts).
  */
 export async function listTasks(db: Queryable, orgId: string, filter: TaskFilter, limit: number): Promise<Task[]> {
-  const params: unknown[] = [orgId]
-  // c.org_id too: pending tasks are then read from the due index campaign by campaign, the organization's only.
-  const where = ['tr.org_id = $1', 't.org_id = $1', 'c.org_id = $1']
-  const holds = (condition: (param: string) => string, value: unknown) => {
+  const params: unknown[] = [orgId, limit]
+  const param = (value: unknown) => {
     params.push(value)
-    where.push(condition(`$${params.length}`))
+    return `$${params.length}`
   }
-  if (filter.externalId !== undefined) holds((p) => `tr.ids @> ${p}::jsonb`, JSON.stringify([filter.externalId]))
-  if (filter.phone !== undefined) holds((p) => `tr.phone = ${p}`, filter.phone)
-  if (filter.campaign !== undefined) holds((p) => `tr.campaign_id IN (SELECT id FROM campaigns WHERE org_id = $1 AND routing_key = ${p})`, filter.campaign)
-  if (filter.testMode !== undefined) holds((p) => `tr.test_mode = ${p}`, filter.testMode)
-  if (filter.createdFrom !== undefined) holds((p) => `tr.created_at >= ${p}`, new Date(filter.createdFrom))
-  if (filter.createdBefore !== undefined) holds((p) => `tr.created_at < ${p}`, new Date(filter.createdBefore))
-  if (filter.after !== undefined) {
-    params.push(filter.after.createdAt, filter.after.triggerId)
-    where.push(`(tr.created_at, tr.id) < ($${params.length - 1}, $${params.length})`)
+  /** The filters on a task `t` (with its creation and trigger's id) that its access path does not apply itself. */
+  const holds = (skip: readonly (keyof TaskFilter)[] = []) => {
+    const conditions: string[] = []
+    const given = <K extends keyof TaskFilter>(name: K) => (skip.includes(name) ? undefined : filter[name])
+    if (given('status') !== undefined) conditions.push(`t.status || '' = ${param(filter.status)}`)
+    if (given('outcome') !== undefined) conditions.push(`t.outcome = ${param(filter.outcome)}`)
+    if (given('testMode') !== undefined) conditions.push(`t.test_mode = ${param(filter.testMode)}`)
+    if (given('campaign') !== undefined) conditions.push(`t.campaign_id IN (SELECT id FROM campaigns WHERE org_id = $1 AND routing_key = ${param(filter.campaign)})`)
+    conditions.push(...range('t.created_at', 't.trigger_id'))
+    return conditions
   }
-  if (filter.status !== undefined) holds((p) => `t.status = ${p}`, filter.status)
-  if (filter.outcome !== undefined) holds((p) => `t.outcome = ${p}`, filter.outcome)
-  params.push(limit)
+  /** The creation time range and the page's start, on these columns. */
+  const range = (createdAt: string, triggerId: string) => {
+    const conditions: string[] = []
+    if (filter.createdFrom !== undefined) conditions.push(`${createdAt} >= ${param(new Date(filter.createdFrom))}`)
+    if (filter.createdBefore !== undefined) conditions.push(`${createdAt} < ${param(new Date(filter.createdBefore))}`)
+    if (filter.after !== undefined) conditions.push(`(${createdAt}, ${triggerId}) < (${param(filter.after.createdAt)}, ${param(filter.after.triggerId)})`)
+    return conditions
+  }
+  const where = (conditions: readonly string[]) => (conditions.length === 0 ? '' : `AND ${conditions.join(' AND ')}`)
+  /** Of campaigns `c`, the organization's, of the routing key given. */
+  const ofScope = () => `c.org_id = $1 ${filter.campaign === undefined ? '' : `AND c.routing_key = ${param(filter.campaign)}`}`
+  /** Tasks `t` by id, newest first, at most a page. */
+  const newest = (ids: string, conditions: readonly string[]) =>
+    `SELECT t.id, t.created_at, t.trigger_id FROM tasks t WHERE t.id = ANY(ARRAY(${ids})) AND t.org_id = $1 ${where(conditions)}
+     ORDER BY t.created_at DESC, t.trigger_id DESC LIMIT $2`
+  const pending = (conditions: readonly string[]) =>
+    newest(`SELECT due.id FROM campaigns c CROSS JOIN LATERAL (SELECT id FROM tasks WHERE campaign_id = c.id AND status = 'pending') due WHERE ${ofScope()}`, [
+      `t.status || '' = 'pending'`,
+      ...conditions,
+    ])
+  const inProgress = (conditions: readonly string[]) =>
+    newest(
+      `SELECT running.task_id FROM campaigns c CROSS JOIN LATERAL (SELECT task_id FROM interactions WHERE campaign_id = c.id AND status <> 'finalized') running
+       WHERE ${ofScope()}`,
+      [`t.status || '' = 'in_progress'`, ...conditions],
+    )
+
+  let chosen: string
+  if (filter.phone !== undefined || filter.externalId !== undefined) {
+    // A person's triggers; the organization is checked on their tasks, so that the ids index is read alone.
+    const person = filter.phone !== undefined ? `tr.org_id = $1 AND tr.phone = ${param(filter.phone)}` : `tr.ids @> ${param(JSON.stringify([filter.externalId]))}::jsonb`
+    const also = filter.phone !== undefined && filter.externalId !== undefined ? ` AND tr.ids @> ${param(JSON.stringify([filter.externalId]))}::jsonb` : ''
+    chosen = newest(`SELECT tr.task_id FROM triggers tr WHERE ${person}${also}`, holds())
+  } else if (filter.status === 'pending') {
+    chosen = pending(holds(['status', 'campaign']))
+  } else if (filter.status === 'in_progress') {
+    chosen = inProgress(holds(['status', 'campaign']))
+  } else if (filter.outcome !== undefined || filter.campaign !== undefined || filter.testMode !== undefined || filter.status === 'completed') {
+    const outcomes = filter.outcome === undefined ? TASK_OUTCOMES : [filter.outcome]
+    const testModes = filter.testMode === undefined ? [false, true] : [filter.testMode]
+    const completed = `SELECT page.id, page.created_at, page.trigger_id FROM campaigns c
+       CROSS JOIN unnest(${param(outcomes)}::text[]) AS o(outcome)
+       CROSS JOIN unnest(${param(testModes)}::boolean[]) AS m(test_mode)
+       CROSS JOIN LATERAL (
+         SELECT t.id, t.created_at, t.trigger_id FROM tasks t
+         WHERE t.campaign_id = c.id AND t.status = 'completed' AND t.outcome = o.outcome AND t.test_mode = m.test_mode ${where(range('t.created_at', 't.trigger_id'))}
+         ORDER BY t.created_at DESC, t.trigger_id DESC
+         LIMIT $2) page
+       WHERE ${ofScope()}`
+    const open = filter.status === undefined && filter.outcome === undefined
+    const queue = open ? [pending(holds(['campaign'])), inProgress(holds(['campaign']))].map((part) => `UNION ALL (${part})`).join('\n') : ''
+    chosen = `SELECT * FROM ((${completed}) ${queue}) found ORDER BY created_at DESC, trigger_id DESC LIMIT $2`
+  } else {
+    chosen = `SELECT tr.task_id AS id, tr.created_at, tr.id AS trigger_id FROM triggers tr WHERE tr.org_id = $1 ${where(range('tr.created_at', 'tr.id'))}
+       ORDER BY tr.created_at DESC, tr.id DESC LIMIT $2`
+  }
   const rows = await db.query<TaskRow>(
-    `${TASK_COLUMNS}
-     ${filter.status === 'pending' ? FROM_PENDING_TASKS : FROM_TRIGGERS}
-     JOIN campaigns c ON c.id = t.campaign_id
-     WHERE ${where.join(' AND ')}
-     ORDER BY tr.created_at DESC, tr.id DESC
-     LIMIT $${params.length}`,
+    `${TASK_SELECT}
+     WHERE t.id = ANY(ARRAY(SELECT id FROM (${chosen}) chosen)) AND t.org_id = $1
+     ORDER BY t.created_at DESC, t.trigger_id DESC`,
     params,
   )
   return withInteractions(db, rows, { results: false })
@@ -512,7 +554,10 @@ export async function listTasks(db: Queryable, orgId: string, filter: TaskFilter
  * Locks, as {@link lockTasks} does, the organization's tasks not yet
  * completed whose trigger carried any of these external ids, optionally only
  * those of the campaigns of one routing key. Each id is looked up on its own
- * in the triggers' ids index.
+ * in the triggers' ids index, alone: the organization is checked on the
+ * tasks found, since a generic plan that also read triggers_by_org for it
+ * (to AND the two bitmaps) read an organization's every trigger at each
+ * call, 1.4 to 1.6 s with a million of them.
  */
 export async function lockOpenTasksByExternalIds(
   tx: Queryable,
@@ -525,7 +570,7 @@ export async function lockOpenTasksByExternalIds(
     `${SELECT_TASKS_FOR_UPDATE}
      WHERE t.id = ANY(ARRAY(
          SELECT named.task_id FROM jsonb_array_elements($2::jsonb) AS wanted(id)
-         CROSS JOIN LATERAL (SELECT task_id FROM triggers WHERE org_id = $1 AND ids @> jsonb_build_array(wanted.id)) named))
+         CROSS JOIN LATERAL (SELECT task_id FROM triggers WHERE ids @> jsonb_build_array(wanted.id)) named))
        AND t.org_id = $1 AND t.status <> 'completed' AND ($3::text IS NULL OR c.routing_key = $3)
      ORDER BY t.id
      FOR UPDATE OF t`,

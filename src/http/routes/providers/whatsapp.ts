@@ -96,7 +96,7 @@ export async function whatsappRoutes(
     // (a running one first). One that answers nothing running is an inbound interaction of its own.
     const message: PersonMessage = { provider: 'whatsapp_cloud', id: notification.messageId, from: notification.from, at: notification.at, text: notification.text }
     const optOut = asksToStop(notification.text)
-    const answered = (await sent(notification.replyTo)) ?? ours(await findLatestInteractionWith(db, campaignIds, notification.from))
+    const answered = (await sent(notification.replyTo)) ?? ours(await findLatestInteractionWith(db, senders, notification.from))
     if (answered !== undefined && answered.status !== 'finalized') {
       const orgId = senders.find((campaign) => campaign.id === answered.campaignId)!.orgId
       // Added to its transcript; one that waits for its result waits on, unless the person wrote STOP.
