@@ -19,6 +19,7 @@ import { runWorker, serve } from './server.ts'
 import * as admin from './services/administration.ts'
 import { CampaignPauses } from './services/campaignPauses.ts'
 import { createWake } from './services/index.ts'
+import { DataDirInUse } from './store/dataDirLock.ts'
 import { openDatabase } from './store/database.ts'
 import { migrate } from './store/migrate.ts'
 import { validate } from './validation/model.ts'
@@ -65,7 +66,8 @@ async function main(argv: string[]): Promise<void> {
   if (command === 'serve') return serve(config, { workers: values['no-workers'] !== true })
   if (command === 'worker') return runWorker(config)
 
-  const db = await openDatabase(config)
+  // Refused at once if a running process has the embedded database's directory: two writers lose each other's data.
+  const db = await openDatabase({ ...config, command })
   try {
     await migrate(db)
     if (command === 'migrate') return
@@ -235,7 +237,7 @@ function checked<S extends TSchema>(schema: S, input: Record<string, unknown>): 
 main(process.argv.slice(2)).catch((error: unknown) => {
   if (error instanceof ConfigError) {
     process.stderr.write(`configuration error: ${error.message}\n`)
-  } else if (error instanceof UsageError || error instanceof ApiError) {
+  } else if (error instanceof UsageError || error instanceof ApiError || error instanceof DataDirInUse) {
     process.stderr.write(`${error.message}\n`)
     if (error instanceof UsageError) process.stderr.write(`run with --help for usage\n`)
   } else {

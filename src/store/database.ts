@@ -7,6 +7,7 @@ import { mkdir } from 'node:fs/promises'
 import path from 'node:path'
 import { PGlite, types } from '@electric-sql/pglite'
 import pg from 'pg'
+import { type DataDirLock, lockDataDir } from './dataDirLock.ts'
 
 /**
  * Every statement is prepared: parsed and planned once per connection (or,
@@ -55,6 +56,8 @@ export interface Database extends Queryable {
    * own, made again after a loss; notifications sent while it is down are lost.
    */
   listen(channel: string, onPayload: (payload: string) => void): Promise<() => Promise<void>>
+  /** The embedded database's lock on its data directory (none in memory or on a server), released by close(). */
+  readonly dataDirLock?: DataDirLock
   close(): Promise<void>
 }
 
@@ -63,12 +66,26 @@ export interface DatabaseOptions {
   /** The embedded database lives in `<dataDir>/pglite`; `memory://` keeps it in memory. */
   dataDir: string
   poolSize?: number
+  /**
+   * What this process does (`serve`, `org create`), recorded in the data
+   * directory's lock and named to a process refused it; by default the name
+   * of the script that runs.
+   */
+  command?: string
 }
 
 export async function openDatabase(options: DatabaseOptions): Promise<Database> {
-  return options.databaseUrl === undefined
-    ? openPglite(options.dataDir === 'memory://' ? options.dataDir : path.join(options.dataDir, 'pglite'))
-    : openPostgres(options.databaseUrl, options.poolSize ?? 10)
+  if (options.databaseUrl !== undefined) return openPostgres(options.databaseUrl, options.poolSize ?? 10)
+  if (options.dataDir === 'memory://') return openPglite(options.dataDir, undefined)
+  // PGlite takes no lock on its directory, and two processes on it lose each other's writes (see dataDirLock.ts).
+  // Taken before anything there is read or written, so that a process refused it changes nothing.
+  const lock = await lockDataDir(options.dataDir, options.command ?? path.basename(process.argv[1] ?? process.argv0))
+  try {
+    return await openPglite(path.join(options.dataDir, 'pglite'), lock)
+  } catch (error) {
+    lock.release()
+    throw error
+  }
 }
 
 function openPostgres(connectionString: string, poolSize: number): Database {
@@ -152,7 +169,7 @@ async function listenOnPostgres(connectionString: string, channel: string, onPay
   }
 }
 
-async function openPglite(dataDir: string): Promise<Database> {
+async function openPglite(dataDir: string, lock: DataDirLock | undefined): Promise<Database> {
   if (dataDir !== 'memory://') await mkdir(dataDir, { recursive: true })
   const db = await PGlite.create(dataDir)
   // Statements are prepared once for the session, whatever transaction they
@@ -194,7 +211,14 @@ async function openPglite(dataDir: string): Promise<Database> {
     // PGlite queues statements and transactions on its one session itself.
     transaction: (work) => db.transaction((tx) => work(runOn(tx))),
     listen: async (channel, onPayload) => db.listen(channel, onPayload),
-    close: () => db.close(),
+    dataDirLock: lock,
+    async close() {
+      try {
+        await db.close()
+      } finally {
+        lock?.release()
+      }
+    },
   }
 }
 
