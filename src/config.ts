@@ -5,6 +5,7 @@
  * listens, with one line that names the variable and the value it rejected.
  */
 import path from 'node:path'
+import { DEFAULT_HISTORY_BOUNDS, type HistoryBounds } from './domain/retention.ts'
 
 export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent'
 
@@ -33,6 +34,8 @@ export interface Config {
   whatsappApiBaseUrl: string
   /** Lets webhook endpoints be private, loopback or plain-http addresses: for local development and tests only. */
   allowPrivateWebhookUrls: boolean
+  /** How long endpoint health (counts by the hour) and the audit log are kept, in days. */
+  historyBounds: HistoryBounds
 }
 
 export class ConfigError extends Error {}
@@ -41,6 +44,8 @@ const LOG_LEVELS: readonly LogLevel[] = ['fatal', 'error', 'warn', 'info', 'debu
 const MIN_OPERATOR_TOKEN_LENGTH = 24
 /** 32 characters of a random base64 or hex string carry at least 128 bits. */
 const MIN_PHONE_HASH_KEY_LENGTH = 32
+/** The longest a service-wide bound may keep its rows: ten years. */
+const MAX_BOUND_DAYS = 3650
 /** The port Prometheus's exporters for Node.js commonly take. */
 const DEFAULT_METRICS_PORT = 9464
 
@@ -59,7 +64,22 @@ export function loadConfig(env: NodeJS.ProcessEnv): Config {
     twilioApiBaseUrl: parseHttpUrl('TWILIO_API_BASE_URL', env.TWILIO_API_BASE_URL) ?? 'https://api.twilio.com',
     whatsappApiBaseUrl: parseHttpUrl('WHATSAPP_API_BASE_URL', env.WHATSAPP_API_BASE_URL) ?? 'https://graph.facebook.com',
     allowPrivateWebhookUrls: parseBoolean('ALLOW_PRIVATE_WEBHOOK_URLS', env.ALLOW_PRIVATE_WEBHOOK_URLS) ?? false,
+    historyBounds: {
+      endpointHealthDays: parseDays('ENDPOINT_HEALTH_RETENTION_DAYS', env.ENDPOINT_HEALTH_RETENTION_DAYS) ?? DEFAULT_HISTORY_BOUNDS.endpointHealthDays,
+      auditLogDays: parseDays('AUDIT_LOG_RETENTION_DAYS', env.AUDIT_LOG_RETENTION_DAYS) ?? DEFAULT_HISTORY_BOUNDS.auditLogDays,
+    },
   }
+}
+
+/** A whole number of days, from 1 to MAX_BOUND_DAYS. */
+function parseDays(name: string, raw: string | undefined): number | undefined {
+  const value = nonEmpty(name, raw)
+  if (value === undefined) return undefined
+  const days = Number(value)
+  if (!/^\d+$/.test(value) || days < 1 || days > MAX_BOUND_DAYS) {
+    throw new ConfigError(`${name} must be a whole number of days from 1 to ${MAX_BOUND_DAYS}, got ${JSON.stringify(raw)}`)
+  }
+  return days
 }
 
 function parseBoolean(name: string, raw: string | undefined): boolean | undefined {

@@ -51,6 +51,7 @@ async function run(config: Config, options: { api: boolean; workers: boolean; po
       allowPrivateWebhookUrls: config.allowPrivateWebhookUrls,
       workers: options.workers,
       api: options.api,
+      historyBounds: config.historyBounds,
     },
     { db, channels },
   )

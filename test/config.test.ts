@@ -18,6 +18,7 @@ test('defaults', () => {
     twilioApiBaseUrl: 'https://api.twilio.com',
     whatsappApiBaseUrl: 'https://graph.facebook.com',
     allowPrivateWebhookUrls: false,
+    historyBounds: { endpointHealthDays: 90, auditLogDays: 730 },
   })
 })
 
@@ -35,6 +36,8 @@ test('reads every variable', () => {
     TWILIO_API_BASE_URL: 'http://127.0.0.1:9001',
     WHATSAPP_API_BASE_URL: 'http://127.0.0.1:9002/graph',
     ALLOW_PRIVATE_WEBHOOK_URLS: 'TRUE',
+    ENDPOINT_HEALTH_RETENTION_DAYS: '30',
+    AUDIT_LOG_RETENTION_DAYS: '3650',
   })
   assert.deepEqual(config, {
     port: 9000,
@@ -49,6 +52,7 @@ test('reads every variable', () => {
     twilioApiBaseUrl: 'http://127.0.0.1:9001',
     whatsappApiBaseUrl: 'http://127.0.0.1:9002/graph',
     allowPrivateWebhookUrls: true,
+    historyBounds: { endpointHealthDays: 30, auditLogDays: 3650 },
   })
 })
 
@@ -65,6 +69,8 @@ for (const [env, pattern] of [
   [{ TWILIO_API_BASE_URL: 'ftp://twilio' }, /^TWILIO_API_BASE_URL must start with http:\/\/ or https:\/\//],
   [{ WHATSAPP_API_BASE_URL: 'https://graph.facebook.com?x=1' }, /^WHATSAPP_API_BASE_URL must not have a query or fragment$/],
   [{ ALLOW_PRIVATE_WEBHOOK_URLS: 'yes' }, /^ALLOW_PRIVATE_WEBHOOK_URLS must be true or false, got "yes"$/],
+  [{ ENDPOINT_HEALTH_RETENTION_DAYS: '0' }, /^ENDPOINT_HEALTH_RETENTION_DAYS must be a whole number of days from 1 to 3650, got "0"$/],
+  [{ AUDIT_LOG_RETENTION_DAYS: '2 years' }, /^AUDIT_LOG_RETENTION_DAYS must be a whole number of days from 1 to 3650, got "2 years"$/],
 ] as const) {
   test(`refuses ${JSON.stringify(env)}`, () => {
     assert.throws(() => loadConfig(env), (error: unknown) => error instanceof ConfigError && pattern.test(error.message))
