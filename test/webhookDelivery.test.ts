@@ -148,7 +148,7 @@ describe('max_in_flight', () => {
       assert.deepEqual([receiver.peakInFlight, other.peakInFlight], [2, 3])
       const [row] = await service.db.query<{ deliveries: number; attempts: number; succeeded: number }>(
         `SELECT count(*)::int AS deliveries, sum(attempts)::int AS attempts, count(*) FILTER (WHERE status = 'succeeded')::int AS succeeded
-         FROM deliveries WHERE org_id = $1`,
+         FROM deliveries WHERE event_id IN (SELECT id FROM events WHERE org_id = $1)`,
         [orgId],
       )
       assert.deepEqual(row, { deliveries: 120, attempts: 120, succeeded: 120 })
@@ -189,7 +189,7 @@ describe('batches', () => {
     }
     // The attempts that settled them are on their rows: delivery_attempts holds the 20 after which one was due again.
     const [logged] = await service.db.query<{ attempts: number }>(
-      'SELECT count(*)::int AS attempts FROM delivery_attempts a JOIN deliveries d ON d.id = a.delivery_id WHERE d.org_id = $1',
+      'SELECT count(*)::int AS attempts FROM delivery_attempts a JOIN deliveries d ON d.id = a.delivery_id JOIN events e ON e.id = d.event_id WHERE e.org_id = $1',
       [orgId],
     )
     assert.equal(logged!.attempts, 20)

@@ -30,22 +30,27 @@ export interface DailyCount extends CountKey {
   seconds: number
 }
 
-const keyOf = (key: CountKey) => JSON.stringify([key.day, key.campaign, key.channel, key.testMode, key.kind, key.outcome])
-
-/** What these events count: one task.completed is a task, one interaction.finalized an attempt or an inbound message; nothing else counts. */
+/**
+ * What these events count: one task.completed is a task, one
+ * interaction.finalized an attempt or an inbound message; nothing else
+ * counts, nor an event that does not say what it reports (its campaign,
+ * channel and outcome), which the service never writes.
+ */
 export function countEvents(events: readonly OutboxEvent[]): DailyCount[] {
   const counts = new Map<string, DailyCount>()
-  for (const { type, data } of events) {
-    let counted: DailyCount
+  for (const { type, timestamp, data } of events) {
+    let counted: DailyCount | undefined
     if (type === 'task.completed') {
-      counted = { ...common(data, data.completed_at), kind: 'task', count: 1, attempts: Number(data.attempts), seconds: 0 }
+      const key = keyOf(data, data.completed_at ?? timestamp, 'task')
+      counted = key && { ...key, count: 1, attempts: Number(data.attempts ?? 0), seconds: 0 }
     } else if (type === 'interaction.finalized') {
-      const kind = data.direction === 'inbound' ? 'inbound' : 'outbound'
-      counted = { ...common(data, data.ended_at), kind, count: 1, attempts: 0, seconds: Number(data.duration_s ?? 0) }
-    } else continue
-    const key = keyOf(counted)
-    const sum = counts.get(key)
-    if (sum === undefined) counts.set(key, counted)
+      const key = keyOf(data, data.ended_at ?? timestamp, data.direction === 'inbound' ? 'inbound' : 'outbound')
+      counted = key && { ...key, count: 1, attempts: 0, seconds: Number(data.duration_s ?? 0) }
+    }
+    if (counted === undefined) continue
+    const name = JSON.stringify([counted.day, counted.campaign, counted.channel, counted.testMode, counted.kind, counted.outcome])
+    const sum = counts.get(name)
+    if (sum === undefined) counts.set(name, counted)
     else {
       sum.count += counted.count
       sum.attempts += counted.attempts
@@ -55,14 +60,12 @@ export function countEvents(events: readonly OutboxEvent[]): DailyCount[] {
   return [...counts.values()]
 }
 
-function common(data: Record<string, unknown>, at: unknown): Omit<CountKey, 'kind'> {
-  return {
-    day: String(at).slice(0, 10),
-    campaign: String(data.campaign),
-    channel: data.channel as Channel,
-    testMode: data.test_mode === true,
-    outcome: String(data.outcome),
-  }
+/** What an event is counted under: the UTC day of `at`, its campaign, test mode and outcome. */
+function keyOf(data: Record<string, unknown>, at: unknown, kind: CountKind): CountKey | undefined {
+  const { campaign, channel, outcome } = data
+  if (typeof campaign !== 'string' || (channel !== 'voice' && channel !== 'whatsapp') || typeof outcome !== 'string') return undefined
+  const day = typeof at === 'string' && /^\d{4}-\d{2}-\d{2}T/.test(at) ? at.slice(0, 10) : undefined
+  return day === undefined ? undefined : { day, campaign, channel, testMode: data.test_mode === true, kind, outcome }
 }
 
 /** One day of one campaign, as the API answers it: every outcome named, zero where none. */

@@ -360,16 +360,16 @@ export async function redeliver(db: Database, orgId: string, eventId: string, en
     if (receiving === undefined) return false
     await tx.query(
       `WITH hurried AS (
-         UPDATE deliveries SET due_at = $4
-         WHERE id = ANY($5::bigint[]) AND endpoint_id = $2 AND status || '' = 'pending' AND (locked_until IS NULL OR locked_until <= $4)
+         UPDATE deliveries SET due_at = $3
+         WHERE id = ANY($4::bigint[]) AND endpoint_id = $2 AND status || '' = 'pending' AND (locked_until IS NULL OR locked_until <= $3)
        ), made AS (
-         INSERT INTO deliveries (event_id, endpoint_id, org_id, status, due_at, created_at)
-         SELECT $1, $2, $3, 'pending', $4, $4
-         WHERE NOT EXISTS (SELECT 1 FROM deliveries WHERE id = ANY($5::bigint[]) AND endpoint_id = $2 AND status || '' = 'pending')
+         INSERT INTO deliveries (event_id, endpoint_id, status, due_at, created_at)
+         SELECT $1, $2, 'pending', $3, $3
+         WHERE NOT EXISTS (SELECT 1 FROM deliveries WHERE id = ANY($4::bigint[]) AND endpoint_id = $2 AND status || '' = 'pending')
          RETURNING id
        )
        UPDATE events SET delivery_ids = delivery_ids || ARRAY(SELECT id FROM made) WHERE id = $1 AND EXISTS (SELECT 1 FROM made)`,
-      [eventId, endpointId, orgId, new Date(now), event.delivery_ids],
+      [eventId, endpointId, new Date(now), event.delivery_ids],
     )
     return true
   })

@@ -73,8 +73,8 @@ export async function insertEvents(tx: Queryable, events: readonly OrganizationE
        CROSS JOIN LATERAL (SELECT * FROM deliveries c WHERE c.id = o.id::bigint LIMIT 1) c
        WHERE c.status = 'pending' AND starts_with(c.locked_by, $7::text || '.') AND c.due_at > $8::timestamptz
      ), delivered AS (
-       INSERT INTO deliveries (event_id, endpoint_id, org_id, status, due_at, locked_by, locked_until, created_at)
-       SELECT e.id, w.id, w.org_id, 'pending',
+       INSERT INTO deliveries (event_id, endpoint_id, status, due_at, locked_by, locked_until, created_at)
+       SELECT e.id, w.id, 'pending',
               CASE WHEN h.id IS NULL THEN e.created_at ELSE $9 END, CASE WHEN h.id IS NULL THEN NULL ELSE $10::text END,
               CASE WHEN h.id IS NULL THEN NULL ELSE $9 END, e.created_at
        FROM input e
@@ -192,8 +192,8 @@ export async function insertTestEvent(db: Queryable, orgId: string, endpointId: 
     `WITH target AS (
        SELECT id FROM webhook_endpoints WHERE id = $2 AND org_id = $3 AND enabled AND deleted_at IS NULL FOR SHARE
      ), delivered AS (
-       INSERT INTO deliveries (event_id, endpoint_id, org_id, status, due_at, created_at)
-       SELECT $1, id, $3, 'pending', $5, $5 FROM target
+       INSERT INTO deliveries (event_id, endpoint_id, status, due_at, created_at)
+       SELECT $1, id, 'pending', $5, $5 FROM target
        RETURNING id
      )
      INSERT INTO events (id, org_id, type, payload, created_at, delivery_ids)
