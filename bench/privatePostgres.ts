@@ -1,0 +1,90 @@
+/**
+ * A PostgreSQL server of the benchmark's own, as a production server is set:
+ * autovacuum on (the machine's shared server runs without it), its other
+ * settings the installation's defaults. The growth section measures on it
+ * what depends on vacuum: the bytes a trigger keeps, and whether tables level
+ * off under steady load while history is deleted.
+ *
+ * Made with the installation's initdb and pg_ctl, run as the `postgres`
+ * user (initdb refuses root), in a directory under the benchmark's work
+ * directory, on a port nothing listens on, over TCP on 127.0.0.1 only; stopped
+ * and removed at the end.
+ */
+import { execFileSync } from 'node:child_process'
+import { chmodSync, existsSync, mkdirSync, readdirSync } from 'node:fs'
+import { createServer, type AddressInfo } from 'node:net'
+import path from 'node:path'
+
+/** The installation's server binaries: the newest version under /usr/lib/postgresql. */
+function binaries(): string {
+  const root = '/usr/lib/postgresql'
+  const versions = existsSync(root) ? readdirSync(root).sort((a, b) => Number(b) - Number(a)) : []
+  const bin = versions.map((version) => path.join(root, version, 'bin')).find((dir) => existsSync(path.join(dir, 'initdb')))
+  if (bin === undefined) throw new Error(`no initdb under ${root}: the growth section needs PostgreSQL's server package`)
+  return bin
+}
+
+export interface PrivatePostgres {
+  /** postgres://postgres@127.0.0.1:PORT/postgres */
+  adminUrl: string
+  /** The URL of a database of this server. */
+  urlOf(database: string): string
+  createDatabase(name: string): Promise<string>
+  stop(): void
+}
+
+/** Runs a command as the postgres user when this process is root (as the benchmark usually is), else as this user. */
+function asPostgres(command: string, args: readonly string[]): void {
+  const asRoot = process.getuid?.() === 0
+  execFileSync(asRoot ? 'runuser' : command, asRoot ? ['-u', 'postgres', '--', command, ...args] : [...args], { stdio: ['ignore', 'ignore', 'pipe'] })
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const probe = createServer()
+    probe.once('error', reject)
+    probe.listen(0, '127.0.0.1', () => {
+      const { port } = probe.address() as AddressInfo
+      probe.close(() => resolve(port))
+    })
+  })
+}
+
+export async function startPrivatePostgres(workDir: string, settings: Record<string, string> = {}): Promise<PrivatePostgres> {
+  const bin = binaries()
+  const dir = path.join(workDir, 'postgres')
+  mkdirSync(dir, { recursive: true })
+  // The work directory is root's; the server's files must be the postgres user's.
+  chmodSync(workDir, 0o755)
+  if (process.getuid?.() === 0) execFileSync('chown', ['postgres', dir])
+  const data = path.join(dir, 'data')
+  asPostgres(path.join(bin, 'initdb'), ['-D', data, '-A', 'trust', '-U', 'postgres', '--no-sync'])
+  const port = await freePort()
+  const options = [
+    `-p ${port}`,
+    `-k ${dir}`,
+    '-c listen_addresses=127.0.0.1',
+    '-c autovacuum=on',
+    ...Object.entries(settings).map(([name, value]) => `-c ${name}=${value}`),
+  ].join(' ')
+  asPostgres(path.join(bin, 'pg_ctl'), ['-D', data, '-o', options, '-l', path.join(dir, 'server.log'), '-w', 'start'])
+  const urlOf = (database: string) => `postgres://postgres@127.0.0.1:${port}/${database}`
+  return {
+    adminUrl: urlOf('postgres'),
+    urlOf,
+    async createDatabase(name) {
+      const { default: pg } = await import('pg')
+      const client = new pg.Client({ connectionString: urlOf('postgres') })
+      await client.connect()
+      try {
+        await client.query(`CREATE DATABASE ${name}`)
+      } finally {
+        await client.end()
+      }
+      return urlOf(name)
+    },
+    stop() {
+      asPostgres(path.join(bin, 'pg_ctl'), ['-D', data, '-m', 'fast', '-w', 'stop'])
+    },
+  }
+}
