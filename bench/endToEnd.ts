@@ -73,8 +73,8 @@ const PROGRESS_EVERY_MS = 15_000
 /** When /metrics is scraped under load: this long after the first triggers are posted, while they still are. */
 export const SCRAPE_UNDER_LOAD_AFTER_MS = 1_000
 /** The endpoint's subscription: each trigger ends in one event of each type. */
-const EVENT_TYPES = ['task.completed', 'interaction.finalized'] as const
-type EventType = (typeof EVENT_TYPES)[number]
+export const EVENT_TYPES = ['task.completed', 'interaction.finalized'] as const
+export type EventType = (typeof EVENT_TYPES)[number]
 
 /** Every task is due at once, and its call completes as soon as it starts. */
 export const CAMPAIGN = {
@@ -189,7 +189,7 @@ export function roundVariants(rounds: number): Variant[] {
   return Array.from({ length: rounds }, (_, pair): Variant[] => (pair % 2 === 0 ? ['plain', 'results'] : ['results', 'plain'])).flat()
 }
 
-interface Layout {
+export interface Layout {
   name: string
   /** The service's processes; the first one serves the API. Each serves /readyz and /metrics. */
   processes: { name: string; args: string[] }[]
@@ -356,7 +356,7 @@ async function runLayout(layout: Layout, databaseEnv: Record<string, string>, bo
 }
 
 /** The median of each figure over rounds that all completed; the one that did not, otherwise (it is the last); none without rounds. */
-function summarize(rounds: readonly EndToEndRound[]): EndToEndRound | undefined {
+export function summarize(rounds: readonly EndToEndRound[]): EndToEndRound | undefined {
   if (rounds.length === 0) return undefined
   const incomplete = rounds.find((round) => round.outcome !== 'complete')
   if (incomplete !== undefined) return incomplete
@@ -438,7 +438,7 @@ async function measure(
   return { rounds, underLoad: await underLoad }
 }
 
-async function measureRound(
+export async function measureRound(
   layout: Layout,
   databaseUrl: string | undefined,
   servers: readonly Server[],
@@ -476,7 +476,7 @@ async function measureRound(
 }
 
 /** Every body posted once; the run fails unless each is answered 201. */
-async function postEvery(layout: Layout, api: Server, apiKey: string, bodies: readonly string[], phase: string): Promise<Intake> {
+export async function postEvery(layout: Layout, api: Server, apiKey: string, bodies: readonly string[], phase: string): Promise<Intake> {
   const intake = await postAll(api, apiKey, bodies, phase)
   if (intake.refusals.length > 0) {
     throw new Error(
@@ -487,11 +487,11 @@ async function postEvery(layout: Layout, api: Server, apiKey: string, bodies: re
 }
 
 /** A process is ready when its /readyz answers (a worker process's, on METRICS_PORT). */
-function untilReady(server: Server): Promise<void> {
+export function untilReady(server: Server): Promise<void> {
   return waitUntilReady(server, async () => (await fetch(`${server.baseUrl}/readyz`)).status === 200)
 }
 
-interface Intake {
+export interface Intake {
   /** performance.now() when the first POST was sent. */
   startedAt: number
   seconds: number
@@ -524,7 +524,7 @@ async function postAll(api: Server, apiKey: string, bodies: readonly string[], p
 }
 
 
-interface Receiver {
+export interface Receiver {
   url: string
   /** Distinct webhook-ids received of one event type. */
   received(type: EventType): number
@@ -545,7 +545,7 @@ const RESULT_EXAMPLES = 5
  * The client's webhook endpoint: answers 200 at once, and counts what it got by webhook-id and event type. Each
  * webhook-id's first body is checked against what its campaign's calls report (see FULL_CHECK_EVERY).
  */
-async function startReceiver(): Promise<Receiver> {
+export async function startReceiver(): Promise<Receiver> {
   const timesReceived = new Map<string, number>()
   const byType = new Map<string, number>()
   const checks: Record<Variant, ResultCheck> = { plain: { checked: 0, wrong: 0, examples: [] }, results: { checked: 0, wrong: 0, examples: [] } }
@@ -659,7 +659,7 @@ function resultProblem(result: unknown, reported: ScreeningResult | null): strin
 }
 
 /** Waits until the receiver has one event of each type per trigger posted so far, or the timeout, or a service process dies. */
-async function untilAllDelivered(
+export async function untilAllDelivered(
   layout: Layout,
   receiver: Receiver,
   triggers: number,
@@ -691,7 +691,7 @@ async function untilAllDelivered(
 /** pino's level for warn. */
 const WARN = 40
 
-async function logProblems(server: Server): Promise<string[]> {
+export async function logProblems(server: Server): Promise<string[]> {
   const lines = (await readFile(server.logFile, 'utf8')).split('\n').filter((line) => line !== '')
   return lines
     .filter((line) => {
