@@ -95,6 +95,8 @@ export class HistorySweep {
     const started = performance.now()
     const outOfTime = () => performance.now() - started >= budgetMs
     const report: SweepReport = { tasks: 0, rows: 0, countChanges: 0, unfinished: false }
+    // Before the run as well as after it: a run that fails (its batch held up, the database gone) still says how long history has waited.
+    await this.#reportBacklog()
     for (let moved = COUNT_CHANGES_PER_BATCH; moved === COUNT_CHANGES_PER_BATCH && !outOfTime(); ) {
       moved = await moveCountChanges(this.#db, COUNT_CHANGES_PER_BATCH)
       report.countChanges += moved
@@ -120,9 +122,13 @@ export class HistorySweep {
       await new Promise((resolve) => setImmediate(resolve))
     }
     this.#metrics.retentionDeletedRows.inc(report.rows)
+    await this.#reportBacklog()
+    return report
+  }
+
+  async #reportBacklog(): Promise<void> {
     const due = await earliestHistoryDueAt(this.#db)
     this.#metrics.retentionBacklog.set(due === undefined ? 0 : Math.max(0, (this.#now() - due) / 1000))
-    return report
   }
 
   async #deleteBounded(outOfTime: () => boolean): Promise<number> {

@@ -98,7 +98,7 @@ export class ServiceMetrics {
 
   readonly retentionBacklog = new Gauge({
     name: 'retention_backlog_age_seconds',
-    help: 'How long the oldest history due for deletion has waited past its due time, as this process\'s sweep saw it after its last run (0: none waiting).',
+    help: 'How long the oldest history due for deletion has waited past its due time, as this process\'s sweep saw it before and after its last run (0: none waiting).',
     registers: [this.registry],
   })
 

@@ -212,14 +212,16 @@ export async function deleteHistory(tx: Queryable, due: HistoryToDelete): Promis
 export async function deleteContactsNamedByNone(tx: Queryable, contactIds: readonly string[]): Promise<number> {
   if (contactIds.length === 0) return 0
   const [row] = await tx.query<{ rows: string }>(
+    // Each link is looked up in the triggers' ids index by counting what names it, the organization checked
+    // on what is found: asked only whether one trigger names it (EXISTS, LIMIT 1), the planner, which
+    // cannot know the id and takes one trigger in a hundred to name it, read the organization's triggers
+    // until it met one, and the links asked about are those that their last triggers no longer name:
+    // every one of them, 56 ms a link at 12,000 triggers, against 0.03 through the index.
     `WITH named AS (
-       -- Each link looked up in the triggers' ids index, one at a time (LIMIT 1 keeps the lookup from being made a join).
        SELECT DISTINCT l.contact_id FROM contact_ids l
-       CROSS JOIN LATERAL (
-         SELECT 1 FROM triggers tr
-         WHERE tr.ids @> jsonb_build_array(jsonb_build_object('source', l.source, 'type', l.type, 'value', l.value)) AND tr.org_id = l.org_id
-         LIMIT 1) naming
        WHERE l.contact_id = ANY($1::text[])
+         AND (SELECT count(*) FILTER (WHERE tr.org_id = l.org_id) FROM triggers tr
+              WHERE tr.ids @> jsonb_build_array(jsonb_build_object('source', l.source, 'type', l.type, 'value', l.value))) > 0
      ), unnamed AS (
        SELECT id FROM contacts WHERE id = ANY($1::text[]) AND id <> ALL(ARRAY(SELECT contact_id FROM named)) ORDER BY id FOR UPDATE
      ), gone_links AS (
