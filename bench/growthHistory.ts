@@ -64,7 +64,7 @@
  */
 import { execFileSync } from 'node:child_process'
 import { readFileSync } from 'node:fs'
-import { mkdtemp, rm, writeFile } from 'node:fs/promises'
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
 import http from 'node:http'
 import os from 'node:os'
 import path from 'node:path'
@@ -233,6 +233,11 @@ export interface ReadResult {
   met: boolean
   /** CPUs busy elsewhere while the read's calls ran, on average (see GrowthRound). */
   elsewhereCpus: number | undefined
+  /**
+   * For an HTTP read, the same calls as the service's request log times them (from the request's arrival to its
+   * answer): the part of the client's latency spent in the API process.
+   */
+  service: { p50Ms: number; p99Ms: number; maxMs: number } | undefined
 }
 
 export interface HistoryBenchResult {
@@ -595,8 +600,10 @@ async function measureReads(
     const yearFrom = new Date(today - 365 * 86_400_000).toISOString().slice(0, 10)
     const yearTo = new Date(today).toISOString().slice(0, 10)
 
+    // Each HTTP call's X-Request-ID, by which the service's request log gives its own time for it.
+    let requestId = ''
     const call = async (method: 'GET' | 'POST', route: string, body?: unknown): Promise<unknown> => {
-      const answer = await request(agent, `${api.baseUrl}${route}`, method, apiKey, body)
+      const answer = await request(agent, `${api.baseUrl}${route}`, method, apiKey, requestId, body)
       if (answer.status !== 200) throw new Error(`${method} ${route} answered ${answer.status}: ${answer.text.slice(0, 500)}`)
       return (JSON.parse(answer.text) as { data: unknown }).data
     }
@@ -714,11 +721,12 @@ async function measureReads(
     })
 
     const results: ReadResult[] = []
-    for (const read of reads) {
+    for (const [index, read] of reads.entries()) {
       const latencies = new Float64Array(READ_CALLS)
       let answer = ''
       const elsewhere = meterElsewhere([api], databaseUrl)
       for (let i = 0; i < perRead; i++) {
+        requestId = readRequestId(index, i)
         const started = performance.now()
         answer = await read.call(i)
         if (i >= READ_WARM_UP_CALLS) latencies[i - READ_WARM_UP_CALLS] = performance.now() - started
@@ -737,9 +745,20 @@ async function measureReads(
         plans,
         met: p99Ms <= READ_P99_GOAL_MS,
         elsewhereCpus,
+        service: undefined as ReadResult['service'],
       }
       log(`read ${read.name}: p50 ${result.p50Ms.toFixed(1)} ms, p99 ${p99Ms.toFixed(1)} ms, max ${result.maxMs.toFixed(1)} ms (${answer})`)
       results.push(result)
+    }
+    // The service's own times of the HTTP calls, from its request log (written at least every second).
+    await sleep(2000)
+    const served = await servedTimes(api.logFile)
+    for (const [index, result] of results.entries()) {
+      if (result.via !== 'HTTP') continue
+      const times = Array.from({ length: READ_CALLS }, (_, i) => served.get(readRequestId(index, READ_WARM_UP_CALLS + i)))
+      if (times.some((ms) => ms === undefined)) continue
+      const ms = Float64Array.from(times as number[])
+      result.service = { p50Ms: percentile(ms, 50), p99Ms: percentile(ms, 99), maxMs: Math.max(...ms) }
     }
     return { reads: results, readDay, jit }
   } finally {
@@ -830,6 +849,25 @@ async function samplePeople(client: pg.Client, history: HistorySummary): Promise
   return people
 }
 
+function readRequestId(read: number, call: number): string {
+  return `growth-read-${read}-${call}`
+}
+
+/** The milliseconds the service's request log gives each request it answered (src/app.ts, RequestLog), by request id. */
+async function servedTimes(logFile: string): Promise<Map<string, number>> {
+  const times = new Map<string, number>()
+  for (const line of (await readFile(logFile, 'utf8')).split('\n')) {
+    if (!line.includes('"growth-read-')) continue
+    try {
+      const entry = JSON.parse(line) as { request_id?: string; ms?: number }
+      if (entry.request_id !== undefined && typeof entry.ms === 'number') times.set(entry.request_id, entry.ms)
+    } catch {
+      // Not a line of the logger's.
+    }
+  }
+  return times
+}
+
 /** A Queryable that records each statement it runs. */
 function recording(inner: Queryable, into: Recorded[]): Queryable {
   return {
@@ -886,7 +924,7 @@ function asText(value: unknown): string {
 }
 
 /** One request on the kept-alive agent, its answer read whole. */
-function request(agent: http.Agent, url: string, method: 'GET' | 'POST', apiKey: string, body?: unknown): Promise<{ status: number; text: string }> {
+function request(agent: http.Agent, url: string, method: 'GET' | 'POST', apiKey: string, requestId: string, body?: unknown): Promise<{ status: number; text: string }> {
   const payload = body === undefined ? undefined : JSON.stringify(body)
   return new Promise((resolve, reject) => {
     const sent = http.request(
@@ -896,6 +934,7 @@ function request(agent: http.Agent, url: string, method: 'GET' | 'POST', apiKey:
         agent,
         headers: {
           authorization: `Bearer ${apiKey}`,
+          'x-request-id': requestId,
           ...(payload === undefined ? {} : { 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload) }),
         },
       },
@@ -975,7 +1014,7 @@ Method:
 - On the fresh database an organization is provisioned as the end-to-end section does. On the grown one the triggers are posted as the big organization (${big.id}): its key from the history (scopes ${big.keyScopes.join(', ')}${big.keyIssued ? '; another key was issued with the scopes the benchmark needs' : ''}), its campaign \`${big.routingKey}\` (${big.campaignCreated ? 'made by the benchmark like the fresh one' : "the history's, made like the fresh one's"}), its rate limit ${big.rateLimitRaised ? `raised from ${big.rateLimitPerSecond}/s ` : ''}beyond what the service takes here, its ${big.endpointsDeleted} cloned webhook endpoint(s) deleted (they point to the history's receiver, which has gone) and the benchmark's receiver registered instead.
 - Each database is warmed up with ${e2e.warmUpTriggers} triggers taken through the whole pipeline; then ${e2e.pairs} pairs of rounds of ${e2e.triggers} triggers, one round on each database, the fresh database first in odd pairs and the grown one first in even ones (each round adds rows, and the machine drifts). Both databases get the same bodies (bench/bodies.ts: the warm-ups the same ones, the two rounds of a pair the same ones), each posted once to each database, so that each database only ever sees people new to it and both sides of a pair do the same work. The ratio is taken within each pair (grown triggers/s over fresh), and its median over the pairs given; every other figure is the median over each database's rounds.
 - CPU per trigger: the service's two processes' CPU time and PostgreSQL's (the backends of the database measured and the server's own processes), over each round, divided by its triggers, as in the section above. Each layout's CPU is also read for ${IDLE_SECONDS} s with nothing posted, before the warm-ups and after the last round: what its workers' polling and the retention sweep cost there, and what the idle layout takes from the loaded one. "CPUs busy elsewhere" (each round, each read): the machine's busy CPU time over it (\`/proc/stat\`, steal included) less that of the measured processes, of PostgreSQL for the database measured and of the benchmark process, per second: the idle layout and, on this shared machine, whatever else ran beside the measurement (of 2 CPUs).
-- Reads, on the grown database once the fresh layout has stopped, as the big organization, one call at a time from the benchmark process (CPU 1), ${READ_WARM_UP_CALLS} calls of warm-up (which also let PostgreSQL move the statements to their generic plans, considered from a connection's sixth run of a statement) then ${READ_CALLS} measured, each from sending the request to reading the whole answer. The HTTP reads go to the API process on kept-alive connections; the WhatsApp reply lookup and erasure's find call the store's functions (src/store/interactions.ts \`findLatestInteractionWith\`, src/store/erasure.ts \`findPersonRecords\`, the latter in a transaction rolled back) on a connection of the benchmark's own, prepared as the service prepares them. A read by person takes another of the big organization's people at each call (the history's sampled ids and numbers first, then others drawn from its triggers across the year), and each read people of its own. The task list's pages are the default 50; a next page is the one after the first page's last task; the day of \`created_from\`/\`created_before\` is ${result.readDay}, that of the big organization's first trigger past the middle of its history; the daily counts span the last 366 days.
+- Reads, on the grown database once the fresh layout has stopped, as the big organization, one call at a time from the benchmark process (CPU 1), ${READ_WARM_UP_CALLS} calls of warm-up (which also let PostgreSQL move the statements to their generic plans, considered from a connection's sixth run of a statement) then ${READ_CALLS} measured, each from sending the request to reading the whole answer (for an HTTP read, "service p99" is the same calls as the API process's request log times them, from the request's arrival to its answer). The HTTP reads go to the API process on kept-alive connections; the WhatsApp reply lookup and erasure's find call the store's functions (src/store/interactions.ts \`findLatestInteractionWith\`, src/store/erasure.ts \`findPersonRecords\`, the latter in a transaction rolled back) on a connection of the benchmark's own, prepared as the service prepares them. A read by person takes another of the big organization's people at each call (the history's sampled ids and numbers first, then others drawn from its triggers across the year), and each read people of its own. The task list's pages are the default 50; a next page is the one after the first page's last task; the day of \`created_from\`/\`created_before\` is ${result.readDay}, that of the big organization's first trigger past the middle of its history; the daily counts span the last 366 days.
 
 The history:
 
@@ -1035,12 +1074,13 @@ ${markdownTable(['database', 'service, before the warm-up', 'PostgreSQL, before 
 
 Reads of the big organization on the grown database (${READ_CALLS} calls each, after ${READ_WARM_UP_CALLS}; "generic plan" is the summed execution time of the read's statements under \`plan_cache_mode = force_generic_plan\`, from \`EXPLAIN (ANALYZE, BUFFERS)\` of its last call, on another connection with the service's session settings, \`jit\` ${result.explainJit}):
 
-${markdownTable(['read', 'via', 'p50 (ms)', 'p99 (ms)', 'max (ms)', 'last answer', 'generic plan (ms)', 'CPUs busy elsewhere', `p99 ≤ ${READ_P99_GOAL_MS} ms`], result.reads.map((read) => [
+${markdownTable(['read', 'via', 'p50 (ms)', 'p99 (ms)', 'max (ms)', 'service p99 (ms)', 'last answer', 'generic plan (ms)', 'CPUs busy elsewhere', `p99 ≤ ${READ_P99_GOAL_MS} ms`], result.reads.map((read) => [
   read.name.replaceAll('|', '\\|'),
   read.via,
   read.p50Ms.toFixed(1),
   read.p99Ms.toFixed(1),
   read.maxMs.toFixed(1),
+  figure(read.service?.p99Ms, 1),
   read.answer,
   read.plans.every((plan) => plan.executionMs !== undefined) ? read.plans.reduce((sum, plan) => sum + plan.executionMs!, 0).toFixed(1) : '—',
   figure(read.elsewhereCpus, 2),
