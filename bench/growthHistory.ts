@@ -33,7 +33,9 @@
  * Each round and each read also says how many CPUs were busy elsewhere
  * meanwhile (the machine's busy time less the measured processes',
  * PostgreSQL's for the database and the benchmark's own): on a shared
- * machine of two CPUs, a figure taken beside other work is not the service's.
+ * machine of two CPUs, a figure taken beside other work is not the service's;
+ * and how much the disks read meanwhile: of a year of history, what neither
+ * PostgreSQL's buffers nor the page cache held.
  * 3. The history's own figures, from its summary.
  *
  * Why the two layouts run side by side rather than being restarted between
@@ -63,7 +65,7 @@
  * file to write every read's generic plans to).
  */
 import { execFileSync } from 'node:child_process'
-import { readFileSync } from 'node:fs'
+import { readdirSync, readFileSync } from 'node:fs'
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
 import http from 'node:http'
 import os from 'node:os'
@@ -158,6 +160,8 @@ export interface GrowthRound {
    * in it, and on a shared machine whatever else runs: a round beside other work is slower for it.
    */
   elsewhereCpus: number | undefined
+  /** MiB read from the machine's disks over the round (by anything; see diskBytesRead). */
+  diskReadMiB: number
 }
 
 /** A layout's CPU while nothing is posted: what its workers' polling and sweeping (and PostgreSQL's background work) cost. */
@@ -233,6 +237,8 @@ export interface ReadResult {
   met: boolean
   /** CPUs busy elsewhere while the read's calls ran, on average (see GrowthRound). */
   elsewhereCpus: number | undefined
+  /** MiB read from the machine's disks while they ran. */
+  diskReadMiB: number
   /**
    * For an HTTP read, the same calls as the service's request log times them (from the request's arrival to its
    * answer): the part of the client's latency spent in the API process.
@@ -359,7 +365,8 @@ async function run(options: HistoryBenchOptions): Promise<HistoryBenchResult> {
           requestIds: `pair-${pair + 1}-${name}`,
         })
         layout.posted += bodies.length
-        rounds.push({ database: name, pair: pair + 1, round, elsewhereCpus: elsewhere.stop() })
+        const machine = elsewhere.stop()
+        rounds.push({ database: name, pair: pair + 1, round, elsewhereCpus: machine.cpus, diskReadMiB: machine.diskReadMiB })
         if (round.outcome !== 'complete') break rounds
       }
     }
@@ -466,12 +473,30 @@ function machineBusySeconds(): number {
 
 const TICKS_PER_SECOND = Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim())
 
+/** The machine's disks (/sys/block, but for loop, RAM and device-mapper devices, which stand on the others or on memory). */
+const DISKS = new Set(readdirSync('/sys/block').filter((name) => !/^(loop|ram|zram|dm-)/.test(name)))
+
+/**
+ * Bytes read from the machine's disks so far (/proc/diskstats, 512-byte sectors): what reached the disk of what
+ * PostgreSQL read, which neither its buffers nor the page cache held (on this machine the page cache is reclaimed
+ * as it cools: a year of history is read from disk, not memory).
+ */
+function diskBytesRead(): number {
+  let sectors = 0
+  for (const line of readFileSync('/proc/diskstats', 'utf8').split('\n')) {
+    const fields = line.trim().split(/\s+/)
+    if (fields.length > 5 && DISKS.has(fields[2]!)) sectors += Number(fields[5])
+  }
+  return sectors * 512
+}
+
 /**
  * From now until `stop`: the CPUs busy on average outside these processes, PostgreSQL's work for this database
  * (bench/cpu.ts) and this process; undefined if a process has gone meanwhile.
  */
-function meterElsewhere(servers: readonly Server[], databaseUrl: string): { stop(): number | undefined } {
+function meterElsewhere(servers: readonly Server[], databaseUrl: string): { stop(): { cpus: number | undefined; diskReadMiB: number } } {
   const started = performance.now()
+  const diskRead = diskBytesRead()
   const busy = machineBusySeconds()
   const own = process.cpuUsage()
   const processes = servers.map((server) => processCpuSeconds(server.child.pid!))
@@ -481,12 +506,13 @@ function meterElsewhere(servers: readonly Server[], databaseUrl: string): { stop
       const postgresSeconds = postgres.stop()
       const seconds = (performance.now() - started) / 1000
       const ownUsage = process.cpuUsage(own)
+      const diskReadMiB = (diskBytesRead() - diskRead) / 1024 ** 2
       try {
         const measured = servers.reduce((sum, server, index) => sum + processCpuSeconds(server.child.pid!) - processes[index]!, 0)
         const elsewhere = machineBusySeconds() - busy - measured - postgresSeconds - (ownUsage.user + ownUsage.system) / 1e6
-        return Math.max(0, elsewhere) / seconds
+        return { cpus: Math.max(0, elsewhere) / seconds, diskReadMiB }
       } catch {
-        return undefined
+        return { cpus: undefined, diskReadMiB }
       }
     },
   }
@@ -731,7 +757,7 @@ async function measureReads(
         answer = await read.call(i)
         if (i >= READ_WARM_UP_CALLS) latencies[i - READ_WARM_UP_CALLS] = performance.now() - started
       }
-      const elsewhereCpus = elsewhere.stop()
+      const machine = elsewhere.stop()
       const plans = await explainGeneric(explainer, await read.statements(perRead - 1))
       const p99Ms = percentile(latencies, 99)
       const result = {
@@ -744,7 +770,8 @@ async function measureReads(
         answer,
         plans,
         met: p99Ms <= READ_P99_GOAL_MS,
-        elsewhereCpus,
+        elsewhereCpus: machine.cpus,
+        diskReadMiB: machine.diskReadMiB,
         service: undefined as ReadResult['service'],
       }
       log(`read ${read.name}: p50 ${result.p50Ms.toFixed(1)} ms, p99 ${p99Ms.toFixed(1)} ms, max ${result.maxMs.toFixed(1)} ms (${answer})`)
@@ -1013,7 +1040,7 @@ Method:
 - End to end, as the section above measures its PostgreSQL layout: an API process (\`node dist/cli.js serve --no-workers\`) and a worker process (\`dist/cli.js worker\`) for each database, all four pinned to CPU 0 and running side by side for the whole measurement, only one database's loaded at a time (rather than restarted between rounds, which would meet every round with a cold JIT and empty caches); the benchmark process, with its ${CLIENTS} clients and one receiver per database, on CPU 1; PostgreSQL not pinned. Plain simulator calls that complete at once, every task due at once; a round ends when the receiver holds the \`task.completed\` and the \`interaction.finalized\` of every trigger of it (given up after ${WEBHOOKS_TIMEOUT_SECONDS} s).
 - On the fresh database an organization is provisioned as the end-to-end section does. On the grown one the triggers are posted as the big organization (${big.id}): its key from the history (scopes ${big.keyScopes.join(', ')}${big.keyIssued ? '; another key was issued with the scopes the benchmark needs' : ''}), its campaign \`${big.routingKey}\` (${big.campaignCreated ? 'made by the benchmark like the fresh one' : "the history's, made like the fresh one's"}), its rate limit ${big.rateLimitRaised ? `raised from ${big.rateLimitPerSecond}/s ` : ''}beyond what the service takes here, its ${big.endpointsDeleted} cloned webhook endpoint(s) deleted (they point to the history's receiver, which has gone) and the benchmark's receiver registered instead.
 - Each database is warmed up with ${e2e.warmUpTriggers} triggers taken through the whole pipeline; then ${e2e.pairs} pairs of rounds of ${e2e.triggers} triggers, one round on each database, the fresh database first in odd pairs and the grown one first in even ones (each round adds rows, and the machine drifts). Both databases get the same bodies (bench/bodies.ts: the warm-ups the same ones, the two rounds of a pair the same ones), each posted once to each database, so that each database only ever sees people new to it and both sides of a pair do the same work. The ratio is taken within each pair (grown triggers/s over fresh), and its median over the pairs given; every other figure is the median over each database's rounds.
-- CPU per trigger: the service's two processes' CPU time and PostgreSQL's (the backends of the database measured and the server's own processes), over each round, divided by its triggers, as in the section above. Each layout's CPU is also read for ${IDLE_SECONDS} s with nothing posted, before the warm-ups and after the last round: what its workers' polling and the retention sweep cost there, and what the idle layout takes from the loaded one. "CPUs busy elsewhere" (each round, each read): the machine's busy CPU time over it (\`/proc/stat\`, steal included) less that of the measured processes, of PostgreSQL for the database measured and of the benchmark process, per second: the idle layout and, on this shared machine, whatever else ran beside the measurement (of 2 CPUs).
+- CPU per trigger: the service's two processes' CPU time and PostgreSQL's (the backends of the database measured and the server's own processes), over each round, divided by its triggers, as in the section above. Each layout's CPU is also read for ${IDLE_SECONDS} s with nothing posted, before the warm-ups and after the last round: what its workers' polling and the retention sweep cost there, and what the idle layout takes from the loaded one. "CPUs busy elsewhere" (each round, each read): the machine's busy CPU time over it (\`/proc/stat\`, steal included) less that of the measured processes, of PostgreSQL for the database measured and of the benchmark process, per second: the idle layout and, on this shared machine, whatever else ran beside the measurement (of 2 CPUs). "Disk read": what the machine's disks read meanwhile (\`/proc/diskstats\`), by anything: pages of the history that neither PostgreSQL's buffers nor the page cache held.
 - Reads, on the grown database once the fresh layout has stopped, as the big organization, one call at a time from the benchmark process (CPU 1), ${READ_WARM_UP_CALLS} calls of warm-up (which also let PostgreSQL move the statements to their generic plans, considered from a connection's sixth run of a statement) then ${READ_CALLS} measured, each from sending the request to reading the whole answer (for an HTTP read, "service p99" is the same calls as the API process's request log times them, from the request's arrival to its answer). The HTTP reads go to the API process on kept-alive connections; the WhatsApp reply lookup and erasure's find call the store's functions (src/store/interactions.ts \`findLatestInteractionWith\`, src/store/erasure.ts \`findPersonRecords\`, the latter in a transaction rolled back) on a connection of the benchmark's own, prepared as the service prepares them. A read by person takes another of the big organization's people at each call (the history's sampled ids and numbers first, then others drawn from its triggers across the year), and each read people of its own. The task list's pages are the default 50; a next page is the one after the first page's last task; the day of \`created_from\`/\`created_before\` is ${result.readDay}, that of the big organization's first trigger past the middle of its history; the daily counts span the last 366 days.
 
 The history:
@@ -1052,7 +1079,7 @@ ${markdownTable(['figure', 'fresh', 'grown', 'grown ÷ fresh'], [
 
 Each round:
 
-${markdownTable(['round', 'pair', 'database', 'first POST to last webhook (s)', 'triggers/s end to end', 'intake p99 (ms)', 'service CPU per trigger (ms)', 'PostgreSQL CPU per trigger (ms)', 'CPUs busy elsewhere', "pair's grown ÷ fresh"], e2e.rounds.map(({ database, pair, round, elsewhereCpus }, index) => [
+${markdownTable(['round', 'pair', 'database', 'first POST to last webhook (s)', 'triggers/s end to end', 'intake p99 (ms)', 'service CPU per trigger (ms)', 'PostgreSQL CPU per trigger (ms)', 'CPUs busy elsewhere', 'disk read (MiB)', "pair's grown ÷ fresh"], e2e.rounds.map(({ database, pair, round, elsewhereCpus, diskReadMiB }, index) => [
   String(index + 1),
   String(pair),
   database,
@@ -1062,6 +1089,7 @@ ${markdownTable(['round', 'pair', 'database', 'first POST to last webhook (s)', 
   figure(round.cpuMsPerTrigger.service, 2),
   figure(round.cpuMsPerTrigger.postgres, 2),
   figure(elsewhereCpus, 2),
+  diskReadMiB.toFixed(1),
   database === 'grown' ? figure(pairRatio(e2e.rounds, pair), 2) : '',
 ]))}
 
@@ -1074,7 +1102,7 @@ ${markdownTable(['database', 'service, before the warm-up', 'PostgreSQL, before 
 
 Reads of the big organization on the grown database (${READ_CALLS} calls each, after ${READ_WARM_UP_CALLS}; "generic plan" is the summed execution time of the read's statements under \`plan_cache_mode = force_generic_plan\`, from \`EXPLAIN (ANALYZE, BUFFERS)\` of its last call, on another connection with the service's session settings, \`jit\` ${result.explainJit}):
 
-${markdownTable(['read', 'via', 'p50 (ms)', 'p99 (ms)', 'max (ms)', 'service p99 (ms)', 'last answer', 'generic plan (ms)', 'CPUs busy elsewhere', `p99 ≤ ${READ_P99_GOAL_MS} ms`], result.reads.map((read) => [
+${markdownTable(['read', 'via', 'p50 (ms)', 'p99 (ms)', 'max (ms)', 'service p99 (ms)', 'last answer', 'generic plan (ms)', 'CPUs busy elsewhere', 'disk read (MiB)', `p99 ≤ ${READ_P99_GOAL_MS} ms`], result.reads.map((read) => [
   read.name.replaceAll('|', '\\|'),
   read.via,
   read.p50Ms.toFixed(1),
@@ -1084,6 +1112,7 @@ ${markdownTable(['read', 'via', 'p50 (ms)', 'p99 (ms)', 'max (ms)', 'service p99
   read.answer,
   read.plans.every((plan) => plan.executionMs !== undefined) ? read.plans.reduce((sum, plan) => sum + plan.executionMs!, 0).toFixed(1) : '—',
   figure(read.elsewhereCpus, 2),
+  read.diskReadMiB.toFixed(1),
   read.met ? 'met' : '**not met**',
 ]))}
 
