@@ -54,35 +54,25 @@
  * which the history's template was made of (in another organization, with
  * ids of their own), are left out.
  *
- * `npx tsx bench/growthHistory.ts [--big 1000000] [--others 10000]
- * [--organizations 100] [--days 360] [--template 2000]` builds the service
- * (dist), starts a private PostgreSQL server (bench/privatePostgres.ts) in a
- * temporary directory, builds the history there, makes the fresh database,
- * measures, prints the section's markdown and stops the server. Environment:
- * BENCH_GROWTH_ROUNDS (pairs of rounds, default 3), BENCH_GROWTH_TRIGGERS
- * (triggers a round, default 5000), BENCH_GROWTH_WARM_UP (triggers taken
- * through each layout before the rounds, default 5000), BENCH_GROWTH_PLANS (a
- * file to write every read's generic plans to).
+ * benchGrowth (bench/growth.ts) runs it on a private PostgreSQL server
+ * (bench/privatePostgres.ts) after building the history there.
  */
 import { execFileSync } from 'node:child_process'
 import { readdirSync, readFileSync } from 'node:fs'
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
+import { readFile } from 'node:fs/promises'
 import http from 'node:http'
-import os from 'node:os'
 import path from 'node:path'
-import { pathToFileURL } from 'node:url'
-import { parseArgs } from 'node:util'
 import pg from 'pg'
 import { normalizePhone } from '../src/domain/contact.ts'
 import type { ExternalId, TaskOutcome } from '../src/domain/types.ts'
 import { listOrganizationTasks } from '../src/services/taskListing.ts'
 import { listDailyCounts } from '../src/store/dailyCounts.ts'
-import { type Database, openDatabase, type Queryable } from '../src/store/database.ts'
+import { openDatabase, type Queryable } from '../src/store/database.ts'
 import { findPersonRecords } from '../src/store/erasure.ts'
 import { findLatestInteractionWith } from '../src/store/interactions.ts'
 import { lockOpenTasksByExternalIds, type TaskFilter } from '../src/store/tasks.ts'
 import { generateBodies } from './bodies.ts'
-import { stopAllChildren, stopChild } from './children.ts'
+import { stopChild } from './children.ts'
 import { meterPostgresCpu, processCpuSeconds } from './cpu.ts'
 import {
   CAMPAIGN,
@@ -119,8 +109,8 @@ import {
   sleep,
   startServer,
 } from './harness.ts'
-import { buildHistory, type HistorySummary } from './history.ts'
-import { type PrivatePostgres, startPrivatePostgres } from './privatePostgres.ts'
+import type { HistorySummary } from './history.ts'
+import type { PrivatePostgres } from './privatePostgres.ts'
 import type { Section } from './report.ts'
 
 /** The grown database's triggers/s over the fresh one's, median over the pairs, that meets the goal: 10 % below at most. */
@@ -255,6 +245,8 @@ export interface HistoryBenchResult {
   readDay: string
   /** The jit setting of the service's sessions, which the generic plans were explained with. */
   explainJit: string
+  /** The server's settings (PrivatePostgres.description). */
+  serverSettings: string
 }
 
 export interface HistoryBenchOptions {
@@ -415,6 +407,7 @@ async function run(options: HistoryBenchOptions): Promise<HistoryBenchResult> {
     reads,
     readDay,
     explainJit,
+    serverSettings: options.server.description,
   }
 }
 
@@ -1036,7 +1029,7 @@ The trigger path on a database that has been in use for a year, beside a fresh d
 
 Method:
 
-- The history: bench/history.ts on an empty database of a PostgreSQL server of the benchmark's own (bench/privatePostgres.ts: autovacuum on, the installation's defaults otherwise): a template of ${history.template.triggers} triggers through the service (${mix}), copied by SQL into ${history.organizations.length} organizations over the year, oldest first, then \`VACUUM (ANALYZE)\`: the big organization ${thousands(history.bigOrganization.triggers)} triggers, ${others.length} others ${others.length === 0 ? 'none' : `${thousands(Math.min(...others.map((o) => o.triggers)))} each`}. Every task of the history has completed, and its webhooks were delivered. The fresh database: an empty database of the same server.
+- The history: bench/history.ts on an empty database of a PostgreSQL server of the benchmark's own (bench/privatePostgres.ts: ${result.serverSettings}): a template of ${history.template.triggers} triggers through the service (${mix}), copied by SQL into ${history.organizations.length} organizations over the year, oldest first, then \`VACUUM (ANALYZE)\`: the big organization ${thousands(history.bigOrganization.triggers)} triggers, ${others.length} others ${others.length === 0 ? 'none' : `${thousands(Math.min(...others.map((o) => o.triggers)))} each`}. Every task of the history has completed, and its webhooks were delivered. The fresh database: an empty database of the same server.
 - End to end, as the section above measures its PostgreSQL layout: an API process (\`node dist/cli.js serve --no-workers\`) and a worker process (\`dist/cli.js worker\`) for each database, all four pinned to CPU 0 and running side by side for the whole measurement, only one database's loaded at a time (rather than restarted between rounds, which would meet every round with a cold JIT and empty caches); the benchmark process, with its ${CLIENTS} clients and one receiver per database, on CPU 1; PostgreSQL not pinned. Plain simulator calls that complete at once, every task due at once; a round ends when the receiver holds the \`task.completed\` and the \`interaction.finalized\` of every trigger of it (given up after ${WEBHOOKS_TIMEOUT_SECONDS} s).
 - On the fresh database an organization is provisioned as the end-to-end section does. On the grown one the triggers are posted as the big organization (${big.id}): its key from the history (scopes ${big.keyScopes.join(', ')}${big.keyIssued ? '; another key was issued with the scopes the benchmark needs' : ''}), its campaign \`${big.routingKey}\` (${big.campaignCreated ? 'made by the benchmark like the fresh one' : "the history's, made like the fresh one's"}), its rate limit ${big.rateLimitRaised ? `raised from ${big.rateLimitPerSecond}/s ` : ''}beyond what the service takes here, its ${big.endpointsDeleted} cloned webhook endpoint(s) deleted (they point to the history's receiver, which has gone) and the benchmark's receiver registered instead.
 - Each database is warmed up with ${e2e.warmUpTriggers} triggers taken through the whole pipeline; then ${e2e.pairs} pairs of rounds of ${e2e.triggers} triggers, one round on each database, the fresh database first in odd pairs and the grown one first in even ones (each round adds rows, and the machine drifts). Both databases get the same bodies (bench/bodies.ts: the warm-ups the same ones, the two rounds of a pair the same ones), each posted once to each database, so that each database only ever sees people new to it and both sides of a pair do the same work. The ratio is taken within each pair (grown triggers/s over fresh), and its median over the pairs given; every other figure is the median over each database's rounds.
@@ -1121,7 +1114,7 @@ Targets (the project's):
 - ${verdicts[0]!.goal} — ${verdicts[0]!.measured}, **${verdicts[0]!.met ? 'met' : 'not met'}**
 - every read of the big organization above at most ${READ_P99_GOAL_MS} ms at p99 — ${readsMet} of ${result.reads.length} within it${readsMet === result.reads.length ? '' : ` (over it: ${result.reads.filter((read) => !read.met).map((read) => `${read.name}, ${read.p99Ms.toFixed(1)} ms`).join('; ')})`}, **${readsMet === result.reads.length ? 'met' : 'not met'}**
 `
-  return { heading: 'A year of history: the trigger path and the reads', body }
+  return { heading: 'Growth: the trigger path and the reads on a year of history', body }
 }
 
 /** A pair's grown triggers/s over its fresh triggers/s, if both its rounds completed. */
@@ -1137,77 +1130,4 @@ export function plansText(result: HistoryBenchResult): string {
   return result.reads
     .map((read) => [`== ${read.name}: p50 ${read.p50Ms.toFixed(1)} ms, p99 ${read.p99Ms.toFixed(1)} ms`, ...read.plans.map((plan) => `${plan.sql}\n${plan.plan}`)].join('\n\n'))
     .join('\n\n')
-}
-
-// The runnable entry.
-
-function wholeNumber(name: string, fallback: number): number {
-  const raw = process.env[name]
-  if (raw === undefined || raw === '') return fallback
-  if (!/^\d+$/.test(raw)) throw new Error(`${name} must be a whole number, got ${JSON.stringify(raw)}`)
-  return Number(raw)
-}
-
-async function main(): Promise<void> {
-  const { values } = parseArgs({
-    options: {
-      organizations: { type: 'string', default: '100' },
-      big: { type: 'string', default: '1000000' },
-      others: { type: 'string', default: '10000' },
-      days: { type: 'string', default: '360' },
-      template: { type: 'string', default: '2000' },
-    },
-  })
-  const rounds = wholeNumber('BENCH_GROWTH_ROUNDS', 3)
-  const triggersPerRound = wholeNumber('BENCH_GROWTH_TRIGGERS', 5000)
-  const warmUpTriggers = wholeNumber('BENCH_GROWTH_WARM_UP', 5000)
-  if (rounds === 0 || triggersPerRound === 0) throw new Error('BENCH_GROWTH_ROUNDS and BENCH_GROWTH_TRIGGERS must be positive')
-  // The service runs from dist: built from src as it is now (incremental, a fraction of a second when nothing changed).
-  execFileSync(process.execPath, [path.join(ROOT, 'scripts', 'build.js')], { cwd: ROOT, stdio: 'inherit' })
-  const workDir = await mkdtemp(path.join(os.tmpdir(), 'growth-history-'))
-  let server: PrivatePostgres | undefined
-  try {
-    server = await startPrivatePostgres(workDir)
-    log(`a PostgreSQL server of its own at ${server.adminUrl}`)
-    const grownUrl = await server.createDatabase('history')
-    const history = await buildHistory({
-      databaseUrl: grownUrl,
-      organizations: Number(values.organizations),
-      bigOrganizationTriggers: Number(values.big),
-      otherOrganizationTriggers: Number(values.others),
-      days: Number(values.days),
-      templateTriggers: Number(values.template),
-      workDir,
-      log: (message) => log(`history: ${message}`),
-    })
-    const freshUrl = await server.createDatabase('fresh')
-    const result = await benchHistory({ server, workDir, grownUrl, freshUrl, history, rounds, triggersPerRound, warmUpTriggers })
-    const plansFile = process.env.BENCH_GROWTH_PLANS
-    if (plansFile !== undefined && plansFile !== '') await writeFile(plansFile, `${plansText(result)}\n`)
-    const section = historySection(result)
-    process.stdout.write(`## ${section.heading}\n\n${section.body.trim()}\n`)
-  } finally {
-    await stopAllChildren()
-    try {
-      server?.stop()
-    } finally {
-      await rm(workDir, { recursive: true, force: true })
-    }
-  }
-}
-
-if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href) {
-  let interrupted = false
-  for (const signal of ['SIGINT', 'SIGTERM'] as const) {
-    process.on(signal, () => {
-      if (interrupted) return
-      interrupted = true
-      log(`${signal}: stopping the servers and cleaning up`)
-      void stopAllChildren()
-    })
-  }
-  main().catch((error: unknown) => {
-    log(`FAILED: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`)
-    process.exitCode = 1
-  })
 }

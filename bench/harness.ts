@@ -242,6 +242,31 @@ export function percentile(values: Float64Array, p: number): number {
 
 export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 
+/** A whole number from the environment variable `name`, `fallback` when it is unset or empty. */
+export function wholeNumber(name: string, fallback: number): number {
+  const raw = process.env[name]
+  if (raw === undefined || raw === '') return fallback
+  if (!/^\d+$/.test(raw)) throw new Error(`${name} must be a whole number, got ${JSON.stringify(raw)}`)
+  return Number(raw)
+}
+
+/** As wholeNumber, above zero. */
+export function positiveInteger(name: string, fallback: number): number {
+  const value = wholeNumber(name, fallback)
+  if (value === 0) throw new Error(`${name} must be a positive whole number, got 0`)
+  return value
+}
+
+/** The names the comma-separated environment variable lists, in `all`'s order; all of them when it is unset or empty. */
+export function namedIn<Name extends string>(variable: string, all: readonly Name[]): Name[] {
+  const raw = process.env[variable]
+  if (raw === undefined || raw === '') return [...all]
+  const named = raw.split(',').map((name) => name.trim())
+  const unknown = named.filter((name) => !(all as readonly string[]).includes(name))
+  if (unknown.length > 0) throw new Error(`${variable} names no ${unknown.join(', ')}; it takes ${all.join(', ')}`)
+  return all.filter((name) => named.includes(name))
+}
+
 export function log(message: string) {
   process.stderr.write(`[bench] ${message}\n`)
 }

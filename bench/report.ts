@@ -31,9 +31,34 @@ export interface Section {
   body: string
 }
 
+const INTRO =
+  '# Benchmarks\n\nWritten by `npm run bench` (bench/run.ts), which overwrites this file; figures from one run of it on the machine below, but for a section that says it was measured later, by a run of that section alone.\n'
+
 export function renderReport(sections: readonly Section[]): string {
-  const intro = '# Benchmarks\n\nWritten by `npm run bench` (bench/run.ts), which overwrites this file; figures from one run of it on the machine below.\n'
-  return [intro, ...sections.map((section) => `## ${section.heading}\n\n${section.body.trim()}\n`)].join('\n')
+  return [INTRO, ...sections.map((section) => `## ${section.heading}\n\n${section.body.trim()}\n`)].join('\n')
+}
+
+/**
+ * A report of some sections merged into `existing` (a report renderReport wrote): each section replaces the one of
+ * its heading, or is added at the end, its body headed by `measured` (when and how it was measured); the others are
+ * left as they were.
+ */
+export function mergeReport(existing: string, sections: readonly Section[], measured: string): string {
+  const kept = existing
+    .split(/^## /m)
+    .slice(1)
+    .map((part): Section => {
+      const newline = part.indexOf('\n')
+      return { heading: part.slice(0, newline), body: part.slice(newline + 1) }
+    })
+  const merged = [...kept]
+  for (const section of sections) {
+    const replacement = { heading: section.heading, body: `_${measured}_\n\n${section.body.trim()}` }
+    const at = merged.findIndex((candidate) => candidate.heading === section.heading)
+    if (at === -1) merged.push(replacement)
+    else merged[at] = replacement
+  }
+  return renderReport(merged)
 }
 
 export interface Machine {

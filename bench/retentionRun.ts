@@ -34,24 +34,12 @@
  *    still move the daily counts). At each period's end every table's size
  *    and the tasks kept are read.
  *
- * `npx tsx bench/retentionRun.ts` builds dist, starts a private server in a
- * temporary directory, runs both (BENCH_STORAGE_TRIGGERS, default 40000;
- * BENCH_RETENTION_RATE, default 150 triggers/s; BENCH_RETENTION_PERIOD,
- * default 60 s; BENCH_RETENTION_PERIODS, default 4;
- * BENCH_RETENTION_NAPTIME, autovacuum_naptime in seconds for the second run
- * only, default 1, `server` for the server's own (1 minute); BENCH_GROWTH_ONLY
- * = storage or retention for one of them; for diagnosis,
- * BENCH_RETENTION_SWEEP_OPTIONS, PostgreSQL options for the bench's sweep's
- * sessions, e.g. `-c enable_seqscan=off`; BENCH_GROWTH_JSON, a file to write
- * the results to as JSON), prints the markdown and stops the server.
+ * benchGrowth (bench/growth.ts) runs both on a private PostgreSQL server
+ * (bench/privatePostgres.ts).
  */
-import { execFileSync } from 'node:child_process'
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
+import { readFile } from 'node:fs/promises'
 import http from 'node:http'
 import type { AddressInfo } from 'node:net'
-import { tmpdir } from 'node:os'
-import path from 'node:path'
-import { pathToFileURL } from 'node:url'
 import type { FastifyBaseLogger } from 'fastify'
 import pg from 'pg'
 import pino from 'pino'
@@ -60,7 +48,7 @@ import { HistorySweep, type SweepReport } from '../src/services/history.ts'
 import { ServiceMetrics } from '../src/services/metrics.ts'
 import { openDatabase } from '../src/store/database.ts'
 import { generateBodies } from './bodies.ts'
-import { hasExited, stopAllChildren, stopChild } from './children.ts'
+import { hasExited, stopChild } from './children.ts'
 import { CAMPAIGN, CLIENTS } from './endToEnd.ts'
 import {
   LOAD_CPU,
@@ -79,7 +67,7 @@ import {
   tail,
   waitUntilReady,
 } from './harness.ts'
-import { type PrivatePostgres, startPrivatePostgres } from './privatePostgres.ts'
+import type { PrivatePostgres } from './privatePostgres.ts'
 import type { Section } from './report.ts'
 
 /** The endpoint's subscription: each trigger ends in one event of each type. */
@@ -344,6 +332,8 @@ export interface StorageResult {
   /** Whether the database had nothing left to do (no pending task, call or delivery, the daily counts moved) when read. */
   settled: boolean
   postgresVersion: string
+  /** The server's settings (PrivatePostgres.description). */
+  serverSettings: string
   autovacuumNaptime: string
   /** Exact rows of each table after the run. */
   rows: Record<string, number>
@@ -365,13 +355,13 @@ export async function benchStorage(options: { server: PrivatePostgres; workDir: 
   const database = `storage_${Date.now()}`
   const databaseUrl = await options.server.createDatabase(database)
   try {
-    return await pinnedTo(LOAD_CPU, () => measureStorage(databaseUrl, bodies, options.workDir))
+    return await pinnedTo(LOAD_CPU, () => measureStorage(databaseUrl, bodies, options.workDir, options.server.description))
   } finally {
     await dropDatabase(options.server, database)
   }
 }
 
-async function measureStorage(databaseUrl: string, bodies: readonly string[], workDir: string): Promise<StorageResult> {
+async function measureStorage(databaseUrl: string, bodies: readonly string[], workDir: string, serverSettings: string): Promise<StorageResult> {
   const receiver = await startReceiver()
   let service: Service | undefined
   try {
@@ -417,6 +407,7 @@ async function measureStorage(databaseUrl: string, bodies: readonly string[], wo
         duplicates: receiver.duplicates(),
         settled,
         postgresVersion: await setting(client, 'server_version'),
+        serverSettings,
         autovacuumNaptime: await setting(client, 'autovacuum_naptime'),
         rows,
         afterRun,
@@ -1112,7 +1103,7 @@ What the service keeps for each trigger it has taken through the pipeline, table
 
 Method:
 
-- A PostgreSQL ${result.postgresVersion} server of the benchmark's own (bench/privatePostgres.ts: initdb's defaults, autovacuum on, \`autovacuum_naptime\` ${result.autovacuumNaptime}), a fresh database; the service's processes as production runs them: an API process (\`node dist/cli.js serve --no-workers\`) and a worker process (\`node dist/cli.js worker\`), both pinned to CPU 0, \`LOG_LEVEL=info\`; the benchmark process (clients and receiver) on CPU 1; PostgreSQL not pinned.
+- A PostgreSQL ${result.postgresVersion} server of the benchmark's own (bench/privatePostgres.ts: ${result.serverSettings}), a fresh database; the service's processes as production runs them: an API process (\`node dist/cli.js serve --no-workers\`) and a worker process (\`node dist/cli.js worker\`), both pinned to CPU 0, \`LOG_LEVEL=info\`; the benchmark process (clients and receiver) on CPU 1; PostgreSQL not pinned.
 - One organization, one voice campaign on the simulator whose calls complete as they start, open all week (\`${CAMPAIGN.routing_key}\`, as end to end), one webhook endpoint subscribed to \`task.completed\` and \`interaction.finalized\`, on a receiver here that answers 200 at once and counts distinct \`webhook-id\`s.
 - ${thousands(result.triggers)} distinct triggers (bench/bodies.ts: each a person of their own, with 2 or 3 ids of their own, so that the contact directory gains a contact and 2 or 3 ids per trigger, its worst case), posted by ${result.clients} clients as fast as the service answers them (in ${result.intakeSeconds.toFixed(1)} s, p99 ${result.intakeP99Ms.toFixed(0)} ms), until both webhooks of every one had arrived (${thousands(result.webhooksReceived)} of ${thousands(result.webhooksExpected)}, ${result.duplicates} duplicates, ${result.seconds.toFixed(1)} s from the first POST) and ${result.settled ? 'nothing was left to do (no task, call or delivery open, the daily counts moved)' : '**the database still had work open after a minute** (read as it was)'}; ${thousands(result.completed)} tasks completed, each figure below is divided by that.
 - Sizes: the heap (\`pg_relation_size\`, main fork), TOAST (the TOAST table and its index), indexes (\`pg_indexes_size\`), and in all \`pg_total_relation_size\` (with the free space and visibility maps), read (a) right after the run, (b) after a plain \`VACUUM\` of the database (the service stopped): the dead rows' space made reusable, what autovacuum's next pass would do; a table shrinks only by empty pages at its end, (c) after \`VACUUM FULL\`: the live rows alone, packed. Autovacuum's runs are \`pg_stat_user_tables\` at (a)${autovacuumRuns > 0 ? '' : `: **none**, on any table; the run, ${result.seconds.toFixed(0)} s from the first POST to the last webhook, was over before autovacuum's first visit to the database (\`autovacuum_naptime\` ${result.autovacuumNaptime}), so that (a) is the tables before any vacuum, and (b) what the first would make of them`}. ${heap === undefined ? '' : "The heap's dead rows and free space are pgstattuple's."}
@@ -1284,74 +1275,4 @@ export function growthSection(storage: StorageResult | undefined, retention: Ret
     heading: 'Growth: what history keeps on disk',
     body: `What the service keeps on disk, on a PostgreSQL server with autovacuum on, as production runs one (bench/retentionRun.ts).\n${parts.filter((part) => part !== undefined).join('\n')}`,
   }
-}
-
-// ---------------------------------------------------------------------------------------------------------------
-// npx tsx bench/retentionRun.ts
-
-function positiveInteger(name: string, fallback: number): number {
-  const raw = process.env[name]
-  if (raw === undefined || raw === '') return fallback
-  const value = Number(raw)
-  if (!Number.isInteger(value) || value <= 0) throw new Error(`${name} must be a positive integer, not ${raw}`)
-  return value
-}
-
-/** BENCH_RETENTION_NAPTIME: seconds for the run, 1 by default; `server` leaves the server's own. */
-function naptimeForRun(): number | undefined {
-  const raw = process.env.BENCH_RETENTION_NAPTIME
-  if (raw === 'server') return undefined
-  return positiveInteger('BENCH_RETENTION_NAPTIME', 1)
-}
-
-async function main(): Promise<void> {
-  const only = process.env.BENCH_GROWTH_ONLY
-  if (only !== undefined && only !== '' && only !== 'storage' && only !== 'retention') throw new Error(`BENCH_GROWTH_ONLY takes storage or retention, not ${only}`)
-  const triggers = positiveInteger('BENCH_STORAGE_TRIGGERS', 40_000)
-  const ratePerSecond = positiveInteger('BENCH_RETENTION_RATE', 150)
-  const periodSeconds = positiveInteger('BENCH_RETENTION_PERIOD', 60)
-  const periods = positiveInteger('BENCH_RETENTION_PERIODS', 4)
-  const autovacuumNaptimeSeconds = naptimeForRun()
-  const sweepSessionOptions = process.env.BENCH_RETENTION_SWEEP_OPTIONS || undefined
-  log('building dist')
-  execFileSync(process.execPath, ['scripts/build.js'], { cwd: ROOT, stdio: 'inherit' })
-  const workDir = await mkdtemp(path.join(tmpdir(), 'growth-bench-'))
-  let server: PrivatePostgres | undefined
-  try {
-    server = await startPrivatePostgres(workDir)
-    const storage = only === 'retention' ? undefined : await benchStorage({ server, workDir, triggers })
-    if (storage !== undefined) process.stdout.write(`${storageMarkdown(storage)}\n`)
-    const retention =
-      only === 'storage' ? undefined : await benchRetentionRun({ server, workDir, ratePerSecond, periodSeconds, periods, autovacuumNaptimeSeconds, sweepSessionOptions })
-    if (retention !== undefined) process.stdout.write(`${retentionRunMarkdown(retention)}\n`)
-    const json = process.env.BENCH_GROWTH_JSON
-    if (json !== undefined && json !== '') {
-      await writeFile(json, `${JSON.stringify({ storage, retention }, null, 2)}\n`)
-      log(`the results are in ${json}`)
-    }
-  } finally {
-    await stopAllChildren()
-    try {
-      server?.stop()
-    } catch (error) {
-      log(`could not stop the private server: ${(error as Error).message}`)
-    }
-    await rm(workDir, { recursive: true, force: true })
-  }
-}
-
-if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href) {
-  let interrupted = false
-  for (const signal of ['SIGINT', 'SIGTERM'] as const) {
-    process.on(signal, () => {
-      if (interrupted) return
-      interrupted = true
-      log(`${signal}: stopping the servers and cleaning up`)
-      void stopAllChildren()
-    })
-  }
-  main().catch((error: unknown) => {
-    log(interrupted ? 'interrupted' : `FAILED: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`)
-    process.exitCode = interrupted ? 130 : 1
-  })
 }

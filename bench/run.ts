@@ -5,8 +5,10 @@
  * the pipeline end to end, from the first POST to the last webhook, on
  * PostgreSQL (an API process and a worker process) and on PGlite (one
  * process), with calls that report no result and calls that each report a
- * conversation's result, in alternating rounds of the same run; and how long a new client's first request waits beside a steady
- * load; printed and written to BENCHMARKS.md.
+ * conversation's result, in alternating rounds of the same run; how long a new client's first request waits beside a steady
+ * load; and growth (bench/growth.ts): the trigger path and the reads on a year of history, bytes per trigger and table
+ * sizes under steady load while history is deleted, on a PostgreSQL server of the benchmark's own; printed and written
+ * to BENCHMARKS.md.
  *
  * Each server runs on CPU 0 and wrk on CPU 1 (as do, end to end, the clients
  * and the webhook receiver), so that the load generator does not take CPU from
@@ -25,13 +27,13 @@
  * measured, default 5000; 0 measures a service that has just started), and
  * BENCH_FRESH_SECONDS (how long new connections are timed beside the load,
  * default 20), BENCH_ONLY, a comma-separated list of the sections to run
- * (triggers, batch, dispatcher, deliverer, e2e, fresh), e.g. `BENCH_ONLY=e2e npm run bench` to iterate
- * on one, BENCH_E2E_LAYOUTS likewise for the end-to-end layouts (postgres,
- * embedded), and BENCH_SERVER_NODE_FLAGS, node flags for the service's
- * processes (e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`), and
- * BENCH_POSTGRES_URL, the PostgreSQL server to make the benchmark's
- * databases on (default postgres://postgres@127.0.0.1:5432/postgres). The report of a
- * partial run is printed, and BENCHMARKS.md is left as it was.
+ * (triggers, batch, dispatcher, deliverer, e2e, fresh, growth), e.g. `BENCH_ONLY=e2e npm run bench` to iterate
+ * on one (growth alone takes about 45 minutes: a quick run leaves it out), BENCH_E2E_LAYOUTS likewise for the
+ * end-to-end layouts (postgres, embedded), growth's own (bench/growth.ts), and BENCH_SERVER_NODE_FLAGS, node flags for
+ * the service's processes (e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`), and BENCH_POSTGRES_URL, the PostgreSQL
+ * server to make the benchmark's databases on (default postgres://postgres@127.0.0.1:5432/postgres). A run of some
+ * sections replaces those in BENCHMARKS.md, each marked with when it was measured, and leaves the others; a run of a
+ * part of a section (BENCH_E2E_LAYOUTS, BENCH_GROWTH_ONLY) is printed, and BENCHMARKS.md is left as it was.
  */
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
 import { availableParallelism, tmpdir } from 'node:os'
@@ -43,6 +45,7 @@ import { meterPostgresCpu, processCpuSeconds } from './cpu.ts'
 import { benchDeliverer } from './deliverer.ts'
 import { benchDispatcher } from './dispatcher.ts'
 import { freshConnectionMethod, freshConnectionVerdict, measureFreshConnections } from './freshConnection.ts'
+import { benchGrowth, GROWTH_PARTS, growthPartsToRun } from './growth.ts'
 import {
   benchEndToEnd,
   CLIENTS as END_TO_END_CLIENTS,
@@ -55,8 +58,10 @@ import {
 import {
   LOAD_CPU,
   log,
+  namedIn,
   OPERATOR_TOKEN,
   PHONE_HASH_KEY,
+  positiveInteger,
   postgresSettings,
   provision,
   ROOT,
@@ -65,6 +70,7 @@ import {
   startServer,
   tail,
   waitUntilReady,
+  wholeNumber,
   withPostgresDatabase,
 } from './harness.ts'
 import {
@@ -81,6 +87,7 @@ import {
   type Machine,
   machineSection,
   type Measured,
+  mergeReport,
   renderReport,
   type RoundResult,
   roundsTextTable,
@@ -101,7 +108,7 @@ const DELIVERIES = 5_000
 const DELIVERIES_WARM_UP = 5_000
 /** Bodies posted at once when checking that every one gets 201. */
 const VERIFY_CONCURRENCY = 16
-const SECTIONS = ['triggers', 'batch', 'dispatcher', 'deliverer', 'e2e', 'fresh'] as const
+const SECTIONS = ['triggers', 'batch', 'dispatcher', 'deliverer', 'e2e', 'fresh', 'growth'] as const
 /** Triggers per second through batches over those through single requests. */
 const BATCH_GOAL = 3
 type SectionName = (typeof SECTIONS)[number]
@@ -132,24 +139,31 @@ async function main(workDir: string): Promise<void> {
     durationSeconds: positiveInteger('BENCH_DURATION', 10),
     connections: positiveInteger('BENCH_CONNECTIONS', 64),
   }
-  const runs: Record<SectionName, () => Promise<Section>> = {
-    triggers: () => benchTriggerSection(load, bodySet, workDir),
-    batch: () => benchBatchSection(load, workDir),
-    dispatcher: () => benchDispatcherSection(workDir),
-    deliverer: () => benchDelivererSection(workDir),
-    e2e: () => benchEndToEndSection(load, workDir),
-    fresh: () => benchFreshConnectionSection(load, workDir),
+  const runs: Record<SectionName, () => Promise<Section[]>> = {
+    triggers: async () => [await benchTriggerSection(load, bodySet, workDir)],
+    batch: async () => [await benchBatchSection(load, workDir)],
+    dispatcher: async () => [await benchDispatcherSection(workDir)],
+    deliverer: async () => [await benchDelivererSection(workDir)],
+    e2e: async () => [await benchEndToEndSection(load, workDir)],
+    fresh: async () => [await benchFreshConnectionSection(load, workDir)],
+    growth: () => benchGrowth(workDir),
   }
   const sections: Section[] = []
-  for (const name of only) sections.push(await runs[name]())
+  for (const name of only) sections.push(...(await runs[name]()))
 
-  const report = renderReport([machineSection(await describeMachine()), ...sections])
-  if (only.length === SECTIONS.length && endToEndLayoutsToRun().length === END_TO_END_LAYOUTS.length) {
-    await writeFile(path.join(ROOT, 'BENCHMARKS.md'), report)
+  const machine = machineSection(await describeMachine())
+  const report = path.join(ROOT, 'BENCHMARKS.md')
+  const whole = endToEndLayoutsToRun().length === END_TO_END_LAYOUTS.length && growthPartsToRun().length === GROWTH_PARTS.length
+  if (only.length === SECTIONS.length && whole) {
+    await writeFile(report, renderReport([machine, ...sections]))
     log('wrote BENCHMARKS.md')
+  } else if (whole) {
+    const measured = `Measured ${new Date().toISOString().replace(/\.\d+Z$/, 'Z')} by \`BENCH_ONLY=${only.join(',')} npm run bench\`, on the machine above.`
+    await writeFile(report, mergeReport(await readFile(report, 'utf8'), sections, measured))
+    log(`only ${only.join(', ')}: those sections of BENCHMARKS.md are replaced, the others left as they were`)
   } else {
-    process.stdout.write(`\n${report}`)
-    log(`only ${only.join(', ')}: the report is printed above, and BENCHMARKS.md is left as it was`)
+    process.stdout.write(`\n${renderReport([machine, ...sections])}`)
+    log('a part of a section only: the report is printed above, and BENCHMARKS.md is left as it was')
   }
 }
 
@@ -161,16 +175,6 @@ function endToEndLayoutsToRun(): EndToEndLayoutName[] {
 /** The sections BENCH_ONLY names, in the report's order; every one when it is unset. */
 function sectionsToRun(): SectionName[] {
   return namedIn('BENCH_ONLY', SECTIONS)
-}
-
-/** The names a comma-separated variable lists, in `all`'s order; all of them when it is unset or empty. */
-function namedIn<Name extends string>(variable: string, all: readonly Name[]): Name[] {
-  const raw = process.env[variable]
-  if (raw === undefined || raw === '') return [...all]
-  const named = raw.split(',').map((name) => name.trim())
-  const unknown = named.filter((name) => !(all as readonly string[]).includes(name))
-  if (unknown.length > 0) throw new Error(`${variable} names no ${unknown.join(', ')}; it takes ${all.join(', ')}`)
-  return all.filter((name) => named.includes(name))
 }
 
 async function benchTriggerSection(load: Load, bodySet: BodySet, workDir: string): Promise<Section> {
@@ -318,19 +322,6 @@ async function bareRate(load: Load, workDir: string): Promise<number> {
   } finally {
     await stopChild(bare.server.child)
   }
-}
-
-function positiveInteger(name: string, fallback: number): number {
-  const value = wholeNumber(name, fallback)
-  if (value === 0) throw new Error(`${name} must be a positive whole number, got 0`)
-  return value
-}
-
-function wholeNumber(name: string, fallback: number): number {
-  const raw = process.env[name]
-  if (raw === undefined || raw === '') return fallback
-  if (!/^\d+$/.test(raw)) throw new Error(`${name} must be a whole number, got ${JSON.stringify(raw)}`)
-  return Number(raw)
 }
 
 function verdictFor(goal: (typeof GOALS)[number], row: TriggerRow): Verdict {
