@@ -299,7 +299,7 @@ export async function benchEndToEnd(options: {
 }
 
 /** One of the trigger benchmark's bodies (each a person of its own), sent to this campaign; one that names a channel names its channel. */
-function addressedTo(text: string, campaign: typeof CAMPAIGN): string {
+export function addressedTo(text: string, campaign: typeof CAMPAIGN): string {
   const body = JSON.parse(text)
   body.campaign = campaign.routing_key
   if ('channel' in body) body.channel = campaign.channel
@@ -501,7 +501,7 @@ export interface Intake {
 }
 
 /** Every body posted once, by CLIENTS clients each taking the next body when its last one is answered. */
-async function postAll(api: Server, apiKey: string, bodies: readonly string[], phase: string): Promise<Intake> {
+export async function postAll(api: Server, apiKey: string, bodies: readonly string[], phase: string): Promise<Intake> {
   const agent = new http.Agent({ keepAlive: true, maxSockets: CLIENTS })
   const url = new URL('/api/v2/triggers', api.baseUrl)
   const latenciesMs = new Float64Array(bodies.length)

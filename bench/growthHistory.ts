@@ -75,6 +75,7 @@ import { generateBodies } from './bodies.ts'
 import { stopChild } from './children.ts'
 import { meterPostgresCpu, processCpuSeconds } from './cpu.ts'
 import {
+  addressedTo,
   CAMPAIGN,
   CLIENTS,
   type EndToEndRound,
@@ -104,7 +105,7 @@ import {
   pinnedTo,
   postCreating,
   provision,
-  ROOT,
+  requestWith,
   type Server,
   sleep,
   startServer,
@@ -298,7 +299,7 @@ async function run(options: HistoryBenchOptions): Promise<HistoryBenchResult> {
   // bench/bodies.ts draws each person's ids from fixed ranges (one kind has 27,000 values, in half the bodies), and
   // looks for an unused one until it finds it.
   if (skip + total > MAX_BODIES) throw new Error(`${skip + total} bodies asked for; bench/bodies.ts makes at most ${MAX_BODIES} distinct people: fewer rounds or triggers`)
-  const all = generateBodies(skip + total).bodies.slice(skip).map((text) => addressedTo(text, CAMPAIGN.routing_key))
+  const all = generateBodies(skip + total).bodies.slice(skip).map((text) => addressedTo(text, CAMPAIGN))
   const warmUp = all.slice(0, options.warmUpTriggers)
   const pairBodies = (pair: number) => all.slice(options.warmUpTriggers + pair * options.triggersPerRound, options.warmUpTriggers + (pair + 1) * options.triggersPerRound)
 
@@ -409,14 +410,6 @@ async function run(options: HistoryBenchOptions): Promise<HistoryBenchResult> {
     explainJit,
     serverSettings: options.server.description,
   }
-}
-
-/** A body of bench/bodies.ts (each a person of its own) sent to the routing key, on its channel if it names one. */
-function addressedTo(text: string, routingKey: string): string {
-  const body = JSON.parse(text)
-  body.campaign = routingKey
-  if ('channel' in body) body.channel = CAMPAIGN.channel
-  return JSON.stringify(body)
 }
 
 /** bench/endToEnd.ts's PostgreSQL layout, its processes named after the database (their log files are). */
@@ -622,7 +615,7 @@ async function measureReads(
     // Each HTTP call's X-Request-ID, by which the service's request log gives its own time for it.
     let requestId = ''
     const call = async (method: 'GET' | 'POST', route: string, body?: unknown): Promise<unknown> => {
-      const answer = await request(agent, `${api.baseUrl}${route}`, method, apiKey, requestId, body)
+      const answer = await requestWith(agent, `${api.baseUrl}${route}`, method, apiKey, requestId, body === undefined ? undefined : JSON.stringify(body))
       if (answer.status !== 200) throw new Error(`${method} ${route} answered ${answer.status}: ${answer.text.slice(0, 500)}`)
       return (JSON.parse(answer.text) as { data: unknown }).data
     }
@@ -941,34 +934,6 @@ function asText(value: unknown): string {
   }
   if (typeof value === 'object') return JSON.stringify(value)
   return String(value)
-}
-
-/** One request on the kept-alive agent, its answer read whole. */
-function request(agent: http.Agent, url: string, method: 'GET' | 'POST', apiKey: string, requestId: string, body?: unknown): Promise<{ status: number; text: string }> {
-  const payload = body === undefined ? undefined : JSON.stringify(body)
-  return new Promise((resolve, reject) => {
-    const sent = http.request(
-      url,
-      {
-        method,
-        agent,
-        headers: {
-          authorization: `Bearer ${apiKey}`,
-          'x-request-id': requestId,
-          ...(payload === undefined ? {} : { 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload) }),
-        },
-      },
-      (response) => {
-        let text = ''
-        response.setEncoding('utf8')
-        response.on('data', (chunk: string) => (text += chunk))
-        response.on('end', () => resolve({ status: response.statusCode!, text }))
-        response.on('error', reject)
-      },
-    )
-    sent.on('error', reject)
-    sent.end(payload)
-  })
 }
 
 // The report.

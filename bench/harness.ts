@@ -81,7 +81,7 @@ export async function startServer(name: string, args: string[], env: Record<stri
 }
 
 /** A port nothing listens on now, as the system picks one. */
-function freePort(): Promise<number> {
+export function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const probe = createServer()
     probe.once('error', reject)
@@ -189,17 +189,28 @@ export function median(values: readonly number[]): number {
 
 /** One POST /api/v2/triggers through `agent` (kept-alive connections, or a new one each time), with its status and body. */
 export function postTriggerWith(agent: http.Agent, url: URL, apiKey: string, body: string, requestId: string): Promise<{ status: number; text: string }> {
+  return requestWith(agent, url, 'POST', apiKey, requestId, body)
+}
+
+/** One request through `agent` with the API key and request id, a JSON body if any, its answer read whole. */
+export function requestWith(
+  agent: http.Agent,
+  url: URL | string,
+  method: 'GET' | 'POST',
+  apiKey: string,
+  requestId: string,
+  body?: string,
+): Promise<{ status: number; text: string }> {
   return new Promise((resolve, reject) => {
     const request = http.request(
       url,
       {
-        method: 'POST',
+        method,
         agent,
         headers: {
           authorization: `Bearer ${apiKey}`,
-          'content-type': 'application/json',
-          'content-length': Buffer.byteLength(body),
           'x-request-id': requestId,
+          ...(body === undefined ? {} : { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) }),
         },
       },
       (response) => {

@@ -16,9 +16,9 @@
  */
 import { execFileSync } from 'node:child_process'
 import { chmodSync, existsSync, mkdirSync, readdirSync } from 'node:fs'
-import { createServer, type AddressInfo } from 'node:net'
 import { totalmem } from 'node:os'
 import path from 'node:path'
+import { freePort } from './harness.ts'
 
 /** The installation's server binaries: the newest version under /usr/lib/postgresql. */
 function binaries(): string {
@@ -44,17 +44,6 @@ export interface PrivatePostgres {
 function asPostgres(command: string, args: readonly string[]): void {
   const asRoot = process.getuid?.() === 0
   execFileSync(asRoot ? 'runuser' : command, asRoot ? ['-u', 'postgres', '--', command, ...args] : [...args], { stdio: ['ignore', 'ignore', 'pipe'] })
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const probe = createServer()
-    probe.once('error', reject)
-    probe.listen(0, '127.0.0.1', () => {
-      const { port } = probe.address() as AddressInfo
-      probe.close(() => resolve(port))
-    })
-  })
 }
 
 export async function startPrivatePostgres(workDir: string, settings: Record<string, string> = {}): Promise<PrivatePostgres> {

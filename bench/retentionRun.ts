@@ -39,7 +39,6 @@
  */
 import { readFile } from 'node:fs/promises'
 import http from 'node:http'
-import type { AddressInfo } from 'node:net'
 import type { FastifyBaseLogger } from 'fastify'
 import pg from 'pg'
 import pino from 'pino'
@@ -49,7 +48,7 @@ import { ServiceMetrics } from '../src/services/metrics.ts'
 import { openDatabase } from '../src/store/database.ts'
 import { generateBodies } from './bodies.ts'
 import { hasExited, stopChild } from './children.ts'
-import { CAMPAIGN, CLIENTS } from './endToEnd.ts'
+import { addressedTo, CAMPAIGN, CLIENTS, EVENT_TYPES, postAll, type Receiver, startReceiver } from './endToEnd.ts'
 import {
   LOAD_CPU,
   log,
@@ -60,7 +59,6 @@ import {
   postCreating,
   postTriggerWith,
   provision,
-  ROOT,
   type Server,
   sleep,
   startServer,
@@ -70,9 +68,6 @@ import {
 import type { PrivatePostgres } from './privatePostgres.ts'
 import type { Section } from './report.ts'
 
-/** The endpoint's subscription: each trigger ends in one event of each type. */
-const EVENT_TYPES = ['task.completed', 'interaction.finalized'] as const
-type EventType = (typeof EVENT_TYPES)[number]
 /** A row per person and per id, not per trigger: counted apart from the pipeline's tables. */
 export const CONTACT_DIRECTORY = ['contacts', 'contact_ids'] as const
 /** The project's goal: the pipeline's tables keep at most this many bytes per completed trigger after a run with autovacuum on. */
@@ -142,56 +137,6 @@ async function provisionOrganization(api: Server, receiverUrl: string): Promise<
   const { orgId, apiKey } = await provision(api.baseUrl, [CAMPAIGN], ['triggers:write', 'webhooks:manage'])
   await postCreating(api.baseUrl, '/api/v2/webhook-endpoints', apiKey, { url: receiverUrl, events: EVENT_TYPES })
   return { orgId, apiKey }
-}
-
-/** One of bench/bodies.ts's bodies (each a person of their own), sent to CAMPAIGN, as bench/endToEnd.ts addresses them. */
-function addressedToCampaign(text: string): string {
-  const body = JSON.parse(text)
-  body.campaign = CAMPAIGN.routing_key
-  if ('channel' in body) body.channel = CAMPAIGN.channel
-  return JSON.stringify(body)
-}
-
-interface Receiver {
-  url: string
-  /** Distinct webhook-ids received of one event type. */
-  received(type: EventType): number
-  distinct(): number
-  /** webhook-ids received more than once. */
-  duplicates(): number
-  close(): Promise<void>
-}
-
-/** The client's endpoint: answers 200 at once, counts distinct webhook-ids by event type. */
-async function startReceiver(): Promise<Receiver> {
-  const times = new Map<string, number>()
-  const byType = new Map<string, number>()
-  const server = http.createServer((request, response) => {
-    let body = ''
-    request.setEncoding('utf8')
-    request.on('data', (chunk: string) => (body += chunk))
-    request.on('end', () => {
-      response.writeHead(200).end()
-      const id = String(request.headers['webhook-id'])
-      const before = times.get(id) ?? 0
-      times.set(id, before + 1)
-      if (before > 0) return
-      const type = EVENT_TYPES.find((candidate) => body.includes(`"${candidate}"`)) ?? 'unknown'
-      byType.set(type, (byType.get(type) ?? 0) + 1)
-    })
-  })
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-  return {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hooks`,
-    received: (type) => byType.get(type) ?? 0,
-    distinct: () => times.size,
-    duplicates: () => [...times.values()].filter((n) => n > 1).length,
-    close: () =>
-      new Promise((resolve) => {
-        server.close(() => resolve())
-        server.closeAllConnections()
-      }),
-  }
 }
 
 /** Waits until the receiver holds one webhook of each type per trigger, or `timeoutMs`, or a process exits; answers whether all came. */
@@ -351,7 +296,7 @@ export interface StorageResult {
 /** `triggers` distinct triggers through the service on a fresh database of `server`, then the tables' sizes; this process on LOAD_CPU. */
 export async function benchStorage(options: { server: PrivatePostgres; workDir: string; triggers: number }): Promise<StorageResult> {
   if (options.triggers > MAX_DISTINCT_BODIES) throw new Error(`at most ${MAX_DISTINCT_BODIES} distinct triggers (bench/bodies.ts)`)
-  const bodies = generateBodies(options.triggers).bodies.map(addressedToCampaign)
+  const bodies = generateBodies(options.triggers).bodies.map((text) => addressedTo(text, CAMPAIGN))
   const database = `storage_${Date.now()}`
   const databaseUrl = await options.server.createDatabase(database)
   try {
@@ -368,7 +313,7 @@ async function measureStorage(databaseUrl: string, bodies: readonly string[], wo
     service = await startService('storage', databaseUrl, workDir)
     const { apiKey } = await provisionOrganization(service.api, receiver.url)
     log(`storage: ${bodies.length} triggers from ${CLIENTS} clients, as fast as the service takes them`)
-    const intake = await postAsFastAsTaken(service.api, apiKey, bodies)
+    const intake = await postAll(service.api, apiKey, bodies, 'storage')
     if (intake.refusals.length > 0) {
       throw new Error(`storage: ${intake.refusals.length} of ${bodies.length} POSTs were not answered 201, e.g.\n${intake.refusals.slice(0, 5).join('\n')}`)
     }
@@ -458,35 +403,6 @@ async function readHeapSpace(client: pg.Client, tables: readonly TableSize[]): P
     space.push({ table, liveBytes: Number(rows[0]!.tuple_len), deadBytes: Number(rows[0]!.dead_tuple_len), freeBytes: Number(rows[0]!.free_space) })
   }
   return space
-}
-
-interface Intake {
-  startedAt: number
-  seconds: number
-  latenciesMs: Float64Array
-  refusals: string[]
-}
-
-/** Every body posted once, by CLIENTS clients each posting its next as soon as its last is answered. */
-async function postAsFastAsTaken(api: Server, apiKey: string, bodies: readonly string[]): Promise<Intake> {
-  const agent = new http.Agent({ keepAlive: true, maxSockets: CLIENTS })
-  const url = new URL('/api/v2/triggers', api.baseUrl)
-  const latenciesMs = new Float64Array(bodies.length)
-  const refusals: string[] = []
-  let next = 0
-  const client = async () => {
-    while (next < bodies.length) {
-      const index = next++
-      const sentAt = performance.now()
-      const answer = await postTriggerWith(agent, url, apiKey, bodies[index]!, `storage-${index}`).catch((error: Error) => ({ status: 0, text: error.message }))
-      latenciesMs[index] = performance.now() - sentAt
-      if (answer.status !== 201) refusals.push(`${answer.status} ${answer.text}`)
-    }
-  }
-  const startedAt = performance.now()
-  await Promise.all(Array.from({ length: CLIENTS }, client))
-  agent.destroy()
-  return { startedAt, seconds: (performance.now() - startedAt) / 1000, latenciesMs, refusals }
 }
 
 /** In the report, tables with fewer rows than this per trigger are summed on one line. */
@@ -626,7 +542,7 @@ export async function benchRetentionRun(options: {
 }): Promise<RetentionRunResult> {
   const total = Math.round(options.ratePerSecond * options.periodSeconds * options.periods)
   const distinct = Math.min(total, MAX_DISTINCT_BODIES)
-  const bodies = generateBodies(distinct).bodies.map(addressedToCampaign)
+  const bodies = generateBodies(distinct).bodies.map((text) => addressedTo(text, CAMPAIGN))
   const database = `retention_${Date.now()}`
   const databaseUrl = await options.server.createDatabase(database)
   const naptime = options.autovacuumNaptimeSeconds
