@@ -28,7 +28,7 @@
  * BENCH_FRESH_SECONDS (how long new connections are timed beside the load,
  * default 20), BENCH_ONLY, a comma-separated list of the sections to run
  * (triggers, batch, dispatcher, deliverer, e2e, fresh, growth), e.g. `BENCH_ONLY=e2e npm run bench` to iterate
- * on one (growth alone takes about 45 minutes: a quick run leaves it out), BENCH_E2E_LAYOUTS likewise for the
+ * on one (growth alone takes about 13 minutes: a quick run leaves it out), BENCH_E2E_LAYOUTS likewise for the
  * end-to-end layouts (postgres, embedded), growth's own (bench/growth.ts), and BENCH_SERVER_NODE_FLAGS, node flags for
  * the service's processes (e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`), and BENCH_POSTGRES_URL, the PostgreSQL
  * server to make the benchmark's databases on (default postgres://postgres@127.0.0.1:5432/postgres). A run of some
