@@ -66,3 +66,23 @@ test('arrays, dates, bytes, numbers, booleans, nulls and JSON arrive as given', 
   assert.deepEqual([...rows[0]!.bytes], [0, 39, 36, 255])
   assert.deepEqual(await database.db.query('SELECT cardinality($1::text[]) AS count', [[]]), [{ count: 0 }])
 })
+
+test("every session on PostgreSQL runs without JIT, set on the session rather than in the startup packet (which PgBouncer refuses)", { skip: process.env.DATABASE_URL === undefined ? 'needs PostgreSQL (DATABASE_URL)' : false }, async () => {
+  // As many transactions at once as the pool has connections, so that every one of them is opened and asked.
+  const settings = await Promise.all(
+    Array.from({ length: database.db.concurrency }, () =>
+      database.db.transaction(async (tx) => {
+        const [row] = await tx.query<{ jit: string; options: string; pid: number }>(
+          `SELECT current_setting('jit') AS jit, coalesce((SELECT setting FROM pg_settings WHERE name = 'jit' AND source = 'client'), '') AS options, pg_backend_pid() AS pid,
+                  pg_sleep(0.05)::text`,
+        )
+        return row!
+      }),
+    ),
+  )
+  assert.equal(new Set(settings.map((row) => row.pid)).size, database.db.concurrency)
+  for (const row of settings) {
+    assert.equal(row.jit, 'off')
+    assert.equal(row.options, '', 'jit is not set by the startup packet')
+  }
+})

@@ -94,17 +94,16 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
  * it was chosen by the cost of a few statements' custom plans (the first five
  * runs of a prepared statement on a connection), whose estimates on a large
  * history were far above what they read: each cost about 170 ms of
- * compiling for 1 ms of work.
+ * compiling for 1 ms of work. Set by a statement as each connection opens,
+ * not in the startup packet's `options`: PgBouncer refuses a connection whose
+ * options set a parameter it does not track (1.20 and later) or that has
+ * options at all (before).
  */
-function withoutJit(connectionString: string): string {
-  const url = new URL(connectionString)
-  url.searchParams.set('options', [url.searchParams.get('options'), '-c jit=off'].filter(Boolean).join(' '))
-  return url.toString()
-}
+const SESSION_SETTINGS = 'SET jit = off'
 
 function openPostgres(connectionString: string, poolSize: number): Database {
   const pool = new pg.Pool({
-    connectionString: withoutJit(connectionString),
+    connectionString,
     max: poolSize,
     // A half-dead connection must fail its statements rather than hold them forever.
     keepAlive: true,
@@ -114,6 +113,10 @@ function openPostgres(connectionString: string, poolSize: number): Database {
   // An idle client that loses its connection must not crash the process; the
   // pool replaces it and the next query reports any lasting problem.
   pool.on('error', () => {})
+  // Queued on the connection before anything else runs on it; should it fail, the server's setting stays.
+  pool.on('connect', (client) => {
+    client.query(SESSION_SETTINGS).catch(() => {})
+  })
   const statements = new StatementNames()
   const runOn = (client: pg.Pool | pg.PoolClient): Queryable => ({
     async query<Row>(sql: string, params?: readonly unknown[]) {
