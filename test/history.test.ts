@@ -236,6 +236,46 @@ describe('a task past the retention period', () => {
     assert.deepEqual(await everywhere([...heldIds, ...laterIds]), nowhere([...heldIds, ...laterIds]))
     assert.equal((await scrapeMetrics(service.app)).get('retention_backlog_age_seconds')!.samples[0]!.value, 0)
   })
+
+  test('is not held back by a delivery left pending to an endpoint that no longer receives; its provider messages are known a week', async () => {
+    const startedAt = now
+    receiver.answerAll({ status: 503 })
+    const held = await trigger(ana)
+    await service.app.workers!.dispatcher.runOnce()
+    now += 2_000
+    await service.app.workers!.dispatcher.runOnce()
+    await service.app.workers!.deliverer.runOnce()
+    const heldIds = await idsOfTask(held)
+    // A settlement that read the endpoint as receiving committed its deliveries just after a disable gave up what was
+    // pending: as if the endpoint were disabled with them still pending.
+    await service.db.query(`UPDATE webhook_endpoints SET enabled = false WHERE org_id = $1`, [orgId])
+    const [pending] = await service.db.query<{ n: number }>(`SELECT count(*)::int AS n FROM deliveries WHERE status = 'pending'`)
+    assert.ok(pending!.n > 0, 'a delivery is left pending')
+    // Messages its provider delivered for the call, one of them six days before the sweep, one eight.
+    const sweptAt = startedAt + 2 * DAY_MS + 2 * HOUR_MS
+    const [call] = heldIds.filter((id) => id.startsWith('int_'))
+    await service.db.query(
+      `INSERT INTO provider_messages (provider, message_id, received_at, interaction_id) VALUES ('whatsapp', 'wamid.recent', $1, $3), ('whatsapp', 'wamid.old', $2, $3)`,
+      [new Date(sweptAt - 6 * DAY_MS), new Date(sweptAt - 8 * DAY_MS), call],
+    )
+    const messages = async () =>
+      service.db.query<{ message_id: string; interaction_id: string | null }>(`SELECT message_id, interaction_id FROM provider_messages WHERE message_id LIKE 'wamid.%' ORDER BY message_id`)
+    try {
+      now = sweptAt
+      await sweep()
+      assert.deepEqual(await everywhere(heldIds), nowhere(heldIds))
+      const [left] = await service.db.query<{ n: number }>(`SELECT count(*)::int AS n FROM deliveries WHERE status = 'pending'`)
+      assert.equal(left!.n, 0)
+      // The one not a week old is still known (against its being delivered again), named by nothing; then it goes too.
+      assert.deepEqual(await messages(), [{ message_id: 'wamid.recent', interaction_id: null }])
+      now = sweptAt + DAY_MS + 1_000
+      await sweep()
+      assert.deepEqual(await messages(), [])
+    } finally {
+      await service.db.query(`UPDATE webhook_endpoints SET enabled = true WHERE org_id = $1`, [orgId])
+      receiver.answerAll({ status: 200 })
+    }
+  })
 })
 
 test('a suppression older than the retention period keeps only its digest, and still meets its number', async () => {

@@ -19,6 +19,7 @@ import type { FastifyBaseLogger } from 'fastify'
 import { dueHistory, DAY_MS, type HistoryBounds, historyDueAt, retentionCutoff } from '../domain/retention.ts'
 import { moveCountChanges } from '../store/dailyCounts.ts'
 import type { Database } from '../store/database.ts'
+import { giveUpUnreceivable } from '../store/deliveries.ts'
 import {
   deleteBoundedHistory,
   deleteContactsNamedByNone,
@@ -103,6 +104,8 @@ export class HistorySweep {
     }
     if (this.#now() - this.#boundedAt >= BOUNDED_EVERY_MS) {
       this.#boundedAt = this.#now()
+      const givenUp = await giveUpUnreceivable(this.#db, this.#boundedAt)
+      if (givenUp > 0) this.#log.info({ deliveries: givenUp }, 'deliveries left pending to endpoints that no longer receive were given up')
       report.rows += await this.#deleteBounded(outOfTime)
     }
     // An organization whose history is held, or not due yet, is not looked at again in the run; one with more due is.
@@ -183,7 +186,7 @@ export class HistorySweep {
             more: due.stoppedAt === 'end' && next !== undefined && next.createdAt < cutoff,
           }
         })
-        const deleted = await deleteHistory(tx, gathered(steps.map((step) => step.due)))
+        const deleted = await deleteHistory(tx, gathered(steps.map((step) => step.due)), now)
         const contacts = await deleteContactsNamedByNone(tx, deleted.contactIds)
         const clear = new Set(await saveSweeps(tx, steps.map((step) => step.save)))
         let rows = deleted.rows + contacts

@@ -330,11 +330,29 @@ export async function giveUpPending(tx: Queryable, endpointId: string, now: numb
   )
 }
 
+/**
+ * Gives up the deliveries still pending to endpoints that no longer receive
+ * (disabled or deleted). A disable gives up what is pending as it commits,
+ * but the settlement of a call committing beside it, which read the endpoint
+ * as receiving, can add one after: never sent, it would hold its task's
+ * history back from deletion for ever. Answers how many were given up.
+ */
+export async function giveUpUnreceivable(db: Queryable, now: number): Promise<number> {
+  const rows = await db.query<{ id: string }>(
+    `UPDATE deliveries SET status = 'failed', completed_at = $1, locked_by = NULL, locked_until = NULL
+     WHERE status = 'pending' AND endpoint_id = ANY(ARRAY(SELECT id FROM webhook_endpoints WHERE NOT enabled OR deleted_at IS NOT NULL))
+     RETURNING id`,
+    [new Date(now)],
+  )
+  return rows.length
+}
+
 /** When the deliverer next has something to do. */
 export async function nextDeliveryDueAt(db: Queryable): Promise<number | undefined> {
   const rows = await db.query<{ due_at: Date | null }>(
     `SELECT min(next.due_at) AS due_at FROM webhook_endpoints e
-     CROSS JOIN LATERAL (SELECT due_at FROM deliveries WHERE endpoint_id = e.id AND status = 'pending' ORDER BY due_at LIMIT 1) next`,
+     CROSS JOIN LATERAL (SELECT due_at FROM deliveries WHERE endpoint_id = e.id AND status = 'pending' ORDER BY due_at LIMIT 1) next
+     WHERE e.enabled AND e.deleted_at IS NULL`,
   )
   return rows[0]?.due_at?.getTime()
 }

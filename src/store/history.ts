@@ -157,8 +157,10 @@ export async function heldHistory(tx: Queryable, due: HistoryToDelete): Promise<
  * attempts. Answers the rows deleted, and the contacts on file the deleted
  * tasks named.
  */
-export async function deleteHistory(tx: Queryable, due: HistoryToDelete): Promise<{ rows: number; contactIds: string[] }> {
+export async function deleteHistory(tx: Queryable, due: HistoryToDelete, now: number): Promise<{ rows: number; contactIds: string[] }> {
   if (due.taskIds.length + due.interactionIds.length + due.eventIds.length === 0) return { rows: 0, contactIds: [] }
+  // A message received less than a week ago is still remembered against its provider's delivering it again (a
+  // retention shorter than that), named by nothing: its provider and id alone, deleted when a week old.
   const [interactions] = await tx.query<{ rows: string }>(
     `WITH gone_interactions AS (
        DELETE FROM interactions
@@ -166,10 +168,13 @@ export async function deleteHistory(tx: Queryable, due: HistoryToDelete): Promis
           OR (id = ANY($2::text[]) AND task_id IS NULL)
        RETURNING id
      ), gone_messages AS (
-       DELETE FROM provider_messages WHERE interaction_id = ANY(ARRAY(SELECT id FROM gone_interactions)) RETURNING 1
+       DELETE FROM provider_messages WHERE interaction_id = ANY(ARRAY(SELECT id FROM gone_interactions)) AND received_at < $3 RETURNING 1
+     ), remembered_messages AS (
+       UPDATE provider_messages SET interaction_id = NULL
+       WHERE interaction_id = ANY(ARRAY(SELECT id FROM gone_interactions)) AND received_at >= $3
      )
      SELECT (SELECT count(*) FROM gone_interactions) + (SELECT count(*) FROM gone_messages) AS rows`,
-    [due.taskIds, due.interactionIds],
+    [due.taskIds, due.interactionIds, new Date(now - UNATTACHED_MESSAGE_DAYS * DAY_MS)],
   )
   const [rest] = await tx.query<{ rows: string; contact_ids: string[] }>(
     `WITH gone_tasks AS (
@@ -304,8 +309,10 @@ export async function digestSuppressions(tx: Queryable, phoneHashKey: Buffer, or
  * Deletes at most `limit` of the oldest rows of the service-wide history with
  * bounds of its own: endpoints' counts by the hour before `endpointHoursBefore`
  * (read endpoint by endpoint in their primary key), audit entries before
- * `auditBefore`, and provider messages recorded before they named their
- * interaction (migration 029) more than a week ago. Answers the rows deleted.
+ * `auditBefore`, and provider messages that name no interaction (recorded
+ * before messages named theirs, migration 029, or outliving their
+ * interaction's history) received more than a week ago. Answers the rows
+ * deleted.
  */
 export async function deleteBoundedHistory(
   db: Queryable,
