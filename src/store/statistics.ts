@@ -50,14 +50,14 @@ export async function analyzeGrownTables(db: Database): Promise<string[]> {
 }
 
 /** The tables a task's history is written to, which the history sweep deletes from (store/history.ts). */
-const HISTORY_TABLES = ['triggers', 'tasks', 'interactions', 'events', 'deliveries', 'delivery_attempts', 'provider_messages', 'contacts', 'contact_ids']
+export const HISTORY_TABLES = ['triggers', 'tasks', 'interactions', 'events', 'deliveries', 'delivery_attempts', 'provider_messages', 'contacts', 'contact_ids'] as const
 
 /**
  * Where nothing vacuums: the daily counts' changes, which are written with
- * every event and deleted every second, and with `history` the tables the
- * history sweep has deleted many rows from, so that their space is used
- * again rather than their files growing for ever.
+ * every event and deleted every second, and `historyTable`, one the history
+ * sweep has deleted many rows from, so that its space is used again rather
+ * than its file growing for ever.
  */
-export async function vacuumSweptTables(db: Database, options: { history: boolean }): Promise<void> {
-  await db.exec(`VACUUM ${['daily_count_changes', ...(options.history ? HISTORY_TABLES : [])].join(', ')}`)
+export async function vacuumSweptTables(db: Database, historyTable: (typeof HISTORY_TABLES)[number] | undefined): Promise<void> {
+  await db.exec(`VACUUM ${['daily_count_changes', ...(historyTable === undefined ? [] : [historyTable])].join(', ')}`)
 }

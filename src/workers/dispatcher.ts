@@ -21,7 +21,7 @@ import type { HistorySweep } from '../services/history.ts'
 import type { Database } from '../store/database.ts'
 import { deleteExpiredKeys } from '../store/idempotency.ts'
 import { nextSettleAt } from '../store/interactions.ts'
-import { analyzeGrownTables, keepsOwnStatistics, vacuumSweptTables } from '../store/statistics.ts'
+import { analyzeGrownTables, HISTORY_TABLES, keepsOwnStatistics, vacuumSweptTables } from '../store/statistics.ts'
 import { nextDueAt } from '../store/tasks.ts'
 import { type Work, WorkLoop } from './workLoop.ts'
 
@@ -55,7 +55,8 @@ const HISTORY_BUDGET_MS = 100
  * Where nothing vacuums (store/statistics.ts): the rows the sweep deletes
  * before the tables it deletes from are vacuumed, so that their space is used
  * again rather than the files growing; and how often the daily counts'
- * changes, written and deleted every second, are.
+ * changes, written and deleted every second, are, with one of those tables
+ * a round while they are due.
  */
 const VACUUM_AFTER_DELETED_ROWS = 50_000
 const VACUUM_CHANGES_EVERY_MS = 60_000
@@ -81,6 +82,11 @@ class Dispatching implements Work {
   #historyAt = 0
   #vacuumedAt = 0
   #deletedSinceVacuum = 0
+  /**
+   * The history tables still to vacuum since the sweep last deleted many rows: one a round, since on the embedded
+   * database a VACUUM holds the only session, and every table's at once held the API and the workers for all of them.
+   */
+  #historyTablesToVacuum: (typeof HISTORY_TABLES)[number][] = []
   readonly #history: HistorySweep
   #keepsStatistics: boolean | undefined
 
@@ -138,9 +144,11 @@ class Dispatching implements Work {
     }
     if (this.#keepsStatistics && this.#now() - this.#vacuumedAt >= VACUUM_CHANGES_EVERY_MS) {
       this.#vacuumedAt = this.#now()
-      const swept = this.#deletedSinceVacuum >= VACUUM_AFTER_DELETED_ROWS
-      if (swept) this.#deletedSinceVacuum = 0
-      await vacuumSweptTables(this.#db, { history: swept })
+      if (this.#deletedSinceVacuum >= VACUUM_AFTER_DELETED_ROWS) {
+        this.#deletedSinceVacuum = 0
+        this.#historyTablesToVacuum = [...HISTORY_TABLES]
+      }
+      await vacuumSweptTables(this.#db, this.#historyTablesToVacuum.shift())
     }
     return progressed
   }
