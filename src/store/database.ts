@@ -113,12 +113,31 @@ function openPostgres(connectionString: string, poolSize: number): Database {
   // An idle client that loses its connection must not crash the process; the
   // pool replaces it and the next query reports any lasting problem.
   pool.on('error', () => {})
-  // Queued on the connection before anything else runs on it; should it fail, the server's setting stays.
-  pool.on('connect', (client) => {
-    client.query(SESSION_SETTINGS).catch(() => {})
-  })
+  const withSessionSet = new WeakSet<pg.PoolClient>()
+  /** A connection of the pool, its session set as the service's before its first use. */
+  const checkOut = async (): Promise<pg.PoolClient> => {
+    const client = await pool.connect()
+    if (withSessionSet.has(client)) return client
+    try {
+      await client.query(SESSION_SETTINGS)
+    } catch (error) {
+      client.release(error as Error)
+      throw error
+    }
+    withSessionSet.add(client)
+    return client
+  }
+  /** `work` on a connection of the pool, outside any transaction of the caller's. */
+  const onConnection = async <T>(work: (client: pg.PoolClient) => Promise<T>): Promise<T> => {
+    const client = await checkOut()
+    try {
+      return await work(client)
+    } finally {
+      client.release()
+    }
+  }
   const statements = new StatementNames()
-  const runOn = (client: pg.Pool | pg.PoolClient): Queryable => ({
+  const runOn = (client: pg.PoolClient): Queryable => ({
     async query<Row>(sql: string, params?: readonly unknown[]) {
       // pg parses a named statement on each connection the first time the connection runs it.
       const result = await client.query({ name: statements.of(sql), text: sql, values: params as unknown[] | undefined })
@@ -131,9 +150,10 @@ function openPostgres(connectionString: string, poolSize: number): Database {
   return {
     kind: 'postgres',
     concurrency: poolSize,
-    ...runOn(pool),
+    query: (sql, params) => onConnection((client) => runOn(client).query(sql, params)),
+    exec: (sql) => onConnection((client) => runOn(client).exec(sql)),
     async transaction(work) {
-      const client = await pool.connect()
+      const client = await checkOut()
       try {
         await client.query('BEGIN')
         const result = await work(runOn(client))
