@@ -10,6 +10,7 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, test } from 'node:test'
 import { newId } from '../src/domain/ids.ts'
+import { insertEvents } from '../src/store/events.ts'
 import { type Receiver, startReceiver } from './support/receiver.ts'
 import { bearer, json, OPERATOR_TOKEN, scrapeMetrics, startService, tablesHolding, type TestService } from './support/service.ts'
 
@@ -73,6 +74,7 @@ interface Person {
   phone: string
 }
 
+const cleo: Person = { patient: 'PT-CLEO-9953', firstName: 'Cleopatrina', email: 'cleopatrina@mailbox.example', phone: '+442079460973' }
 const ana: Person = { patient: 'PT-ANA-7731', firstName: 'Anabellota', email: 'anabellota@mailbox.example', phone: '+442079460971' }
 const ben: Person = { patient: 'PT-BEN-8842', firstName: 'Benedictus', email: 'benedictus@mailbox.example', phone: '+442079460972' }
 
@@ -130,6 +132,18 @@ async function rowsNamingDeliveries(ids: readonly string[]): Promise<number> {
     [ids],
   )
   return Number(row!.n)
+}
+
+/** Until a session of the test's database waits for a row lock (on PostgreSQL). */
+async function untilSomeoneWaitsForALock() {
+  for (let tries = 0; tries < 500; tries++) {
+    const [row] = await service.db.query<{ n: number }>(
+      `SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND pid <> pg_backend_pid()`,
+    )
+    if (row!.n > 0) return
+    await new Promise((resolve) => setTimeout(resolve, 10))
+  }
+  assert.fail('no session came to wait for a lock')
 }
 
 const everywhere = async (needles: readonly string[]) => Object.fromEntries(await Promise.all(needles.map(async (needle) => [needle, await tablesHolding(service.db, needle)])))
@@ -236,6 +250,35 @@ describe('a task past the retention period', () => {
     assert.deepEqual(await everywhere([...heldIds, ...laterIds]), nowhere([...heldIds, ...laterIds]))
     assert.equal((await scrapeMetrics(service.app)).get('retention_backlog_age_seconds')!.samples[0]!.value, 0)
   })
+
+  test(
+    'waits for a late result that commits while it runs: its webhook is not lost',
+    { skip: process.env.DATABASE_URL === undefined ? 'needs PostgreSQL (DATABASE_URL): on PGlite one transaction runs at a time' : false },
+    async () => {
+      const startedAt = now
+      const late = await trigger(cleo)
+      await settleEverything()
+      const ids = await idsOfTask(late)
+      const [call] = ids.filter((id) => id.startsWith('int_'))
+      now = startedAt + 2 * DAY_MS + 2 * HOUR_MS
+      let sweeping: Promise<void> | undefined
+      const lateEventId = newId('event', now)
+      await service.db.transaction(async (tx) => {
+        // As a late result does: its call locked first, its event and its delivery written, committed a moment later.
+        await tx.query('SELECT id FROM interactions WHERE id = $1 FOR UPDATE', [call])
+        sweeping = sweep()
+        await untilSomeoneWaitsForALock()
+        const event = { id: lateEventId, type: 'interaction.result_added' as const, timestamp: new Date(now).toISOString(), data: { interaction_id: call, task_id: late.task_id, result: { summary: 'late' } } }
+        await insertEvents(tx, [{ orgId, event }])
+      })
+      await sweeping
+      assert.ok((await tablesHolding(service.db, late.task_id)).includes('tasks'), 'held while its webhook is to be delivered')
+      assert.deepEqual(await tablesHolding(service.db, lateEventId), ['deliveries', 'events'])
+      await settleEverything()
+      await sweep()
+      assert.deepEqual(await everywhere([...ids, lateEventId]), nowhere([...ids, lateEventId]))
+    },
+  )
 
   test('is not held back by a delivery left pending to an endpoint that no longer receives; its provider messages are known a week', async () => {
     const startedAt = now

@@ -29,6 +29,7 @@ import {
   eventsAfter,
   heldHistory,
   type HistoryToDelete,
+  lockHistory,
   lockOrganizationsDue,
   type OrganizationEventRow,
   PAST_EVERY_EVENT,
@@ -168,6 +169,7 @@ export class HistorySweep {
         for (const event of read) byOrganization.get(event.orgId)!.push(event)
         const cutoffs = new Map(organizations.map((organization) => [organization.id, retentionCutoff(now, organization.retentionDays)]))
         const candidates = organizations.map((organization) => dueHistory(byOrganization.get(organization.id)!.slice(0, share), cutoffs.get(organization.id)!, new Set()))
+        await lockHistory(tx, gathered(candidates))
         const held = await heldHistory(tx, gathered(candidates))
         const steps = organizations.map((organization) => {
           const events = byOrganization.get(organization.id)!

@@ -119,6 +119,25 @@ export interface HistoryToDelete {
 }
 
 /**
+ * Locks the calls and conversations of these, then their tasks, each in id
+ * order (as a settlement, a late result, a reply and an erasure lock them:
+ * the interaction, then its task), before what holds them back is read: a
+ * late result or a reply that wrote an event for one of them has then
+ * committed, and its delivery still to be made is seen; one that comes after
+ * finds them gone.
+ */
+export async function lockHistory(tx: Queryable, due: HistoryToDelete): Promise<void> {
+  if (due.taskIds.length + due.interactionIds.length === 0) return
+  await tx.query(
+    `SELECT id FROM interactions
+     WHERE id = ANY(ARRAY(SELECT unnest(interaction_ids) FROM tasks WHERE id = ANY($1::text[])) || $2::text[])
+     ORDER BY id FOR UPDATE`,
+    [due.taskIds, due.interactionIds],
+  )
+  await tx.query(`SELECT id FROM tasks WHERE id = ANY($1::text[]) ORDER BY id FOR UPDATE`, [due.taskIds])
+}
+
+/**
  * Of these, the tasks, messages and events whose history must wait: a
  * delivery of one of their events is still to be attempted (it must not be
  * lost), or a call of the task still runs (a task cancelled while one ran).
