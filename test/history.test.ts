@@ -336,6 +336,24 @@ test('a suppression older than the retention period keeps only its digest, and s
   assert.equal(task.outcome, 'opted_out')
 })
 
+test("a suppression made after an organization's last look is digested once past the retention period, not a period later", async () => {
+  const quiet = json(await service.app.inject({ method: 'POST', url: '/admin/v1/organizations', headers: admin, payload: { name: 'Quiet practice' } })).data.id
+  const patched = await service.app.inject({ method: 'PATCH', url: `/admin/v1/organizations/${quiet}`, headers: admin, payload: { retention_days: 2 } })
+  assert.equal(patched.statusCode, 200, patched.body)
+  const lookedAt = now
+  await sweep()
+  now = lookedAt + DAY_MS
+  const added = await service.app.inject({ method: 'POST', url: `/admin/v1/organizations/${quiet}/suppressions`, headers: admin, payload: { phone: '+44 20 7946 0988' } })
+  assert.equal(added.statusCode, 201, added.body)
+  // Looked at again with nothing to do (no history, the suppression a day old), then once it is past two days.
+  now = lookedAt + 2 * DAY_MS + 60_000
+  await sweep()
+  assert.ok((await tablesHolding(service.db, '+442079460988')).includes('suppressions'))
+  now = lookedAt + 3 * DAY_MS + HOUR_MS
+  await sweep()
+  assert.deepEqual(await tablesHolding(service.db, '+442079460988'), [])
+})
+
 test('endpoint health and the audit log keep to their own bounds', async () => {
   const [endpoint] = await service.db.query<{ id: string }>('SELECT id FROM webhook_endpoints WHERE org_id = $1', [orgId])
   const hour = (daysAgo: number) => new Date(Math.floor((now - daysAgo * DAY_MS) / HOUR_MS) * HOUR_MS)

@@ -276,7 +276,11 @@ export async function saveSweeps(tx: Queryable, saves: readonly SweepSaved[]): P
   if (saves.length === 0) return []
   const rows = await tx.query<{ id: string }>(
     `WITH saved AS (
-       UPDATE organizations o SET retention_swept_txid = v.txid, retention_swept_event = v.event_id, history_due_at = v.due_at
+       -- Due again when its next event is, or when its oldest suppression in the clear passes the retention period, if
+       -- sooner: an organization without events would otherwise keep a suppression's number up to two periods.
+       UPDATE organizations o SET retention_swept_txid = v.txid, retention_swept_event = v.event_id,
+         history_due_at = LEAST(v.due_at, (SELECT min(s.created_at) FROM suppressions s WHERE s.org_id = o.id AND s.phone NOT LIKE 'sha256:%')
+                                          + make_interval(days => o.retention_days))
        FROM unnest($1::text[], $2::xid8[], $3::text[], $4::timestamptz[], $5::timestamptz[]) AS v(id, txid, event_id, due_at, suppressions_before)
        WHERE o.id = v.id
        RETURNING o.id, v.suppressions_before
