@@ -94,6 +94,17 @@ async function trigger(person: Person) {
   return json(response).data as { id: string; task_id: string }
 }
 
+/** A trigger whose call completes and whose webhooks fail their first attempt (the receiver answers 503 from now on). */
+async function triggerWithWebhooksFailing(person: Person) {
+  receiver.answerAll({ status: 503 })
+  const created = await trigger(person)
+  await service.app.workers!.dispatcher.runOnce()
+  now += 2_000
+  await service.app.workers!.dispatcher.runOnce()
+  await service.app.workers!.deliverer.runOnce()
+  return created
+}
+
 const sweep = async () => {
   now += 1_000
   await service.app.workers!.dispatcher.runOnce()
@@ -218,12 +229,7 @@ describe('a task past the retention period', () => {
   test('waits for a delivery still to be made, and so does everything after it', async () => {
     const startedAt = now
     // The first task's webhooks fail once, and are due again 5 s later.
-    receiver.answerAll({ status: 503 })
-    const held = await trigger(ana)
-    await service.app.workers!.dispatcher.runOnce()
-    now += 2_000
-    await service.app.workers!.dispatcher.runOnce()
-    await service.app.workers!.deliverer.runOnce()
+    const held = await triggerWithWebhooksFailing(ana)
     // The second's are delivered before then.
     receiver.answerAll({ status: 200 })
     const later = await trigger(ben)
@@ -282,12 +288,7 @@ describe('a task past the retention period', () => {
 
   test('is not held back by a delivery left pending to an endpoint that no longer receives; its provider messages are known a week', async () => {
     const startedAt = now
-    receiver.answerAll({ status: 503 })
-    const held = await trigger(ana)
-    await service.app.workers!.dispatcher.runOnce()
-    now += 2_000
-    await service.app.workers!.dispatcher.runOnce()
-    await service.app.workers!.deliverer.runOnce()
+    const held = await triggerWithWebhooksFailing(ana)
     const heldIds = await idsOfTask(held)
     // A settlement that read the endpoint as receiving committed its deliveries just after a disable gave up what was
     // pending: as if the endpoint were disabled with them still pending.
