@@ -250,8 +250,13 @@ describe('a task past the retention period', () => {
     const backlog = (await scrapeMetrics(service.app)).get('retention_backlog_age_seconds')!
     assert.ok(backlog.samples[0]!.value > 0, 'the sweep says history waits')
 
-    // Delivered at last: both go.
+    // Delivered at last: both go, once the sweep looks again, a minute after it found them held.
+    const heldAt = now
     await settleEverything()
+    assert.ok(now - heldAt < 59_000)
+    await sweep()
+    assert.ok((await tablesHolding(service.db, held.task_id)).includes('tasks'), 'not looked at again within the minute')
+    now = heldAt + 60_000
     await sweep()
     assert.deepEqual(await everywhere([...heldIds, ...laterIds]), nowhere([...heldIds, ...laterIds]))
     assert.equal((await scrapeMetrics(service.app)).get('retention_backlog_age_seconds')!.samples[0]!.value, 0)
@@ -280,7 +285,9 @@ describe('a task past the retention period', () => {
       await sweeping
       assert.ok((await tablesHolding(service.db, late.task_id)).includes('tasks'), 'held while its webhook is to be delivered')
       assert.deepEqual(await tablesHolding(service.db, lateEventId), ['deliveries', 'events'])
+      const heldAt = now
       await settleEverything()
+      now = Math.max(now, heldAt + 60_000)
       await sweep()
       assert.deepEqual(await everywhere([...ids, lateEventId]), nowhere([...ids, lateEventId]))
     },

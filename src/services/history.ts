@@ -56,6 +56,15 @@ const SUPPRESSIONS_PER_BATCH = 500
 /** Rows of the service-wide bounds deleted per statement, and how often they are looked at. */
 const BOUNDED_ROWS_PER_BATCH = 1_000
 const BOUNDED_EVERY_MS = 60_000
+/**
+ * How long this process leaves an organization whose history is held (a
+ * webhook still to be delivered, a call still running) before it looks again:
+ * held, it is due, and would be looked at first by every run; with hundreds
+ * held at once (a receiver many share, down) they took a run's whole budget.
+ * Its due time stays as it is, so that the wait still shows in
+ * retention_backlog_age_seconds.
+ */
+const HELD_LOOK_AGAIN_MS = 60_000
 /** SQLSTATEs of a batch that met another transaction's locks in a circle, or lost to it: tried again at the next run. */
 const CONTENDED = new Set(['40P01', '40001'])
 
@@ -79,6 +88,8 @@ export class HistorySweep {
   readonly #metrics: ServiceMetrics
   readonly #log: FastifyBaseLogger
   #boundedAt = -Infinity
+  /** Organizations found held, and when this process looks at each again. */
+  readonly #heldUntil = new Map<string, number>()
 
   constructor(deps: { db: Database; now: () => number; phoneHashKey: Buffer; bounds: HistoryBounds; metrics: ServiceMetrics; log: FastifyBaseLogger }) {
     this.#db = deps.db
@@ -110,7 +121,7 @@ export class HistorySweep {
       report.rows += await this.#deleteBounded(outOfTime)
     }
     // An organization whose history is held, or not due yet, is not looked at again in the run; one with more due is.
-    const done = new Set<string>()
+    const done = new Set<string>(this.#stillHeld())
     for (;;) {
       if (outOfTime()) {
         report.unfinished = true
@@ -120,6 +131,7 @@ export class HistorySweep {
       if (batch === undefined) break
       for (const step of batch.steps) {
         if (!step.more) done.add(step.orgId)
+        if (step.held) this.#heldUntil.set(step.orgId, this.#now() + HELD_LOOK_AGAIN_MS)
         report.tasks += step.tasks
       }
       report.rows += batch.rows
@@ -128,6 +140,13 @@ export class HistorySweep {
     this.#metrics.retentionDeletedRows.inc(report.rows)
     await this.#reportBacklog()
     return report
+  }
+
+  /** The organizations found held that this process leaves alone for now; those whose time has come are forgotten. */
+  #stillHeld(): string[] {
+    const now = this.#now()
+    for (const [orgId, until] of this.#heldUntil) if (until <= now) this.#heldUntil.delete(orgId)
+    return [...this.#heldUntil.keys()]
   }
 
   async #reportBacklog(): Promise<void> {
@@ -156,7 +175,7 @@ export class HistorySweep {
    * undefined when none is due. A batch that met another transaction in a
    * circle of locks is rolled back and left to the next run.
    */
-  async #sweepBatch(skip: readonly string[]): Promise<{ steps: { orgId: string; tasks: number; more: boolean }[]; rows: number } | undefined> {
+  async #sweepBatch(skip: readonly string[]): Promise<{ steps: { orgId: string; tasks: number; more: boolean; held: boolean }[]; rows: number } | undefined> {
     try {
       return await this.#db.transaction(async (tx) => {
         const now = this.#now()
@@ -196,7 +215,7 @@ export class HistorySweep {
         for (const { organization, due, save, more } of steps) {
           const digested = clear.has(organization.id) ? await digestSuppressions(tx, this.#phoneHashKey, organization.id, save.suppressionsBefore, SUPPRESSIONS_PER_BATCH) : 0
           rows += digested
-          report.push({ orgId: organization.id, tasks: due.taskIds.length, more: more || digested === SUPPRESSIONS_PER_BATCH })
+          report.push({ orgId: organization.id, tasks: due.taskIds.length, more: more || digested === SUPPRESSIONS_PER_BATCH, held: due.stoppedAt === 'held' })
         }
         return { steps: report, rows }
       })
