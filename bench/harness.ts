@@ -165,8 +165,13 @@ export function postgresSettings(): Promise<{ version: string; synchronousCommit
   })
 }
 
-async function onPostgres<T>(work: (client: pg.Client) => Promise<T>): Promise<T> {
-  const client = new pg.Client({ connectionString: POSTGRES_ADMIN_URL })
+function onPostgres<T>(work: (client: pg.Client) => Promise<T>): Promise<T> {
+  return withClient(POSTGRES_ADMIN_URL, work)
+}
+
+/** `work` on a connection of its own to the database at `url`, closed after. */
+export async function withClient<T>(url: string, work: (client: pg.Client) => Promise<T>): Promise<T> {
+  const client = new pg.Client({ connectionString: url })
   await client.connect()
   try {
     return await work(client)

@@ -70,8 +70,6 @@
  * and prints its summary (JSON) on standard output.
  */
 import { mkdtemp } from 'node:fs/promises'
-import http from 'node:http'
-import type { AddressInfo } from 'node:net'
 import os from 'node:os'
 import path from 'node:path'
 import { pathToFileURL } from 'node:url'
@@ -82,8 +80,8 @@ import { ID_PREFIXES } from '../src/domain/ids.ts'
 import { generateApiKey, KEY_PREFIX_LENGTH } from '../src/services/credentials.ts'
 import { generateBodies } from './bodies.ts'
 import { hasExited, stopChild } from './children.ts'
-import { CAMPAIGN, RESULTS_CAMPAIGN } from './endToEnd.ts'
-import { OPERATOR_TOKEN, PHONE_HASH_KEY, provision, type Server, sleep, startServer, tail, waitUntilReady } from './harness.ts'
+import { CAMPAIGN, EVENT_TYPES, type EventType, RESULTS_CAMPAIGN, startReceiver } from './endToEnd.ts'
+import { OPERATOR_TOKEN, PHONE_HASH_KEY, provision, type Server, sleep, startServer, tail, waitUntilReady, withClient } from './harness.ts'
 
 export interface HistoryOptions {
   /** An empty database: the service's migrations make its tables. */
@@ -151,8 +149,6 @@ function templateKind(index: number): TemplateKind {
 }
 
 const DEFAULT_TEMPLATE_TRIGGERS = 2_000
-/** The template's endpoint subscribes to the events the end-to-end bench's does: a call's, and its task's. */
-const EVENT_TYPES = ['task.completed', 'interaction.finalized']
 /** Concurrent clients posting the template's triggers. */
 const TEMPLATE_CLIENTS = 16
 /** How long the template's webhooks may take to arrive. */
@@ -404,12 +400,12 @@ async function makeTemplate(databaseUrl: string, count: number, workDir: string,
       if (cancelled !== Math.min(CANCEL_IDS_PER_REQUEST, toCancel.length - from)) throw new Error(`POST /api/v2/tasks/cancel answered ${answer.status}: ${text}`)
     }
     // A task.completed for every trigger, an interaction.finalized for every one that was called.
-    const expected = { 'task.completed': count, 'interaction.finalized': count - mix.cancelled }
+    const expected: Record<EventType, number> = { 'task.completed': count, 'interaction.finalized': count - mix.cancelled }
     const deadline = Date.now() + TEMPLATE_TIMEOUT_MS
-    while (Object.entries(expected).some(([type, n]) => receiver.received(type) < n)) {
+    while (EVENT_TYPES.some((type) => receiver.received(type) < expected[type])) {
       const exited = servers.find((server) => hasExited(server.child))
       if (exited !== undefined) throw new Error(`${exited.name} exited:\n${await tail(exited.logFile)}`)
-      if (Date.now() > deadline) throw new Error(`the template's webhooks did not all arrive: ${JSON.stringify(receiver.counts())} of ${JSON.stringify(expected)}`)
+      if (Date.now() > deadline) throw new Error(`the template's webhooks did not all arrive: ${EVENT_TYPES.map((type) => `${receiver.received(type)} ${type}`).join(', ')} of ${JSON.stringify(expected)}`)
       await sleep(100)
     }
     log(`template: ${count} triggers (${Object.entries(mix).map(([kind, n]) => `${n} ${kind}`).join(', ')}), every webhook received`)
@@ -425,9 +421,7 @@ async function makeTemplate(databaseUrl: string, count: number, workDir: string,
 
 /** Refuses a template with anything still to do: a history's work is over. */
 async function checkSettled(databaseUrl: string): Promise<void> {
-  const client = new pg.Client({ connectionString: databaseUrl })
-  await client.connect()
-  try {
+  await withClient(databaseUrl, async (client) => {
     const { rows } = await client.query<{ tasks: string; interactions: string; deliveries: string }>(
       `SELECT (SELECT count(*) FROM tasks WHERE status <> 'completed') AS tasks,
               (SELECT count(*) FROM interactions WHERE status <> 'finalized') AS interactions,
@@ -437,47 +431,7 @@ async function checkSettled(databaseUrl: string): Promise<void> {
     if (open.tasks !== '0' || open.interactions !== '0' || open.deliveries !== '0') {
       throw new Error(`the template is not settled: ${open.tasks} tasks, ${open.interactions} interactions, ${open.deliveries} deliveries still open`)
     }
-  } finally {
-    await client.end()
-  }
-}
-
-interface Receiver {
-  url: string
-  /** Distinct webhook-ids received of one event type. */
-  received(type: string): number
-  counts(): Record<string, number>
-  close(): Promise<void>
-}
-
-/** The template's webhook endpoint: answers 200 at once, and counts what it got by webhook-id and event type. */
-async function startReceiver(): Promise<Receiver> {
-  const seen = new Set<string>()
-  const byType = new Map<string, number>()
-  const server = http.createServer((request, response) => {
-    let body = ''
-    request.setEncoding('utf8')
-    request.on('data', (chunk: string) => (body += chunk))
-    request.on('end', () => {
-      response.writeHead(200).end()
-      const id = String(request.headers['webhook-id'])
-      if (seen.has(id)) return
-      seen.add(id)
-      const type = EVENT_TYPES.find((candidate) => body.includes(`"${candidate}"`)) ?? 'unknown'
-      byType.set(type, (byType.get(type) ?? 0) + 1)
-    })
   })
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-  return {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hooks`,
-    received: (type) => byType.get(type) ?? 0,
-    counts: () => Object.fromEntries(byType),
-    close: () =>
-      new Promise((resolve) => {
-        server.close(() => resolve())
-        server.closeAllConnections()
-      }),
-  }
 }
 
 /** A column as information_schema describes it. */

@@ -18,7 +18,7 @@ import { execFileSync } from 'node:child_process'
 import { chmodSync, existsSync, mkdirSync, readdirSync } from 'node:fs'
 import { totalmem } from 'node:os'
 import path from 'node:path'
-import { freePort } from './harness.ts'
+import { freePort, withClient } from './harness.ts'
 
 /** The installation's server binaries: the newest version under /usr/lib/postgresql. */
 function binaries(): string {
@@ -68,14 +68,7 @@ export async function startPrivatePostgres(workDir: string, settings: Record<str
     adminUrl: urlOf('postgres'),
     urlOf,
     async createDatabase(name) {
-      const { default: pg } = await import('pg')
-      const client = new pg.Client({ connectionString: urlOf('postgres') })
-      await client.connect()
-      try {
-        await client.query(`CREATE DATABASE ${name}`)
-      } finally {
-        await client.end()
-      }
+      await withClient(urlOf('postgres'), (client) => client.query(`CREATE DATABASE ${name}`))
       return urlOf(name)
     },
     stop() {

@@ -64,6 +64,7 @@ import {
   startServer,
   tail,
   waitUntilReady,
+  withClient,
 } from './harness.ts'
 import type { PrivatePostgres } from './privatePostgres.ts'
 import type { Section } from './report.ts'
@@ -229,16 +230,6 @@ async function countRows(client: pg.Client, table: string): Promise<number> {
 async function setting(client: pg.Client, name: string): Promise<string> {
   const { rows } = await client.query<{ value: string }>('SELECT current_setting($1) AS value', [name])
   return rows[0]!.value
-}
-
-async function withClient<T>(url: string, work: (client: pg.Client) => Promise<T>): Promise<T> {
-  const client = new pg.Client({ connectionString: url })
-  await client.connect()
-  try {
-    return await work(client)
-  } finally {
-    await client.end()
-  }
 }
 
 async function dropDatabase(server: PrivatePostgres, name: string): Promise<void> {

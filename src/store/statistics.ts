@@ -51,6 +51,7 @@ export async function analyzeGrownTables(db: Database): Promise<string[]> {
 
 /** The tables a task's history is written to, which the history sweep deletes from (store/history.ts). */
 export const HISTORY_TABLES = ['triggers', 'tasks', 'interactions', 'events', 'deliveries', 'delivery_attempts', 'provider_messages', 'contacts', 'contact_ids'] as const
+export type HistoryTable = (typeof HISTORY_TABLES)[number]
 
 /**
  * Where nothing vacuums: the daily counts' changes, which are written with
@@ -58,6 +59,6 @@ export const HISTORY_TABLES = ['triggers', 'tasks', 'interactions', 'events', 'd
  * sweep has deleted many rows from, so that its space is used again rather
  * than its file growing for ever.
  */
-export async function vacuumSweptTables(db: Database, historyTable: (typeof HISTORY_TABLES)[number] | undefined): Promise<void> {
+export async function vacuumSweptTables(db: Database, historyTable: HistoryTable | undefined): Promise<void> {
   await db.exec(`VACUUM ${['daily_count_changes', ...(historyTable === undefined ? [] : [historyTable])].join(', ')}`)
 }

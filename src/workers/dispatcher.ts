@@ -21,7 +21,7 @@ import type { HistorySweep } from '../services/history.ts'
 import type { Database } from '../store/database.ts'
 import { deleteExpiredKeys } from '../store/idempotency.ts'
 import { nextSettleAt } from '../store/interactions.ts'
-import { analyzeGrownTables, HISTORY_TABLES, keepsOwnStatistics, vacuumSweptTables } from '../store/statistics.ts'
+import { analyzeGrownTables, HISTORY_TABLES, type HistoryTable, keepsOwnStatistics, vacuumSweptTables } from '../store/statistics.ts'
 import { nextDueAt } from '../store/tasks.ts'
 import { type Work, WorkLoop } from './workLoop.ts'
 
@@ -86,7 +86,7 @@ class Dispatching implements Work {
    * The history tables still to vacuum since the sweep last deleted many rows: one a round, since on the embedded
    * database a VACUUM holds the only session, and every table's at once held the API and the workers for all of them.
    */
-  #historyTablesToVacuum: (typeof HISTORY_TABLES)[number][] = []
+  #historyTablesToVacuum: HistoryTable[] = []
   readonly #history: HistorySweep
   #keepsStatistics: boolean | undefined
 
