@@ -181,6 +181,10 @@ describe('erasing a person on request', () => {
     )
     const suppressionEntry = audit.find((each: { action: string }) => each.action === 'suppression.added')
     assert.match(suppressionEntry.target, /^sha256:/, 'the suppression entry keeps the digest, not the number')
+
+    // Found again by the ids their triggers keep, nothing of theirs is left to erase.
+    const twice = json(await erase({ id: { source: 'ehr', type: 'patient', value: zoe.id } })).data
+    assert.deepEqual({ ...twice, erased_at: undefined }, { tasks: 0, cancelled: 0, contacts: 0, interactions: 0, suppressions: 0, erased_at: undefined })
   })
 
   test('by number, by the operator; asking twice answers zeros; a trigger without a contact then finds no one on file', async () => {

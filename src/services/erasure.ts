@@ -28,7 +28,7 @@ export interface ErasureOperations {
 
 /** What an erasure found and did. */
 export interface ErasureReport {
-  /** The person's tasks found, each kept with its status and outcome. */
+  /** The person's tasks whose personal data this erasure removed, each kept with its status and outcome. */
   tasks: number
   /** Of those, the ones still open, now completed as cancelled. */
   cancelled: number
@@ -77,7 +77,7 @@ async function eraseOnce(ops: ErasureOperations, actor: Actor, orgId: string, pe
     const suppressions = await eraseSuppressedPhones(tx, ops.phoneHashKey, orgId, records.phones)
     await eraseAuditedPhones(tx, ops.phoneHashKey, orgId, records.phones)
     const report: ErasureReport = {
-      tasks: records.taskIds.length,
+      tasks: erased.tasks,
       cancelled: cancelled.length,
       contacts: erased.contacts,
       interactions: erased.interactions,

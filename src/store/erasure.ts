@@ -108,8 +108,9 @@ export async function lockInteractionsBegunSince(tx: Queryable, taskIds: readonl
   await tx.query(`SELECT id FROM interactions WHERE task_id = ANY($1::text[]) AND id <> ALL($2::text[]) ORDER BY id FOR UPDATE NOWAIT`, [taskIds, locked])
 }
 
-/** What an erasure changed, row by row. */
+/** What an erasure changed, row by row: rows erased before are left as they are, and not counted. */
 export interface ErasedCounts {
+  tasks: number
   contacts: number
   interactions: number
 }
@@ -119,14 +120,16 @@ const ERASED_RESULT = JSON.stringify(Object.fromEntries(ERASED_RESULT_FIELDS.map
 
 /** What an interaction keeps of the person: no number, no messages, a result without its free text. */
 const ERASED_INTERACTION = `to_phone = '', replies = NULL, result = result || '${ERASED_RESULT}'::jsonb`
+/** An interaction that still holds something ERASED_INTERACTION removes. */
+const HOLDS_PERSONAL_DATA = `(to_phone <> '' OR replies IS NOT NULL OR result || '${ERASED_RESULT}'::jsonb <> result)`
 
 /**
  * An event's payload with its result erased, and the condition for events
- * that carry one (interaction.finalized, task.completed and
+ * that carry one not erased yet (interaction.finalized, task.completed and
  * interaction.result_added of a conversation that reported something).
  */
 const ERASED_PAYLOAD = `jsonb_set(payload, '{data,result}', (payload #> '{data,result}') || '${ERASED_RESULT}'::jsonb)`
-const CARRIES_RESULT = `jsonb_typeof(payload #> '{data,result}') = 'object'`
+const CARRIES_RESULT = `jsonb_typeof(payload #> '{data,result}') = 'object' AND (payload #> '{data,result}') || '${ERASED_RESULT}'::jsonb <> payload #> '{data,result}'`
 
 /**
  * Clears the records' personal data: triggers and tasks keep no contact, no
@@ -139,11 +142,24 @@ const CARRIES_RESULT = `jsonb_typeof(payload #> '{data,result}') = 'object'`
  * answered no task by its interaction (events_of_taskless_interactions).
  */
 export async function erasePersonRecords(tx: Queryable, orgId: string, records: PersonRecords): Promise<ErasedCounts> {
-  await tx.query(`UPDATE triggers SET contact = NULL, context = '{}', phone = '' WHERE id = ANY($1::text[])`, [records.triggerIds])
-  await tx.query(`UPDATE tasks SET contact = '{}', context = '{}' WHERE id = ANY($1::text[])`, [records.taskIds])
-  const ofTasks = await tx.query(`UPDATE interactions SET ${ERASED_INTERACTION} WHERE task_id = ANY($1::text[]) RETURNING id`, [records.taskIds])
+  // A person erased before is found again by the ids their triggers keep: only what still holds their data is
+  // written (no new row version) and counted, so that erasing them again answers zeros.
+  await tx.query(
+    `UPDATE triggers SET contact = NULL, context = '{}', phone = ''
+     WHERE id = ANY($1::text[]) AND (contact IS NOT NULL OR context <> '{}' OR phone <> '')`,
+    [records.triggerIds],
+  )
+  const tasks = await tx.query(
+    `UPDATE tasks SET contact = '{}', context = '{}' WHERE id = ANY($1::text[]) AND (contact <> '{}' OR context <> '{}') RETURNING id`,
+    [records.taskIds],
+  )
+  const ofTasks = await tx.query(
+    `UPDATE interactions SET ${ERASED_INTERACTION} WHERE task_id = ANY($1::text[]) AND ${HOLDS_PERSONAL_DATA} RETURNING id`,
+    [records.taskIds],
+  )
   const replies = await tx.query<{ id: string }>(
-    `UPDATE interactions SET ${ERASED_INTERACTION} WHERE org_id = $1 AND task_id IS NULL AND to_phone = ANY($2::text[]) RETURNING id`,
+    `UPDATE interactions SET ${ERASED_INTERACTION}
+     WHERE org_id = $1 AND task_id IS NULL AND to_phone = ANY($2::text[]) AND ${HOLDS_PERSONAL_DATA} RETURNING id`,
     [orgId, records.phones],
   )
   await tx.query(
@@ -167,5 +183,5 @@ export async function erasePersonRecords(tx: Queryable, orgId: string, records: 
     [orgId, records.contactIds, JSON.stringify(records.ids)],
   )
   const contacts = await tx.query(`DELETE FROM contacts WHERE org_id = $1 AND id = ANY($2::text[]) RETURNING id`, [orgId, records.contactIds])
-  return { contacts: contacts.length, interactions: ofTasks.length + replies.length }
+  return { tasks: tasks.length, contacts: contacts.length, interactions: ofTasks.length + replies.length }
 }
