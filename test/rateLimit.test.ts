@@ -109,6 +109,31 @@ describe('the limit on /api/v2', () => {
     assert.equal((await batch(1)).statusCode, 429)
   })
 
+  test('an answer refused before the limit is checked (a scope the key lacks, a body too large) carries the fields and counts; an unknown key learns nothing', async () => {
+    const org = await seedOrganization(service.app, { scopes: ['triggers:read', 'suppressions:manage'] })
+    now += 60_000
+    const forbidden = await service.app.inject({
+      method: 'POST',
+      url: '/api/v2/triggers',
+      headers: { ...bearer(org.key), 'content-type': 'application/json' },
+      payload: { campaign: org.routingKey, contact: { phone: '+442079460958' } },
+    })
+    assert.equal(forbidden.statusCode, 403)
+    assert.equal(forbidden.headers['ratelimit-policy'], '"org";q=100;w=1;cts-burst=200')
+    assert.equal(forbidden.headers['ratelimit'], '"org";r=199;t=0')
+    const tooLarge = await service.app.inject({
+      method: 'POST',
+      url: '/api/v2/suppressions',
+      headers: { ...bearer(org.key), 'content-type': 'application/json' },
+      payload: JSON.stringify({ phone: 'x'.repeat(2 * 1024 * 1024) }),
+    })
+    assert.equal(tooLarge.statusCode, 413)
+    assert.equal(tooLarge.headers['ratelimit'], '"org";r=198;t=0')
+    const unknown = await get(service.app, 'ctk_live_' + 'x'.repeat(40))
+    assert.equal(unknown.statusCode, 401)
+    assert.equal(unknown.headers['ratelimit'], undefined)
+  })
+
   test("the operator sets an organization's own limit, shown on the organization and applied from the next lease", async () => {
     const org = await seedOrganization(service.app)
     now += 60_000

@@ -2,8 +2,8 @@
  * The rate limit on the client API (/api/v2), per organization: checked once
  * the key is known and the body read, before anything else of the request is
  * done, so that a refused request costs nothing more. Every answer to a
- * request counted carries the IETF RateLimit-Policy and RateLimit fields; a
- * refusal is 429 `rate_limited` with Retry-After.
+ * request whose key is known carries the IETF RateLimit-Policy and RateLimit
+ * fields; a refusal is 429 `rate_limited` with Retry-After.
  */
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import { rateLimitField, rateLimitPolicyField, retryAfterSeconds } from '../domain/rateLimit.ts'
@@ -45,12 +45,19 @@ export function installRateLimits(app: FastifyInstance, limiter: RateLimiter, me
     if (admission instanceof Promise) admission.then(decide, done)
     else decide(admission)
   })
-  app.addHook('onSend', (request, reply, payload, done) => {
-    const admission = request.rateLimit
+  app.addHook('onSend', async (request, reply, payload) => {
+    let admission = request.rateLimit
+    // A request refused before the limit is checked (a scope the key lacks, a body too large or unreadable) by a
+    // key that was confirmed counts as one: it cost the service a request, and its answer says where the
+    // organization stands like any other answer to a known key.
+    const principal = request.principal
+    if (admission === undefined && principal?.kind === 'organization' && request.principalConfirmed && request.routeOptions.url?.startsWith('/api/v2/')) {
+      admission = await limiter.admit(principal.orgId, 1)
+    }
     if (admission !== undefined) {
       reply.header('ratelimit-policy', rateLimitPolicyField(admission.policy))
       reply.header('ratelimit', rateLimitField(admission.policy, admission.remaining))
     }
-    done(null, payload)
+    return payload
   })
 }
