@@ -45,19 +45,20 @@ export function installRateLimits(app: FastifyInstance, limiter: RateLimiter, me
     if (admission instanceof Promise) admission.then(decide, done)
     else decide(admission)
   })
-  app.addHook('onSend', async (request, reply, payload) => {
-    let admission = request.rateLimit
+  app.addHook('onSend', (request, reply, payload, done) => {
+    const tell = (admission: Admission) => {
+      reply.header('ratelimit-policy', rateLimitPolicyField(admission.policy))
+      reply.header('ratelimit', rateLimitField(admission.policy, admission.remaining))
+      done(null, payload)
+    }
+    if (request.rateLimit !== undefined) return tell(request.rateLimit)
     // A request refused before the limit is checked (a scope the key lacks, a body too large or unreadable) by a
     // key that was confirmed counts as one: it cost the service a request, and its answer says where the
     // organization stands like any other answer to a known key.
     const principal = request.principal
-    if (admission === undefined && principal?.kind === 'organization' && request.principalConfirmed && request.routeOptions.url?.startsWith('/api/v2/')) {
-      admission = await limiter.admit(principal.orgId, 1)
-    }
-    if (admission !== undefined) {
-      reply.header('ratelimit-policy', rateLimitPolicyField(admission.policy))
-      reply.header('ratelimit', rateLimitField(admission.policy, admission.remaining))
-    }
-    return payload
+    if (principal?.kind !== 'organization' || !request.principalConfirmed || !request.routeOptions.url?.startsWith('/api/v2/')) return done(null, payload)
+    const admission = limiter.admit(principal.orgId, 1)
+    if (admission instanceof Promise) admission.then(tell, done)
+    else tell(admission)
   })
 }
