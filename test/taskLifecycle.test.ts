@@ -76,6 +76,7 @@ describe('a test-mode trigger on an always-open simulator campaign', () => {
 
     const [finalized, completed] = await eventsOf(created.task_id)
     assert.equal(finalized.type, 'interaction.finalized')
+    assert.equal(done.interactions[0].duration_s, finalized.data.duration_s, 'the API and the webhook report one duration')
     assert.deepEqual(finalized.data, {
       interaction_id: done.interactions[0].id,
       task_id: created.task_id,

@@ -7,6 +7,7 @@ import { type Channel, type Direction, type ExternalId, type InteractionOutcome,
 import type { Provider } from './campaignSettings.ts'
 import type { ConversationResult } from './conversationResult.ts'
 import { newId } from './ids.ts'
+import { interactionDurationS } from './interactionDuration.ts'
 
 /** An event exactly as it is sent: the webhook body. */
 export interface OutboxEvent {
@@ -107,7 +108,6 @@ function aboutInteraction(interaction: ReportedInteraction) {
 }
 
 export function interactionFinalizedEvent(interaction: FinalizedInteraction, now: number): OutboxEvent {
-  const startedAt = Date.parse(interaction.startedAt)
   return {
     id: newId('event', now),
     type: 'interaction.finalized',
@@ -116,7 +116,7 @@ export function interactionFinalizedEvent(interaction: FinalizedInteraction, now
       ...aboutInteraction(interaction),
       started_at: interaction.startedAt,
       ended_at: interaction.endedAt,
-      duration_s: interaction.durationS ?? Math.round((Date.parse(interaction.endedAt) - startedAt) / 1000),
+      duration_s: interactionDurationS(interaction),
       result: interaction.result,
     },
   }

@@ -5,6 +5,7 @@
  */
 import { Type } from '@sinclair/typebox'
 import type { FastifyInstance } from 'fastify'
+import { interactionDurationS } from '../../domain/interactionDuration.ts'
 import type { InteractionContext } from '../../domain/types.ts'
 import type { Authenticator } from '../../services/authenticator.ts'
 import type { Conversations } from '../../services/conversations.ts'
@@ -78,7 +79,7 @@ const presentContext = (context: InteractionContext) => {
     test_mode: interaction.testMode,
     started_at: interaction.startedAt,
     ended_at: interaction.endedAt,
-    duration_s: interaction.durationS,
+    duration_s: interactionDurationS(interaction),
     result_due_by: context.resultDueBy,
     ids: context.ids,
     contact: context.contact,

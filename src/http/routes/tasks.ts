@@ -8,6 +8,7 @@ import { ApiError, refuse } from '../../domain/errors.ts'
 import { normalizePhone, PHONE_REFUSED } from '../../domain/contact.ts'
 import { normalizeIdPart } from '../../domain/externalIds.ts'
 import { isId } from '../../domain/ids.ts'
+import { interactionDurationS } from '../../domain/interactionDuration.ts'
 import { TASK_OUTCOMES, TASK_STATUSES, type Task, ZONE_SOURCES } from '../../domain/types.ts'
 import type { Authenticator } from '../../services/authenticator.ts'
 import type { TaskLifecycle } from '../../services/taskLifecycle.ts'
@@ -119,7 +120,7 @@ const presentTask = (task: Task) => ({
     outcome: interaction.outcome,
     started_at: interaction.startedAt,
     ended_at: interaction.endedAt,
-    duration_s: interaction.durationS,
+    duration_s: interactionDurationS(interaction),
     test_mode: interaction.testMode,
     provider: interaction.provider,
     provider_ref: interaction.providerRef,
