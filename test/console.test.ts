@@ -163,6 +163,8 @@ describe('the console in a browser', { skip: existsSync(CHROMIUM) ? false : `no 
   let completed: { id: string; task_id: string }
   let waiting: { id: string; task_id: string }
   const dialogs: string[] = []
+  /** What the browser's console logged as errors (a failed request among them), page by page. */
+  const consoleErrors: string[] = []
 
   before(async () => {
     const { chromium } = await import('playwright-core')
@@ -200,6 +202,9 @@ describe('the console in a browser', { skip: existsSync(CHROMIUM) ? false : `no 
     page.on('dialog', (dialog) => {
       dialogs.push(dialog.message())
       void dialog.dismiss()
+    })
+    page.on('console', (message) => {
+      if (message.type() === 'error') consoleErrors.push(`${page.url()}: ${message.text()}`)
     })
     await page.goto(`${baseUrl}/console`)
     await page.getByLabel('API key or operator token').fill(token)
@@ -598,9 +603,12 @@ describe('the console in a browser', { skip: existsSync(CHROMIUM) ? false : `no 
     }
   })
 
-  test('the operator signs in, opens the organization, issues a key shown once, and revokes it', async () => {
+  test('the operator signs in, opens the organization, issues a key shown once, and revokes it; the browser logs no error', async () => {
+    const errorsBefore = consoleErrors.length
     const { context, page } = await signedIn(OPERATOR_TOKEN)
     try {
+      await page.getByRole('link', { name: 'Acme Recruiting' }).first().waitFor()
+      assert.deepEqual(consoleErrors.slice(errorsBefore), [], 'signing in as the operator logs no failed request')
       await page.getByRole('link', { name: 'Acme Recruiting' }).first().click()
       await page.getByRole('heading', { name: 'API keys' }).waitFor()
       await page.getByLabel('What it is for').fill('CRM sync')
