@@ -3,7 +3,8 @@
  * operations (`org create|rate-limit|retention`, `key issue|list|revoke`, `campaign
  * create|update|list|pause|resume`, `source create|update|list|delete`),
  * which work on the database directly and print what the admin API would
- * return.
+ * return; and the developer's `listen`, which forwards an organization's
+ * events from the HTTP API to a local URL.
  */
 import { parseArgs } from 'node:util'
 import type { Static, TSchema } from '@sinclair/typebox'
@@ -22,6 +23,8 @@ import { createWake } from './services/index.ts'
 import { DataDirInUse } from './store/dataDirLock.ts'
 import { openDatabase } from './store/database.ts'
 import { migrate } from './store/migrate.ts'
+import { ForwarderError, LocalForwarder } from './webhooks/localForwarder.ts'
+import { isWebhookSecret, newWebhookSecret } from './webhooks/signing.ts'
 import { validate } from './validation/model.ts'
 
 const USAGE = `usage: cli <command> [options]
@@ -44,6 +47,10 @@ const USAGE = `usage: cli <command> [options]
   source update --org ORG_ID --name NAME [--id-types TYPE,...] [--contact required|optional] [--required-context KEY,...]
   source list --org ORG_ID
   source delete --org ORG_ID --name NAME
+  listen --forward-to URL [--api-key KEY] [--base-url URL] [--secret whsec_...] [--events TYPE,...] [--after EVENT_ID]
+                                          forward the organization's events, signed, to a local URL as they are recorded
+                                          (the key: --api-key or API_KEY; the service: --base-url or http://localhost:PORT;
+                                          the secret: --secret or WEBHOOK_SECRET, else a new one, printed)
 
 SETTINGS, as on the admin API: [--name NAME] [--context JSON] [--schedule JSON] [--attempts JSON]
   [--provider simulator|twilio|whatsapp_cloud] [--provider-config JSON] [--max-concurrent N] [--results JSON]
@@ -62,6 +69,8 @@ async function main(argv: string[]): Promise<void> {
     process.stdout.write(`${USAGE}\n`)
     return
   }
+  // A client of the HTTP API: no database, no service configuration.
+  if (command === 'listen') return listen(values as Options)
   const config = loadConfig(process.env)
   if (command === 'serve') return serve(config, { workers: values['no-workers'] !== true })
   if (command === 'worker') return runWorker(config)
@@ -79,6 +88,29 @@ async function main(argv: string[]): Promise<void> {
   } finally {
     await db.close()
   }
+}
+
+async function listen(options: Options): Promise<void> {
+  const forwardTo = required(options, 'forward-to')
+  if (!URL.canParse(forwardTo)) throw new UsageError(`--forward-to must be a URL, like http://localhost:9000/hook`)
+  const apiKey = options['api-key'] ?? process.env.API_KEY
+  if (apiKey === undefined) throw new UsageError('listen needs an API key with triggers:read: --api-key or API_KEY')
+  const given = options.secret ?? process.env.WEBHOOK_SECRET
+  if (given !== undefined && !isWebhookSecret(given)) throw new UsageError('the secret must be whsec_ and the base64 of its key, as an endpoint secret is')
+  const secret = given ?? newWebhookSecret()
+  if (given === undefined) process.stdout.write(`signing with a new secret: ${secret}\n(start your receiver with WEBHOOK_SECRET=${secret}, or give listen yours with --secret)\n`)
+  const forwarder = new LocalForwarder({
+    baseUrl: options['base-url'] ?? `http://localhost:${process.env.PORT ?? 8080}`,
+    apiKey,
+    forwardTo,
+    secret,
+    types: options.events?.split(',').map((type) => type.trim()) ?? [],
+    after: options.after,
+    print: (line) => process.stdout.write(`${line}\n`),
+  })
+  const stop = new AbortController()
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => stop.abort())
+  await forwarder.run(stop.signal)
 }
 
 async function runAdminCommand(command: string, options: Options, ops: admin.Operations, pauses: CampaignPauses): Promise<unknown> {
@@ -169,6 +201,12 @@ function parseCommandLine(argv: string[]) {
         burst: { type: 'string' },
         days: { type: 'string' },
         default: { type: 'boolean' },
+        'forward-to': { type: 'string' },
+        'api-key': { type: 'string' },
+        'base-url': { type: 'string' },
+        secret: { type: 'string' },
+        events: { type: 'string' },
+        after: { type: 'string' },
         help: { type: 'boolean', short: 'h' },
       },
     })
@@ -237,7 +275,7 @@ function checked<S extends TSchema>(schema: S, input: Record<string, unknown>): 
 main(process.argv.slice(2)).catch((error: unknown) => {
   if (error instanceof ConfigError) {
     process.stderr.write(`configuration error: ${error.message}\n`)
-  } else if (error instanceof UsageError || error instanceof ApiError || error instanceof DataDirInUse) {
+  } else if (error instanceof UsageError || error instanceof ApiError || error instanceof DataDirInUse || error instanceof ForwarderError) {
     process.stderr.write(`${error.message}\n`)
     if (error instanceof UsageError) process.stderr.write(`run with --help for usage\n`)
   } else {

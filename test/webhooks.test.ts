@@ -440,6 +440,13 @@ describe('the event log', () => {
     assert.deepEqual([...first, ...rest].map((event: any) => event.id), completed.map((event: any) => event.id))
     const bad = await service.app.inject({ method: 'GET', url: '/api/v2/events?limit=0&type=task.started', headers: bearer(key) })
     assert.equal(bad.statusCode, 422)
+    // The newest, newest first: where a reader of what comes next starts.
+    const newest = await page('newest=true&limit=2')
+    assert.deepEqual(newest.map((event: any) => event.id), all.slice(-2).reverse().map((event: any) => event.id))
+    assert.deepEqual(await page(`after=${newest[0].id}`), [])
+    const both = await service.app.inject({ method: 'GET', url: `/api/v2/events?newest=true&after=${newest[0].id}`, headers: bearer(key) })
+    assert.equal(both.statusCode, 422)
+    assert.deepEqual(json(both).detail[0].loc, ['query', 'newest'])
 
     const failed = receiver.received.find((request) => receiver.received.indexOf(request) === 0)!
     const eventId = JSON.parse(failed.body).id

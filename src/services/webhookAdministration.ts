@@ -12,7 +12,7 @@ import type { Database } from '../store/database.ts'
 import { deliveriesOf, deliveriesOfEvents, type DeliveryLog, giveUpPending, redeliver } from '../store/deliveries.ts'
 import { type OutboxEvent, webhookTestEvent } from '../domain/events.ts'
 import { endpointHours, type FailedAttempt, lastFailures } from '../store/endpointHealth.ts'
-import { findEvent, insertTestEvent, listEvents, listTaskEvents } from '../store/events.ts'
+import { findEvent, insertTestEvent, listEvents, listNewestEvents, listTaskEvents } from '../store/events.ts'
 import { taskExists } from '../store/tasks.ts'
 import { deleteEndpoint, findEndpoint, insertEndpoint, listEndpoints, rotateSecret, updateEndpoint } from '../store/webhookEndpoints.ts'
 import { webhookUrlProblem } from '../webhooks/urlSafety.ts'
@@ -153,8 +153,12 @@ export async function rotateEndpointSecret(
 export async function listOrganizationEvents(
   ops: WebhookOperations,
   orgId: string,
-  query: { type?: EventType; after?: string; limit: number },
+  query: { type?: EventType; after?: string; newest?: boolean; limit: number },
 ): Promise<OutboxEvent[]> {
+  if (query.newest === true && query.after !== undefined) {
+    throw new ValidationFailed([valueError(['query', 'newest'], query.newest, 'newest reads the newest events, and after the ones after an event: send one of them')])
+  }
+  if (query.newest === true) return listNewestEvents(ops.db, orgId, query)
   const events = await listEvents(ops.db, orgId, query)
   if (events === undefined) {
     throw new ValidationFailed([valueError(['query', 'after'], query.after, 'after must be the id of an event of a page before')])

@@ -160,6 +160,24 @@ export async function listEvents(
 }
 
 /**
+ * The organization's newest events, newest first (at most `limit`): where a
+ * reader that wants only what is recorded from now on starts, `after` the
+ * first of them. Only events of committed transactions older than every one
+ * still open, as listEvents reads them, so that no event is written behind it.
+ */
+export async function listNewestEvents(db: Queryable, orgId: string, options: { type?: EventType; limit: number }): Promise<OutboxEvent[]> {
+  const rows = await db.query<{ payload: OutboxEvent }>(
+    `SELECT e.payload FROM events e
+     WHERE e.org_id = $1 AND ($2::text IS NULL OR e.type = $2) AND e.type <> '${TEST_EVENT_TYPE}'
+       AND e.txid < pg_snapshot_xmin(pg_current_snapshot())
+     ORDER BY e.txid DESC, e.id DESC
+     LIMIT $3`,
+    [orgId, options.type ?? null, options.limit],
+  )
+  return rows.map((row) => row.payload)
+}
+
+/**
  * The most of a task's events read at once: one per attempt (at most 20) and
  * its completion, and one per inbound reply tied to it, which a person could
  * send without end: the first ones tell the story.

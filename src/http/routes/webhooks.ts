@@ -160,6 +160,9 @@ const EventWithDeliveries = Type.Composite([EventSchema, Type.Object({ deliverie
 const EventsQuery = Type.Object({
   type: Type.Optional(EventTypeSchema),
   after: Type.Optional(Type.String({ maxLength: 40, description: 'The last event id of the previous page.' })),
+  newest: Type.Optional(
+    Type.Boolean({ description: 'The newest events instead, newest first (not with `after`): a reader that wants only the events recorded from now on reads on `after` the first of them.' }),
+  ),
   limit: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_PAGE, description: `Default ${MAX_PAGE}.` })),
 })
 
@@ -355,7 +358,7 @@ function routesFor(app: FastifyInstance, ops: WebhookOperations, audience: Audie
       },
     },
     async (request, reply) => {
-      const query = request.query as { type?: EventType; after?: string; limit?: number }
+      const query = request.query as { type?: EventType; after?: string; newest?: boolean; limit?: number }
       const events = await listOrganizationEvents(ops, await audience.orgId(request), { ...query, limit: query.limit ?? MAX_PAGE })
       return reply.send(envelope(request, events))
     },

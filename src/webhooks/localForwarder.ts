@@ -1,0 +1,160 @@
+/**
+ * Webhooks to a developer's machine without a public address (`cli listen`):
+ * the organization's events are read from the events API as they are
+ * recorded (GET /api/v2/events, on from the newest at start) and each is
+ * POSTed, signed as the service signs its webhooks (Standard Webhooks, with a
+ * local secret), to a local URL, one at a time in the order they were
+ * recorded, printing a line per event with the receiver's answer. As Stripe's
+ * and Vapi's CLIs forward webhooks to localhost: no endpoint is registered
+ * and no port is opened.
+ *
+ * A receiver that is down or answers 5xx gets the event again after 1, 2, 4
+ * and 8 seconds, then it is skipped with a line saying so; the events API
+ * keeps it (GET /api/v2/events/{id}). The API's 429 and 503 are waited out
+ * as their Retry-After says.
+ */
+import { request } from 'undici'
+import type { OutboxEvent } from '../domain/events.ts'
+import { DeliveryError, WebhookPoster } from './httpPoster.ts'
+import { signatureHeader } from './signing.ts'
+
+export interface ForwarderOptions {
+  /** The service, e.g. http://localhost:8080. */
+  baseUrl: string
+  /** An API key of the organization with `triggers:read`. */
+  apiKey: string
+  /** The local receiver, e.g. http://localhost:9000/hook. */
+  forwardTo: string
+  /** The whsec_... secret the receiver checks signatures with. */
+  secret: string
+  /** Only events of these types (all when empty). */
+  types: readonly string[]
+  /** Start after this event instead of the newest. */
+  after?: string
+  print: (line: string) => void
+  now?: () => number
+  sleep?: (ms: number, signal?: AbortSignal) => Promise<void>
+}
+
+/** How often the events API is read while nothing new comes: webhooks reach the receiver within about this. */
+const POLL_INTERVAL_MS = 500
+const PAGE_SIZE = 100
+/** Waits before each new try of an event the receiver did not take. */
+const RETRY_DELAYS_MS = [1_000, 2_000, 4_000, 8_000]
+const FORWARD_TIMEOUT_MS = 10_000
+const USER_AGENT = 'ConversationTriggerService-Listen/1'
+
+export class ForwarderError extends Error {}
+
+/** A wait that ends early when the signal aborts (Ctrl-C stops listen at once). */
+function wakeableSleep(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(resolve, ms)
+    signal?.addEventListener('abort', () => {
+      clearTimeout(timer)
+      resolve()
+    }, { once: true })
+  })
+}
+
+export class LocalForwarder {
+  readonly #options: ForwarderOptions
+  readonly #now: () => number
+  readonly #sleep: (ms: number, signal?: AbortSignal) => Promise<void>
+  readonly #poster: WebhookPoster
+  #cursor: string | undefined
+
+  constructor(options: ForwarderOptions) {
+    this.#options = options
+    this.#now = options.now ?? Date.now
+    this.#sleep = options.sleep ?? wakeableSleep
+    // Local addresses are the point here: the receiver is the developer's own.
+    this.#poster = new WebhookPoster({ allowPrivate: true, userAgent: USER_AGENT, timeoutMs: FORWARD_TIMEOUT_MS, now: this.#now })
+    this.#cursor = options.after
+  }
+
+  /** Where reading starts: after the given event, else after the newest one recorded (none: from the first to come). */
+  async start(): Promise<void> {
+    if (this.#cursor === undefined) this.#cursor = (await this.#events({ newest: 'true', limit: '1' }))[0]?.id
+    this.#options.print(`forwarding events to ${this.#options.forwardTo}${this.#cursor === undefined ? '' : ` (recorded after ${this.#cursor})`}; Ctrl-C to stop`)
+  }
+
+  /** Reads what was recorded since the last read and forwards it; answers how many events it read. */
+  async forwardNew(signal?: AbortSignal): Promise<number> {
+    const events = await this.#events({ ...(this.#cursor === undefined ? {} : { after: this.#cursor }), limit: String(PAGE_SIZE) })
+    for (const event of events) {
+      if (signal?.aborted) break
+      if (this.#options.types.length === 0 || this.#options.types.includes(event.type)) await this.#forward(event, signal)
+      this.#cursor = event.id
+    }
+    return events.length
+  }
+
+  async run(signal: AbortSignal): Promise<void> {
+    await this.start()
+    try {
+      while (!signal.aborted) {
+        const read = await this.forwardNew(signal)
+        if (read < PAGE_SIZE) await this.#sleep(POLL_INTERVAL_MS, signal)
+      }
+    } finally {
+      await this.close()
+    }
+  }
+
+  close(): Promise<void> {
+    return this.#poster.close()
+  }
+
+  async #forward(event: OutboxEvent, signal?: AbortSignal): Promise<void> {
+    const body = JSON.stringify(event)
+    for (let attempt = 0; ; attempt++) {
+      const timestamp = Math.floor(this.#now() / 1000)
+      const started = new Date(this.#now()).toISOString()
+      let answer: string
+      let taken = false
+      try {
+        const result = await this.#poster.post({
+          endpointId: 'local',
+          maxConnections: 1,
+          url: this.#options.forwardTo,
+          headers: {
+            'content-type': 'application/json',
+            'webhook-id': event.id,
+            'webhook-timestamp': String(timestamp),
+            'webhook-signature': signatureHeader([this.#options.secret], event.id, timestamp, body),
+          },
+          body,
+        })
+        answer = `${result.status} (${Math.round(result.latencyMs)} ms)`
+        // A 4xx is the receiver's verdict on this event (a refused signature, say): sending it again changes nothing.
+        taken = result.status < 500
+      } catch (error) {
+        if (!(error instanceof DeliveryError)) throw error
+        answer = error.message
+      }
+      const retryIn = RETRY_DELAYS_MS[attempt]
+      const next = taken ? '' : retryIn === undefined ? ', skipped' : `, again in ${retryIn / 1000} s`
+      this.#options.print(`${started} ${event.type} ${event.id} -> ${answer}${next}`)
+      if (taken || retryIn === undefined) return
+      await this.#sleep(retryIn, signal)
+      if (signal?.aborted) return
+    }
+  }
+
+  /** One page of the events API, waiting out its 429 and 503 as their Retry-After says. */
+  async #events(query: Record<string, string>): Promise<OutboxEvent[]> {
+    const url = new URL('/api/v2/events', this.#options.baseUrl)
+    for (const [name, value] of Object.entries(query)) url.searchParams.set(name, value)
+    for (;;) {
+      const response = await request(url, { headers: { authorization: `Bearer ${this.#options.apiKey}`, 'user-agent': USER_AGENT } })
+      const text = await response.body.text()
+      if (response.statusCode === 200) return (JSON.parse(text) as { data: OutboxEvent[] }).data
+      if (response.statusCode === 429 || response.statusCode === 503) {
+        await this.#sleep(1_000 * Number(response.headers['retry-after'] ?? 1))
+        continue
+      }
+      throw new ForwarderError(`GET ${url.pathname}${url.search} answered ${response.statusCode}: ${text}`)
+    }
+  }
+}
