@@ -22,7 +22,7 @@ import { CampaignPauses } from './services/campaignPauses.ts'
 import { createWake } from './services/index.ts'
 import { DataDirInUse } from './store/dataDirLock.ts'
 import { openDatabase } from './store/database.ts'
-import { migrate } from './store/migrate.ts'
+import { migrate, prepareSchema, SchemaBehind } from './store/migrate.ts'
 import { ForwarderError, LocalForwarder } from './webhooks/localForwarder.ts'
 import { isWebhookSecret, newWebhookSecret } from './webhooks/signing.ts'
 import { validate } from './validation/model.ts'
@@ -78,8 +78,12 @@ async function main(argv: string[]): Promise<void> {
   // Refused at once if a running process has the embedded database's directory: two writers lose each other's data.
   const db = await openDatabase({ ...config, command })
   try {
-    await migrate(db)
-    if (command === 'migrate') return
+    if (command === 'migrate') {
+      const applied = await migrate(db)
+      process.stdout.write(applied.length === 0 ? 'the schema is up to date\n' : `applied migrations ${applied.join(', ')}\n`)
+      return
+    }
+    await prepareSchema(db, config.migrateOnStart)
     const channels = createChannels(config, (name) => process.env[name])
     // Worker processes on the same PostgreSQL hear of a resume as it commits.
     const pauses = new CampaignPauses({ db, now: Date.now, wake: createWake(db) })
@@ -275,7 +279,7 @@ function checked<S extends TSchema>(schema: S, input: Record<string, unknown>): 
 main(process.argv.slice(2)).catch((error: unknown) => {
   if (error instanceof ConfigError) {
     process.stderr.write(`configuration error: ${error.message}\n`)
-  } else if (error instanceof UsageError || error instanceof ApiError || error instanceof DataDirInUse || error instanceof ForwarderError) {
+  } else if (error instanceof UsageError || error instanceof ApiError || error instanceof DataDirInUse || error instanceof ForwarderError || error instanceof SchemaBehind) {
     process.stderr.write(`${error.message}\n`)
     if (error instanceof UsageError) process.stderr.write(`run with --help for usage\n`)
   } else {

@@ -6,6 +6,7 @@
  */
 import path from 'node:path'
 import { DEFAULT_HISTORY_BOUNDS, type HistoryBounds } from './domain/retention.ts'
+import type { PoolMode } from './store/database.ts'
 
 export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent'
 
@@ -16,6 +17,19 @@ export interface Config {
   host: string
   /** PostgreSQL connection string; when absent the embedded database in `dataDir` is used. */
   databaseUrl: string | undefined
+  /**
+   * `transaction` when DATABASE_URL goes through a pooler in transaction mode
+   * (PgBouncer's pool_mode = transaction): no session state is kept across
+   * transactions (statements are not prepared by name, nothing is LISTENed
+   * to on the pooler).
+   */
+  poolMode: PoolMode
+  /** A connection straight to the server, past a transaction-mode pooler, for LISTEN alone. */
+  databaseDirectUrl: string | undefined
+  /** Connections of this process to PostgreSQL (to the pooler, behind one). */
+  poolSize: number
+  /** Apply migrations at start (the default); false: `cli migrate` is a release step, and a process refuses a schema behind it. */
+  migrateOnStart: boolean
   /** Directory of the embedded database and of the generated operator token; `memory://` keeps both in memory. */
   dataDir: string
   /** Operator token; when absent `serve` generates one and keeps it in `dataDir`. */
@@ -46,16 +60,32 @@ const MIN_OPERATOR_TOKEN_LENGTH = 24
 const MIN_PHONE_HASH_KEY_LENGTH = 32
 /** The longest a service-wide bound may keep its rows: ten years. */
 const MAX_BOUND_DAYS = 3650
+/** Connections to PostgreSQL per process unless DATABASE_POOL_SIZE says otherwise; at most MAX_POOL_SIZE. */
+const DEFAULT_POOL_SIZE = 10
+const MAX_POOL_SIZE = 500
 /** The port Prometheus's exporters for Node.js commonly take. */
 const DEFAULT_METRICS_PORT = 9464
 
 export function loadConfig(env: NodeJS.ProcessEnv): Config {
   const port = parsePort('PORT', env.PORT) ?? 8080
+  const databaseUrl = parseDatabaseUrl('DATABASE_URL', env.DATABASE_URL)
+  const poolMode = parsePoolMode(env.DATABASE_POOL_MODE)
+  const databaseDirectUrl = parseDatabaseUrl('DATABASE_DIRECT_URL', env.DATABASE_DIRECT_URL)
+  if ((poolMode === 'transaction' || databaseDirectUrl !== undefined) && databaseUrl === undefined) {
+    throw new ConfigError('DATABASE_POOL_MODE and DATABASE_DIRECT_URL go with DATABASE_URL; the embedded database has no pooler')
+  }
+  if (databaseDirectUrl !== undefined && poolMode !== 'transaction') {
+    throw new ConfigError('DATABASE_DIRECT_URL is for DATABASE_POOL_MODE=transaction: in session mode LISTEN goes through DATABASE_URL')
+  }
   return {
     port,
     metricsPort: parsePort('METRICS_PORT', env.METRICS_PORT) ?? DEFAULT_METRICS_PORT,
     host: nonEmpty('HOST', env.HOST) ?? '0.0.0.0',
-    databaseUrl: parseDatabaseUrl(env.DATABASE_URL),
+    databaseUrl,
+    poolMode,
+    databaseDirectUrl,
+    poolSize: parseCount('DATABASE_POOL_SIZE', env.DATABASE_POOL_SIZE, MAX_POOL_SIZE) ?? DEFAULT_POOL_SIZE,
+    migrateOnStart: parseBoolean('MIGRATE_ON_START', env.MIGRATE_ON_START) ?? true,
     dataDir: parseDataDir(env.DATA_DIR),
     operatorToken: parseSecret('OPERATOR_TOKEN', env.OPERATOR_TOKEN, MIN_OPERATOR_TOKEN_LENGTH),
     phoneHashKey: parseSecret('PHONE_HASH_KEY', env.PHONE_HASH_KEY, MIN_PHONE_HASH_KEY_LENGTH),
@@ -121,19 +151,36 @@ function parsePort(name: string, raw: string | undefined): number | undefined {
   return port
 }
 
-function parseDatabaseUrl(raw: string | undefined): string | undefined {
-  const value = nonEmpty('DATABASE_URL', raw)
+function parseDatabaseUrl(name: string, raw: string | undefined): string | undefined {
+  const value = nonEmpty(name, raw)
   if (value === undefined) return undefined
   let url: URL
   try {
     url = new URL(value)
   } catch {
-    throw new ConfigError('DATABASE_URL is not a URL; expected postgres://user@host:port/database')
+    throw new ConfigError(`${name} is not a URL; expected postgres://user@host:port/database`)
   }
   if (url.protocol !== 'postgres:' && url.protocol !== 'postgresql:') {
-    throw new ConfigError(`DATABASE_URL must start with postgres:// or postgresql://, got ${url.protocol}//`)
+    throw new ConfigError(`${name} must start with postgres:// or postgresql://, got ${url.protocol}//`)
   }
   return value
+}
+
+function parsePoolMode(raw: string | undefined): PoolMode {
+  const value = nonEmpty('DATABASE_POOL_MODE', raw)?.toLowerCase() ?? 'session'
+  if (value !== 'session' && value !== 'transaction') {
+    throw new ConfigError(`DATABASE_POOL_MODE must be session or transaction, got ${JSON.stringify(raw)}`)
+  }
+  return value
+}
+
+/** A whole number from 1 to `max`. */
+function parseCount(name: string, raw: string | undefined, max: number): number | undefined {
+  const value = nonEmpty(name, raw)
+  if (value === undefined) return undefined
+  const count = Number(value)
+  if (!/^\d+$/.test(value) || count < 1 || count > max) throw new ConfigError(`${name} must be a whole number from 1 to ${max}, got ${JSON.stringify(raw)}`)
+  return count
 }
 
 function parseDataDir(raw: string | undefined): string {

@@ -14,7 +14,7 @@ import { createChannels } from './channels/index.ts'
 import { type Config, ConfigError } from './config.ts'
 import { generateOperatorToken, generatePhoneHashKey } from './services/credentials.ts'
 import { type Database, openDatabase } from './store/database.ts'
-import { migrate } from './store/migrate.ts'
+import { prepareSchema } from './store/migrate.ts'
 import { matchesPhoneHashKey } from './store/phoneHashKey.ts'
 
 const SHUTDOWN_TIMEOUT_MS = 15_000
@@ -39,7 +39,7 @@ async function run(config: Config, options: { api: boolean; workers: boolean; po
   }
   // On the embedded database this takes the data directory's lock first, before its secrets are read or made below.
   const db = await openDatabase({ ...config, command: options.api ? (options.workers ? 'serve' : 'serve --no-workers') : 'worker' })
-  await migrate(db)
+  await prepareSchema(db, config.migrateOnStart)
   const phoneHashKey = await phoneHashKeyFor(config, db)
   const operatorToken = config.operatorToken ?? (await operatorTokenFromDataDir(config.dataDir))
   const channels = createChannels(config, (name) => process.env[name])

@@ -370,8 +370,7 @@ describe('the CLI', () => {
   })
 
   function cli(args: string[]) {
-    const env: NodeJS.ProcessEnv = { PATH: process.env.PATH, DATA_DIR: dataDir, LOG_LEVEL: 'info' }
-    if (database?.url !== undefined) env.DATABASE_URL = database.url
+    const env: NodeJS.ProcessEnv = { PATH: process.env.PATH, DATA_DIR: dataDir, LOG_LEVEL: 'info', ...database?.environment }
     return new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
       const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli.ts', ...args], { cwd: ROOT, env })
       let stdout = ''

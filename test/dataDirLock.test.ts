@@ -15,7 +15,7 @@ import { after, before, describe, test } from 'node:test'
 import { pathToFileURL } from 'node:url'
 import { DataDirInUse, judgeHolder, LOCK_FILE, type LockHolder, lockDataDir, type Observed, parseHolder, startTimeOf, type ThisProcess } from '../src/store/dataDirLock.ts'
 import { openDatabase } from '../src/store/database.ts'
-import { freePort } from './support/service.ts'
+import { freePort, poolMode } from './support/service.ts'
 
 const ROOT = path.resolve(import.meta.dirname, '..')
 const BOOT = 'f96bf9c3-cfc0-4763-b6df-ea9d88c6d61b'
@@ -131,7 +131,7 @@ describe('the lock in one process', () => {
     const dataDir = freshDir()
     const lock = await lockDataDir(dataDir, 'serve')
     try {
-      const db = await openDatabase({ databaseUrl: process.env.DATABASE_URL, dataDir })
+      const db = await openDatabase({ databaseUrl: process.env.DATABASE_URL, poolMode, dataDir })
       assert.equal(db.dataDirLock, undefined)
       await db.query('SELECT 1')
       await db.close()

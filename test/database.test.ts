@@ -1,7 +1,8 @@
 /** The database port: every statement is prepared, and its parameters arrive as given, on PGlite (where they are written into the statement as literals) as on PostgreSQL. */
 import assert from 'node:assert/strict'
 import { after, before, test } from 'node:test'
-import { freshDatabase, type TestDatabase } from './support/service.ts'
+import { openDatabase } from '../src/store/database.ts'
+import { freshDatabase, poolMode, type TestDatabase } from './support/service.ts'
 
 let database: TestDatabase
 
@@ -80,9 +81,39 @@ test("every session on PostgreSQL runs without JIT, set on the session rather th
       }),
     ),
   )
-  assert.equal(new Set(settings.map((row) => row.pid)).size, database.db.concurrency)
+  // Behind a transaction-mode pooler the pooler sets it on each server connection it makes (.ci/pgbouncer's connect_query), and
+  // transactions share them.
+  if (poolMode === 'session') assert.equal(new Set(settings.map((row) => row.pid)).size, database.db.concurrency)
   for (const row of settings) {
     assert.equal(row.jit, 'off')
     assert.equal(row.options, '', 'jit is not set by the startup packet')
+  }
+})
+
+test('behind a transaction-mode pooler statements go unnamed and nothing is listened to on it; LISTEN goes past it when a direct URL is given', { skip: process.env.DATABASE_URL === undefined ? 'needs PostgreSQL (DATABASE_URL)' : false }, async () => {
+  const { databaseUrl } = database.connection!
+  const pooled = await openDatabase({ databaseUrl, poolMode: 'transaction', dataDir: 'memory://' })
+  try {
+    assert.equal(pooled.notifications, 'polling')
+    // Run twice on one connection: a named statement would be prepared on the first run and kept by the session.
+    for (let run = 0; run < 2; run++) assert.deepEqual(await pooled.query('SELECT $1::int + 1 AS n', [run]), [{ n: run + 1 }])
+    const prepared = await pooled.transaction((tx) => tx.query<{ named: number }>('SELECT count(*)::int AS named FROM pg_prepared_statements'))
+    assert.deepEqual(prepared, [{ named: 0 }], 'no statement is prepared by name on the session')
+  } finally {
+    await pooled.close()
+  }
+
+  // The direct URL is where LISTEN goes: here the server itself.
+  const direct = await openDatabase({ databaseUrl, poolMode: 'transaction', databaseDirectUrl: database.connection!.databaseDirectUrl ?? databaseUrl, dataDir: 'memory://' })
+  let hear: (payload: string) => void = () => {}
+  const heard = new Promise<string>((resolve) => (hear = resolve))
+  const unlisten = await direct.listen('pool_mode_test', (payload) => hear(payload))
+  try {
+    assert.equal(direct.notifications, 'listening')
+    await direct.query(`SELECT pg_notify('pool_mode_test', 'hello')`)
+    assert.equal(await heard, 'hello')
+  } finally {
+    await unlisten()
+    await direct.close()
   }
 })

@@ -182,7 +182,7 @@ test('a storm of 20 concurrent retries, across two API processes on PostgreSQL, 
   const port = await freePort()
   const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'serve', '--no-workers'], {
     cwd: ROOT,
-    env: { PATH: process.env.PATH, DATABASE_URL: service.databaseUrl, OPERATOR_TOKEN, PHONE_HASH_KEY, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'warn' },
+    env: { PATH: process.env.PATH, ...service.environment, OPERATOR_TOKEN, PHONE_HASH_KEY, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'warn' },
     stdio: 'ignore',
   })
   try {

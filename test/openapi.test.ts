@@ -88,7 +88,7 @@ test('a readable reference at /docs', async () => {
 
 test('/healthz and /readyz', async () => {
   assert.deepEqual(json(await service.app.inject({ method: 'GET', url: '/healthz' })), { status: 'ok' })
-  assert.deepEqual(json(await service.app.inject({ method: 'GET', url: '/readyz' })), { status: 'ready' })
+  assert.deepEqual(json(await service.app.inject({ method: 'GET', url: '/readyz' })), { status: 'ready', notifications: service.db.notifications })
 })
 
 test('an unknown route is 404 in the error shape', async () => {

@@ -20,7 +20,7 @@ let database: TestDatabase | undefined
 
 /** The environment of every process: a PostgreSQL schema of its own, or an embedded database in a temp dir. */
 function environment(extra: Record<string, string | undefined> = {}): NodeJS.ProcessEnv {
-  const shared = database?.url === undefined ? {} : { DATABASE_URL: database.url, PHONE_HASH_KEY }
+  const shared = database === undefined ? {} : { ...database.environment, PHONE_HASH_KEY }
   // A variable given as undefined is left unset.
   const env = Object.entries({ PATH: process.env.PATH, DATA_DIR: dataDir, LOG_LEVEL: 'info', ...shared, ...extra }).filter(([, value]) => value !== undefined)
   return Object.fromEntries(env)
@@ -301,7 +301,7 @@ test('a receiver down for its first three attempts gets the event, with one webh
   const receiverPort = await freePort()
   // Time travel for a crashed service: what the deliverer would do in minutes or hours is made due now.
   const fastForward = async () => {
-    const db = await openDatabase({ databaseUrl: database?.url, dataDir: ownDir })
+    const db = await openDatabase({ databaseUrl: undefined, ...database?.connection, dataDir: ownDir })
     try {
       await db.query(`UPDATE deliveries SET due_at = now() WHERE status = 'pending'`)
     } finally {

@@ -52,7 +52,7 @@ async function npmStart(): Promise<Started> {
     PORT: String(port),
     HOST: '127.0.0.1',
   }
-  if (database !== undefined) Object.assign(env, { DATABASE_URL: database.url, PHONE_HASH_KEY })
+  if (database !== undefined) Object.assign(env, { ...database.environment, PHONE_HASH_KEY })
   const child = spawn('npm', ['start'], { cwd: ROOT, env, detached: true })
   let output = ''
   child.stdout!.on('data', (chunk) => (output += chunk))
@@ -167,7 +167,7 @@ for (const signal of ['SIGTERM', 'SIGINT'] as const) {
         assert.equal(outcome.connection, 'close')
       }
 
-      const db = await openDatabase({ databaseUrl: database?.url, dataDir })
+      const db = await openDatabase({ databaseUrl: undefined, ...database?.connection, dataDir })
       let committed: Set<string>
       try {
         const rows = await db.query<{ key: string }>(`SELECT key FROM idempotency_keys WHERE org_id = $1 AND status = 'done'`, [orgId])

@@ -58,7 +58,7 @@ describe('worker processes on one PostgreSQL', { skip: onPostgres ? false : 'nee
       cwd: ROOT,
       env: {
         PATH: process.env.PATH,
-        DATABASE_URL: service.databaseUrl,
+        ...service.environment,
         PHONE_HASH_KEY,
         OPERATOR_TOKEN,
         METRICS_PORT: '0',

@@ -56,16 +56,33 @@ export interface Database extends Queryable {
    * own, made again after a loss; notifications sent while it is down are lost.
    */
   listen(channel: string, onPayload: (payload: string) => void): Promise<() => Promise<void>>
+  /**
+   * How this database tells a process of work another wrote: `in_process`
+   * (PGlite: one process), `listening` (LISTEN on a server connection), or
+   * `polling` (behind a transaction-mode pooler with no direct connection:
+   * listen() hears nothing, and workers find work at their polls).
+   */
+  readonly notifications: 'in_process' | 'listening' | 'polling'
   /** The embedded database's lock on its data directory (none in memory or on a server), released by close(). */
   readonly dataDirLock?: DataDirLock
   close(): Promise<void>
 }
+
+/**
+ * How DATABASE_URL reaches PostgreSQL: straight or through a pooler in
+ * session mode (a connection is one session), or through a pooler in
+ * transaction mode (each transaction may run on another server session).
+ */
+export type PoolMode = 'session' | 'transaction'
 
 export interface DatabaseOptions {
   databaseUrl: string | undefined
   /** The embedded database lives in `<dataDir>/pglite`; `memory://` keeps it in memory. */
   dataDir: string
   poolSize?: number
+  poolMode?: PoolMode
+  /** With poolMode `transaction`: a connection past the pooler for LISTEN; without one, no LISTEN. */
+  databaseDirectUrl?: string
   /**
    * What this process does (`serve`, `org create`), recorded in the data
    * directory's lock and named to a process refused it; by default the name
@@ -75,7 +92,9 @@ export interface DatabaseOptions {
 }
 
 export async function openDatabase(options: DatabaseOptions): Promise<Database> {
-  if (options.databaseUrl !== undefined) return openPostgres(options.databaseUrl, options.poolSize ?? 10)
+  if (options.databaseUrl !== undefined) {
+    return openPostgres(options.databaseUrl, { poolSize: options.poolSize ?? 10, poolMode: options.poolMode ?? 'session', directUrl: options.databaseDirectUrl })
+  }
   if (options.dataDir === 'memory://') return openPglite(options.dataDir, undefined)
   // PGlite takes no lock on its directory, and two processes on it lose each other's writes (see dataDirLock.ts).
   // Taken before anything there is read or written, so that a process refused it changes nothing.
@@ -97,11 +116,23 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
  * compiling for 1 ms of work. Set by a statement as each connection opens,
  * not in the startup packet's `options`: PgBouncer refuses a connection whose
  * options set a parameter it does not track (1.20 and later) or that has
- * options at all (before).
+ * options at all (before). Behind a transaction-mode pooler a session setting
+ * would hold for whichever server session ran it: there the pooler sets it on
+ * each server connection it makes (PgBouncer's `connect_query`, README).
  */
 const SESSION_SETTINGS = 'SET jit = off'
 
-function openPostgres(connectionString: string, poolSize: number): Database {
+/**
+ * Behind a transaction-mode pooler (poolMode `transaction`) nothing may rely
+ * on the session: each transaction, and each statement outside one, may run
+ * on another server session. Statements are then sent unnamed (parsed and
+ * planned at each run: about an eighth more of PostgreSQL's time per trigger,
+ * the price of the pooler's mode), the session is not set, and LISTEN goes
+ * through `directUrl` or not at all.
+ */
+function openPostgres(connectionString: string, options: { poolSize: number; poolMode: PoolMode; directUrl: string | undefined }): Database {
+  const { poolSize, poolMode } = options
+  const sessionKept = poolMode === 'session'
   const pool = new pg.Pool({
     connectionString,
     max: poolSize,
@@ -117,7 +148,7 @@ function openPostgres(connectionString: string, poolSize: number): Database {
   /** A connection of the pool, its session set as the service's before its first use. */
   const checkOut = async (): Promise<pg.PoolClient> => {
     const client = await pool.connect()
-    if (withSessionSet.has(client)) return client
+    if (!sessionKept || withSessionSet.has(client)) return client
     try {
       await client.query(SESSION_SETTINGS)
     } catch (error) {
@@ -137,10 +168,12 @@ function openPostgres(connectionString: string, poolSize: number): Database {
     }
   }
   const statements = new StatementNames()
+  const listenUrl = sessionKept ? connectionString : options.directUrl
   const runOn = (client: pg.PoolClient): Queryable => ({
     async query<Row>(sql: string, params?: readonly unknown[]) {
       // pg parses a named statement on each connection the first time the connection runs it.
-      const result = await client.query({ name: statements.of(sql), text: sql, values: params as unknown[] | undefined })
+      const name = sessionKept ? statements.of(sql) : undefined
+      const result = await client.query({ name, text: sql, values: params as unknown[] | undefined })
       return result.rows as Row[]
     },
     async exec(sql: string) {
@@ -167,7 +200,11 @@ function openPostgres(connectionString: string, poolSize: number): Database {
       }
     },
     poolUse: () => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount }),
-    listen: (channel, onPayload) => listenOnPostgres(connectionString, channel, onPayload),
+    listen: async (channel, onPayload) => {
+      if (listenUrl === undefined) return async () => {}
+      return listenOnPostgres(listenUrl, channel, onPayload)
+    },
+    notifications: listenUrl === undefined ? 'polling' : 'listening',
     close: () => pool.end(),
   }
 }
@@ -248,6 +285,7 @@ async function openPglite(dataDir: string, lock: DataDirLock | undefined): Promi
     // PGlite queues statements and transactions on its one session itself.
     transaction: (work) => db.transaction((tx) => work(runOn(tx))),
     listen: async (channel, onPayload) => db.listen(channel, onPayload),
+    notifications: 'in_process',
     dataDirLock: lock,
     async close() {
       try {

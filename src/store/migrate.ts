@@ -1,7 +1,9 @@
 /**
  * Numbered, append-only SQL migrations (`migrations/NNN_name.sql`), each
- * applied in its own transaction. An advisory lock makes processes that start
- * together apply each migration once.
+ * applied in its own transaction. A transaction's advisory lock (which a
+ * transaction-mode pooler allows) makes processes that start together apply
+ * each migration once: one applies it, the others wait for it and find it
+ * done.
  */
 import { readdir, readFile } from 'node:fs/promises'
 import { fileURLToPath } from 'node:url'
@@ -57,4 +59,35 @@ export async function migrate(db: Database): Promise<number[]> {
     if (didApply) applied.push(migration.version)
   }
   return applied
+}
+
+/** The migrations this code has that the database has not applied, in order (every one on a database never migrated). */
+export async function pendingMigrations(db: Database): Promise<Migration[]> {
+  const [table] = await db.query<{ found: string | null }>(`SELECT to_regclass('schema_migrations')::text AS found`)
+  const applied = new Set(
+    table?.found == null ? [] : (await db.query<{ version: number }>('SELECT version FROM schema_migrations')).map((row) => row.version),
+  )
+  return (await loadMigrations()).filter((migration) => !applied.has(migration.version))
+}
+
+/** A process started with MIGRATE_ON_START=false on a database without every migration it needs. */
+export class SchemaBehind extends Error {
+  constructor(pending: readonly Migration[]) {
+    const names = pending.map((migration) => `${String(migration.version).padStart(3, '0')}_${migration.name}`)
+    super(
+      `the database lacks ${pending.length === 1 ? 'migration' : `${pending.length} migrations`} this version needs (${names.join(', ')}): ` +
+        'run `cli migrate` first, the release step, or start with MIGRATE_ON_START=true',
+    )
+    this.name = 'SchemaBehind'
+  }
+}
+
+/** Migrates, or with `migrateOnStart` false only checks that an earlier step did (throws SchemaBehind). */
+export async function prepareSchema(db: Database, migrateOnStart: boolean): Promise<void> {
+  if (migrateOnStart) {
+    await migrate(db)
+    return
+  }
+  const pending = await pendingMigrations(db)
+  if (pending.length > 0) throw new SchemaBehind(pending)
 }

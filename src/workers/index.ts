@@ -31,8 +31,14 @@ export function createWorkers(services: Services, log: FastifyBaseLogger): Worke
     dispatcher: dispatcher.loop,
     deliverer,
     async start() {
-      if (db.kind === 'postgres' && unlisten === undefined) {
+      if (db.notifications === 'listening' && unlisten === undefined) {
         unlisten = await db.listen(WAKE_CHANNEL, (payload) => wake.heard(payload))
+      }
+      if (db.notifications === 'polling') {
+        log.warn(
+          { notifications: db.notifications },
+          'behind a transaction-mode pooler with no DATABASE_DIRECT_URL, the workers hear of no other process\'s work: they find it at their polls, every half second',
+        )
       }
       dispatcher.loop.start()
       deliverer.start()

@@ -14,7 +14,7 @@ import { buildApp } from '../../src/app.ts'
 import { type Channels, createChannels } from '../../src/channels/index.ts'
 import { MAX_RATE_LIMIT, type RateLimitPolicy } from '../../src/domain/rateLimit.ts'
 import type { HistoryBounds } from '../../src/domain/retention.ts'
-import { type Database, openDatabase } from '../../src/store/database.ts'
+import { type Database, type DatabaseOptions, openDatabase, type PoolMode } from '../../src/store/database.ts'
 import { loadMigrations, migrate } from '../../src/store/migrate.ts'
 import { type Family, parsePrometheusText } from './prometheus.ts'
 
@@ -25,10 +25,19 @@ export const onPostgres = process.env.DATABASE_URL !== undefined
 
 export interface TestDatabase {
   db: Database
-  /** DATABASE_URL of this database for another process (PostgreSQL only). */
-  url: string | undefined
+  /** How to open this database again, in this process (PostgreSQL only). */
+  connection: Pick<DatabaseOptions, 'databaseUrl' | 'poolMode' | 'databaseDirectUrl'> | undefined
+  /** What another process on this database is started with: DATABASE_URL and, behind a pooler, its mode and direct URL. */
+  environment: Record<string, string>
   drop(): Promise<void>
 }
+
+/**
+ * This run's pooler mode: `DATABASE_POOL_MODE=transaction` runs the suite
+ * through a transaction-mode pooler (.ci/run starts PgBouncer), with
+ * DATABASE_DIRECT_URL past it for LISTEN when given.
+ */
+export const poolMode: PoolMode = process.env.DATABASE_POOL_MODE === 'transaction' ? 'transaction' : 'session'
 
 /** A fresh database of the kind this run tests, migrated unless asked not to be. */
 export async function freshDatabase(options: { migrated: boolean } = { migrated: true }): Promise<TestDatabase> {
@@ -36,25 +45,39 @@ export async function freshDatabase(options: { migrated: boolean } = { migrated:
   if (baseUrl === undefined) {
     const db = await openDatabase({ databaseUrl: undefined, dataDir: 'memory://' })
     if (options.migrated) await migrate(db)
-    return { db, url: undefined, drop: () => db.close() }
+    return { db, connection: undefined, environment: {}, drop: () => db.close() }
   }
-  const schema = `test_${randomBytes(6).toString('hex')}`
+  // A schema of its own, on a session's search_path; behind a transaction-mode pooler no session setting
+  // holds, so a database of its own there.
+  const name = `test_${randomBytes(6).toString('hex')}`
+  const own = poolMode === 'session' ? { schema: name } : { database: name }
   const admin = new pg.Client({ connectionString: baseUrl })
   await admin.connect()
-  await admin.query(`CREATE SCHEMA ${schema}`)
+  await admin.query('schema' in own ? `CREATE SCHEMA ${name}` : `CREATE DATABASE ${name}`)
   await admin.end()
-  const url = new URL(baseUrl)
-  url.searchParams.set('options', `-c search_path=${schema}`)
-  const db = await openDatabase({ databaseUrl: url.toString(), dataDir: 'memory://' })
+  const at = (base: string) => {
+    const url = new URL(base)
+    if ('schema' in own) url.searchParams.set('options', `-c search_path=${name}`)
+    else url.pathname = `/${name}`
+    return url.toString()
+  }
+  const directBase = process.env.DATABASE_DIRECT_URL
+  const connection = { databaseUrl: at(baseUrl), poolMode, databaseDirectUrl: directBase === undefined ? undefined : at(directBase) }
+  const db = await openDatabase({ ...connection, dataDir: 'memory://' })
   if (options.migrated) await migrate(db)
   return {
     db,
-    url: url.toString(),
+    connection,
+    environment: {
+      DATABASE_URL: connection.databaseUrl,
+      ...(poolMode === 'transaction' ? { DATABASE_POOL_MODE: poolMode } : {}),
+      ...(connection.databaseDirectUrl === undefined ? {} : { DATABASE_DIRECT_URL: connection.databaseDirectUrl }),
+    },
     async drop() {
       await db.close()
       const cleanup = new pg.Client({ connectionString: baseUrl })
       await cleanup.connect()
-      await cleanup.query(`DROP SCHEMA ${schema} CASCADE`)
+      await cleanup.query('schema' in own ? `DROP SCHEMA ${name} CASCADE` : `DROP DATABASE ${name} WITH (FORCE)`)
       await cleanup.end()
     },
   }
@@ -79,8 +102,8 @@ export async function databaseBeforeMigration(version: number): Promise<TestData
 export interface TestService {
   app: FastifyInstance
   db: Database
-  /** DATABASE_URL of this service's database for another process (PostgreSQL only). */
-  databaseUrl: string | undefined
+  /** What another process on this service's database is started with (PostgreSQL only; empty on PGlite). */
+  environment: Record<string, string>
   logs: string[]
   /** A second app on the same database: another process, with caches of its own. */
   peer(): Promise<FastifyInstance>
@@ -135,7 +158,7 @@ export async function startService(
   return {
     app,
     db: database.db,
-    databaseUrl: database.url,
+    environment: database.environment,
     logs,
     async peer() {
       const peer = await build()
