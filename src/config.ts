@@ -9,6 +9,7 @@ import { DEFAULT_HISTORY_BOUNDS, type HistoryBounds } from './domain/retention.t
 import type { PoolMode } from './store/database.ts'
 
 export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent'
+export type LogFormat = 'json' | 'pretty' | 'auto'
 
 export interface Config {
   port: number
@@ -41,6 +42,8 @@ export interface Config {
    */
   phoneHashKey: string | undefined
   logLevel: LogLevel
+  /** `json` lines, `pretty` (pino-pretty, for a person at a terminal), or `auto`: pretty when standard output is a terminal. */
+  logFormat: LogFormat
   /** Where providers reach this service (their callbacks); default http://localhost:PORT. */
   publicBaseUrl: string
   /** Provider APIs; configurable so that a test or a staging system can point them at a fake. */
@@ -90,6 +93,7 @@ export function loadConfig(env: NodeJS.ProcessEnv): Config {
     operatorToken: parseSecret('OPERATOR_TOKEN', env.OPERATOR_TOKEN, MIN_OPERATOR_TOKEN_LENGTH),
     phoneHashKey: parseSecret('PHONE_HASH_KEY', env.PHONE_HASH_KEY, MIN_PHONE_HASH_KEY_LENGTH),
     logLevel: parseLogLevel(env.LOG_LEVEL),
+    logFormat: parseLogFormat(env.LOG_FORMAT),
     publicBaseUrl: parseHttpUrl('PUBLIC_BASE_URL', env.PUBLIC_BASE_URL) ?? `http://localhost:${port}`,
     twilioApiBaseUrl: parseHttpUrl('TWILIO_API_BASE_URL', env.TWILIO_API_BASE_URL) ?? 'https://api.twilio.com',
     whatsappApiBaseUrl: parseHttpUrl('WHATSAPP_API_BASE_URL', env.WHATSAPP_API_BASE_URL) ?? 'https://graph.facebook.com',
@@ -200,4 +204,10 @@ function parseLogLevel(raw: string | undefined): LogLevel {
     throw new ConfigError(`LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}, got ${JSON.stringify(raw)}`)
   }
   return value as LogLevel
+}
+
+function parseLogFormat(raw: string | undefined): LogFormat {
+  const value = nonEmpty('LOG_FORMAT', raw)?.toLowerCase() ?? 'auto'
+  if (value !== 'json' && value !== 'pretty' && value !== 'auto') throw new ConfigError(`LOG_FORMAT must be json, pretty or auto, got ${JSON.stringify(raw)}`)
+  return value
 }

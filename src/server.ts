@@ -9,9 +9,10 @@ import { chmod, mkdir, readFile, writeFile } from 'node:fs/promises'
 import type { AddressInfo } from 'node:net'
 import path from 'node:path'
 import type { FastifyBaseLogger } from 'fastify'
+import type { DestinationStream } from 'pino'
 import { buildApp } from './app.ts'
 import { createChannels } from './channels/index.ts'
-import { type Config, ConfigError } from './config.ts'
+import { type Config, ConfigError, type LogFormat } from './config.ts'
 import { generateOperatorToken, generatePhoneHashKey } from './services/credentials.ts'
 import { type Database, openDatabase } from './store/database.ts'
 import { prepareSchema } from './store/migrate.ts'
@@ -48,6 +49,7 @@ async function run(config: Config, options: { api: boolean; workers: boolean; po
       operatorToken,
       phoneHashKey,
       logLevel: config.logLevel,
+      logStream: await logStreamFor(config.logFormat),
       allowPrivateWebhookUrls: config.allowPrivateWebhookUrls,
       workers: options.workers,
       api: options.api,
@@ -158,6 +160,22 @@ async function secretFromDataDir(
   await writeFile(file, `${value}\n`, { mode: 0o600, flag: 'wx' })
   await chmod(file, 0o600)
   return { value, generatedIn: 'file' }
+}
+
+/**
+ * Where log lines go: JSON lines on standard output (the app's default), or,
+ * for a person at a terminal, pino-pretty's one line per entry with the
+ * level as a word and the time of day. pino-pretty is an optional
+ * dependency: an install without it (`npm ci --omit=optional`) logs JSON.
+ */
+async function logStreamFor(format: LogFormat): Promise<DestinationStream | undefined> {
+  if (format === 'json' || (format === 'auto' && !process.stdout.isTTY)) return undefined
+  try {
+    const { PinoPretty } = await import('pino-pretty')
+    return PinoPretty({ colorize: process.stdout.isTTY === true, translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname', sync: true })
+  } catch {
+    return undefined
+  }
 }
 
 function announce(token: string, where: string) {

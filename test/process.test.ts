@@ -210,6 +210,16 @@ test('OPERATOR_TOKEN from the environment is used and never printed', async () =
   assert.ok(!server.output().includes(token))
 })
 
+test('logs are JSON lines unless a person reads them: LOG_FORMAT=pretty (the default at a terminal) writes a level word and the time of day', async () => {
+  const json = await startServer()
+  await json.stop()
+  assert.match(json.output(), /^\{"level":30,"time":\d+,.*"msg":"ready"\}$/m)
+  const pretty = await startServer({ LOG_FORMAT: 'pretty' })
+  await pretty.stop()
+  assert.match(pretty.output(), /^\[\d\d:\d\d:\d\d\.\d{3}\] INFO: ready$/m)
+  assert.doesNotMatch(pretty.output(), /"level":/)
+})
+
 test('serve runs the dispatcher: a test-mode trigger on an always-open simulator campaign starts within 1 s and completes within 2 s', async (t) => {
   const token = 'dispatch-operator-token-0123456789'
   const server = await startServer({ OPERATOR_TOKEN: token })
