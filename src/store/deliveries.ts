@@ -415,15 +415,21 @@ export interface Recovered {
  * doing nothing, when the endpoint no longer receives (disabled or deleted).
  *
  * Three statements. The first reads the failed deliveries through
- * deliveries_failed_by_endpoint_and_completion (migration 032; EXPLAIN on
- * PostgreSQL 16 under plan_cache_mode = force_generic_plan: an Index Scan of
- * it with Index Cond endpoint_id, ROW(completed_at, id) > and completed_at <,
- * under the Limit), and locks their events FOR UPDATE in id order, as a
+ * deliveries_failed_by_endpoint_and_completion (migration 032), and locks
+ * their events FOR UPDATE in id order, as a
  * redelivery locks its event before its endpoint: a redelivery or another
  * recovery of one of them waits for this to commit, and then sees what it
  * made. The second locks the endpoint FOR SHARE, so that a disable waits and
  * then gives up what this queued. The third, whose snapshot is taken with
  * those locks held, makes the deliveries.
+ *
+ * EXPLAIN ANALYZE on PostgreSQL 15 under plan_cache_mode = force_generic_plan,
+ * 400,000 deliveries to 50 endpoints, 1,728 of one failed in the window: the
+ * first reads an Index Scan of deliveries_failed_by_endpoint_and_completion
+ * under the Limit (Index Cond: endpoint_id = $1, ROW(completed_at, id) >
+ * ROW($2, $3), completed_at < $4), and its events by events_pkey (0.15 s,
+ * most of it locking them); the third finds the events by events_pkey and
+ * their deliveries by deliveries_pkey (through delivery_ids), 0.14 s.
  */
 export async function recoverFailedDeliveries(
   tx: Queryable,
