@@ -258,7 +258,8 @@ export async function recoverEndpoint(
   const since = Date.parse(asked.since)
   const until = asked.until === undefined ? now : Date.parse(asked.until)
   const after = asked.after === undefined ? undefined : readRecoveryCursor(asked.after)
-  const problems: RecoveryProblem[] = recoveryWindowProblems({ since, until: asked.until === undefined ? undefined : until }, now, (await findOrganization(ops.db, orgId))!.retentionDays)
+  const { retentionDays } = (await findOrganization(ops.db, orgId))!
+  const problems: RecoveryProblem[] = recoveryWindowProblems({ since, until: asked.until === undefined ? undefined : until }, now, retentionDays)
   if (asked.after !== undefined && after === undefined) problems.push({ field: 'after', message: 'after must be the next of an earlier answer' })
   if (problems.length > 0) {
     throw new ValidationFailed(problems.map((problem) => valueError(['body', problem.field], asked[problem.field], problem.message)))
