@@ -47,7 +47,8 @@ const toLocal = (at) => new Date(at - new Date(at).getTimezoneOffset() * 60_000)
  * on from each answer's `next`, in the window of the first, until none is left.
  */
 function Recover({ credential, endpoint }) {
-  const [since, setSince] = useState(() => toLocal(Date.now() - DAY_MS))
+  // 24 hours ago, to the minute after: the input drops the seconds, and an organization that keeps a day of history refuses a since before it.
+  const [since, setSince] = useState(() => toLocal(Date.now() - DAY_MS + 60_000))
   const [recovered, setRecovered] = useState()
   const [busy, setBusy] = useState(false)
   const recovering = useAction()
