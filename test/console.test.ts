@@ -351,6 +351,52 @@ describe('the console in a browser', { skip: existsSync(CHROMIUM) ? false : `no 
     }
   })
 
+  test("an endpoint's failed deliveries are recovered from its page: since 24 hours ago by default, the number queued shown, each event sent again with its id", async () => {
+    // An endpoint of its own, down when a task completes, and disabled meanwhile, which gives its delivery up.
+    const down = await startReceiver()
+    down.answerAll({ status: 500 })
+    const registered = await service.app.inject({
+      method: 'POST',
+      url: '/api/v2/webhook-endpoints',
+      headers: bearer(key),
+      payload: { url: down.url, events: ['task.completed'] },
+    })
+    assert.equal(registered.statusCode, 201, registered.body)
+    const endpointId = json(registered).data.id
+    const setEnabled = async (enabled: boolean) => {
+      const changed = await service.app.inject({ method: 'PATCH', url: `/api/v2/webhook-endpoints/${endpointId}`, headers: bearer(key), payload: { enabled } })
+      assert.equal(changed.statusCode, 200, changed.body)
+    }
+    const { context, page } = await signedIn(key)
+    try {
+      const sent = await trigger({ contact: { first_name: 'Edsger', phone: '+44 20 7946 0961', timezone: 'Europe/London' }, test_mode: true })
+      await waitUntil('its task.completed fails at the receiver', () => down.received.some(completionOf(sent.task_id)))
+      await setEnabled(false)
+      await setEnabled(true)
+      down.answerAll({ status: 200 })
+      const eventId = down.received.find(completionOf(sent.task_id))!.headers['webhook-id']
+
+      await page.getByRole('link', { name: 'Webhooks' }).click()
+      const recovery = page.getByRole('article', { name: down.url }).getByRole('form', { name: `Recover failed deliveries to ${down.url}` })
+      const since = recovery.getByLabel('Failed since')
+      const shown = Date.parse(await since.inputValue())
+      assert.ok(Math.abs(shown - (Date.now() - 86_400_000)) < 120_000, `since defaults to 24 hours ago, not ${await since.inputValue()}`)
+      await recovery.getByRole('button', { name: 'Recover failed deliveries' }).click()
+      await recovery.getByRole('status').getByText('1 event queued to be sent again').waitFor()
+      await waitUntil('the event is sent again', () => down.received.filter((request) => request.headers['webhook-id'] === eventId).length === 2)
+      await shot(page, 'webhook-recovery')
+
+      await recovery.getByRole('button', { name: 'Recover failed deliveries' }).click()
+      await recovery.getByRole('status').getByText('0 events queued to be sent again').waitFor()
+      assert.equal(down.received.filter((request) => request.headers['webhook-id'] === eventId).length, 2, 'not sent a third time')
+    } finally {
+      await context.close()
+      const removed = await service.app.inject({ method: 'DELETE', url: `/api/v2/webhook-endpoints/${endpointId}`, headers: bearer(key) })
+      assert.equal(removed.statusCode, 204)
+      await down.close()
+    }
+  })
+
   test('a number is suppressed in any written form, listed in E.164, and lifted; a key without the scope is not offered the page', async () => {
     const { context, page } = await signedIn(key)
     try {

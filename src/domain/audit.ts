@@ -36,6 +36,7 @@ export const AUDIT_ACTIONS = [
   'webhook_endpoint.changed',
   'webhook_endpoint.deleted',
   'webhook_endpoint.secret_rotated',
+  'webhook_endpoint.recovered',
   'contact.erased',
 ] as const
 

@@ -8,11 +8,20 @@ import { ApiError, ValidationFailed, valueError } from '../domain/errors.ts'
 import { isId, newId } from '../domain/ids.ts'
 import { addCounts, healthWindowStart, type LatencySummary, latencySummary, successRate } from '../domain/endpointHealth.ts'
 import { EVENT_TYPES, type EventType, TEST_EVENT_TYPE, type WebhookEndpoint } from '../domain/types.ts'
+import {
+  MAX_RECOVERED_PER_CALL,
+  readRecoveryCursor,
+  recoveryCursor,
+  recoveryStart,
+  type RecoveryProblem,
+  recoveryWindowProblems,
+} from '../domain/webhookRecovery.ts'
 import type { Database } from '../store/database.ts'
-import { deliveriesOf, deliveriesOfEvents, type DeliveryLog, giveUpPending, redeliver } from '../store/deliveries.ts'
+import { deliveriesOf, deliveriesOfEvents, type DeliveryLog, giveUpPending, recoverFailedDeliveries, redeliver } from '../store/deliveries.ts'
 import { type OutboxEvent, webhookTestEvent } from '../domain/events.ts'
 import { endpointHours, type FailedAttempt, lastFailures } from '../store/endpointHealth.ts'
 import { findEvent, insertTestEvent, listEvents, listNewestEvents, listTaskEvents } from '../store/events.ts'
+import { findOrganization } from '../store/organizations.ts'
 import { taskExists } from '../store/tasks.ts'
 import { deleteEndpoint, findEndpoint, insertEndpoint, listEndpoints, rotateSecret, updateEndpoint } from '../store/webhookEndpoints.ts'
 import { webhookUrlProblem } from '../webhooks/urlSafety.ts'
@@ -221,6 +230,67 @@ export async function redeliverEvent(
   if (endpointId !== undefined && sent.length === 0) throw new ApiError('conflict', `Webhook endpoint ${endpointId} is disabled; enable it first.`)
   ops.onRedeliver()
   return sent
+}
+
+export interface Recovery {
+  /** Events queued to be sent again. */
+  queued: number
+  since: string
+  until: string
+  /** Where the next call goes on from (as `after`), when this one stopped at its bound; null when it read the whole window. */
+  next: string | null
+}
+
+/**
+ * Sends again every event whose delivery to an enabled endpoint failed or was
+ * given up at or after `since` (and before `until`, by default now), once
+ * each and with its own id, in the order the events were recorded: at most
+ * MAX_RECOVERED_PER_CALL failed deliveries are looked at a call, and a call
+ * that stopped there answers `next`, for the next to go on from (`after`).
+ * Recorded in the audit log when it queued any.
+ */
+export async function recoverEndpoint(
+  ops: WebhookOperations,
+  actor: Actor,
+  orgId: string,
+  id: string,
+  asked: { since: string; until?: string; after?: string },
+): Promise<Recovery> {
+  const endpoint = await requireEndpoint(ops, orgId, id)
+  if (!endpoint.enabled) throw new ApiError('conflict', `Webhook endpoint ${endpoint.id} is disabled; enable it first.`)
+  const now = ops.now()
+  const since = Date.parse(asked.since)
+  const until = asked.until === undefined ? now : Date.parse(asked.until)
+  const after = asked.after === undefined ? undefined : readRecoveryCursor(asked.after)
+  const { retentionDays } = (await findOrganization(ops.db, orgId))!
+  const problems: RecoveryProblem[] = recoveryWindowProblems({ since, until: asked.until === undefined ? undefined : until }, now, retentionDays)
+  if (asked.after !== undefined && after === undefined) problems.push({ field: 'after', message: 'after must be the next of an earlier answer' })
+  if (problems.length > 0) {
+    throw new ValidationFailed(problems.map((problem) => valueError(['body', problem.field], asked[problem.field], problem.message)))
+  }
+  const recovery = await audited(ops, actor, async (tx) => {
+    const recovered = await recoverFailedDeliveries(tx, {
+      orgId,
+      endpointId: endpoint.id,
+      from: recoveryStart(since, after),
+      until,
+      limit: MAX_RECOVERED_PER_CALL,
+      now,
+    })
+    if (recovered === undefined) return { result: undefined, audit: undefined }
+    const result: Recovery = {
+      queued: recovered.queued,
+      since: new Date(since).toISOString(),
+      until: new Date(until).toISOString(),
+      next: recovered.lookedAt === MAX_RECOVERED_PER_CALL ? recoveryCursor(recovered.last!) : null,
+    }
+    const details = { since: result.since, until: result.until, queued: result.queued }
+    return { result, audit: recovered.queued === 0 ? undefined : { orgId, action: 'webhook_endpoint.recovered' as const, target: endpoint.id, details } }
+  })
+  // Disabled or deleted since it was read above.
+  if (recovery === undefined) throw new ApiError('conflict', `Webhook endpoint ${endpoint.id} is disabled; enable it first.`)
+  if (recovery.queued > 0) ops.onRedeliver()
+  return recovery
 }
 
 /** How many of an endpoint's last failures its health lists. */

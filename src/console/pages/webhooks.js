@@ -2,7 +2,8 @@
  * The organization's webhook endpoints: register one, see how each is doing
  * (its last 24 hours, its last failures with the answers they got), whether
  * it is enabled (and why the service disabled one), enable it again, send it
- * a test event, rotate its secret (shown once) and delete it.
+ * a test event, send again what failed to it since a time (after an outage),
+ * rotate its secret (shown once) and delete it.
  */
 import { call } from '../api.js'
 import { Badge, ConfirmButton, Empty, Failure, html, Instant, ShownOnce, useAction, useEffect, useLoad, useState } from '../ui.js'
@@ -31,6 +32,52 @@ function NewEndpoint({ credential, onCreated }) {
     </fieldset>
     <${Failure} error=${registering.error} />
     <button type="submit" disabled=${url.trim() === '' || events.length === 0}>Register</button>
+  </form>`
+}
+
+const DAY_MS = 86_400_000
+
+/** An instant as a datetime-local input shows it: to the minute, in the viewer's zone. */
+const toLocal = (at) => new Date(at - new Date(at).getTimezoneOffset() * 60_000).toISOString().slice(0, 16)
+
+/**
+ * Sends again every event whose delivery to the endpoint failed or was given
+ * up since the time chosen (24 hours ago unless changed), and says how many
+ * were queued. A recovery stops after a bounded number a call: the calls go
+ * on from each answer's `next`, in the window of the first, until none is left.
+ */
+function Recover({ credential, endpoint }) {
+  // 24 hours ago, to the minute after: the input drops the seconds, and an organization that keeps a day of history refuses a since before it.
+  const [since, setSince] = useState(() => toLocal(Date.now() - DAY_MS + 60_000))
+  const [recovered, setRecovered] = useState()
+  const [busy, setBusy] = useState(false)
+  const recovering = useAction()
+  const submit = (event) => {
+    event.preventDefault()
+    setRecovered(undefined)
+    setBusy(true)
+    return recovering
+      .run(async () => {
+        let queued = 0
+        let answer = await call(credential.token, 'POST', `${PATH}/${encodeURIComponent(endpoint.id)}/recover`, { since: new Date(since).toISOString() })
+        queued += answer.queued
+        while (answer.next !== null) {
+          answer = await call(credential.token, 'POST', `${PATH}/${encodeURIComponent(endpoint.id)}/recover`, { since: answer.since, until: answer.until, after: answer.next })
+          queued += answer.queued
+        }
+        setRecovered({ queued, since: answer.since })
+      })
+      .finally(() => setBusy(false))
+  }
+  return html`<form class="inline-form" onSubmit=${submit} aria-label=${`Recover failed deliveries to ${endpoint.url}`}>
+    <label>Failed since<input type="datetime-local" name="since" required value=${since} onInput=${(event) => setSince(event.target.value)} /></label>
+    <button type="submit" class="secondary" disabled=${!endpoint.enabled || busy || since === ''}>Recover failed deliveries</button>
+    <${Failure} error=${recovering.error} />
+    ${recovered === undefined
+      ? null
+      : html`<p class="saved" role="status">
+          ${recovered.queued.toLocaleString()} ${recovered.queued === 1 ? 'event' : 'events'} queued to be sent again, of those that failed since <${Instant} at=${recovered.since} />.
+        </p>`}
   </form>`
 }
 
@@ -104,6 +151,7 @@ function Endpoint({ credential, endpoint, onChanged, onSecret, run }) {
       : html`<p class="saved" role="status">
           Test event <code>${tested.event.id}</code> sent${counted ? ': its attempt is counted above.' : '; waiting for the endpoint to answer…'}
         </p>`}
+    <${Recover} credential=${credential} endpoint=${endpoint} />
     <div class="actions">
       ${endpoint.enabled
         ? html`<button type="button" class="secondary" onClick=${act('PATCH', '', { enabled: false })}>Disable</button>`

@@ -15,6 +15,7 @@ import {
   endpointHealth,
   type EndpointHealth,
   LAST_FAILURES,
+  recoverEndpoint,
   eventWithDeliveries,
   listOrganizationEvents,
   listWebhookEndpoints,
@@ -31,7 +32,8 @@ import type { DeliveryLog } from '../../store/deliveries.ts'
 import { MAX_TASK_EVENTS } from '../../store/events.ts'
 import { envelope } from '../reply.ts'
 import { type Audience, audiences } from './audiences.ts'
-import { authErrors, conflict, Envelope, notFound, OneOf, Timestamp, validationErrors } from '../schemas.ts'
+import { authErrors, conflict, Envelope, instant, notFound, OneOf, Timestamp, validationErrors } from '../schemas.ts'
+import { MAX_RECOVERED_PER_CALL } from '../../domain/webhookRecovery.ts'
 
 const MAX_PAGE = 100
 
@@ -153,6 +155,21 @@ const presentHealth = (health: EndpointHealth) => ({
     error: failure.error,
     final: failure.final,
   })),
+})
+
+const RecoverBody = Type.Object({
+  since: instant('since', 'Recover the deliveries that failed or were given up at or after this instant: in the past, and within the history kept (the retention).'),
+  until: Type.Optional(instant('until', 'And before this instant (default: now); after since, not in the future.')),
+  after: Type.Optional(Type.String({ maxLength: 64, description: 'The `next` of the previous answer, to go on where it stopped (with the same since and until).' })),
+})
+
+const RecoverySchema = Type.Object({
+  queued: Type.Integer({ description: 'Events queued to be sent again.' }),
+  since: Timestamp,
+  until: { ...Timestamp, description: 'The end of the window recovered: the one asked for, or the time of the call.' },
+  next: Type.Union([Type.String(), Type.Null()], {
+    description: `Null when the whole window was read. Otherwise the call stopped after ${MAX_RECOVERED_PER_CALL.toLocaleString('en')} failed deliveries: call again with the same since and until and this as \`after\`.`,
+  }),
 })
 
 const EventWithDeliveries = Type.Composite([EventSchema, Type.Object({ deliveries: Type.Array(DeliverySchema) })])
@@ -341,6 +358,30 @@ function routesFor(app: FastifyInstance, ops: WebhookOperations, audience: Audie
     async (request, reply) => {
       const { id } = request.params as { id: string }
       return reply.code(202).send(envelope(request, await sendTestEvent(ops, await audience.orgId(request), id)))
+    },
+  )
+
+  app.post(
+    `${endpoints}/:id/recover`,
+    {
+      onRequest: audience.guard('webhooks:manage'),
+      schema: {
+        ...docs,
+        operationId: audience.operator ? 'adminRecoverWebhookEndpoint' : 'recoverWebhookEndpoint',
+        summary: "Send again a webhook endpoint's failed deliveries",
+        description:
+          'After an outage of the receiver: every event whose delivery to the endpoint failed or was given up at or after `since` (and before `until`) is sent again with the same webhook-id, ' +
+          'once, in the order the events were recorded (an endpoint with max_in_flight 1 receives them in that order). Left out: an event delivered to it since, or already on its way again ' +
+          `(a redelivery, an earlier recovery), and one of a type it no longer receives. At most ${MAX_RECOVERED_PER_CALL.toLocaleString('en')} failed deliveries are read a call: then \`next\` says where to go on. A disabled endpoint answers 409.`,
+        params: oneEndpoint,
+        body: RecoverBody,
+        response: { 202: Envelope(RecoverySchema), ...authErrors, ...notFound, ...conflict, ...validationErrors },
+      },
+    },
+    async (request, reply) => {
+      const { id } = request.params as { id: string }
+      const asked = request.body as { since: string; until?: string; after?: string }
+      return reply.code(202).send(envelope(request, await recoverEndpoint(ops, actorOf(request), await audience.orgId(request), id, asked)))
     },
   )
 

@@ -1,0 +1,14 @@
+-- Recovery of an endpoint's failed deliveries (POST .../webhook-endpoints/{id}/recover,
+-- store/deliveries.ts recoverFailedDeliveries) reads them from `since`, in
+-- the order (completed_at, id), at most a bounded number a call: every one
+-- that failed, including those given up without an attempt (what was pending
+-- when the endpoint was disabled or deleted, or went with a 410), which have
+-- final_latency_ms NULL and so no entry in deliveries_failed_by_endpoint (025).
+-- The id makes the order total, so that a call can go on where the last
+-- stopped among deliveries given up at one instant.
+--
+-- 025's index stays: the health's last failures read only those with an
+-- attempt, newest first, and through this one would step over every delivery
+-- a disable gave up. Both take an entry only for a delivery that fails, few
+-- beside those that succeed.
+CREATE INDEX deliveries_failed_by_endpoint_and_completion ON deliveries (endpoint_id, completed_at, id) WHERE status = 'failed';
