@@ -6,15 +6,14 @@
  * key), by the operator's admin API and by the CLI.
  */
 import assert from 'node:assert/strict'
-import { spawn } from 'node:child_process'
 import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { after, before, beforeEach, describe, test } from 'node:test'
 import { WAKE_CHANNEL } from '../src/services/index.ts'
+import { runCli } from './support/cli.ts'
 import { acceptedTrigger, bearer, createCampaign, freshDatabase, json, onPostgres, OPERATOR_TOKEN, seedOrganization, startService, taskOf, type TestDatabase, type TestService } from './support/service.ts'
 
-const ROOT = path.resolve(import.meta.dirname, '..')
 const HOUR = 3_600_000
 const ALWAYS_OPEN = { timezone: 'contact', windows: [{ days: ['mon', 'tue', 'wed', 'thu', 'fri', 'sat', 'sun'], start: '00:00', end: '24:00' }] }
 const START = Date.parse('2026-06-01T10:00:00Z')
@@ -369,17 +368,7 @@ describe('the CLI', () => {
     await rm(dataDir, { recursive: true, force: true })
   })
 
-  function cli(args: string[]) {
-    const env: NodeJS.ProcessEnv = { PATH: process.env.PATH, DATA_DIR: dataDir, LOG_LEVEL: 'info', ...database?.environment }
-    return new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
-      const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli.ts', ...args], { cwd: ROOT, env })
-      let stdout = ''
-      let stderr = ''
-      child.stdout.on('data', (chunk) => (stdout += chunk))
-      child.stderr.on('data', (chunk) => (stderr += chunk))
-      child.on('close', (code) => resolve({ code, stdout, stderr }))
-    })
-  }
+  const cli = (args: string[]) => runCli(args, { PATH: process.env.PATH, DATA_DIR: dataDir, LOG_LEVEL: 'info', ...database?.environment })
 
   async function succeeds(args: string[]): Promise<any> {
     const result = await cli(args)

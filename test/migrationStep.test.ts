@@ -12,9 +12,9 @@ import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { after, before, test } from 'node:test'
 import { loadMigrations } from '../src/store/migrate.ts'
+import { ROOT, runCli } from './support/cli.ts'
 import { freePort, freshDatabase, onPostgres, OPERATOR_TOKEN, PHONE_HASH_KEY, type TestDatabase } from './support/service.ts'
 
-const ROOT = path.resolve(import.meta.dirname, '..')
 
 let dataDir: string
 /** A database never migrated (PostgreSQL); on PGlite the empty DATA_DIR is one. */
@@ -33,16 +33,7 @@ function environment(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
   return { PATH: process.env.PATH, DATA_DIR: dataDir, LOG_LEVEL: 'warn', OPERATOR_TOKEN, PHONE_HASH_KEY, ...database?.environment, ...extra }
 }
 
-function cli(args: string[], extra: Record<string, string> = {}) {
-  return new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli.ts', ...args], { cwd: ROOT, env: environment(extra) })
-    let stdout = ''
-    let stderr = ''
-    child.stdout.on('data', (chunk) => (stdout += chunk))
-    child.stderr.on('data', (chunk) => (stderr += chunk))
-    child.on('close', (code) => resolve({ code, stdout, stderr }))
-  })
-}
+const cli = (args: string[], extra: Record<string, string> = {}) => runCli(args, environment(extra))
 
 /** `serve` on a port of its own, once /readyz answers; stopped by the returned function. */
 async function served(extra: Record<string, string> = {}): Promise<() => Promise<void>> {

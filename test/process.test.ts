@@ -9,12 +9,12 @@ import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { after, before, test } from 'node:test'
 import { openDatabase } from '../src/store/database.ts'
+import { ROOT, runCli as cli } from './support/cli.ts'
 import { parsePrometheusText, sampleValue } from './support/prometheus.ts'
 import { startReceiver } from './support/receiver.ts'
 import { matchesPhoneHashKey } from '../src/store/phoneHashKey.ts'
 import { freePort, freshDatabase, onPostgres, PHONE_HASH_KEY, type TestDatabase } from './support/service.ts'
 
-const ROOT = path.resolve(import.meta.dirname, '..')
 let dataDir: string
 let database: TestDatabase | undefined
 
@@ -26,16 +26,7 @@ function environment(extra: Record<string, string | undefined> = {}): NodeJS.Pro
   return Object.fromEntries(env)
 }
 
-function runCli(args: string[], extra: Record<string, string | undefined> = {}) {
-  return new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli.ts', ...args], { cwd: ROOT, env: environment(extra) })
-    let stdout = ''
-    let stderr = ''
-    child.stdout.on('data', (chunk) => (stdout += chunk))
-    child.stderr.on('data', (chunk) => (stderr += chunk))
-    child.on('close', (code) => resolve({ code, stdout, stderr }))
-  })
-}
+const runCli = (args: string[], extra: Record<string, string | undefined> = {}) => cli(args, environment(extra))
 
 /** `serve` (or a `worker`, which listens on METRICS_PORT), once its /healthz answers. */
 async function startServer(extra: Record<string, string> = {}, command: 'serve' | 'worker' = 'serve') {

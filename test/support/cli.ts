@@ -1,0 +1,23 @@
+/** The service's command line run as a process of its own (from the sources, through tsx), as an operator runs it. */
+import { spawn } from 'node:child_process'
+import path from 'node:path'
+
+export const ROOT = path.resolve(import.meta.dirname, '..', '..')
+
+export interface CliResult {
+  code: number | null
+  stdout: string
+  stderr: string
+}
+
+/** `cli <args>` with exactly `env` as its environment, once it has exited. */
+export function runCli(args: string[], env: NodeJS.ProcessEnv): Promise<CliResult> {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli.ts', ...args], { cwd: ROOT, env })
+    let stdout = ''
+    let stderr = ''
+    child.stdout.on('data', (chunk) => (stdout += chunk))
+    child.stderr.on('data', (chunk) => (stderr += chunk))
+    child.on('close', (code) => resolve({ code, stdout, stderr }))
+  })
+}
