@@ -253,6 +253,27 @@ describe('errors and retries', () => {
     await assert.rejects(client.cancelTask('tsk_01m8bn735m0q4qzt5yfbd0g3cn'), ConnectionError)
     assert.equal(attempts.length, 1)
   })
+
+  test('a try that gets no answer within timeoutMs is abandoned and tried again; a caller\'s abort ends the call at once', async () => {
+    const silent = await startReceiver()
+    try {
+      silent.answerAll('hang')
+      const attempts: Exchange[] = []
+      const client = new ConversationTriggerClient({ apiKey: 'ctk_unused_key', baseUrl: silent.url, fetch: recordingFetch(attempts), timeoutMs: 100, maxRetries: 1 })
+      await assert.rejects(client.getTask('tsk_01m8bn735m0q4qzt5yfbd0g3cn'), (error: ConnectionError) => error instanceof ConnectionError && /no answer within 100 ms/.test(error.message))
+      assert.equal(attempts.length, 2)
+
+      attempts.length = 0
+      const patient = new ConversationTriggerClient({ apiKey: 'ctk_unused_key', baseUrl: silent.url, fetch: recordingFetch(attempts) })
+      const caller = new AbortController()
+      const call = patient.getTask('tsk_01m8bn735m0q4qzt5yfbd0g3cn', { signal: caller.signal })
+      setImmediate(() => caller.abort(new Error('the caller gave up')))
+      await assert.rejects(call, /the caller gave up/)
+      assert.equal(attempts.length, 1)
+    } finally {
+      await silent.close()
+    }
+  })
 })
 
 describe('webhooks', () => {
