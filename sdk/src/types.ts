@@ -1,0 +1,107 @@
+/**
+ * The SDK's names for the API's shapes, every one taken from the types
+ * generated from the service's OpenAPI document (schema.d.ts), by path and
+ * method. They are named here, and only here, so that the client never
+ * spells a path's response type out, and a change in how the document names
+ * its shapes is a change of this file alone.
+ */
+import type { components, paths } from './schema.js'
+
+type Method = 'get' | 'post' | 'patch' | 'delete'
+type Operation<Path extends keyof paths, M extends Method> = NonNullable<paths[Path][M]>
+type JsonContent<Response> = Response extends { content: { 'application/json': infer Body } } ? Body : never
+
+/** The JSON body of one answer of an operation. */
+type ResponseBody<Path extends keyof paths, M extends Method, Status extends number> =
+  Operation<Path, M> extends { responses: { [S in Status]: infer Response } } ? JsonContent<Response> : never
+
+/** The `data` of an operation's answer: what the client's methods return. */
+type ResponseData<Path extends keyof paths, M extends Method, Status extends number> =
+  ResponseBody<Path, M, Status> extends { data: infer Data } ? Data : never
+
+type RequestBody<Path extends keyof paths, M extends Method> =
+  Operation<Path, M> extends { requestBody?: infer Body } ? JsonContent<NonNullable<Body>> : never
+
+type QueryOf<Path extends keyof paths, M extends Method> =
+  Operation<Path, M> extends { parameters: { query?: infer Query } } ? NonNullable<Query> : never
+
+export type TriggerRequest = RequestBody<'/api/v2/triggers', 'post'>
+export type TriggerAccepted = ResponseData<'/api/v2/triggers', 'post', 201>
+/** One trigger of a batch: a trigger request with its own optional idempotency_key. */
+export type BatchTriggerRequest = RequestBody<'/api/v2/triggers/batch', 'post'>['triggers'][number]
+/** One trigger's result in a batch, in request order: the status and body the single endpoint would have given. */
+export type BatchTriggerResult = ResponseData<'/api/v2/triggers/batch', 'post', 200>[number]
+export type Trigger = ResponseData<'/api/v2/triggers/{id}', 'get', 200>
+
+export type Task = ResponseData<'/api/v2/tasks/{id}', 'get', 200>
+/** A task as the list shows it: its interactions without their result. */
+export type TaskSummary = ResponseData<'/api/v2/tasks', 'get', 200>[number]
+export type TaskQuery = QueryOf<'/api/v2/tasks', 'get'>
+export type CancelTasksRequest = RequestBody<'/api/v2/tasks/cancel', 'post'>
+export type CancelledTask = ResponseData<'/api/v2/tasks/cancel', 'post', 200>[number]
+
+export type Interaction = ResponseData<'/api/v2/interactions/{id}', 'get', 200>
+export type InteractionResultRequest = RequestBody<'/api/v2/interactions/{id}/result', 'post'>
+
+export type Campaign = ResponseData<'/api/v2/campaigns/{routing_key}/pause', 'post', 200>
+export type CampaignQuery = QueryOf<'/api/v2/campaigns/{routing_key}/pause', 'post'>
+
+export type Event = ResponseData<'/api/v2/events', 'get', 200>[number]
+export type EventQuery = QueryOf<'/api/v2/events', 'get'>
+/** An event with each delivery to an endpoint and each attempt. */
+export type EventWithDeliveries = ResponseData<'/api/v2/events/{id}', 'get', 200>
+export type RedeliverQuery = QueryOf<'/api/v2/events/{id}/redeliver', 'post'>
+export type Redelivery = ResponseData<'/api/v2/events/{id}/redeliver', 'post', 202>
+
+export type WebhookEndpoint = ResponseData<'/api/v2/webhook-endpoints/{id}', 'get', 200>
+/** An endpoint as registered: with its secret (whsec_...), shown this once. */
+export type WebhookEndpointWithSecret = ResponseData<'/api/v2/webhook-endpoints', 'post', 201>
+export type WebhookEndpointRequest = RequestBody<'/api/v2/webhook-endpoints', 'post'>
+export type WebhookEndpointChange = RequestBody<'/api/v2/webhook-endpoints/{id}', 'patch'>
+export type WebhookEndpointHealth = ResponseData<'/api/v2/webhook-endpoints/{id}/health', 'get', 200>
+export type WebhookTestEvent = ResponseData<'/api/v2/webhook-endpoints/{id}/test', 'post', 202>
+
+export type Suppression = ResponseData<'/api/v2/suppressions/{phone}', 'get', 200>
+export type SuppressionQuery = QueryOf<'/api/v2/suppressions', 'get'>
+export type ErasureRequest = RequestBody<'/api/v2/contacts/erase', 'post'>
+export type Erasure = ResponseData<'/api/v2/contacts/erase', 'post', 200>
+export type DailyCountQuery = QueryOf<'/api/v2/daily-counts', 'get'>
+export type DailyCounts = ResponseData<'/api/v2/daily-counts', 'get', 200>
+export type ApiKeyDescription = ResponseData<'/api/v2/key', 'get', 200>
+
+/** The body of every error other than a 422. */
+export type ErrorBody = ResponseBody<'/api/v2/triggers', 'post', 401>
+/** One problem of a 422, in FastAPI/pydantic v2's shape. */
+export type ValidationIssue = ResponseBody<'/api/v2/triggers', 'post', 422>['detail'][number]
+
+/*
+ * Webhook events. The document does not describe the webhooks themselves
+ * yet: their data are its named components (README, "Events and webhooks"),
+ * and the envelope and webhook.test's data are written here from
+ * src/domain/events.ts. Once the document has a `webhooks` section, these
+ * come from it.
+ */
+export type ConversationResult = components['schemas']['ConversationResult']
+export type TaskCompletedData = components['schemas']['TaskCompletedData']
+export type InteractionFinalizedData = components['schemas']['InteractionFinalizedData']
+export type InteractionResultAddedData = components['schemas']['InteractionResultAddedData']
+export interface WebhookTestData {
+  endpoint_id: string
+  message: string
+}
+
+interface EventEnvelope<Type extends string, Data> {
+  /** evt_...; also the webhook-id header, the same on every retry: drop duplicates by it. */
+  id: string
+  type: Type
+  /** UTC, ISO 8601 with Z: when the change happened. */
+  timestamp: string
+  data: Data
+}
+
+/** Every webhook the service sends, told apart by `type`. */
+export type WebhookEvent =
+  | EventEnvelope<'task.completed', TaskCompletedData>
+  | EventEnvelope<'interaction.finalized', InteractionFinalizedData>
+  | EventEnvelope<'interaction.result_added', InteractionResultAddedData>
+  | EventEnvelope<'webhook.test', WebhookTestData>
