@@ -7,7 +7,7 @@ const Status = Type.Object({ status: Type.String() })
 export function healthRoutes(app: FastifyInstance, deps: { db: Database }) {
   app.get(
     '/healthz',
-    { schema: { summary: 'Liveness: the process answers', tags: ['operations'], response: { 200: Status } } },
+    { schema: { operationId: 'checkLiveness', summary: 'Liveness: the process answers', tags: ['operations'], security: [], response: { 200: Status } } },
     async () => ({ status: 'ok' }),
   )
 
@@ -15,8 +15,9 @@ export function healthRoutes(app: FastifyInstance, deps: { db: Database }) {
     '/readyz',
     {
       schema: {
-        summary: 'Readiness: the database answers',
+        operationId: 'checkReadiness', summary: 'Readiness: the database answers',
         tags: ['operations'],
+        security: [],
         response: { 200: Status, 503: Status },
       },
     },

@@ -24,8 +24,9 @@ import {
   Timestamp,
   validationErrors,
 } from '../schemas.ts'
+import { component } from '../openapi.ts'
 
-const InteractionContextSchema = Type.Object({
+const InteractionContextSchema = component('InteractionContext', Type.Object({
   id: Type.String({ examples: ['int_01jd3y5v8m6m1r9cz8xk4j2h7q'] }),
   task_id: Type.Union([Type.String(), Type.Null()], { description: 'Null for a message that answers no task.' }),
   trigger_id: Type.Union([Type.String(), Type.Null()]),
@@ -59,7 +60,7 @@ const InteractionContextSchema = Type.Object({
   timezones: Type.Array(Type.String(), { description: "The zones the contact may be in (the task's candidate_timezones)." }),
   handoff: NullableHandoff,
   result: NullableResult,
-})
+}))
 
 const presentContext = (context: InteractionContext) => {
   const { interaction } = context
@@ -101,7 +102,7 @@ export function interactionRoutes(app: FastifyInstance, deps: { authenticator: A
       onRequest: requireOrganizationKey(authenticator, ['conversations:read', 'triggers:read']),
       schema: {
         ...docs,
-        summary: 'Read an interaction’s context',
+        operationId: 'getInteraction', summary: 'Read an interaction’s context',
         description:
           'What the conversation running in this interaction (your voice app, an agent, a WhatsApp exchange) is to know: the task it serves, your ids, the contact (the number reached), the task context, and its result so far. ' +
           'A Twilio call hands your app the interaction id (see the campaign\'s `handoff`). Scope `conversations:read` or `triggers:read`.',
@@ -121,7 +122,7 @@ export function interactionRoutes(app: FastifyInstance, deps: { authenticator: A
       onRequest: requireOrganizationKey(authenticator, 'conversations:write'),
       schema: {
         ...docs,
-        summary: 'Report a conversation’s result',
+        operationId: 'reportInteractionResult', summary: 'Report a conversation’s result',
         description:
           'What the person said. Every field is optional, but a result carries at least one. It travels on `interaction.finalized` and `task.completed` with your ids, and decides what follows: ' +
           '`opt_out: true` suppresses the number and completes the task `opted_out`; `callback_at` makes the next attempt due then (in the campaign\'s window, within the task\'s expiry; it counts as an attempt). ' +
