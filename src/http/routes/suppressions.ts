@@ -97,7 +97,7 @@ export function suppressionRoutes(app: FastifyInstance, deps: { ops: Suppression
       `${prefix}/suppressions/:phone`,
       {
         onRequest: guard,
-        schema: { ...docs, operationId: audience.operationId('getSuppression'), summary: 'Is a number suppressed?', params: onePhone, response: { 200: Envelope(SuppressionSchema), ...authErrors, ...notFound } },
+        schema: { ...docs, operationId: audience.operationId('getSuppression'), summary: 'Is a number suppressed?', description: 'The suppression of the number, with why and when; 404 when it is not suppressed.', params: onePhone, response: { 200: Envelope(SuppressionSchema), ...authErrors, ...notFound } },
       },
       async (request, reply) => {
         const phone = phoneOf((request.params as { phone: string }).phone)

@@ -220,7 +220,7 @@ function routesFor(app: FastifyInstance, ops: WebhookOperations, audience: Audie
     endpoints,
     {
       onRequest: audience.guard('webhooks:manage'),
-      schema: { ...docs, operationId: audience.operationId('listWebhookEndpoints'), summary: 'List webhook endpoints', params: Type.Object(params), response: { 200: Envelope(Type.Array(EndpointSchema)), ...authErrors } },
+      schema: { ...docs, operationId: audience.operationId('listWebhookEndpoints'), summary: 'List webhook endpoints', description: 'Every endpoint, enabled or not, without its secret.', params: Type.Object(params), response: { 200: Envelope(Type.Array(EndpointSchema)), ...authErrors } },
     },
     async (request, reply) => {
       const endpoints = await listWebhookEndpoints(ops, await audience.orgId(request))
@@ -232,7 +232,7 @@ function routesFor(app: FastifyInstance, ops: WebhookOperations, audience: Audie
     `${endpoints}/:id`,
     {
       onRequest: audience.guard('webhooks:manage'),
-      schema: { ...docs, operationId: audience.operationId('getWebhookEndpoint'), summary: 'Look up a webhook endpoint', params: oneEndpoint, response: { 200: Envelope(EndpointSchema), ...authErrors, ...notFound } },
+      schema: { ...docs, operationId: audience.operationId('getWebhookEndpoint'), summary: 'Look up a webhook endpoint', description: 'The endpoint, without its secret.', params: oneEndpoint, response: { 200: Envelope(EndpointSchema), ...authErrors, ...notFound } },
     },
     async (request, reply) => {
       const { id } = request.params as { id: string }
@@ -246,7 +246,7 @@ function routesFor(app: FastifyInstance, ops: WebhookOperations, audience: Audie
       onRequest: audience.guard('webhooks:manage'),
       schema: {
         ...docs,
-        operationId: audience.operationId('updateWebhookEndpoint'), summary: 'Change a webhook endpoint',
+        operationId: audience.operationId('updateWebhookEndpoint'), summary: 'Change a webhook endpoint', description: 'Only the fields sent change. Its secret stays: rotate it apart.',
         params: oneEndpoint,
         body: ChangeBody,
         response: { 200: Envelope(EndpointSchema), ...authErrors, ...notFound, ...validationErrors },
@@ -368,7 +368,7 @@ function routesFor(app: FastifyInstance, ops: WebhookOperations, audience: Audie
       onRequest: audience.guard('triggers:read'),
       schema: {
         ...docs,
-        operationId: audience.operationId('getEvent'), summary: 'Look up an event, with every delivery attempt',
+        operationId: audience.operationId('getEvent'), summary: 'Look up an event, with every delivery attempt', description: 'The event as it was sent (test events too), with its delivery to each endpoint and every attempt: time, status code, latency, error.',
         params: Type.Object({ ...params, id: Type.String() }),
         response: {
           200: Envelope(EventWithDeliveries),

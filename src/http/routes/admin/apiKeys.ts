@@ -68,7 +68,7 @@ export function apiKeyRoutes(app: FastifyInstance, deps: { ops: Operations; auth
       onRequest: requireOperator(authenticator),
       schema: {
         ...adminDocs,
-        operationId: 'listApiKeys', summary: "List an organization's API keys",
+        operationId: 'listApiKeys', summary: "List an organization's API keys", description: 'Every key, revoked ones too, never the key itself.',
         params: OrgParams,
         response: { 200: Envelope(Type.Array(ApiKeySchema)), ...authErrors, ...notFound },
       },

@@ -286,7 +286,7 @@ export function campaignRoutes(
       onRequest: requireOperator(authenticator),
       schema: {
         ...adminDocs,
-        operationId: 'listCampaigns', summary: "List an organization's campaigns",
+        operationId: 'listCampaigns', summary: "List an organization's campaigns", description: 'Every campaign with its settings.',
         params: OrgParams,
         response: { 200: Envelope(Type.Array(CampaignSchema)), ...authErrors, ...notFound },
       },

@@ -68,7 +68,7 @@ export function organizationRoutes(app: FastifyInstance, deps: { ops: Operations
     {
       onRequest: requireOperator(deps.authenticator),
       schema: {
-        operationId: 'createOrganization', summary: 'Create an organization',
+        operationId: 'createOrganization', summary: 'Create an organization', description: 'With the default rate limit and retention unless given. Issue it an API key next.',
         ...adminDocs,
         body: CreateOrganizationBody,
         response: { 201: Envelope(OrganizationSchema), ...authErrors, ...validationErrors },
@@ -105,7 +105,7 @@ export function organizationRoutes(app: FastifyInstance, deps: { ops: Operations
     {
       onRequest: requireOperator(deps.authenticator),
       schema: {
-        operationId: 'getOrganization', summary: 'Look up an organization',
+        operationId: 'getOrganization', summary: 'Look up an organization', description: 'Its name, rate limit and retention.',
         ...adminDocs,
         params: OrgParams,
         response: { 200: Envelope(OrganizationSchema), ...authErrors, ...notFound },
@@ -148,7 +148,7 @@ export function organizationRoutes(app: FastifyInstance, deps: { ops: Operations
     {
       onRequest: requireOperator(deps.authenticator),
       schema: {
-        operationId: 'resetOrganizationRateLimit', summary: "Return an organization's rate limit to the default",
+        operationId: 'resetOrganizationRateLimit', summary: "Return an organization's rate limit to the default", description: "The organization then follows the service's default rate limit again.",
         ...adminDocs,
         params: OrgParams,
         response: { 200: Envelope(OrganizationSchema), ...authErrors, ...notFound },

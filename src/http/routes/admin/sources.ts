@@ -82,7 +82,7 @@ export function sourceRoutes(app: FastifyInstance, deps: { ops: Operations; auth
     base,
     {
       onRequest: requireOperator(authenticator),
-      schema: { ...adminDocs, operationId: 'listSources', summary: "List an organization's sources", params: OrgParams, response: { 200: Envelope(Type.Array(SourceSchema)), ...authErrors, ...notFound } },
+      schema: { ...adminDocs, operationId: 'listSources', summary: "List an organization's sources", description: 'Every source with its rules.', params: OrgParams, response: { 200: Envelope(Type.Array(SourceSchema)), ...authErrors, ...notFound } },
     },
     async (request, reply) => {
       const { org_id } = request.params as { org_id: string }
@@ -96,7 +96,7 @@ export function sourceRoutes(app: FastifyInstance, deps: { ops: Operations; auth
       onRequest: requireOperator(authenticator),
       schema: {
         ...adminDocs,
-        operationId: 'updateSource', summary: "Change a source's rules",
+        operationId: 'updateSource', summary: "Change a source's rules", description: 'Only the fields sent change.',
         params: oneSource,
         body: ChangeSourceBody,
         response: { 200: Envelope(SourceSchema), ...authErrors, ...notFound, ...validationErrors },
@@ -114,7 +114,7 @@ export function sourceRoutes(app: FastifyInstance, deps: { ops: Operations; auth
     `${base}/:name`,
     {
       onRequest: requireOperator(authenticator),
-      schema: { ...adminDocs, operationId: 'deleteSource', summary: 'Delete a source', params: oneSource, response: { 204: Type.Null(), ...authErrors, ...notFound } },
+      schema: { ...adminDocs, operationId: 'deleteSource', summary: 'Delete a source', description: 'Ids citing it are then refused as any source not set up is, while the organization has others; with none left, any source is accepted.', params: oneSource, response: { 204: Type.Null(), ...authErrors, ...notFound } },
     },
     async (request, reply) => {
       const { org_id, name } = request.params as { org_id: string; name: string }
