@@ -92,19 +92,24 @@ const RESPONSE_HEADERS = {
 
 const headerRefs = (names: readonly string[]) => Object.fromEntries(names.map((name) => [name, { $ref: `#/components/headers/${name}` }]))
 
-const errorResponse = (description: string, headers: (keyof typeof RESPONSE_HEADERS)[] = []) => ({
-  description,
-  headers: headerRefs(['X-Request-ID', ...headers]),
-  content: { 'application/json': { schema: { $ref: '#/components/schemas/ErrorResponse' } } },
-})
-
-/** The answers any route may give whatever it does, named once and referred to by every operation. */
-const COMMON_RESPONSES = {
-  BadRequest: errorResponse('`bad_request`: the request could not be read (a malformed URL or Content-Length, a body cut short).'),
-  PayloadTooLarge: errorResponse('`payload_too_large`: the body is larger than the route accepts (1 MiB; 16 MiB for a batch).'),
-  InternalError: errorResponse('`internal_error`: the request could not be completed because of an error on our side.'),
-  ServiceUnavailable: errorResponse('`service_unavailable`: the service is shutting down; send the request again in a moment (with the same Idempotency-Key).'),
-} as const
+/**
+ * The answers any route may give whatever it does, named once and referred to
+ * by every operation; on the client API with the rate limit's headers, which
+ * every answer to a request it counted carries.
+ */
+function commonResponses(onClientApi: boolean) {
+  const error = (description: string) => ({
+    description,
+    headers: headerRefs(['X-Request-ID', ...(onClientApi ? ['RateLimit-Policy', 'RateLimit'] : [])]),
+    content: { 'application/json': { schema: { $ref: '#/components/schemas/ErrorResponse' } } },
+  })
+  return {
+    BadRequest: error('`bad_request`: the request could not be read (a malformed URL or Content-Length, a body cut short).'),
+    PayloadTooLarge: error('`payload_too_large`: the body is larger than the route accepts (1 MiB; 16 MiB for a batch).'),
+    InternalError: error('`internal_error`: the request could not be completed because of an error on our side.'),
+    ServiceUnavailable: error('`service_unavailable`: the service is shutting down; send the request again in a moment (with the same Idempotency-Key).'),
+  }
+}
 
 const STATUS_DESCRIPTIONS: Record<string, string> = {
   200: 'OK',
@@ -207,7 +212,7 @@ interface OpenApiDocument {
 /** The document with what the route schemas leave out: headers, the global hooks' statuses, the webhooks; and without the shared schemas it does not use. */
 function completed(name: DocumentName, document: OpenApiDocument): OpenApiDocument {
   const onClientApi = name === 'client'
-  for (const [path, operations] of Object.entries(document.paths)) {
+  for (const operations of Object.values(document.paths)) {
     for (const [method, operation] of Object.entries(operations)) {
       const own = operation[ROUTE_HEADERS] ?? {}
       delete operation[ROUTE_HEADERS]
@@ -223,7 +228,7 @@ function completed(name: DocumentName, document: OpenApiDocument): OpenApiDocume
         if (response.description === 'Default Response') response.description = STATUS_DESCRIPTIONS[status] ?? 'Answer'
         const headers: string[] = ['X-Request-ID']
         // Every answer to a request the rate limit counted carries it: all but the refusals made before the limit is checked.
-        if (onClientApi && path.startsWith('/api/v2/')) headers.push('RateLimit-Policy', 'RateLimit')
+        if (onClientApi) headers.push('RateLimit-Policy', 'RateLimit')
         if (status === '401') headers.push('WWW-Authenticate')
         if (status === '429') headers.push('Retry-After')
         headers.push(...(own.responses?.[Number(status)] ?? []))
@@ -238,7 +243,7 @@ function completed(name: DocumentName, document: OpenApiDocument): OpenApiDocume
   }
   document.components.parameters = REQUEST_HEADERS
   document.components.headers = RESPONSE_HEADERS
-  document.components.responses = COMMON_RESPONSES
+  document.components.responses = commonResponses(onClientApi)
   if (onClientApi) {
     document.webhooks = WEBHOOKS
     document.components.parameters = { ...REQUEST_HEADERS, ...WEBHOOK_HEADERS }

@@ -53,7 +53,8 @@ export function contactRoutes(app: FastifyInstance, deps: { ops: ErasureOperatio
         onRequest: audience.guard('contacts:erase'),
         schema: {
           ...docs,
-          operationId: audience.operationId('eraseContact'), summary: "Erase a person's personal data",
+          operationId: audience.operationId('eraseContact'),
+          summary: "Erase a person's personal data",
           description:
             'By one of your ids of the person (`id`) or by their number (`phone`): one of the two. Their open tasks are cancelled; their name, number, email and the context sent with their triggers are removed from triggers, tasks, interactions and the contact directory. ' +
             "By id, the tasks found are those of the triggers that named the id and those of the triggers sent to the same numbers. Kept: each task's status, outcome and attempts (the task list still counts it), your ids on triggers and events (the webhooks already sent carry them), and a suppression of the number, as a keyed digest that a trigger sent to the number later still meets. " +

@@ -77,7 +77,8 @@ export function dailyCountRoutes(app: FastifyInstance, deps: { db: Database; aut
         onRequest: audience.guard('triggers:read'),
         schema: {
           ...docs,
-          operationId: audience.operationId('listDailyCounts'), summary: 'Count tasks and attempts by day and campaign',
+          operationId: audience.operationId('listDailyCounts'),
+          summary: 'Count tasks and attempts by day and campaign',
           description:
             'For each UTC day from `from` to `to` (at most a year) and each campaign (of one routing key, with `campaign`) and test mode with anything to count: the tasks completed that day by outcome and the attempts they took, ' +
             'the outbound attempts that ended that day by outcome and how long they lasted, and the inbound messages. Counted by the transaction that completes each task or ends each attempt, ' +

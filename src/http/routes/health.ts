@@ -15,7 +15,9 @@ export function healthRoutes(app: FastifyInstance, deps: { db: Database }) {
     '/readyz',
     {
       schema: {
-        operationId: 'checkReadiness', summary: 'Readiness: the database answers', description: '200 when the database answers a query; 503 when it does not.',
+        operationId: 'checkReadiness',
+        summary: 'Readiness: the database answers',
+        description: '200 when the database answers a query; 503 when it does not.',
         tags: ['operations'],
         security: [],
         response: { 200: Status, 503: Status },

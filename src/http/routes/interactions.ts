@@ -102,7 +102,8 @@ export function interactionRoutes(app: FastifyInstance, deps: { authenticator: A
       onRequest: requireOrganizationKey(authenticator, ['conversations:read', 'triggers:read']),
       schema: {
         ...docs,
-        operationId: 'getInteraction', summary: 'Read an interaction’s context',
+        operationId: 'getInteraction',
+        summary: 'Read an interaction’s context',
         description:
           'What the conversation running in this interaction (your voice app, an agent, a WhatsApp exchange) is to know: the task it serves, your ids, the contact (the number reached), the task context, and its result so far. ' +
           'A Twilio call hands your app the interaction id (see the campaign\'s `handoff`). Scope `conversations:read` or `triggers:read`.',
@@ -122,7 +123,8 @@ export function interactionRoutes(app: FastifyInstance, deps: { authenticator: A
       onRequest: requireOrganizationKey(authenticator, 'conversations:write'),
       schema: {
         ...docs,
-        operationId: 'reportInteractionResult', summary: 'Report a conversation’s result',
+        operationId: 'reportInteractionResult',
+        summary: 'Report a conversation’s result',
         description:
           'What the person said. Every field is optional, but a result carries at least one. It travels on `interaction.finalized` and `task.completed` with your ids, and decides what follows: ' +
           '`opt_out: true` suppresses the number and completes the task `opted_out`; `callback_at` makes the next attempt due then (in the campaign\'s window, within the task\'s expiry; it counts as an attempt). ' +

@@ -13,7 +13,8 @@ export function metricsRoutes(app: FastifyInstance, deps: { metrics: ServiceMetr
     {
       onRequest: requireOperator(deps.authenticator),
       schema: {
-        operationId: 'getMetrics', summary: "This process's metrics (Prometheus text format)",
+        operationId: 'getMetrics',
+        summary: "This process's metrics (Prometheus text format)",
         description:
           'Requests by route and status with their durations, triggers accepted and refused by reason, group commit sizes, attempts started with their dispatch lag, provider errors, tasks completed by outcome, interactions finalized by provider and outcome, webhook attempts by result with their durations, rate-limited requests, the queues (read from the database at most every 5 s), the database pool, and the process itself.',
         tags: ['operations'],

@@ -52,7 +52,8 @@ export function suppressionRoutes(app: FastifyInstance, deps: { ops: Suppression
         onRequest: guard,
         schema: {
           ...docs,
-          operationId: audience.operationId('createSuppression'), summary: 'Suppress a phone number',
+          operationId: audience.operationId('createSuppression'),
+          summary: 'Suppress a phone number',
           description: 'The organization never contacts it again, on any channel; its tasks complete as opted_out. Adding it twice is harmless.',
           params: Type.Object(params),
           body: Type.Object({
@@ -76,7 +77,8 @@ export function suppressionRoutes(app: FastifyInstance, deps: { ops: Suppression
         onRequest: guard,
         schema: {
           ...docs,
-          operationId: audience.operationId('listSuppressions'), summary: 'List suppressed phone numbers',
+          operationId: audience.operationId('listSuppressions'),
+          summary: 'List suppressed phone numbers',
           description: `By number, after \`after\`, at most \`limit\` (${MAX_PAGE}).`,
           params: Type.Object(params),
           querystring: Type.Object({
@@ -111,7 +113,8 @@ export function suppressionRoutes(app: FastifyInstance, deps: { ops: Suppression
         onRequest: guard,
         schema: {
           ...docs,
-          operationId: audience.operationId('deleteSuppression'), summary: 'Lift a suppression',
+          operationId: audience.operationId('deleteSuppression'),
+          summary: 'Lift a suppression',
           description:
             'Only when the person has asked to be contacted again. An organization may lift what it added itself (reason manual); a number that opted out by reply, through its provider or in a conversation only the operator can.',
           params: onePhone,

@@ -204,7 +204,8 @@ export function taskRoutes(app: FastifyInstance, deps: { db: Database; authentic
       onRequest: requireOrganizationKey(authenticator, 'triggers:read'),
       schema: {
         ...docs,
-        operationId: 'getTask', summary: 'Look up one task',
+        operationId: 'getTask',
+        summary: 'Look up one task',
         description: 'Status, outcome, the next attempt time and every interaction so far.',
         params: TaskParams,
         response: { 200: Envelope(TaskSchema), ...authErrors, ...notFound },
@@ -222,7 +223,8 @@ export function taskRoutes(app: FastifyInstance, deps: { db: Database; authentic
       onRequest: requireOrganizationKey(authenticator, 'triggers:read'),
       schema: {
         ...docs,
-        operationId: 'listTasks', summary: 'List tasks, or find them by one of your ids or a phone number',
+        operationId: 'listTasks',
+        summary: 'List tasks, or find them by one of your ids or a phone number',
         description:
           `Your tasks, newest first (by when their trigger was accepted), at most \`limit\` (default ${DEFAULT_TASKS_PAGE}, at most ${MAX_TASKS_PAGE}), every filter given holding: ` +
           'one of your ids (`source`, `type` and `value` together; source and type compared lowercased, value exactly), the number a task reaches (`phone`; in test mode, the tester\'s), ' +
@@ -259,7 +261,8 @@ export function taskRoutes(app: FastifyInstance, deps: { db: Database; authentic
       onRequest: requireOrganizationKey(authenticator, 'triggers:write'),
       schema: {
         ...docs,
-        operationId: 'cancelTask', summary: 'Cancel a task',
+        operationId: 'cancelTask',
+        summary: 'Cancel a task',
         description:
           'No further attempt starts; the task completes with outcome cancelled and a task.completed event. An interaction already running is reported when it ends. A completed task answers 409.',
         params: TaskParams,
@@ -281,7 +284,8 @@ export function taskRoutes(app: FastifyInstance, deps: { db: Database; authentic
       onRequest: requireOrganizationKey(authenticator, 'triggers:write'),
       schema: {
         ...docs,
-        operationId: 'cancelTasksByIds', summary: 'Stop outreach to a person, by your own ids',
+        operationId: 'cancelTasksByIds',
+        summary: 'Stop outreach to a person, by your own ids',
         description:
           `Cancels every task not yet completed whose trigger carried one of these ids (source and type compared lowercased, value exactly), or only those of one campaign's routing key: no further attempt starts. ` +
           'An attempt being made now is allowed to end, and is reported, but moves its task no further. Each task cancelled completes with outcome `cancelled` and a `task.completed` event carrying your ids. ' +

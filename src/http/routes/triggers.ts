@@ -206,7 +206,8 @@ export function triggerRoutes(app: FastifyInstance, deps: { db: Database; authen
       attachValidation: true,
       onRequest: requireOrganizationKey(authenticator, 'triggers:write', { confirm: 'deferred' }),
       schema: {
-        operationId: 'createTrigger', summary: 'Start one conversation',
+        operationId: 'createTrigger',
+        summary: 'Start one conversation',
         description:
           'Records the trigger and creates its task. A 201 means both are committed; the conversation starts later, when the campaign schedule allows it. ' +
           "Without `contact.timezone` (or a zone on file for the person), the service starts an attempt only at an instant inside the campaign's window in every zone the number may be in: " +
@@ -263,7 +264,8 @@ export function triggerRoutes(app: FastifyInstance, deps: { db: Database; authen
         return errors.length > 0 ? { error: new ValidationFailed(errors) } : { value: data }
       },
       schema: {
-        operationId: 'createTriggerBatch', summary: 'Start many conversations',
+        operationId: 'createTriggerBatch',
+        summary: 'Start many conversations',
         description:
           `Up to ${MAX_BATCH_TRIGGERS} triggers (and ${MAX_BATCH_BODY_BYTES / (1024 * 1024)} MiB) in one request, each validated and accepted exactly as POST /api/v2/triggers would accept it, on its own: ` +
           'the answer is 200 with one result per trigger, in request order, each with the status the single endpoint would have given and its body (`data`, `detail` with `loc` from `body` as for a single trigger, or `error`). ' +
@@ -302,7 +304,8 @@ export function triggerRoutes(app: FastifyInstance, deps: { db: Database; authen
     {
       onRequest: requireOrganizationKey(authenticator, 'triggers:read'),
       schema: {
-        operationId: 'getTrigger', summary: 'Look up one trigger',
+        operationId: 'getTrigger',
+        summary: 'Look up one trigger',
         description: 'The trigger as recorded (normalized ids and phone), with its task. Triggers of other organizations are not found.',
         tags: ['triggers'],
         security: [{ apiKey: [] }],

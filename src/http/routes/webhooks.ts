@@ -203,7 +203,8 @@ function routesFor(app: FastifyInstance, ops: WebhookOperations, audience: Audie
       onRequest: audience.guard('webhooks:manage'),
       schema: {
         ...docs,
-        operationId: audience.operationId('createWebhookEndpoint'), summary: 'Register a webhook endpoint',
+        operationId: audience.operationId('createWebhookEndpoint'),
+        summary: 'Register a webhook endpoint',
         description: 'Its secret is returned this once. Events are signed with it (Standard Webhooks) and retried until they succeed or give up.',
         params: Type.Object(params),
         body: CreateBody,
@@ -246,7 +247,9 @@ function routesFor(app: FastifyInstance, ops: WebhookOperations, audience: Audie
       onRequest: audience.guard('webhooks:manage'),
       schema: {
         ...docs,
-        operationId: audience.operationId('updateWebhookEndpoint'), summary: 'Change a webhook endpoint', description: 'Only the fields sent change. Its secret stays: rotate it apart.',
+        operationId: audience.operationId('updateWebhookEndpoint'),
+        summary: 'Change a webhook endpoint',
+        description: 'Only the fields sent change. Its secret stays: rotate it apart.',
         params: oneEndpoint,
         body: ChangeBody,
         response: { 200: Envelope(EndpointSchema), ...authErrors, ...notFound, ...validationErrors },
@@ -265,7 +268,8 @@ function routesFor(app: FastifyInstance, ops: WebhookOperations, audience: Audie
       onRequest: audience.guard('webhooks:manage'),
       schema: {
         ...docs,
-        operationId: audience.operationId('deleteWebhookEndpoint'), summary: 'Delete a webhook endpoint',
+        operationId: audience.operationId('deleteWebhookEndpoint'),
+        summary: 'Delete a webhook endpoint',
         description: 'What was still to be delivered to it is given up; its delivery log is kept.',
         params: oneEndpoint,
         response: { 204: Type.Null(), ...authErrors, ...notFound },
@@ -284,7 +288,8 @@ function routesFor(app: FastifyInstance, ops: WebhookOperations, audience: Audie
       onRequest: audience.guard('webhooks:manage'),
       schema: {
         ...docs,
-        operationId: audience.operationId('rotateWebhookEndpointSecret'), summary: "Rotate a webhook endpoint's secret",
+        operationId: audience.operationId('rotateWebhookEndpointSecret'),
+        summary: "Rotate a webhook endpoint's secret",
         description: 'The new secret is returned this once; for 24 hours webhooks carry signatures by both the new and the previous secret.',
         params: oneEndpoint,
         response: {
@@ -309,7 +314,8 @@ function routesFor(app: FastifyInstance, ops: WebhookOperations, audience: Audie
       onRequest: audience.guard('webhooks:manage'),
       schema: {
         ...docs,
-        operationId: audience.operationId('getWebhookEndpointHealth'), summary: "A webhook endpoint's health",
+        operationId: audience.operationId('getWebhookEndpointHealth'),
+        summary: "A webhook endpoint's health",
         description:
           'How its webhooks went over the last 24 hours (counted by the hour): attempts, the share that succeeded, latency; and its last failed attempts with the answer each got. Why the service disabled it is on the endpoint (`disabled_reason`).',
         params: oneEndpoint,
@@ -328,7 +334,8 @@ function routesFor(app: FastifyInstance, ops: WebhookOperations, audience: Audie
       onRequest: audience.guard('webhooks:manage'),
       schema: {
         ...docs,
-        operationId: audience.operationId('testWebhookEndpoint'), summary: 'Send a test event to a webhook endpoint',
+        operationId: audience.operationId('testWebhookEndpoint'),
+        summary: 'Send a test event to a webhook endpoint',
         description:
           `Sends it a \`${TEST_EVENT_TYPE}\` event now, signed and retried as any other, whatever event types it receives: \`data\` names the endpoint and says it reports nothing. ` +
           'Its delivery is logged (`GET .../events/{id}`, the endpoint\'s health) but the events list leaves it out. A disabled endpoint answers 409.',
@@ -348,7 +355,8 @@ function routesFor(app: FastifyInstance, ops: WebhookOperations, audience: Audie
       onRequest: audience.guard('triggers:read'),
       schema: {
         ...docs,
-        operationId: audience.operationId('listEvents'), summary: 'List events',
+        operationId: audience.operationId('listEvents'),
+        summary: 'List events',
         description: `In the order they were recorded, after the event \`after\`, at most \`limit\` (${MAX_PAGE}). The next page starts after the last id of this one; an empty page means none newer yet, and no event is ever written behind a page already read. A client that cannot receive webhooks can poll this. Test events sent to an endpoint on request are left out.`,
         params: Type.Object(params),
         querystring: EventsQuery,
@@ -368,7 +376,9 @@ function routesFor(app: FastifyInstance, ops: WebhookOperations, audience: Audie
       onRequest: audience.guard('triggers:read'),
       schema: {
         ...docs,
-        operationId: audience.operationId('getEvent'), summary: 'Look up an event, with every delivery attempt', description: 'The event as it was sent (test events too), with its delivery to each endpoint and every attempt: time, status code, latency, error.',
+        operationId: audience.operationId('getEvent'),
+        summary: 'Look up an event, with every delivery attempt',
+        description: 'The event as it was sent (test events too), with its delivery to each endpoint and every attempt: time, status code, latency, error.',
         params: Type.Object({ ...params, id: Type.String() }),
         response: {
           200: Envelope(EventWithDeliveries),
@@ -390,7 +400,8 @@ function routesFor(app: FastifyInstance, ops: WebhookOperations, audience: Audie
       onRequest: audience.guard('triggers:read'),
       schema: {
         ...docs,
-        operationId: audience.operationId('listTaskEvents'), summary: "A task's events, with every delivery attempt",
+        operationId: audience.operationId('listTaskEvents'),
+        summary: "A task's events, with every delivery attempt",
         description:
           `The events written about the task, oldest first (the first ${MAX_TASK_EVENTS}): the interaction.finalized of each of its interactions and its task.completed, each with its deliveries to your endpoints and every attempt (time, status code, latency, error).`,
         params: Type.Object({ ...params, id: Type.String() }),
@@ -410,7 +421,8 @@ function routesFor(app: FastifyInstance, ops: WebhookOperations, audience: Audie
       onRequest: audience.guard('webhooks:manage'),
       schema: {
         ...docs,
-        operationId: audience.operationId('redeliverEvent'), summary: 'Send an event again',
+        operationId: audience.operationId('redeliverEvent'),
+        summary: 'Send an event again',
         description: 'With the same webhook-id, to one endpoint or to every enabled endpoint subscribed to its type (a test event: to the endpoint it tested).',
         params: Type.Object({ ...params, id: Type.String() }),
         querystring: Type.Object({ endpoint_id: Type.Optional(Type.String({ maxLength: 40, description: 'Only to this endpoint.' })) }),

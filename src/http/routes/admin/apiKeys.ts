@@ -48,7 +48,8 @@ export function apiKeyRoutes(app: FastifyInstance, deps: { ops: Operations; auth
       onRequest: requireOperator(authenticator),
       schema: {
         ...adminDocs,
-        operationId: 'createApiKey', summary: 'Issue an API key',
+        operationId: 'createApiKey',
+        summary: 'Issue an API key',
         description: 'The response carries the key itself; it is stored only as a hash and cannot be shown again.',
         params: OrgParams,
         body: IssueApiKeyBody,
@@ -68,7 +69,9 @@ export function apiKeyRoutes(app: FastifyInstance, deps: { ops: Operations; auth
       onRequest: requireOperator(authenticator),
       schema: {
         ...adminDocs,
-        operationId: 'listApiKeys', summary: "List an organization's API keys", description: 'Every key, revoked ones too, never the key itself.',
+        operationId: 'listApiKeys',
+        summary: "List an organization's API keys",
+        description: 'Every key, revoked ones too, never the key itself.',
         params: OrgParams,
         response: { 200: Envelope(Type.Array(ApiKeySchema)), ...authErrors, ...notFound },
       },
@@ -85,7 +88,8 @@ export function apiKeyRoutes(app: FastifyInstance, deps: { ops: Operations; auth
       onRequest: requireOperator(authenticator),
       schema: {
         ...adminDocs,
-        operationId: 'revokeApiKey', summary: 'Revoke an API key',
+        operationId: 'revokeApiKey',
+        summary: 'Revoke an API key',
         description: 'Every process refuses the key (401) from its next request on.',
         params: Type.Object({ org_id: Type.String(), key_id: Type.String() }),
         response: { 204: Type.Null(), ...authErrors, ...notFound },

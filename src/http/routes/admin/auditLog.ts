@@ -50,7 +50,8 @@ export function auditLogRoutes(app: FastifyInstance, deps: { ops: AuditOperation
     {
       onRequest: requireOperator(deps.authenticator),
       schema: {
-        operationId: 'listAuditLogEntries', summary: 'Read the audit log',
+        operationId: 'listAuditLogEntries',
+        summary: 'Read the audit log',
         description: "Changes to organizations, keys, campaigns, sources, suppressions and webhook endpoints, by the operator or an organization's key, and erasures: newest first.",
         ...adminDocs,
         querystring: AuditQuery,

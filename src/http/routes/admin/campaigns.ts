@@ -237,7 +237,8 @@ export function campaignRoutes(
       onRequest: requireOperator(authenticator),
       schema: {
         ...adminDocs,
-        operationId: 'createCampaign', summary: 'Create a campaign',
+        operationId: 'createCampaign',
+        summary: 'Create a campaign',
         description: 'A routing key may have one campaign per channel.',
         params: OrgParams,
         body: CreateCampaignBody,
@@ -264,7 +265,8 @@ export function campaignRoutes(
       },
       schema: {
         ...adminDocs,
-        operationId: 'updateCampaign', summary: "Change a campaign's settings",
+        operationId: 'updateCampaign',
+        summary: "Change a campaign's settings",
         description: 'Routing key and channel never change. Tasks already waiting follow the new settings from their next step on.',
         params: CampaignParams,
         body: UpdateCampaignBody,
@@ -286,7 +288,9 @@ export function campaignRoutes(
       onRequest: requireOperator(authenticator),
       schema: {
         ...adminDocs,
-        operationId: 'listCampaigns', summary: "List an organization's campaigns", description: 'Every campaign with its settings.',
+        operationId: 'listCampaigns',
+        summary: "List an organization's campaigns",
+        description: 'Every campaign with its settings.',
         params: OrgParams,
         response: { 200: Envelope(Type.Array(CampaignSchema)), ...authErrors, ...notFound },
       },
@@ -303,7 +307,8 @@ export function campaignRoutes(
       onRequest: requireOperator(authenticator),
       schema: {
         ...adminDocs,
-        operationId: 'previewSchedule', summary: 'Preview a schedule for one contact',
+        operationId: 'previewSchedule',
+        summary: 'Preview a schedule for one contact',
         description:
           "The next periods in which the schedule (as a campaign's, saved or not) lets outreach start for a contact of this phone or zone: each from when it opens to when it closes, in every zone the contact may be in at once.",
         body: SchedulePreviewBody,

@@ -68,7 +68,9 @@ export function organizationRoutes(app: FastifyInstance, deps: { ops: Operations
     {
       onRequest: requireOperator(deps.authenticator),
       schema: {
-        operationId: 'createOrganization', summary: 'Create an organization', description: 'With the default rate limit and retention unless given. Issue it an API key next.',
+        operationId: 'createOrganization',
+        summary: 'Create an organization',
+        description: 'With the default rate limit and retention unless given. Issue it an API key next.',
         ...adminDocs,
         body: CreateOrganizationBody,
         response: { 201: Envelope(OrganizationSchema), ...authErrors, ...validationErrors },
@@ -86,7 +88,8 @@ export function organizationRoutes(app: FastifyInstance, deps: { ops: Operations
     {
       onRequest: requireOperator(deps.authenticator),
       schema: {
-        operationId: 'listOrganizations', summary: 'List organizations',
+        operationId: 'listOrganizations',
+        summary: 'List organizations',
         description: 'The newest first.',
         ...adminDocs,
         querystring: ListOrganizationsQuery,
@@ -105,7 +108,9 @@ export function organizationRoutes(app: FastifyInstance, deps: { ops: Operations
     {
       onRequest: requireOperator(deps.authenticator),
       schema: {
-        operationId: 'getOrganization', summary: 'Look up an organization', description: 'Its name, rate limit and retention.',
+        operationId: 'getOrganization',
+        summary: 'Look up an organization',
+        description: 'Its name, rate limit and retention.',
         ...adminDocs,
         params: OrgParams,
         response: { 200: Envelope(OrganizationSchema), ...authErrors, ...notFound },
@@ -122,7 +127,8 @@ export function organizationRoutes(app: FastifyInstance, deps: { ops: Operations
     {
       onRequest: requireOperator(deps.authenticator),
       schema: {
-        operationId: 'updateOrganization', summary: 'Change an organization',
+        operationId: 'updateOrganization',
+        summary: 'Change an organization',
         description:
           'Its name, its own rate limit (`rate_limit`, both figures), or how long it keeps personal data (`retention_days`). Every API process applies a new limit from its next lease of tokens: within a tenth of a second for an organization sending at its limit.',
         ...adminDocs,
@@ -148,7 +154,9 @@ export function organizationRoutes(app: FastifyInstance, deps: { ops: Operations
     {
       onRequest: requireOperator(deps.authenticator),
       schema: {
-        operationId: 'resetOrganizationRateLimit', summary: "Return an organization's rate limit to the default", description: "The organization then follows the service's default rate limit again.",
+        operationId: 'resetOrganizationRateLimit',
+        summary: "Return an organization's rate limit to the default",
+        description: "The organization then follows the service's default rate limit again.",
         ...adminDocs,
         params: OrgParams,
         response: { 200: Envelope(OrganizationSchema), ...authErrors, ...notFound },

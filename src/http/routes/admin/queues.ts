@@ -36,7 +36,8 @@ export function queueRoutes(app: FastifyInstance, deps: { ops: Operations; authe
       onRequest: requireOperator(deps.authenticator),
       schema: {
         ...adminDocs,
-        operationId: 'getQueues', summary: "The service's queues",
+        operationId: 'getQueues',
+        summary: "The service's queues",
         description: 'How much work waits now in each queue, over every organization, and how long the oldest has waited.',
         response: { 200: Envelope(QueuesSchema), ...authErrors },
       },

@@ -63,7 +63,8 @@ export function sourceRoutes(app: FastifyInstance, deps: { ops: Operations; auth
       onRequest: requireOperator(authenticator),
       schema: {
         ...adminDocs,
-        operationId: 'createSource', summary: 'Create a source',
+        operationId: 'createSource',
+        summary: 'Create a source',
         description: "Once an organization has sources, every trigger's ids must cite one of them, with a type it allows, and carry the context keys it requires.",
         params: OrgParams,
         body: CreateSourceBody,
@@ -96,7 +97,9 @@ export function sourceRoutes(app: FastifyInstance, deps: { ops: Operations; auth
       onRequest: requireOperator(authenticator),
       schema: {
         ...adminDocs,
-        operationId: 'updateSource', summary: "Change a source's rules", description: 'Only the fields sent change.',
+        operationId: 'updateSource',
+        summary: "Change a source's rules",
+        description: 'Only the fields sent change.',
         params: oneSource,
         body: ChangeSourceBody,
         response: { 200: Envelope(SourceSchema), ...authErrors, ...notFound, ...validationErrors },
