@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict'
 import { after, before, test } from 'node:test'
 import { TriggerRequestSchema } from '../src/http/routes/triggers.ts'
-import { json, startService, type TestService } from './support/service.ts'
+import { bearer, json, OPERATOR_TOKEN, startService, type TestService } from './support/service.ts'
 
 let service: TestService
 
@@ -151,6 +151,12 @@ test("an OpenAPI 3.1 document of the operator's API, apart", async () => {
   for (const path of Object.keys(document.paths)) assert.ok(!path.startsWith('/api/v2/') && !path.startsWith('/providers/'), path)
   // The twin of a client route has an id of its own.
   assert.equal(document.paths['/admin/v1/organizations/{org_id}/events'].get.operationId, 'adminListEvents')
+  // The operator may name an organization that does not exist: 404, which the client's twin never answers.
+  for (const path of ['/admin/v1/organizations/{org_id}/events', '/admin/v1/organizations/{org_id}/webhook-endpoints']) {
+    const response = await service.app.inject({ method: 'GET', url: path.replace('{org_id}', 'org_00000000000000000000000000'), headers: bearer(OPERATOR_TOKEN) })
+    assert.equal(response.statusCode, 404, path)
+    assert.ok(document.paths[path].get.responses['404'], path)
+  }
   // The admin API has no rate limit.
   assert.equal(document.paths['/admin/v1/organizations'].post.responses['429'], undefined)
   assert.deepEqual(Object.keys(document.components.securitySchemes), ['operatorToken'])

@@ -194,6 +194,8 @@ export function webhookRoutes(app: FastifyInstance, deps: { ops: WebhookOperatio
 
 function routesFor(app: FastifyInstance, ops: WebhookOperations, audience: Audience) {
   const { prefix, docs, params } = audience
+  // The operator may name an organization that does not exist.
+  const unknownOrganization = audience.operator ? notFound : {}
   const endpoints = `${prefix}/webhook-endpoints`
   const oneEndpoint = Type.Object({ ...params, id: Type.String() })
 
@@ -221,7 +223,14 @@ function routesFor(app: FastifyInstance, ops: WebhookOperations, audience: Audie
     endpoints,
     {
       onRequest: audience.guard('webhooks:manage'),
-      schema: { ...docs, operationId: audience.operationId('listWebhookEndpoints'), summary: 'List webhook endpoints', description: 'Every endpoint, enabled or not, without its secret.', params: Type.Object(params), response: { 200: Envelope(Type.Array(EndpointSchema)), ...authErrors } },
+      schema: {
+        ...docs,
+        operationId: audience.operationId('listWebhookEndpoints'),
+        summary: 'List webhook endpoints',
+        description: 'Every endpoint, enabled or not, without its secret.',
+        params: Type.Object(params),
+        response: { 200: Envelope(Type.Array(EndpointSchema)), ...authErrors, ...unknownOrganization },
+      },
     },
     async (request, reply) => {
       const endpoints = await listWebhookEndpoints(ops, await audience.orgId(request))
@@ -360,7 +369,7 @@ function routesFor(app: FastifyInstance, ops: WebhookOperations, audience: Audie
         description: `In the order they were recorded, after the event \`after\`, at most \`limit\` (${MAX_PAGE}). The next page starts after the last id of this one; an empty page means none newer yet, and no event is ever written behind a page already read. A client that cannot receive webhooks can poll this. Test events sent to an endpoint on request are left out.`,
         params: Type.Object(params),
         querystring: EventsQuery,
-        response: { 200: Envelope(Type.Array(ListedEventSchema)), ...authErrors, ...validationErrors },
+        response: { 200: Envelope(Type.Array(ListedEventSchema)), ...authErrors, ...unknownOrganization, ...validationErrors },
       },
     },
     async (request, reply) => {
