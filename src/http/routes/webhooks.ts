@@ -299,12 +299,14 @@ function routesFor(app: FastifyInstance, ops: WebhookOperations, audience: Audie
         ...docs,
         operationId: audience.operationId('rotateWebhookEndpointSecret'),
         summary: "Rotate a webhook endpoint's secret",
-        description: 'The new secret is returned this once; for 24 hours webhooks carry signatures by both the new and the previous secret.',
+        description:
+          'The new secret is returned this once; for 24 hours webhooks carry signatures by both the new and the previous secret. Rotating again within those 24 hours answers 409.',
         params: oneEndpoint,
         response: {
           200: Envelope(Type.Composite([WithSecret, Type.Object({ previous_secret_expires_at: Timestamp })])),
           ...authErrors,
           ...notFound,
+          ...conflict,
         },
       },
     },
