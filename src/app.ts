@@ -33,8 +33,9 @@ import { taskRoutes } from './http/routes/tasks.ts'
 import { webhookRoutes } from './http/routes/webhooks.ts'
 import { triggerRoutes } from './http/routes/triggers.ts'
 import { MAX_BODY_BYTES } from './http/limits.ts'
+import { documentOptions } from './http/openapi.ts'
 import { installErrorHandling, sendError } from './http/reply.ts'
-import { ConversationResultSchema, ErrorResponse, EventDataSchemas, ValidationErrorResponse } from './http/schemas.ts'
+import { SharedSchemas } from './http/schemas.ts'
 import { createServices } from './services/index.ts'
 import type { Database } from './store/database.ts'
 import { createWorkers, type Workers } from './workers/index.ts'
@@ -64,6 +65,8 @@ export interface AppOptions {
   metricsQueueReadIntervalMs?: number
   /** How long endpoint health and the audit log are kept; DEFAULT_HISTORY_BOUNDS when absent. */
   historyBounds?: HistoryBounds
+  /** Where clients reach the service (PUBLIC_BASE_URL): the documents' server; a relative one when absent. */
+  publicBaseUrl?: string
 }
 
 export interface AppDeps {
@@ -134,10 +137,7 @@ export async function buildApp(options: AppOptions, deps: AppDeps): Promise<Fast
     )
     done()
   })
-  app.addSchema(ErrorResponse)
-  app.addSchema(ValidationErrorResponse)
-  app.addSchema(ConversationResultSchema)
-  for (const schema of EventDataSchemas) app.addSchema(schema)
+  for (const schema of SharedSchemas) app.addSchema(schema)
   // Once the drain has begun, a request that still arrives on a kept-alive connection is refused
   // before anything of it is done; Fastify has asked for the connection to be closed after the answer.
   let closing = false
@@ -152,7 +152,7 @@ export async function buildApp(options: AppOptions, deps: AppDeps): Promise<Fast
   })
 
   // Registered first, so that it documents every route after it.
-  if (api) await installDocumentation(app)
+  if (api) await installDocumentation(app, options.publicBaseUrl)
   healthRoutes(app, { db: deps.db })
   metricsRoutes(app, { metrics, authenticator })
   if (!api) return app
@@ -182,32 +182,25 @@ declare module 'fastify' {
      * not started by buildApp: `serve` starts them; tests drive them round by round.
      */
     workers: Workers | undefined
+    /** The admin API's OpenAPI document (`swagger` is the client API's). */
+    adminSwagger: FastifyInstance['swagger']
   }
 }
 
-/** The OpenAPI document at /openapi.json and a readable reference at /docs. */
-async function installDocumentation(app: FastifyInstance) {
-  await app.register(swagger, {
-    // Shared schemas are named in components by their $id (ErrorResponse, ConversationResult, TaskCompletedData...).
-    refResolver: { buildLocalReference: (json, _baseUri, _fragment, index) => (typeof json.$id === 'string' ? json.$id : `def-${index}`) },
-    openapi: {
-      openapi: '3.1.0',
-      info: {
-        title: 'Conversation Trigger Service',
-        version: '2',
-        description:
-          'Start an outreach conversation with one person by one authenticated call. Client endpoints live under /api/v2 and take an organization API key; operator endpoints under /admin/v1 take the operator token.',
-      },
-      components: {
-        securitySchemes: {
-          apiKey: { type: 'http', scheme: 'bearer', description: 'Organization API key' },
-          operatorToken: { type: 'http', scheme: 'bearer', description: 'Operator token' },
-        },
-      },
-    },
-  })
+/**
+ * The client API's OpenAPI document at /openapi.json with a readable reference
+ * at /docs, and the operator's at /admin/openapi.json and /admin/docs.
+ */
+async function installDocumentation(app: FastifyInstance, publicBaseUrl: string | undefined) {
+  await app.register(swagger, documentOptions('client', publicBaseUrl))
+  await app.register(swagger, documentOptions('admin', publicBaseUrl))
   await app.register(swaggerUi, { routePrefix: '/docs' })
+  // A scope of its own, where the reference's page reads the admin document rather than the client's.
+  await app.register(async (scope) => {
+    await scope.register(swaggerUi, { routePrefix: '/admin/docs', transformSpecification: () => app.adminSwagger(), transformSpecificationClone: false })
+  })
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger())
+  app.get('/admin/openapi.json', { schema: { hide: true } }, async () => app.adminSwagger())
 }
 
 /**

@@ -54,6 +54,7 @@ async function run(config: Config, options: { api: boolean; workers: boolean; po
       workers: options.workers,
       api: options.api,
       historyBounds: config.historyBounds,
+      publicBaseUrl: config.publicBaseUrl,
     },
     { db, channels },
   )

@@ -313,21 +313,21 @@ describe('pausing by the operator', () => {
     assert.equal(mismatched.statusCode, 404, "a campaign is found only under its own organization")
   })
 
-  test('documented in the OpenAPI document', async () => {
+  test('documented in the OpenAPI documents', async () => {
     const document = json(await service.app.inject({ method: 'GET', url: '/openapi.json' }))
+    const adminDocument = json(await service.app.inject({ method: 'GET', url: '/admin/openapi.json' }))
     for (const action of ['pause', 'resume']) {
       const client = document.paths[`/api/v2/campaigns/{routing_key}/${action}`].post
       assert.deepEqual(client.tags, ['campaigns'])
       assert.deepEqual(client.security, [{ apiKey: [] }])
       assert.ok(client.summary && client.description)
-      assert.deepEqual(Object.keys(client.responses).sort(), ['200', '401', '403', '404', '422', '429'])
-      const admin = document.paths[`/admin/v1/organizations/{org_id}/campaigns/{campaign_id}/${action}`].post
+      assert.deepEqual(Object.keys(client.responses).sort(), ['200', '400', '401', '403', '404', '413', '422', '429', '500', '503'])
+      const admin = adminDocument.paths[`/admin/v1/organizations/{org_id}/campaigns/{campaign_id}/${action}`].post
       assert.deepEqual(admin.security, [{ operatorToken: [] }])
       assert.ok(admin.summary && admin.description)
     }
-    const taskSchema = document.paths['/api/v2/tasks/{id}'].get.responses['200'].content['application/json'].schema
-    assert.equal(taskSchema.properties.data.properties.campaign_paused.type, 'boolean')
-    const keyBody = document.paths['/admin/v1/organizations/{org_id}/api-keys'].post.requestBody.content['application/json'].schema
+    assert.equal(document.components.schemas.Task.properties.campaign_paused.type, 'boolean')
+    const keyBody = adminDocument.paths['/admin/v1/organizations/{org_id}/api-keys'].post.requestBody.content['application/json'].schema
     assert.ok(JSON.stringify(keyBody).includes('campaigns:manage'))
   })
 })

@@ -118,7 +118,8 @@ describe('max_in_flight', () => {
     assert.equal(unchanged.max_in_flight, 50)
 
     const openapi = json(await service.app.inject({ method: 'GET', url: '/openapi.json' }))
-    const body = openapi.paths['/api/v2/webhook-endpoints'].post.requestBody.content['application/json'].schema
+    assert.equal(openapi.paths['/api/v2/webhook-endpoints'].post.requestBody.content['application/json'].schema.$ref, '#/components/schemas/WebhookEndpointCreateRequest')
+    const body = openapi.components.schemas.WebhookEndpointCreateRequest
     assert.deepEqual([body.properties.max_in_flight.minimum, body.properties.max_in_flight.maximum], [1, 50])
   })
 

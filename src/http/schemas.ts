@@ -148,6 +148,35 @@ export const EventDataSchemas = [
   ),
 ]
 
+/** webhook.test's `data`: the endpoint tested. */
+const WebhookTestDataSchema = Type.Object(
+  {
+    endpoint_id: Type.String(),
+    message: Type.String({ description: 'Says that the event reports nothing.' }),
+  },
+  { $id: 'WebhookTestData', description: 'webhook.test: sent to one endpoint on request (POST .../webhook-endpoints/{id}/test).' },
+)
+
+/** Each event as a webhook's body (and an item of the events API), by type: named in the client document's `webhooks`. */
+export const WebhookEventSchemas = (
+  [
+    ['task.completed', 'TaskCompletedEvent', EventDataSchemas[0]!],
+    ['interaction.finalized', 'InteractionFinalizedEvent', EventDataSchemas[1]!],
+    ['interaction.result_added', 'InteractionResultAddedEvent', EventDataSchemas[2]!],
+    ['webhook.test', 'WebhookTestEvent', WebhookTestDataSchema],
+  ] as const
+).map(([type, $id, data]) =>
+  Type.Object(
+    {
+      id: Type.String({ description: 'The webhook-id header of its every delivery.', examples: ['evt_01jd3y5v8m6m1r9cz8xk4j2h7q'] }),
+      type: Type.Literal(type),
+      timestamp: Timestamp,
+      data: Type.Ref(data.$id!),
+    },
+    { $id },
+  ),
+)
+
 export const Envelope = <T extends TSchema>(data: T) =>
   Type.Object({
     data,
@@ -207,3 +236,6 @@ export const conflict = {
 export const rateLimited = {
   429: { ...ref(ErrorResponse), description: "The organization's rate limit: send it again after Retry-After seconds." },
 }
+
+/** The schemas routes refer to by $id (Type.Ref), added to the app once: components of the documents under those names. */
+export const SharedSchemas = [ErrorResponse, ValidationErrorResponse, ConversationResultSchema, ...EventDataSchemas, WebhookTestDataSchema, ...WebhookEventSchemas]

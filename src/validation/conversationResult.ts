@@ -9,6 +9,7 @@ import { type Static, Type } from '@sinclair/typebox'
 import { RESULT_FIELDS, RESULT_LIMITS, TRANSCRIPT_ROLES } from '../domain/conversationResult.ts'
 import { httpsUrl, instant, OneOf } from './fields.ts'
 import { type ModelProblem, refineModel } from './model.ts'
+import { component } from '../http/openapi.ts'
 
 const TranscriptTurnInput = Type.Object(
   {
@@ -69,7 +70,7 @@ function resultProblems(result: Partial<Static<typeof ResultFields>>): ModelProb
   return problems
 }
 
-export const ConversationResultInput = refineModel(ResultFields, resultProblems)
+export const ConversationResultInput = component('ConversationResultReport', refineModel(ResultFields, resultProblems))
 export type ConversationResultInput = Static<typeof ConversationResultInput>
 
 function jsonBytes(value: unknown): number {

@@ -16,6 +16,7 @@ import { MAX_RATE_LIMIT, type RateLimitPolicy } from '../../src/domain/rateLimit
 import type { HistoryBounds } from '../../src/domain/retention.ts'
 import { type Database, type DatabaseOptions, openDatabase, type PoolMode } from '../../src/store/database.ts'
 import { loadMigrations, migrate } from '../../src/store/migrate.ts'
+import { type AnswerRecorder, recordAnswers } from './openapiConformance.ts'
 import { type Family, parsePrometheusText } from './prometheus.ts'
 
 export const OPERATOR_TOKEN = 'test-operator-token-0123456789abcdef'
@@ -153,7 +154,14 @@ export async function startService(
       },
       { db: database.db, now: options.now, channels: options.channels ?? simulatorOnly() },
     )
-  const app = await build()
+  // Every answer the test gets is held to the OpenAPI documents when the service closes.
+  const recorders: AnswerRecorder[] = []
+  const recorded = async () => {
+    const app = await build()
+    recorders.push(recordAnswers(app))
+    return app
+  }
+  const app = await recorded()
   const peers: FastifyInstance[] = []
   return {
     app,
@@ -161,14 +169,16 @@ export async function startService(
     environment: database.environment,
     logs,
     async peer() {
-      const peer = await build()
+      const peer = await recorded()
       peers.push(peer)
       return peer
     },
     async close() {
+      const undeclared = [...new Set(recorders.flatMap((recorder) => recorder.undeclared()))]
       for (const peer of peers) await peer.close()
       await app.close()
       await database.drop()
+      assert.deepEqual(undeclared, [], 'answers the OpenAPI documents do not declare')
     },
   }
 }

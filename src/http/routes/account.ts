@@ -19,6 +19,7 @@ export function accountRoutes(app: FastifyInstance, deps: { ops: Operations; aut
     {
       onRequest: requireOrganizationKey(deps.authenticator, 'any'),
       schema: {
+        operationId: 'getCallingKey',
         summary: 'Describe the calling key',
         description: 'The API key the request was sent with (never the key itself) and its organization. Any live key may read it, whatever its scopes.',
         tags: ['account'],

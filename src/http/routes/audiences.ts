@@ -19,6 +19,8 @@ export interface Audience {
   /** Path prefix: /api/v2 or /admin/v1/organizations/:org_id */
   prefix: string
   docs: { tags: string[]; security: { [name: string]: string[] }[] }
+  /** A route's operation id in this audience's document: the client's verb, or the operator's twin of it (adminListEvents). */
+  operationId: (clientOperationId: string) => string
   /** The prefix's path parameters. */
   params: Record<string, TString>
   /** The guard for a given client scope; the operator's token passes them all. */
@@ -35,6 +37,7 @@ export function audiences(deps: { db: Database; authenticator: Authenticator }, 
     prefix: '/api/v2',
     docs: { tags: [tag], security: [{ apiKey: [] }] },
     params: {},
+    operationId: (clientOperationId) => clientOperationId,
     guard: (scope) => requireOrganizationKey(authenticator, scope),
     orgId: async (request) => organizationOf(request).orgId,
   }
@@ -43,6 +46,7 @@ export function audiences(deps: { db: Database; authenticator: Authenticator }, 
     prefix: '/admin/v1/organizations/:org_id',
     docs: { tags: ['admin'], security: [{ operatorToken: [] }] },
     params: { org_id: Type.String() },
+    operationId: (clientOperationId) => `admin${clientOperationId[0]!.toUpperCase()}${clientOperationId.slice(1)}`,
     guard: () => operatorGuard,
     orgId: async (request) => {
       const { org_id } = request.params as { org_id: string }

@@ -12,13 +12,14 @@ import { type CampaignPauses, PAUSE_ACTIONS, type PauseAction } from '../../serv
 import { actorOf, organizationOf, requireOrganizationKey } from '../auth.ts'
 import { envelope } from '../reply.ts'
 import { authErrors, ChannelSchema, Envelope, notFound, Timestamp, validationErrors } from '../schemas.ts'
+import { component } from '../openapi.ts'
 
-const CampaignStateSchema = Type.Object({
+const CampaignStateSchema = component('CampaignState', Type.Object({
   routing_key: Type.String({ examples: ['screening'] }),
   channel: ChannelSchema,
   paused: Type.Boolean({ description: 'True while no attempt of the campaign starts.' }),
   paused_at: Type.Union([Timestamp, Type.Null()], { description: 'When it was paused; null while it runs.' }),
-})
+}))
 
 const presentCampaignState = (campaign: Campaign) => ({
   routing_key: campaign.routingKey,
@@ -35,13 +36,15 @@ const ChannelQuery = Type.Object({
 
 const CAMPAIGN_STATES_RESPONSE = { 200: Envelope(Type.Array(CampaignStateSchema)), ...authErrors, ...notFound, ...validationErrors }
 
-const ROUTING_KEY_DOCS: Record<PauseAction, { summary: string; description: string }> = {
+const ROUTING_KEY_DOCS: Record<PauseAction, { operationId: string; summary: string; description: string }> = {
   pause: {
+    operationId: 'pauseCampaign',
     summary: 'Pause a campaign',
     description:
       "No new attempt starts on the routing key's campaigns (or its one on `channel`) until they are resumed. Triggers are still accepted (201) and their tasks wait; calls and conversations already running finish and are reported, and their retries wait too. Pausing a paused campaign keeps its `paused_at`. Answers the campaigns paused.",
   },
   resume: {
+    operationId: 'resumeCampaign',
     summary: 'Resume a paused campaign',
     description:
       "The routing key's campaigns (or its one on `channel`) start attempts again: the tasks that fell due while they were paused start at once, within their schedule. Resuming a campaign that runs changes nothing. Answers the campaigns resumed.",

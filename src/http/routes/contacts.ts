@@ -14,24 +14,25 @@ import { envelope } from '../reply.ts'
 import { authErrors, Envelope, notFound, Timestamp, validationErrors } from '../schemas.ts'
 import { audiences } from './audiences.ts'
 import { ExternalIdSchema } from './triggers.ts'
+import { component } from '../openapi.ts'
 
-const EraseBody = Type.Object({
+const EraseBody = component('EraseContactRequest', Type.Object({
   id: Type.Optional({ ...ExternalIdSchema, description: 'One of your ids of the person, as sent with their triggers.' }),
   phone: Type.Optional(
     refine(Type.String({ maxLength: 64, description: 'Their number, in any form a trigger accepts.', examples: ['+44 20 7946 0958'] }), {
       check: (phone) => normalizePhone(phone) ?? refuse(PHONE_REFUSED),
     }),
   ),
-})
+}))
 
-const ErasureSchema = Type.Object({
+const ErasureSchema = component('Erasure', Type.Object({
   tasks: Type.Integer({ description: "The person's tasks found: each kept, with its status, outcome and attempts, and without their data." }),
   cancelled: Type.Integer({ description: 'Of those, the ones still open: now completed as cancelled (a task.completed event each).' }),
   contacts: Type.Integer({ description: 'Contacts on file deleted, with the ids that named them.' }),
   interactions: Type.Integer({ description: 'Calls and conversations with the person, now without their number.' }),
   suppressions: Type.Integer({ description: "The person's numbers that were suppressed: still suppressed, kept only as a keyed digest." }),
   erased_at: Timestamp,
-})
+}))
 
 const present = (report: ErasureReport): Static<typeof ErasureSchema> => ({
   tasks: report.tasks,
@@ -52,6 +53,7 @@ export function contactRoutes(app: FastifyInstance, deps: { ops: ErasureOperatio
         onRequest: audience.guard('contacts:erase'),
         schema: {
           ...docs,
+          operationId: audience.operationId('eraseContact'),
           summary: "Erase a person's personal data",
           description:
             'By one of your ids of the person (`id`) or by their number (`phone`): one of the two. Their open tasks are cancelled; their name, number, email and the context sent with their triggers are removed from triggers, tasks, interactions and the contact directory. ' +

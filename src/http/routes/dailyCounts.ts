@@ -17,6 +17,7 @@ import { refineModel } from '../../validation/model.ts'
 import { envelope } from '../reply.ts'
 import { authErrors, ChannelSchema, Envelope, notFound, validationErrors } from '../schemas.ts'
 import { audiences } from './audiences.ts'
+import { component } from '../openapi.ts'
 
 /** The longest range one request reads: a year, a leap year's included. */
 const MAX_DAYS = 366
@@ -40,7 +41,7 @@ const DailyCountsQuery = refineModel(
 const counts = (outcomes: readonly string[], description: string) =>
   Type.Object({ total: Type.Integer(), ...Object.fromEntries(outcomes.map((outcome) => [outcome, Type.Optional(Type.Integer())])) }, { description })
 
-const CampaignDaySchema = Type.Object({
+const CampaignDaySchema = component('CampaignDay', Type.Object({
   day: Type.String({ format: 'date', examples: ['2026-11-27'] }),
   campaign: Type.String({ description: 'Routing key.' }),
   channel: ChannelSchema,
@@ -53,7 +54,7 @@ const CampaignDaySchema = Type.Object({
   ),
   attempt_seconds: Type.Integer({ description: 'How long those attempts lasted, in seconds: a call from its answer to its end.' }),
   inbound: Type.Integer({ description: 'Messages from people that answered no running conversation, that day.' }),
-})
+}))
 
 const present = (day: CampaignDay): Static<typeof CampaignDaySchema> => ({
   day: day.day,
@@ -76,6 +77,7 @@ export function dailyCountRoutes(app: FastifyInstance, deps: { db: Database; aut
         onRequest: audience.guard('triggers:read'),
         schema: {
           ...docs,
+          operationId: audience.operationId('listDailyCounts'),
           summary: 'Count tasks and attempts by day and campaign',
           description:
             'For each UTC day from `from` to `to` (at most a year) and each campaign (of one routing key, with `campaign`) and test mode with anything to count: the tasks completed that day by outcome and the attempts they took, ' +

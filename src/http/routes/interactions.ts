@@ -25,8 +25,9 @@ import {
   Timestamp,
   validationErrors,
 } from '../schemas.ts'
+import { component } from '../openapi.ts'
 
-const InteractionContextSchema = Type.Object({
+const InteractionContextSchema = component('InteractionContext', Type.Object({
   id: Type.String({ examples: ['int_01jd3y5v8m6m1r9cz8xk4j2h7q'] }),
   task_id: Type.Union([Type.String(), Type.Null()], { description: 'Null for a message that answers no task.' }),
   trigger_id: Type.Union([Type.String(), Type.Null()]),
@@ -60,7 +61,7 @@ const InteractionContextSchema = Type.Object({
   timezones: Type.Array(Type.String(), { description: "The zones the contact may be in (the task's candidate_timezones)." }),
   handoff: NullableHandoff,
   result: NullableResult,
-})
+}))
 
 const presentContext = (context: InteractionContext) => {
   const { interaction } = context
@@ -102,6 +103,7 @@ export function interactionRoutes(app: FastifyInstance, deps: { authenticator: A
       onRequest: requireOrganizationKey(authenticator, ['conversations:read', 'triggers:read']),
       schema: {
         ...docs,
+        operationId: 'getInteraction',
         summary: 'Read an interaction’s context',
         description:
           'What the conversation running in this interaction (your voice app, an agent, a WhatsApp exchange) is to know: the task it serves, your ids, the contact (the number reached), the task context, and its result so far. ' +
@@ -122,6 +124,7 @@ export function interactionRoutes(app: FastifyInstance, deps: { authenticator: A
       onRequest: requireOrganizationKey(authenticator, 'conversations:write'),
       schema: {
         ...docs,
+        operationId: 'reportInteractionResult',
         summary: 'Report a conversation’s result',
         description:
           'What the person said. Every field is optional, but a result carries at least one. It travels on `interaction.finalized` and `task.completed` with your ids, and decides what follows: ' +

@@ -15,10 +15,11 @@ import { refine } from '../../validation/model.ts'
 import { envelope } from '../reply.ts'
 import { authErrors, conflict, Envelope, notFound, OneOf, Timestamp, validationErrors } from '../schemas.ts'
 import { audiences } from './audiences.ts'
+import { component } from '../openapi.ts'
 
 const MAX_PAGE = 1_000
 
-const SuppressionSchema = Type.Object({
+const SuppressionSchema = component('Suppression', Type.Object({
   phone: Type.String({
     description: "E.164; for a number erased since (POST /api/v2/contacts/erase), the keyed digest it is kept as ('sha256:...'): still suppressed, and found again by its number.",
   }),
@@ -27,7 +28,7 @@ const SuppressionSchema = Type.Object({
     description: 'manual (added here), reply (the person wrote STOP), provider (the provider says they opted out), conversation (a conversation reported opt_out).',
   },
   created_at: Timestamp,
-})
+}))
 
 const present = (suppression: Suppression) => ({ phone: suppression.phone, reason: suppression.reason, created_at: suppression.createdAt })
 
@@ -51,6 +52,7 @@ export function suppressionRoutes(app: FastifyInstance, deps: { ops: Suppression
         onRequest: guard,
         schema: {
           ...docs,
+          operationId: audience.operationId('createSuppression'),
           summary: 'Suppress a phone number',
           description: 'The organization never contacts it again, on any channel; its tasks complete as opted_out. Adding it twice is harmless.',
           params: Type.Object(params),
@@ -75,6 +77,7 @@ export function suppressionRoutes(app: FastifyInstance, deps: { ops: Suppression
         onRequest: guard,
         schema: {
           ...docs,
+          operationId: audience.operationId('listSuppressions'),
           summary: 'List suppressed phone numbers',
           description: `By number, after \`after\`, at most \`limit\` (${MAX_PAGE}).`,
           params: Type.Object(params),
@@ -96,7 +99,7 @@ export function suppressionRoutes(app: FastifyInstance, deps: { ops: Suppression
       `${prefix}/suppressions/:phone`,
       {
         onRequest: guard,
-        schema: { ...docs, summary: 'Is a number suppressed?', params: onePhone, response: { 200: Envelope(SuppressionSchema), ...authErrors, ...notFound } },
+        schema: { ...docs, operationId: audience.operationId('getSuppression'), summary: 'Is a number suppressed?', description: 'The suppression of the number, with why and when; 404 when it is not suppressed.', params: onePhone, response: { 200: Envelope(SuppressionSchema), ...authErrors, ...notFound } },
       },
       async (request, reply) => {
         const phone = phoneOf((request.params as { phone: string }).phone)
@@ -110,6 +113,7 @@ export function suppressionRoutes(app: FastifyInstance, deps: { ops: Suppression
         onRequest: guard,
         schema: {
           ...docs,
+          operationId: audience.operationId('deleteSuppression'),
           summary: 'Lift a suppression',
           description:
             'Only when the person has asked to be contacted again. An organization may lift what it added itself (reason manual); a number that opted out by reply, through its provider or in a conversation only the operator can.',

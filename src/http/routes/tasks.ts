@@ -34,11 +34,12 @@ import {
   Timestamp,
   validationErrors,
 } from '../schemas.ts'
+import { component } from '../openapi.ts'
 
 const MAX_TASKS_PAGE = 100
 const DEFAULT_TASKS_PAGE = 50
 
-const InteractionSchema = Type.Object({
+const InteractionSchema = component('Interaction', Type.Object({
   id: Type.String(),
   direction: OneOf(['outbound', 'inbound'] as const),
   attempt: Type.Union([Type.Integer(), Type.Null()]),
@@ -55,9 +56,9 @@ const InteractionSchema = Type.Object({
     ...NullableResult,
     description: "Its conversation's result; null when none came. On GET /api/v2/tasks/{id} (and a cancel's answer); task lists leave it out: a result may hold a long transcript.",
   }),
-})
+}))
 
-const TaskSchema = Type.Object({
+const TaskSchema = component('Task', Type.Object({
   id: Type.String({ examples: ['tsk_01jd3y5v8m6m1r9cz8xk4j2h7q'] }),
   trigger_id: Type.String(),
   campaign: Type.String({ description: 'Routing key.' }),
@@ -90,7 +91,7 @@ const TaskSchema = Type.Object({
   completed_at: Type.Union([Timestamp, Type.Null()]),
   campaign_paused: Type.Boolean({ description: "True while the task waits for its paused campaign: no attempt starts until the campaign is resumed. False while an attempt runs and once the task has completed." }),
   interactions: Type.Array(InteractionSchema),
-})
+}))
 
 const presentTask = (task: Task) => ({
   id: task.id,
@@ -172,12 +173,12 @@ const TaskParams = Type.Object({ id: Type.String() })
 
 const MAX_IDS_TO_CANCEL = 100
 
-const CancelByIdsBody = Type.Object({
+const CancelByIdsBody = component('CancelTasksByIdsRequest', Type.Object({
   ids: Type.Array(ExternalIdQuery, { minItems: 1, maxItems: MAX_IDS_TO_CANCEL, description: 'Your ids of the person, as sent on triggers.' }),
   campaign: Type.Optional(Type.String({ minLength: 1, maxLength: 100, description: "Only this routing key's campaigns." })),
-})
+}))
 
-const CancelledTaskSchema = Type.Object({
+const CancelledTaskSchema = component('CancelledTask', Type.Object({
   id: Type.String(),
   trigger_id: Type.String(),
   campaign: Type.String({ description: 'Routing key.' }),
@@ -186,7 +187,7 @@ const CancelledTaskSchema = Type.Object({
   outcome: Type.Literal('cancelled'),
   ids: Type.Array(Type.Object({ source: Type.String(), type: Type.String(), value: Type.String() })),
   completed_at: Timestamp,
-})
+}))
 
 export function taskRoutes(app: FastifyInstance, deps: { db: Database; authenticator: Authenticator; lifecycle: TaskLifecycle }) {
   const { db, authenticator, lifecycle } = deps
@@ -204,6 +205,7 @@ export function taskRoutes(app: FastifyInstance, deps: { db: Database; authentic
       onRequest: requireOrganizationKey(authenticator, 'triggers:read'),
       schema: {
         ...docs,
+        operationId: 'getTask',
         summary: 'Look up one task',
         description: 'Status, outcome, the next attempt time and every interaction so far.',
         params: TaskParams,
@@ -222,6 +224,7 @@ export function taskRoutes(app: FastifyInstance, deps: { db: Database; authentic
       onRequest: requireOrganizationKey(authenticator, 'triggers:read'),
       schema: {
         ...docs,
+        operationId: 'listTasks',
         summary: 'List tasks, or find them by one of your ids or a phone number',
         description:
           `Your tasks, newest first (by when their trigger was accepted), at most \`limit\` (default ${DEFAULT_TASKS_PAGE}, at most ${MAX_TASKS_PAGE}), every filter given holding: ` +
@@ -259,6 +262,7 @@ export function taskRoutes(app: FastifyInstance, deps: { db: Database; authentic
       onRequest: requireOrganizationKey(authenticator, 'triggers:write'),
       schema: {
         ...docs,
+        operationId: 'cancelTask',
         summary: 'Cancel a task',
         description:
           'No further attempt starts; the task completes with outcome cancelled and a task.completed event. An interaction already running is reported when it ends. A completed task answers 409.',
@@ -281,6 +285,7 @@ export function taskRoutes(app: FastifyInstance, deps: { db: Database; authentic
       onRequest: requireOrganizationKey(authenticator, 'triggers:write'),
       schema: {
         ...docs,
+        operationId: 'cancelTasksByIds',
         summary: 'Stop outreach to a person, by your own ids',
         description:
           `Cancels every task not yet completed whose trigger carried one of these ids (source and type compared lowercased, value exactly), or only those of one campaign's routing key: no further attempt starts. ` +

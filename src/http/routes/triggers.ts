@@ -15,6 +15,7 @@ import type { Database } from '../../store/database.ts'
 import { inFieldOrder, refine, validate } from '../../validation/model.ts'
 import { MAX_BODY_BYTES } from '../limits.ts'
 import { confirmBeforeAnswering, organizationOf, requireOrganizationKey } from '../auth.ts'
+import { component, routeHeaders } from '../openapi.ts'
 import { envelope } from '../reply.ts'
 import {
   authErrors,
@@ -80,8 +81,9 @@ export const ContactInput = Type.Object({
   ),
 })
 
-export const TriggerRequestSchema = Type.Object(
-  {
+export const TriggerRequestSchema = component(
+  'TriggerRequest',
+  Type.Object({
     campaign: Type.String({ minLength: 1, maxLength: 100, description: 'Routing key of the target campaign.' }),
     ids: Type.Optional(Type.Array(ExternalIdSchema, { maxItems: 20, description: "The contact's ids in your systems." })),
     contact: Type.Optional({
@@ -106,18 +108,17 @@ export const TriggerRequestSchema = Type.Object(
         "No attempt starts after this: the task then completes with outcome `expired` (or at the campaign's expiry, if that is earlier). In the future, and after `not_before`.",
       ),
     ),
-  },
-  { $id: 'TriggerRequest' },
+  }),
 )
 
-const AcceptedSchema = Type.Object({
+const AcceptedSchema = component('TriggerAccepted', Type.Object({
   id: Type.String({ examples: ['trg_01jd3y5v8m6m1r9cz8xk4j2h7q'] }),
   task_id: Type.String({ examples: ['tsk_01jd3y5v8m6m1r9cz8xk4j2h7q'] }),
   status: Type.Literal('accepted'),
   created_at: Timestamp,
-})
+}))
 
-const TriggerSchema = Type.Object({
+const TriggerSchema = component('Trigger', Type.Object({
   id: Type.String(),
   task_id: Type.String(),
   status: Type.Literal('accepted'),
@@ -131,7 +132,7 @@ const TriggerSchema = Type.Object({
   expires_at: Type.Union([Timestamp, Type.Null()], { description: 'The instant sent, in UTC; null when none was.' }),
   created_at: Timestamp,
   task: Type.Object({ id: Type.String(), status: Type.String() }),
-})
+}))
 
 const MAX_IDEMPOTENCY_KEY_LENGTH = 255
 
@@ -148,7 +149,7 @@ export const MAX_BATCH_TRIGGERS = 1000
 const MAX_BATCH_BODY_BYTES = 16 * 1024 * 1024
 
 /** One trigger of a batch: a trigger body, with its own Idempotency-Key. */
-const BatchItemSchema = Type.Object({
+const BatchItemSchema = component('BatchTrigger', Type.Object({
   ...TriggerRequestSchema.properties,
   idempotency_key: Type.Optional(
     idempotencyKey(
@@ -156,11 +157,11 @@ const BatchItemSchema = Type.Object({
       "This trigger's Idempotency-Key, with the header's meaning: sent again with the same trigger, it answers the first result (`replayed: true`) and records nothing. Distinct within a request; shared with single requests.",
     ),
   ),
-})
+}))
 
-const BatchRequestSchema = Type.Object({
+const BatchRequestSchema = component('TriggerBatchRequest', Type.Object({
   triggers: Type.Array(BatchItemSchema, { minItems: 1, maxItems: MAX_BATCH_TRIGGERS }),
-})
+}))
 
 /**
  * What the batch route itself validates: a list of objects, each taken as
@@ -172,7 +173,7 @@ const BatchShape = Type.Object({
   triggers: Type.Array(Type.Object({}), { minItems: 1, maxItems: MAX_BATCH_TRIGGERS }),
 })
 
-const BatchResultSchema = Type.Object({
+const BatchResultSchema = component('BatchTriggerResult', Type.Object({
   index: Type.Integer({ description: 'Position of the trigger in the request, from 0.' }),
   status: Type.Integer({
     description:
@@ -182,7 +183,7 @@ const BatchResultSchema = Type.Object({
   replayed: Type.Optional(Type.Literal(true, { description: 'The first answer for this idempotency_key; nothing new was recorded.' })),
   detail: Type.Optional(Type.Array(ValidationErrorEntry)),
   error: Type.Optional(ErrorBody),
-})
+}))
 
 /**
  * The Idempotency-Key header; when it is not one we can keep, its 422 entries
@@ -205,6 +206,7 @@ export function triggerRoutes(app: FastifyInstance, deps: { db: Database; authen
       attachValidation: true,
       onRequest: requireOrganizationKey(authenticator, 'triggers:write', { confirm: 'deferred' }),
       schema: {
+        operationId: 'createTrigger',
         summary: 'Start one conversation',
         description:
           'Records the trigger and creates its task. A 201 means both are committed; the conversation starts later, when the campaign schedule allows it. ' +
@@ -217,6 +219,7 @@ export function triggerRoutes(app: FastifyInstance, deps: { db: Database; authen
           'request is still in flight 409 `idempotency_key_in_use`.',
         tags: ['triggers'],
         security: [{ apiKey: [] }],
+        ...routeHeaders({ request: ['Idempotency-Key'], responses: { 201: ['Idempotent-Replayed'] } }),
         body: TriggerRequestSchema,
         response: { 201: Envelope(AcceptedSchema), ...authErrors, ...conflict, ...validationErrors },
       },
@@ -261,6 +264,7 @@ export function triggerRoutes(app: FastifyInstance, deps: { db: Database; authen
         return errors.length > 0 ? { error: new ValidationFailed(errors) } : { value: data }
       },
       schema: {
+        operationId: 'createTriggerBatch',
         summary: 'Start many conversations',
         description:
           `Up to ${MAX_BATCH_TRIGGERS} triggers (and ${MAX_BATCH_BODY_BYTES / (1024 * 1024)} MiB) in one request, each validated and accepted exactly as POST /api/v2/triggers would accept it, on its own: ` +
@@ -300,6 +304,7 @@ export function triggerRoutes(app: FastifyInstance, deps: { db: Database; authen
     {
       onRequest: requireOrganizationKey(authenticator, 'triggers:read'),
       schema: {
+        operationId: 'getTrigger',
         summary: 'Look up one trigger',
         description: 'The trigger as recorded (normalized ids and phone), with its task. Triggers of other organizations are not found.',
         tags: ['triggers'],

@@ -34,6 +34,7 @@ import { envelope } from '../reply.ts'
 import { type Audience, audiences } from './audiences.ts'
 import { authErrors, conflict, Envelope, instant, notFound, OneOf, Timestamp, validationErrors } from '../schemas.ts'
 import { MAX_RECOVERED_PER_CALL } from '../../domain/webhookRecovery.ts'
+import { component } from '../openapi.ts'
 
 const MAX_PAGE = 100
 
@@ -47,7 +48,7 @@ const MaxInFlight = Type.Integer({
   description: `Most webhooks in flight to the endpoint at once (default ${DEFAULT_MAX_IN_FLIGHT}): the rest wait their turn, each sent as one ends.`,
 })
 
-const EndpointSchema = Type.Object({
+const EndpointSchema = component('WebhookEndpoint', Type.Object({
   id: Type.String({ examples: ['whe_01jd3y5v8m6m1r9cz8xk4j2h7q'] }),
   url: Type.String(),
   events: Type.Array(EventTypeSchema),
@@ -56,25 +57,25 @@ const EndpointSchema = Type.Object({
   max_in_flight: MaxInFlight,
   created_at: Timestamp,
   updated_at: Timestamp,
-})
+}))
 
-const WithSecret = Type.Composite([
+const WithSecret = component('WebhookEndpointWithSecret', Type.Composite([
   EndpointSchema,
   Type.Object({ secret: Type.String({ description: 'whsec_...: shown this once. Verify signatures with it (Standard Webhooks).' }) }),
-])
+]))
 
-const CreateBody = Type.Object({
+const CreateBody = component('WebhookEndpointCreateRequest', Type.Object({
   url: Type.String({ minLength: 1, maxLength: 2048, description: 'https, to a public address.' }),
   events: Type.Optional(Type.Array(EventTypeSchema, { maxItems: EVENT_TYPES.length, description: 'Default: every type.' })),
   max_in_flight: Type.Optional(MaxInFlight),
-})
+}))
 
-const ChangeBody = Type.Object({
+const ChangeBody = component('WebhookEndpointUpdateRequest', Type.Object({
   url: Type.Optional(Type.String({ minLength: 1, maxLength: 2048 })),
   events: Type.Optional(Type.Array(EventTypeSchema, { maxItems: EVENT_TYPES.length })),
   enabled: Type.Optional(Type.Boolean({ description: 'true also lifts a disable by the service (after a 410).' })),
   max_in_flight: Type.Optional(MaxInFlight),
-})
+}))
 
 /** An event of one of `types`: the events list holds those an endpoint subscribes to; one event, or a task's, may be a test. */
 const EventOf = (types: typeof EventTypeSchema | typeof SentEventTypeSchema) =>
@@ -86,10 +87,10 @@ const EventOf = (types: typeof EventTypeSchema | typeof SentEventTypeSchema) =>
       description: "By type: TaskCompletedData, InteractionFinalizedData or InteractionResultAddedData (the document's components); webhook.test: endpoint_id and message.",
     }),
   })
-const ListedEventSchema = EventOf(EventTypeSchema)
-const EventSchema = EventOf(SentEventTypeSchema)
+const ListedEventSchema = component('Event', EventOf(EventTypeSchema))
+const EventSchema = component('SentEvent', EventOf(SentEventTypeSchema))
 
-const DeliverySchema = Type.Object({
+const DeliverySchema = component('Delivery', Type.Object({
   endpoint_id: Type.String(),
   status: OneOf(['pending', 'succeeded', 'failed'] as const),
   next_attempt_at: Type.Union([Timestamp, Type.Null()]),
@@ -102,9 +103,9 @@ const DeliverySchema = Type.Object({
       error: Type.Union([Type.String(), Type.Null()]),
     }),
   ),
-})
+}))
 
-const EndpointHealthSchema = Type.Object({
+const EndpointHealthSchema = component('WebhookEndpointHealth', Type.Object({
   since: { ...Timestamp, description: 'The start of the first hour counted: the hour 24 hours ago began.' },
   attempts: Type.Integer({ description: 'Attempts to send a webhook to it since then.' }),
   succeeded: Type.Integer({ description: 'Those answered with a 2xx.' }),
@@ -136,7 +137,7 @@ const EndpointHealthSchema = Type.Object({
     }),
     { description: `The last ${LAST_FAILURES} failed attempts, newest first, whenever they were.` },
   ),
-})
+}))
 
 const presentHealth = (health: EndpointHealth) => ({
   since: health.since,
@@ -172,7 +173,7 @@ const RecoverySchema = Type.Object({
   }),
 })
 
-const EventWithDeliveries = Type.Composite([EventSchema, Type.Object({ deliveries: Type.Array(DeliverySchema) })])
+const EventWithDeliveries = component('EventWithDeliveries', Type.Composite([EventSchema, Type.Object({ deliveries: Type.Array(DeliverySchema) })]))
 
 const EventsQuery = Type.Object({
   type: Type.Optional(EventTypeSchema),
@@ -213,6 +214,8 @@ export function webhookRoutes(app: FastifyInstance, deps: { ops: WebhookOperatio
 
 function routesFor(app: FastifyInstance, ops: WebhookOperations, audience: Audience) {
   const { prefix, docs, params } = audience
+  // The operator may name an organization that does not exist.
+  const unknownOrganization = audience.operator ? notFound : {}
   const endpoints = `${prefix}/webhook-endpoints`
   const oneEndpoint = Type.Object({ ...params, id: Type.String() })
 
@@ -222,6 +225,7 @@ function routesFor(app: FastifyInstance, ops: WebhookOperations, audience: Audie
       onRequest: audience.guard('webhooks:manage'),
       schema: {
         ...docs,
+        operationId: audience.operationId('createWebhookEndpoint'),
         summary: 'Register a webhook endpoint',
         description: 'Its secret is returned this once. Events are signed with it (Standard Webhooks) and retried until they succeed or give up.',
         params: Type.Object(params),
@@ -239,7 +243,14 @@ function routesFor(app: FastifyInstance, ops: WebhookOperations, audience: Audie
     endpoints,
     {
       onRequest: audience.guard('webhooks:manage'),
-      schema: { ...docs, summary: 'List webhook endpoints', params: Type.Object(params), response: { 200: Envelope(Type.Array(EndpointSchema)), ...authErrors } },
+      schema: {
+        ...docs,
+        operationId: audience.operationId('listWebhookEndpoints'),
+        summary: 'List webhook endpoints',
+        description: 'Every endpoint, enabled or not, without its secret.',
+        params: Type.Object(params),
+        response: { 200: Envelope(Type.Array(EndpointSchema)), ...authErrors, ...unknownOrganization },
+      },
     },
     async (request, reply) => {
       const endpoints = await listWebhookEndpoints(ops, await audience.orgId(request))
@@ -251,7 +262,7 @@ function routesFor(app: FastifyInstance, ops: WebhookOperations, audience: Audie
     `${endpoints}/:id`,
     {
       onRequest: audience.guard('webhooks:manage'),
-      schema: { ...docs, summary: 'Look up a webhook endpoint', params: oneEndpoint, response: { 200: Envelope(EndpointSchema), ...authErrors, ...notFound } },
+      schema: { ...docs, operationId: audience.operationId('getWebhookEndpoint'), summary: 'Look up a webhook endpoint', description: 'The endpoint, without its secret.', params: oneEndpoint, response: { 200: Envelope(EndpointSchema), ...authErrors, ...notFound } },
     },
     async (request, reply) => {
       const { id } = request.params as { id: string }
@@ -265,7 +276,9 @@ function routesFor(app: FastifyInstance, ops: WebhookOperations, audience: Audie
       onRequest: audience.guard('webhooks:manage'),
       schema: {
         ...docs,
+        operationId: audience.operationId('updateWebhookEndpoint'),
         summary: 'Change a webhook endpoint',
+        description: 'Only the fields sent change. Its secret stays: rotate it apart.',
         params: oneEndpoint,
         body: ChangeBody,
         response: { 200: Envelope(EndpointSchema), ...authErrors, ...notFound, ...validationErrors },
@@ -284,6 +297,7 @@ function routesFor(app: FastifyInstance, ops: WebhookOperations, audience: Audie
       onRequest: audience.guard('webhooks:manage'),
       schema: {
         ...docs,
+        operationId: audience.operationId('deleteWebhookEndpoint'),
         summary: 'Delete a webhook endpoint',
         description: 'What was still to be delivered to it is given up; its delivery log is kept.',
         params: oneEndpoint,
@@ -303,13 +317,16 @@ function routesFor(app: FastifyInstance, ops: WebhookOperations, audience: Audie
       onRequest: audience.guard('webhooks:manage'),
       schema: {
         ...docs,
+        operationId: audience.operationId('rotateWebhookEndpointSecret'),
         summary: "Rotate a webhook endpoint's secret",
-        description: 'The new secret is returned this once; for 24 hours webhooks carry signatures by both the new and the previous secret.',
+        description:
+          'The new secret is returned this once; for 24 hours webhooks carry signatures by both the new and the previous secret. Rotating again within those 24 hours answers 409.',
         params: oneEndpoint,
         response: {
           200: Envelope(Type.Composite([WithSecret, Type.Object({ previous_secret_expires_at: Timestamp })])),
           ...authErrors,
           ...notFound,
+          ...conflict,
         },
       },
     },
@@ -328,6 +345,7 @@ function routesFor(app: FastifyInstance, ops: WebhookOperations, audience: Audie
       onRequest: audience.guard('webhooks:manage'),
       schema: {
         ...docs,
+        operationId: audience.operationId('getWebhookEndpointHealth'),
         summary: "A webhook endpoint's health",
         description:
           'How its webhooks went over the last 24 hours (counted by the hour): attempts, the share that succeeded, latency; and its last failed attempts with the answer each got. Why the service disabled it is on the endpoint (`disabled_reason`).',
@@ -347,6 +365,7 @@ function routesFor(app: FastifyInstance, ops: WebhookOperations, audience: Audie
       onRequest: audience.guard('webhooks:manage'),
       schema: {
         ...docs,
+        operationId: audience.operationId('testWebhookEndpoint'),
         summary: 'Send a test event to a webhook endpoint',
         description:
           `Sends it a \`${TEST_EVENT_TYPE}\` event now, signed and retried as any other, whatever event types it receives: \`data\` names the endpoint and says it reports nothing. ` +
@@ -391,11 +410,12 @@ function routesFor(app: FastifyInstance, ops: WebhookOperations, audience: Audie
       onRequest: audience.guard('triggers:read'),
       schema: {
         ...docs,
+        operationId: audience.operationId('listEvents'),
         summary: 'List events',
         description: `In the order they were recorded, after the event \`after\`, at most \`limit\` (${MAX_PAGE}). The next page starts after the last id of this one; an empty page means none newer yet, and no event is ever written behind a page already read. A client that cannot receive webhooks can poll this. Test events sent to an endpoint on request are left out.`,
         params: Type.Object(params),
         querystring: EventsQuery,
-        response: { 200: Envelope(Type.Array(ListedEventSchema)), ...authErrors, ...validationErrors },
+        response: { 200: Envelope(Type.Array(ListedEventSchema)), ...authErrors, ...unknownOrganization, ...validationErrors },
       },
     },
     async (request, reply) => {
@@ -411,7 +431,9 @@ function routesFor(app: FastifyInstance, ops: WebhookOperations, audience: Audie
       onRequest: audience.guard('triggers:read'),
       schema: {
         ...docs,
+        operationId: audience.operationId('getEvent'),
         summary: 'Look up an event, with every delivery attempt',
+        description: 'The event as it was sent (test events too), with its delivery to each endpoint and every attempt: time, status code, latency, error.',
         params: Type.Object({ ...params, id: Type.String() }),
         response: {
           200: Envelope(EventWithDeliveries),
@@ -433,6 +455,7 @@ function routesFor(app: FastifyInstance, ops: WebhookOperations, audience: Audie
       onRequest: audience.guard('triggers:read'),
       schema: {
         ...docs,
+        operationId: audience.operationId('listTaskEvents'),
         summary: "A task's events, with every delivery attempt",
         description:
           `The events written about the task, oldest first (the first ${MAX_TASK_EVENTS}): the interaction.finalized of each of its interactions and its task.completed, each with its deliveries to your endpoints and every attempt (time, status code, latency, error).`,
@@ -453,6 +476,7 @@ function routesFor(app: FastifyInstance, ops: WebhookOperations, audience: Audie
       onRequest: audience.guard('webhooks:manage'),
       schema: {
         ...docs,
+        operationId: audience.operationId('redeliverEvent'),
         summary: 'Send an event again',
         description: 'With the same webhook-id, to one endpoint or to every enabled endpoint subscribed to its type (a test event: to the endpoint it tested).',
         params: Type.Object({ ...params, id: Type.String() }),

@@ -7,22 +7,23 @@ import { actorOf, requireOperator } from '../../auth.ts'
 import { adminDocs, OrgParams } from './shared.ts'
 import { envelope } from '../../reply.ts'
 import { authErrors, Envelope, notFound, OneOf, Timestamp, validationErrors } from '../../schemas.ts'
+import { component } from '../../openapi.ts'
 
 const ScopeSchema = OneOf(SCOPES)
 
-export const ApiKeySchema = Type.Object({
+export const ApiKeySchema = component('ApiKey', Type.Object({
   id: Type.String(),
   name: Type.String(),
   prefix: Type.String({ description: 'The public start of the key, to recognize it.' }),
   scopes: Type.Array(ScopeSchema),
   created_at: Timestamp,
   revoked_at: Type.Union([Timestamp, Type.Null()]),
-})
+}))
 
-const IssuedKeySchema = Type.Composite([
+const IssuedKeySchema = component('IssuedApiKey', Type.Composite([
   ApiKeySchema,
   Type.Object({ key: Type.String({ description: 'The key itself. Shown in this response only; store it now.' }) }),
-])
+]))
 
 export const IssueApiKeyBody = Type.Object({
   name: Type.String({ minLength: 1, maxLength: 200, description: 'What the key is for, e.g. the calling system.' }),
@@ -47,6 +48,7 @@ export function apiKeyRoutes(app: FastifyInstance, deps: { ops: Operations; auth
       onRequest: requireOperator(authenticator),
       schema: {
         ...adminDocs,
+        operationId: 'createApiKey',
         summary: 'Issue an API key',
         description: 'The response carries the key itself; it is stored only as a hash and cannot be shown again.',
         params: OrgParams,
@@ -67,7 +69,9 @@ export function apiKeyRoutes(app: FastifyInstance, deps: { ops: Operations; auth
       onRequest: requireOperator(authenticator),
       schema: {
         ...adminDocs,
+        operationId: 'listApiKeys',
         summary: "List an organization's API keys",
+        description: 'Every key, revoked ones too, never the key itself.',
         params: OrgParams,
         response: { 200: Envelope(Type.Array(ApiKeySchema)), ...authErrors, ...notFound },
       },
@@ -84,6 +88,7 @@ export function apiKeyRoutes(app: FastifyInstance, deps: { ops: Operations; auth
       onRequest: requireOperator(authenticator),
       schema: {
         ...adminDocs,
+        operationId: 'revokeApiKey',
         summary: 'Revoke an API key',
         description: 'Every process refuses the key (401) from its next request on.',
         params: Type.Object({ org_id: Type.String(), key_id: Type.String() }),

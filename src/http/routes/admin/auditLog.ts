@@ -8,10 +8,11 @@ import { requireOperator } from '../../auth.ts'
 import { envelope } from '../../reply.ts'
 import { authErrors, Envelope, OneOf, Timestamp, validationErrors } from '../../schemas.ts'
 import { adminDocs } from './shared.ts'
+import { component } from '../../openapi.ts'
 
 const MAX_PAGE = 500
 
-const AuditEntrySchema = Type.Object({
+const AuditEntrySchema = component('AuditLogEntry', Type.Object({
   id: Type.String({ description: 'Increasing: pass the last of a page as `before` for the next.' }),
   at: Timestamp,
   organization_id: Type.Union([Type.String(), Type.Null()]),
@@ -24,7 +25,7 @@ const AuditEntrySchema = Type.Object({
   details: Type.Record(Type.String(), Type.Unknown(), {
     description: "What was asked, never a secret: an endpoint's URL by its origin only, an erasure by the counts it answered.",
   }),
-})
+}))
 
 const AuditQuery = Type.Object({
   organization_id: Type.Optional(Type.String({ maxLength: 40, description: "Only this organization's entries." })),
@@ -49,6 +50,7 @@ export function auditLogRoutes(app: FastifyInstance, deps: { ops: AuditOperation
     {
       onRequest: requireOperator(deps.authenticator),
       schema: {
+        operationId: 'listAuditLogEntries',
         summary: 'Read the audit log',
         description: "Changes to organizations, keys, campaigns, sources, suppressions and webhook endpoints, by the operator or an organization's key, and erasures: newest first.",
         ...adminDocs,

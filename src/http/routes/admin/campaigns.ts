@@ -23,6 +23,7 @@ import { actorOf, requireOperator } from '../../auth.ts'
 import { adminDocs, OrgParams } from './shared.ts'
 import { envelope } from '../../reply.ts'
 import { authErrors, ChannelSchema, conflict, Envelope, instant, notFound, OneOf, Timestamp, validationErrors } from '../../schemas.ts'
+import { component } from '../../openapi.ts'
 
 /** A string field that follows one of the schedule's field rules. */
 function ruled<S extends TString>(schema: S, rule: (value: string) => string | undefined): S {
@@ -151,7 +152,7 @@ export const UpdateCampaignBody = Type.Object(settingsFields, {
   description: 'Each field sent replaces the current one; `max_concurrent: null` removes the limit.',
 })
 
-const CampaignSchema = Type.Object({
+const CampaignSchema = component('Campaign', Type.Object({
   id: Type.String(),
   routing_key: Type.String(),
   channel: ChannelSchema,
@@ -166,7 +167,7 @@ const CampaignSchema = Type.Object({
   paused_at: Type.Union([Timestamp, Type.Null()], { description: 'When the campaign was paused: no attempt starts until it is resumed. Null while it runs.' }),
   created_at: Timestamp,
   updated_at: Timestamp,
-})
+}))
 
 export const presentCampaign = (campaign: Campaign) => ({
   id: campaign.id,
@@ -185,13 +186,15 @@ export const presentCampaign = (campaign: Campaign) => ({
   updated_at: campaign.updatedAt,
 })
 
-const PAUSE_DOCS: Record<PauseAction, { summary: string; description: string }> = {
+const PAUSE_DOCS: Record<PauseAction, { operationId: string; summary: string; description: string }> = {
   pause: {
+    operationId: 'adminPauseCampaign',
     summary: 'Pause a campaign',
     description:
       'No attempt of its tasks starts until it is resumed. Its triggers are still accepted and its tasks still fall due; interactions already running finish and are reported, and their retries are scheduled as usual. Pausing a paused campaign keeps its `paused_at`.',
   },
   resume: {
+    operationId: 'adminResumeCampaign',
     summary: 'Resume a paused campaign',
     description: 'Its tasks that fell due while it was paused start at once, within its schedule. Resuming a campaign that runs changes nothing.',
   },
@@ -210,7 +213,7 @@ const SchedulePreviewBody = Type.Object(
   { additionalProperties: false },
 )
 
-const SchedulePreviewSchema = Type.Object({
+const SchedulePreviewSchema = component('SchedulePreview', Type.Object({
   zones: Type.Array(Type.String(), { description: 'The zones the schedule is read in for this contact: open periods are those open in all of them at once.' }),
   zone_source: Type.String({ description: '`schedule` (the campaign keeps a zone of its own), or what told the contact\'s zones, as `timezone_source` on a task.' }),
   openings: Type.Array(
@@ -219,7 +222,7 @@ const SchedulePreviewSchema = Type.Object({
       closes_at: Type.Union([Timestamp, Type.Null()], { description: 'Null when it is still open two years on.' }),
     }),
   ),
-})
+}))
 
 export function campaignRoutes(
   app: FastifyInstance,
@@ -234,6 +237,7 @@ export function campaignRoutes(
       onRequest: requireOperator(authenticator),
       schema: {
         ...adminDocs,
+        operationId: 'createCampaign',
         summary: 'Create a campaign',
         description: 'A routing key may have one campaign per channel.',
         params: OrgParams,
@@ -261,6 +265,7 @@ export function campaignRoutes(
       },
       schema: {
         ...adminDocs,
+        operationId: 'updateCampaign',
         summary: "Change a campaign's settings",
         description: 'Routing key and channel never change. Tasks already waiting follow the new settings from their next step on.',
         params: CampaignParams,
@@ -283,7 +288,9 @@ export function campaignRoutes(
       onRequest: requireOperator(authenticator),
       schema: {
         ...adminDocs,
+        operationId: 'listCampaigns',
         summary: "List an organization's campaigns",
+        description: 'Every campaign with its settings.',
         params: OrgParams,
         response: { 200: Envelope(Type.Array(CampaignSchema)), ...authErrors, ...notFound },
       },
@@ -300,6 +307,7 @@ export function campaignRoutes(
       onRequest: requireOperator(authenticator),
       schema: {
         ...adminDocs,
+        operationId: 'previewSchedule',
         summary: 'Preview a schedule for one contact',
         description:
           "The next periods in which the schedule (as a campaign's, saved or not) lets outreach start for a contact of this phone or zone: each from when it opens to when it closes, in every zone the contact may be in at once.",

@@ -9,6 +9,7 @@ import { actorOf, requireOperator } from '../../auth.ts'
 import { adminDocs, OrgParams } from './shared.ts'
 import { envelope } from '../../reply.ts'
 import { authErrors, Envelope, notFound, Timestamp, validationErrors } from '../../schemas.ts'
+import { component } from '../../openapi.ts'
 
 const PER_SECOND = 'Requests a second, sustained (a batch counts each trigger).'
 const BURST = 'Requests at once, after a quiet spell.'
@@ -16,7 +17,7 @@ const RETENTION =
   "Days the personal data of a completed task (its contact's name, phone, email and the context sent) is kept after it completed; then it is erased as by POST /api/v2/contacts/erase, and the task and its outcome kept."
 const RATE_LIMIT = `The organization's own rate limit on /api/v2; the service's default (${DEFAULT_RATE_LIMIT.perSecond} a second, bursts of ${DEFAULT_RATE_LIMIT.burst}, unless it is set otherwise) where null.`
 
-export const OrganizationSchema = Type.Object({
+export const OrganizationSchema = component('Organization', Type.Object({
   id: Type.String(),
   name: Type.String(),
   created_at: Timestamp,
@@ -25,7 +26,7 @@ export const OrganizationSchema = Type.Object({
     { description: RATE_LIMIT },
   ),
   retention_days: Type.Union([Type.Integer(), Type.Null()], { description: `${RETENTION} Null: the default, ${DEFAULT_RETENTION_DAYS} days.` }),
-})
+}))
 
 export const RateLimitBody = Type.Object(
   {
@@ -67,7 +68,9 @@ export function organizationRoutes(app: FastifyInstance, deps: { ops: Operations
     {
       onRequest: requireOperator(deps.authenticator),
       schema: {
+        operationId: 'createOrganization',
         summary: 'Create an organization',
+        description: 'With the default rate limit and retention unless given. Issue it an API key next.',
         ...adminDocs,
         body: CreateOrganizationBody,
         response: { 201: Envelope(OrganizationSchema), ...authErrors, ...validationErrors },
@@ -85,6 +88,7 @@ export function organizationRoutes(app: FastifyInstance, deps: { ops: Operations
     {
       onRequest: requireOperator(deps.authenticator),
       schema: {
+        operationId: 'listOrganizations',
         summary: 'List organizations',
         description: 'The newest first.',
         ...adminDocs,
@@ -104,7 +108,9 @@ export function organizationRoutes(app: FastifyInstance, deps: { ops: Operations
     {
       onRequest: requireOperator(deps.authenticator),
       schema: {
+        operationId: 'getOrganization',
         summary: 'Look up an organization',
+        description: 'Its name, rate limit and retention.',
         ...adminDocs,
         params: OrgParams,
         response: { 200: Envelope(OrganizationSchema), ...authErrors, ...notFound },
@@ -121,6 +127,7 @@ export function organizationRoutes(app: FastifyInstance, deps: { ops: Operations
     {
       onRequest: requireOperator(deps.authenticator),
       schema: {
+        operationId: 'updateOrganization',
         summary: 'Change an organization',
         description:
           'Its name, its own rate limit (`rate_limit`, both figures), or how long it keeps personal data (`retention_days`). Every API process applies a new limit from its next lease of tokens: within a tenth of a second for an organization sending at its limit.',
@@ -147,7 +154,9 @@ export function organizationRoutes(app: FastifyInstance, deps: { ops: Operations
     {
       onRequest: requireOperator(deps.authenticator),
       schema: {
+        operationId: 'resetOrganizationRateLimit',
         summary: "Return an organization's rate limit to the default",
+        description: "The organization then follows the service's default rate limit again.",
         ...adminDocs,
         params: OrgParams,
         response: { 200: Envelope(OrganizationSchema), ...authErrors, ...notFound },

@@ -7,10 +7,11 @@ import { requireOperator } from '../../auth.ts'
 import { envelope } from '../../reply.ts'
 import { authErrors, Envelope, Timestamp } from '../../schemas.ts'
 import { adminDocs } from './shared.ts'
+import { component } from '../../openapi.ts'
 
 const Oldest = (description: string) => Type.Union([Timestamp, Type.Null()], { description })
 
-const QueuesSchema = Type.Object({
+const QueuesSchema = component('Queues', Type.Object({
   tasks: Type.Object({
     pending: Type.Integer({ description: 'Tasks waiting for an attempt.' }),
     due: Type.Integer({ description: 'Of those, due now: the dispatcher starts them as their campaigns allow.' }),
@@ -26,7 +27,7 @@ const QueuesSchema = Type.Object({
     due: Type.Integer({ description: 'Of those, due now.' }),
     oldest_due_at: Oldest('When the most overdue one fell due; null when none is due.'),
   }),
-})
+}))
 
 export function queueRoutes(app: FastifyInstance, deps: { ops: Operations; authenticator: Authenticator }) {
   app.get(
@@ -35,6 +36,7 @@ export function queueRoutes(app: FastifyInstance, deps: { ops: Operations; authe
       onRequest: requireOperator(deps.authenticator),
       schema: {
         ...adminDocs,
+        operationId: 'getQueues',
         summary: "The service's queues",
         description: 'How much work waits now in each queue, over every organization, and how long the oldest has waited.',
         response: { 200: Envelope(QueuesSchema), ...authErrors },

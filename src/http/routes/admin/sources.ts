@@ -16,18 +16,19 @@ import { actorOf, requireOperator } from '../../auth.ts'
 import { envelope } from '../../reply.ts'
 import { authErrors, conflict, Envelope, notFound, OneOf, Timestamp, validationErrors } from '../../schemas.ts'
 import { adminDocs, OrgParams } from './shared.ts'
+import { component } from '../../openapi.ts'
 
 const Name = Type.String({ minLength: 1, maxLength: 100 })
 const ContactRule = OneOf(['required', 'optional'] as const)
 
-const SourceSchema = Type.Object({
+const SourceSchema = component('Source', Type.Object({
   name: Type.String(),
   id_types: Type.Array(Type.String()),
   contact: ContactRule,
   required_context: Type.Array(Type.String()),
   created_at: Timestamp,
   updated_at: Timestamp,
-})
+}))
 
 const rules = {
   id_types: Type.Array(Name, { maxItems: 50, description: 'The id types triggers may cite with this source (lowercased).' }),
@@ -62,6 +63,7 @@ export function sourceRoutes(app: FastifyInstance, deps: { ops: Operations; auth
       onRequest: requireOperator(authenticator),
       schema: {
         ...adminDocs,
+        operationId: 'createSource',
         summary: 'Create a source',
         description: "Once an organization has sources, every trigger's ids must cite one of them, with a type it allows, and carry the context keys it requires.",
         params: OrgParams,
@@ -81,7 +83,7 @@ export function sourceRoutes(app: FastifyInstance, deps: { ops: Operations; auth
     base,
     {
       onRequest: requireOperator(authenticator),
-      schema: { ...adminDocs, summary: "List an organization's sources", params: OrgParams, response: { 200: Envelope(Type.Array(SourceSchema)), ...authErrors, ...notFound } },
+      schema: { ...adminDocs, operationId: 'listSources', summary: "List an organization's sources", description: 'Every source with its rules.', params: OrgParams, response: { 200: Envelope(Type.Array(SourceSchema)), ...authErrors, ...notFound } },
     },
     async (request, reply) => {
       const { org_id } = request.params as { org_id: string }
@@ -95,7 +97,9 @@ export function sourceRoutes(app: FastifyInstance, deps: { ops: Operations; auth
       onRequest: requireOperator(authenticator),
       schema: {
         ...adminDocs,
+        operationId: 'updateSource',
         summary: "Change a source's rules",
+        description: 'Only the fields sent change.',
         params: oneSource,
         body: ChangeSourceBody,
         response: { 200: Envelope(SourceSchema), ...authErrors, ...notFound, ...validationErrors },
@@ -113,7 +117,7 @@ export function sourceRoutes(app: FastifyInstance, deps: { ops: Operations; auth
     `${base}/:name`,
     {
       onRequest: requireOperator(authenticator),
-      schema: { ...adminDocs, summary: 'Delete a source', params: oneSource, response: { 204: Type.Null(), ...authErrors, ...notFound } },
+      schema: { ...adminDocs, operationId: 'deleteSource', summary: 'Delete a source', description: 'Ids citing it are then refused as any source not set up is, while the organization has others; with none left, any source is accepted.', params: oneSource, response: { 204: Type.Null(), ...authErrors, ...notFound } },
     },
     async (request, reply) => {
       const { org_id, name } = request.params as { org_id: string; name: string }

@@ -25,10 +25,10 @@ export function twilioRoutes(
 ) {
   const { db, twilio, lifecycle, conversations, now } = deps
   const refused = () => new ApiError('forbidden', 'The request is not a verified Twilio request for this call.')
+  // Called by Twilio, signed with X-Twilio-Signature: in neither OpenAPI document.
   const schema = (summary: string) => ({
     summary,
-    description: 'Called by Twilio, signed with X-Twilio-Signature; not for clients.',
-    tags: ['providers'],
+    hide: true,
     params: Type.Object({ interaction_id: Type.String() }),
   })
 

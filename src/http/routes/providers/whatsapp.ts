@@ -35,7 +35,8 @@ export async function whatsappRoutes(
   deps: { db: Database; channels: Channels; lifecycle: TaskLifecycle },
 ) {
   const { db, channels, lifecycle } = deps
-  const docs = { tags: ['providers'], description: 'Called by Meta; not for clients.' }
+  // Called by Meta: in neither OpenAPI document.
+  const docs = { hide: true }
 
   // The signature covers the body's exact bytes: this scope keeps them.
   app.removeAllContentTypeParsers()
