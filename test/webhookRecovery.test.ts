@@ -283,8 +283,9 @@ describe('the route', () => {
     assert.equal(byOperator.statusCode, 202, byOperator.body)
     assert.equal(json(byOperator).data.queued, 0)
 
-    const openapi = json(await service.app.inject({ method: 'GET', url: '/openapi.json' }))
-    assert.equal(openapi.paths['/api/v2/webhook-endpoints/{id}/recover'].post.operationId, 'recoverWebhookEndpoint')
-    assert.equal(openapi.paths['/admin/v1/organizations/{org_id}/webhook-endpoints/{id}/recover'].post.operationId, 'adminRecoverWebhookEndpoint')
+    const client = json(await service.app.inject({ method: 'GET', url: '/openapi.json' }))
+    assert.equal(client.paths['/api/v2/webhook-endpoints/{id}/recover'].post.operationId, 'recoverWebhookEndpoint')
+    const operator = json(await service.app.inject({ method: 'GET', url: '/admin/openapi.json' }))
+    assert.equal(operator.paths['/admin/v1/organizations/{org_id}/webhook-endpoints/{id}/recover'].post.operationId, 'adminRecoverWebhookEndpoint')
   })
 })

@@ -15,88 +15,7 @@ export interface paths {
          * Describe the calling key
          * @description The API key the request was sent with (never the key itself) and its organization. Any live key may read it, whatever its scopes.
          */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            data: {
-                                id: string;
-                                name: string;
-                                /** @description The public start of the key, to recognize it. */
-                                prefix: string;
-                                scopes: ("triggers:write" | "triggers:read" | "webhooks:manage" | "suppressions:manage" | "campaigns:manage" | "contacts:erase" | "conversations:read" | "conversations:write")[];
-                                /**
-                                 * Format: date-time
-                                 * @description UTC, ISO 8601 with Z
-                                 */
-                                created_at: string;
-                                revoked_at: string | null;
-                                organization: {
-                                    id: string;
-                                    name: string;
-                                    /**
-                                     * Format: date-time
-                                     * @description UTC, ISO 8601 with Z
-                                     */
-                                    created_at: string;
-                                    /** @description The organization's own rate limit on /api/v2; the service's default (100 a second, bursts of 200, unless it is set otherwise) where null. */
-                                    rate_limit: {
-                                        /** @description Requests a second, sustained (a batch counts each trigger). */
-                                        per_second: number | null;
-                                        /** @description Requests at once, after a quiet spell. */
-                                        burst: number | null;
-                                    };
-                                    /** @description Days the personal data of a completed task (its contact's name, phone, email and the context sent) is kept after it completed; then it is erased as by POST /api/v2/contacts/erase, and the task and its outcome kept. Null: the default, 365 days. */
-                                    retention_days: number | null;
-                                };
-                            };
-                            metadata: {
-                                request_id: string;
-                            };
-                        };
-                    };
-                };
-                /** @description Every error other than 422. */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorResponse"];
-                    };
-                };
-                /** @description Every error other than 422. */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorResponse"];
-                    };
-                };
-                /** @description The organization's rate limit: send it again after Retry-After seconds. */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorResponse"];
-                    };
-                };
-            };
-        };
+        get: operations["getCallingKey"];
         put?: never;
         post?: never;
         delete?: never;
@@ -118,142 +37,7 @@ export interface paths {
          * Start one conversation
          * @description Records the trigger and creates its task. A 201 means both are committed; the conversation starts later, when the campaign schedule allows it. Without `contact.timezone` (or a zone on file for the person), the service starts an attempt only at an instant inside the campaign's window in every zone the number may be in: its area's zones for a fixed line, any +1 number and mobiles of Mexico, Argentina and Brazil; every zone of its country for other mobiles (a Spanish mobile may be in the Canaries); the campaign's `fallback_timezone` for a number of no country (+800...). It refuses the trigger (422 at `contact.phone`, or at `contact` when that was left out to reach a person on file) only when the campaign's windows are never open in all those zones at once within 14 days, or a number of no country meets a campaign without a fallback; `contact.timezone` fixes both. With an `Idempotency-Key` header (up to 255 characters, kept 24 hours per organization), a retry with the same body gets the first answer again (with `Idempotent-Replayed: true`) and records nothing; the same key with another body is 409 `idempotency_key_reused`, and while the first request is still in flight 409 `idempotency_key_in_use`.
          */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        /** @description Routing key of the target campaign. */
-                        campaign: string;
-                        /** @description The contact's ids in your systems. */
-                        ids?: {
-                            /** @description Lowercased and trimmed by the service. */
-                            source: string;
-                            /** @description Lowercased and trimmed by the service. */
-                            type: string;
-                            /** @description Returned unchanged. */
-                            value: string;
-                        }[];
-                        /** @description The person to reach. Fields sent replace those on file for the contact the ids name. May be left out when one of the ids, of a source whose contact is optional, names a contact on file; never in test mode. */
-                        contact?: {
-                            first_name?: string;
-                            last_name?: string;
-                            /**
-                             * @description With its country calling code (+…). Spaces, dots, slashes, brackets, dashes and a trunk 0 after the code are dropped; stored as E.164.
-                             * @example +44 20 7946 0958
-                             */
-                            phone: string;
-                            email?: string;
-                            /** @description BCP 47, e.g. en or pt-BR. */
-                            language?: string;
-                            /**
-                             * @description The contact's IANA time zone. Without it: the zone on file for the person the ids name; else every zone the number may be in (its area's for a fixed line, any +1 number and mobiles of Mexico, Argentina and Brazil; every zone of its country for other mobiles), and outreach only at instants inside the campaign's window in all of them.
-                             * @example Europe/Madrid
-                             */
-                            timezone?: string;
-                        };
-                        /** @description Needed when the routing key has campaigns on more than one channel. */
-                        channel?: "voice" | "whatsapp";
-                        /** @description Merged over the campaign's default context. */
-                        context?: {
-                            [key: string]: unknown;
-                        };
-                        /** @description Outreach goes to contact.phone instead of the real person. */
-                        test_mode?: boolean;
-                        /**
-                         * Format: date-time
-                         * @description The first attempt starts no earlier than this, and still only inside the campaign's window in the contact's zones. At most 365 days ahead. The campaign's expiry counts from it.
-                         * @example 2026-12-01T09:00:00+01:00
-                         */
-                        not_before?: string;
-                        /**
-                         * Format: date-time
-                         * @description No attempt starts after this: the task then completes with outcome `expired` (or at the campaign's expiry, if that is earlier). In the future, and after `not_before`.
-                         * @example 2026-12-01T09:00:00+01:00
-                         */
-                        expires_at?: string;
-                    };
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                201: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            data: {
-                                /** @example trg_01jd3y5v8m6m1r9cz8xk4j2h7q */
-                                id: string;
-                                /** @example tsk_01jd3y5v8m6m1r9cz8xk4j2h7q */
-                                task_id: string;
-                                /** @enum {string} */
-                                status: "accepted";
-                                /**
-                                 * Format: date-time
-                                 * @description UTC, ISO 8601 with Z
-                                 */
-                                created_at: string;
-                            };
-                            metadata: {
-                                request_id: string;
-                            };
-                        };
-                    };
-                };
-                /** @description Every error other than 422. */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorResponse"];
-                    };
-                };
-                /** @description Every error other than 422. */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorResponse"];
-                    };
-                };
-                /** @description Every error other than 422. */
-                409: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorResponse"];
-                    };
-                };
-                /** @description Request validation failed (pydantic v2 / FastAPI shape). All problems are listed. */
-                422: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ValidationErrorResponse"];
-                    };
-                };
-                /** @description The organization's rate limit: send it again after Retry-After seconds. */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorResponse"];
-                    };
-                };
-            };
-        };
+        post: operations["createTrigger"];
         delete?: never;
         options?: never;
         head?: never;
@@ -273,164 +57,7 @@ export interface paths {
          * Start many conversations
          * @description Up to 1000 triggers (and 16 MiB) in one request, each validated and accepted exactly as POST /api/v2/triggers would accept it, on its own: the answer is 200 with one result per trigger, in request order, each with the status the single endpoint would have given and its body (`data`, `detail` with `loc` from `body` as for a single trigger, or `error`). The accepted triggers are committed together, and the answer comes once every one of them is durable. Each trigger may carry its own `idempotency_key`: sent again, the triggers that carry one record nothing new (those without are recorded again). A body that is not a list of 1 to 1,000 objects is a 422 for the whole request.
          */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        triggers: {
-                            /** @description Routing key of the target campaign. */
-                            campaign: string;
-                            /** @description The contact's ids in your systems. */
-                            ids?: {
-                                /** @description Lowercased and trimmed by the service. */
-                                source: string;
-                                /** @description Lowercased and trimmed by the service. */
-                                type: string;
-                                /** @description Returned unchanged. */
-                                value: string;
-                            }[];
-                            /** @description The person to reach. Fields sent replace those on file for the contact the ids name. May be left out when one of the ids, of a source whose contact is optional, names a contact on file; never in test mode. */
-                            contact?: {
-                                first_name?: string;
-                                last_name?: string;
-                                /**
-                                 * @description With its country calling code (+…). Spaces, dots, slashes, brackets, dashes and a trunk 0 after the code are dropped; stored as E.164.
-                                 * @example +44 20 7946 0958
-                                 */
-                                phone: string;
-                                email?: string;
-                                /** @description BCP 47, e.g. en or pt-BR. */
-                                language?: string;
-                                /**
-                                 * @description The contact's IANA time zone. Without it: the zone on file for the person the ids name; else every zone the number may be in (its area's for a fixed line, any +1 number and mobiles of Mexico, Argentina and Brazil; every zone of its country for other mobiles), and outreach only at instants inside the campaign's window in all of them.
-                                 * @example Europe/Madrid
-                                 */
-                                timezone?: string;
-                            };
-                            /** @description Needed when the routing key has campaigns on more than one channel. */
-                            channel?: "voice" | "whatsapp";
-                            /** @description Merged over the campaign's default context. */
-                            context?: {
-                                [key: string]: unknown;
-                            };
-                            /** @description Outreach goes to contact.phone instead of the real person. */
-                            test_mode?: boolean;
-                            /**
-                             * Format: date-time
-                             * @description The first attempt starts no earlier than this, and still only inside the campaign's window in the contact's zones. At most 365 days ahead. The campaign's expiry counts from it.
-                             * @example 2026-12-01T09:00:00+01:00
-                             */
-                            not_before?: string;
-                            /**
-                             * Format: date-time
-                             * @description No attempt starts after this: the task then completes with outcome `expired` (or at the campaign's expiry, if that is earlier). In the future, and after `not_before`.
-                             * @example 2026-12-01T09:00:00+01:00
-                             */
-                            expires_at?: string;
-                            /** @description This trigger's Idempotency-Key, with the header's meaning: sent again with the same trigger, it answers the first result (`replayed: true`) and records nothing. Distinct within a request; shared with single requests. */
-                            idempotency_key?: string;
-                        }[];
-                    };
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            data: {
-                                /** @description Position of the trigger in the request, from 0. */
-                                index: number;
-                                /** @description What POST /api/v2/triggers would have answered for this trigger: 201 (with `data`), 422 (with `detail`), or with `error`: 409 for its idempotency_key, 401 when the key was revoked while the request was being recorded (after other triggers of it were), 500 when its commit failed. */
-                                status: number;
-                                data?: {
-                                    /** @example trg_01jd3y5v8m6m1r9cz8xk4j2h7q */
-                                    id: string;
-                                    /** @example tsk_01jd3y5v8m6m1r9cz8xk4j2h7q */
-                                    task_id: string;
-                                    /** @enum {string} */
-                                    status: "accepted";
-                                    /**
-                                     * Format: date-time
-                                     * @description UTC, ISO 8601 with Z
-                                     */
-                                    created_at: string;
-                                };
-                                /**
-                                 * @description The first answer for this idempotency_key; nothing new was recorded.
-                                 * @enum {boolean}
-                                 */
-                                replayed?: true;
-                                detail?: {
-                                    /** @description Kind of error, e.g. missing, string_type, value_error */
-                                    type: string;
-                                    /** @description Path to the faulty field, starting with "body" */
-                                    loc: (string | number)[];
-                                    msg: string;
-                                    input: unknown;
-                                    ctx?: {
-                                        [key: string]: unknown;
-                                    };
-                                }[];
-                                error?: {
-                                    /** @description Stable snake_case code; branch on this, not on the message. */
-                                    code: string;
-                                    message: string;
-                                };
-                            }[];
-                            metadata: {
-                                request_id: string;
-                            };
-                        };
-                    };
-                };
-                /** @description Every error other than 422. */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorResponse"];
-                    };
-                };
-                /** @description Every error other than 422. */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorResponse"];
-                    };
-                };
-                /** @description Request validation failed (pydantic v2 / FastAPI shape). All problems are listed. */
-                422: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ValidationErrorResponse"];
-                    };
-                };
-                /** @description The organization's rate limit: send it again after Retry-After seconds. */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorResponse"];
-                    };
-                };
-            };
-        };
+        post: operations["createTriggerBatch"];
         delete?: never;
         options?: never;
         head?: never;
@@ -448,107 +75,7 @@ export interface paths {
          * Look up one trigger
          * @description The trigger as recorded (normalized ids and phone), with its task. Triggers of other organizations are not found.
          */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            data: {
-                                id: string;
-                                task_id: string;
-                                /** @enum {string} */
-                                status: "accepted";
-                                campaign: string;
-                                channel: "voice" | "whatsapp";
-                                ids: {
-                                    source: string;
-                                    type: string;
-                                    value: string;
-                                }[];
-                                /** @description As sent; null when the trigger left it out to reach a contact on file, and once erased. */
-                                contact: {
-                                    first_name?: string;
-                                    last_name?: string;
-                                    phone: string;
-                                    email?: string;
-                                    language?: string;
-                                    timezone?: string;
-                                } | null;
-                                context: {
-                                    [key: string]: unknown;
-                                };
-                                test_mode: boolean;
-                                /** @description The instant sent, in UTC; null when none was. */
-                                not_before: string | null;
-                                /** @description The instant sent, in UTC; null when none was. */
-                                expires_at: string | null;
-                                /**
-                                 * Format: date-time
-                                 * @description UTC, ISO 8601 with Z
-                                 */
-                                created_at: string;
-                                task: {
-                                    id: string;
-                                    status: string;
-                                };
-                            };
-                            metadata: {
-                                request_id: string;
-                            };
-                        };
-                    };
-                };
-                /** @description Every error other than 422. */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorResponse"];
-                    };
-                };
-                /** @description Every error other than 422. */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorResponse"];
-                    };
-                };
-                /** @description Every error other than 422. */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorResponse"];
-                    };
-                };
-                /** @description The organization's rate limit: send it again after Retry-After seconds. */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorResponse"];
-                    };
-                };
-            };
-        };
+        get: operations["getTrigger"];
         put?: never;
         post?: never;
         delete?: never;
@@ -568,159 +95,7 @@ export interface paths {
          * Look up one task
          * @description Status, outcome, the next attempt time and every interaction so far.
          */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            data: {
-                                /** @example tsk_01jd3y5v8m6m1r9cz8xk4j2h7q */
-                                id: string;
-                                trigger_id: string;
-                                /** @description Routing key. */
-                                campaign: string;
-                                channel: "voice" | "whatsapp";
-                                status: "pending" | "in_progress" | "completed";
-                                /** @description Set once completed. */
-                                outcome: ("reached" | "unreachable" | "failed" | "cancelled" | "expired" | "opted_out") | null;
-                                /** @description Interactions started so far. */
-                                attempts: number;
-                                /** @description When the next attempt is due, once the schedule allows; null while one runs or once completed. */
-                                next_attempt_at: string | null;
-                                /** @description Whom the task reaches, as known when its trigger was accepted: in test mode, the tester. Null once erased (POST /api/v2/contacts/erase, or the organization's retention_days after it completed). */
-                                contact: {
-                                    first_name?: string;
-                                    last_name?: string;
-                                    phone: string;
-                                    email?: string;
-                                    language?: string;
-                                    timezone?: string;
-                                } | null;
-                                /** @description The contact's time zone when only one is possible; null when `candidate_timezones` holds several (or none). */
-                                timezone: string | null;
-                                /**
-                                 * @description Every zone the contact may be in, west first: an attempt starts only at an instant inside the campaign's window in all of them. Empty only when nothing told the zone and the campaign keeps a zone of its own.
-                                 * @example [
-                                 *       "Atlantic/Canary",
-                                 *       "Europe/Madrid"
-                                 *     ]
-                                 */
-                                candidate_timezones: string[];
-                                /** @description What told the zones, when the trigger was accepted: `sent` (contact.timezone), `on_file` (the person's zone in the contact directory), `phone` (the area of the number), `country` (every zone of the number's country: mobiles move), `fallback` (the campaign's fallback_timezone, for numbers of no country). Null when nothing told them and the campaign keeps a zone of its own. */
-                                timezone_source: ("sent" | "on_file" | "phone" | "country" | "fallback") | null;
-                                test_mode: boolean;
-                                ids: {
-                                    source: string;
-                                    type: string;
-                                    value: string;
-                                }[];
-                                /**
-                                 * Format: date-time
-                                 * @description UTC, ISO 8601 with Z
-                                 */
-                                created_at: string;
-                                /**
-                                 * Format: date-time
-                                 * @description UTC, ISO 8601 with Z
-                                 */
-                                expires_at: string;
-                                completed_at: string | null;
-                                /** @description True while the task waits for its paused campaign: no attempt starts until the campaign is resumed. False while an attempt runs and once the task has completed. */
-                                campaign_paused: boolean;
-                                interactions: {
-                                    id: string;
-                                    direction: "outbound" | "inbound";
-                                    attempt: number | null;
-                                    /** @description starting: recorded, the provider being asked; active: the provider has it; ended: over, waiting for its result (the campaign's results.wait_s); finalized: over and reported. */
-                                    status: "starting" | "active" | "ended" | "finalized";
-                                    outcome: string | null;
-                                    /**
-                                     * Format: date-time
-                                     * @description UTC, ISO 8601 with Z
-                                     */
-                                    started_at: string;
-                                    ended_at: string | null;
-                                    duration_s: number | null;
-                                    test_mode: boolean;
-                                    /** @description Who carried it: simulator, twilio or whatsapp_cloud. */
-                                    provider: string;
-                                    /** @description The provider's own reference (Twilio's call SID, WhatsApp's message id), once the provider has it. */
-                                    provider_ref: string | null;
-                                    /** @description How the answered call was handed to its conversation (Twilio voice); null until it was answered, and for other channels. */
-                                    handoff: {
-                                        mode: "redirect" | "stream";
-                                        /**
-                                         * Format: date-time
-                                         * @description UTC, ISO 8601 with Z
-                                         */
-                                        at: string;
-                                        /** @description Context keys not passed to a stream's parameters, each with why. */
-                                        left_out: {
-                                            key: string;
-                                            reason: string;
-                                        }[];
-                                    } | null;
-                                    /** @description Its conversation's result; null when none came. On GET /api/v2/tasks/{id} (and a cancel's answer); task lists leave it out: a result may hold a long transcript. */
-                                    result?: components["schemas"]["ConversationResult"] | null;
-                                }[];
-                            };
-                            metadata: {
-                                request_id: string;
-                            };
-                        };
-                    };
-                };
-                /** @description Every error other than 422. */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorResponse"];
-                    };
-                };
-                /** @description Every error other than 422. */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorResponse"];
-                    };
-                };
-                /** @description Every error other than 422. */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorResponse"];
-                    };
-                };
-                /** @description The organization's rate limit: send it again after Retry-After seconds. */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorResponse"];
-                    };
-                };
-            };
-        };
+        get: operations["getTask"];
         put?: never;
         post?: never;
         delete?: never;
@@ -740,186 +115,7 @@ export interface paths {
          * List tasks, or find them by one of your ids or a phone number
          * @description Your tasks, newest first (by when their trigger was accepted), at most `limit` (default 50, at most 100), every filter given holding: one of your ids (`source`, `type` and `value` together; source and type compared lowercased, value exactly), the number a task reaches (`phone`; in test mode, the tester's), `status`, `outcome`, `campaign` (a routing key), `test_mode`, and a creation time range. The next page: the same query with `before` set to the last task id of this one; a page shorter than `limit` is the last.
          */
-        get: {
-            parameters: {
-                query?: {
-                    source?: string;
-                    type?: string;
-                    /** @description Matched exactly. */
-                    value?: string;
-                    /**
-                     * @description Tasks that reach this number, written any way with its country calling code.
-                     * @example +442079460958
-                     */
-                    phone?: string;
-                    status?: "pending" | "in_progress" | "completed";
-                    outcome?: "reached" | "unreachable" | "failed" | "cancelled" | "expired" | "opted_out";
-                    /** @description A routing key: its campaigns on every channel. */
-                    campaign?: string;
-                    test_mode?: boolean;
-                    /**
-                     * @description Tasks created at or after this instant.
-                     * @example 2026-12-01T09:00:00+01:00
-                     */
-                    created_from?: string;
-                    /**
-                     * @description Tasks created before this instant.
-                     * @example 2026-12-01T09:00:00+01:00
-                     */
-                    created_before?: string;
-                    /** @description The last task id of the previous page: the next page lists the tasks after it. */
-                    before?: string;
-                    /** @description Default 50. */
-                    limit?: number;
-                };
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            data: {
-                                /** @example tsk_01jd3y5v8m6m1r9cz8xk4j2h7q */
-                                id: string;
-                                trigger_id: string;
-                                /** @description Routing key. */
-                                campaign: string;
-                                channel: "voice" | "whatsapp";
-                                status: "pending" | "in_progress" | "completed";
-                                /** @description Set once completed. */
-                                outcome: ("reached" | "unreachable" | "failed" | "cancelled" | "expired" | "opted_out") | null;
-                                /** @description Interactions started so far. */
-                                attempts: number;
-                                /** @description When the next attempt is due, once the schedule allows; null while one runs or once completed. */
-                                next_attempt_at: string | null;
-                                /** @description Whom the task reaches, as known when its trigger was accepted: in test mode, the tester. Null once erased (POST /api/v2/contacts/erase, or the organization's retention_days after it completed). */
-                                contact: {
-                                    first_name?: string;
-                                    last_name?: string;
-                                    phone: string;
-                                    email?: string;
-                                    language?: string;
-                                    timezone?: string;
-                                } | null;
-                                /** @description The contact's time zone when only one is possible; null when `candidate_timezones` holds several (or none). */
-                                timezone: string | null;
-                                /**
-                                 * @description Every zone the contact may be in, west first: an attempt starts only at an instant inside the campaign's window in all of them. Empty only when nothing told the zone and the campaign keeps a zone of its own.
-                                 * @example [
-                                 *       "Atlantic/Canary",
-                                 *       "Europe/Madrid"
-                                 *     ]
-                                 */
-                                candidate_timezones: string[];
-                                /** @description What told the zones, when the trigger was accepted: `sent` (contact.timezone), `on_file` (the person's zone in the contact directory), `phone` (the area of the number), `country` (every zone of the number's country: mobiles move), `fallback` (the campaign's fallback_timezone, for numbers of no country). Null when nothing told them and the campaign keeps a zone of its own. */
-                                timezone_source: ("sent" | "on_file" | "phone" | "country" | "fallback") | null;
-                                test_mode: boolean;
-                                ids: {
-                                    source: string;
-                                    type: string;
-                                    value: string;
-                                }[];
-                                /**
-                                 * Format: date-time
-                                 * @description UTC, ISO 8601 with Z
-                                 */
-                                created_at: string;
-                                /**
-                                 * Format: date-time
-                                 * @description UTC, ISO 8601 with Z
-                                 */
-                                expires_at: string;
-                                completed_at: string | null;
-                                /** @description True while the task waits for its paused campaign: no attempt starts until the campaign is resumed. False while an attempt runs and once the task has completed. */
-                                campaign_paused: boolean;
-                                interactions: {
-                                    id: string;
-                                    direction: "outbound" | "inbound";
-                                    attempt: number | null;
-                                    /** @description starting: recorded, the provider being asked; active: the provider has it; ended: over, waiting for its result (the campaign's results.wait_s); finalized: over and reported. */
-                                    status: "starting" | "active" | "ended" | "finalized";
-                                    outcome: string | null;
-                                    /**
-                                     * Format: date-time
-                                     * @description UTC, ISO 8601 with Z
-                                     */
-                                    started_at: string;
-                                    ended_at: string | null;
-                                    duration_s: number | null;
-                                    test_mode: boolean;
-                                    /** @description Who carried it: simulator, twilio or whatsapp_cloud. */
-                                    provider: string;
-                                    /** @description The provider's own reference (Twilio's call SID, WhatsApp's message id), once the provider has it. */
-                                    provider_ref: string | null;
-                                    /** @description How the answered call was handed to its conversation (Twilio voice); null until it was answered, and for other channels. */
-                                    handoff: {
-                                        mode: "redirect" | "stream";
-                                        /**
-                                         * Format: date-time
-                                         * @description UTC, ISO 8601 with Z
-                                         */
-                                        at: string;
-                                        /** @description Context keys not passed to a stream's parameters, each with why. */
-                                        left_out: {
-                                            key: string;
-                                            reason: string;
-                                        }[];
-                                    } | null;
-                                    /** @description Its conversation's result; null when none came. On GET /api/v2/tasks/{id} (and a cancel's answer); task lists leave it out: a result may hold a long transcript. */
-                                    result?: components["schemas"]["ConversationResult"] | null;
-                                }[];
-                            }[];
-                            metadata: {
-                                request_id: string;
-                            };
-                        };
-                    };
-                };
-                /** @description Every error other than 422. */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorResponse"];
-                    };
-                };
-                /** @description Every error other than 422. */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorResponse"];
-                    };
-                };
-                /** @description Request validation failed (pydantic v2 / FastAPI shape). All problems are listed. */
-                422: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ValidationErrorResponse"];
-                    };
-                };
-                /** @description The organization's rate limit: send it again after Retry-After seconds. */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorResponse"];
-                    };
-                };
-            };
-        };
+        get: operations["listTasks"];
         put?: never;
         post?: never;
         delete?: never;
@@ -941,168 +137,7 @@ export interface paths {
          * Cancel a task
          * @description No further attempt starts; the task completes with outcome cancelled and a task.completed event. An interaction already running is reported when it ends. A completed task answers 409.
          */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            data: {
-                                /** @example tsk_01jd3y5v8m6m1r9cz8xk4j2h7q */
-                                id: string;
-                                trigger_id: string;
-                                /** @description Routing key. */
-                                campaign: string;
-                                channel: "voice" | "whatsapp";
-                                status: "pending" | "in_progress" | "completed";
-                                /** @description Set once completed. */
-                                outcome: ("reached" | "unreachable" | "failed" | "cancelled" | "expired" | "opted_out") | null;
-                                /** @description Interactions started so far. */
-                                attempts: number;
-                                /** @description When the next attempt is due, once the schedule allows; null while one runs or once completed. */
-                                next_attempt_at: string | null;
-                                /** @description Whom the task reaches, as known when its trigger was accepted: in test mode, the tester. Null once erased (POST /api/v2/contacts/erase, or the organization's retention_days after it completed). */
-                                contact: {
-                                    first_name?: string;
-                                    last_name?: string;
-                                    phone: string;
-                                    email?: string;
-                                    language?: string;
-                                    timezone?: string;
-                                } | null;
-                                /** @description The contact's time zone when only one is possible; null when `candidate_timezones` holds several (or none). */
-                                timezone: string | null;
-                                /**
-                                 * @description Every zone the contact may be in, west first: an attempt starts only at an instant inside the campaign's window in all of them. Empty only when nothing told the zone and the campaign keeps a zone of its own.
-                                 * @example [
-                                 *       "Atlantic/Canary",
-                                 *       "Europe/Madrid"
-                                 *     ]
-                                 */
-                                candidate_timezones: string[];
-                                /** @description What told the zones, when the trigger was accepted: `sent` (contact.timezone), `on_file` (the person's zone in the contact directory), `phone` (the area of the number), `country` (every zone of the number's country: mobiles move), `fallback` (the campaign's fallback_timezone, for numbers of no country). Null when nothing told them and the campaign keeps a zone of its own. */
-                                timezone_source: ("sent" | "on_file" | "phone" | "country" | "fallback") | null;
-                                test_mode: boolean;
-                                ids: {
-                                    source: string;
-                                    type: string;
-                                    value: string;
-                                }[];
-                                /**
-                                 * Format: date-time
-                                 * @description UTC, ISO 8601 with Z
-                                 */
-                                created_at: string;
-                                /**
-                                 * Format: date-time
-                                 * @description UTC, ISO 8601 with Z
-                                 */
-                                expires_at: string;
-                                completed_at: string | null;
-                                /** @description True while the task waits for its paused campaign: no attempt starts until the campaign is resumed. False while an attempt runs and once the task has completed. */
-                                campaign_paused: boolean;
-                                interactions: {
-                                    id: string;
-                                    direction: "outbound" | "inbound";
-                                    attempt: number | null;
-                                    /** @description starting: recorded, the provider being asked; active: the provider has it; ended: over, waiting for its result (the campaign's results.wait_s); finalized: over and reported. */
-                                    status: "starting" | "active" | "ended" | "finalized";
-                                    outcome: string | null;
-                                    /**
-                                     * Format: date-time
-                                     * @description UTC, ISO 8601 with Z
-                                     */
-                                    started_at: string;
-                                    ended_at: string | null;
-                                    duration_s: number | null;
-                                    test_mode: boolean;
-                                    /** @description Who carried it: simulator, twilio or whatsapp_cloud. */
-                                    provider: string;
-                                    /** @description The provider's own reference (Twilio's call SID, WhatsApp's message id), once the provider has it. */
-                                    provider_ref: string | null;
-                                    /** @description How the answered call was handed to its conversation (Twilio voice); null until it was answered, and for other channels. */
-                                    handoff: {
-                                        mode: "redirect" | "stream";
-                                        /**
-                                         * Format: date-time
-                                         * @description UTC, ISO 8601 with Z
-                                         */
-                                        at: string;
-                                        /** @description Context keys not passed to a stream's parameters, each with why. */
-                                        left_out: {
-                                            key: string;
-                                            reason: string;
-                                        }[];
-                                    } | null;
-                                    /** @description Its conversation's result; null when none came. On GET /api/v2/tasks/{id} (and a cancel's answer); task lists leave it out: a result may hold a long transcript. */
-                                    result?: components["schemas"]["ConversationResult"] | null;
-                                }[];
-                            };
-                            metadata: {
-                                request_id: string;
-                            };
-                        };
-                    };
-                };
-                /** @description Every error other than 422. */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorResponse"];
-                    };
-                };
-                /** @description Every error other than 422. */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorResponse"];
-                    };
-                };
-                /** @description Every error other than 422. */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorResponse"];
-                    };
-                };
-                /** @description Every error other than 422. */
-                409: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorResponse"];
-                    };
-                };
-                /** @description The organization's rate limit: send it again after Retry-After seconds. */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorResponse"];
-                    };
-                };
-            };
-        };
+        post: operations["cancelTask"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1122,101 +157,7 @@ export interface paths {
          * Stop outreach to a person, by your own ids
          * @description Cancels every task not yet completed whose trigger carried one of these ids (source and type compared lowercased, value exactly), or only those of one campaign's routing key: no further attempt starts. An attempt being made now is allowed to end, and is reported, but moves its task no further. Each task cancelled completes with outcome `cancelled` and a `task.completed` event carrying your ids. Answers the tasks cancelled (none is not an error: the person may have had none open).
          */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        /** @description Your ids of the person, as sent on triggers. */
-                        ids: {
-                            source: string;
-                            type: string;
-                            /** @description Matched exactly. */
-                            value: string;
-                        }[];
-                        /** @description Only this routing key's campaigns. */
-                        campaign?: string;
-                    };
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            data: {
-                                id: string;
-                                trigger_id: string;
-                                /** @description Routing key. */
-                                campaign: string;
-                                channel: "voice" | "whatsapp";
-                                /** @enum {string} */
-                                status: "completed";
-                                /** @enum {string} */
-                                outcome: "cancelled";
-                                ids: {
-                                    source: string;
-                                    type: string;
-                                    value: string;
-                                }[];
-                                /**
-                                 * Format: date-time
-                                 * @description UTC, ISO 8601 with Z
-                                 */
-                                completed_at: string;
-                            }[];
-                            metadata: {
-                                request_id: string;
-                            };
-                        };
-                    };
-                };
-                /** @description Every error other than 422. */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorResponse"];
-                    };
-                };
-                /** @description Every error other than 422. */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorResponse"];
-                    };
-                };
-                /** @description Request validation failed (pydantic v2 / FastAPI shape). All problems are listed. */
-                422: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ValidationErrorResponse"];
-                    };
-                };
-                /** @description The organization's rate limit: send it again after Retry-After seconds. */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorResponse"];
-                    };
-                };
-            };
-        };
+        post: operations["cancelTasksByIds"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1234,133 +175,7 @@ export interface paths {
          * Read an interaction’s context
          * @description What the conversation running in this interaction (your voice app, an agent, a WhatsApp exchange) is to know: the task it serves, your ids, the contact (the number reached), the task context, and its result so far. A Twilio call hands your app the interaction id (see the campaign's `handoff`). Scope `conversations:read` or `triggers:read`.
          */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            data: {
-                                /** @example int_01jd3y5v8m6m1r9cz8xk4j2h7q */
-                                id: string;
-                                /** @description Null for a message that answers no task. */
-                                task_id: string | null;
-                                trigger_id: string | null;
-                                /** @description 1 for the task's first attempt; null for an inbound message. */
-                                attempt: number | null;
-                                /** @description Routing key. */
-                                campaign: string;
-                                channel: "voice" | "whatsapp";
-                                direction: "outbound" | "inbound";
-                                provider: string;
-                                /** @description The provider's own reference (Twilio's call SID, WhatsApp's message id). */
-                                provider_ref: string | null;
-                                /** @description starting: recorded, the provider being asked; active: the provider has it; ended: over, waiting for its result (the campaign's results.wait_s); finalized: over and reported. */
-                                status: "starting" | "active" | "ended" | "finalized";
-                                outcome: string | null;
-                                /** @description The outreach goes to the tester: `contact.phone` is theirs. */
-                                test_mode: boolean;
-                                /**
-                                 * Format: date-time
-                                 * @description UTC, ISO 8601 with Z
-                                 */
-                                started_at: string;
-                                ended_at: string | null;
-                                duration_s: number | null;
-                                /** @description While it waits for its result (status `ended`): when the wait ends and it is reported without one. */
-                                result_due_by: string | null;
-                                /** @description Your ids, as the trigger sent them. */
-                                ids: {
-                                    source: string;
-                                    type: string;
-                                    value: string;
-                                }[];
-                                /** @description Whom the conversation is with; null once erased. */
-                                contact: {
-                                    first_name?: string;
-                                    last_name?: string;
-                                    language?: string;
-                                    /** @description The number reached (in test mode, the tester's). */
-                                    phone: string;
-                                } | null;
-                                /** @description The task's context: the campaign's default merged with the trigger's. */
-                                context: {
-                                    [key: string]: unknown;
-                                };
-                                /** @description The zones the contact may be in (the task's candidate_timezones). */
-                                timezones: string[];
-                                /** @description How the answered call was handed to its conversation (Twilio voice); null until it was answered, and for other channels. */
-                                handoff: {
-                                    mode: "redirect" | "stream";
-                                    /**
-                                     * Format: date-time
-                                     * @description UTC, ISO 8601 with Z
-                                     */
-                                    at: string;
-                                    /** @description Context keys not passed to a stream's parameters, each with why. */
-                                    left_out: {
-                                        key: string;
-                                        reason: string;
-                                    }[];
-                                } | null;
-                                result: components["schemas"]["ConversationResult"] | null;
-                            };
-                            metadata: {
-                                request_id: string;
-                            };
-                        };
-                    };
-                };
-                /** @description Every error other than 422. */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorResponse"];
-                    };
-                };
-                /** @description Every error other than 422. */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorResponse"];
-                    };
-                };
-                /** @description Every error other than 422. */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorResponse"];
-                    };
-                };
-                /** @description The organization's rate limit: send it again after Retry-After seconds. */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorResponse"];
-                    };
-                };
-            };
-        };
+        get: operations["getInteraction"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1382,201 +197,7 @@ export interface paths {
          * Report a conversation’s result
          * @description What the person said. Every field is optional, but a result carries at least one. It travels on `interaction.finalized` and `task.completed` with your ids, and decides what follows: `opt_out: true` suppresses the number and completes the task `opted_out`; `callback_at` makes the next attempt due then (in the campaign's window, within the task's expiry; it counts as an attempt). While the interaction runs, a result replaces the one before it; while it waits for one (the campaign's `results.wait_s`), the result ends the wait. Once the interaction has been reported without a result, the result is sent on `interaction.result_added`. An interaction reports one result: another one after it is 409, the same one again answers as the first did. Answers the interaction as it now is. Scope `conversations:write`.
          */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        /**
-                         * @description A short code of your choosing: letters, digits, `_`, `-`, `.` and `:`.
-                         * @example interested
-                         */
-                        disposition?: string;
-                        summary?: string;
-                        /**
-                         * @description Fields the conversation extracted: at most 50 keys, 64 KiB as JSON.
-                         * @example {
-                         *       "interested": true,
-                         *       "available_from": "2026-12-07"
-                         *     }
-                         */
-                        data?: {
-                            [key: string]: unknown;
-                        };
-                        /** @description The conversation turn by turn: at most 2000 turns, 256 KiB as JSON. */
-                        transcript?: {
-                            role: "agent" | "contact";
-                            text: string;
-                            /**
-                             * Format: date-time
-                             * @description When it was said.
-                             * @example 2026-12-01T09:00:00+01:00
-                             */
-                            at?: string;
-                        }[];
-                        /**
-                         * Format: uri
-                         * @description Where the whole transcript is kept.
-                         */
-                        transcript_url?: string;
-                        /**
-                         * Format: uri
-                         * @description Where the recording is kept.
-                         */
-                        recording_url?: string;
-                        /**
-                         * Format: date-time
-                         * @description When the person asked to be called again: the task's next attempt is due then, in the campaign's window.
-                         * @example 2026-12-01T09:00:00+01:00
-                         */
-                        callback_at?: string;
-                        /** @description The person asked not to be contacted again: the number is suppressed and the task completes opted_out. */
-                        opt_out?: boolean;
-                    };
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            data: {
-                                /** @example int_01jd3y5v8m6m1r9cz8xk4j2h7q */
-                                id: string;
-                                /** @description Null for a message that answers no task. */
-                                task_id: string | null;
-                                trigger_id: string | null;
-                                /** @description 1 for the task's first attempt; null for an inbound message. */
-                                attempt: number | null;
-                                /** @description Routing key. */
-                                campaign: string;
-                                channel: "voice" | "whatsapp";
-                                direction: "outbound" | "inbound";
-                                provider: string;
-                                /** @description The provider's own reference (Twilio's call SID, WhatsApp's message id). */
-                                provider_ref: string | null;
-                                /** @description starting: recorded, the provider being asked; active: the provider has it; ended: over, waiting for its result (the campaign's results.wait_s); finalized: over and reported. */
-                                status: "starting" | "active" | "ended" | "finalized";
-                                outcome: string | null;
-                                /** @description The outreach goes to the tester: `contact.phone` is theirs. */
-                                test_mode: boolean;
-                                /**
-                                 * Format: date-time
-                                 * @description UTC, ISO 8601 with Z
-                                 */
-                                started_at: string;
-                                ended_at: string | null;
-                                duration_s: number | null;
-                                /** @description While it waits for its result (status `ended`): when the wait ends and it is reported without one. */
-                                result_due_by: string | null;
-                                /** @description Your ids, as the trigger sent them. */
-                                ids: {
-                                    source: string;
-                                    type: string;
-                                    value: string;
-                                }[];
-                                /** @description Whom the conversation is with; null once erased. */
-                                contact: {
-                                    first_name?: string;
-                                    last_name?: string;
-                                    language?: string;
-                                    /** @description The number reached (in test mode, the tester's). */
-                                    phone: string;
-                                } | null;
-                                /** @description The task's context: the campaign's default merged with the trigger's. */
-                                context: {
-                                    [key: string]: unknown;
-                                };
-                                /** @description The zones the contact may be in (the task's candidate_timezones). */
-                                timezones: string[];
-                                /** @description How the answered call was handed to its conversation (Twilio voice); null until it was answered, and for other channels. */
-                                handoff: {
-                                    mode: "redirect" | "stream";
-                                    /**
-                                     * Format: date-time
-                                     * @description UTC, ISO 8601 with Z
-                                     */
-                                    at: string;
-                                    /** @description Context keys not passed to a stream's parameters, each with why. */
-                                    left_out: {
-                                        key: string;
-                                        reason: string;
-                                    }[];
-                                } | null;
-                                result: components["schemas"]["ConversationResult"] | null;
-                            };
-                            metadata: {
-                                request_id: string;
-                            };
-                        };
-                    };
-                };
-                /** @description Every error other than 422. */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorResponse"];
-                    };
-                };
-                /** @description Every error other than 422. */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorResponse"];
-                    };
-                };
-                /** @description Every error other than 422. */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorResponse"];
-                    };
-                };
-                /** @description Every error other than 422. */
-                409: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorResponse"];
-                    };
-                };
-                /** @description Request validation failed (pydantic v2 / FastAPI shape). All problems are listed. */
-                422: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ValidationErrorResponse"];
-                    };
-                };
-                /** @description The organization's rate limit: send it again after Retry-After seconds. */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorResponse"];
-                    };
-                };
-            };
-        };
+        post: operations["reportInteractionResult"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1596,90 +217,7 @@ export interface paths {
          * Pause a campaign
          * @description No new attempt starts on the routing key's campaigns (or its one on `channel`) until they are resumed. Triggers are still accepted (201) and their tasks wait; calls and conversations already running finish and are reported, and their retries wait too. Pausing a paused campaign keeps its `paused_at`. Answers the campaigns paused.
          */
-        post: {
-            parameters: {
-                query?: {
-                    /** @description Only the routing key's campaign on this channel; without it, every one of its campaigns. */
-                    channel?: "voice" | "whatsapp";
-                };
-                header?: never;
-                path: {
-                    /** @description What triggers send as `campaign`. */
-                    routing_key: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            data: {
-                                /** @example screening */
-                                routing_key: string;
-                                channel: "voice" | "whatsapp";
-                                /** @description True while no attempt of the campaign starts. */
-                                paused: boolean;
-                                /** @description When it was paused; null while it runs. */
-                                paused_at: string | null;
-                            }[];
-                            metadata: {
-                                request_id: string;
-                            };
-                        };
-                    };
-                };
-                /** @description Every error other than 422. */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorResponse"];
-                    };
-                };
-                /** @description Every error other than 422. */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorResponse"];
-                    };
-                };
-                /** @description Every error other than 422. */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorResponse"];
-                    };
-                };
-                /** @description Request validation failed (pydantic v2 / FastAPI shape). All problems are listed. */
-                422: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ValidationErrorResponse"];
-                    };
-                };
-                /** @description The organization's rate limit: send it again after Retry-After seconds. */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorResponse"];
-                    };
-                };
-            };
-        };
+        post: operations["pauseCampaign"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1699,90 +237,7 @@ export interface paths {
          * Resume a paused campaign
          * @description The routing key's campaigns (or its one on `channel`) start attempts again: the tasks that fell due while they were paused start at once, within their schedule. Resuming a campaign that runs changes nothing. Answers the campaigns resumed.
          */
-        post: {
-            parameters: {
-                query?: {
-                    /** @description Only the routing key's campaign on this channel; without it, every one of its campaigns. */
-                    channel?: "voice" | "whatsapp";
-                };
-                header?: never;
-                path: {
-                    /** @description What triggers send as `campaign`. */
-                    routing_key: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            data: {
-                                /** @example screening */
-                                routing_key: string;
-                                channel: "voice" | "whatsapp";
-                                /** @description True while no attempt of the campaign starts. */
-                                paused: boolean;
-                                /** @description When it was paused; null while it runs. */
-                                paused_at: string | null;
-                            }[];
-                            metadata: {
-                                request_id: string;
-                            };
-                        };
-                    };
-                };
-                /** @description Every error other than 422. */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorResponse"];
-                    };
-                };
-                /** @description Every error other than 422. */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorResponse"];
-                    };
-                };
-                /** @description Every error other than 422. */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorResponse"];
-                    };
-                };
-                /** @description Request validation failed (pydantic v2 / FastAPI shape). All problems are listed. */
-                422: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ValidationErrorResponse"];
-                    };
-                };
-                /** @description The organization's rate limit: send it again after Retry-After seconds. */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorResponse"];
-                    };
-                };
-            };
-        };
+        post: operations["resumeCampaign"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1796,187 +251,17 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List webhook endpoints */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            data: {
-                                /** @example whe_01jd3y5v8m6m1r9cz8xk4j2h7q */
-                                id: string;
-                                url: string;
-                                events: ("task.completed" | "interaction.finalized" | "interaction.result_added")[];
-                                enabled: boolean;
-                                /** @description Why the service disabled it (the receiver answered 410). */
-                                disabled_reason: string | null;
-                                /** @description Most webhooks in flight to the endpoint at once (default 4): the rest wait their turn, each sent as one ends. */
-                                max_in_flight: number;
-                                /**
-                                 * Format: date-time
-                                 * @description UTC, ISO 8601 with Z
-                                 */
-                                created_at: string;
-                                /**
-                                 * Format: date-time
-                                 * @description UTC, ISO 8601 with Z
-                                 */
-                                updated_at: string;
-                            }[];
-                            metadata: {
-                                request_id: string;
-                            };
-                        };
-                    };
-                };
-                /** @description Every error other than 422. */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorResponse"];
-                    };
-                };
-                /** @description Every error other than 422. */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorResponse"];
-                    };
-                };
-                /** @description The organization's rate limit: send it again after Retry-After seconds. */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorResponse"];
-                    };
-                };
-            };
-        };
+        /**
+         * List webhook endpoints
+         * @description Every endpoint, enabled or not, without its secret.
+         */
+        get: operations["listWebhookEndpoints"];
         put?: never;
         /**
          * Register a webhook endpoint
          * @description Its secret is returned this once. Events are signed with it (Standard Webhooks) and retried until they succeed or give up.
          */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        /** @description https, to a public address. */
-                        url: string;
-                        /** @description Default: every type. */
-                        events?: ("task.completed" | "interaction.finalized" | "interaction.result_added")[];
-                        /** @description Most webhooks in flight to the endpoint at once (default 4): the rest wait their turn, each sent as one ends. */
-                        max_in_flight?: number;
-                    };
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                201: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            data: {
-                                /** @example whe_01jd3y5v8m6m1r9cz8xk4j2h7q */
-                                id: string;
-                                url: string;
-                                events: ("task.completed" | "interaction.finalized" | "interaction.result_added")[];
-                                enabled: boolean;
-                                /** @description Why the service disabled it (the receiver answered 410). */
-                                disabled_reason: string | null;
-                                /** @description Most webhooks in flight to the endpoint at once (default 4): the rest wait their turn, each sent as one ends. */
-                                max_in_flight: number;
-                                /**
-                                 * Format: date-time
-                                 * @description UTC, ISO 8601 with Z
-                                 */
-                                created_at: string;
-                                /**
-                                 * Format: date-time
-                                 * @description UTC, ISO 8601 with Z
-                                 */
-                                updated_at: string;
-                                /** @description whsec_...: shown this once. Verify signatures with it (Standard Webhooks). */
-                                secret: string;
-                            };
-                            metadata: {
-                                request_id: string;
-                            };
-                        };
-                    };
-                };
-                /** @description Every error other than 422. */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorResponse"];
-                    };
-                };
-                /** @description Every error other than 422. */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorResponse"];
-                    };
-                };
-                /** @description Every error other than 422. */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorResponse"];
-                    };
-                };
-                /** @description Request validation failed (pydantic v2 / FastAPI shape). All problems are listed. */
-                422: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ValidationErrorResponse"];
-                    };
-                };
-                /** @description The organization's rate limit: send it again after Retry-After seconds. */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorResponse"];
-                    };
-                };
-            };
-        };
+        post: operations["createWebhookEndpoint"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1990,258 +275,25 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Look up a webhook endpoint */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            data: {
-                                /** @example whe_01jd3y5v8m6m1r9cz8xk4j2h7q */
-                                id: string;
-                                url: string;
-                                events: ("task.completed" | "interaction.finalized" | "interaction.result_added")[];
-                                enabled: boolean;
-                                /** @description Why the service disabled it (the receiver answered 410). */
-                                disabled_reason: string | null;
-                                /** @description Most webhooks in flight to the endpoint at once (default 4): the rest wait their turn, each sent as one ends. */
-                                max_in_flight: number;
-                                /**
-                                 * Format: date-time
-                                 * @description UTC, ISO 8601 with Z
-                                 */
-                                created_at: string;
-                                /**
-                                 * Format: date-time
-                                 * @description UTC, ISO 8601 with Z
-                                 */
-                                updated_at: string;
-                            };
-                            metadata: {
-                                request_id: string;
-                            };
-                        };
-                    };
-                };
-                /** @description Every error other than 422. */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorResponse"];
-                    };
-                };
-                /** @description Every error other than 422. */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorResponse"];
-                    };
-                };
-                /** @description Every error other than 422. */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorResponse"];
-                    };
-                };
-                /** @description The organization's rate limit: send it again after Retry-After seconds. */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorResponse"];
-                    };
-                };
-            };
-        };
+        /**
+         * Look up a webhook endpoint
+         * @description The endpoint, without its secret.
+         */
+        get: operations["getWebhookEndpoint"];
         put?: never;
         post?: never;
         /**
          * Delete a webhook endpoint
          * @description What was still to be delivered to it is given up; its delivery log is kept.
          */
-        delete: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                204: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-                /** @description Every error other than 422. */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorResponse"];
-                    };
-                };
-                /** @description Every error other than 422. */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorResponse"];
-                    };
-                };
-                /** @description Every error other than 422. */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorResponse"];
-                    };
-                };
-                /** @description The organization's rate limit: send it again after Retry-After seconds. */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorResponse"];
-                    };
-                };
-            };
-        };
+        delete: operations["deleteWebhookEndpoint"];
         options?: never;
         head?: never;
-        /** Change a webhook endpoint */
-        patch: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        url?: string;
-                        events?: ("task.completed" | "interaction.finalized" | "interaction.result_added")[];
-                        /** @description true also lifts a disable by the service (after a 410). */
-                        enabled?: boolean;
-                        /** @description Most webhooks in flight to the endpoint at once (default 4): the rest wait their turn, each sent as one ends. */
-                        max_in_flight?: number;
-                    };
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            data: {
-                                /** @example whe_01jd3y5v8m6m1r9cz8xk4j2h7q */
-                                id: string;
-                                url: string;
-                                events: ("task.completed" | "interaction.finalized" | "interaction.result_added")[];
-                                enabled: boolean;
-                                /** @description Why the service disabled it (the receiver answered 410). */
-                                disabled_reason: string | null;
-                                /** @description Most webhooks in flight to the endpoint at once (default 4): the rest wait their turn, each sent as one ends. */
-                                max_in_flight: number;
-                                /**
-                                 * Format: date-time
-                                 * @description UTC, ISO 8601 with Z
-                                 */
-                                created_at: string;
-                                /**
-                                 * Format: date-time
-                                 * @description UTC, ISO 8601 with Z
-                                 */
-                                updated_at: string;
-                            };
-                            metadata: {
-                                request_id: string;
-                            };
-                        };
-                    };
-                };
-                /** @description Every error other than 422. */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorResponse"];
-                    };
-                };
-                /** @description Every error other than 422. */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorResponse"];
-                    };
-                };
-                /** @description Every error other than 422. */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorResponse"];
-                    };
-                };
-                /** @description Request validation failed (pydantic v2 / FastAPI shape). All problems are listed. */
-                422: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ValidationErrorResponse"];
-                    };
-                };
-                /** @description The organization's rate limit: send it again after Retry-After seconds. */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorResponse"];
-                    };
-                };
-            };
-        };
+        /**
+         * Change a webhook endpoint
+         * @description Only the fields sent change. Its secret stays: rotate it apart.
+         */
+        patch: operations["updateWebhookEndpoint"];
         trace?: never;
     };
     "/api/v2/webhook-endpoints/{id}/rotate-secret": {
@@ -2255,98 +307,9 @@ export interface paths {
         put?: never;
         /**
          * Rotate a webhook endpoint's secret
-         * @description The new secret is returned this once; for 24 hours webhooks carry signatures by both the new and the previous secret.
+         * @description The new secret is returned this once; for 24 hours webhooks carry signatures by both the new and the previous secret. Rotating again within those 24 hours answers 409.
          */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            data: {
-                                /** @example whe_01jd3y5v8m6m1r9cz8xk4j2h7q */
-                                id: string;
-                                url: string;
-                                events: ("task.completed" | "interaction.finalized" | "interaction.result_added")[];
-                                enabled: boolean;
-                                /** @description Why the service disabled it (the receiver answered 410). */
-                                disabled_reason: string | null;
-                                /** @description Most webhooks in flight to the endpoint at once (default 4): the rest wait their turn, each sent as one ends. */
-                                max_in_flight: number;
-                                /**
-                                 * Format: date-time
-                                 * @description UTC, ISO 8601 with Z
-                                 */
-                                created_at: string;
-                                /**
-                                 * Format: date-time
-                                 * @description UTC, ISO 8601 with Z
-                                 */
-                                updated_at: string;
-                                /** @description whsec_...: shown this once. Verify signatures with it (Standard Webhooks). */
-                                secret: string;
-                                /**
-                                 * Format: date-time
-                                 * @description UTC, ISO 8601 with Z
-                                 */
-                                previous_secret_expires_at: string;
-                            };
-                            metadata: {
-                                request_id: string;
-                            };
-                        };
-                    };
-                };
-                /** @description Every error other than 422. */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorResponse"];
-                    };
-                };
-                /** @description Every error other than 422. */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorResponse"];
-                    };
-                };
-                /** @description Every error other than 422. */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorResponse"];
-                    };
-                };
-                /** @description The organization's rate limit: send it again after Retry-After seconds. */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorResponse"];
-                    };
-                };
-            };
-        };
+        post: operations["rotateWebhookEndpointSecret"];
         delete?: never;
         options?: never;
         head?: never;
@@ -2364,107 +327,7 @@ export interface paths {
          * A webhook endpoint's health
          * @description How its webhooks went over the last 24 hours (counted by the hour): attempts, the share that succeeded, latency; and its last failed attempts with the answer each got. Why the service disabled it is on the endpoint (`disabled_reason`).
          */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            data: {
-                                /**
-                                 * Format: date-time
-                                 * @description The start of the first hour counted: the hour 24 hours ago began.
-                                 */
-                                since: string;
-                                /** @description Attempts to send a webhook to it since then. */
-                                attempts: number;
-                                /** @description Those answered with a 2xx. */
-                                succeeded: number;
-                                /** @description succeeded / attempts; null with no attempt. */
-                                success_rate: number | null;
-                                /** @description How long each attempt took, to its answer or its failure. Counted in buckets bounded at 100, 250, 500, 1000, 2500, 5000, 15000 ms: p50 and p95 are the bound of the bucket that holds them (or max, when less). Null with no attempt. */
-                                latency_ms: {
-                                    mean: number;
-                                    /** @description At most this long: the median attempt took under this bound. */
-                                    p50: number;
-                                    /** @description As p50, for 95 attempts in 100. */
-                                    p95: number;
-                                    max: number;
-                                } | null;
-                                /** @description The last 10 failed attempts, newest first, whenever they were. */
-                                last_failures: {
-                                    event_id: string;
-                                    event_type: "task.completed" | "interaction.finalized" | "interaction.result_added" | "webhook.test";
-                                    attempt: number;
-                                    /**
-                                     * Format: date-time
-                                     * @description UTC, ISO 8601 with Z
-                                     */
-                                    at: string;
-                                    /** @description The receiver's answer; null when none came (see error). */
-                                    status_code: number | null;
-                                    latency_ms: number;
-                                    error: string | null;
-                                    /** @description The delivery gave up after it; otherwise it was tried again. */
-                                    final: boolean;
-                                }[];
-                            };
-                            metadata: {
-                                request_id: string;
-                            };
-                        };
-                    };
-                };
-                /** @description Every error other than 422. */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorResponse"];
-                    };
-                };
-                /** @description Every error other than 422. */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorResponse"];
-                    };
-                };
-                /** @description Every error other than 422. */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorResponse"];
-                    };
-                };
-                /** @description The organization's rate limit: send it again after Retry-After seconds. */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorResponse"];
-                    };
-                };
-            };
-        };
+        get: operations["getWebhookEndpointHealth"];
         put?: never;
         post?: never;
         delete?: never;
@@ -2486,91 +349,27 @@ export interface paths {
          * Send a test event to a webhook endpoint
          * @description Sends it a `webhook.test` event now, signed and retried as any other, whatever event types it receives: `data` names the endpoint and says it reports nothing. Its delivery is logged (`GET .../events/{id}`, the endpoint's health) but the events list leaves it out. A disabled endpoint answers 409.
          */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                202: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            data: {
-                                /** @description Also the webhook-id header of its deliveries. */
-                                id: string;
-                                type: "task.completed" | "interaction.finalized" | "interaction.result_added" | "webhook.test";
-                                /**
-                                 * Format: date-time
-                                 * @description UTC, ISO 8601 with Z
-                                 */
-                                timestamp: string;
-                                /** @description By type: TaskCompletedData, InteractionFinalizedData or InteractionResultAddedData (the document's components); webhook.test: endpoint_id and message. */
-                                data: {
-                                    [key: string]: unknown;
-                                };
-                            };
-                            metadata: {
-                                request_id: string;
-                            };
-                        };
-                    };
-                };
-                /** @description Every error other than 422. */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorResponse"];
-                    };
-                };
-                /** @description Every error other than 422. */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorResponse"];
-                    };
-                };
-                /** @description Every error other than 422. */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorResponse"];
-                    };
-                };
-                /** @description Every error other than 422. */
-                409: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorResponse"];
-                    };
-                };
-                /** @description The organization's rate limit: send it again after Retry-After seconds. */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorResponse"];
-                    };
-                };
-            };
+        post: operations["testWebhookEndpoint"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v2/webhook-endpoints/{id}/recover": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
         };
+        get?: never;
+        put?: never;
+        /**
+         * Send again a webhook endpoint's failed deliveries
+         * @description After an outage of the receiver: every event whose delivery to the endpoint failed or was given up at or after `since` (and before `until`) is sent again with the same webhook-id, once, in the order the events were recorded (an endpoint with max_in_flight 1 receives them in that order). Left out: an event delivered to it since, or already on its way again (a redelivery, an earlier recovery), and one of a type it no longer receives. At most 10,000 failed deliveries are read a call: then `next` says where to go on. A disabled endpoint answers 409.
+         */
+        post: operations["recoverWebhookEndpoint"];
         delete?: never;
         options?: never;
         head?: never;
@@ -2588,86 +387,7 @@ export interface paths {
          * List events
          * @description In the order they were recorded, after the event `after`, at most `limit` (100). The next page starts after the last id of this one; an empty page means none newer yet, and no event is ever written behind a page already read. A client that cannot receive webhooks can poll this. Test events sent to an endpoint on request are left out.
          */
-        get: {
-            parameters: {
-                query?: {
-                    type?: "task.completed" | "interaction.finalized" | "interaction.result_added";
-                    /** @description The last event id of the previous page. */
-                    after?: string;
-                    /** @description Default 100. */
-                    limit?: number;
-                };
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            data: {
-                                /** @description Also the webhook-id header of its deliveries. */
-                                id: string;
-                                type: "task.completed" | "interaction.finalized" | "interaction.result_added";
-                                /**
-                                 * Format: date-time
-                                 * @description UTC, ISO 8601 with Z
-                                 */
-                                timestamp: string;
-                                /** @description By type: TaskCompletedData, InteractionFinalizedData or InteractionResultAddedData (the document's components); webhook.test: endpoint_id and message. */
-                                data: {
-                                    [key: string]: unknown;
-                                };
-                            }[];
-                            metadata: {
-                                request_id: string;
-                            };
-                        };
-                    };
-                };
-                /** @description Every error other than 422. */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorResponse"];
-                    };
-                };
-                /** @description Every error other than 422. */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorResponse"];
-                    };
-                };
-                /** @description Request validation failed (pydantic v2 / FastAPI shape). All problems are listed. */
-                422: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ValidationErrorResponse"];
-                    };
-                };
-                /** @description The organization's rate limit: send it again after Retry-After seconds. */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorResponse"];
-                    };
-                };
-            };
-        };
+        get: operations["listEvents"];
         put?: never;
         post?: never;
         delete?: never;
@@ -2683,99 +403,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Look up an event, with every delivery attempt */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            data: {
-                                /** @description Also the webhook-id header of its deliveries. */
-                                id: string;
-                                type: "task.completed" | "interaction.finalized" | "interaction.result_added" | "webhook.test";
-                                /**
-                                 * Format: date-time
-                                 * @description UTC, ISO 8601 with Z
-                                 */
-                                timestamp: string;
-                                /** @description By type: TaskCompletedData, InteractionFinalizedData or InteractionResultAddedData (the document's components); webhook.test: endpoint_id and message. */
-                                data: {
-                                    [key: string]: unknown;
-                                };
-                                deliveries: {
-                                    endpoint_id: string;
-                                    status: "pending" | "succeeded" | "failed";
-                                    next_attempt_at: string | null;
-                                    attempts: {
-                                        attempt: number;
-                                        /**
-                                         * Format: date-time
-                                         * @description UTC, ISO 8601 with Z
-                                         */
-                                        at: string;
-                                        status_code: number | null;
-                                        latency_ms: number;
-                                        error: string | null;
-                                    }[];
-                                }[];
-                            };
-                            metadata: {
-                                request_id: string;
-                            };
-                        };
-                    };
-                };
-                /** @description Every error other than 422. */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorResponse"];
-                    };
-                };
-                /** @description Every error other than 422. */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorResponse"];
-                    };
-                };
-                /** @description Every error other than 422. */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorResponse"];
-                    };
-                };
-                /** @description The organization's rate limit: send it again after Retry-After seconds. */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorResponse"];
-                    };
-                };
-            };
-        };
+        /**
+         * Look up an event, with every delivery attempt
+         * @description The event as it was sent (test events too), with its delivery to each endpoint and every attempt: time, status code, latency, error.
+         */
+        get: operations["getEvent"];
         put?: never;
         post?: never;
         delete?: never;
@@ -2795,98 +427,7 @@ export interface paths {
          * A task's events, with every delivery attempt
          * @description The events written about the task, oldest first (the first 200): the interaction.finalized of each of its interactions and its task.completed, each with its deliveries to your endpoints and every attempt (time, status code, latency, error).
          */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            data: {
-                                /** @description Also the webhook-id header of its deliveries. */
-                                id: string;
-                                type: "task.completed" | "interaction.finalized" | "interaction.result_added" | "webhook.test";
-                                /**
-                                 * Format: date-time
-                                 * @description UTC, ISO 8601 with Z
-                                 */
-                                timestamp: string;
-                                /** @description By type: TaskCompletedData, InteractionFinalizedData or InteractionResultAddedData (the document's components); webhook.test: endpoint_id and message. */
-                                data: {
-                                    [key: string]: unknown;
-                                };
-                                deliveries: {
-                                    endpoint_id: string;
-                                    status: "pending" | "succeeded" | "failed";
-                                    next_attempt_at: string | null;
-                                    attempts: {
-                                        attempt: number;
-                                        /**
-                                         * Format: date-time
-                                         * @description UTC, ISO 8601 with Z
-                                         */
-                                        at: string;
-                                        status_code: number | null;
-                                        latency_ms: number;
-                                        error: string | null;
-                                    }[];
-                                }[];
-                            }[];
-                            metadata: {
-                                request_id: string;
-                            };
-                        };
-                    };
-                };
-                /** @description Every error other than 422. */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorResponse"];
-                    };
-                };
-                /** @description Every error other than 422. */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorResponse"];
-                    };
-                };
-                /** @description Every error other than 422. */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorResponse"];
-                    };
-                };
-                /** @description The organization's rate limit: send it again after Retry-After seconds. */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorResponse"];
-                    };
-                };
-            };
-        };
+        get: operations["listTaskEvents"];
         put?: never;
         post?: never;
         delete?: never;
@@ -2908,83 +449,7 @@ export interface paths {
          * Send an event again
          * @description With the same webhook-id, to one endpoint or to every enabled endpoint subscribed to its type (a test event: to the endpoint it tested).
          */
-        post: {
-            parameters: {
-                query?: {
-                    /** @description Only to this endpoint. */
-                    endpoint_id?: string;
-                };
-                header?: never;
-                path: {
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                202: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            data: {
-                                endpoints: string[];
-                            };
-                            metadata: {
-                                request_id: string;
-                            };
-                        };
-                    };
-                };
-                /** @description Every error other than 422. */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorResponse"];
-                    };
-                };
-                /** @description Every error other than 422. */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorResponse"];
-                    };
-                };
-                /** @description Every error other than 422. */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorResponse"];
-                    };
-                };
-                /** @description Every error other than 422. */
-                409: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorResponse"];
-                    };
-                };
-                /** @description The organization's rate limit: send it again after Retry-After seconds. */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorResponse"];
-                    };
-                };
-            };
-        };
+        post: operations["redeliverEvent"];
         delete?: never;
         options?: never;
         head?: never;
@@ -3002,181 +467,13 @@ export interface paths {
          * List suppressed phone numbers
          * @description By number, after `after`, at most `limit` (1000).
          */
-        get: {
-            parameters: {
-                query?: {
-                    after?: string;
-                    limit?: number;
-                };
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            data: {
-                                /** @description E.164; for a number erased since (POST /api/v2/contacts/erase), the keyed digest it is kept as ('sha256:...'): still suppressed, and found again by its number. */
-                                phone: string;
-                                /** @description manual (added here), reply (the person wrote STOP), provider (the provider says they opted out), conversation (a conversation reported opt_out). */
-                                reason: "manual" | "reply" | "provider" | "conversation";
-                                /**
-                                 * Format: date-time
-                                 * @description UTC, ISO 8601 with Z
-                                 */
-                                created_at: string;
-                            }[];
-                            metadata: {
-                                request_id: string;
-                            };
-                        };
-                    };
-                };
-                /** @description Every error other than 422. */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorResponse"];
-                    };
-                };
-                /** @description Every error other than 422. */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorResponse"];
-                    };
-                };
-                /** @description Every error other than 422. */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorResponse"];
-                    };
-                };
-                /** @description Request validation failed (pydantic v2 / FastAPI shape). All problems are listed. */
-                422: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ValidationErrorResponse"];
-                    };
-                };
-                /** @description The organization's rate limit: send it again after Retry-After seconds. */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorResponse"];
-                    };
-                };
-            };
-        };
+        get: operations["listSuppressions"];
         put?: never;
         /**
          * Suppress a phone number
          * @description The organization never contacts it again, on any channel; its tasks complete as opted_out. Adding it twice is harmless.
          */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        /** @example +44 20 7946 0958 */
-                        phone: string;
-                    };
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                201: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            data: {
-                                /** @description E.164; for a number erased since (POST /api/v2/contacts/erase), the keyed digest it is kept as ('sha256:...'): still suppressed, and found again by its number. */
-                                phone: string;
-                                /** @description manual (added here), reply (the person wrote STOP), provider (the provider says they opted out), conversation (a conversation reported opt_out). */
-                                reason: "manual" | "reply" | "provider" | "conversation";
-                                /**
-                                 * Format: date-time
-                                 * @description UTC, ISO 8601 with Z
-                                 */
-                                created_at: string;
-                            };
-                            metadata: {
-                                request_id: string;
-                            };
-                        };
-                    };
-                };
-                /** @description Every error other than 422. */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorResponse"];
-                    };
-                };
-                /** @description Every error other than 422. */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorResponse"];
-                    };
-                };
-                /** @description Every error other than 422. */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorResponse"];
-                    };
-                };
-                /** @description Request validation failed (pydantic v2 / FastAPI shape). All problems are listed. */
-                422: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ValidationErrorResponse"];
-                    };
-                };
-                /** @description The organization's rate limit: send it again after Retry-After seconds. */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorResponse"];
-                    };
-                };
-            };
-        };
+        post: operations["createSuppression"];
         delete?: never;
         options?: never;
         head?: never;
@@ -3190,153 +487,18 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Is a number suppressed? */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    /** @description E.164; the + URL-encoded as %2B. */
-                    phone: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            data: {
-                                /** @description E.164; for a number erased since (POST /api/v2/contacts/erase), the keyed digest it is kept as ('sha256:...'): still suppressed, and found again by its number. */
-                                phone: string;
-                                /** @description manual (added here), reply (the person wrote STOP), provider (the provider says they opted out), conversation (a conversation reported opt_out). */
-                                reason: "manual" | "reply" | "provider" | "conversation";
-                                /**
-                                 * Format: date-time
-                                 * @description UTC, ISO 8601 with Z
-                                 */
-                                created_at: string;
-                            };
-                            metadata: {
-                                request_id: string;
-                            };
-                        };
-                    };
-                };
-                /** @description Every error other than 422. */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorResponse"];
-                    };
-                };
-                /** @description Every error other than 422. */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorResponse"];
-                    };
-                };
-                /** @description Every error other than 422. */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorResponse"];
-                    };
-                };
-                /** @description The organization's rate limit: send it again after Retry-After seconds. */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorResponse"];
-                    };
-                };
-            };
-        };
+        /**
+         * Is a number suppressed?
+         * @description The suppression of the number, with why and when; 404 when it is not suppressed.
+         */
+        get: operations["getSuppression"];
         put?: never;
         post?: never;
         /**
          * Lift a suppression
          * @description Only when the person has asked to be contacted again. An organization may lift what it added itself (reason manual); a number that opted out by reply, through its provider or in a conversation only the operator can.
          */
-        delete: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    /** @description E.164; the + URL-encoded as %2B. */
-                    phone: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                204: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-                /** @description Every error other than 422. */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorResponse"];
-                    };
-                };
-                /** @description Every error other than 422. */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorResponse"];
-                    };
-                };
-                /** @description Every error other than 422. */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorResponse"];
-                    };
-                };
-                /** @description Every error other than 422. */
-                409: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorResponse"];
-                    };
-                };
-                /** @description The organization's rate limit: send it again after Retry-After seconds. */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorResponse"];
-                    };
-                };
-            };
-        };
+        delete: operations["deleteSuppression"];
         options?: never;
         head?: never;
         patch?: never;
@@ -3355,111 +517,7 @@ export interface paths {
          * Erase a person's personal data
          * @description By one of your ids of the person (`id`) or by their number (`phone`): one of the two. Their open tasks are cancelled; their name, number, email and the context sent with their triggers are removed from triggers, tasks, interactions and the contact directory. By id, the tasks found are those of the triggers that named the id and those of the triggers sent to the same numbers. Kept: each task's status, outcome and attempts (the task list still counts it), your ids on triggers and events (the webhooks already sent carry them), and a suppression of the number, as a keyed digest that a trigger sent to the number later still meets. Recorded in the audit log. Erasing someone not found, or erased already, answers zeros.
          */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        /** @description One of your ids of the person, as sent with their triggers. */
-                        id?: {
-                            /** @description Lowercased and trimmed by the service. */
-                            source: string;
-                            /** @description Lowercased and trimmed by the service. */
-                            type: string;
-                            /** @description Returned unchanged. */
-                            value: string;
-                        };
-                        /**
-                         * @description Their number, in any form a trigger accepts.
-                         * @example +44 20 7946 0958
-                         */
-                        phone?: string;
-                    };
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            data: {
-                                /** @description The person's tasks found: each kept, with its status, outcome and attempts, and without their data. */
-                                tasks: number;
-                                /** @description Of those, the ones still open: now completed as cancelled (a task.completed event each). */
-                                cancelled: number;
-                                /** @description Contacts on file deleted, with the ids that named them. */
-                                contacts: number;
-                                /** @description Calls and conversations with the person, now without their number. */
-                                interactions: number;
-                                /** @description The person's numbers that were suppressed: still suppressed, kept only as a keyed digest. */
-                                suppressions: number;
-                                /**
-                                 * Format: date-time
-                                 * @description UTC, ISO 8601 with Z
-                                 */
-                                erased_at: string;
-                            };
-                            metadata: {
-                                request_id: string;
-                            };
-                        };
-                    };
-                };
-                /** @description Every error other than 422. */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorResponse"];
-                    };
-                };
-                /** @description Every error other than 422. */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorResponse"];
-                    };
-                };
-                /** @description Every error other than 422. */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorResponse"];
-                    };
-                };
-                /** @description Request validation failed (pydantic v2 / FastAPI shape). All problems are listed. */
-                422: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ValidationErrorResponse"];
-                    };
-                };
-                /** @description The organization's rate limit: send it again after Retry-After seconds. */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorResponse"];
-                    };
-                };
-            };
-        };
+        post: operations["eraseContact"];
         delete?: never;
         options?: never;
         head?: never;
@@ -3477,128 +535,7 @@ export interface paths {
          * Count tasks and attempts by day and campaign
          * @description For each UTC day from `from` to `to` (at most a year) and each campaign (of one routing key, with `campaign`) and test mode with anything to count: the tasks completed that day by outcome and the attempts they took, the outbound attempts that ended that day by outcome and how long they lasted, and the inbound messages. Counted by the transaction that completes each task or ends each attempt, and kept when the tasks themselves are deleted at the end of the organization's retention period. Days with nothing are left out; oldest day first.
          */
-        get: {
-            parameters: {
-                query: {
-                    /**
-                     * @description The first day (UTC), included.
-                     * @example 2026-11-27
-                     */
-                    from: string;
-                    /**
-                     * @description The last day (UTC), included.
-                     * @example 2026-11-27
-                     */
-                    to: string;
-                    /** @description A routing key: its campaigns on every channel. */
-                    campaign?: string;
-                };
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            data: {
-                                /**
-                                 * Format: date
-                                 * @example 2026-11-27
-                                 */
-                                day: string;
-                                /** @description Routing key. */
-                                campaign: string;
-                                channel: "voice" | "whatsapp";
-                                test_mode: boolean;
-                                /** @description Tasks completed that day, in all and by outcome (every outcome named, 0 where none). */
-                                tasks: {
-                                    total: number;
-                                    reached?: number;
-                                    unreachable?: number;
-                                    failed?: number;
-                                    cancelled?: number;
-                                    expired?: number;
-                                    opted_out?: number;
-                                };
-                                /** @description The attempts those tasks took, in all. */
-                                task_attempts: number;
-                                /** @description Outbound attempts (calls, WhatsApp conversations) that ended that day, in all and by outcome (every outcome of the campaign's channel named). */
-                                attempts: {
-                                    total: number;
-                                    completed?: number;
-                                    no_answer?: number;
-                                    busy?: number;
-                                    voicemail?: number;
-                                    failed?: number;
-                                    replied?: number;
-                                    read?: number;
-                                    delivered?: number;
-                                    undelivered?: number;
-                                };
-                                /** @description How long those attempts lasted, in seconds: a call from its answer to its end. */
-                                attempt_seconds: number;
-                                /** @description Messages from people that answered no running conversation, that day. */
-                                inbound: number;
-                            }[];
-                            metadata: {
-                                request_id: string;
-                            };
-                        };
-                    };
-                };
-                /** @description Every error other than 422. */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorResponse"];
-                    };
-                };
-                /** @description Every error other than 422. */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorResponse"];
-                    };
-                };
-                /** @description Every error other than 422. */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorResponse"];
-                    };
-                };
-                /** @description Request validation failed (pydantic v2 / FastAPI shape). All problems are listed. */
-                422: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ValidationErrorResponse"];
-                    };
-                };
-                /** @description The organization's rate limit: send it again after Retry-After seconds. */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorResponse"];
-                    };
-                };
-            };
-        };
+        get: operations["listDailyCounts"];
         put?: never;
         post?: never;
         delete?: never;
@@ -3608,7 +545,88 @@ export interface paths {
         trace?: never;
     };
 }
-export type webhooks = Record<string, never>;
+export interface webhooks {
+    "task.completed": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A task completed, with its outcome
+         * @description Sent to each enabled endpoint subscribed to the type, signed (Standard Webhooks), and retried with backoff until the endpoint answers a 2xx or the attempts run out. The same event may arrive more than once, and events may arrive out of order.
+         */
+        post: operations["onTaskCompleted"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "interaction.finalized": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * An attempt (or a message that answers no task) ended
+         * @description Sent to each enabled endpoint subscribed to the type, signed (Standard Webhooks), and retried with backoff until the endpoint answers a 2xx or the attempts run out. The same event may arrive more than once, and events may arrive out of order.
+         */
+        post: operations["onInteractionFinalized"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "interaction.result_added": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * The result of an interaction reported without one
+         * @description Sent to each enabled endpoint subscribed to the type, signed (Standard Webhooks), and retried with backoff until the endpoint answers a 2xx or the attempts run out. The same event may arrive more than once, and events may arrive out of order.
+         */
+        post: operations["onInteractionResultAdded"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "webhook.test": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A test event, sent on request
+         * @description Sent to each enabled endpoint subscribed to the type, signed (Standard Webhooks), and retried with backoff until the endpoint answers a 2xx or the attempts run out. The same event may arrive more than once, and events may arrive out of order.
+         */
+        post: operations["onWebhookTest"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+}
 export interface components {
     schemas: {
         /** @description Every error other than 422. */
@@ -3745,12 +763,4033 @@ export interface components {
             }[];
             result: components["schemas"]["ConversationResult"];
         };
+        /** @description webhook.test: sent to one endpoint on request (POST .../webhook-endpoints/{id}/test). */
+        WebhookTestData: {
+            endpoint_id: string;
+            /** @description Says that the event reports nothing. */
+            message: string;
+        };
+        TaskCompletedEvent: {
+            /**
+             * @description The webhook-id header of its every delivery.
+             * @example evt_01jd3y5v8m6m1r9cz8xk4j2h7q
+             */
+            id: string;
+            /** @enum {string} */
+            type: "task.completed";
+            /**
+             * Format: date-time
+             * @description UTC, ISO 8601 with Z
+             */
+            timestamp: string;
+            data: components["schemas"]["TaskCompletedData"];
+        };
+        InteractionFinalizedEvent: {
+            /**
+             * @description The webhook-id header of its every delivery.
+             * @example evt_01jd3y5v8m6m1r9cz8xk4j2h7q
+             */
+            id: string;
+            /** @enum {string} */
+            type: "interaction.finalized";
+            /**
+             * Format: date-time
+             * @description UTC, ISO 8601 with Z
+             */
+            timestamp: string;
+            data: components["schemas"]["InteractionFinalizedData"];
+        };
+        InteractionResultAddedEvent: {
+            /**
+             * @description The webhook-id header of its every delivery.
+             * @example evt_01jd3y5v8m6m1r9cz8xk4j2h7q
+             */
+            id: string;
+            /** @enum {string} */
+            type: "interaction.result_added";
+            /**
+             * Format: date-time
+             * @description UTC, ISO 8601 with Z
+             */
+            timestamp: string;
+            data: components["schemas"]["InteractionResultAddedData"];
+        };
+        WebhookTestEvent: {
+            /**
+             * @description The webhook-id header of its every delivery.
+             * @example evt_01jd3y5v8m6m1r9cz8xk4j2h7q
+             */
+            id: string;
+            /** @enum {string} */
+            type: "webhook.test";
+            /**
+             * Format: date-time
+             * @description UTC, ISO 8601 with Z
+             */
+            timestamp: string;
+            data: components["schemas"]["WebhookTestData"];
+        };
+        Organization: {
+            id: string;
+            name: string;
+            /**
+             * Format: date-time
+             * @description UTC, ISO 8601 with Z
+             */
+            created_at: string;
+            /** @description The organization's own rate limit on /api/v2; the service's default (100 a second, bursts of 200, unless it is set otherwise) where null. */
+            rate_limit: {
+                /** @description Requests a second, sustained (a batch counts each trigger). */
+                per_second: number | null;
+                /** @description Requests at once, after a quiet spell. */
+                burst: number | null;
+            };
+            /** @description Days the personal data of a completed task (its contact's name, phone, email and the context sent) is kept after it completed; then it is erased as by POST /api/v2/contacts/erase, and the task and its outcome kept. Null: the default, 365 days. */
+            retention_days: number | null;
+        };
+        TriggerRequest: {
+            /** @description Routing key of the target campaign. */
+            campaign: string;
+            /** @description The contact's ids in your systems. */
+            ids?: {
+                /** @description Lowercased and trimmed by the service. */
+                source: string;
+                /** @description Lowercased and trimmed by the service. */
+                type: string;
+                /** @description Returned unchanged. */
+                value: string;
+            }[];
+            /** @description The person to reach. Fields sent replace those on file for the contact the ids name. May be left out when one of the ids, of a source whose contact is optional, names a contact on file; never in test mode. */
+            contact?: {
+                first_name?: string;
+                last_name?: string;
+                /**
+                 * @description With its country calling code (+…). Spaces, dots, slashes, brackets, dashes and a trunk 0 after the code are dropped; stored as E.164.
+                 * @example +44 20 7946 0958
+                 */
+                phone: string;
+                email?: string;
+                /** @description BCP 47, e.g. en or pt-BR. */
+                language?: string;
+                /**
+                 * @description The contact's IANA time zone. Without it: the zone on file for the person the ids name; else every zone the number may be in (its area's for a fixed line, any +1 number and mobiles of Mexico, Argentina and Brazil; every zone of its country for other mobiles), and outreach only at instants inside the campaign's window in all of them.
+                 * @example Europe/Madrid
+                 */
+                timezone?: string;
+            };
+            /** @description Needed when the routing key has campaigns on more than one channel. */
+            channel?: "voice" | "whatsapp";
+            /** @description Merged over the campaign's default context. */
+            context?: {
+                [key: string]: unknown;
+            };
+            /** @description Outreach goes to contact.phone instead of the real person. */
+            test_mode?: boolean;
+            /**
+             * Format: date-time
+             * @description The first attempt starts no earlier than this, and still only inside the campaign's window in the contact's zones. At most 365 days ahead. The campaign's expiry counts from it.
+             * @example 2026-12-01T09:00:00+01:00
+             */
+            not_before?: string;
+            /**
+             * Format: date-time
+             * @description No attempt starts after this: the task then completes with outcome `expired` (or at the campaign's expiry, if that is earlier). In the future, and after `not_before`.
+             * @example 2026-12-01T09:00:00+01:00
+             */
+            expires_at?: string;
+        };
+        TriggerAccepted: {
+            /** @example trg_01jd3y5v8m6m1r9cz8xk4j2h7q */
+            id: string;
+            /** @example tsk_01jd3y5v8m6m1r9cz8xk4j2h7q */
+            task_id: string;
+            /** @enum {string} */
+            status: "accepted";
+            /**
+             * Format: date-time
+             * @description UTC, ISO 8601 with Z
+             */
+            created_at: string;
+        };
+        TriggerBatchRequest: {
+            triggers: components["schemas"]["BatchTrigger"][];
+        };
+        BatchTrigger: {
+            /** @description Routing key of the target campaign. */
+            campaign: string;
+            /** @description The contact's ids in your systems. */
+            ids?: {
+                /** @description Lowercased and trimmed by the service. */
+                source: string;
+                /** @description Lowercased and trimmed by the service. */
+                type: string;
+                /** @description Returned unchanged. */
+                value: string;
+            }[];
+            /** @description The person to reach. Fields sent replace those on file for the contact the ids name. May be left out when one of the ids, of a source whose contact is optional, names a contact on file; never in test mode. */
+            contact?: {
+                first_name?: string;
+                last_name?: string;
+                /**
+                 * @description With its country calling code (+…). Spaces, dots, slashes, brackets, dashes and a trunk 0 after the code are dropped; stored as E.164.
+                 * @example +44 20 7946 0958
+                 */
+                phone: string;
+                email?: string;
+                /** @description BCP 47, e.g. en or pt-BR. */
+                language?: string;
+                /**
+                 * @description The contact's IANA time zone. Without it: the zone on file for the person the ids name; else every zone the number may be in (its area's for a fixed line, any +1 number and mobiles of Mexico, Argentina and Brazil; every zone of its country for other mobiles), and outreach only at instants inside the campaign's window in all of them.
+                 * @example Europe/Madrid
+                 */
+                timezone?: string;
+            };
+            /** @description Needed when the routing key has campaigns on more than one channel. */
+            channel?: "voice" | "whatsapp";
+            /** @description Merged over the campaign's default context. */
+            context?: {
+                [key: string]: unknown;
+            };
+            /** @description Outreach goes to contact.phone instead of the real person. */
+            test_mode?: boolean;
+            /**
+             * Format: date-time
+             * @description The first attempt starts no earlier than this, and still only inside the campaign's window in the contact's zones. At most 365 days ahead. The campaign's expiry counts from it.
+             * @example 2026-12-01T09:00:00+01:00
+             */
+            not_before?: string;
+            /**
+             * Format: date-time
+             * @description No attempt starts after this: the task then completes with outcome `expired` (or at the campaign's expiry, if that is earlier). In the future, and after `not_before`.
+             * @example 2026-12-01T09:00:00+01:00
+             */
+            expires_at?: string;
+            /** @description This trigger's Idempotency-Key, with the header's meaning: sent again with the same trigger, it answers the first result (`replayed: true`) and records nothing. Distinct within a request; shared with single requests. */
+            idempotency_key?: string;
+        };
+        BatchTriggerResult: {
+            /** @description Position of the trigger in the request, from 0. */
+            index: number;
+            /** @description What POST /api/v2/triggers would have answered for this trigger: 201 (with `data`), 422 (with `detail`), or with `error`: 409 for its idempotency_key, 401 when the key was revoked while the request was being recorded (after other triggers of it were), 500 when its commit failed. */
+            status: number;
+            data?: components["schemas"]["TriggerAccepted"];
+            /**
+             * @description The first answer for this idempotency_key; nothing new was recorded.
+             * @enum {boolean}
+             */
+            replayed?: true;
+            detail?: {
+                /** @description Kind of error, e.g. missing, string_type, value_error */
+                type: string;
+                /** @description Path to the faulty field, starting with "body" */
+                loc: (string | number)[];
+                msg: string;
+                input: unknown;
+                ctx?: {
+                    [key: string]: unknown;
+                };
+            }[];
+            error?: {
+                /** @description Stable snake_case code; branch on this, not on the message. */
+                code: string;
+                message: string;
+            };
+        };
+        Trigger: {
+            id: string;
+            task_id: string;
+            /** @enum {string} */
+            status: "accepted";
+            campaign: string;
+            channel: "voice" | "whatsapp";
+            ids: {
+                source: string;
+                type: string;
+                value: string;
+            }[];
+            /** @description As sent; null when the trigger left it out to reach a contact on file, and once erased. */
+            contact: {
+                first_name?: string;
+                last_name?: string;
+                phone: string;
+                email?: string;
+                language?: string;
+                timezone?: string;
+            } | null;
+            context: {
+                [key: string]: unknown;
+            };
+            test_mode: boolean;
+            /** @description The instant sent, in UTC; null when none was. */
+            not_before: string | null;
+            /** @description The instant sent, in UTC; null when none was. */
+            expires_at: string | null;
+            /**
+             * Format: date-time
+             * @description UTC, ISO 8601 with Z
+             */
+            created_at: string;
+            task: {
+                id: string;
+                status: string;
+            };
+        };
+        Task: {
+            /** @example tsk_01jd3y5v8m6m1r9cz8xk4j2h7q */
+            id: string;
+            trigger_id: string;
+            /** @description Routing key. */
+            campaign: string;
+            channel: "voice" | "whatsapp";
+            status: "pending" | "in_progress" | "completed";
+            /** @description Set once completed. */
+            outcome: ("reached" | "unreachable" | "failed" | "cancelled" | "expired" | "opted_out") | null;
+            /** @description Interactions started so far. */
+            attempts: number;
+            /** @description When the next attempt is due, once the schedule allows; null while one runs or once completed. */
+            next_attempt_at: string | null;
+            /** @description Whom the task reaches, as known when its trigger was accepted: in test mode, the tester. Null once erased (POST /api/v2/contacts/erase, or the organization's retention_days after it completed). */
+            contact: {
+                first_name?: string;
+                last_name?: string;
+                phone: string;
+                email?: string;
+                language?: string;
+                timezone?: string;
+            } | null;
+            /** @description The contact's time zone when only one is possible; null when `candidate_timezones` holds several (or none). */
+            timezone: string | null;
+            /**
+             * @description Every zone the contact may be in, west first: an attempt starts only at an instant inside the campaign's window in all of them. Empty only when nothing told the zone and the campaign keeps a zone of its own.
+             * @example [
+             *       "Atlantic/Canary",
+             *       "Europe/Madrid"
+             *     ]
+             */
+            candidate_timezones: string[];
+            /** @description What told the zones, when the trigger was accepted: `sent` (contact.timezone), `on_file` (the person's zone in the contact directory), `phone` (the area of the number), `country` (every zone of the number's country: mobiles move), `fallback` (the campaign's fallback_timezone, for numbers of no country). Null when nothing told them and the campaign keeps a zone of its own. */
+            timezone_source: ("sent" | "on_file" | "phone" | "country" | "fallback") | null;
+            test_mode: boolean;
+            ids: {
+                source: string;
+                type: string;
+                value: string;
+            }[];
+            /**
+             * Format: date-time
+             * @description UTC, ISO 8601 with Z
+             */
+            created_at: string;
+            /**
+             * Format: date-time
+             * @description UTC, ISO 8601 with Z
+             */
+            expires_at: string;
+            completed_at: string | null;
+            /** @description True while the task waits for its paused campaign: no attempt starts until the campaign is resumed. False while an attempt runs and once the task has completed. */
+            campaign_paused: boolean;
+            interactions: components["schemas"]["Interaction"][];
+        };
+        Interaction: {
+            id: string;
+            direction: "outbound" | "inbound";
+            attempt: number | null;
+            /** @description starting: recorded, the provider being asked; active: the provider has it; ended: over, waiting for its result (the campaign's results.wait_s); finalized: over and reported. */
+            status: "starting" | "active" | "ended" | "finalized";
+            outcome: string | null;
+            /**
+             * Format: date-time
+             * @description UTC, ISO 8601 with Z
+             */
+            started_at: string;
+            ended_at: string | null;
+            duration_s: number | null;
+            test_mode: boolean;
+            /** @description Who carried it: simulator, twilio or whatsapp_cloud. */
+            provider: string;
+            /** @description The provider's own reference (Twilio's call SID, WhatsApp's message id), once the provider has it. */
+            provider_ref: string | null;
+            /** @description How the answered call was handed to its conversation (Twilio voice); null until it was answered, and for other channels. */
+            handoff: {
+                mode: "redirect" | "stream";
+                /**
+                 * Format: date-time
+                 * @description UTC, ISO 8601 with Z
+                 */
+                at: string;
+                /** @description Context keys not passed to a stream's parameters, each with why. */
+                left_out: {
+                    key: string;
+                    reason: string;
+                }[];
+            } | null;
+            /** @description Its conversation's result; null when none came. On GET /api/v2/tasks/{id} (and a cancel's answer); task lists leave it out: a result may hold a long transcript. */
+            result?: components["schemas"]["ConversationResult"] | null;
+        };
+        CancelTasksByIdsRequest: {
+            /** @description Your ids of the person, as sent on triggers. */
+            ids: {
+                source: string;
+                type: string;
+                /** @description Matched exactly. */
+                value: string;
+            }[];
+            /** @description Only this routing key's campaigns. */
+            campaign?: string;
+        };
+        CancelledTask: {
+            id: string;
+            trigger_id: string;
+            /** @description Routing key. */
+            campaign: string;
+            channel: "voice" | "whatsapp";
+            /** @enum {string} */
+            status: "completed";
+            /** @enum {string} */
+            outcome: "cancelled";
+            ids: {
+                source: string;
+                type: string;
+                value: string;
+            }[];
+            /**
+             * Format: date-time
+             * @description UTC, ISO 8601 with Z
+             */
+            completed_at: string;
+        };
+        InteractionContext: {
+            /** @example int_01jd3y5v8m6m1r9cz8xk4j2h7q */
+            id: string;
+            /** @description Null for a message that answers no task. */
+            task_id: string | null;
+            trigger_id: string | null;
+            /** @description 1 for the task's first attempt; null for an inbound message. */
+            attempt: number | null;
+            /** @description Routing key. */
+            campaign: string;
+            channel: "voice" | "whatsapp";
+            direction: "outbound" | "inbound";
+            provider: string;
+            /** @description The provider's own reference (Twilio's call SID, WhatsApp's message id). */
+            provider_ref: string | null;
+            /** @description starting: recorded, the provider being asked; active: the provider has it; ended: over, waiting for its result (the campaign's results.wait_s); finalized: over and reported. */
+            status: "starting" | "active" | "ended" | "finalized";
+            outcome: string | null;
+            /** @description The outreach goes to the tester: `contact.phone` is theirs. */
+            test_mode: boolean;
+            /**
+             * Format: date-time
+             * @description UTC, ISO 8601 with Z
+             */
+            started_at: string;
+            ended_at: string | null;
+            duration_s: number | null;
+            /** @description While it waits for its result (status `ended`): when the wait ends and it is reported without one. */
+            result_due_by: string | null;
+            /** @description Your ids, as the trigger sent them. */
+            ids: {
+                source: string;
+                type: string;
+                value: string;
+            }[];
+            /** @description Whom the conversation is with; null once erased. */
+            contact: {
+                first_name?: string;
+                last_name?: string;
+                language?: string;
+                /** @description The number reached (in test mode, the tester's). */
+                phone: string;
+            } | null;
+            /** @description The task's context: the campaign's default merged with the trigger's. */
+            context: {
+                [key: string]: unknown;
+            };
+            /** @description The zones the contact may be in (the task's candidate_timezones). */
+            timezones: string[];
+            /** @description How the answered call was handed to its conversation (Twilio voice); null until it was answered, and for other channels. */
+            handoff: {
+                mode: "redirect" | "stream";
+                /**
+                 * Format: date-time
+                 * @description UTC, ISO 8601 with Z
+                 */
+                at: string;
+                /** @description Context keys not passed to a stream's parameters, each with why. */
+                left_out: {
+                    key: string;
+                    reason: string;
+                }[];
+            } | null;
+            result: components["schemas"]["ConversationResult"] | null;
+        };
+        ConversationResultReport: {
+            /**
+             * @description A short code of your choosing: letters, digits, `_`, `-`, `.` and `:`.
+             * @example interested
+             */
+            disposition?: string;
+            summary?: string;
+            /**
+             * @description Fields the conversation extracted: at most 50 keys, 64 KiB as JSON.
+             * @example {
+             *       "interested": true,
+             *       "available_from": "2026-12-07"
+             *     }
+             */
+            data?: {
+                [key: string]: unknown;
+            };
+            /** @description The conversation turn by turn: at most 2000 turns, 256 KiB as JSON. */
+            transcript?: {
+                role: "agent" | "contact";
+                text: string;
+                /**
+                 * Format: date-time
+                 * @description When it was said.
+                 * @example 2026-12-01T09:00:00+01:00
+                 */
+                at?: string;
+            }[];
+            /**
+             * Format: uri
+             * @description Where the whole transcript is kept.
+             */
+            transcript_url?: string;
+            /**
+             * Format: uri
+             * @description Where the recording is kept.
+             */
+            recording_url?: string;
+            /**
+             * Format: date-time
+             * @description When the person asked to be called again: the task's next attempt is due then, in the campaign's window.
+             * @example 2026-12-01T09:00:00+01:00
+             */
+            callback_at?: string;
+            /** @description The person asked not to be contacted again: the number is suppressed and the task completes opted_out. */
+            opt_out?: boolean;
+        };
+        CampaignState: {
+            /** @example screening */
+            routing_key: string;
+            channel: "voice" | "whatsapp";
+            /** @description True while no attempt of the campaign starts. */
+            paused: boolean;
+            /** @description When it was paused; null while it runs. */
+            paused_at: string | null;
+        };
+        WebhookEndpointCreateRequest: {
+            /** @description https, to a public address. */
+            url: string;
+            /** @description Default: every type. */
+            events?: ("task.completed" | "interaction.finalized" | "interaction.result_added")[];
+            /** @description Most webhooks in flight to the endpoint at once (default 4): the rest wait their turn, each sent as one ends. */
+            max_in_flight?: number;
+        };
+        WebhookEndpointWithSecret: {
+            /** @example whe_01jd3y5v8m6m1r9cz8xk4j2h7q */
+            id: string;
+            url: string;
+            events: ("task.completed" | "interaction.finalized" | "interaction.result_added")[];
+            enabled: boolean;
+            /** @description Why the service disabled it (the receiver answered 410). */
+            disabled_reason: string | null;
+            /** @description Most webhooks in flight to the endpoint at once (default 4): the rest wait their turn, each sent as one ends. */
+            max_in_flight: number;
+            /**
+             * Format: date-time
+             * @description UTC, ISO 8601 with Z
+             */
+            created_at: string;
+            /**
+             * Format: date-time
+             * @description UTC, ISO 8601 with Z
+             */
+            updated_at: string;
+            /** @description whsec_...: shown this once. Verify signatures with it (Standard Webhooks). */
+            secret: string;
+        };
+        WebhookEndpoint: {
+            /** @example whe_01jd3y5v8m6m1r9cz8xk4j2h7q */
+            id: string;
+            url: string;
+            events: ("task.completed" | "interaction.finalized" | "interaction.result_added")[];
+            enabled: boolean;
+            /** @description Why the service disabled it (the receiver answered 410). */
+            disabled_reason: string | null;
+            /** @description Most webhooks in flight to the endpoint at once (default 4): the rest wait their turn, each sent as one ends. */
+            max_in_flight: number;
+            /**
+             * Format: date-time
+             * @description UTC, ISO 8601 with Z
+             */
+            created_at: string;
+            /**
+             * Format: date-time
+             * @description UTC, ISO 8601 with Z
+             */
+            updated_at: string;
+        };
+        WebhookEndpointUpdateRequest: {
+            url?: string;
+            events?: ("task.completed" | "interaction.finalized" | "interaction.result_added")[];
+            /** @description true also lifts a disable by the service (after a 410). */
+            enabled?: boolean;
+            /** @description Most webhooks in flight to the endpoint at once (default 4): the rest wait their turn, each sent as one ends. */
+            max_in_flight?: number;
+        };
+        WebhookEndpointHealth: {
+            /**
+             * Format: date-time
+             * @description The start of the first hour counted: the hour 24 hours ago began.
+             */
+            since: string;
+            /** @description Attempts to send a webhook to it since then. */
+            attempts: number;
+            /** @description Those answered with a 2xx. */
+            succeeded: number;
+            /** @description succeeded / attempts; null with no attempt. */
+            success_rate: number | null;
+            /** @description How long each attempt took, to its answer or its failure. Counted in buckets bounded at 100, 250, 500, 1000, 2500, 5000, 15000 ms: p50 and p95 are the bound of the bucket that holds them (or max, when less). Null with no attempt. */
+            latency_ms: {
+                mean: number;
+                /** @description At most this long: the median attempt took under this bound. */
+                p50: number;
+                /** @description As p50, for 95 attempts in 100. */
+                p95: number;
+                max: number;
+            } | null;
+            /** @description The last 10 failed attempts, newest first, whenever they were. */
+            last_failures: {
+                event_id: string;
+                event_type: "task.completed" | "interaction.finalized" | "interaction.result_added" | "webhook.test";
+                attempt: number;
+                /**
+                 * Format: date-time
+                 * @description UTC, ISO 8601 with Z
+                 */
+                at: string;
+                /** @description The receiver's answer; null when none came (see error). */
+                status_code: number | null;
+                latency_ms: number;
+                error: string | null;
+                /** @description The delivery gave up after it; otherwise it was tried again. */
+                final: boolean;
+            }[];
+        };
+        SentEvent: {
+            /** @description Also the webhook-id header of its deliveries. */
+            id: string;
+            type: "task.completed" | "interaction.finalized" | "interaction.result_added" | "webhook.test";
+            /**
+             * Format: date-time
+             * @description UTC, ISO 8601 with Z
+             */
+            timestamp: string;
+            /** @description By type: TaskCompletedData, InteractionFinalizedData or InteractionResultAddedData (the document's components); webhook.test: endpoint_id and message. */
+            data: {
+                [key: string]: unknown;
+            };
+        };
+        Event: {
+            /** @description Also the webhook-id header of its deliveries. */
+            id: string;
+            type: "task.completed" | "interaction.finalized" | "interaction.result_added";
+            /**
+             * Format: date-time
+             * @description UTC, ISO 8601 with Z
+             */
+            timestamp: string;
+            /** @description By type: TaskCompletedData, InteractionFinalizedData or InteractionResultAddedData (the document's components); webhook.test: endpoint_id and message. */
+            data: {
+                [key: string]: unknown;
+            };
+        };
+        EventWithDeliveries: {
+            /** @description Also the webhook-id header of its deliveries. */
+            id: string;
+            type: "task.completed" | "interaction.finalized" | "interaction.result_added" | "webhook.test";
+            /**
+             * Format: date-time
+             * @description UTC, ISO 8601 with Z
+             */
+            timestamp: string;
+            /** @description By type: TaskCompletedData, InteractionFinalizedData or InteractionResultAddedData (the document's components); webhook.test: endpoint_id and message. */
+            data: {
+                [key: string]: unknown;
+            };
+            deliveries: components["schemas"]["Delivery"][];
+        };
+        Delivery: {
+            endpoint_id: string;
+            status: "pending" | "succeeded" | "failed";
+            next_attempt_at: string | null;
+            attempts: {
+                attempt: number;
+                /**
+                 * Format: date-time
+                 * @description UTC, ISO 8601 with Z
+                 */
+                at: string;
+                status_code: number | null;
+                latency_ms: number;
+                error: string | null;
+            }[];
+        };
+        Suppression: {
+            /** @description E.164; for a number erased since (POST /api/v2/contacts/erase), the keyed digest it is kept as ('sha256:...'): still suppressed, and found again by its number. */
+            phone: string;
+            /** @description manual (added here), reply (the person wrote STOP), provider (the provider says they opted out), conversation (a conversation reported opt_out). */
+            reason: "manual" | "reply" | "provider" | "conversation";
+            /**
+             * Format: date-time
+             * @description UTC, ISO 8601 with Z
+             */
+            created_at: string;
+        };
+        EraseContactRequest: {
+            /** @description One of your ids of the person, as sent with their triggers. */
+            id?: {
+                /** @description Lowercased and trimmed by the service. */
+                source: string;
+                /** @description Lowercased and trimmed by the service. */
+                type: string;
+                /** @description Returned unchanged. */
+                value: string;
+            };
+            /**
+             * @description Their number, in any form a trigger accepts.
+             * @example +44 20 7946 0958
+             */
+            phone?: string;
+        };
+        Erasure: {
+            /** @description The person's tasks found: each kept, with its status, outcome and attempts, and without their data. */
+            tasks: number;
+            /** @description Of those, the ones still open: now completed as cancelled (a task.completed event each). */
+            cancelled: number;
+            /** @description Contacts on file deleted, with the ids that named them. */
+            contacts: number;
+            /** @description Calls and conversations with the person, now without their number. */
+            interactions: number;
+            /** @description The person's numbers that were suppressed: still suppressed, kept only as a keyed digest. */
+            suppressions: number;
+            /**
+             * Format: date-time
+             * @description UTC, ISO 8601 with Z
+             */
+            erased_at: string;
+        };
+        CampaignDay: {
+            /**
+             * Format: date
+             * @example 2026-11-27
+             */
+            day: string;
+            /** @description Routing key. */
+            campaign: string;
+            channel: "voice" | "whatsapp";
+            test_mode: boolean;
+            /** @description Tasks completed that day, in all and by outcome (every outcome named, 0 where none). */
+            tasks: {
+                total: number;
+                reached?: number;
+                unreachable?: number;
+                failed?: number;
+                cancelled?: number;
+                expired?: number;
+                opted_out?: number;
+            };
+            /** @description The attempts those tasks took, in all. */
+            task_attempts: number;
+            /** @description Outbound attempts (calls, WhatsApp conversations) that ended that day, in all and by outcome (every outcome of the campaign's channel named). */
+            attempts: {
+                total: number;
+                completed?: number;
+                no_answer?: number;
+                busy?: number;
+                voicemail?: number;
+                failed?: number;
+                replied?: number;
+                read?: number;
+                delivered?: number;
+                undelivered?: number;
+            };
+            /** @description How long those attempts lasted, in seconds: a call from its answer to its end. */
+            attempt_seconds: number;
+            /** @description Messages from people that answered no running conversation, that day. */
+            inbound: number;
+        };
     };
-    responses: never;
-    parameters: never;
+    responses: {
+        /** @description `bad_request`: the request could not be read (a malformed URL or Content-Length, a body cut short). */
+        BadRequest: {
+            headers: {
+                "X-Request-ID": components["headers"]["X-Request-ID"];
+                "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                RateLimit: components["headers"]["RateLimit"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ErrorResponse"];
+            };
+        };
+        /** @description `payload_too_large`: the body is larger than the route accepts (1 MiB; 16 MiB for a batch). */
+        PayloadTooLarge: {
+            headers: {
+                "X-Request-ID": components["headers"]["X-Request-ID"];
+                "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                RateLimit: components["headers"]["RateLimit"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ErrorResponse"];
+            };
+        };
+        /** @description `internal_error`: the request could not be completed because of an error on our side. */
+        InternalError: {
+            headers: {
+                "X-Request-ID": components["headers"]["X-Request-ID"];
+                "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                RateLimit: components["headers"]["RateLimit"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ErrorResponse"];
+            };
+        };
+        /** @description `service_unavailable`: the service is shutting down; send the request again in a moment (with the same Idempotency-Key). */
+        ServiceUnavailable: {
+            headers: {
+                "X-Request-ID": components["headers"]["X-Request-ID"];
+                "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                RateLimit: components["headers"]["RateLimit"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ErrorResponse"];
+            };
+        };
+    };
+    parameters: {
+        /** @description Your id for this request (up to 200 characters, no control characters): echoed in the X-Request-ID response header and in `metadata.request_id`, and logged. Without it, the service makes one. */
+        "X-Request-ID": string;
+        /** @description Up to 255 printable ASCII characters without spaces, kept 24 hours per organization: a retry with the same key and body answers the first result again (with `Idempotent-Replayed: true`) and records nothing; the same key with another body is 409 `idempotency_key_reused`, and while the first request is in flight 409 `idempotency_key_in_use`. */
+        "Idempotency-Key": string;
+        /** @description The event's id: the same on every attempt and redelivery. Deduplicate on it. */
+        "webhook-id": string;
+        /** @description When this attempt was signed, in seconds since the epoch. Refuse one too far from your clock. */
+        "webhook-timestamp": string;
+        /** @description `v1,` and the base64 HMAC-SHA256 of `{webhook-id}.{webhook-timestamp}.{body}`, keyed by the endpoint's secret (Standard Webhooks); while a rotated secret is still valid, one signature per secret, separated by spaces. */
+        "webhook-signature": string;
+    };
     requestBodies: never;
-    headers: never;
+    headers: {
+        /** @description The request's id: the X-Request-ID sent, or one the service made. Also `metadata.request_id`. */
+        "X-Request-ID": string;
+        /** @description The organization's rate limit (IETF RateLimit header fields), on every answer to a request it counted. */
+        "RateLimit-Policy": string;
+        /** @description What is left of the rate limit after this request (IETF RateLimit header fields). */
+        RateLimit: string;
+        /** @description Seconds to wait before sending the request again. */
+        "Retry-After": number;
+        /** @description true when the answer is the first one for this Idempotency-Key, replayed: nothing new was recorded. */
+        "Idempotent-Replayed": "true";
+        /** @description Bearer: the credential expected. */
+        "WWW-Authenticate": "Bearer";
+    };
     pathItems: never;
 }
 export type $defs = Record<string, never>;
-export type operations = Record<string, never>;
+export interface operations {
+    getCallingKey: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Your id for this request (up to 200 characters, no control characters): echoed in the X-Request-ID response header and in `metadata.request_id`, and logged. Without it, the service makes one. */
+                "X-Request-ID"?: components["parameters"]["X-Request-ID"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            id: string;
+                            name: string;
+                            /** @description The public start of the key, to recognize it. */
+                            prefix: string;
+                            scopes: ("triggers:write" | "triggers:read" | "webhooks:manage" | "suppressions:manage" | "campaigns:manage" | "contacts:erase" | "conversations:read" | "conversations:write")[];
+                            /**
+                             * Format: date-time
+                             * @description UTC, ISO 8601 with Z
+                             */
+                            created_at: string;
+                            revoked_at: string | null;
+                            organization: components["schemas"]["Organization"];
+                        };
+                        metadata: {
+                            request_id: string;
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            /** @description Every error other than 422. */
+            401: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Every error other than 422. */
+            403: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description The organization's rate limit: send it again after Retry-After seconds. */
+            429: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    createTrigger: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Your id for this request (up to 200 characters, no control characters): echoed in the X-Request-ID response header and in `metadata.request_id`, and logged. Without it, the service makes one. */
+                "X-Request-ID"?: components["parameters"]["X-Request-ID"];
+                /** @description Up to 255 printable ASCII characters without spaces, kept 24 hours per organization: a retry with the same key and body answers the first result again (with `Idempotent-Replayed: true`) and records nothing; the same key with another body is 409 `idempotency_key_reused`, and while the first request is in flight 409 `idempotency_key_in_use`. */
+                "Idempotency-Key"?: components["parameters"]["Idempotency-Key"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["TriggerRequest"];
+            };
+        };
+        responses: {
+            /** @description Created */
+            201: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["TriggerAccepted"];
+                        metadata: {
+                            request_id: string;
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            /** @description Every error other than 422. */
+            401: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Every error other than 422. */
+            403: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Every error other than 422. */
+            409: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            413: components["responses"]["PayloadTooLarge"];
+            /** @description Request validation failed (pydantic v2 / FastAPI shape). All problems are listed. */
+            422: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationErrorResponse"];
+                };
+            };
+            /** @description The organization's rate limit: send it again after Retry-After seconds. */
+            429: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    createTriggerBatch: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Your id for this request (up to 200 characters, no control characters): echoed in the X-Request-ID response header and in `metadata.request_id`, and logged. Without it, the service makes one. */
+                "X-Request-ID"?: components["parameters"]["X-Request-ID"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["TriggerBatchRequest"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["BatchTriggerResult"][];
+                        metadata: {
+                            request_id: string;
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            /** @description Every error other than 422. */
+            401: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Every error other than 422. */
+            403: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            413: components["responses"]["PayloadTooLarge"];
+            /** @description Request validation failed (pydantic v2 / FastAPI shape). All problems are listed. */
+            422: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationErrorResponse"];
+                };
+            };
+            /** @description The organization's rate limit: send it again after Retry-After seconds. */
+            429: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getTrigger: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Your id for this request (up to 200 characters, no control characters): echoed in the X-Request-ID response header and in `metadata.request_id`, and logged. Without it, the service makes one. */
+                "X-Request-ID"?: components["parameters"]["X-Request-ID"];
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["Trigger"];
+                        metadata: {
+                            request_id: string;
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            /** @description Every error other than 422. */
+            401: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Every error other than 422. */
+            403: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Every error other than 422. */
+            404: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description The organization's rate limit: send it again after Retry-After seconds. */
+            429: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getTask: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Your id for this request (up to 200 characters, no control characters): echoed in the X-Request-ID response header and in `metadata.request_id`, and logged. Without it, the service makes one. */
+                "X-Request-ID"?: components["parameters"]["X-Request-ID"];
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["Task"];
+                        metadata: {
+                            request_id: string;
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            /** @description Every error other than 422. */
+            401: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Every error other than 422. */
+            403: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Every error other than 422. */
+            404: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description The organization's rate limit: send it again after Retry-After seconds. */
+            429: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listTasks: {
+        parameters: {
+            query?: {
+                source?: string;
+                type?: string;
+                /** @description Matched exactly. */
+                value?: string;
+                /**
+                 * @description Tasks that reach this number, written any way with its country calling code.
+                 * @example +442079460958
+                 */
+                phone?: string;
+                status?: "pending" | "in_progress" | "completed";
+                outcome?: "reached" | "unreachable" | "failed" | "cancelled" | "expired" | "opted_out";
+                /** @description A routing key: its campaigns on every channel. */
+                campaign?: string;
+                test_mode?: boolean;
+                /**
+                 * @description Tasks created at or after this instant.
+                 * @example 2026-12-01T09:00:00+01:00
+                 */
+                created_from?: string;
+                /**
+                 * @description Tasks created before this instant.
+                 * @example 2026-12-01T09:00:00+01:00
+                 */
+                created_before?: string;
+                /** @description The last task id of the previous page: the next page lists the tasks after it. */
+                before?: string;
+                /** @description Default 50. */
+                limit?: number;
+            };
+            header?: {
+                /** @description Your id for this request (up to 200 characters, no control characters): echoed in the X-Request-ID response header and in `metadata.request_id`, and logged. Without it, the service makes one. */
+                "X-Request-ID"?: components["parameters"]["X-Request-ID"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["Task"][];
+                        metadata: {
+                            request_id: string;
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            /** @description Every error other than 422. */
+            401: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Every error other than 422. */
+            403: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Request validation failed (pydantic v2 / FastAPI shape). All problems are listed. */
+            422: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationErrorResponse"];
+                };
+            };
+            /** @description The organization's rate limit: send it again after Retry-After seconds. */
+            429: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    cancelTask: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Your id for this request (up to 200 characters, no control characters): echoed in the X-Request-ID response header and in `metadata.request_id`, and logged. Without it, the service makes one. */
+                "X-Request-ID"?: components["parameters"]["X-Request-ID"];
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["Task"];
+                        metadata: {
+                            request_id: string;
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            /** @description Every error other than 422. */
+            401: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Every error other than 422. */
+            403: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Every error other than 422. */
+            404: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Every error other than 422. */
+            409: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            413: components["responses"]["PayloadTooLarge"];
+            /** @description The organization's rate limit: send it again after Retry-After seconds. */
+            429: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    cancelTasksByIds: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Your id for this request (up to 200 characters, no control characters): echoed in the X-Request-ID response header and in `metadata.request_id`, and logged. Without it, the service makes one. */
+                "X-Request-ID"?: components["parameters"]["X-Request-ID"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CancelTasksByIdsRequest"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["CancelledTask"][];
+                        metadata: {
+                            request_id: string;
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            /** @description Every error other than 422. */
+            401: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Every error other than 422. */
+            403: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            413: components["responses"]["PayloadTooLarge"];
+            /** @description Request validation failed (pydantic v2 / FastAPI shape). All problems are listed. */
+            422: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationErrorResponse"];
+                };
+            };
+            /** @description The organization's rate limit: send it again after Retry-After seconds. */
+            429: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getInteraction: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Your id for this request (up to 200 characters, no control characters): echoed in the X-Request-ID response header and in `metadata.request_id`, and logged. Without it, the service makes one. */
+                "X-Request-ID"?: components["parameters"]["X-Request-ID"];
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["InteractionContext"];
+                        metadata: {
+                            request_id: string;
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            /** @description Every error other than 422. */
+            401: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Every error other than 422. */
+            403: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Every error other than 422. */
+            404: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description The organization's rate limit: send it again after Retry-After seconds. */
+            429: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    reportInteractionResult: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Your id for this request (up to 200 characters, no control characters): echoed in the X-Request-ID response header and in `metadata.request_id`, and logged. Without it, the service makes one. */
+                "X-Request-ID"?: components["parameters"]["X-Request-ID"];
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ConversationResultReport"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["InteractionContext"];
+                        metadata: {
+                            request_id: string;
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            /** @description Every error other than 422. */
+            401: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Every error other than 422. */
+            403: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Every error other than 422. */
+            404: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Every error other than 422. */
+            409: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            413: components["responses"]["PayloadTooLarge"];
+            /** @description Request validation failed (pydantic v2 / FastAPI shape). All problems are listed. */
+            422: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationErrorResponse"];
+                };
+            };
+            /** @description The organization's rate limit: send it again after Retry-After seconds. */
+            429: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    pauseCampaign: {
+        parameters: {
+            query?: {
+                /** @description Only the routing key's campaign on this channel; without it, every one of its campaigns. */
+                channel?: "voice" | "whatsapp";
+            };
+            header?: {
+                /** @description Your id for this request (up to 200 characters, no control characters): echoed in the X-Request-ID response header and in `metadata.request_id`, and logged. Without it, the service makes one. */
+                "X-Request-ID"?: components["parameters"]["X-Request-ID"];
+            };
+            path: {
+                /** @description What triggers send as `campaign`. */
+                routing_key: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["CampaignState"][];
+                        metadata: {
+                            request_id: string;
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            /** @description Every error other than 422. */
+            401: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Every error other than 422. */
+            403: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Every error other than 422. */
+            404: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            413: components["responses"]["PayloadTooLarge"];
+            /** @description Request validation failed (pydantic v2 / FastAPI shape). All problems are listed. */
+            422: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationErrorResponse"];
+                };
+            };
+            /** @description The organization's rate limit: send it again after Retry-After seconds. */
+            429: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    resumeCampaign: {
+        parameters: {
+            query?: {
+                /** @description Only the routing key's campaign on this channel; without it, every one of its campaigns. */
+                channel?: "voice" | "whatsapp";
+            };
+            header?: {
+                /** @description Your id for this request (up to 200 characters, no control characters): echoed in the X-Request-ID response header and in `metadata.request_id`, and logged. Without it, the service makes one. */
+                "X-Request-ID"?: components["parameters"]["X-Request-ID"];
+            };
+            path: {
+                /** @description What triggers send as `campaign`. */
+                routing_key: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["CampaignState"][];
+                        metadata: {
+                            request_id: string;
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            /** @description Every error other than 422. */
+            401: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Every error other than 422. */
+            403: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Every error other than 422. */
+            404: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            413: components["responses"]["PayloadTooLarge"];
+            /** @description Request validation failed (pydantic v2 / FastAPI shape). All problems are listed. */
+            422: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationErrorResponse"];
+                };
+            };
+            /** @description The organization's rate limit: send it again after Retry-After seconds. */
+            429: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listWebhookEndpoints: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Your id for this request (up to 200 characters, no control characters): echoed in the X-Request-ID response header and in `metadata.request_id`, and logged. Without it, the service makes one. */
+                "X-Request-ID"?: components["parameters"]["X-Request-ID"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["WebhookEndpoint"][];
+                        metadata: {
+                            request_id: string;
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            /** @description Every error other than 422. */
+            401: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Every error other than 422. */
+            403: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description The organization's rate limit: send it again after Retry-After seconds. */
+            429: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    createWebhookEndpoint: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Your id for this request (up to 200 characters, no control characters): echoed in the X-Request-ID response header and in `metadata.request_id`, and logged. Without it, the service makes one. */
+                "X-Request-ID"?: components["parameters"]["X-Request-ID"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WebhookEndpointCreateRequest"];
+            };
+        };
+        responses: {
+            /** @description Created */
+            201: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["WebhookEndpointWithSecret"];
+                        metadata: {
+                            request_id: string;
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            /** @description Every error other than 422. */
+            401: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Every error other than 422. */
+            403: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Every error other than 422. */
+            404: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            413: components["responses"]["PayloadTooLarge"];
+            /** @description Request validation failed (pydantic v2 / FastAPI shape). All problems are listed. */
+            422: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationErrorResponse"];
+                };
+            };
+            /** @description The organization's rate limit: send it again after Retry-After seconds. */
+            429: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getWebhookEndpoint: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Your id for this request (up to 200 characters, no control characters): echoed in the X-Request-ID response header and in `metadata.request_id`, and logged. Without it, the service makes one. */
+                "X-Request-ID"?: components["parameters"]["X-Request-ID"];
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["WebhookEndpoint"];
+                        metadata: {
+                            request_id: string;
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            /** @description Every error other than 422. */
+            401: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Every error other than 422. */
+            403: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Every error other than 422. */
+            404: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description The organization's rate limit: send it again after Retry-After seconds. */
+            429: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    deleteWebhookEndpoint: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Your id for this request (up to 200 characters, no control characters): echoed in the X-Request-ID response header and in `metadata.request_id`, and logged. Without it, the service makes one. */
+                "X-Request-ID"?: components["parameters"]["X-Request-ID"];
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description No content */
+            204: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            /** @description Every error other than 422. */
+            401: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Every error other than 422. */
+            403: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Every error other than 422. */
+            404: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            413: components["responses"]["PayloadTooLarge"];
+            /** @description The organization's rate limit: send it again after Retry-After seconds. */
+            429: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    updateWebhookEndpoint: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Your id for this request (up to 200 characters, no control characters): echoed in the X-Request-ID response header and in `metadata.request_id`, and logged. Without it, the service makes one. */
+                "X-Request-ID"?: components["parameters"]["X-Request-ID"];
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WebhookEndpointUpdateRequest"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["WebhookEndpoint"];
+                        metadata: {
+                            request_id: string;
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            /** @description Every error other than 422. */
+            401: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Every error other than 422. */
+            403: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Every error other than 422. */
+            404: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            413: components["responses"]["PayloadTooLarge"];
+            /** @description Request validation failed (pydantic v2 / FastAPI shape). All problems are listed. */
+            422: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationErrorResponse"];
+                };
+            };
+            /** @description The organization's rate limit: send it again after Retry-After seconds. */
+            429: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    rotateWebhookEndpointSecret: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Your id for this request (up to 200 characters, no control characters): echoed in the X-Request-ID response header and in `metadata.request_id`, and logged. Without it, the service makes one. */
+                "X-Request-ID"?: components["parameters"]["X-Request-ID"];
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            /** @example whe_01jd3y5v8m6m1r9cz8xk4j2h7q */
+                            id: string;
+                            url: string;
+                            events: ("task.completed" | "interaction.finalized" | "interaction.result_added")[];
+                            enabled: boolean;
+                            /** @description Why the service disabled it (the receiver answered 410). */
+                            disabled_reason: string | null;
+                            /** @description Most webhooks in flight to the endpoint at once (default 4): the rest wait their turn, each sent as one ends. */
+                            max_in_flight: number;
+                            /**
+                             * Format: date-time
+                             * @description UTC, ISO 8601 with Z
+                             */
+                            created_at: string;
+                            /**
+                             * Format: date-time
+                             * @description UTC, ISO 8601 with Z
+                             */
+                            updated_at: string;
+                            /** @description whsec_...: shown this once. Verify signatures with it (Standard Webhooks). */
+                            secret: string;
+                            /**
+                             * Format: date-time
+                             * @description UTC, ISO 8601 with Z
+                             */
+                            previous_secret_expires_at: string;
+                        };
+                        metadata: {
+                            request_id: string;
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            /** @description Every error other than 422. */
+            401: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Every error other than 422. */
+            403: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Every error other than 422. */
+            404: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Every error other than 422. */
+            409: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            413: components["responses"]["PayloadTooLarge"];
+            /** @description The organization's rate limit: send it again after Retry-After seconds. */
+            429: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getWebhookEndpointHealth: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Your id for this request (up to 200 characters, no control characters): echoed in the X-Request-ID response header and in `metadata.request_id`, and logged. Without it, the service makes one. */
+                "X-Request-ID"?: components["parameters"]["X-Request-ID"];
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["WebhookEndpointHealth"];
+                        metadata: {
+                            request_id: string;
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            /** @description Every error other than 422. */
+            401: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Every error other than 422. */
+            403: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Every error other than 422. */
+            404: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description The organization's rate limit: send it again after Retry-After seconds. */
+            429: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    testWebhookEndpoint: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Your id for this request (up to 200 characters, no control characters): echoed in the X-Request-ID response header and in `metadata.request_id`, and logged. Without it, the service makes one. */
+                "X-Request-ID"?: components["parameters"]["X-Request-ID"];
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Accepted */
+            202: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["SentEvent"];
+                        metadata: {
+                            request_id: string;
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            /** @description Every error other than 422. */
+            401: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Every error other than 422. */
+            403: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Every error other than 422. */
+            404: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Every error other than 422. */
+            409: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            413: components["responses"]["PayloadTooLarge"];
+            /** @description The organization's rate limit: send it again after Retry-After seconds. */
+            429: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    recoverWebhookEndpoint: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Your id for this request (up to 200 characters, no control characters): echoed in the X-Request-ID response header and in `metadata.request_id`, and logged. Without it, the service makes one. */
+                "X-Request-ID"?: components["parameters"]["X-Request-ID"];
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /**
+                     * Format: date-time
+                     * @description Recover the deliveries that failed or were given up at or after this instant: in the past, and within the history kept (the retention).
+                     * @example 2026-12-01T09:00:00+01:00
+                     */
+                    since: string;
+                    /**
+                     * Format: date-time
+                     * @description And before this instant (default: now); after since, not in the future.
+                     * @example 2026-12-01T09:00:00+01:00
+                     */
+                    until?: string;
+                    /** @description The `next` of the previous answer, to go on where it stopped (with the same since and until). */
+                    after?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Accepted */
+            202: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            /** @description Events queued to be sent again. */
+                            queued: number;
+                            /**
+                             * Format: date-time
+                             * @description UTC, ISO 8601 with Z
+                             */
+                            since: string;
+                            /**
+                             * Format: date-time
+                             * @description The end of the window recovered: the one asked for, or the time of the call.
+                             */
+                            until: string;
+                            /** @description Null when the whole window was read. Otherwise the call stopped after 10,000 failed deliveries: call again with the same since and until and this as `after`. */
+                            next: string | null;
+                        };
+                        metadata: {
+                            request_id: string;
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            /** @description Every error other than 422. */
+            401: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Every error other than 422. */
+            403: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Every error other than 422. */
+            404: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Every error other than 422. */
+            409: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            413: components["responses"]["PayloadTooLarge"];
+            /** @description Request validation failed (pydantic v2 / FastAPI shape). All problems are listed. */
+            422: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationErrorResponse"];
+                };
+            };
+            /** @description The organization's rate limit: send it again after Retry-After seconds. */
+            429: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listEvents: {
+        parameters: {
+            query?: {
+                type?: "task.completed" | "interaction.finalized" | "interaction.result_added";
+                /** @description The last event id of the previous page. */
+                after?: string;
+                /** @description The newest events instead, newest first (not with `after`): a reader that wants only the events recorded from now on reads on `after` the first of them. */
+                newest?: boolean;
+                /** @description Default 100. */
+                limit?: number;
+            };
+            header?: {
+                /** @description Your id for this request (up to 200 characters, no control characters): echoed in the X-Request-ID response header and in `metadata.request_id`, and logged. Without it, the service makes one. */
+                "X-Request-ID"?: components["parameters"]["X-Request-ID"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["Event"][];
+                        metadata: {
+                            request_id: string;
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            /** @description Every error other than 422. */
+            401: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Every error other than 422. */
+            403: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Request validation failed (pydantic v2 / FastAPI shape). All problems are listed. */
+            422: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationErrorResponse"];
+                };
+            };
+            /** @description The organization's rate limit: send it again after Retry-After seconds. */
+            429: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getEvent: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Your id for this request (up to 200 characters, no control characters): echoed in the X-Request-ID response header and in `metadata.request_id`, and logged. Without it, the service makes one. */
+                "X-Request-ID"?: components["parameters"]["X-Request-ID"];
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["EventWithDeliveries"];
+                        metadata: {
+                            request_id: string;
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            /** @description Every error other than 422. */
+            401: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Every error other than 422. */
+            403: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Every error other than 422. */
+            404: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description The organization's rate limit: send it again after Retry-After seconds. */
+            429: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listTaskEvents: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Your id for this request (up to 200 characters, no control characters): echoed in the X-Request-ID response header and in `metadata.request_id`, and logged. Without it, the service makes one. */
+                "X-Request-ID"?: components["parameters"]["X-Request-ID"];
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["EventWithDeliveries"][];
+                        metadata: {
+                            request_id: string;
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            /** @description Every error other than 422. */
+            401: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Every error other than 422. */
+            403: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Every error other than 422. */
+            404: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description The organization's rate limit: send it again after Retry-After seconds. */
+            429: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    redeliverEvent: {
+        parameters: {
+            query?: {
+                /** @description Only to this endpoint. */
+                endpoint_id?: string;
+            };
+            header?: {
+                /** @description Your id for this request (up to 200 characters, no control characters): echoed in the X-Request-ID response header and in `metadata.request_id`, and logged. Without it, the service makes one. */
+                "X-Request-ID"?: components["parameters"]["X-Request-ID"];
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Accepted */
+            202: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            endpoints: string[];
+                        };
+                        metadata: {
+                            request_id: string;
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            /** @description Every error other than 422. */
+            401: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Every error other than 422. */
+            403: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Every error other than 422. */
+            404: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Every error other than 422. */
+            409: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            413: components["responses"]["PayloadTooLarge"];
+            /** @description The organization's rate limit: send it again after Retry-After seconds. */
+            429: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listSuppressions: {
+        parameters: {
+            query?: {
+                after?: string;
+                limit?: number;
+            };
+            header?: {
+                /** @description Your id for this request (up to 200 characters, no control characters): echoed in the X-Request-ID response header and in `metadata.request_id`, and logged. Without it, the service makes one. */
+                "X-Request-ID"?: components["parameters"]["X-Request-ID"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["Suppression"][];
+                        metadata: {
+                            request_id: string;
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            /** @description Every error other than 422. */
+            401: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Every error other than 422. */
+            403: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Every error other than 422. */
+            404: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Request validation failed (pydantic v2 / FastAPI shape). All problems are listed. */
+            422: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationErrorResponse"];
+                };
+            };
+            /** @description The organization's rate limit: send it again after Retry-After seconds. */
+            429: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    createSuppression: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Your id for this request (up to 200 characters, no control characters): echoed in the X-Request-ID response header and in `metadata.request_id`, and logged. Without it, the service makes one. */
+                "X-Request-ID"?: components["parameters"]["X-Request-ID"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @example +44 20 7946 0958 */
+                    phone: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Created */
+            201: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["Suppression"];
+                        metadata: {
+                            request_id: string;
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            /** @description Every error other than 422. */
+            401: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Every error other than 422. */
+            403: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Every error other than 422. */
+            404: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            413: components["responses"]["PayloadTooLarge"];
+            /** @description Request validation failed (pydantic v2 / FastAPI shape). All problems are listed. */
+            422: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationErrorResponse"];
+                };
+            };
+            /** @description The organization's rate limit: send it again after Retry-After seconds. */
+            429: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getSuppression: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Your id for this request (up to 200 characters, no control characters): echoed in the X-Request-ID response header and in `metadata.request_id`, and logged. Without it, the service makes one. */
+                "X-Request-ID"?: components["parameters"]["X-Request-ID"];
+            };
+            path: {
+                /** @description E.164; the + URL-encoded as %2B. */
+                phone: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["Suppression"];
+                        metadata: {
+                            request_id: string;
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            /** @description Every error other than 422. */
+            401: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Every error other than 422. */
+            403: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Every error other than 422. */
+            404: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description The organization's rate limit: send it again after Retry-After seconds. */
+            429: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    deleteSuppression: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Your id for this request (up to 200 characters, no control characters): echoed in the X-Request-ID response header and in `metadata.request_id`, and logged. Without it, the service makes one. */
+                "X-Request-ID"?: components["parameters"]["X-Request-ID"];
+            };
+            path: {
+                /** @description E.164; the + URL-encoded as %2B. */
+                phone: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description No content */
+            204: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            /** @description Every error other than 422. */
+            401: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Every error other than 422. */
+            403: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Every error other than 422. */
+            404: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Every error other than 422. */
+            409: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            413: components["responses"]["PayloadTooLarge"];
+            /** @description The organization's rate limit: send it again after Retry-After seconds. */
+            429: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    eraseContact: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Your id for this request (up to 200 characters, no control characters): echoed in the X-Request-ID response header and in `metadata.request_id`, and logged. Without it, the service makes one. */
+                "X-Request-ID"?: components["parameters"]["X-Request-ID"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["EraseContactRequest"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["Erasure"];
+                        metadata: {
+                            request_id: string;
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            /** @description Every error other than 422. */
+            401: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Every error other than 422. */
+            403: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Every error other than 422. */
+            404: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            413: components["responses"]["PayloadTooLarge"];
+            /** @description Request validation failed (pydantic v2 / FastAPI shape). All problems are listed. */
+            422: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationErrorResponse"];
+                };
+            };
+            /** @description The organization's rate limit: send it again after Retry-After seconds. */
+            429: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listDailyCounts: {
+        parameters: {
+            query: {
+                /**
+                 * @description The first day (UTC), included.
+                 * @example 2026-11-27
+                 */
+                from: string;
+                /**
+                 * @description The last day (UTC), included.
+                 * @example 2026-11-27
+                 */
+                to: string;
+                /** @description A routing key: its campaigns on every channel. */
+                campaign?: string;
+            };
+            header?: {
+                /** @description Your id for this request (up to 200 characters, no control characters): echoed in the X-Request-ID response header and in `metadata.request_id`, and logged. Without it, the service makes one. */
+                "X-Request-ID"?: components["parameters"]["X-Request-ID"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["CampaignDay"][];
+                        metadata: {
+                            request_id: string;
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            /** @description Every error other than 422. */
+            401: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Every error other than 422. */
+            403: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Every error other than 422. */
+            404: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Request validation failed (pydantic v2 / FastAPI shape). All problems are listed. */
+            422: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationErrorResponse"];
+                };
+            };
+            /** @description The organization's rate limit: send it again after Retry-After seconds. */
+            429: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    onTaskCompleted: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The event's id: the same on every attempt and redelivery. Deduplicate on it. */
+                "webhook-id": components["parameters"]["webhook-id"];
+                /** @description When this attempt was signed, in seconds since the epoch. Refuse one too far from your clock. */
+                "webhook-timestamp": components["parameters"]["webhook-timestamp"];
+                /** @description `v1,` and the base64 HMAC-SHA256 of `{webhook-id}.{webhook-timestamp}.{body}`, keyed by the endpoint's secret (Standard Webhooks); while a rotated secret is still valid, one signature per secret, separated by spaces. */
+                "webhook-signature": components["parameters"]["webhook-signature"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["TaskCompletedEvent"];
+            };
+        };
+        responses: {
+            /** @description Gone: the service disables the endpoint and sends it nothing more until it is enabled again. */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Received: the delivery succeeded. */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Anything else (or no answer within the timeout): the attempt failed, and is retried. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    onInteractionFinalized: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The event's id: the same on every attempt and redelivery. Deduplicate on it. */
+                "webhook-id": components["parameters"]["webhook-id"];
+                /** @description When this attempt was signed, in seconds since the epoch. Refuse one too far from your clock. */
+                "webhook-timestamp": components["parameters"]["webhook-timestamp"];
+                /** @description `v1,` and the base64 HMAC-SHA256 of `{webhook-id}.{webhook-timestamp}.{body}`, keyed by the endpoint's secret (Standard Webhooks); while a rotated secret is still valid, one signature per secret, separated by spaces. */
+                "webhook-signature": components["parameters"]["webhook-signature"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["InteractionFinalizedEvent"];
+            };
+        };
+        responses: {
+            /** @description Gone: the service disables the endpoint and sends it nothing more until it is enabled again. */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Received: the delivery succeeded. */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Anything else (or no answer within the timeout): the attempt failed, and is retried. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    onInteractionResultAdded: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The event's id: the same on every attempt and redelivery. Deduplicate on it. */
+                "webhook-id": components["parameters"]["webhook-id"];
+                /** @description When this attempt was signed, in seconds since the epoch. Refuse one too far from your clock. */
+                "webhook-timestamp": components["parameters"]["webhook-timestamp"];
+                /** @description `v1,` and the base64 HMAC-SHA256 of `{webhook-id}.{webhook-timestamp}.{body}`, keyed by the endpoint's secret (Standard Webhooks); while a rotated secret is still valid, one signature per secret, separated by spaces. */
+                "webhook-signature": components["parameters"]["webhook-signature"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["InteractionResultAddedEvent"];
+            };
+        };
+        responses: {
+            /** @description Gone: the service disables the endpoint and sends it nothing more until it is enabled again. */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Received: the delivery succeeded. */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Anything else (or no answer within the timeout): the attempt failed, and is retried. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    onWebhookTest: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The event's id: the same on every attempt and redelivery. Deduplicate on it. */
+                "webhook-id": components["parameters"]["webhook-id"];
+                /** @description When this attempt was signed, in seconds since the epoch. Refuse one too far from your clock. */
+                "webhook-timestamp": components["parameters"]["webhook-timestamp"];
+                /** @description `v1,` and the base64 HMAC-SHA256 of `{webhook-id}.{webhook-timestamp}.{body}`, keyed by the endpoint's secret (Standard Webhooks); while a rotated secret is still valid, one signature per secret, separated by spaces. */
+                "webhook-signature": components["parameters"]["webhook-signature"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WebhookTestEvent"];
+            };
+        };
+        responses: {
+            /** @description Gone: the service disables the endpoint and sends it nothing more until it is enabled again. */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Received: the delivery succeeded. */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Anything else (or no answer within the timeout): the attempt failed, and is retried. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+}
