@@ -163,6 +163,8 @@ describe('erasing a person on request', () => {
     // Still suppressed, by digest: the number sent again never dials.
     const suppressed = json(await service.app.inject({ method: 'GET', url: '/api/v2/suppressions/%2B442079460817', headers: bearer(key) })).data
     assert.match(suppressed.phone, /^sha256:[0-9a-f]{64}$/)
+    const pagedPast = await service.app.inject({ method: 'GET', url: `/api/v2/suppressions?after=${suppressed.phone}`, headers: bearer(key) })
+    assert.equal(pagedPast.statusCode, 200, 'a page that ends on a digest is paged past')
     const addedAgain = await service.app.inject({ method: 'POST', url: '/api/v2/suppressions', headers: bearer(key), payload: { phone: zoe.phone } })
     assert.equal(json(addedAgain).data.phone, suppressed.phone, 'suppressed again, the number stays a digest')
     assert.deepEqual(await tablesHolding(service.db, zoe.e164), [])

@@ -4030,6 +4030,7 @@ export interface operations {
     listSuppressions: {
         parameters: {
             query?: {
+                /** @description The last `phone` of the previous page: a number, or the digest an erased one is listed as. */
                 after?: string;
                 limit?: number;
             };

@@ -82,7 +82,8 @@ export function suppressionRoutes(app: FastifyInstance, deps: { ops: Suppression
           description: `By number, after \`after\`, at most \`limit\` (${MAX_PAGE}).`,
           params: Type.Object(params),
           querystring: Type.Object({
-            after: Type.Optional(Type.String({ maxLength: 20 })),
+            // A page may end on an erased number, listed (after the numbers) as its digest: `sha256:` and 64 hex digits.
+            after: Type.Optional(Type.String({ maxLength: 71, description: 'The last `phone` of the previous page: a number, or the digest an erased one is listed as.' })),
             limit: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_PAGE })),
           }),
           response: { 200: Envelope(Type.Array(SuppressionSchema)), ...authErrors, ...notFound, ...validationErrors },
