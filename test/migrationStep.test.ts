@@ -50,7 +50,11 @@ async function served(extra: Record<string, string> = {}): Promise<() => Promise
     if (child.exitCode !== null) throw new Error(`serve exited: ${output}`)
     const ready = await fetch(`http://127.0.0.1:${port}/readyz`).then((response) => response.ok, () => false)
     if (ready) break
-    if (attempt > 600) throw new Error(`serve did not start: ${output}`)
+    if (attempt > 600) {
+      // Not left running: it would hold this test file open after the failure.
+      child.kill('SIGKILL')
+      throw new Error(`serve did not start: ${output}`)
+    }
     await new Promise((resolve) => setTimeout(resolve, 100))
   }
   return () =>

@@ -44,7 +44,11 @@ async function startServer(extra: Record<string, string> = {}, command: 'serve' 
     try {
       if ((await fetch(`${base}/healthz`)).ok) break
     } catch {
-      if (attempt > 300) throw new Error(`serve did not start: ${stdout}`)
+      if (attempt > 300) {
+        // Not left running: it would hold this test file open after the failure.
+        child.kill('SIGKILL')
+        throw new Error(`serve did not start: ${stdout}`)
+      }
       await new Promise((resolve) => setTimeout(resolve, 100))
     }
   }
