@@ -206,10 +206,12 @@ test('OPERATOR_TOKEN from the environment is used and never printed', async () =
 })
 
 test('logs are JSON lines unless a person reads them: LOG_FORMAT=pretty (the default at a terminal) writes a level word and the time of day', async () => {
-  const json = await startServer()
+  // A token of its own: on PostgreSQL serve needs one from the environment.
+  const token = { OPERATOR_TOKEN: 'log-format-operator-token-0123456789' }
+  const json = await startServer(token)
   await json.stop()
   assert.match(json.output(), /^\{"level":30,"time":\d+,.*"msg":"ready"\}$/m)
-  const pretty = await startServer({ LOG_FORMAT: 'pretty' })
+  const pretty = await startServer({ ...token, LOG_FORMAT: 'pretty' })
   await pretty.stop()
   assert.match(pretty.output(), /^\[\d\d:\d\d:\d\d\.\d{3}\] INFO: ready$/m)
   assert.doesNotMatch(pretty.output(), /"level":/)
