@@ -7,7 +7,7 @@
  * 0.2 s, so `npm start` builds every time and never runs stale code.
  */
 import { execFileSync } from 'node:child_process'
-import { cpSync, readdirSync } from 'node:fs'
+import { cpSync, existsSync, readdirSync, rmSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import path from 'node:path'
 
@@ -20,9 +20,21 @@ try {
   process.exit(1)
 }
 
-for (const entry of readdirSync(path.join(root, 'src'), { recursive: true, withFileTypes: true })) {
+const src = path.join(root, 'src')
+const dist = path.join(root, 'dist')
+for (const entry of readdirSync(src, { recursive: true, withFileTypes: true })) {
   if (!entry.isFile() || entry.name.endsWith('.ts')) continue
   const from = path.join(entry.parentPath, entry.name)
-  const to = path.join(root, 'dist', path.relative(path.join(root, 'src'), from))
-  cpSync(from, to)
+  cpSync(from, path.join(dist, path.relative(src, from)))
+}
+
+// What no longer has a source goes: neither tsc nor the copy above removes an output, and a migration
+// left behind in dist/ once its file was removed from src/ stopped every start ("two migrations have
+// version N").
+for (const entry of readdirSync(dist, { recursive: true, withFileTypes: true })) {
+  if (!entry.isFile() || entry.name === '.tsbuildinfo') continue
+  const output = path.join(entry.parentPath, entry.name)
+  const relative = path.relative(dist, output)
+  const compiledFrom = relative.replace(/\.js(\.map)?$/, '.ts')
+  if (!existsSync(path.join(src, relative)) && !existsSync(path.join(src, compiledFrom))) rmSync(output)
 }
