@@ -469,7 +469,7 @@ export interface PeriodReading {
   /** Every index's. */
   indexes: IndexSize[]
   stats: TableStats[]
-  /** retention_backlog_age_seconds, as the bench's sweep's metrics show it after its last run. */
+  /** conversation_trigger_retention_backlog_age_seconds, as the bench's sweep's metrics show it after its last run. */
   backlogSeconds: number
   /** What the bench's sweep did during the period. */
   sweep: SweepTotals
@@ -1126,7 +1126,7 @@ export function retentionRunMarkdown(result: RetentionRunResult): string {
       'run going at its end, for (s)',
       'failed runs',
       'tasks kept at its end',
-      'retention_backlog_age_seconds at its end',
+      'conversation_trigger_retention_backlog_age_seconds at its end',
       'all tables (MiB)',
       'bytes per task kept',
     ],
@@ -1155,7 +1155,7 @@ Method:
 - Triggers posted at a steady ${result.ratePerSecond}/s (the i-th sent i / ${result.ratePerSecond} s after the first, by up to ${CLIENTS} clients; the latest was sent ${result.maxLateMs.toFixed(0)} ms behind its time, POST p99 ${result.intakeP99Ms.toFixed(0)} ms), ${thousands(result.posted)} in all over ${result.periods} retention periods of ${result.periodSeconds} s; ${result.distinctBodies === result.posted ? `${thousands(result.distinctBodies)} distinct bodies (bench/bodies.ts), each posted once` : `${thousands(result.distinctBodies)} distinct bodies (bench/bodies.ts) posted in turn${result.wrapped ? ', coming round again once all were posted (a body posted again names a person on file if their last task is still kept, and is a new one otherwise)' : ''}`}; ${result.refusals === 0 ? 'every POST answered 201' : `**${result.refusals} POSTs not answered 201**, e.g. ${result.refusalExamples.join('; ')}`}.
 - A day compressed into ${result.periodSeconds} s: the benchmark process runs a \`HistorySweep\` (src/services/history.ts) of its own on the same database, its clock \`Date.now() + 1 day − ${result.periodSeconds} s\`, so that to it whatever completed more than ${result.periodSeconds} s ago is more than a day old; it runs \`sweep(${SWEEP_BUDGET_MS})\` every ${SWEEP_EVERY_MS / 1000} s, as a worker's dispatcher does (a tenth of a second each second, the service's own budget), and its reports are summed per period. It starts once the first \`task.completed\` has come (${result.sweepStartedAtSeconds.toFixed(1)} s after the first POST): a sweep that finds no event of an organization looks at it again a retention period from its own now, which for a clock a day ahead is a day late. The service's workers sweep too, by the real clock, and find nothing a day old. From ${result.periodSeconds} s on, history falls due as fast as it is written: a sweep that keeps up keeps about ${thousands(steadyTasks)} tasks.
 - ${naptime}${result.sweepSessionOptions === undefined ? '' : `\n- **For diagnosis**, the benchmark's sweep's sessions run with \`${result.sweepSessionOptions}\` (the service's processes as they are): what the run does with that plan of the sweep's changed, not what the service does.`}
-- At each period's end: every table's \`pg_total_relation_size\`, the rows of \`tasks\` (the tasks kept, whatever their status), autovacuum's runs (\`pg_stat_user_tables\`), and \`retention_backlog_age_seconds\` as the sweep's metrics show it after its last run (how long the oldest history due has waited: the sweep keeping up).
+- At each period's end: every table's \`pg_total_relation_size\`, the rows of \`tasks\` (the tasks kept, whatever their status), autovacuum's runs (\`pg_stat_user_tables\`), and \`conversation_trigger_retention_backlog_age_seconds\` as the sweep's metrics show it after its last run (how long the oldest history due has waited: the sweep keeping up).
 
 What the sweep did, and what was kept, period by period:
 

@@ -44,6 +44,10 @@ import { validate } from './validation/model.ts'
 
 export interface AppOptions {
   operatorToken: string
+  /** The scrape-only credential (METRICS_TOKEN): GET /metrics and nothing else. Without it only the operator token reads /metrics. */
+  metricsToken?: string
+  /** Whether /metrics also serves the metrics' unprefixed names of before, deprecated (METRICS_LEGACY_NAMES); false when absent. */
+  metricsLegacyNames?: boolean
   /** The key of the digest an erased suppression keeps of its number (PHONE_HASH_KEY). */
   phoneHashKey: Buffer
   logLevel: LogLevel
@@ -101,7 +105,7 @@ export async function buildApp(options: AppOptions, deps: AppDeps): Promise<Fast
     return503OnClosing: false,
   })
 
-  const metrics = new ServiceMetrics(deps.db, now, options.metricsQueueReadIntervalMs)
+  const metrics = new ServiceMetrics(deps.db, now, { queueReadIntervalMs: options.metricsQueueReadIntervalMs, legacyNames: options.metricsLegacyNames })
   const services = createServices({
     metrics,
     db: deps.db,
@@ -109,6 +113,7 @@ export async function buildApp(options: AppOptions, deps: AppDeps): Promise<Fast
     now,
     log: app.log,
     operatorToken: options.operatorToken,
+    metricsToken: options.metricsToken,
     phoneHashKey: options.phoneHashKey,
     allowPrivateWebhookUrls: options.allowPrivateWebhookUrls ?? false,
     historyBounds: options.historyBounds ?? DEFAULT_HISTORY_BOUNDS,

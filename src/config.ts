@@ -36,6 +36,17 @@ export interface Config {
   /** Operator token; when absent `serve` generates one and keeps it in `dataDir`. */
   operatorToken: string | undefined
   /**
+   * A credential that reads GET /metrics and nothing else, for Prometheus;
+   * when absent only the operator token reads it.
+   */
+  metricsToken: string | undefined
+  /**
+   * Whether /metrics also serves each of the service's metrics under its
+   * name of before the `conversation_trigger_` prefix, marked deprecated:
+   * for this release only (services/metrics.ts).
+   */
+  metricsLegacyNames: boolean
+  /**
    * The key of the hash an erased suppression keeps of its number (never
    * stored in the database); when absent the embedded database's is
    * generated and kept in `dataDir`.
@@ -59,6 +70,8 @@ export class ConfigError extends Error {}
 
 const LOG_LEVELS: readonly LogLevel[] = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']
 const MIN_OPERATOR_TOKEN_LENGTH = 24
+/** As long as the operator token: it is a bearer credential of the same kind, if one that reads less. */
+const MIN_METRICS_TOKEN_LENGTH = 24
 /** 32 characters of a random base64 or hex string carry at least 128 bits. */
 const MIN_PHONE_HASH_KEY_LENGTH = 32
 /** The longest a service-wide bound may keep its rows: ten years. */
@@ -80,6 +93,12 @@ export function loadConfig(env: NodeJS.ProcessEnv): Config {
   if (databaseDirectUrl !== undefined && poolMode !== 'transaction') {
     throw new ConfigError('DATABASE_DIRECT_URL is for DATABASE_POOL_MODE=transaction: in session mode LISTEN goes through DATABASE_URL')
   }
+  const operatorToken = parseSecret('OPERATOR_TOKEN', env.OPERATOR_TOKEN, MIN_OPERATOR_TOKEN_LENGTH)
+  const metricsToken = parseSecret('METRICS_TOKEN', env.METRICS_TOKEN, MIN_METRICS_TOKEN_LENGTH)
+  if (metricsToken !== undefined && metricsToken === operatorToken) {
+    // It would be the master key under another name: whoever holds it could do everything the operator does.
+    throw new ConfigError('METRICS_TOKEN must differ from OPERATOR_TOKEN: it is given to Prometheus, which must not hold the operator token')
+  }
   return {
     port,
     metricsPort: parsePort('METRICS_PORT', env.METRICS_PORT) ?? DEFAULT_METRICS_PORT,
@@ -90,7 +109,9 @@ export function loadConfig(env: NodeJS.ProcessEnv): Config {
     poolSize: parseCount('DATABASE_POOL_SIZE', env.DATABASE_POOL_SIZE, MAX_POOL_SIZE) ?? DEFAULT_POOL_SIZE,
     migrateOnStart: parseBoolean('MIGRATE_ON_START', env.MIGRATE_ON_START) ?? true,
     dataDir: parseDataDir(env.DATA_DIR),
-    operatorToken: parseSecret('OPERATOR_TOKEN', env.OPERATOR_TOKEN, MIN_OPERATOR_TOKEN_LENGTH),
+    operatorToken,
+    metricsToken,
+    metricsLegacyNames: parseBoolean('METRICS_LEGACY_NAMES', env.METRICS_LEGACY_NAMES) ?? true,
     phoneHashKey: parseSecret('PHONE_HASH_KEY', env.PHONE_HASH_KEY, MIN_PHONE_HASH_KEY_LENGTH),
     logLevel: parseLogLevel(env.LOG_LEVEL),
     logFormat: parseLogFormat(env.LOG_FORMAT),

@@ -47,6 +47,8 @@ async function run(config: Config, options: { api: boolean; workers: boolean; po
   const app = await buildApp(
     {
       operatorToken,
+      metricsToken: config.metricsToken,
+      metricsLegacyNames: config.metricsLegacyNames,
       phoneHashKey,
       logLevel: config.logLevel,
       logStream: await logStreamFor(config.logFormat),

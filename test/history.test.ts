@@ -247,7 +247,7 @@ describe('a task past the retention period', () => {
     await sweep()
     assert.ok((await tablesHolding(service.db, held.task_id)).includes('tasks'))
     assert.ok((await tablesHolding(service.db, later.task_id)).includes('tasks'))
-    const backlog = (await scrapeMetrics(service.app)).get('retention_backlog_age_seconds')!
+    const backlog = (await scrapeMetrics(service.app)).get('conversation_trigger_retention_backlog_age_seconds')!
     assert.ok(backlog.samples[0]!.value > 0, 'the sweep says history waits')
 
     // Delivered at last: both go, once the sweep looks again, a minute after it found them held.
@@ -259,7 +259,7 @@ describe('a task past the retention period', () => {
     now = heldAt + 60_000
     await sweep()
     assert.deepEqual(await everywhere([...heldIds, ...laterIds]), nowhere([...heldIds, ...laterIds]))
-    assert.equal((await scrapeMetrics(service.app)).get('retention_backlog_age_seconds')!.samples[0]!.value, 0)
+    assert.equal((await scrapeMetrics(service.app)).get('conversation_trigger_retention_backlog_age_seconds')!.samples[0]!.value, 0)
   })
 
   test(

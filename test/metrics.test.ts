@@ -47,12 +47,12 @@ async function at(instant: number) {
 async function figures() {
   const families = await scrapeMetrics(service.app)
   return {
-    completed: (outcome: string) => sampleValue(families, 'tasks_completed_total', 'tasks_completed_total', { channel: 'voice', outcome }) ?? 0,
+    completed: (outcome: string) => sampleValue(families, 'conversation_trigger_tasks_completed_total', 'conversation_trigger_tasks_completed_total', { channel: 'voice', outcome }) ?? 0,
     finalized: (outcome: string) =>
-      sampleValue(families, 'interactions_finalized_total', 'interactions_finalized_total', { provider: 'simulator', channel: 'voice', outcome }) ?? 0,
-    inProgress: sampleValue(families, 'tasks_in_progress', 'tasks_in_progress'),
-    running: sampleValue(families, 'interactions_running', 'interactions_running'),
-    completedAll: sampleValue(families, 'tasks_completed_total', 'tasks_completed_total') ?? 0,
+      sampleValue(families, 'conversation_trigger_interactions_finalized_total', 'conversation_trigger_interactions_finalized_total', { provider: 'simulator', channel: 'voice', outcome }) ?? 0,
+    inProgress: sampleValue(families, 'conversation_trigger_tasks_in_progress', 'conversation_trigger_tasks_in_progress'),
+    running: sampleValue(families, 'conversation_trigger_interactions_running', 'conversation_trigger_interactions_running'),
+    completedAll: sampleValue(families, 'conversation_trigger_tasks_completed_total', 'conversation_trigger_tasks_completed_total') ?? 0,
     types: Object.fromEntries([...families].map(([name, family]) => [name, family.type])),
   }
 }
@@ -60,9 +60,9 @@ async function figures() {
 describe('/metrics', () => {
   test('counts each task completed by its outcome and each interaction finalized by provider and outcome, once, after its commit', async () => {
     const before = await figures()
-    assert.equal(before.types.tasks_completed_total, 'counter')
-    assert.equal(before.types.interactions_finalized_total, 'counter')
-    assert.equal(before.types.tasks_in_progress, 'gauge')
+    assert.equal(before.types.conversation_trigger_tasks_completed_total, 'counter')
+    assert.equal(before.types.conversation_trigger_interactions_finalized_total, 'counter')
+    assert.equal(before.types.conversation_trigger_tasks_in_progress, 'gauge')
 
     // One call that is not answered, then one that is: two interactions, one task reached.
     const retried = await campaign({ schedule: ALWAYS_OPEN, provider_config: { outcomes: ['no_answer', 'completed'], duration_ms: 1000 }, attempts: { retry_delays_s: { no_answer: 60 } } })

@@ -266,17 +266,17 @@ test('a worker process serves /metrics to the operator and its health checks on 
     assert.equal(response.status, 200)
     const families = parsePrometheusText(await response.text())
     for (const family of [
-      'task_dispatch_lag_seconds',
-      'tasks_completed_total',
-      'interactions_finalized_total',
-      'provider_errors_total',
-      'webhook_delivery_attempt_duration_seconds',
-      'tasks_pending',
+      'conversation_trigger_task_dispatch_lag_seconds',
+      'conversation_trigger_tasks_completed_total',
+      'conversation_trigger_interactions_finalized_total',
+      'conversation_trigger_provider_errors_total',
+      'conversation_trigger_webhook_delivery_attempt_duration_seconds',
+      'conversation_trigger_tasks_pending',
       'process_cpu_seconds_total',
     ]) {
       assert.ok(families.has(family), family)
     }
-    assert.equal(sampleValue(families, 'http_request_duration_seconds', 'http_request_duration_seconds_count', { route: '/metrics', status_code: '401' }), 1)
+    assert.equal(sampleValue(families, 'conversation_trigger_http_request_duration_seconds', 'conversation_trigger_http_request_duration_seconds_count', { route: '/metrics', status_code: '401' }), 1)
     assert.equal((await fetch(`${worker.base}/api/v2/tasks`)).status, 404)
     assert.equal((await fetch(`${worker.base}/openapi.json`)).status, 404)
   } finally {

@@ -125,10 +125,10 @@ const postSigned = (body: string) =>
 async function counted() {
   const families = await scrapeMetrics(service.app)
   return {
-    tasks: (channel: string, outcome: string) => sampleValue(families, 'tasks_completed_total', 'tasks_completed_total', { channel, outcome }) ?? 0,
+    tasks: (channel: string, outcome: string) => sampleValue(families, 'conversation_trigger_tasks_completed_total', 'conversation_trigger_tasks_completed_total', { channel, outcome }) ?? 0,
     interactions: (provider: string, outcome: string) =>
-      sampleValue(families, 'interactions_finalized_total', 'interactions_finalized_total', { provider, outcome }) ?? 0,
-    providerErrors: (provider: string, kind: string) => sampleValue(families, 'provider_errors_total', 'provider_errors_total', { provider, kind }) ?? 0,
+      sampleValue(families, 'conversation_trigger_interactions_finalized_total', 'conversation_trigger_interactions_finalized_total', { provider, outcome }) ?? 0,
+    providerErrors: (provider: string, kind: string) => sampleValue(families, 'conversation_trigger_provider_errors_total', 'conversation_trigger_provider_errors_total', { provider, kind }) ?? 0,
   }
 }
 

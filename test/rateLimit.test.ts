@@ -80,7 +80,7 @@ describe('the limit on /api/v2', () => {
     assert.equal(refused.headers['ratelimit'], '"org";r=0;t=1')
     assert.equal(refused.headers['ratelimit-policy'], '"org";q=100;w=1;cts-burst=200')
     const metrics = parsePrometheusText((await service.app.inject({ method: 'GET', url: '/metrics', headers: bearer(OPERATOR_TOKEN) })).body)
-    assert.equal(sampleValue(metrics, 'rate_limited_requests_total', 'rate_limited_requests_total'), 1)
+    assert.equal(sampleValue(metrics, 'conversation_trigger_rate_limited_requests_total', 'conversation_trigger_rate_limited_requests_total'), 1)
     // Another organization is not held back by this one.
     const other = await seedOrganization(service.app)
     assert.equal((await get(service.app, other.key)).statusCode, 200)

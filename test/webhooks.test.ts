@@ -311,7 +311,7 @@ describe('delivery', () => {
     await deliver()
     assert.equal(receiver.received.length, 2)
     const metrics = await service.app.inject({ method: 'GET', url: '/metrics', headers: admin })
-    assert.match(metrics.body, /^webhook_endpoints_disabled [1-9]/m)
+    assert.match(metrics.body, /^conversation_trigger_webhook_endpoints_disabled [1-9]/m)
     const enabled = await service.app.inject({ method: 'PATCH', url: `/api/v2/webhook-endpoints/${endpoint.id}`, headers: bearer(key), payload: { enabled: true } })
     assert.equal(json(enabled).data.disabled_reason, null)
   })
@@ -495,48 +495,48 @@ describe('the event log', () => {
     const families = parsePrometheusText(response.body)
     const types = Object.fromEntries([...families].map(([name, family]) => [name, family.type]))
     for (const [name, type] of Object.entries({
-      http_request_duration_seconds: 'histogram',
-      triggers_total: 'counter',
-      group_commit_items: 'histogram',
-      rate_limited_requests_total: 'counter',
-      task_dispatch_lag_seconds: 'histogram',
-      provider_errors_total: 'counter',
-      webhook_delivery_attempt_duration_seconds: 'histogram',
-      tasks_pending: 'gauge',
-      tasks_due: 'gauge',
-      tasks_oldest_due_age_seconds: 'gauge',
-      interactions_running: 'gauge',
-      webhook_deliveries_pending: 'gauge',
-      webhook_deliveries_retrying: 'gauge',
-      webhook_delivery_lag_seconds: 'gauge',
-      webhook_endpoints_disabled: 'gauge',
+      conversation_trigger_http_request_duration_seconds: 'histogram',
+      conversation_trigger_triggers_total: 'counter',
+      conversation_trigger_group_commit_items: 'histogram',
+      conversation_trigger_rate_limited_requests_total: 'counter',
+      conversation_trigger_task_dispatch_lag_seconds: 'histogram',
+      conversation_trigger_provider_errors_total: 'counter',
+      conversation_trigger_webhook_delivery_attempt_duration_seconds: 'histogram',
+      conversation_trigger_tasks_pending: 'gauge',
+      conversation_trigger_tasks_due: 'gauge',
+      conversation_trigger_tasks_oldest_due_age_seconds: 'gauge',
+      conversation_trigger_interactions_running: 'gauge',
+      conversation_trigger_webhook_deliveries_pending: 'gauge',
+      conversation_trigger_webhook_deliveries_retrying: 'gauge',
+      conversation_trigger_webhook_delivery_lag_seconds: 'gauge',
+      conversation_trigger_webhook_endpoints_disabled: 'gauge',
       process_cpu_seconds_total: 'counter',
       nodejs_eventloop_lag_seconds: 'gauge',
     })) {
       assert.equal(types[name], type, name)
     }
     // A server's pool of connections; PGlite is one session.
-    assert.equal(types.db_pool_connections, onPostgres ? 'gauge' : undefined)
+    assert.equal(types.conversation_trigger_db_pool_connections, onPostgres ? 'gauge' : undefined)
     const value = (family: string, name: string, labels?: Record<string, string>) => sampleValue(families, family, name, labels) ?? 0
-    assert.ok(value('http_request_duration_seconds', 'http_request_duration_seconds_count', { route: '/api/v2/triggers', status_code: '201' }) >= 1)
-    assert.ok(value('triggers_total', 'triggers_total', { result: 'accepted', reason: 'recorded' }) >= 1)
-    assert.ok(value('group_commit_items', 'group_commit_items_count', { committer: 'triggers' }) >= 1)
-    assert.ok(value('group_commit_items', 'group_commit_items_count', { committer: 'interaction_endings' }) >= 1)
-    assert.ok(value('task_dispatch_lag_seconds', 'task_dispatch_lag_seconds_count', { channel: 'voice' }) >= 1)
-    assert.ok(value('webhook_delivery_attempt_duration_seconds', 'webhook_delivery_attempt_duration_seconds_count') >= 1)
+    assert.ok(value('conversation_trigger_http_request_duration_seconds', 'conversation_trigger_http_request_duration_seconds_count', { route: '/api/v2/triggers', status_code: '201' }) >= 1)
+    assert.ok(value('conversation_trigger_triggers_total', 'conversation_trigger_triggers_total', { result: 'accepted', reason: 'recorded' }) >= 1)
+    assert.ok(value('conversation_trigger_group_commit_items', 'conversation_trigger_group_commit_items_count', { committer: 'triggers' }) >= 1)
+    assert.ok(value('conversation_trigger_group_commit_items', 'conversation_trigger_group_commit_items_count', { committer: 'interaction_endings' }) >= 1)
+    assert.ok(value('conversation_trigger_task_dispatch_lag_seconds', 'conversation_trigger_task_dispatch_lag_seconds_count', { channel: 'voice' }) >= 1)
+    assert.ok(value('conversation_trigger_webhook_delivery_attempt_duration_seconds', 'conversation_trigger_webhook_delivery_attempt_duration_seconds_count') >= 1)
     // The queues as the database holds them (a 500 leaves a delivery pending and retrying).
     const queues = await queueDepths(service.db, now)
     assert.ok(queues.deliveries.retrying >= 1)
-    assert.equal(value('webhook_deliveries_retrying', 'webhook_deliveries_retrying'), queues.deliveries.retrying)
-    assert.equal(value('webhook_deliveries_pending', 'webhook_deliveries_pending'), queues.deliveries.pending)
-    assert.equal(value('tasks_pending', 'tasks_pending'), queues.tasks.pending)
+    assert.equal(value('conversation_trigger_webhook_deliveries_retrying', 'conversation_trigger_webhook_deliveries_retrying'), queues.deliveries.retrying)
+    assert.equal(value('conversation_trigger_webhook_deliveries_pending', 'conversation_trigger_webhook_deliveries_pending'), queues.deliveries.pending)
+    assert.equal(value('conversation_trigger_tasks_pending', 'conversation_trigger_tasks_pending'), queues.tasks.pending)
     // The route pattern, never a path with an id in it.
-    assert.ok(families.get('http_request_duration_seconds')!.samples.every((sample) => !/tsk_|evt_|whe_/.test(sample.labels.route ?? '')))
+    assert.ok(families.get('conversation_trigger_http_request_duration_seconds')!.samples.every((sample) => !/tsk_|evt_|whe_/.test(sample.labels.route ?? '')))
     // A refused trigger is counted by its reason.
     const refused = await service.app.inject({ method: 'POST', url: '/api/v2/triggers', headers: { ...bearer(key), 'content-type': 'application/json' }, payload: { campaign: 'screening' } })
     assert.equal(refused.statusCode, 422)
     const after = parsePrometheusText((await service.app.inject({ method: 'GET', url: '/metrics', headers: admin })).body)
-    assert.ok((sampleValue(after, 'triggers_total', 'triggers_total', { result: 'refused', reason: 'invalid' }) ?? 0) >= 1)
+    assert.ok((sampleValue(after, 'conversation_trigger_triggers_total', 'conversation_trigger_triggers_total', { result: 'refused', reason: 'invalid' }) ?? 0) >= 1)
     assert.equal((await service.app.inject({ method: 'GET', url: '/metrics', headers: bearer(key) })).statusCode, 403)
   })
 })

@@ -85,7 +85,7 @@ describe('worker processes on one PostgreSQL', { skip: onPostgres ? false : 'nee
   async function attemptsStartedBy(worker: { metricsUrl: string }): Promise<number> {
     const response = await fetch(worker.metricsUrl, { headers: bearer(OPERATOR_TOKEN) })
     assert.equal(response.status, 200)
-    return sampleValue(parsePrometheusText(await response.text()), 'task_dispatch_lag_seconds', 'task_dispatch_lag_seconds_count') ?? 0
+    return sampleValue(parsePrometheusText(await response.text()), 'conversation_trigger_task_dispatch_lag_seconds', 'conversation_trigger_task_dispatch_lag_seconds_count') ?? 0
   }
 
   async function campaign(routingKey: string): Promise<void> {

@@ -1,8 +1,9 @@
 /**
  * Route guards. Each endpoint says which credential it accepts: the client
  * API takes an organization key with a given scope, the admin API the
- * operator token. A missing, unknown or revoked credential is 401; a valid one
- * that is not accepted here, or lacks the scope, is 403.
+ * operator token, /metrics the metrics token or the operator token. A
+ * missing, unknown or revoked credential is 401; a valid one that is not
+ * accepted here, or lacks the scope, is 403.
  */
 import type { FastifyReply, FastifyRequest, onRequestHookHandler } from 'fastify'
 import { type Actor, OPERATOR } from '../domain/audit.ts'
@@ -41,6 +42,7 @@ export function requireOrganizationKey(
     if (principal.kind === 'operator') {
       throw new ApiError('forbidden', 'The operator token is not accepted on the client API; use an organization API key.')
     }
+    if (principal.kind === 'scraper') throw metricsTokenElsewhere()
     request.principal = principal
     if (accepted !== undefined && !accepted.some((each) => principal.scopes.includes(each))) {
       await confirmBeforeAnswering(authenticator, request)
@@ -54,6 +56,7 @@ export function requireOperator(authenticator: Authenticator): onRequestHookHand
   return async (request: FastifyRequest, _reply: FastifyReply) => {
     const principal = await authenticator.identify(request.headers.authorization)
     if (principal === undefined) throw unauthorized()
+    if (principal.kind === 'scraper') throw metricsTokenElsewhere()
     request.principal = principal
     request.principalConfirmed = principal.kind === 'operator'
     if (principal.kind !== 'operator') {
@@ -62,6 +65,22 @@ export function requireOperator(authenticator: Authenticator): onRequestHookHand
     }
   }
 }
+
+/** Accepts the metrics token or the operator token: GET /metrics alone takes this guard. */
+export function requireMetricsReader(authenticator: Authenticator): onRequestHookHandler {
+  return async (request: FastifyRequest, _reply: FastifyReply) => {
+    const principal = await authenticator.identify(request.headers.authorization)
+    if (principal === undefined) throw unauthorized()
+    request.principal = principal
+    request.principalConfirmed = principal.kind !== 'organization'
+    if (principal.kind === 'organization') {
+      await confirmBeforeAnswering(authenticator, request)
+      throw new ApiError('forbidden', 'Organization API keys are not accepted on /metrics; use the metrics token (METRICS_TOKEN) or the operator token.')
+    }
+  }
+}
+
+const metricsTokenElsewhere = () => new ApiError('forbidden', 'The metrics token is accepted on GET /metrics only.')
 
 /** Confirms the request's key with the database, unless done already; throws 401 if it was revoked. */
 export async function confirmBeforeAnswering(authenticator: Authenticator, request: FastifyRequest): Promise<void> {
@@ -80,6 +99,6 @@ export function organizationOf(request: FastifyRequest): OrganizationPrincipal {
 /** Who makes a change through this request, for the audit log: the operator or the request's key, and its address. */
 export function actorOf(request: FastifyRequest): Actor {
   const principal = request.principal
-  if (principal === undefined) throw new Error('route is not guarded')
+  if (principal === undefined || principal.kind === 'scraper') throw new Error('route is not guarded for a change')
   return { id: principal.kind === 'operator' ? OPERATOR : principal.keyId, address: request.ip }
 }

@@ -172,7 +172,7 @@ export function documentOptions(name: DocumentName, publicBaseUrl: string | unde
               ...INFO,
               title: 'Conversation Trigger Service: admin API',
               description:
-                "The operator's API under /admin/v1 (the operator token as a bearer token), the metrics and the probes. The client API is described at /openapi.json.",
+                "The operator's API under /admin/v1 (the operator token as a bearer token), the metrics (the metrics token or the operator token) and the probes. The client API is described at /openapi.json.",
             },
       servers: [{ url: publicBaseUrl ?? '/' }],
       tags: TAGS[name],
@@ -180,7 +180,10 @@ export function documentOptions(name: DocumentName, publicBaseUrl: string | unde
         securitySchemes:
           name === 'client'
             ? { apiKey: { type: 'http', scheme: 'bearer', description: 'Organization API key' } }
-            : { operatorToken: { type: 'http', scheme: 'bearer', description: 'Operator token' } },
+            : {
+                operatorToken: { type: 'http', scheme: 'bearer', description: 'Operator token' },
+                metricsToken: { type: 'http', scheme: 'bearer', description: 'Metrics token (METRICS_TOKEN): reads GET /metrics and nothing else' },
+              },
       },
     },
     transform: ({ schema, url }) => {

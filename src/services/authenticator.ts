@@ -1,6 +1,7 @@
 /**
  * Who is calling: the operator, an organization (through one of its API
- * keys), or nobody we know.
+ * keys), the scraper (Prometheus, with the metrics token, which reads
+ * /metrics and nothing else), or nobody we know.
  *
  * Keys are looked up once and then kept in memory, so the trigger path does
  * not read the database to authenticate. A key revoked by another process is
@@ -16,6 +17,7 @@ import { apiKeyPrefix, hashSecret, sameHash } from './credentials.ts'
 
 export type Principal =
   | { kind: 'operator' }
+  | { kind: 'scraper' }
   | { kind: 'organization'; keyId: string; orgId: string; scopes: readonly Scope[] }
 
 export type OrganizationPrincipal = Extract<Principal, { kind: 'organization' }>
@@ -35,12 +37,15 @@ const MAX_CACHED_KEYS = 10_000
 export class Authenticator {
   readonly #db: Database
   readonly #operatorTokenHash: Buffer
+  readonly #metricsTokenHash: Buffer | undefined
   /** Keys by prefix, oldest first. */
   readonly #keys = new Map<string, CachedKey>()
 
-  constructor(db: Database, operatorToken: string) {
+  /** Without a metrics token, only the operator token reads /metrics. */
+  constructor(db: Database, tokens: { operatorToken: string; metricsToken?: string | undefined }) {
     this.#db = db
-    this.#operatorTokenHash = hashSecret(operatorToken)
+    this.#operatorTokenHash = hashSecret(tokens.operatorToken)
+    this.#metricsTokenHash = tokens.metricsToken === undefined ? undefined : hashSecret(tokens.metricsToken)
   }
 
   /** The principal behind an `Authorization` header, or undefined when it names none. */
@@ -49,6 +54,7 @@ export class Authenticator {
     if (token === undefined) return undefined
     const presentedHash = hashSecret(token)
     if (sameHash(presentedHash, this.#operatorTokenHash)) return { kind: 'operator' }
+    if (this.#metricsTokenHash !== undefined && sameHash(presentedHash, this.#metricsTokenHash)) return { kind: 'scraper' }
     const prefix = apiKeyPrefix(token)
     if (prefix === undefined) return undefined
     const key = this.#keys.get(prefix) ?? (await this.#load(prefix))
@@ -58,7 +64,7 @@ export class Authenticator {
 
   /** Whether the principal's key is still unrevoked, asked of the database. */
   async confirm(principal: Principal): Promise<boolean> {
-    if (principal.kind === 'operator') return true
+    if (principal.kind !== 'organization') return true
     const live = await isApiKeyLive(this.#db, principal.keyId)
     if (!live) this.forget(principal.keyId)
     return live

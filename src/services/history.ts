@@ -62,7 +62,7 @@ const BOUNDED_EVERY_MS = 60_000
  * held, it is due, and would be looked at first by every run; with hundreds
  * held at once (a receiver many share, down) they took a run's whole budget.
  * Its due time stays as it is, so that the wait still shows in
- * retention_backlog_age_seconds.
+ * conversation_trigger_retention_backlog_age_seconds.
  */
 const HELD_LOOK_AGAIN_MS = 60_000
 /** SQLSTATEs of a batch that met another transaction's locks in a circle, or lost to it: tried again at the next run. */

@@ -37,6 +37,8 @@ export interface ServiceDeps {
   now: () => number
   log: FastifyBaseLogger
   operatorToken: string
+  /** Reads /metrics and nothing else; without it only the operator token does. */
+  metricsToken: string | undefined
   /** The key of the digest an erased suppression keeps of its number. */
   phoneHashKey: Buffer
   /** Webhook endpoints may be private or plain-http addresses (local development, tests). */
@@ -89,7 +91,7 @@ export function createWake(db: Database): Wake {
 export function createServices(deps: ServiceDeps): Services {
   const { db, now, channels } = deps
   const wake = createWake(db)
-  const authenticator = new Authenticator(db, deps.operatorToken)
+  const authenticator = new Authenticator(db, { operatorToken: deps.operatorToken, metricsToken: deps.metricsToken })
   const campaigns = new CampaignDirectory(db, now)
   const sources = new SourceDirectory(db, now)
   const intake = new TriggerIntake(db, now, wake, deps.metrics)

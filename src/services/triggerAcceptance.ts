@@ -62,7 +62,7 @@ export type Acceptance =
   | { kind: 'refused'; error: ApiError }
   | { kind: 'failed'; error: unknown }
 
-/** How each kind of result is counted (triggers_total); a refusal, by its error's code. */
+/** How each kind of result is counted (conversation_trigger_triggers_total); a refusal, by its error's code. */
 const TRIGGER_RESULT_LABELS: Partial<Record<Acceptance['kind'], { result: string; reason: string }>> = {
   accepted: { result: 'accepted', reason: 'recorded' },
   replay: { result: 'accepted', reason: 'replay' },
