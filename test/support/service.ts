@@ -20,6 +20,8 @@ import { type AnswerRecorder, recordAnswers } from './openapiConformance.ts'
 import { type Family, parsePrometheusText } from './prometheus.ts'
 
 export const OPERATOR_TOKEN = 'test-operator-token-0123456789abcdef'
+/** The scrape-only credential of a service started with `metricsToken: METRICS_TOKEN`. */
+export const METRICS_TOKEN = 'test-metrics-token-0123456789abcdef'
 /** The phone hash key of every test process: on PostgreSQL they share databases, whose digests are made with it. */
 export const PHONE_HASH_KEY = 'test-phone-hash-key-0123456789abcdef'
 export const onPostgres = process.env.DATABASE_URL !== undefined
@@ -129,6 +131,10 @@ export async function startService(
     rateLimit?: RateLimitPolicy
     /** How long endpoint health and the audit log are kept; the service's defaults unless given. */
     historyBounds?: HistoryBounds
+    /** The scrape-only credential; none unless given, as without METRICS_TOKEN. */
+    metricsToken?: string
+    /** Whether /metrics also serves the old unprefixed names (METRICS_LEGACY_NAMES); not unless given. */
+    metricsLegacyNames?: boolean
   } = {},
 ): Promise<TestService> {
   const database = await freshDatabase()
@@ -143,6 +149,8 @@ export async function startService(
     buildApp(
       {
         operatorToken: OPERATOR_TOKEN,
+        metricsToken: options.metricsToken,
+        metricsLegacyNames: options.metricsLegacyNames,
         phoneHashKey: Buffer.from(PHONE_HASH_KEY),
         logLevel: 'info',
         logStream,
