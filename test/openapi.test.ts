@@ -159,7 +159,14 @@ test("an OpenAPI 3.1 document of the operator's API, apart", async () => {
   }
   // The admin API has no rate limit.
   assert.equal(document.paths['/admin/v1/organizations'].post.responses['429'], undefined)
-  assert.deepEqual(Object.keys(document.components.securitySchemes), ['operatorToken'])
+  assert.deepEqual(Object.keys(document.components.securitySchemes), ['operatorToken', 'metricsToken'])
+  // /metrics takes either token, and no other operation the metrics token.
+  assert.deepEqual(document.paths['/metrics'].get.security, [{ metricsToken: [] }, { operatorToken: [] }])
+  for (const [path, operations] of Object.entries<Record<string, { security?: unknown[] }>>(document.paths)) {
+    for (const [method, operation] of Object.entries(operations)) {
+      if (path !== '/metrics') assert.ok(!JSON.stringify(operation.security ?? []).includes('metricsToken'), `${method} ${path}`)
+    }
+  }
   assert.equal(document.webhooks, undefined)
 })
 
