@@ -133,4 +133,30 @@ describe('/metrics', () => {
     const [completedTasks] = await service.db.query<{ count: number }>(`SELECT count(*)::int AS count FROM tasks WHERE status = 'completed'`)
     assert.equal(after.completedAll, completedTasks!.count)
   })
+
+  test("the oldest due task's age: of every campaign, and of those the dispatchers take (not paused)", async () => {
+    const ages = async () => {
+      const families = await scrapeMetrics(service.app)
+      return {
+        due: sampleValue(families, 'conversation_trigger_tasks_oldest_due_age_seconds', 'conversation_trigger_tasks_oldest_due_age_seconds'),
+        dispatchable: sampleValue(families, 'conversation_trigger_tasks_oldest_dispatchable_age_seconds', 'conversation_trigger_tasks_oldest_dispatchable_age_seconds'),
+      }
+    }
+    assert.deepEqual(await ages(), { due: 0, dispatchable: 0 })
+    const paused = await campaign({ schedule: ALWAYS_OPEN })
+    await trigger(paused)
+    const pause = await service.app.inject({ method: 'POST', url: `/api/v2/campaigns/${paused}/pause`, headers: bearer(org.key) })
+    assert.equal(pause.statusCode, 200, pause.body)
+    now += 600_000
+    const running = await campaign({ schedule: ALWAYS_OPEN })
+    await trigger(running)
+    now += 60_000
+    // The paused campaign's task has been due 11 minutes, the running one's 1.
+    assert.deepEqual(await ages(), { due: 660, dispatchable: 60 })
+    await at(now)
+    assert.deepEqual(await ages(), { due: 660, dispatchable: 0 })
+    const resume = await service.app.inject({ method: 'POST', url: `/api/v2/campaigns/${paused}/resume`, headers: bearer(org.key) })
+    assert.equal(resume.statusCode, 200, resume.body)
+    assert.deepEqual(await ages(), { due: 660, dispatchable: 660 })
+  })
 })
