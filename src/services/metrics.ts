@@ -22,7 +22,7 @@ import { disabledEndpointCount } from '../store/webhookEndpoints.ts'
 import { queueDepths } from '../store/queues.ts'
 
 /** The prefix of each of the service's own metrics. */
-export const METRIC_PREFIX = 'conversation_trigger_'
+const METRIC_PREFIX = 'conversation_trigger_'
 
 /** How often a scrape may read the queues from the database; scrapes in between answer the last reading. */
 export const QUEUE_READ_INTERVAL_MS = 5_000
@@ -219,7 +219,8 @@ export class ServiceMetrics {
  * before METRIC_PREFIX, its help marked deprecated: for one release, so that
  * dashboards and alerts written for the old names go on working while they
  * are moved (METRICS_LEGACY_NAMES=false leaves the copies out). Copied from
- * the text rather than counted twice, so the two names can never differ.
+ * the text rather than counted twice (prom-client has no aliases), so the
+ * two names can never differ.
  *
  * Served by default for that release, since they cost little: measured on
  * a scrape of a service that had answered 17 routes with several statuses
@@ -228,7 +229,7 @@ export class ServiceMetrics {
  * scrape that took 9 to 18 ms (the queue read from PGlite included).
  * Prometheus stores the service's series twice while they are served.
  */
-export function withLegacyNames(text: string): string {
+function withLegacyNames(text: string): string {
   const legacy: string[] = []
   let copying = false
   for (const line of text.split('\n')) {
