@@ -15,12 +15,14 @@ ARG NODE_IMAGE=node:24-bookworm-slim
 # dependency needs an install script, and our `postinstall` (patch-package, which patches
 # libphonenumber-js) is run by name.
 FROM ${NODE_IMAGE} AS dependencies
-# npm's registry and proxy, when the build machine needs others than npm's own defaults. Declared in
-# the build stages only: the final stage has none of them, nor does its history.
+# npm's registry, proxy and certificate authorities (PEM text: a proxy that inspects TLS), when the
+# build machine needs others than npm's own defaults. Declared in the build stages only: the final
+# stage has none of them, nor does its history.
 ARG npm_config_registry
 ARG npm_config_proxy
 ARG npm_config_https_proxy
 ARG npm_config_noproxy
+ARG npm_config_ca
 WORKDIR /app
 COPY package.json package-lock.json ./
 COPY patches/ patches/
@@ -33,6 +35,7 @@ ARG npm_config_registry
 ARG npm_config_proxy
 ARG npm_config_https_proxy
 ARG npm_config_noproxy
+ARG npm_config_ca
 WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm ci --ignore-scripts --no-audit --no-fund
