@@ -6,9 +6,10 @@
 # The admin commands (`org create`, `key issue`, ...) run the same way. See "The container image"
 # in the README.
 #
-# NODE_IMAGE: the base of every stage. An official Node.js LTS image by default (two dependencies
-# need Node >= 22); a registry-less machine passes a local stand-in (.ci/container does).
-ARG NODE_IMAGE=node:24-bookworm-slim
+# NODE_IMAGE: the base of every stage. By default the official image of the current Node.js LTS
+# line (the dependencies need 22 or newer); a registry-less machine passes a local stand-in
+# (.ci/container does).
+ARG NODE_IMAGE=node:26-bookworm-slim
 
 # Production dependencies only (no pino-pretty, an optional dependency: JSON logs in the image).
 # --ignore-scripts: the package's own `prepare` compiles src/, which needs the dev dependencies; no
