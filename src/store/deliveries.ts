@@ -31,6 +31,8 @@ export interface LeasedEndpoint {
 export interface EventBody {
   id: string
   body: string
+  /** The W3C traceparent of its trigger's request, when traces were on as it was recorded. */
+  traceParent: string | null
 }
 
 export interface ClaimedDelivery {
@@ -109,7 +111,7 @@ export async function claimDeliveries(db: Database, request: ClaimRequest): Prom
       [new Date(request.now), request.full, refillIds, request.room],
     )
     if (locked.length === 0) return { endpoints: [], deliveries: [], lost: [] }
-    const rows = await tx.query<EndpointColumns & { delivery_id: string | null; attempts: number | null; event_id: string | null; body: string | null }>(
+    const rows = await tx.query<EndpointColumns & { delivery_id: string | null; attempts: number | null; event_id: string | null; body: string | null; trace_parent: string | null }>(
       `WITH refills AS (
          SELECT * FROM unnest($6::text[], $7::int[]) AS r(id, quota)
        ), free AS (
@@ -142,9 +144,10 @@ export async function claimDeliveries(db: Database, request: ClaimRequest): Prom
          FROM picked p
          WHERE d.id = p.id AND d.id = ANY(ARRAY(SELECT id FROM picked))
          RETURNING d.id, d.attempts, d.event_id, d.endpoint_id, p.due_at AS fell_due)
-       SELECT ${endpointColumns('t')}, c.id AS delivery_id, c.attempts, c.event_id, (SELECT payload::text FROM events WHERE id = c.event_id) AS body
+       SELECT ${endpointColumns('t')}, c.id AS delivery_id, c.attempts, c.event_id, ev.body, ev.trace_parent
        FROM taken t
        LEFT JOIN claimed c ON c.endpoint_id = t.id
+       LEFT JOIN LATERAL (SELECT payload::text AS body, trace_parent FROM events WHERE id = c.event_id) ev ON true
        ORDER BY t.id, c.fell_due, c.id`,
       [
         request.worker,
@@ -167,7 +170,7 @@ export async function claimDeliveries(db: Database, request: ClaimRequest): Prom
         id: Number(row.delivery_id),
         claim: request.claim,
         attempts: row.attempts!,
-        event: { id: row.event_id!, body: row.body! },
+        event: { id: row.event_id!, body: row.body!, traceParent: row.trace_parent },
         endpointId: row.id,
         lockedUntil: request.lockedUntil,
       })
