@@ -34,6 +34,7 @@ export function installRequestSpans(app: FastifyInstance): void {
 
 /** The request's span context as a W3C traceparent, to record with what the request starts; undefined while traces are off. */
 export function requestTraceParent(request: FastifyRequest): string | undefined {
+  if (!tracing.enabled) return undefined
   const span = spans.get(request)
   return span === undefined ? undefined : traceParentOf(span)
 }
