@@ -56,6 +56,7 @@ class Tracing {
     return this.#tracer !== undefined
   }
 
+  /** Set by startTracing, and cleared (spans stop) by its shutdown. */
   use(tracer: Tracer | undefined): void {
     this.#tracer = tracer
   }
