@@ -6,6 +6,7 @@
  * processes and a slow receiver holds back only its own. Attempts are
  * recorded many at a time.
  */
+import { tracing } from '../tracing.ts'
 import type { Database, Queryable } from './database.ts'
 import { LATENCY_BOUNDS_MS } from '../domain/endpointHealth.ts'
 import { iso, isoOrNull } from './rows.ts'
@@ -144,10 +145,11 @@ export async function claimDeliveries(db: Database, request: ClaimRequest): Prom
          FROM picked p
          WHERE d.id = p.id AND d.id = ANY(ARRAY(SELECT id FROM picked))
          RETURNING d.id, d.attempts, d.event_id, d.endpoint_id, p.due_at AS fell_due)
-       SELECT ${endpointColumns('t')}, c.id AS delivery_id, c.attempts, c.event_id, ev.body, ev.trace_parent
+       SELECT ${endpointColumns('t')}, c.id AS delivery_id, c.attempts, c.event_id, (SELECT payload::text FROM events WHERE id = c.event_id) AS body,
+              -- Looked up only while traces are on: off, the statement reads what it read before they existed.
+              CASE WHEN $10::boolean THEN (SELECT trace_parent FROM events WHERE id = c.event_id) END AS trace_parent
        FROM taken t
        LEFT JOIN claimed c ON c.endpoint_id = t.id
-       LEFT JOIN LATERAL (SELECT payload::text AS body, trace_parent FROM events WHERE id = c.event_id) ev ON true
        ORDER BY t.id, c.fell_due, c.id`,
       [
         request.worker,
@@ -159,6 +161,7 @@ export async function claimDeliveries(db: Database, request: ClaimRequest): Prom
         request.refills.map((refill) => refill.quota),
         request.room,
         request.quota,
+        tracing.enabled,
       ],
     )
     const endpoints = new Map<string, LeasedEndpoint>()
