@@ -31,7 +31,8 @@
  * on one (growth alone takes about 13 minutes: a quick run leaves it out), BENCH_E2E_LAYOUTS likewise for the
  * end-to-end layouts (postgres, embedded), growth's own (bench/growth.ts), and BENCH_SERVER_NODE_FLAGS, node flags for
  * the service's processes (e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`), and BENCH_POSTGRES_URL, the PostgreSQL
- * server to make the benchmark's databases on (default postgres://postgres@127.0.0.1:5432/postgres). A run of some
+ * server to make the benchmark's databases on (default postgres://postgres@127.0.0.1:5432/postgres), and BENCH_TRACES=on,
+ * which runs the service with traces on, exported to a local sink (bench/traceSink.ts). A run of some
  * sections replaces those in BENCHMARKS.md, each marked with when it was measured, and leaves the others; a run of a
  * part of a section (BENCH_E2E_LAYOUTS, BENCH_GROWTH_ONLY) is printed, and BENCHMARKS.md is left as it was.
  */
@@ -98,6 +99,7 @@ import {
   type TriggerRow,
   type Verdict,
 } from './report.ts'
+import { startTraceSink } from './traceSink.ts'
 import { failureOf, runWrk } from './wrk.ts'
 
 const WARM_UP_SECONDS = 5
@@ -149,7 +151,15 @@ async function main(workDir: string): Promise<void> {
     growth: () => benchGrowth(workDir),
   }
   const sections: Section[] = []
-  for (const name of only) sections.push(...(await runs[name]()))
+  const traceSink = process.env.BENCH_TRACES === 'on' ? await startTraceSink() : undefined
+  // The servers the sections start take the benchmark's environment.
+  Object.assign(process.env, traceSink?.environment)
+  try {
+    for (const name of only) sections.push(...(await runs[name]()))
+  } finally {
+    if (traceSink !== undefined) log(`traces: ${traceSink.received.exports} exports, ${(traceSink.received.bytes / 1e6).toFixed(1)} MB`)
+    await traceSink?.close()
+  }
 
   const machine = machineSection(await describeMachine())
   const report = path.join(ROOT, 'BENCHMARKS.md')

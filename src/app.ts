@@ -36,8 +36,10 @@ import { MAX_BODY_BYTES } from './http/limits.ts'
 import { documentOptions } from './http/openapi.ts'
 import { installErrorHandling, sendError } from './http/reply.ts'
 import { SharedSchemas } from './http/schemas.ts'
+import { installRequestSpans } from './http/tracing.ts'
 import { createServices } from './services/index.ts'
 import type { Database } from './store/database.ts'
+import { tracing } from './tracing.ts'
 import { createWorkers, type Workers } from './workers/index.ts'
 import { parseJsonBody } from './validation/json.ts'
 import { validate } from './validation/model.ts'
@@ -104,6 +106,8 @@ export async function buildApp(options: AppOptions, deps: AppDeps): Promise<Fast
     // Refused below with the API's own error body rather than Fastify's.
     return503OnClosing: false,
   })
+  // First, so that the span covers every other hook's work.
+  if (tracing.enabled) installRequestSpans(app)
 
   const metrics = new ServiceMetrics(deps.db, now, { queueReadIntervalMs: options.metricsQueueReadIntervalMs, legacyNames: options.metricsLegacyNames })
   const services = createServices({

@@ -17,6 +17,7 @@ import { generateOperatorToken, generatePhoneHashKey } from './services/credenti
 import { type Database, openDatabase } from './store/database.ts'
 import { prepareSchema } from './store/migrate.ts'
 import { matchesPhoneHashKey } from './store/phoneHashKey.ts'
+import { startTracing } from './tracing.ts'
 
 const SHUTDOWN_TIMEOUT_MS = 15_000
 
@@ -39,6 +40,7 @@ async function run(config: Config, options: { api: boolean; workers: boolean; po
     throw new ConfigError('PHONE_HASH_KEY must be set when DATABASE_URL is (at least 32 characters), the same in every process')
   }
   // On the embedded database this takes the data directory's lock first, before its secrets are read or made below.
+  const startedTracing = await startTracing()
   const db = await openDatabase({ ...config, command: options.api ? (options.workers ? 'serve' : 'serve --no-workers') : 'worker' })
   await prepareSchema(db, config.migrateOnStart)
   const phoneHashKey = await phoneHashKeyFor(config, db)
@@ -64,6 +66,7 @@ async function run(config: Config, options: { api: boolean; workers: boolean; po
   onSignal(app.log, async () => {
     await app.close()
     await db.close()
+    await startedTracing?.shutdown()
   })
 
   await app.listen({ port: options.port, host: config.host })

@@ -56,8 +56,10 @@ test('an OpenAPI 3.1 document of the client API', async () => {
   assert.deepEqual(Object.keys(create.responses).sort(), ['201', '400', '401', '403', '409', '413', '422', '429', '500', '503'])
   assert.deepEqual(
     create.parameters.map((parameter: any) => parameter.$ref),
-    ['#/components/parameters/X-Request-ID', '#/components/parameters/Idempotency-Key'],
+    ['#/components/parameters/X-Request-ID', '#/components/parameters/Idempotency-Key', '#/components/parameters/traceparent'],
   )
+  assert.equal(document.components.parameters.traceparent.in, 'header')
+  assert.equal(document.components.parameters.traceparent.required, undefined, 'optional')
   assert.deepEqual(Object.keys(create.responses['201'].headers), ['X-Request-ID', 'RateLimit-Policy', 'RateLimit', 'Idempotent-Replayed'])
   assert.ok(create.responses['429'].headers['Retry-After'])
   // Every client route may meet the rate limit.

@@ -1577,6 +1577,8 @@ export interface components {
         "X-Request-ID": string;
         /** @description Up to 255 printable ASCII characters without spaces, kept 24 hours per organization: a retry with the same key and body answers the first result again (with `Idempotent-Replayed: true`) and records nothing; the same key with another body is 409 `idempotency_key_reused`, and while the first request is in flight 409 `idempotency_key_in_use`. */
         "Idempotency-Key": string;
+        /** @description W3C Trace Context: your trace's `traceparent` (with `tracestate`, if you have one). Where the service exports traces (OpenTelemetry), the trigger's request, its provider calls and its webhook deliveries are spans of this trace; otherwise it is ignored. A malformed one is ignored, never refused. */
+        traceparent: string;
         /** @description The event's id: the same on every attempt and redelivery. Deduplicate on it. */
         "webhook-id": string;
         /** @description When this attempt was signed, in seconds since the epoch. Refuse one too far from your clock. */
@@ -1696,6 +1698,8 @@ export interface operations {
                 "X-Request-ID"?: components["parameters"]["X-Request-ID"];
                 /** @description Up to 255 printable ASCII characters without spaces, kept 24 hours per organization: a retry with the same key and body answers the first result again (with `Idempotent-Replayed: true`) and records nothing; the same key with another body is 409 `idempotency_key_reused`, and while the first request is in flight 409 `idempotency_key_in_use`. */
                 "Idempotency-Key"?: components["parameters"]["Idempotency-Key"];
+                /** @description W3C Trace Context: your trace's `traceparent` (with `tracestate`, if you have one). Where the service exports traces (OpenTelemetry), the trigger's request, its provider calls and its webhook deliveries are spans of this trace; otherwise it is ignored. A malformed one is ignored, never refused. */
+                traceparent?: components["parameters"]["traceparent"];
             };
             path?: never;
             cookie?: never;
@@ -1798,6 +1802,8 @@ export interface operations {
             header?: {
                 /** @description Your id for this request (up to 200 characters, no control characters): echoed in the X-Request-ID response header and in `metadata.request_id`, and logged. Without it, the service makes one. */
                 "X-Request-ID"?: components["parameters"]["X-Request-ID"];
+                /** @description W3C Trace Context: your trace's `traceparent` (with `tracestate`, if you have one). Where the service exports traces (OpenTelemetry), the trigger's request, its provider calls and its webhook deliveries are spans of this trace; otherwise it is ignored. A malformed one is ignored, never refused. */
+                traceparent?: components["parameters"]["traceparent"];
             };
             path?: never;
             cookie?: never;

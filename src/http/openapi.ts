@@ -70,6 +70,13 @@ const REQUEST_HEADERS = {
       'Up to 255 printable ASCII characters without spaces, kept 24 hours per organization: a retry with the same key and body answers the first result again (with `Idempotent-Replayed: true`) and records nothing; the same key with another body is 409 `idempotency_key_reused`, and while the first request is in flight 409 `idempotency_key_in_use`.',
     schema: { type: 'string', minLength: 1, maxLength: 255, pattern: '^[\\x21-\\x7e]+$' },
   },
+  traceparent: {
+    name: 'traceparent',
+    in: 'header',
+    description:
+      "W3C Trace Context: your trace's `traceparent` (with `tracestate`, if you have one). Where the service exports traces (OpenTelemetry), the trigger's request, its provider calls and its webhook deliveries are spans of this trace; otherwise it is ignored. A malformed one is ignored, never refused.",
+    schema: { type: 'string', examples: ['00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01'] },
+  },
 } as const
 
 const RESPONSE_HEADERS = {

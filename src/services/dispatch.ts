@@ -16,6 +16,7 @@
  * settled, never repeated.
  */
 import type { ServiceMetrics } from './metrics.ts'
+import { type Link, SpanKind, SpanStatusCode } from '@opentelemetry/api'
 import type { FastifyBaseLogger } from 'fastify'
 import type { Channel, InteractionProgress } from '../channels/channel.ts'
 import type { ChannelRegistry } from '../channels/registry.ts'
@@ -40,6 +41,7 @@ import {
 import { batchesOf, GroupCommitter } from './groupCommitter.ts'
 import { completeAllAs, completeAndReport, type Settlement } from './settlement.ts'
 import type { Wake } from './wake.ts'
+import { tracing } from '../tracing.ts'
 
 /**
  * How long a recorded attempt may stay unconfirmed before it is settled: the
@@ -118,9 +120,10 @@ export class Dispatch {
    */
   async dispatchDue(worker: string, limit: number, skipCampaigns: readonly string[]): Promise<DispatchedBatch> {
     const full = new Set<string>()
-    const { taken, begun, now, completed } = await this.#db.transaction(async (tx) => {
+    const startTime = tracing.enabled ? Date.now() : 0
+    const { taken, begun, now, completed, due } = await this.#db.transaction(async (tx) => {
       const due = await lockDueTasks(tx, this.#phoneHashKey, this.#now(), limit, skipCampaigns)
-      if (due.length === 0) return { taken: 0, begun: [], now: 0, completed: [] }
+      if (due.length === 0) return { taken: 0, begun: [], now: 0, completed: [], due }
       const limited = [...new Set(due.filter((task) => task.campaign.maxConcurrent !== null).map((task) => task.campaign.id))]
       const running = await lockCampaignsCountingRunning(tx, limited)
       // Decided at the moment the attempts are recorded: a wait for the
@@ -150,19 +153,39 @@ export class Dispatch {
         { taken: due.length, started: begun.length, postponed: postponements.length, completed: completions.length, campaigns_full: full.size },
         'dispatched a batch of due tasks',
       )
-      return { taken: due.length, begun, now, completed }
+      return { taken: due.length, begun, now, completed, due }
     })
     this.#metrics.countCommitted({ tasks: completed })
     if (completed.length > 0) this.#wake.deliveries()
     for (const { task } of begun) this.#metrics.attemptsStarted.observe({ channel: task.campaign.channel }, Math.max(0, now - task.dueAt) / 1000)
-    const starts = Promise.all(begun.map((attempt) => this.#start(attempt.task, attempt.interactionId, attempt.attempt, now))).then(() => {})
+    const batchLinks = tracing.enabled && taken > 0 ? [dispatchBatchLink(due, { startTime, started: begun.length, completed: completed.length })] : []
+    const starts = Promise.all(begun.map((attempt) => this.#start(attempt.task, attempt.interactionId, attempt.attempt, now, batchLinks))).then(() => {})
     return { taken, started: begun.length, full, starts }
   }
 
   /** Asks the provider to start a recorded attempt; never throws. */
-  async #start(task: DueTask, interactionId: string, attempt: number, startedAt: number): Promise<void> {
+  async #start(task: DueTask, interactionId: string, attempt: number, startedAt: number, batchLinks: Link[]): Promise<void> {
     const channel = this.#channels.get(task.campaign.provider, task.campaign.channel)
     const config = task.campaign.providerConfig
+    // A span of the trigger's trace, linked to the batch that recorded the attempt.
+    const span = tracing.enabled
+      ? tracing.start(
+          'provider call',
+          {
+            kind: SpanKind.CLIENT,
+            links: batchLinks,
+            attributes: {
+              'cts.task_id': task.id,
+              'cts.trigger_id': task.triggerId,
+              'cts.interaction_id': interactionId,
+              'cts.attempt': attempt,
+              'cts.provider': task.campaign.provider,
+              'cts.channel': task.campaign.channel,
+            },
+          },
+          task.traceParent,
+        )
+      : undefined
     try {
       let result
       try {
@@ -180,10 +203,12 @@ export class Dispatch {
         // The provider may have started it: its own report can still confirm it; if none comes
         // by the time the attempt would be over, it is settled as failed. Never started again.
         this.#log.warn({ err: error, interaction: interactionId }, 'start uncertain; waiting for the provider to report')
+        span?.setAttribute('cts.start', 'uncertain').setStatus({ code: SpanStatusCode.ERROR }).end()
         this.#metrics.providerErrors.inc({ provider: task.campaign.provider, kind: 'uncertain' })
         await this.#answers.submit({ id: interactionId, providerRef: null, settleAt: this.#now() + channel.settleAfterMs(config) })
         return
       }
+      span?.setAttribute('cts.start', result.kind).end()
       if (result.kind === 'refused') {
         this.#log.warn({ interaction: interactionId, reason: result.reason, permanent: result.permanent }, 'start refused by the provider')
         this.#metrics.providerErrors.inc({ provider: task.campaign.provider, kind: 'refused' })
@@ -291,6 +316,21 @@ export class Dispatch {
       this.#log.error({ err: error, interaction: interaction.id }, 'the end of a wait for a result could not be recorded; settled again when its claim runs out')
     }
   }
+}
+
+/**
+ * A dispatch batch's span, of a trace of its own, linked to each task's
+ * trigger; ended at once, since it covers the transaction just committed.
+ * The link to it that each provider call carries.
+ */
+function dispatchBatchLink(due: readonly DueTask[], batch: { startTime: number; started: number; completed: number }): Link {
+  const span = tracing.start('dispatch batch', {
+    startTime: batch.startTime,
+    attributes: { 'cts.tasks': due.length, 'cts.started': batch.started, 'cts.completed': batch.completed },
+    links: tracing.links(due.map((task) => ({ traceParent: task.traceParent, attributes: { 'cts.task_id': task.id } }))),
+  })
+  span.end()
+  return { context: span.spanContext() }
 }
 
 /** Whether the task's campaign has a place for one more interaction, taking it if so. */

@@ -45,6 +45,8 @@ export interface TriggerSubmission {
   requestId: string
   /** Size of the trigger's JSON, which bounds its share of a commit. */
   bodyBytes: number
+  /** The W3C traceparent of the request's span, while traces are on. */
+  traceParent?: string
 }
 
 export type AcceptedData = ReturnType<typeof acceptedData>
@@ -279,7 +281,13 @@ export class TriggerAcceptance {
     const body = submission.body as TriggerRequest
     const numberZones = await this.#numberZones(caller.principal.orgId, campaign, body, body.contact ?? onFile!.contact, firstDueAt(timing, now))
     return {
-      submitter: { orgId: caller.principal.orgId, apiKeyId: caller.principal.keyId, requestId: submission.requestId, bodyBytes: submission.bodyBytes },
+      submitter: {
+        orgId: caller.principal.orgId,
+        apiKeyId: caller.principal.keyId,
+        requestId: submission.requestId,
+        bodyBytes: submission.bodyBytes,
+        traceParent: submission.traceParent,
+      },
       target: { campaignId: campaign.id, onFile, numberZones, idempotency, notBefore: timing.notBefore },
       request: body,
     }

@@ -4,6 +4,7 @@
  */
 import type { ServiceMetrics } from './metrics.ts'
 import { createHash } from 'node:crypto'
+import { type Span, SpanStatusCode } from '@opentelemetry/api'
 import { newId } from '../domain/ids.ts'
 import { firstDueAt } from '../domain/triggerTiming.ts'
 import type { CandidateZones, Channel, Contact, ExternalId, JsonObject } from '../domain/types.ts'
@@ -12,6 +13,7 @@ import { rolledBack, sqlState } from '../store/rows.ts'
 import { insertTriggersWithTasks, type NewTrigger, type RecordOutcome } from '../store/triggers.ts'
 import type { ContactOnFile } from './contactDirectory.ts'
 import { GroupCommitter } from './groupCommitter.ts'
+import { tracing } from '../tracing.ts'
 import type { Wake } from './wake.ts'
 
 type Notification = ReturnType<Wake['notification']>
@@ -35,6 +37,8 @@ export interface Submitter {
   requestId: string
   /** Size of the request body, which bounds the trigger's size. */
   bodyBytes: number
+  /** The W3C traceparent of the request's span, while traces are on: recorded with the trigger. */
+  traceParent?: string
 }
 
 /** A trigger checked and ready to record: who sent it, what it resolved to, and the request. */
@@ -101,6 +105,14 @@ async function commitRacingDirectory(db: Database, triggers: NewTrigger[], notif
   }
 }
 
+/** A group commit's span: its own trace, linked to the request of each trigger it records. */
+function groupCommitSpan(triggers: readonly NewTrigger[]): Span {
+  return tracing.start('group commit', {
+    attributes: { 'cts.triggers': triggers.length },
+    links: tracing.links(triggers.map((trigger) => ({ traceParent: trigger.traceParent, attributes: { 'cts.trigger_id': trigger.id } }))),
+  })
+}
+
 /**
  * Up to this many triggers, and about this many bytes of them, share one
  * commit. On PostgreSQL a batch request's 1,000 triggers fit in one, and
@@ -124,9 +136,20 @@ export class TriggerIntake {
     this.#committer = new GroupCommitter(
       async (items) => {
         metrics.groupCommits.observe({ committer: 'triggers' }, items.length)
-        const outcomes = await commitRacingDirectory(db, items.map(({ trigger }) => trigger), wake.notification('tasks'))
-        if (outcomes.some((outcome) => outcome.kind === 'recorded')) wake.written('tasks')
-        return outcomes
+        const triggers = items.map(({ trigger }) => trigger)
+        const span = tracing.enabled ? groupCommitSpan(triggers) : undefined
+        try {
+          const outcomes = await commitRacingDirectory(db, triggers, wake.notification('tasks'))
+          if (outcomes.some((outcome) => outcome.kind === 'recorded')) wake.written('tasks')
+          span?.setAttribute('cts.recorded', outcomes.filter((outcome) => outcome.kind === 'recorded').length)
+          return outcomes
+        } catch (error) {
+          span?.recordException(error as Error)
+          span?.setStatus({ code: SpanStatusCode.ERROR })
+          throw error
+        } finally {
+          span?.end()
+        }
       },
       {
         maxBatch: MAX_BATCH[db.kind],
@@ -179,6 +202,7 @@ export class TriggerIntake {
         // Due as it is recorded, unless its not_before is later.
         dueAt: new Date(firstDueAt({ notBefore: target.notBefore }, now)).toISOString(),
         idempotency: target.idempotency === undefined ? null : { key: target.idempotency.key, response: acceptedData(accepted) },
+        traceParent: submitter.traceParent,
       }
       return { accepted, item: { trigger, bytes: submitter.bodyBytes } }
     })

@@ -6,6 +6,7 @@
  * processes and a slow receiver holds back only its own. Attempts are
  * recorded many at a time.
  */
+import { tracing } from '../tracing.ts'
 import type { Database, Queryable } from './database.ts'
 import { LATENCY_BOUNDS_MS } from '../domain/endpointHealth.ts'
 import { iso, isoOrNull } from './rows.ts'
@@ -31,6 +32,8 @@ export interface LeasedEndpoint {
 export interface EventBody {
   id: string
   body: string
+  /** The W3C traceparent of its trigger's request, when traces were on as it was recorded. */
+  traceParent: string | null
 }
 
 export interface ClaimedDelivery {
@@ -109,7 +112,7 @@ export async function claimDeliveries(db: Database, request: ClaimRequest): Prom
       [new Date(request.now), request.full, refillIds, request.room],
     )
     if (locked.length === 0) return { endpoints: [], deliveries: [], lost: [] }
-    const rows = await tx.query<EndpointColumns & { delivery_id: string | null; attempts: number | null; event_id: string | null; body: string | null }>(
+    const rows = await tx.query<EndpointColumns & { delivery_id: string | null; attempts: number | null; event_id: string | null; body: string | null; trace_parent: string | null }>(
       `WITH refills AS (
          SELECT * FROM unnest($6::text[], $7::int[]) AS r(id, quota)
        ), free AS (
@@ -142,7 +145,9 @@ export async function claimDeliveries(db: Database, request: ClaimRequest): Prom
          FROM picked p
          WHERE d.id = p.id AND d.id = ANY(ARRAY(SELECT id FROM picked))
          RETURNING d.id, d.attempts, d.event_id, d.endpoint_id, p.due_at AS fell_due)
-       SELECT ${endpointColumns('t')}, c.id AS delivery_id, c.attempts, c.event_id, (SELECT payload::text FROM events WHERE id = c.event_id) AS body
+       SELECT ${endpointColumns('t')}, c.id AS delivery_id, c.attempts, c.event_id, (SELECT payload::text FROM events WHERE id = c.event_id) AS body,
+              -- Looked up only while traces are on: off, the statement reads what it read before they existed.
+              CASE WHEN $10::boolean THEN (SELECT trace_parent FROM events WHERE id = c.event_id) END AS trace_parent
        FROM taken t
        LEFT JOIN claimed c ON c.endpoint_id = t.id
        ORDER BY t.id, c.fell_due, c.id`,
@@ -156,6 +161,7 @@ export async function claimDeliveries(db: Database, request: ClaimRequest): Prom
         request.refills.map((refill) => refill.quota),
         request.room,
         request.quota,
+        tracing.enabled,
       ],
     )
     const endpoints = new Map<string, LeasedEndpoint>()
@@ -167,7 +173,7 @@ export async function claimDeliveries(db: Database, request: ClaimRequest): Prom
         id: Number(row.delivery_id),
         claim: request.claim,
         attempts: row.attempts!,
-        event: { id: row.event_id!, body: row.body! },
+        event: { id: row.event_id!, body: row.body!, traceParent: row.trace_parent },
         endpointId: row.id,
         lockedUntil: request.lockedUntil,
       })

@@ -5,6 +5,7 @@ import { type EventType, TEST_EVENT_TYPE } from '../domain/types.ts'
 import type { Queryable } from './database.ts'
 import { countChangesParameter, insertCountChanges } from './dailyCounts.ts'
 import type { ClaimedDelivery } from './deliveries.ts'
+import { tracing } from '../tracing.ts'
 
 /**
  * A claim the writer's own deliverer makes on the deliveries written to the
@@ -59,10 +60,12 @@ export async function insertEvents(tx: Queryable, events: readonly OrganizationE
   // Each event written once as JSON: the payloads go as one JSON array (a text[] of them was escaped
   // by the driver and parsed twice by the server), and a delivery handed off sends its event's text.
   const bodies = events.map(({ event }) => JSON.stringify(event))
+  // Read only while traces are on: off, the column is written NULL from an empty array.
+  const traceParents = tracing.enabled ? await traceParentsOf(tx, events) : []
   const rows = await tx.query<{ id: string; event_id: string; endpoint_id: string; claimed: boolean }>(
     `WITH input AS (
-       SELECT v.id, v.org_id, v.type, p.payload, v.created_at
-       FROM unnest($1::text[], $2::text[], $3::text[], $5::timestamptz[]) WITH ORDINALITY AS v(id, org_id, type, created_at, n)
+       SELECT v.id, v.org_id, v.type, p.payload, v.created_at, v.trace_parent
+       FROM unnest($1::text[], $2::text[], $3::text[], $5::timestamptz[], $12::text[]) WITH ORDINALITY AS v(id, org_id, type, created_at, trace_parent, n)
        JOIN jsonb_array_elements($4::jsonb) WITH ORDINALITY AS p(payload, n) ON p.n = v.n
      ), handed AS MATERIALIZED (
        -- Looked up one by one by primary key, whatever the size the table had when this was planned.
@@ -84,8 +87,8 @@ export async function insertEvents(tx: Queryable, events: readonly OrganizationE
        RETURNING id, event_id, endpoint_id, locked_by IS NOT NULL AS claimed
      ), written AS (
        -- Each event lists its deliveries (migration 019): no table has to be indexed by event to find them.
-       INSERT INTO events (id, org_id, type, payload, created_at, delivery_ids)
-       SELECT e.id, e.org_id, e.type, e.payload, e.created_at, coalesce(d.ids, '{}')
+       INSERT INTO events (id, org_id, type, payload, created_at, delivery_ids, trace_parent)
+       SELECT e.id, e.org_id, e.type, e.payload, e.created_at, coalesce(d.ids, '{}'), e.trace_parent
        FROM input e
        LEFT JOIN (SELECT event_id, array_agg(id ORDER BY id) AS ids FROM delivered GROUP BY event_id) d ON d.event_id = e.id
      ), counted AS (
@@ -104,9 +107,10 @@ export async function insertEvents(tx: Queryable, events: readonly OrganizationE
       handOff === undefined ? null : new Date(handOff.lockedUntil),
       handOff?.claim ?? null,
       countChangesParameter(countsByOrganization(events)),
+      traceParents,
     ],
   )
-  const byId = new Map(events.map(({ event }, index) => [event.id, { id: event.id, body: bodies[index]! }]))
+  const byId = new Map(events.map(({ event }, index) => [event.id, { id: event.id, body: bodies[index]!, traceParent: traceParents[index] ?? null }]))
   const claimed: ClaimedDelivery[] = []
   for (const row of rows) {
     if (!row.claimed) continue
@@ -120,6 +124,23 @@ export async function insertEvents(tx: Queryable, events: readonly OrganizationE
     })
   }
   return { claimed: claimed.sort((a, b) => a.id - b.id), due: rows.length - claimed.length }
+}
+
+/** The trace parent recorded with each event's trigger (null for none), in the events' order. */
+async function traceParentsOf(tx: Queryable, events: readonly OrganizationEvent[]): Promise<(string | null)[]> {
+  const triggerIds = events.map(({ event }) => triggerOf(event))
+  const rows = await tx.query<{ id: string; trace_parent: string }>(
+    'SELECT id, trace_parent FROM triggers WHERE id = ANY($1::text[]) AND trace_parent IS NOT NULL',
+    [[...new Set(triggerIds.filter((id) => id !== null))]],
+  )
+  const byTrigger = new Map(rows.map((row) => [row.id, row.trace_parent]))
+  return triggerIds.map((id) => (id === null ? null : (byTrigger.get(id) ?? null)))
+}
+
+/** The trigger an event is about: none for an inbound interaction's, or a test's. */
+function triggerOf(event: OutboxEvent): string | null {
+  const id = event.data.trigger_id
+  return typeof id === 'string' ? id : null
 }
 
 /** What the events count, organization by organization. */

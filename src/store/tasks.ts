@@ -29,6 +29,8 @@ export interface DueTask {
   ids: ExternalId[]
   /** The contact's number is on the organization's suppression list. */
   suppressed: boolean
+  /** The W3C traceparent recorded with its trigger, when traces were on. */
+  traceParent: string | null
   campaign: {
     id: string
     routingKey: string
@@ -55,6 +57,7 @@ interface DueTaskRow {
   ids: ExternalId[]
   suppressed: boolean
   campaign_id: string
+  trace_parent: string | null
 }
 
 interface DueCampaignRow {
@@ -91,7 +94,7 @@ export async function lockDueTasks(
     // ARRAY(...) rather than IN (SELECT ...): given a subquery, the planner may hash the whole
     // table to join it, where an array of ids is looked up in the primary key.
     `SELECT t.id, t.org_id, t.trigger_id, t.attempts, t.test_mode, t.context, t.timezones, t.due_at, t.expires_at, t.contact, tr.ids,
-            EXISTS (${SUPPRESSION_OF_TASK('$4')}) AS suppressed, t.campaign_id
+            EXISTS (${SUPPRESSION_OF_TASK('$4')}) AS suppressed, t.campaign_id, tr.trace_parent
      FROM tasks t
      JOIN triggers tr ON tr.id = t.trigger_id
      WHERE t.id = ANY(ARRAY(
@@ -142,6 +145,7 @@ export async function lockDueTasks(
     contact: row.contact,
     ids: row.ids,
     suppressed: row.suppressed,
+    traceParent: row.trace_parent,
     campaign: byId.get(row.campaign_id)!,
   }))
 }

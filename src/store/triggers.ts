@@ -30,6 +30,8 @@ export interface NewTrigger extends TriggerContent {
   idempotency: { key: string; response: unknown } | null
   /** When its task is first due: now, or its `not_before`. */
   dueAt: string
+  /** The W3C traceparent of the request's span, while traces are on (src/tracing.ts). */
+  traceParent?: string
 }
 
 /** What became of one trigger of a group commit. */
@@ -51,7 +53,7 @@ const INSERT_TRIGGERS_WITH_TASKS = `WITH input AS (
               ARRAY(SELECT jsonb_array_elements_text(NULLIF(r.f->11, 'null'))) AS number_zones, r.f->>12 AS number_zone_source,
               (r.f->>13)::timestamptz AS created_at, (r.f->>14)::timestamptz AS not_before,
               (r.f->>15)::timestamptz AS wanted_until, (r.f->>16)::timestamptz AS due_at,
-              r.f->>17 AS idempotency_key, NULLIF(r.f->18, 'null') AS response
+              r.f->>17 AS idempotency_key, NULLIF(r.f->18, 'null') AS response, r.f->>19 AS trace_parent
        FROM jsonb_array_elements($1::jsonb) WITH ORDINALITY AS r(f, ord)
      ), owned AS (
        -- Locked, so that a takeover of a stalled reservation cannot slip between this check and the commit.
@@ -94,9 +96,9 @@ const INSERT_TRIGGERS_WITH_TASKS = `WITH input AS (
        WHERE COALESCE(resolved.contacts, 0) <= 1 AND (eligible.contact IS NOT NULL OR stored.id IS NOT NULL)
      ), new_triggers AS (
        INSERT INTO triggers (id, org_id, api_key_id, campaign_id, request_id, ids, contact, context, test_mode, created_at, task_id,
-                             not_before, expires_at, phone)
+                             not_before, expires_at, phone, trace_parent)
        SELECT id, org_id, api_key_id, campaign_id, request_id, ids, contact, context, test_mode, created_at, task_id,
-              not_before, wanted_until, reached->>'phone' FROM accepted
+              not_before, wanted_until, reached->>'phone', trace_parent FROM accepted
        RETURNING id
      ), new_tasks AS (
        -- The contact's candidate zones: its timezone as sent or on file, else those its number tells.
@@ -172,7 +174,7 @@ export async function insertTriggersWithTasks(
   /** A notification the commit sends, when other processes are to hear of the new tasks. */
   notify?: { channel: string; payload: string },
 ): Promise<RecordOutcome[]> {
-  // In the order the statement reads them (its input CTE).
+  // In the order the statement reads them (its input CTE); the trace parent, last, only when there is one.
   const batch = triggers.map((t) => [
     t.id,
     t.taskId,
@@ -193,6 +195,7 @@ export async function insertTriggersWithTasks(
     t.dueAt,
     t.idempotency?.key ?? null,
     t.idempotency?.response ?? null,
+    ...(t.traceParent === undefined ? [] : [t.traceParent]),
   ])
   const rows = await db.query<{ id: string; conflict: { index: number; contact_id: string }[] | null }>(INSERT_TRIGGERS_WITH_TASKS, [
     JSON.stringify(batch),

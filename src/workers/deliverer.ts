@@ -22,6 +22,7 @@
  * record over the claims that took them over.
  */
 import type { ServiceMetrics } from '../services/metrics.ts'
+import { SpanKind, SpanStatusCode } from '@opentelemetry/api'
 import type { FastifyBaseLogger } from 'fastify'
 import { newId } from '../domain/ids.ts'
 import type { DeliveryHandOffs, Reservation } from '../services/settlement.ts'
@@ -43,6 +44,7 @@ import { disableEndpoint } from '../store/webhookEndpoints.ts'
 import { DeliveryError, type PostResult, WebhookPoster } from '../webhooks/httpPoster.ts'
 import { signatureHeader } from '../webhooks/signing.ts'
 import { type Work, WorkLoop } from './workLoop.ts'
+import { tracing } from '../tracing.ts'
 
 const TIMEOUT_MS = 15_000
 const LEASE_MS = 60_000
@@ -295,6 +297,17 @@ class Delivery implements Work, DeliveryHandOffs {
     const { body } = event
     const at = this.now()
     const timestamp = Math.floor(at / 1000)
+    // A span of the event's trigger's trace; the endpoint by its id only, since its URL may hold a secret.
+    const span = tracing.enabled
+      ? tracing.start(
+          'webhook delivery',
+          {
+            kind: SpanKind.CLIENT,
+            attributes: { 'cts.event_id': event.id, 'cts.endpoint_id': endpoint.id, 'cts.delivery_id': delivery.id, 'cts.attempt': delivery.attempts + 1 },
+          },
+          event.traceParent,
+        )
+      : undefined
     let result: PostResult | undefined
     let failure: DeliveryError | undefined
     try {
@@ -315,6 +328,12 @@ class Delivery implements Work, DeliveryHandOffs {
     }
     const status = result?.status
     const gone = status === 410
+    if (span !== undefined) {
+      if (status !== undefined) span.setAttribute('http.response.status_code', status)
+      if (failure !== undefined) span.setAttribute('error.type', failure.kind)
+      if (status === undefined || status < 200 || status >= 300) span.setStatus({ code: SpanStatusCode.ERROR })
+      span.end()
+    }
     return {
       endpointId: endpoint.id,
       gone,

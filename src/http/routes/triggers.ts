@@ -17,6 +17,7 @@ import { MAX_BODY_BYTES } from '../limits.ts'
 import { confirmBeforeAnswering, organizationOf, requireOrganizationKey } from '../auth.ts'
 import { component, routeHeaders } from '../openapi.ts'
 import { envelope } from '../reply.ts'
+import { requestTraceParent } from '../tracing.ts'
 import {
   authErrors,
   ChannelSchema,
@@ -219,7 +220,7 @@ export function triggerRoutes(app: FastifyInstance, deps: { db: Database; authen
           'request is still in flight 409 `idempotency_key_in_use`.',
         tags: ['triggers'],
         security: [{ apiKey: [] }],
-        ...routeHeaders({ request: ['Idempotency-Key'], responses: { 201: ['Idempotent-Replayed'] } }),
+        ...routeHeaders({ request: ['Idempotency-Key', 'traceparent'], responses: { 201: ['Idempotent-Replayed'] } }),
         body: TriggerRequestSchema,
         response: { 201: Envelope(AcceptedSchema), ...authErrors, ...conflict, ...validationErrors },
       },
@@ -234,6 +235,7 @@ export function triggerRoutes(app: FastifyInstance, deps: { db: Database; authen
         idempotencyKey,
         requestId: request.id,
         bodyBytes: Number(request.headers['content-length'] ?? MAX_BODY_BYTES),
+        traceParent: requestTraceParent(request),
       }
       try {
         const accepted = await acceptance.accept(caller, submission)
@@ -274,6 +276,7 @@ export function triggerRoutes(app: FastifyInstance, deps: { db: Database; authen
           'A body that is not a list of 1 to 1,000 objects is a 422 for the whole request.',
         tags: ['triggers'],
         security: [{ apiKey: [] }],
+        ...routeHeaders({ request: ['traceparent'] }),
         body: BatchRequestSchema,
         response: { 200: Envelope(Type.Array(BatchResultSchema)), ...authErrors, ...validationErrors },
       },
@@ -283,11 +286,12 @@ export function triggerRoutes(app: FastifyInstance, deps: { db: Database; authen
       const caller = { principal: organizationOf(request), confirmKey: () => confirmBeforeAnswering(authenticator, request) }
       // Each trigger's share of the body bounds its share of a commit.
       const bodyBytes = Math.ceil(Number(request.headers['content-length'] ?? MAX_BATCH_BODY_BYTES) / triggers.length)
+      const traceParent = requestTraceParent(request)
       const submissions = triggers.map((item) => {
         const checked = validate<Static<typeof BatchItemSchema>>(BatchItemSchema, item, ['body'])
-        if (checked.errors.length > 0) return { body: item, errors: checked.errors, idempotencyKey: undefined, requestId: request.id, bodyBytes }
+        if (checked.errors.length > 0) return { body: item, errors: checked.errors, idempotencyKey: undefined, requestId: request.id, bodyBytes, traceParent }
         const { idempotency_key, ...body } = checked.value!
-        return { body, errors: [], idempotencyKey: idempotency_key, requestId: request.id, bodyBytes }
+        return { body, errors: [], idempotencyKey: idempotency_key, requestId: request.id, bodyBytes, traceParent }
       })
       const acceptances = await acceptance.acceptAll(caller, submissions)
       // A commit records only for an unrevoked key; an answer that rests on no commit must confirm it.
