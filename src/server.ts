@@ -39,8 +39,8 @@ async function run(config: Config, options: { api: boolean; workers: boolean; po
   if (config.databaseUrl !== undefined && config.phoneHashKey === undefined) {
     throw new ConfigError('PHONE_HASH_KEY must be set when DATABASE_URL is (at least 32 characters), the same in every process')
   }
-  // On the embedded database this takes the data directory's lock first, before its secrets are read or made below.
   const startedTracing = await startTracing()
+  // On the embedded database this takes the data directory's lock first, before its secrets are read or made below.
   const db = await openDatabase({ ...config, command: options.api ? (options.workers ? 'serve' : 'serve --no-workers') : 'worker' })
   await prepareSchema(db, config.migrateOnStart)
   const phoneHashKey = await phoneHashKeyFor(config, db)
@@ -73,9 +73,10 @@ async function run(config: Config, options: { api: boolean; workers: boolean; po
   // A command line refused the data directory names where the same operation can be done meanwhile.
   if (options.api) db.dataDirLock?.announce(`${localUrl(config.host, (app.server.address() as AddressInfo).port)}/admin/v1`)
   await app.workers?.start()
-  if (options.api) app.log.info({ database: db.kind, dataDir: db.kind === 'pglite' ? config.dataDir : undefined, workers: options.workers }, 'ready')
+  const traces = startedTracing?.exporter ?? 'off'
+  if (options.api) app.log.info({ database: db.kind, dataDir: db.kind === 'pglite' ? config.dataDir : undefined, workers: options.workers, traces }, 'ready')
   // The port it listens on, which the system chose when METRICS_PORT is 0.
-  else app.log.info({ database: db.kind, metricsPort: (app.server.address() as AddressInfo).port }, 'worker ready')
+  else app.log.info({ database: db.kind, metricsPort: (app.server.address() as AddressInfo).port, traces }, 'worker ready')
 }
 
 /** The address an operator on this machine reaches a server listening on `host` at. */

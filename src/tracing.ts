@@ -99,6 +99,8 @@ export function contextOfHeaders(headers: Record<string, string | string[] | und
 }
 
 export interface StartedTracing {
+  /** Where the spans go: the exporter the environment named, or `given` (a processor handed in). */
+  exporter: Exclude<ExporterName, 'none'> | 'given'
   /** Exports what is still buffered and stops tracing. */
   shutdown(): Promise<void>
 }
@@ -132,6 +134,7 @@ export async function startTracing(processor?: SpanProcessor): Promise<StartedTr
   propagation.setGlobalPropagator(new W3CTraceContextPropagator())
   tracing.use(provider.getTracer(SERVICE_NAME))
   return {
+    exporter,
     async shutdown() {
       tracing.use(undefined)
       await provider.shutdown()
