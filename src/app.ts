@@ -83,6 +83,8 @@ export interface AppDeps {
 }
 
 const MAX_REQUEST_ID_LENGTH = 200
+/** Retry-After of a request refused while the process drains: another process behind the load balancer can take it at once. */
+const SHUTDOWN_RETRY_AFTER_S = 1
 
 export async function buildApp(options: AppOptions, deps: AppDeps): Promise<FastifyInstance> {
   const now = deps.now ?? Date.now
@@ -157,6 +159,7 @@ export async function buildApp(options: AppOptions, deps: AppDeps): Promise<Fast
   app.addHook('onRequest', (request, reply, done) => {
     reply.header('x-request-id', request.id)
     if (!closing) return done()
+    reply.header('retry-after', String(SHUTDOWN_RETRY_AFTER_S))
     void sendError(request, reply, 'service_unavailable', 'The service is shutting down: send the request again, with the same Idempotency-Key, in a moment.')
   })
 

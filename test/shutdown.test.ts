@@ -89,7 +89,7 @@ async function provision(base: string) {
   return { orgId: org.id as string, key: key.key as string }
 }
 
-type Outcome = { name: string; status: number; body: string; connection: unknown } | { name: string; error: string }
+type Outcome = { name: string; status: number; body: string; connection: unknown; retryAfter: unknown } | { name: string; error: string }
 const isCreated = (outcome: Outcome) => 'status' in outcome && outcome.status === 201
 const createdCount = (outcomes: Outcome[]) => outcomes.filter(isCreated).length
 
@@ -112,7 +112,7 @@ function load(base: string, key: string, label: string) {
           headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', 'idempotency-key': name, 'x-request-id': name },
           body: JSON.stringify({ campaign: 'stop', contact: { phone: `+4420794${String(sent % 100_000).padStart(5, '0')}` } }),
         })
-        outcomes.push({ name, status: response.statusCode, body: await response.body.text(), connection: response.headers.connection })
+        outcomes.push({ name, status: response.statusCode, body: await response.body.text(), connection: response.headers.connection, retryAfter: response.headers['retry-after'] })
         if (response.statusCode === 503) return
       } catch (error) {
         const code = (error as { code?: string }).code ?? String(error)
@@ -170,10 +170,11 @@ for (const signal of ['SIGTERM', 'SIGINT'] as const) {
       const failed = outcomes.filter((outcome): outcome is { name: string; error: string } => 'error' in outcome)
       assert.ok(created.length > 50, `${created.length} triggers created before the signal`)
       // Arrived on a kept-alive connection once the drain had begun: refused in the API's own error body, the connection closed.
-      for (const outcome of refused as { status: number; body: string; connection: unknown }[]) {
+      for (const outcome of refused as { status: number; body: string; connection: unknown; retryAfter: unknown }[]) {
         assert.equal(outcome.status, 503)
         assert.equal(JSON.parse(outcome.body).error.code, 'service_unavailable')
         assert.equal(outcome.connection, 'close')
+        assert.equal(outcome.retryAfter, '1')
       }
 
       const db = await openDatabase({ databaseUrl: undefined, ...database?.connection, dataDir })

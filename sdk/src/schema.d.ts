@@ -1559,12 +1559,13 @@ export interface components {
                 "application/json": components["schemas"]["ErrorResponse"];
             };
         };
-        /** @description `service_unavailable`: the service is shutting down; send the request again in a moment (with the same Idempotency-Key). */
+        /** @description `service_unavailable`: the service is shutting down; send the request again after Retry-After seconds (with the same Idempotency-Key): another process, or this one restarted, answers it. */
         ServiceUnavailable: {
             headers: {
                 "X-Request-ID": components["headers"]["X-Request-ID"];
                 "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                 RateLimit: components["headers"]["RateLimit"];
+                "Retry-After": components["headers"]["Retry-After"];
                 [name: string]: unknown;
             };
             content: {

@@ -105,16 +105,19 @@ const headerRefs = (names: readonly string[]) => Object.fromEntries(names.map((n
  * every answer to a request it counted carries.
  */
 function commonResponses(onClientApi: boolean) {
-  const error = (description: string) => ({
+  const error = (description: string, ...headers: string[]) => ({
     description,
-    headers: headerRefs(['X-Request-ID', ...(onClientApi ? ['RateLimit-Policy', 'RateLimit'] : [])]),
+    headers: headerRefs(['X-Request-ID', ...(onClientApi ? ['RateLimit-Policy', 'RateLimit'] : []), ...headers]),
     content: { 'application/json': { schema: { $ref: '#/components/schemas/ErrorResponse' } } },
   })
   return {
     BadRequest: error('`bad_request`: the request could not be read (a malformed URL or Content-Length, a body cut short).'),
     PayloadTooLarge: error('`payload_too_large`: the body is larger than the route accepts (1 MiB; 16 MiB for a batch).'),
     InternalError: error('`internal_error`: the request could not be completed because of an error on our side.'),
-    ServiceUnavailable: error('`service_unavailable`: the service is shutting down; send the request again in a moment (with the same Idempotency-Key).'),
+    ServiceUnavailable: error(
+      '`service_unavailable`: the service is shutting down; send the request again after Retry-After seconds (with the same Idempotency-Key): another process, or this one restarted, answers it.',
+      'Retry-After',
+    ),
   }
 }
 
