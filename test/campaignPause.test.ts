@@ -13,6 +13,7 @@ import { after, before, beforeEach, describe, test } from 'node:test'
 import { WAKE_CHANNEL } from '../src/services/index.ts'
 import { runCli } from './support/cli.ts'
 import { acceptedTrigger, bearer, createCampaign, freshDatabase, json, onPostgres, OPERATOR_TOKEN, seedOrganization, startService, taskOf, type TestDatabase, type TestService } from './support/service.ts'
+import { eventsOfTask } from './support/events.ts'
 
 const HOUR = 3_600_000
 const ALWAYS_OPEN = { timezone: 'contact', windows: [{ days: ['mon', 'tue', 'wed', 'thu', 'fri', 'sat', 'sun'], start: '00:00', end: '24:00' }] }
@@ -135,9 +136,7 @@ describe('a paused campaign', () => {
     assert.equal(retrying.interactions[0].outcome, 'no_answer')
     assert.equal(retrying.next_attempt_at, '2026-06-01T10:01:00.200Z', 'the retry is scheduled as usual')
     assert.equal(retrying.campaign_paused, true)
-    const reported = await service.db.query<{ type: string }>(`SELECT payload->>'type' AS type FROM events WHERE payload->'data'->>'task_id' = $1`, [
-      task_id,
-    ])
+    const reported = await eventsOfTask(service.db, task_id)
     assert.deepEqual(reported.map((event) => event.type), ['interaction.finalized'])
 
     await at(now + HOUR)
@@ -162,9 +161,9 @@ describe('a paused campaign', () => {
     assert.equal(expired.outcome, 'expired')
     assert.equal(expired.interactions.length, 0)
     assert.equal(expired.campaign_paused, false, 'a completed task waits for nothing')
-    const events = await service.db.query<{ payload: any }>(`SELECT payload FROM events WHERE payload->'data'->>'task_id' = $1`, [created.task_id])
+    const events = await eventsOfTask(service.db, created.task_id)
     assert.deepEqual(
-      events.map(({ payload }) => [payload.type, payload.data.outcome]),
+      events.map((event) => [event.type, event.data.outcome]),
       [['task.completed', 'expired']],
     )
     await managed('resume', routing_key)

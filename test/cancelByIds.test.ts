@@ -2,6 +2,7 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, test } from 'node:test'
 import { bearer, json, OPERATOR_TOKEN, seedOrganization, startService, taskOf, type TestService } from './support/service.ts'
+import { eventsOfTask } from './support/events.ts'
 
 const ALWAYS_OPEN = { timezone: 'contact', windows: [{ days: ['mon', 'tue', 'wed', 'thu', 'fri', 'sat', 'sun'], start: '00:00', end: '24:00' }] }
 const HOUR = 3_600_000
@@ -57,8 +58,7 @@ async function at(instant: number) {
 }
 
 async function eventsOf(taskId: string): Promise<any[]> {
-  const rows = await service.db.query<{ payload: any }>(`SELECT payload FROM events WHERE payload->'data'->>'task_id' = $1 ORDER BY id`, [taskId])
-  return rows.map((row) => row.payload)
+  return eventsOfTask(service.db, taskId)
 }
 
 describe('cancel by the client’s ids', () => {

@@ -442,8 +442,9 @@ test('the sweep reaches the last of 1,000 organizations with history due at once
          SELECT tsk, org, trg, campaign, 'completed', 'expired', '{}', false, $6, $6, $6, $6, $6, '{"phone": "+442079460900"}', '{}'
          FROM unnest($1::text[], $2::text[], $3::text[], $4::text[]) AS u(org, campaign, trg, tsk)
        )
-       INSERT INTO events (id, org_id, type, payload, created_at)
-       SELECT evt, org, 'task.completed', jsonb_build_object('id', evt, 'type', 'task.completed', 'data', jsonb_build_object('task_id', tsk)), $6
+       INSERT INTO events (id, org_id, type, task_id, body, created_at)
+       SELECT evt, org, 'task.completed', tsk,
+              decode('00', 'hex') || convert_to(jsonb_build_object('id', evt, 'type', 'task.completed', 'data', jsonb_build_object('task_id', tsk))::text, 'UTF8'), $6
        FROM unnest($1::text[], $4::text[], $5::text[]) AS u(org, tsk, evt)`,
       [column('org'), column('campaign'), column('trigger'), column('task'), column('event'), completedAt],
     )

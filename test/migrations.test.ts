@@ -2,6 +2,7 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import { deliveriesOf } from '../src/store/deliveries.ts'
+import { findEvent, listTaskEvents } from '../src/store/events.ts'
 import { lastFailures } from '../src/store/endpointHealth.ts'
 import { findTask, listTasks } from '../src/store/tasks.ts'
 import { findTrigger } from '../src/store/triggers.ts'
@@ -194,9 +195,43 @@ test("025: the failed attempts logged before are their endpoints' last failures;
       (await deliveriesOf(db, 'evt_1')).map((delivery) => delivery.attempts.map((attempt) => attempt.statusCode)),
       [[503], [500, 200], [502]],
     )
-    await db.exec(`INSERT INTO events (id, org_id, type, payload, created_at) VALUES ('evt_2', 'org_1', 'webhook.test', '{}', ${at(10)})`)
-    await assert.rejects(db.exec(`INSERT INTO events (id, org_id, type, payload, created_at) VALUES ('evt_3', 'org_1', 'other', '{}', ${at(10)})`))
+    await db.exec(`INSERT INTO events (id, org_id, type, body, created_at) VALUES ('evt_2', 'org_1', 'webhook.test', decode('00', 'hex'), ${at(10)})`)
+    await assert.rejects(db.exec(`INSERT INTO events (id, org_id, type, body, created_at) VALUES ('evt_3', 'org_1', 'other', decode('00', 'hex'), ${at(10)})`))
     assert.deepEqual(await lastFailures(db, 'whe_3', 10), [])
+  } finally {
+    await database.drop()
+  }
+})
+
+test('035: an event written before is read as it was written, found by the task or the interaction it names', async () => {
+  const database = await databaseBeforeMigration(35)
+  try {
+    const { db } = database
+    const at = "'2026-06-01T10:00:00Z'"
+    const completed = {
+      id: 'evt_1',
+      type: 'task.completed',
+      timestamp: '2026-06-01T10:00:00.000Z',
+      data: { task_id: 'tsk_1', trigger_id: 'trg_1', outcome: 'reached', ids: [{ source: 'ats', type: 'candidate_id', value: 'C-1' }], result: null },
+    }
+    const reply = {
+      id: 'evt_2',
+      type: 'interaction.finalized',
+      timestamp: '2026-06-01T10:00:00.000Z',
+      data: { interaction_id: 'int_9', task_id: null, direction: 'inbound', outcome: 'replied', result: { summary: 'Wrote «ça marche»' } },
+    }
+    await db.query(`INSERT INTO events (id, org_id, type, payload, created_at) VALUES ('evt_1', 'org_1', 'task.completed', $1, ${at}), ('evt_2', 'org_1', 'interaction.finalized', $2, ${at})`, [
+      JSON.stringify(completed),
+      JSON.stringify(reply),
+    ])
+    await database.upgrade()
+    assert.deepEqual(await listTaskEvents(db, 'org_1', 'tsk_1'), [completed])
+    assert.deepEqual(await findEvent(db, 'org_1', 'evt_2'), reply)
+    const named = await db.query<{ id: string; task_id: string | null; interaction_id: string | null }>('SELECT id, task_id, interaction_id FROM events ORDER BY id')
+    assert.deepEqual(named, [
+      { id: 'evt_1', task_id: 'tsk_1', interaction_id: null },
+      { id: 'evt_2', task_id: null, interaction_id: 'int_9' },
+    ])
   } finally {
     await database.drop()
   }

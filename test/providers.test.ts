@@ -11,6 +11,7 @@ import { type FakeTwilio, startFakeTwilio } from './fakes/twilio.ts'
 import { type FakeWhatsAppCloud, startFakeWhatsAppCloud } from './fakes/whatsappCloud.ts'
 import { sampleValue } from './support/prometheus.ts'
 import { bearer, freePort, json, OPERATOR_TOKEN, scrapeMetrics, seedOrganization, startService, tablesHolding, taskOf, type TestService } from './support/service.ts'
+import { eventsOfTask, eventsOfTasklessInteractions } from './support/events.ts'
 
 const ACCOUNT_SID = `AC${'0123456789abcdef'.repeat(2)}`
 const SECRETS: Record<string, string> = {
@@ -100,8 +101,7 @@ async function providerRefOf(interactionId: string): Promise<string | null> {
 }
 
 async function eventsOf(taskId: string): Promise<any[]> {
-  const rows = await service.db.query<{ payload: any }>(`SELECT payload FROM events WHERE payload->'data'->>'task_id' = $1 ORDER BY id`, [taskId])
-  return rows.map((row) => row.payload)
+  return eventsOfTask(service.db, taskId)
 }
 
 /** A WhatsApp notification carrying one inbound message from our number. */
@@ -294,10 +294,7 @@ describe('whatsapp cloud', () => {
 
   test('a message that answers no task is an inbound interaction without a task', async () => {
     assert.equal(await whatsapp.sendReply({ from: '33142685300', text: 'Who is this?' }), 200)
-    const rows = await service.db.query<{ payload: any }>(
-      `SELECT payload FROM events WHERE payload->'data'->>'direction' = 'inbound' ORDER BY id DESC LIMIT 1`,
-    )
-    const event = rows[0]!.payload
+    const [event] = await eventsOfTasklessInteractions(service.db)
     assert.equal(event.type, 'interaction.finalized')
     assert.equal(event.data.task_id, null)
     assert.equal(event.data.trigger_id, null)

@@ -20,8 +20,8 @@ test('a table grown since it was last analyzed is analyzed, once, and one that h
   await analyzeGrownTables(db)
   await db.exec(`
     INSERT INTO organizations (id, name, created_at) VALUES ('org_stats', 'Stats', now());
-    INSERT INTO events (id, org_id, type, payload, created_at)
-    SELECT 'evt_stats_' || n, 'org_stats', 'task.completed', jsonb_build_object('n', n, 'padding', repeat('x', 200)), now()
+    INSERT INTO events (id, org_id, type, body, created_at)
+    SELECT 'evt_stats_' || n, 'org_stats', 'task.completed', decode('00', 'hex') || convert_to(jsonb_build_object('n', n, 'padding', repeat('x', 200))::text, 'UTF8'), now()
     FROM generate_series(1, 2000) AS n;
   `)
   assert.deepEqual(await analyzeGrownTables(db), ['events'])

@@ -8,6 +8,7 @@ import { after, before, beforeEach, describe, test } from 'node:test'
 import { newId } from '../src/domain/ids.ts'
 import { beginAttempts, completeTasks, lockDueTasks, scheduleNextAttempts } from '../src/store/tasks.ts'
 import { acceptedTrigger, bearer, createCampaign, json, PHONE_HASH_KEY, seedOrganization, startService, taskOf, type TestService } from './support/service.ts'
+import { eventsOfTask } from './support/events.ts'
 
 const HOUR = 3_600_000
 const ALWAYS_OPEN = { timezone: 'contact', windows: [{ days: ['mon', 'tue', 'wed', 'thu', 'fri', 'sat', 'sun'], start: '00:00', end: '24:00' }] }
@@ -48,11 +49,7 @@ async function at(instant: string | number) {
 }
 
 async function eventsOf(taskId: string): Promise<any[]> {
-  const rows = await service.db.query<{ payload: any }>(
-    `SELECT payload FROM events WHERE payload->'data'->>'task_id' = $1 ORDER BY id`,
-    [taskId],
-  )
-  return rows.map((row) => row.payload)
+  return eventsOfTask(service.db, taskId)
 }
 
 describe('a test-mode trigger on an always-open simulator campaign', () => {

@@ -6,6 +6,7 @@ import assert from 'node:assert/strict'
 import { after, before, beforeEach, describe, test } from 'node:test'
 import { parseInstant, timingProblems } from '../src/domain/triggerTiming.ts'
 import { bearer, createCampaign, json, postTrigger, seedOrganization, startService, taskOf, type TestService } from './support/service.ts'
+import { eventsOfTask } from './support/events.ts'
 
 describe('parseInstant', () => {
   const cases: [string, string | undefined][] = [
@@ -162,9 +163,9 @@ describe('expires_at', () => {
     assert.equal(expired.outcome, 'expired')
     assert.equal(expired.completed_at, '2026-06-02T12:00:00.000Z')
     assert.equal(expired.interactions.length, 0)
-    const events = await service.db.query<{ payload: any }>(`SELECT payload FROM events WHERE payload->'data'->>'task_id' = $1`, [created.task_id])
+    const events = await eventsOfTask(service.db, created.task_id)
     assert.deepEqual(
-      events.map(({ payload }) => [payload.type, payload.data.outcome]),
+      events.map((event) => [event.type, event.data.outcome]),
       [['task.completed', 'expired']],
     )
   })

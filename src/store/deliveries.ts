@@ -9,6 +9,7 @@
 import { tracing } from '../tracing.ts'
 import type { Database, Queryable } from './database.ts'
 import { LATENCY_BOUNDS_MS } from '../domain/endpointHealth.ts'
+import { decodeEventBody } from './eventBodies.ts'
 import { iso, isoOrNull } from './rows.ts'
 import type { RecoveryPosition } from '../domain/webhookRecovery.ts'
 
@@ -112,7 +113,7 @@ export async function claimDeliveries(db: Database, request: ClaimRequest): Prom
       [new Date(request.now), request.full, refillIds, request.room],
     )
     if (locked.length === 0) return { endpoints: [], deliveries: [], lost: [] }
-    const rows = await tx.query<EndpointColumns & { delivery_id: string | null; attempts: number | null; event_id: string | null; body: string | null; trace_parent: string | null }>(
+    const rows = await tx.query<EndpointColumns & { delivery_id: string | null; attempts: number | null; event_id: string | null; body: Uint8Array | null; trace_parent: string | null }>(
       `WITH refills AS (
          SELECT * FROM unnest($6::text[], $7::int[]) AS r(id, quota)
        ), free AS (
@@ -145,7 +146,7 @@ export async function claimDeliveries(db: Database, request: ClaimRequest): Prom
          FROM picked p
          WHERE d.id = p.id AND d.id = ANY(ARRAY(SELECT id FROM picked))
          RETURNING d.id, d.attempts, d.event_id, d.endpoint_id, p.due_at AS fell_due)
-       SELECT ${endpointColumns('t')}, c.id AS delivery_id, c.attempts, c.event_id, (SELECT payload::text FROM events WHERE id = c.event_id) AS body,
+       SELECT ${endpointColumns('t')}, c.id AS delivery_id, c.attempts, c.event_id, (SELECT body FROM events WHERE id = c.event_id) AS body,
               -- Looked up only while traces are on: off, the statement reads what it read before they existed.
               CASE WHEN $10::boolean THEN (SELECT trace_parent FROM events WHERE id = c.event_id) END AS trace_parent
        FROM taken t
@@ -173,7 +174,7 @@ export async function claimDeliveries(db: Database, request: ClaimRequest): Prom
         id: Number(row.delivery_id),
         claim: request.claim,
         attempts: row.attempts!,
-        event: { id: row.event_id!, body: row.body!, traceParent: row.trace_parent },
+        event: { id: row.event_id!, body: decodeEventBody(row.body!), traceParent: row.trace_parent },
         endpointId: row.id,
         lockedUntil: request.lockedUntil,
       })

@@ -8,8 +8,10 @@
  * outcomes and the webhooks already sent still add up.
  */
 import { ERASED_RESULT_FIELDS } from '../domain/conversationResult.ts'
+import type { OutboxEvent } from '../domain/events.ts'
 import type { ExternalId } from '../domain/types.ts'
 import type { Queryable } from './database.ts'
+import { decodeEventBody, encodeEventBody } from './eventBodies.ts'
 
 /** Whom to erase: the person one of the client's ids names, or the holder of a number (E.164). */
 export type Person = { id: ExternalId } | { phone: string }
@@ -124,14 +126,6 @@ const ERASED_INTERACTION = `to_phone = '', replies = NULL, result = result || '$
 const HOLDS_PERSONAL_DATA = `(to_phone <> '' OR replies IS NOT NULL OR result || '${ERASED_RESULT}'::jsonb <> result)`
 
 /**
- * An event's payload with its result erased, and the condition for events
- * that carry one not erased yet (interaction.finalized, task.completed and
- * interaction.result_added of a conversation that reported something).
- */
-const ERASED_PAYLOAD = `jsonb_set(payload, '{data,result}', (payload #> '{data,result}') || '${ERASED_RESULT}'::jsonb)`
-const CARRIES_RESULT = `jsonb_typeof(payload #> '{data,result}') = 'object' AND (payload #> '{data,result}') || '${ERASED_RESULT}'::jsonb <> payload #> '{data,result}'`
-
-/**
  * Clears the records' personal data: triggers and tasks keep no contact, no
  * context and (triggers) no number; interactions with the person (those of the
  * tasks, and messages from the numbers that answered no task) keep
@@ -162,20 +156,7 @@ export async function erasePersonRecords(tx: Queryable, orgId: string, records: 
      WHERE org_id = $1 AND task_id IS NULL AND to_phone = ANY($2::text[]) AND ${HOLDS_PERSONAL_DATA} RETURNING id`,
     [orgId, records.phones],
   )
-  await tx.query(
-    `UPDATE events SET payload = ${ERASED_PAYLOAD}
-     WHERE payload #>> '{data,task_id}' = ANY($2::text[]) AND org_id = $1 AND ${CARRIES_RESULT}`,
-    [orgId, records.taskIds],
-  )
-  const taskless = replies.map((row) => row.id)
-  if (taskless.length > 0) {
-    await tx.query(
-      `UPDATE events SET payload = ${ERASED_PAYLOAD}
-       WHERE payload #>> '{data,interaction_id}' = ANY($2::text[]) AND payload #>> '{data,task_id}' IS NULL
-         AND payload #>> '{data,interaction_id}' IS NOT NULL AND org_id = $1 AND ${CARRIES_RESULT}`,
-      [orgId, taskless],
-    )
-  }
+  await eraseEventResults(tx, orgId, records.taskIds, replies.map((row) => row.id))
   await tx.query(
     `DELETE FROM contact_ids c USING jsonb_array_elements($3::jsonb) AS e(id)
      WHERE c.org_id = $1 AND c.source = e.id->>'source' AND c.type = e.id->>'type' AND c.value = e.id->>'value'
@@ -184,4 +165,38 @@ export async function erasePersonRecords(tx: Queryable, orgId: string, records: 
   )
   const contacts = await tx.query(`DELETE FROM contacts WHERE org_id = $1 AND id = ANY($2::text[]) RETURNING id`, [orgId, records.contactIds])
   return { tasks: tasks.length, contacts: contacts.length, interactions: ofTasks.length + replies.length }
+}
+
+/**
+ * Erases the results the events of the tasks, and of the interactions that
+ * answered no task, carry (interaction.finalized, task.completed and
+ * interaction.result_added of a conversation that reported something). Their
+ * bodies are deflated (store/eventBodies.ts): each is read, and written again
+ * only when its result still holds something to erase, in id order, as a
+ * redelivery locks events.
+ */
+async function eraseEventResults(tx: Queryable, orgId: string, taskIds: readonly string[], tasklessInteractionIds: readonly string[]): Promise<void> {
+  const rows = await tx.query<{ id: string; body: Uint8Array }>(
+    `SELECT id, body FROM events WHERE id = ANY(ARRAY(
+       SELECT id FROM events WHERE task_id = ANY($2::text[]) AND org_id = $1
+       UNION ALL
+       SELECT id FROM events WHERE interaction_id = ANY($3::text[]) AND task_id IS NULL AND interaction_id IS NOT NULL AND org_id = $1))
+     ORDER BY id FOR UPDATE`,
+    [orgId, taskIds, tasklessInteractionIds],
+  )
+  const erased: { id: string; body: string }[] = []
+  for (const row of rows) {
+    const event = JSON.parse(decodeEventBody(row.body)) as OutboxEvent
+    const result = event.data.result
+    if (typeof result !== 'object' || result === null) continue
+    const fields = result as Record<string, unknown>
+    if (ERASED_RESULT_FIELDS.every((field) => fields[field] === null || fields[field] === undefined)) continue
+    for (const field of ERASED_RESULT_FIELDS) fields[field] = null
+    erased.push({ id: row.id, body: encodeEventBody(JSON.stringify(event)).toString('base64') })
+  }
+  if (erased.length === 0) return
+  await tx.query(`UPDATE events e SET body = decode(v.body, 'base64') FROM unnest($1::text[], $2::text[]) AS v(id, body) WHERE e.id = v.id`, [
+    erased.map(({ id }) => id),
+    erased.map(({ body }) => body),
+  ])
 }

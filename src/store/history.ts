@@ -83,7 +83,7 @@ export async function eventsAfter(tx: Queryable, organizations: readonly SweptOr
   const rows = await tx.query<{ org_id: string; txid: string; id: string; type: string; created_at: Date; task_id: string | null; interaction_id: string | null }>(
     `SELECT o.id AS org_id, e.* FROM unnest($1::text[], $2::xid8[], $3::text[]) AS o(id, txid, event_id)
      CROSS JOIN LATERAL (
-       SELECT txid::text, id, type, created_at, payload #>> '{data,task_id}' AS task_id, payload #>> '{data,interaction_id}' AS interaction_id
+       SELECT txid::text, id, type, created_at, task_id, interaction_id
        FROM events
        WHERE org_id = o.id AND (txid, id) > (o.txid, o.event_id) AND txid < pg_snapshot_xmin(pg_current_snapshot())
        ORDER BY events.txid, events.id
@@ -148,10 +148,10 @@ export async function heldHistory(tx: Queryable, due: HistoryToDelete): Promise<
   if (due.taskIds.length + due.interactionIds.length + due.eventIds.length === 0) return new Set()
   const rows = await tx.query<{ id: string }>(
     `WITH listed AS (
-       SELECT payload #>> '{data,task_id}' AS held, delivery_ids FROM events WHERE payload #>> '{data,task_id}' = ANY($1::text[])
+       SELECT task_id AS held, delivery_ids FROM events WHERE task_id = ANY($1::text[])
        UNION ALL
-       SELECT payload #>> '{data,interaction_id}', delivery_ids FROM events
-       WHERE payload #>> '{data,interaction_id}' = ANY($2::text[]) AND payload #>> '{data,task_id}' IS NULL AND payload #>> '{data,interaction_id}' IS NOT NULL
+       SELECT interaction_id, delivery_ids FROM events
+       WHERE interaction_id = ANY($2::text[]) AND task_id IS NULL AND interaction_id IS NOT NULL
        UNION ALL
        SELECT id, delivery_ids FROM events WHERE id = ANY($3::text[])
      )
@@ -201,10 +201,10 @@ export async function deleteHistory(tx: Queryable, due: HistoryToDelete, now: nu
      ), gone_triggers AS (
        DELETE FROM triggers WHERE id = ANY(ARRAY(SELECT trigger_id FROM gone_tasks)) RETURNING 1
      ), gone_events AS (
-       DELETE FROM events WHERE payload #>> '{data,task_id}' = ANY(ARRAY(SELECT id FROM gone_tasks)) RETURNING delivery_ids
+       DELETE FROM events WHERE task_id = ANY(ARRAY(SELECT id FROM gone_tasks)) RETURNING delivery_ids
      ), gone_message_events AS (
        DELETE FROM events
-       WHERE payload #>> '{data,interaction_id}' = ANY($2::text[]) AND payload #>> '{data,task_id}' IS NULL AND payload #>> '{data,interaction_id}' IS NOT NULL
+       WHERE interaction_id = ANY($2::text[]) AND task_id IS NULL AND interaction_id IS NOT NULL
        RETURNING delivery_ids
      ), gone_test_events AS (
        DELETE FROM events WHERE id = ANY($3::text[]) AND type = 'webhook.test' RETURNING delivery_ids

@@ -15,6 +15,7 @@ import { type Channels, createChannels } from '../../src/channels/index.ts'
 import { MAX_RATE_LIMIT, type RateLimitPolicy } from '../../src/domain/rateLimit.ts'
 import type { HistoryBounds } from '../../src/domain/retention.ts'
 import { type Database, type DatabaseOptions, openDatabase, type PoolMode } from '../../src/store/database.ts'
+import { decodeEventBody } from '../../src/store/eventBodies.ts'
 import { loadMigrations, migrate } from '../../src/store/migrate.ts'
 import { type AnswerRecorder, recordAnswers } from './openapiConformance.ts'
 import { type Family, parsePrometheusText } from './prometheus.ts'
@@ -191,15 +192,25 @@ export async function startService(
   }
 }
 
-/** The tables of the service's schema with a row that holds `needle` anywhere (as text, case ignored), by name. */
+/**
+ * The tables of the service's schema with a row that holds `needle` anywhere
+ * (as text, case ignored), by name; events' bodies read as the JSON they
+ * deflate (store/eventBodies.ts).
+ */
 export async function tablesHolding(db: Database, needle: string): Promise<string[]> {
   const tables = await db.query<{ name: string }>(`SELECT tablename AS name FROM pg_tables WHERE schemaname = current_schema() ORDER BY tablename`)
   const holding: string[] = []
   for (const { name } of tables) {
     const rows = await db.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${name} AS r WHERE r::text ILIKE '%' || $1 || '%'`, [needle])
-    if (rows[0]!.n > 0) holding.push(name)
+    if (rows[0]!.n > 0 || (name === 'events' && (await eventBodiesHold(db, needle)))) holding.push(name)
   }
   return holding
+}
+
+async function eventBodiesHold(db: Database, needle: string): Promise<boolean> {
+  const lowered = needle.toLowerCase()
+  const rows = await db.query<{ body: Uint8Array }>('SELECT body FROM events')
+  return rows.some((row) => decodeEventBody(row.body).toLowerCase().includes(lowered))
 }
 
 /** A port nothing listens on now, as the system picks one. */
