@@ -168,9 +168,6 @@ describe('start', () => {
     [400, 21216, true],
     [401, 20003, true],
     [404, 20404, true],
-    [429, 20429, false],
-    [400, 20429, false],
-    [429, 20001, false],
     [400, 31005, false],
   ]
   for (const [status, code, permanent] of REFUSALS) {
@@ -185,6 +182,30 @@ describe('start', () => {
       })
     })
   }
+
+  const THROTTLED: [status: number, code: number][] = [
+    [429, 20429],
+    [400, 20429],
+    [429, 20001],
+  ]
+  for (const [status, code] of THROTTLED) {
+    test(`HTTP ${status} with error ${code} is Twilio's throttling: the start is deferred a few seconds, with jitter`, async () => {
+      fake.failNext({ status, code, message: `Too Many Requests for ${TO}` })
+      const result = await channel.start(attempt())
+
+      assert.equal(result.kind, 'deferred')
+      assert.ok(result.kind === 'deferred' && result.retryAfterMs >= 2_000 && result.retryAfterMs < 5_000, JSON.stringify(result))
+      assert.equal(result.kind === 'deferred' && result.reason, `Twilio is throttling calls (HTTP ${status}, error ${code}): Too Many Requests for [To]`)
+    })
+  }
+
+  test('a deferral honours Retry-After, in seconds or as a date', async () => {
+    fake.failNext({ status: 429, code: 20429, message: 'Too Many Requests', retryAfter: '17' })
+    assert.equal(((await channel.start(attempt())) as { retryAfterMs: number }).retryAfterMs, 17_000)
+    const clocked = new TwilioChannel({ apiBaseUrl: fake.url, publicBaseUrl: receiver.url, secret, now: () => Date.parse('2026-06-01T10:00:00Z') })
+    fake.failNext({ status: 429, code: 20429, message: 'Too Many Requests', retryAfter: 'Mon, 01 Jun 2026 10:00:42 GMT' })
+    assert.equal(((await clocked.start(attempt())) as { retryAfterMs: number }).retryAfterMs, 42_000)
+  })
 
   for (const status of [500, 503]) {
     test(`HTTP ${status} throws: the call may have been placed`, async () => {

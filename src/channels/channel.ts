@@ -38,6 +38,17 @@ export type StartResult =
    * fails rather than spending its attempts.
    */
   | { kind: 'refused'; permanent: boolean; reason: string }
+  /**
+   * The provider certainly did not start it, for a reason of its own that
+   * passes within moments: its throttling (an HTTP 429, a rate-limit error
+   * code) or a momentary outage it reports as such. The attempt is withdrawn
+   * as though it had never been made (it uses up none of the task's
+   * attempts) and the task is due again after `retryAfterMs` (the provider's
+   * Retry-After where it sends one: src/channels/retryAfter.ts), bounded by
+   * the dispatcher. Only for a start the provider surely turned away: when
+   * that is unknown, throw.
+   */
+  | { kind: 'deferred'; retryAfterMs: number; reason: string }
 
 /** What a provider has said about an interaction so far. */
 export interface InteractionProgress {
@@ -64,9 +75,11 @@ export interface Channel {
   /** 422 entries for a campaign's provider_config, `loc` starting at `prefix`; empty when valid. */
   checkConfig(config: unknown, prefix: (string | number)[]): ErrorDetail[]
   /**
-   * Starts one attempt. Resolves `refused` only when the provider certainly did
-   * not start it; throws when that is unknown (a timeout, a lost connection, a
-   * 5xx), and the attempt is then settled, never blindly repeated.
+   * Starts one attempt. Resolves `refused` or `deferred` only when the
+   * provider certainly did not start it (`deferred` when it says to come back
+   * shortly: the attempt is then withdrawn and made again later); throws when
+   * that is unknown (a timeout, a lost connection, a 5xx), and the attempt is
+   * then settled, never blindly repeated.
    */
   start(attempt: OutboundAttempt): Promise<StartResult>
   /**

@@ -13,7 +13,9 @@
  * Never twice: an attempt is recorded (interaction row, UNIQUE per task and
  * attempt, on a task this transaction holds) and committed before the
  * provider is asked to start it, and a start whose result is unknown is
- * settled, never repeated.
+ * settled, never repeated. A start the provider deferred (it certainly did
+ * not start it) is withdrawn in one statement, as though never made, and its
+ * task is due again shortly, the attempt not spent.
  */
 import type { ServiceMetrics } from './metrics.ts'
 import { type Link, SpanKind, SpanStatusCode } from '@opentelemetry/api'
@@ -37,6 +39,7 @@ import {
   lockDueTasks,
   lockExpiredTasksOfPausedCampaigns,
   postponeTasks,
+  withdrawAttempts,
 } from '../store/tasks.ts'
 import { batchesOf, GroupCommitter } from './groupCommitter.ts'
 import { completeAllAs, completeAndReport, type Settlement } from './settlement.ts'
@@ -55,6 +58,16 @@ const SETTLE_GIVE_UP_MS = 3_600_000
 const SETTLE_LEASE_MS = 60_000
 /** A campaign at its max_concurrent looks again after this long, or when one of its interactions ends. */
 export const CAPACITY_RETRY_MS = 1_000
+/**
+ * Bounds of the wait after a deferred start. At least a second: a provider
+ * that says "now" (Retry-After: 0) would otherwise have the attempt recorded
+ * and withdrawn in a tight loop, two writes each time. At most five minutes:
+ * throttling and momentary outages clear within seconds to a minute (Twilio
+ * and Meta meter per second), and a longer Retry-After, or a date misread,
+ * must not park a task for hours; a provider still throttling defers again.
+ */
+export const DEFERRED_MIN_MS = 1_000
+export const DEFERRED_MAX_MS = 300_000
 
 export interface DispatchedBatch {
   /** Due tasks taken: started, postponed or completed. */
@@ -84,6 +97,7 @@ export class Dispatch {
   readonly #metrics: ServiceMetrics
   readonly #phoneHashKey: Buffer
   readonly #answers: GroupCommitter<StartAnswer, undefined>
+  readonly #withdrawals: GroupCommitter<{ interactionId: string; dueAt: number }, boolean>
 
   constructor(deps: {
     db: Database
@@ -108,6 +122,13 @@ export class Dispatch {
       async (answers) => {
         await recordStarts(this.#db, answers)
         return answers.map(() => undefined)
+      },
+      batchesOf(deps.db.concurrency, 1024, rolledBack),
+    )
+    this.#withdrawals = new GroupCommitter(
+      async (withdrawals) => {
+        const withdrawn = await withdrawAttempts(this.#db, withdrawals, this.#now())
+        return withdrawals.map((withdrawal) => withdrawn.has(withdrawal.interactionId))
       },
       batchesOf(deps.db.concurrency, 1024, rolledBack),
     )
@@ -157,7 +178,6 @@ export class Dispatch {
     })
     this.#metrics.countCommitted({ tasks: completed })
     if (completed.length > 0) this.#wake.deliveries()
-    for (const { task } of begun) this.#metrics.attemptsStarted.observe({ channel: task.campaign.channel }, Math.max(0, now - task.dueAt) / 1000)
     const batchLinks = tracing.enabled && taken > 0 ? [dispatchBatchLink(due, { startTime, started: begun.length, completed: completed.length })] : []
     const starts = Promise.all(begun.map((attempt) => this.#start(attempt.task, attempt.interactionId, attempt.attempt, now, batchLinks))).then(() => {})
     return { taken, started: begun.length, full, starts }
@@ -205,10 +225,16 @@ export class Dispatch {
         this.#log.warn({ err: error, interaction: interactionId }, 'start uncertain; waiting for the provider to report')
         span?.setAttribute('cts.start', 'uncertain').setStatus({ code: SpanStatusCode.ERROR }).end()
         this.#metrics.providerErrors.inc({ provider: task.campaign.provider, kind: 'uncertain' })
+        this.#countStarted(task, startedAt)
         await this.#answers.submit({ id: interactionId, providerRef: null, settleAt: this.#now() + channel.settleAfterMs(config) })
         return
       }
       span?.setAttribute('cts.start', result.kind).end()
+      if (result.kind === 'deferred') {
+        await this.#withdraw(task, interactionId, result.retryAfterMs, result.reason)
+        return
+      }
+      this.#countStarted(task, startedAt)
       if (result.kind === 'refused') {
         this.#log.warn({ interaction: interactionId, reason: result.reason, permanent: result.permanent }, 'start refused by the provider')
         this.#metrics.providerErrors.inc({ provider: task.campaign.provider, kind: 'refused' })
@@ -222,6 +248,33 @@ export class Dispatch {
       // Recording the answer failed: the attempt stays as recorded and is settled at its settle time.
       this.#log.error({ err: error, interaction: interactionId }, 'the answer to a start could not be recorded; it is settled later')
     }
+  }
+
+  /**
+   * An attempt the dispatcher made, counted with how long its task had been
+   * due; counted once the provider has answered, since a deferred one is
+   * withdrawn as though never made (its task, due again, is counted when it
+   * starts, with the wait since its new due time).
+   */
+  #countStarted(task: DueTask, startedAt: number): void {
+    this.#metrics.attemptsStarted.observe({ channel: task.campaign.channel }, Math.max(0, startedAt - task.dueAt) / 1000)
+  }
+
+  /**
+   * Withdraws an attempt whose start the provider deferred: its task is due
+   * again after the provider's delay (bounded), with the attempt not spent.
+   * A provider's report that confirmed it meanwhile keeps it (nothing is
+   * withdrawn); if the withdrawal cannot be recorded, the attempt stays as
+   * recorded and is settled as failed at its settle time, as a start that
+   * never answered would be.
+   */
+  async #withdraw(task: DueTask, interactionId: string, retryAfterMs: number, reason: string): Promise<void> {
+    const delayMs = Math.min(DEFERRED_MAX_MS, Math.max(DEFERRED_MIN_MS, Number.isFinite(retryAfterMs) ? retryAfterMs : DEFERRED_MIN_MS))
+    this.#metrics.providerErrors.inc({ provider: task.campaign.provider, kind: 'deferred' })
+    const withdrawn = await this.#withdrawals.submit({ interactionId, dueAt: this.#now() + delayMs })
+    this.#log.info({ interaction: interactionId, task: task.id, reason, retry_after_ms: delayMs, withdrawn }, 'start deferred by the provider; the attempt is made again later')
+    // Its task is due at a new time: the dispatch loop looks again when it sleeps until then.
+    if (withdrawn) this.#wake.tasks()
   }
 
   /**
