@@ -540,7 +540,7 @@ describe('settle', () => {
       await fake.finishCall(callSid, result)
       fake.requests.length = 0
 
-      assert.equal(await channel.settle(progress(callSid)), outcome)
+      assert.deepEqual(await channel.settle(progress(callSid)), { outcome })
       const [request] = fake.requests
       assert.equal(request?.method, 'GET')
       assert.equal(request?.path, `/2010-04-01/Accounts/${ACCOUNT}/Calls/${callSid}.json`)
@@ -555,20 +555,20 @@ describe('settle', () => {
     await fake.progressCall(talking, 'in-progress')
     const queued = await startedCall()
 
-    assert.equal(await channel.settle(progress(ringing)), 'failed')
-    assert.equal(await channel.settle(progress(talking)), 'failed')
-    assert.equal(await channel.settle(progress(queued)), 'failed')
+    assert.deepEqual(await channel.settle(progress(ringing)), { outcome: 'failed' })
+    assert.deepEqual(await channel.settle(progress(talking)), { outcome: 'failed' })
+    assert.deepEqual(await channel.settle(progress(queued)), { outcome: 'failed' })
   })
 
   test('an uncertain start (no call SID) has failed, without asking Twilio', async () => {
-    assert.equal(await channel.settle(progress(null)), 'failed')
+    assert.deepEqual(await channel.settle(progress(null)), { outcome: 'failed' })
     assert.equal(fake.requests.length, 0)
   })
 
   test('a call Twilio does not know is failed', async () => {
-    assert.equal(await channel.settle(progress(`CA${'0'.repeat(32)}`)), 'failed')
+    assert.deepEqual(await channel.settle(progress(`CA${'0'.repeat(32)}`)), { outcome: 'failed' })
     const callSid = await startedCall()
-    assert.equal(await channel.settle(progress(callSid, { auth_token_env: 'TWILIO_UNSET_TOKEN' })), 'failed')
+    assert.deepEqual(await channel.settle(progress(callSid, { auth_token_env: 'TWILIO_UNSET_TOKEN' })), { outcome: 'failed' })
   })
 
   test('no answer, a 5xx or a 429 says nothing of the call: settle throws, to be asked again later', async () => {
@@ -580,7 +580,7 @@ describe('settle', () => {
     await assert.rejects(channel.settle(progress(callSid)))
     fake.dropNext()
     await assert.rejects(channel.settle(progress(callSid)))
-    assert.equal(await channel.settle(progress(callSid)), 'completed')
+    assert.deepEqual(await channel.settle(progress(callSid)), { outcome: 'completed' })
 
     const gone = await startFakeTwilio({ accounts: { [ACCOUNT]: TOKEN } })
     await gone.close()

@@ -603,7 +603,7 @@ describe('settle', () => {
   ]
   for (const [providerRef, providerStatus, outcome] of CASES) {
     test(`${providerRef ?? 'no ref'}, ${providerStatus ?? 'no status'} → ${outcome}`, async () => {
-      assert.equal(await channel.settle(progress(providerRef, providerStatus)), outcome)
+      assert.deepEqual(await channel.settle(progress(providerRef, providerStatus)), { outcome })
     })
   }
 })

@@ -59,15 +59,42 @@ export interface InteractionProgress {
   config: JsonObject
 }
 
-/** A provider's report about an interaction it knows by `providerRef`. */
+/**
+ * A provider's report about an interaction it knows by `providerRef`.
+ *
+ * A `result` an adapter hands over (here or from `settle`) is what
+ * `providerResult` (src/validation/conversationResult.ts) made of the
+ * provider's analysis: validated as a client's POST
+ * /api/v2/interactions/{id}/result is, with what exceeds its bounds cut or
+ * left out; the service records it as it is.
+ */
 export type ProviderReport =
   /** Not over yet; `status` is kept as the interaction's provider status. */
   | { kind: 'progress'; providerRef: string; status: string; at: number }
   /**
    * Over, with its outcome; `durationS` for calls. `optedOut`: the provider
    * says the person refuses such messages (the number is then suppressed).
+   * `result`: the conversation's result, when the provider reports it with
+   * the end (kept only when the conversation took place).
    */
-  | { kind: 'final'; providerRef: string; outcome: InteractionOutcome; at: number; durationS?: number; optedOut?: boolean }
+  | { kind: 'final'; providerRef: string; outcome: InteractionOutcome; at: number; durationS?: number; optedOut?: boolean; result?: ReportedResult }
+  /**
+   * The conversation's result, reported after its end (an agent platform's
+   * analysis, arriving after its call-ended message): it ends the
+   * interaction's wait for its result (campaigns' results.wait_s). Before the
+   * end it is kept for it; for an interaction already finalized, it changes
+   * nothing.
+   */
+  | { kind: 'result'; providerRef: string; result: ReportedResult; at: number }
+
+/** An interaction's end as a provider tells it when asked (`settle`). */
+export interface SettledInteraction {
+  outcome: InteractionOutcome
+  /** The conversation's result, when the provider has one (kept only when the conversation took place). */
+  result?: ReportedResult
+  /** For calls: how long it lasted, in seconds. */
+  durationS?: number
+}
 
 export interface Channel {
   readonly provider: Provider
@@ -88,17 +115,14 @@ export interface Channel {
    */
   settleAfterMs(config: JsonObject): number
   /**
-   * The outcome of an interaction that has had no final report by its settle
+   * The end of an interaction that has had no final report by its settle
    * time, or whose start was never confirmed (`providerRef` null): asked of
-   * the provider where it can tell, otherwise inferred from the last status.
-   * Throws when the provider cannot be asked now: it is asked again later.
+   * the provider where it can tell (a platform's GET of a call, with its
+   * transcript and analysis as `result`), otherwise inferred from the last
+   * status. Its result only where the provider has one: the simulator's is
+   * the one its campaign sets; where the conversation's own app reports it
+   * (POST /api/v2/interactions/{id}/result), none. Throws when the provider
+   * cannot be asked now: it is asked again later.
    */
-  settle(progress: InteractionProgress): Promise<InteractionOutcome>
-  /**
-   * The result of a conversation that took place, for a provider that reports
-   * one itself as the interaction ends (the simulator reports the result its
-   * campaign sets); absent where the conversation's own app reports it
-   * (POST /api/v2/interactions/{id}/result).
-   */
-  resultOf?(progress: InteractionProgress): ReportedResult | undefined
+  settle(progress: InteractionProgress): Promise<SettledInteraction>
 }

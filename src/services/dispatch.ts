@@ -20,7 +20,7 @@
 import type { ServiceMetrics } from './metrics.ts'
 import { type Link, SpanKind, SpanStatusCode } from '@opentelemetry/api'
 import type { FastifyBaseLogger } from 'fastify'
-import type { Channel, InteractionProgress } from '../channels/channel.ts'
+import type { Channel, SettledInteraction } from '../channels/channel.ts'
 import type { ChannelRegistry } from '../channels/registry.ts'
 import { conversationTookPlace, stepWhenDue } from '../domain/attemptPolicy.ts'
 import { type ConversationResult, recordedResult } from '../domain/conversationResult.ts'
@@ -285,21 +285,20 @@ export class Dispatch {
    * now: the start is then recorded, and the attempt settled later.
    */
   async #settledAtOnce(channel: Channel, interactionId: string, providerRef: string, attempt: number, config: JsonObject): Promise<boolean> {
-    const progress = { providerRef, providerStatus: null, attempt, config }
-    let outcome: InteractionOutcome
+    let settled: SettledInteraction
     try {
-      outcome = await channel.settle(progress)
+      settled = await channel.settle({ providerRef, providerStatus: null, attempt, config })
     } catch {
       return false
     }
-    await this.#settlement.end({ interactionId, outcome, at: this.#now(), providerRef, result: this.#reportedResult(channel, progress, outcome) })
+    const { outcome, durationS } = settled
+    await this.#settlement.end({ interactionId, outcome, at: this.#now(), durationS, providerRef, result: this.#reportedResult(settled) })
     return true
   }
 
-  /** The result a provider reports with the end of a conversation that took place, recorded now; undefined when it reports none. */
-  #reportedResult(channel: Channel, progress: InteractionProgress, outcome: InteractionOutcome): ConversationResult | undefined {
-    const reported = conversationTookPlace(outcome) ? channel.resultOf?.(progress) : undefined
-    return reported === undefined ? undefined : recordedResult(reported, this.#now())
+  /** The result a provider tells with the end of a conversation that took place, recorded now; undefined when it tells none. */
+  #reportedResult(settled: SettledInteraction): ConversationResult | undefined {
+    return settled.result !== undefined && conversationTookPlace(settled.outcome) ? recordedResult(settled.result, this.#now()) : undefined
   }
 
   /**
@@ -335,9 +334,9 @@ export class Dispatch {
       attempt: interaction.attempt ?? 1,
       config: interaction.providerConfig,
     }
-    let outcome: InteractionOutcome
+    let settled: SettledInteraction
     try {
-      outcome = await channel.settle(progress)
+      settled = await channel.settle(progress)
     } catch (error) {
       // The provider cannot tell now: asked again when this claim runs out, for a while, then failed.
       const giveUpAt = interaction.startedAt + channel.settleAfterMs(interaction.providerConfig) + SETTLE_GIVE_UP_MS
@@ -345,17 +344,17 @@ export class Dispatch {
         this.#log.warn({ err: error, interaction: interaction.id }, 'settling failed; asking again later')
         return
       }
-      outcome = 'failed'
+      settled = { outcome: 'failed' }
     }
     try {
       // A provider's report may have confirmed the start meanwhile: then the provider has it, and its word will come.
       await this.#settlement.end({
         interactionId: interaction.id,
-        outcome,
+        outcome: settled.outcome,
         at: this.#now(),
-        durationS: confirmed ? undefined : 0,
+        durationS: confirmed ? settled.durationS : 0,
         onlyIfStarting: !confirmed,
-        result: confirmed ? this.#reportedResult(channel, progress, outcome) : undefined,
+        result: confirmed ? this.#reportedResult(settled) : undefined,
       })
     } catch (error) {
       this.#log.error({ err: error, interaction: interaction.id }, 'settling could not be recorded; settled again when its claim runs out')

@@ -6,7 +6,7 @@
  * whose final callback never came. Refusals are read from Twilio's REST error
  * body `{code, message, more_info, status}`.
  */
-import type { Channel, InteractionOutcome, InteractionProgress, OutboundAttempt, StartResult } from '../channel.ts'
+import type { Channel, InteractionOutcome, InteractionProgress, OutboundAttempt, SettledInteraction, StartResult } from '../channel.ts'
 import type { ErrorDetail } from '../../domain/errors.ts'
 import type { JsonObject } from '../../domain/types.ts'
 import { retryAfterMs } from '../retryAfter.ts'
@@ -142,7 +142,11 @@ export class TwilioChannel implements Channel {
    * counts as a failed attempt: a call still live after its time limit has
    * gone wrong, and a call whose start is uncertain is not redialled blindly.
    */
-  async settle(progress: InteractionProgress): Promise<InteractionOutcome> {
+  async settle(progress: InteractionProgress): Promise<SettledInteraction> {
+    return { outcome: await this.#outcome(progress) }
+  }
+
+  async #outcome(progress: InteractionProgress): Promise<InteractionOutcome> {
     const callSid = progress.providerRef
     if (callSid === null || !CALL_SID.test(callSid)) return 'failed'
     const config = readTwilioConfig(progress.config)

@@ -8,7 +8,7 @@
  */
 import type { ErrorDetail } from '../../domain/errors.ts'
 import type { JsonObject } from '../../domain/types.ts'
-import type { Channel, InteractionOutcome, InteractionProgress, OutboundAttempt, StartResult } from '../channel.ts'
+import type { Channel, InteractionOutcome, InteractionProgress, OutboundAttempt, SettledInteraction, StartResult } from '../channel.ts'
 import { checkWhatsAppCloudConfig, isObject, readWhatsAppCloudConfig } from './config.ts'
 import { retryAfterMs } from '../retryAfter.ts'
 import { describeGraphError, graphErrorOf, isPermanent, isThrottling } from './graphErrors.ts'
@@ -120,16 +120,20 @@ export class WhatsAppCloudChannel implements Channel {
    * The reply window ended without a reply: the furthest the message got is
    * the outcome. (A failed status has finalized it already.)
    */
-  async settle(progress: InteractionProgress): Promise<InteractionOutcome> {
-    if (progress.providerRef === null) return 'failed'
-    switch (progress.providerStatus) {
-      case 'read':
-        return 'read'
-      case 'delivered':
-        return 'delivered'
-      default:
-        return 'undelivered'
-    }
+  async settle(progress: InteractionProgress): Promise<SettledInteraction> {
+    return { outcome: outcomeOf(progress) }
+  }
+}
+
+function outcomeOf(progress: InteractionProgress): InteractionOutcome {
+  if (progress.providerRef === null) return 'failed'
+  switch (progress.providerStatus) {
+    case 'read':
+      return 'read'
+    case 'delivered':
+      return 'delivered'
+    default:
+      return 'undelivered'
   }
 }
 
