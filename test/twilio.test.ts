@@ -38,6 +38,8 @@ function attempt(overrides: Partial<OutboundAttempt> = {}): OutboundAttempt {
     testMode: false,
     context: {},
     language: undefined,
+    firstName: undefined,
+    ids: [],
     config: config(),
     ...overrides,
   }

@@ -64,6 +64,8 @@ function attempt(overrides: Partial<OutboundAttempt> = {}): OutboundAttempt {
     testMode: false,
     context: { first_name: 'Ada', slot: 'Tuesday 10:00' },
     language: undefined,
+    firstName: undefined,
+    ids: [],
     config: REMINDER,
     ...overrides,
   }

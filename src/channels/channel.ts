@@ -8,7 +8,7 @@
 import type { Provider } from '../domain/campaignSettings.ts'
 import type { ReportedResult } from '../domain/conversationResult.ts'
 import type { ErrorDetail } from '../domain/errors.ts'
-import type { Channel as ChannelName, InteractionOutcome, JsonObject } from '../domain/types.ts'
+import type { Channel as ChannelName, ExternalId, InteractionOutcome, JsonObject } from '../domain/types.ts'
 
 export type { InteractionOutcome, VoiceOutcome, WhatsAppOutcome } from '../domain/types.ts'
 
@@ -25,6 +25,10 @@ export interface OutboundAttempt {
   context: JsonObject
   /** The contact's BCP 47 language, when the trigger gave one. */
   language: string | undefined
+  /** The contact's first name, when the trigger gave one. */
+  firstName: string | undefined
+  /** The trigger's external ids (the client's own names for the person: candidate, application...), in the trigger's order. */
+  ids: ExternalId[]
   /** The campaign's provider_config, as validated by this adapter's `checkConfig`. */
   config: JsonObject
 }

@@ -217,6 +217,8 @@ export class Dispatch {
           testMode: task.testMode,
           context: task.context,
           language: task.contact.language,
+          firstName: task.contact.first_name,
+          ids: task.ids,
           config,
         })
       } catch (error) {

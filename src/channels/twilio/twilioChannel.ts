@@ -8,10 +8,10 @@
  */
 import type { Channel, InteractionOutcome, InteractionProgress, OutboundAttempt, SettledInteraction, StartResult } from '../channel.ts'
 import type { ErrorDetail } from '../../domain/errors.ts'
-import type { JsonObject } from '../../domain/types.ts'
+import type { JsonObject, LeftOut } from '../../domain/types.ts'
 import { retryAfterMs } from '../retryAfter.ts'
 import { checkTwilioConfig, readTwilioConfig } from './config.ts'
-import { type AnsweredCall, handoffTwiml, type LeftOut } from './twiml.ts'
+import { type AnsweredCall, handoffTwiml } from './twiml.ts'
 import { answerUrl, finalOutcome, statusCallbackUrl } from './webhooks.ts'
 
 export { HANG_UP_TWIML } from './twiml.ts'
