@@ -3,7 +3,11 @@
  * folder per provider behind it. An adapter translates; it never touches the
  * store. The dispatcher decides when to start an attempt and records it
  * before calling `start`, so an adapter is asked to start each attempt at
- * most once.
+ * most once (an attempt the provider defers is withdrawn, and what follows
+ * is a new one, of a new interaction id). Agent platforms give their agents
+ * the attempt's variables made by `agentVariables`
+ * (src/domain/agentVariables.ts), and their results through
+ * `providerResult` (src/validation/conversationResult.ts).
  */
 import type { Provider } from '../domain/campaignSettings.ts'
 import type { ReportedResult } from '../domain/conversationResult.ts'
