@@ -203,6 +203,25 @@ test("025: the failed attempts logged before are their endpoints' last failures;
   }
 })
 
+test('034: campaigns may name the voice agent platforms as their provider, and no other', async () => {
+  const database = await databaseBeforeMigration(34)
+  try {
+    const { db } = database
+    const at = "'2026-06-01T10:00:00Z'"
+    await db.exec(ORGANIZATION_WITH_CAMPAIGN('voice', at))
+    const setProvider = (provider: string) => db.exec(`UPDATE campaigns SET provider = '${provider}' WHERE id = 'cmp_1'`)
+    await assert.rejects(setProvider('vapi'))
+    await database.upgrade()
+    for (const provider of ['vapi', 'retell', 'elevenlabs', 'twilio']) {
+      await setProvider(provider)
+      assert.deepEqual(await db.query('SELECT provider FROM campaigns'), [{ provider }])
+    }
+    await assert.rejects(setProvider('other'))
+  } finally {
+    await database.drop()
+  }
+})
+
 test('035: an event written before is read as it was written, found by the task or the interaction it names', async () => {
   const database = await databaseBeforeMigration(35)
   try {

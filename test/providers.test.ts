@@ -7,6 +7,7 @@ import assert from 'node:assert/strict'
 import { createHmac } from 'node:crypto'
 import { after, before, describe, test } from 'node:test'
 import { createChannels } from '../src/channels/index.ts'
+import { withdrawAttempts } from '../src/store/tasks.ts'
 import { type FakeTwilio, startFakeTwilio } from './fakes/twilio.ts'
 import { type FakeWhatsAppCloud, startFakeWhatsAppCloud } from './fakes/whatsappCloud.ts'
 import { sampleValue } from './support/prometheus.ts'
@@ -135,6 +136,13 @@ async function counted() {
 const callsTo = (interactionId: string) =>
   twilio.requests.filter((request) => request.method === 'POST' && String(request.form.get('StatusCallback')).includes(interactionId))
 
+/** The task's attempts count and its interaction rows, as stored. */
+async function storedAttempts(taskId: string) {
+  const [row] = await service.db.query<{ attempts: number; interaction_ids: string[] }>('SELECT attempts, interaction_ids FROM tasks WHERE id = $1', [taskId])
+  const interactions = await service.db.query<{ id: string; attempt: number }>('SELECT id, attempt FROM interactions WHERE task_id = $1 ORDER BY attempt', [taskId])
+  return { attempts: row!.attempts, interactionIds: row!.interaction_ids, interactions }
+}
+
 describe('twilio voice', () => {
   test('a call is created with a status callback, and its signed completion reaches the task', async () => {
     const routingKey = await twilioCampaign()
@@ -195,6 +203,42 @@ describe('twilio voice', () => {
     const state = await task(created.task_id)
     assert.equal(state.status, 'in_progress')
     assert.equal(state.interactions[0].status, 'active')
+  })
+
+  test("Twilio's throttling at start (429, error 20429) defers the attempt by its Retry-After, spending none; it is made again after", async () => {
+    const routingKey = await twilioCampaign()
+    const created = await trigger(routingKey, { contact: { phone: '+44 20 7946 0777' } })
+    twilio.failNext({ status: 429, code: 20429, message: 'Too Many Requests', retryAfter: '30' })
+    const before = await counted()
+    await service.app.workers!.dispatcher.runOnce()
+    const deferred = await task(created.task_id)
+    assert.equal(deferred.status, 'pending')
+    assert.equal(deferred.next_attempt_at, new Date(now + 30_000).toISOString())
+    assert.deepEqual(await storedAttempts(created.task_id), { attempts: 0, interactionIds: [], interactions: [] })
+    assert.equal((await counted()).providerErrors('twilio', 'deferred') - before.providerErrors('twilio', 'deferred'), 1)
+
+    const dialled = () => twilio.requests.filter((request) => request.method === 'POST' && request.form.get('To') === '+442079460777').length
+    assert.equal(dialled(), 1)
+    now += 29_000
+    try {
+      await service.app.workers!.dispatcher.runOnce()
+      assert.equal(dialled(), 1)
+      now += 1_000
+      await service.app.workers!.dispatcher.runOnce()
+      assert.equal(dialled(), 2)
+      const started = await task(created.task_id)
+      assert.equal(started.status, 'in_progress')
+      const stored = await storedAttempts(created.task_id)
+      assert.equal(stored.attempts, 1)
+      assert.deepEqual(stored.interactions.map((row) => row.attempt), [1])
+      assert.deepEqual(stored.interactionIds, [stored.interactions[0]!.id])
+      assert.match((await providerRefOf(stored.interactions[0]!.id))!, /^CA[0-9a-f]{32}$/)
+      // Confirmed by the provider: a withdrawal (a deferral's answer come late) leaves it be.
+      assert.deepEqual(await withdrawAttempts(service.db, [{ interactionId: stored.interactions[0]!.id, dueAt: now }], now), new Set())
+      assert.deepEqual(await storedAttempts(created.task_id), stored)
+    } finally {
+      now -= 30_000
+    }
   })
 
   test('a number Twilio refuses fails the task at once (permanent)', async () => {
@@ -283,6 +327,35 @@ describe('whatsapp cloud', () => {
     assert.equal(done.outcome, 'reached')
     assert.equal(done.interactions[0].outcome, 'replied')
   })
+
+  for (const code of [130429, 131056]) {
+    test(`throttling at send (code ${code}) defers the message a few seconds, spending no attempt; it is sent after`, async () => {
+      const routingKey = await whatsappCampaign()
+      const phone = `+44 20 7946 ${code === 130429 ? '0429' : '1056'}`
+      const created = await trigger(routingKey, { context: { slot: 'Thursday' }, contact: { phone } })
+      whatsapp.failNext({ httpStatus: 400, code, message: `(#${code}) Rate limit hit` })
+      await service.app.workers!.dispatcher.runOnce()
+      const deferred = await task(created.task_id)
+      assert.equal(deferred.status, 'pending')
+      // No Retry-After from Meta: a few seconds, with jitter.
+      const delay = Date.parse(deferred.next_attempt_at) - now
+      assert.ok(delay >= 2_000 && delay < 5_000, String(delay))
+      assert.deepEqual(await storedAttempts(created.task_id), { attempts: 0, interactionIds: [], interactions: [] })
+
+      now += delay
+      try {
+        await service.app.workers!.dispatcher.runOnce()
+        const stored = await storedAttempts(created.task_id)
+        assert.equal(stored.attempts, 1)
+        assert.deepEqual(stored.interactions.map((row) => row.attempt), [1])
+        const wamid = (await providerRefOf(stored.interactions[0]!.id))!
+        assert.equal(whatsapp.sent.filter((message) => message.wamid === wamid).length, 1)
+        assert.equal((await task(created.task_id)).status, 'in_progress')
+      } finally {
+        now -= delay
+      }
+    })
+  }
 
   test('a plain reply from the person answers their running conversation', async () => {
     const routingKey = await whatsappCampaign()

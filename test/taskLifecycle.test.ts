@@ -5,7 +5,16 @@
  */
 import assert from 'node:assert/strict'
 import { after, before, beforeEach, describe, test } from 'node:test'
+import type { ProviderReport } from '../src/channels/channel.ts'
+import { ChannelRegistry } from '../src/channels/registry.ts'
+import { SimulatorChannel } from '../src/channels/simulator/simulatorChannel.ts'
 import { newId } from '../src/domain/ids.ts'
+import { ServiceMetrics } from '../src/services/metrics.ts'
+import { Settlement } from '../src/services/settlement.ts'
+import { TaskLifecycle } from '../src/services/taskLifecycle.ts'
+import { Wake } from '../src/services/wake.ts'
+import { findInteractionWithConfig } from '../src/store/interactions.ts'
+import { providerResult } from '../src/validation/conversationResult.ts'
 import { beginAttempts, completeTasks, lockDueTasks, scheduleNextAttempts } from '../src/store/tasks.ts'
 import { acceptedTrigger, bearer, createCampaign, json, PHONE_HASH_KEY, seedOrganization, startService, taskOf, type TestService } from './support/service.ts'
 import { eventsOfTask } from './support/events.ts'
@@ -549,5 +558,113 @@ describe('a worker that dies', () => {
     assert.equal(settled.interactions.length, 1)
     assert.equal(settled.interactions[0].outcome, 'failed')
     assert.equal(settled.next_attempt_at, new Date(now + 600_000).toISOString())
+  })
+})
+
+describe('a result a provider reports', () => {
+  // The lifecycle as the provider routes use it, on the service's database and clock.
+  let lifecycle: TaskLifecycle
+  before(() => {
+    const wake = new Wake()
+    const shared = new ServiceMetrics(service.db, () => now)
+    const settlement = new Settlement({ db: service.db, now: () => now, wake, metrics: shared })
+    lifecycle = new TaskLifecycle({ db: service.db, channels: new ChannelRegistry([new SimulatorChannel('voice')]), settlement, wake, now: () => now, metrics: shared })
+  })
+
+  /** A simulated call that runs until a report ends it, of a campaign that waits `waitS` for results. */
+  async function runningCall(waitS: number) {
+    const { routing_key } = await campaign({ schedule: ALWAYS_OPEN, provider_config: { duration_ms: 3_600_000 }, results: { wait_s: waitS } })
+    const created = await trigger(routing_key)
+    await at(now)
+    const interactionId: string = (await task(created.task_id)).interactions[0].id
+    const report = async (report: ProviderReport) => lifecycle.report((await findInteractionWithConfig(service.db, interactionId))!, report)
+    return { taskId: created.task_id, interactionId, providerRef: `sim_${interactionId}`, report }
+  }
+  const ANALYSIS = providerResult({ disposition: 'interested', summary: 'Wants the night shift.', data: { shift: 'night' } })!
+
+  test('with the end: recorded on the interaction and the task, the wait not needed', async () => {
+    const call = await runningCall(300)
+    await call.report({ kind: 'final', providerRef: call.providerRef, outcome: 'completed', at: now, durationS: 61, result: ANALYSIS })
+    const done = await task(call.taskId)
+    assert.equal(done.outcome, 'reached')
+    assert.equal(done.interactions[0].status, 'finalized')
+    assert.equal(done.interactions[0].duration_s, 61)
+    assert.equal(done.interactions[0].result.disposition, 'interested')
+    assert.equal(done.interactions[0].result.summary, 'Wants the night shift.')
+    assert.equal(done.interactions[0].result.received_at, new Date(now).toISOString())
+  })
+
+  test('with an end where no conversation took place: left out', async () => {
+    const call = await runningCall(300)
+    await call.report({ kind: 'final', providerRef: call.providerRef, outcome: 'no_answer', at: now, result: ANALYSIS })
+    assert.equal((await task(call.taskId)).interactions[0].result, null)
+  })
+
+  test('after the end: it ends the wait; the same report again changes nothing', async () => {
+    const call = await runningCall(300)
+    await call.report({ kind: 'final', providerRef: call.providerRef, outcome: 'completed', at: now, durationS: 30 })
+    assert.equal((await task(call.taskId)).interactions[0].status, 'ended')
+    now += 5_000
+    await call.report({ kind: 'result', providerRef: call.providerRef, result: ANALYSIS, at: now })
+    const done = await task(call.taskId)
+    assert.equal(done.interactions[0].status, 'finalized')
+    assert.equal(done.outcome, 'reached')
+    assert.equal(done.interactions[0].result.data.shift, 'night')
+    const events = await eventsOf(call.taskId)
+    assert.deepEqual(events.map((event) => event.type), ['interaction.finalized', 'task.completed'])
+    assert.equal(events[0].data.result.disposition, 'interested')
+
+    now += 5_000
+    await call.report({ kind: 'result', providerRef: call.providerRef, result: { ...ANALYSIS, disposition: 'other' }, at: now })
+    assert.deepEqual(await task(call.taskId), done)
+    assert.equal((await eventsOf(call.taskId)).length, 2)
+  })
+
+  test('after its wait is over: the interaction is finalized without it, and it changes nothing', async () => {
+    const call = await runningCall(60)
+    await call.report({ kind: 'final', providerRef: call.providerRef, outcome: 'completed', at: now })
+    await at(now + 60_000)
+    const settled = await task(call.taskId)
+    assert.equal(settled.interactions[0].status, 'finalized')
+    assert.equal(settled.interactions[0].result, null)
+    await call.report({ kind: 'result', providerRef: call.providerRef, result: ANALYSIS, at: now })
+    assert.deepEqual(await task(call.taskId), settled)
+  })
+
+  test('before the end: kept, and the end carries it without waiting', async () => {
+    const call = await runningCall(300)
+    await call.report({ kind: 'result', providerRef: call.providerRef, result: ANALYSIS, at: now })
+    assert.equal((await task(call.taskId)).interactions[0].status, 'active')
+    await call.report({ kind: 'final', providerRef: call.providerRef, outcome: 'completed', at: now, durationS: 12 })
+    const done = await task(call.taskId)
+    assert.equal(done.interactions[0].status, 'finalized')
+    assert.equal(done.interactions[0].result.disposition, 'interested')
+  })
+})
+
+describe('providerResult: a provider’s result made valid rather than lost', () => {
+  const CASES: [name: string, reported: unknown, kept: unknown][] = [
+    ['a valid one, instants in UTC', { summary: 'Hi', callback_at: '2026-06-02T09:00:00+02:00' }, { summary: 'Hi', callback_at: '2026-06-02T07:00:00.000Z' }],
+    ['fields it does not have, and nulls, ignored', { summary: 'Hi', sentiment: 'positive', disposition: null }, { summary: 'Hi' }],
+    ['a summary too long, cut', { summary: 'é'.repeat(10_005) }, { summary: 'é'.repeat(10_000) }],
+    ['a disposition outside its pattern, left out', { disposition: 'not interested', summary: 'No' }, { summary: 'No' }],
+    ['a URL not https, left out', { recording_url: 'http://example.com/r.mp3', opt_out: true }, { opt_out: true }],
+    [
+      'an invalid turn left out, the others kept',
+      { transcript: [{ role: 'agent', text: 'Hello' }, { role: 'user', text: 'Hi' }, { role: 'contact', text: '' }, { role: 'contact', text: 'Yes', at: 'never' }, { role: 'contact', text: 'Bye' }] },
+      { transcript: [{ role: 'agent', text: 'Hello' }, { role: 'contact', text: 'Bye' }] },
+    ],
+    ['data of too many keys keeps its first', { data: Object.fromEntries(Array.from({ length: 60 }, (_, i) => [`k${i}`, i])) }, { data: Object.fromEntries(Array.from({ length: 50 }, (_, i) => [`k${i}`, i])) }],
+    ['nothing valid left', { disposition: '??', transcript: [] }, undefined],
+    ['not an object', 'great call', undefined],
+  ]
+  for (const [name, reported, kept] of CASES) test(name, () => assert.deepEqual(providerResult(reported), kept))
+
+  test('a transcript over its bytes keeps the first turns that fit, each cut to its length', () => {
+    const turns = Array.from({ length: 60 }, () => ({ role: 'contact', text: 'x'.repeat(12_000) }))
+    const kept = providerResult({ transcript: turns })!.transcript!
+    assert.ok(kept.length > 10 && kept.length < 60)
+    assert.ok(kept.every((turn) => turn.text.length === 10_000))
+    assert.ok(Buffer.byteLength(JSON.stringify(kept)) <= 256 * 1024)
   })
 })

@@ -38,6 +38,8 @@ function attempt(overrides: Partial<OutboundAttempt> = {}): OutboundAttempt {
     testMode: false,
     context: {},
     language: undefined,
+    firstName: undefined,
+    ids: [],
     config: config(),
     ...overrides,
   }
@@ -168,9 +170,6 @@ describe('start', () => {
     [400, 21216, true],
     [401, 20003, true],
     [404, 20404, true],
-    [429, 20429, false],
-    [400, 20429, false],
-    [429, 20001, false],
     [400, 31005, false],
   ]
   for (const [status, code, permanent] of REFUSALS) {
@@ -185,6 +184,30 @@ describe('start', () => {
       })
     })
   }
+
+  const THROTTLED: [status: number, code: number][] = [
+    [429, 20429],
+    [400, 20429],
+    [429, 20001],
+  ]
+  for (const [status, code] of THROTTLED) {
+    test(`HTTP ${status} with error ${code} is Twilio's throttling: the start is deferred a few seconds, with jitter`, async () => {
+      fake.failNext({ status, code, message: `Too Many Requests for ${TO}` })
+      const result = await channel.start(attempt())
+
+      assert.equal(result.kind, 'deferred')
+      assert.ok(result.kind === 'deferred' && result.retryAfterMs >= 2_000 && result.retryAfterMs < 5_000, JSON.stringify(result))
+      assert.equal(result.kind === 'deferred' && result.reason, `Twilio is throttling calls (HTTP ${status}, error ${code}): Too Many Requests for [To]`)
+    })
+  }
+
+  test('a deferral honours Retry-After, in seconds or as a date', async () => {
+    fake.failNext({ status: 429, code: 20429, message: 'Too Many Requests', retryAfter: '17' })
+    assert.equal(((await channel.start(attempt())) as { retryAfterMs: number }).retryAfterMs, 17_000)
+    const clocked = new TwilioChannel({ apiBaseUrl: fake.url, publicBaseUrl: receiver.url, secret, now: () => Date.parse('2026-06-01T10:00:00Z') })
+    fake.failNext({ status: 429, code: 20429, message: 'Too Many Requests', retryAfter: 'Mon, 01 Jun 2026 10:00:42 GMT' })
+    assert.equal(((await clocked.start(attempt())) as { retryAfterMs: number }).retryAfterMs, 42_000)
+  })
 
   for (const status of [500, 503]) {
     test(`HTTP ${status} throws: the call may have been placed`, async () => {
@@ -519,7 +542,7 @@ describe('settle', () => {
       await fake.finishCall(callSid, result)
       fake.requests.length = 0
 
-      assert.equal(await channel.settle(progress(callSid)), outcome)
+      assert.deepEqual(await channel.settle(progress(callSid)), { outcome })
       const [request] = fake.requests
       assert.equal(request?.method, 'GET')
       assert.equal(request?.path, `/2010-04-01/Accounts/${ACCOUNT}/Calls/${callSid}.json`)
@@ -534,20 +557,20 @@ describe('settle', () => {
     await fake.progressCall(talking, 'in-progress')
     const queued = await startedCall()
 
-    assert.equal(await channel.settle(progress(ringing)), 'failed')
-    assert.equal(await channel.settle(progress(talking)), 'failed')
-    assert.equal(await channel.settle(progress(queued)), 'failed')
+    assert.deepEqual(await channel.settle(progress(ringing)), { outcome: 'failed' })
+    assert.deepEqual(await channel.settle(progress(talking)), { outcome: 'failed' })
+    assert.deepEqual(await channel.settle(progress(queued)), { outcome: 'failed' })
   })
 
   test('an uncertain start (no call SID) has failed, without asking Twilio', async () => {
-    assert.equal(await channel.settle(progress(null)), 'failed')
+    assert.deepEqual(await channel.settle(progress(null)), { outcome: 'failed' })
     assert.equal(fake.requests.length, 0)
   })
 
   test('a call Twilio does not know is failed', async () => {
-    assert.equal(await channel.settle(progress(`CA${'0'.repeat(32)}`)), 'failed')
+    assert.deepEqual(await channel.settle(progress(`CA${'0'.repeat(32)}`)), { outcome: 'failed' })
     const callSid = await startedCall()
-    assert.equal(await channel.settle(progress(callSid, { auth_token_env: 'TWILIO_UNSET_TOKEN' })), 'failed')
+    assert.deepEqual(await channel.settle(progress(callSid, { auth_token_env: 'TWILIO_UNSET_TOKEN' })), { outcome: 'failed' })
   })
 
   test('no answer, a 5xx or a 429 says nothing of the call: settle throws, to be asked again later', async () => {
@@ -559,7 +582,7 @@ describe('settle', () => {
     await assert.rejects(channel.settle(progress(callSid)))
     fake.dropNext()
     await assert.rejects(channel.settle(progress(callSid)))
-    assert.equal(await channel.settle(progress(callSid)), 'completed')
+    assert.deepEqual(await channel.settle(progress(callSid)), { outcome: 'completed' })
 
     const gone = await startFakeTwilio({ accounts: { [ACCOUNT]: TOKEN } })
     await gone.close()

@@ -64,6 +64,8 @@ function attempt(overrides: Partial<OutboundAttempt> = {}): OutboundAttempt {
     testMode: false,
     context: { first_name: 'Ada', slot: 'Tuesday 10:00' },
     language: undefined,
+    firstName: undefined,
+    ids: [],
     config: REMINDER,
     ...overrides,
   }
@@ -164,9 +166,7 @@ describe('start: refusals', () => {
     [403, 200, '(#200) Permissions error', true],
     [400, 4, '(#4) Application request limit reached', false],
     [400, 80007, '(#80007) Rate limit issues', false],
-    [400, 130429, '(#130429) Rate limit hit', false],
     [400, 131048, '(#131048) Spam rate limit hit', false],
-    [400, 131056, '(#131056) (Business Account, Consumer Account) pair rate limit hit', false],
     [400, 131000, '(#131000) Something went wrong', false],
     [400, 424242, 'A code no table lists yet', false],
   ]
@@ -177,6 +177,19 @@ describe('start: refusals', () => {
       assert.equal(result.kind, 'refused')
       assert.equal(result.kind === 'refused' && result.permanent, permanent)
       assert.ok(result.kind === 'refused' && result.reason.includes(`code ${code}`) && result.reason.includes(message))
+    })
+  }
+
+  for (const [code, message] of [
+    [130429, '(#130429) Rate limit hit'],
+    [131056, '(#131056) (Business Account, Consumer Account) pair rate limit hit'],
+  ] as const) {
+    test(`HTTP 400 code ${code} → deferred a few seconds, with jitter: throttling, no attempt spent`, async () => {
+      fake.failNext({ httpStatus: 400, code, message })
+      const result = await channel.start(attempt())
+      assert.equal(result.kind, 'deferred')
+      assert.ok(result.kind === 'deferred' && result.retryAfterMs >= 2_000 && result.retryAfterMs < 5_000, JSON.stringify(result))
+      assert.ok(result.kind === 'deferred' && result.reason.includes(`code ${code}`) && result.reason.includes(message))
     })
   }
 
@@ -592,7 +605,7 @@ describe('settle', () => {
   ]
   for (const [providerRef, providerStatus, outcome] of CASES) {
     test(`${providerRef ?? 'no ref'}, ${providerStatus ?? 'no status'} → ${outcome}`, async () => {
-      assert.equal(await channel.settle(progress(providerRef, providerStatus)), outcome)
+      assert.deepEqual(await channel.settle(progress(providerRef, providerStatus)), { outcome })
     })
   }
 })

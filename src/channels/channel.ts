@@ -3,12 +3,16 @@
  * folder per provider behind it. An adapter translates; it never touches the
  * store. The dispatcher decides when to start an attempt and records it
  * before calling `start`, so an adapter is asked to start each attempt at
- * most once.
+ * most once (an attempt the provider defers is withdrawn, and what follows
+ * is a new one, of a new interaction id). Agent platforms give their agents
+ * the attempt's variables made by `agentVariables`
+ * (src/domain/agentVariables.ts), and their results through
+ * `providerResult` (src/validation/conversationResult.ts).
  */
 import type { Provider } from '../domain/campaignSettings.ts'
 import type { ReportedResult } from '../domain/conversationResult.ts'
 import type { ErrorDetail } from '../domain/errors.ts'
-import type { Channel as ChannelName, InteractionOutcome, JsonObject } from '../domain/types.ts'
+import type { Channel as ChannelName, ExternalId, InteractionOutcome, JsonObject } from '../domain/types.ts'
 
 export type { InteractionOutcome, VoiceOutcome, WhatsAppOutcome } from '../domain/types.ts'
 
@@ -25,6 +29,10 @@ export interface OutboundAttempt {
   context: JsonObject
   /** The contact's BCP 47 language, when the trigger gave one. */
   language: string | undefined
+  /** The contact's first name, when the trigger gave one. */
+  firstName: string | undefined
+  /** The trigger's external ids (the client's own names for the person: candidate, application...), in the trigger's order. */
+  ids: ExternalId[]
   /** The campaign's provider_config, as validated by this adapter's `checkConfig`. */
   config: JsonObject
 }
@@ -38,6 +46,17 @@ export type StartResult =
    * fails rather than spending its attempts.
    */
   | { kind: 'refused'; permanent: boolean; reason: string }
+  /**
+   * The provider certainly did not start it, for a reason of its own that
+   * passes within moments: its throttling (an HTTP 429, a rate-limit error
+   * code) or a momentary outage it reports as such. The attempt is withdrawn
+   * as though it had never been made (it uses up none of the task's
+   * attempts) and the task is due again after `retryAfterMs` (the provider's
+   * Retry-After where it sends one: src/channels/retryAfter.ts), bounded by
+   * the dispatcher. Only for a start the provider surely turned away: when
+   * that is unknown, throw.
+   */
+  | { kind: 'deferred'; retryAfterMs: number; reason: string }
 
 /** What a provider has said about an interaction so far. */
 export interface InteractionProgress {
@@ -48,15 +67,42 @@ export interface InteractionProgress {
   config: JsonObject
 }
 
-/** A provider's report about an interaction it knows by `providerRef`. */
+/**
+ * A provider's report about an interaction it knows by `providerRef`.
+ *
+ * A `result` an adapter hands over (here or from `settle`) is what
+ * `providerResult` (src/validation/conversationResult.ts) made of the
+ * provider's analysis: validated as a client's POST
+ * /api/v2/interactions/{id}/result is, with what exceeds its bounds cut or
+ * left out; the service records it as it is.
+ */
 export type ProviderReport =
   /** Not over yet; `status` is kept as the interaction's provider status. */
   | { kind: 'progress'; providerRef: string; status: string; at: number }
   /**
    * Over, with its outcome; `durationS` for calls. `optedOut`: the provider
    * says the person refuses such messages (the number is then suppressed).
+   * `result`: the conversation's result, when the provider reports it with
+   * the end (kept only when the conversation took place).
    */
-  | { kind: 'final'; providerRef: string; outcome: InteractionOutcome; at: number; durationS?: number; optedOut?: boolean }
+  | { kind: 'final'; providerRef: string; outcome: InteractionOutcome; at: number; durationS?: number; optedOut?: boolean; result?: ReportedResult }
+  /**
+   * The conversation's result, reported after its end (an agent platform's
+   * analysis, arriving after its call-ended message): it ends the
+   * interaction's wait for its result (campaigns' results.wait_s). Before the
+   * end it is kept for it; for an interaction already finalized, it changes
+   * nothing.
+   */
+  | { kind: 'result'; providerRef: string; result: ReportedResult; at: number }
+
+/** An interaction's end as a provider tells it when asked (`settle`). */
+export interface SettledInteraction {
+  outcome: InteractionOutcome
+  /** The conversation's result, when the provider has one (kept only when the conversation took place). */
+  result?: ReportedResult
+  /** For calls: how long it lasted, in seconds. */
+  durationS?: number
+}
 
 export interface Channel {
   readonly provider: Provider
@@ -64,9 +110,11 @@ export interface Channel {
   /** 422 entries for a campaign's provider_config, `loc` starting at `prefix`; empty when valid. */
   checkConfig(config: unknown, prefix: (string | number)[]): ErrorDetail[]
   /**
-   * Starts one attempt. Resolves `refused` only when the provider certainly did
-   * not start it; throws when that is unknown (a timeout, a lost connection, a
-   * 5xx), and the attempt is then settled, never blindly repeated.
+   * Starts one attempt. Resolves `refused` or `deferred` only when the
+   * provider certainly did not start it (`deferred` when it says to come back
+   * shortly: the attempt is then withdrawn and made again later); throws when
+   * that is unknown (a timeout, a lost connection, a 5xx), and the attempt is
+   * then settled, never blindly repeated.
    */
   start(attempt: OutboundAttempt): Promise<StartResult>
   /**
@@ -75,17 +123,14 @@ export interface Channel {
    */
   settleAfterMs(config: JsonObject): number
   /**
-   * The outcome of an interaction that has had no final report by its settle
+   * The end of an interaction that has had no final report by its settle
    * time, or whose start was never confirmed (`providerRef` null): asked of
-   * the provider where it can tell, otherwise inferred from the last status.
-   * Throws when the provider cannot be asked now: it is asked again later.
+   * the provider where it can tell (a platform's GET of a call, with its
+   * transcript and analysis as `result`), otherwise inferred from the last
+   * status. Its result only where the provider has one: the simulator's is
+   * the one its campaign sets; where the conversation's own app reports it
+   * (POST /api/v2/interactions/{id}/result), none. Throws when the provider
+   * cannot be asked now: it is asked again later.
    */
-  settle(progress: InteractionProgress): Promise<InteractionOutcome>
-  /**
-   * The result of a conversation that took place, for a provider that reports
-   * one itself as the interaction ends (the simulator reports the result its
-   * campaign sets); absent where the conversation's own app reports it
-   * (POST /api/v2/interactions/{id}/result).
-   */
-  resultOf?(progress: InteractionProgress): ReportedResult | undefined
+  settle(progress: InteractionProgress): Promise<SettledInteraction>
 }

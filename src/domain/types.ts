@@ -176,12 +176,18 @@ export type Direction = 'outbound' | 'inbound'
 export const INTERACTION_STATUSES = ['starting', 'active', 'ended', 'finalized'] as const
 export type InteractionStatus = (typeof INTERACTION_STATUSES)[number]
 
+/** A value of a task's that was not passed on to a conversation (a stream's parameters, an agent's variables), and why. */
+export interface LeftOut {
+  key: string
+  reason: string
+}
+
 /** How an answered call was handed to its conversation (Twilio's answer route), and what of its context was left out. */
 export interface Handoff {
   mode: 'redirect' | 'stream'
   at: string
   /** Context keys not passed to a stream, each with why. */
-  left_out: { key: string; reason: string }[]
+  left_out: LeftOut[]
 }
 
 export interface Interaction {

@@ -13,12 +13,14 @@
  * Never twice: an attempt is recorded (interaction row, UNIQUE per task and
  * attempt, on a task this transaction holds) and committed before the
  * provider is asked to start it, and a start whose result is unknown is
- * settled, never repeated.
+ * settled, never repeated. A start the provider deferred (it certainly did
+ * not start it) is withdrawn in one statement, as though never made, and its
+ * task is due again shortly, the attempt not spent.
  */
 import type { ServiceMetrics } from './metrics.ts'
 import { type Link, SpanKind, SpanStatusCode } from '@opentelemetry/api'
 import type { FastifyBaseLogger } from 'fastify'
-import type { Channel, InteractionProgress } from '../channels/channel.ts'
+import type { Channel, SettledInteraction } from '../channels/channel.ts'
 import type { ChannelRegistry } from '../channels/registry.ts'
 import { conversationTookPlace, stepWhenDue } from '../domain/attemptPolicy.ts'
 import { type ConversationResult, recordedResult } from '../domain/conversationResult.ts'
@@ -37,6 +39,7 @@ import {
   lockDueTasks,
   lockExpiredTasksOfPausedCampaigns,
   postponeTasks,
+  withdrawAttempts,
 } from '../store/tasks.ts'
 import { batchesOf, GroupCommitter } from './groupCommitter.ts'
 import { completeAllAs, completeAndReport, type Settlement } from './settlement.ts'
@@ -55,6 +58,16 @@ const SETTLE_GIVE_UP_MS = 3_600_000
 const SETTLE_LEASE_MS = 60_000
 /** A campaign at its max_concurrent looks again after this long, or when one of its interactions ends. */
 export const CAPACITY_RETRY_MS = 1_000
+/**
+ * Bounds of the wait after a deferred start. At least a second: a provider
+ * that says "now" (Retry-After: 0) would otherwise have the attempt recorded
+ * and withdrawn in a tight loop, two writes each time. At most five minutes:
+ * throttling and momentary outages clear within seconds to a minute (Twilio
+ * and Meta meter per second), and a longer Retry-After, or a date misread,
+ * must not park a task for hours; a provider still throttling defers again.
+ */
+export const DEFERRED_MIN_MS = 1_000
+export const DEFERRED_MAX_MS = 300_000
 
 export interface DispatchedBatch {
   /** Due tasks taken: started, postponed or completed. */
@@ -84,6 +97,7 @@ export class Dispatch {
   readonly #metrics: ServiceMetrics
   readonly #phoneHashKey: Buffer
   readonly #answers: GroupCommitter<StartAnswer, undefined>
+  readonly #withdrawals: GroupCommitter<{ interactionId: string; dueAt: number }, boolean>
 
   constructor(deps: {
     db: Database
@@ -108,6 +122,13 @@ export class Dispatch {
       async (answers) => {
         await recordStarts(this.#db, answers)
         return answers.map(() => undefined)
+      },
+      batchesOf(deps.db.concurrency, 1024, rolledBack),
+    )
+    this.#withdrawals = new GroupCommitter(
+      async (withdrawals) => {
+        const withdrawn = await withdrawAttempts(this.#db, withdrawals, this.#now())
+        return withdrawals.map((withdrawal) => withdrawn.has(withdrawal.interactionId))
       },
       batchesOf(deps.db.concurrency, 1024, rolledBack),
     )
@@ -157,7 +178,6 @@ export class Dispatch {
     })
     this.#metrics.countCommitted({ tasks: completed })
     if (completed.length > 0) this.#wake.deliveries()
-    for (const { task } of begun) this.#metrics.attemptsStarted.observe({ channel: task.campaign.channel }, Math.max(0, now - task.dueAt) / 1000)
     const batchLinks = tracing.enabled && taken > 0 ? [dispatchBatchLink(due, { startTime, started: begun.length, completed: completed.length })] : []
     const starts = Promise.all(begun.map((attempt) => this.#start(attempt.task, attempt.interactionId, attempt.attempt, now, batchLinks))).then(() => {})
     return { taken, started: begun.length, full, starts }
@@ -197,6 +217,8 @@ export class Dispatch {
           testMode: task.testMode,
           context: task.context,
           language: task.contact.language,
+          firstName: task.contact.first_name,
+          ids: task.ids,
           config,
         })
       } catch (error) {
@@ -205,10 +227,16 @@ export class Dispatch {
         this.#log.warn({ err: error, interaction: interactionId }, 'start uncertain; waiting for the provider to report')
         span?.setAttribute('cts.start', 'uncertain').setStatus({ code: SpanStatusCode.ERROR }).end()
         this.#metrics.providerErrors.inc({ provider: task.campaign.provider, kind: 'uncertain' })
+        this.#countStarted(task, startedAt)
         await this.#answers.submit({ id: interactionId, providerRef: null, settleAt: this.#now() + channel.settleAfterMs(config) })
         return
       }
       span?.setAttribute('cts.start', result.kind).end()
+      if (result.kind === 'deferred') {
+        await this.#withdraw(task, interactionId, result.retryAfterMs, result.reason)
+        return
+      }
+      this.#countStarted(task, startedAt)
       if (result.kind === 'refused') {
         this.#log.warn({ interaction: interactionId, reason: result.reason, permanent: result.permanent }, 'start refused by the provider')
         this.#metrics.providerErrors.inc({ provider: task.campaign.provider, kind: 'refused' })
@@ -225,6 +253,33 @@ export class Dispatch {
   }
 
   /**
+   * An attempt the dispatcher made, counted with how long its task had been
+   * due; counted once the provider has answered, since a deferred one is
+   * withdrawn as though never made (its task, due again, is counted when it
+   * starts, with the wait since its new due time).
+   */
+  #countStarted(task: DueTask, startedAt: number): void {
+    this.#metrics.attemptsStarted.observe({ channel: task.campaign.channel }, Math.max(0, startedAt - task.dueAt) / 1000)
+  }
+
+  /**
+   * Withdraws an attempt whose start the provider deferred: its task is due
+   * again after the provider's delay (bounded), with the attempt not spent.
+   * A provider's report that confirmed it meanwhile keeps it (nothing is
+   * withdrawn); if the withdrawal cannot be recorded, the attempt stays as
+   * recorded and is settled as failed at its settle time, as a start that
+   * never answered would be.
+   */
+  async #withdraw(task: DueTask, interactionId: string, retryAfterMs: number, reason: string): Promise<void> {
+    const delayMs = Math.min(DEFERRED_MAX_MS, Math.max(DEFERRED_MIN_MS, Number.isFinite(retryAfterMs) ? retryAfterMs : DEFERRED_MIN_MS))
+    this.#metrics.providerErrors.inc({ provider: task.campaign.provider, kind: 'deferred' })
+    const withdrawn = await this.#withdrawals.submit({ interactionId, dueAt: this.#now() + delayMs })
+    this.#log.info({ interaction: interactionId, task: task.id, reason, retry_after_ms: delayMs, withdrawn }, 'start deferred by the provider; the attempt is made again later')
+    // Its task is due at a new time: the dispatch loop looks again when it sleeps until then.
+    if (withdrawn) this.#wake.tasks()
+  }
+
+  /**
    * Settles an attempt that is due to be settled as soon as its start is
    * confirmed (a simulated call of no duration), as its settle time would:
    * recording the start and claiming the interaction back to settle it would
@@ -232,21 +287,20 @@ export class Dispatch {
    * now: the start is then recorded, and the attempt settled later.
    */
   async #settledAtOnce(channel: Channel, interactionId: string, providerRef: string, attempt: number, config: JsonObject): Promise<boolean> {
-    const progress = { providerRef, providerStatus: null, attempt, config }
-    let outcome: InteractionOutcome
+    let settled: SettledInteraction
     try {
-      outcome = await channel.settle(progress)
+      settled = await channel.settle({ providerRef, providerStatus: null, attempt, config })
     } catch {
       return false
     }
-    await this.#settlement.end({ interactionId, outcome, at: this.#now(), providerRef, result: this.#reportedResult(channel, progress, outcome) })
+    const { outcome, durationS } = settled
+    await this.#settlement.end({ interactionId, outcome, at: this.#now(), durationS, providerRef, result: this.#reportedResult(settled) })
     return true
   }
 
-  /** The result a provider reports with the end of a conversation that took place, recorded now; undefined when it reports none. */
-  #reportedResult(channel: Channel, progress: InteractionProgress, outcome: InteractionOutcome): ConversationResult | undefined {
-    const reported = conversationTookPlace(outcome) ? channel.resultOf?.(progress) : undefined
-    return reported === undefined ? undefined : recordedResult(reported, this.#now())
+  /** The result a provider tells with the end of a conversation that took place, recorded now; undefined when it tells none. */
+  #reportedResult(settled: SettledInteraction): ConversationResult | undefined {
+    return settled.result !== undefined && conversationTookPlace(settled.outcome) ? recordedResult(settled.result, this.#now()) : undefined
   }
 
   /**
@@ -282,9 +336,9 @@ export class Dispatch {
       attempt: interaction.attempt ?? 1,
       config: interaction.providerConfig,
     }
-    let outcome: InteractionOutcome
+    let settled: SettledInteraction
     try {
-      outcome = await channel.settle(progress)
+      settled = await channel.settle(progress)
     } catch (error) {
       // The provider cannot tell now: asked again when this claim runs out, for a while, then failed.
       const giveUpAt = interaction.startedAt + channel.settleAfterMs(interaction.providerConfig) + SETTLE_GIVE_UP_MS
@@ -292,17 +346,17 @@ export class Dispatch {
         this.#log.warn({ err: error, interaction: interaction.id }, 'settling failed; asking again later')
         return
       }
-      outcome = 'failed'
+      settled = { outcome: 'failed' }
     }
     try {
       // A provider's report may have confirmed the start meanwhile: then the provider has it, and its word will come.
       await this.#settlement.end({
         interactionId: interaction.id,
-        outcome,
+        outcome: settled.outcome,
         at: this.#now(),
-        durationS: confirmed ? undefined : 0,
+        durationS: confirmed ? settled.durationS : 0,
         onlyIfStarting: !confirmed,
-        result: confirmed ? this.#reportedResult(channel, progress, outcome) : undefined,
+        result: confirmed ? this.#reportedResult(settled) : undefined,
       })
     } catch (error) {
       this.#log.error({ err: error, interaction: interaction.id }, 'settling could not be recorded; settled again when its claim runs out')

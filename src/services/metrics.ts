@@ -66,7 +66,7 @@ export class ServiceMetrics {
 
   readonly providerErrors = new Counter({
     name: 'conversation_trigger_provider_errors_total',
-    help: 'Starts a provider refused (refused) or left unknown (uncertain: no answer, or one that could not be read), by provider.',
+    help: 'Starts a provider refused (refused), deferred (deferred: its throttling; the attempt is made again later) or left unknown (uncertain: no answer, or one that could not be read), by provider.',
     labelNames: ['provider', 'kind'] as const,
     registers: [this.registry],
   })

@@ -9,7 +9,8 @@
 import type { ProviderReport } from '../channels/channel.ts'
 import type { ChannelRegistry } from '../channels/registry.ts'
 import type { Provider } from '../domain/campaignSettings.ts'
-import { contactTurn, type TranscriptTurn } from '../domain/conversationResult.ts'
+import { conversationTookPlace } from '../domain/attemptPolicy.ts'
+import { contactTurn, type ConversationResult, recordedResult, type TranscriptTurn } from '../domain/conversationResult.ts'
 import { ApiError, ValidationFailed, valueError } from '../domain/errors.ts'
 import { interactionFinalizedEvent, type OrganizationEvent } from '../domain/events.ts'
 import { newId } from '../domain/ids.ts'
@@ -21,6 +22,7 @@ import {
   finalizeInteractions,
   insertInteraction,
   type InteractionWithConfig,
+  keepResultForEnd,
   recordProviderMessage,
   recordProviderStatus,
   recordStarts,
@@ -50,10 +52,13 @@ export class TaskLifecycle {
 
   /**
    * A provider's report on an interaction, verified by the caller. Progress is
-   * kept as the provider's status; a final report ends it. A report for an
-   * interaction whose start was never confirmed (the worker died, or the
-   * answer was lost) confirms it: the provider has it after all. One for an
-   * interaction already over changes nothing, but an opt-out it carries.
+   * kept as the provider's status; a final report ends it, with the
+   * conversation's result if it carries one and the conversation took place;
+   * a result reported after the end ends the interaction's wait for it (one
+   * reported before the end is kept for it). A report for an interaction
+   * whose start was never confirmed (the worker died, or the answer was lost)
+   * confirms it: the provider has it after all. One for an interaction
+   * already over (finalized) changes nothing, but an opt-out it carries.
    */
   async report(interaction: InteractionWithConfig, report: ProviderReport): Promise<void> {
     if (interaction.status === 'starting') {
@@ -62,10 +67,22 @@ export class TaskLifecycle {
       await recordStarts(this.#db, [{ id: interaction.id, providerRef: report.providerRef, settleAt }])
     }
     if (report.kind === 'progress') await recordProviderStatus(this.#db, interaction.id, report.status)
-    else {
+    else if (report.kind === 'final') {
       const optOut = report.optedOut ? { orgId: interaction.orgId, phone: interaction.toPhone, reason: 'provider' as const } : undefined
-      await this.#settlement.end({ interactionId: interaction.id, outcome: report.outcome, at: report.at, durationS: report.durationS, optOut })
-    }
+      const result = report.result !== undefined && conversationTookPlace(report.outcome) ? recordedResult(report.result, this.#now()) : undefined
+      await this.#settlement.end({ interactionId: interaction.id, outcome: report.outcome, at: report.at, durationS: report.durationS, optOut, result })
+    } else await this.#reportResult(interaction, recordedResult(report.result, this.#now()), report.at)
+  }
+
+  /**
+   * A result a provider reports on its own: it ends the wait of an interaction
+   * that ended for it; one not ended yet keeps it for its end (unless it ends
+   * meanwhile: then it is the end of its wait); a finalized one is left as it is.
+   */
+  async #reportResult(interaction: InteractionWithConfig, result: ConversationResult, at: number): Promise<void> {
+    if (interaction.status === 'finalized') return
+    if (interaction.status !== 'ended' && (await keepResultForEnd(this.#db, interaction.id, result))) return
+    await this.#settlement.end({ interactionId: interaction.id, closesWait: true, at, result })
   }
 
   /** Ends an interaction with an outcome a provider's message gives (a reply); false when it changed nothing. */

@@ -461,6 +461,15 @@ export async function writeResult(tx: Queryable, id: string, result: Conversatio
   await tx.query('UPDATE interactions SET result = $2 WHERE id = $1', [id, JSON.stringify(result)])
 }
 
+/**
+ * Keeps a result for an interaction that has not ended yet (its end then
+ * carries it); false when it has ended meanwhile, and nothing was written.
+ */
+export async function keepResultForEnd(db: Queryable, id: string, result: ConversationResult): Promise<boolean> {
+  const rows = await db.query(`UPDATE interactions SET result = $2 WHERE id = $1 AND status || '' IN ('starting', 'active') RETURNING id`, [id, JSON.stringify(result)])
+  return rows.length === 1
+}
+
 /** Records how an answered call was handed to its conversation. */
 export async function recordHandoff(db: Queryable, id: string, handoff: Handoff): Promise<void> {
   await db.query('UPDATE interactions SET handoff = $2 WHERE id = $1', [id, JSON.stringify(handoff)])

@@ -222,6 +222,36 @@ export async function beginAttempts(
   return new Map(rows.map((row) => [row.task_id, row.attempt]))
 }
 
+/**
+ * Withdraws attempts whose start a provider deferred, as though they had
+ * never been begun (beginAttempts is all an attempt writes before its
+ * provider answers: no event, no count): the interaction row goes, and its
+ * task is pending again, due at `dueAt`, with one attempt fewer and without
+ * the interaction among its interaction_ids. Only while the interaction is
+ * still 'starting' and its task 'in_progress': a provider's report that
+ * confirmed it meanwhile (or anything that ended it) leaves both as they are.
+ * One statement, so there is never a task without its row or the reverse.
+ * Returns the ids of the interactions withdrawn.
+ */
+export async function withdrawAttempts(db: Queryable, withdrawals: readonly { interactionId: string; dueAt: number }[], now: number): Promise<Set<string>> {
+  if (withdrawals.length === 0) return new Set()
+  const rows = await db.query<{ id: string }>(
+    `WITH withdrawn AS (
+       DELETE FROM interactions i
+       USING unnest($1::text[], $2::timestamptz[]) AS v(id, due_at)
+       WHERE i.id = v.id AND i.status || '' = 'starting'
+         AND EXISTS (SELECT 1 FROM tasks t WHERE t.id = i.task_id AND t.status = 'in_progress')
+       RETURNING i.id, i.task_id, v.due_at
+     )
+     UPDATE tasks t SET status = 'pending', attempts = t.attempts - 1, interaction_ids = array_remove(t.interaction_ids, w.id),
+                        due_at = w.due_at, updated_at = $3
+     FROM withdrawn w WHERE t.id = w.task_id
+     RETURNING w.id`,
+    [withdrawals.map((w) => w.interactionId), withdrawals.map((w) => new Date(w.dueAt)), new Date(now)],
+  )
+  return new Set(rows.map((row) => row.id))
+}
+
 /** A task as its lifecycle needs it after an interaction: to decide its next step, and to report its completion. */
 export interface TaskForUpdate {
   id: string

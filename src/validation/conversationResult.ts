@@ -6,9 +6,9 @@
  * one answer lists every problem.
  */
 import { type Static, Type } from '@sinclair/typebox'
-import { RESULT_FIELDS, RESULT_LIMITS, TRANSCRIPT_ROLES } from '../domain/conversationResult.ts'
+import { RESULT_FIELDS, RESULT_LIMITS, type ReportedResult, TRANSCRIPT_ROLES } from '../domain/conversationResult.ts'
 import { httpsUrl, instant, OneOf } from './fields.ts'
-import { type ModelProblem, refineModel } from './model.ts'
+import { type ModelProblem, refineModel, validate } from './model.ts'
 import { component } from '../http/openapi.ts'
 
 const TranscriptTurnInput = Type.Object(
@@ -77,3 +77,69 @@ function jsonBytes(value: unknown): number {
   return Buffer.byteLength(JSON.stringify(value), 'utf8')
 }
 
+
+/**
+ * A result a provider reported (an agent platform's analysis and
+ * transcript), made into one the service keeps: checked by the very schema
+ * of a client's POST /api/v2/interactions/{id}/result. A client that sends
+ * too much is told what to fix; a provider cannot be, and a whole result is
+ * worth more than its excess, so rather than losing it:
+ * - text longer than its bound (disposition, summary, a turn's text) is cut
+ *   at the bound, in characters;
+ * - a transcript of more turns or more bytes than RESULT_LIMITS allows keeps
+ *   its first turns that fit (the start of a conversation says who was
+ *   reached and why), and `data` its first keys that fit;
+ * - whatever is still not valid (a disposition outside its pattern, a URL that
+ *   is not https or too long, an unreadable instant, an empty text, a turn
+ *   with another role) is left out: the field, or for a transcript the turn;
+ * - fields a result does not have are ignored.
+ * Undefined when nothing is left (a result says something). Instants come
+ * back in UTC, as a client's do.
+ */
+export function providerResult(reported: unknown): ReportedResult | undefined {
+  if (typeof reported !== 'object' || reported === null || Array.isArray(reported)) return undefined
+  const given = reported as Record<string, unknown>
+  const candidate: Record<string, unknown> = {}
+  for (const field of RESULT_FIELDS) if (given[field] !== undefined && given[field] !== null) candidate[field] = given[field]
+  for (const field of ['disposition', 'summary'] as const) {
+    if (typeof candidate[field] === 'string') candidate[field] = cut(candidate[field], field === 'disposition' ? RESULT_LIMITS.dispositionLength : RESULT_LIMITS.summaryLength)
+  }
+  if (Array.isArray(candidate.transcript)) {
+    const turns = candidate.transcript
+      .slice(0, RESULT_LIMITS.transcriptTurns)
+      .map((turn) => (isRecord(turn) && typeof turn.text === 'string' ? { ...turn, text: cut(turn.text, RESULT_LIMITS.turnLength) } : turn))
+    while (turns.length > 0 && jsonBytes(turns) > RESULT_LIMITS.transcriptBytes) turns.pop()
+    if (turns.length > 0) candidate.transcript = turns
+    else delete candidate.transcript
+  }
+  if (isRecord(candidate.data)) {
+    const entries = Object.entries(candidate.data).slice(0, RESULT_LIMITS.dataKeys)
+    while (entries.length > 0 && jsonBytes(Object.fromEntries(entries)) > RESULT_LIMITS.dataBytes) entries.pop()
+    candidate.data = Object.fromEntries(entries)
+  }
+  // Each round leaves out at least one field or turn, so this ends.
+  for (;;) {
+    const { value, errors } = validate<ConversationResultInput>(ConversationResultInput, candidate, [])
+    if (errors.length === 0) return value
+    const badTurns = new Set<number>()
+    for (const { loc } of errors) {
+      const [field, index] = loc
+      if (typeof field !== 'string') return undefined
+      if (field === 'transcript' && typeof index === 'number') badTurns.add(index)
+      else delete candidate[field]
+    }
+    if (badTurns.size > 0 && Array.isArray(candidate.transcript)) candidate.transcript = candidate.transcript.filter((_, index) => !badTurns.has(index))
+    if (Array.isArray(candidate.transcript) && candidate.transcript.length === 0) delete candidate.transcript
+  }
+}
+
+/** `text` at most `max` characters (code points, as the schema counts them). */
+function cut(text: string, max: number): string {
+  if (text.length <= max) return text
+  const characters = Array.from(text)
+  return characters.length <= max ? text : characters.slice(0, max).join('')
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value)
+}

@@ -69,7 +69,7 @@ export interface FakeTwilio {
   /** The SID of the call created with this StatusCallback URL, if any. */
   callSidFor(statusCallback: string): string | undefined
   /** The next REST request is answered with this Twilio error. */
-  failNext(error: { status: number; code: number; message: string }): void
+  failNext(error: { status: number; code: number; message: string; retryAfter?: string }): void
   /** The next REST request is handled (a call is created) but its connection destroyed without an answer. */
   dropNext(): void
   /** The next REST request is handled (a call is created) but answered only after `ms`. */
@@ -117,7 +117,7 @@ interface FakeCall {
   sequence: number
 }
 
-type Plan = { kind: 'fail'; status: number; code: number; message: string } | { kind: 'drop' } | { kind: 'delay'; ms: number }
+type Plan = { kind: 'fail'; status: number; code: number; message: string; retryAfter?: string } | { kind: 'drop' } | { kind: 'delay'; ms: number }
 
 const E164 = /^\+[1-9][0-9]{1,14}$/
 const CALLS = /^\/2010-04-01\/Accounts\/([^/]+)\/Calls\.json$/
@@ -141,7 +141,7 @@ export async function startFakeTwilio(options: { accounts: Record<string, string
     const planned = plan
     plan = undefined
     if (planned?.kind === 'fail') {
-      sendJson(res, planned.status, twilioError(planned.status, planned.code, planned.message))
+      sendJson(res, planned.status, twilioError(planned.status, planned.code, planned.message), planned.retryAfter === undefined ? {} : { 'retry-after': planned.retryAfter })
       return
     }
     const [status, answer] = handle(req.method ?? '', path, req.headers.authorization, form)
@@ -425,9 +425,9 @@ function notFound(path: string): [number, unknown] {
   return [404, twilioError(404, 20404, `The requested resource ${path} was not found`)]
 }
 
-function sendJson(res: ServerResponse, status: number, body: unknown): void {
+function sendJson(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
   const text = JSON.stringify(body)
-  res.writeHead(status, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(text) })
+  res.writeHead(status, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(text), ...headers })
   res.end(text)
 }
 

@@ -15,7 +15,8 @@ import { type ErrorDetail, valueError } from '../../domain/errors.ts'
 import { type Channel as ChannelName, INTERACTION_OUTCOMES, type InteractionOutcome, type JsonObject } from '../../domain/types.ts'
 import { ConversationResultInput } from '../../validation/conversationResult.ts'
 import { validate } from '../../validation/model.ts'
-import type { Channel, InteractionProgress, OutboundAttempt, StartResult } from '../channel.ts'
+import { conversationTookPlace } from '../../domain/attemptPolicy.ts'
+import type { Channel, InteractionProgress, OutboundAttempt, SettledInteraction, StartResult } from '../channel.ts'
 
 const DEFAULT_OUTCOME: Record<ChannelName, InteractionOutcome> = { voice: 'completed', whatsapp: 'replied' }
 const DEFAULT_DURATION_MS = 200
@@ -70,29 +71,13 @@ export class SimulatorChannel implements Channel {
     return this.#config(config).durationMs
   }
 
-  async settle(progress: InteractionProgress): Promise<InteractionOutcome> {
+  async settle(progress: InteractionProgress): Promise<SettledInteraction> {
     // A start that was never confirmed did not happen, even in a simulation.
-    if (progress.providerRef === null) return 'failed'
+    if (progress.providerRef === null) return { outcome: 'failed' }
     const { outcomes } = this.#config(progress.config)
-    return outcomes[Math.min(progress.attempt, outcomes.length) - 1]!
-  }
-
-  /**
-   * The campaign's result, with its instants in UTC; none when it sets none.
-   * It was validated when the campaign was saved, so its instants are real
-   * RFC 3339 date-times, which Date.parse reads exactly: validating it again
-   * at every call (luxon reading each turn's time) was a seventh of a worker's
-   * CPU end to end.
-   */
-  resultOf(progress: InteractionProgress): ReportedResult | undefined {
-    const result = progress.config.result as ReportedResult | undefined
-    if (result === undefined) return undefined
-    const { callback_at: callbackAt, transcript } = result
-    return {
-      ...result,
-      ...(typeof callbackAt === 'string' ? { callback_at: utc(callbackAt) } : {}),
-      ...(transcript ? { transcript: transcript.map((turn) => (turn.at === undefined ? turn : { ...turn, at: utc(turn.at) })) } : {}),
-    }
+    const outcome = outcomes[Math.min(progress.attempt, outcomes.length) - 1]!
+    const result = conversationTookPlace(outcome) ? resultOf(progress.config) : undefined
+    return result === undefined ? { outcome } : { outcome, result }
   }
 
   #config(config: JsonObject): SimulatorConfig {
@@ -100,6 +85,24 @@ export class SimulatorChannel implements Channel {
       outcomes: (config.outcomes as InteractionOutcome[] | undefined) ?? [DEFAULT_OUTCOME[this.channel]],
       durationMs: (config.duration_ms as number | undefined) ?? DEFAULT_DURATION_MS,
     }
+  }
+}
+
+/**
+ * The campaign's result, with its instants in UTC; none when it sets none.
+ * It was validated when the campaign was saved, so its instants are real
+ * RFC 3339 date-times, which Date.parse reads exactly: validating it again
+ * at every call (luxon reading each turn's time) was a seventh of a worker's
+ * CPU end to end.
+ */
+function resultOf(config: JsonObject): ReportedResult | undefined {
+  const result = config.result as ReportedResult | undefined
+  if (result === undefined) return undefined
+  const { callback_at: callbackAt, transcript } = result
+  return {
+    ...result,
+    ...(typeof callbackAt === 'string' ? { callback_at: utc(callbackAt) } : {}),
+    ...(transcript ? { transcript: transcript.map((turn) => (turn.at === undefined ? turn : { ...turn, at: utc(turn.at) })) } : {}),
   }
 }
 

@@ -6,11 +6,12 @@
  * whose final callback never came. Refusals are read from Twilio's REST error
  * body `{code, message, more_info, status}`.
  */
-import type { Channel, InteractionOutcome, InteractionProgress, OutboundAttempt, StartResult } from '../channel.ts'
+import type { Channel, InteractionOutcome, InteractionProgress, OutboundAttempt, SettledInteraction, StartResult } from '../channel.ts'
 import type { ErrorDetail } from '../../domain/errors.ts'
-import type { JsonObject } from '../../domain/types.ts'
+import type { JsonObject, LeftOut } from '../../domain/types.ts'
+import { retryAfterMs } from '../retryAfter.ts'
 import { checkTwilioConfig, readTwilioConfig } from './config.ts'
-import { type AnsweredCall, handoffTwiml, type LeftOut } from './twiml.ts'
+import { type AnsweredCall, handoffTwiml } from './twiml.ts'
 import { answerUrl, finalOutcome, statusCallbackUrl } from './webhooks.ts'
 
 export { HANG_UP_TWIML } from './twiml.ts'
@@ -25,6 +26,8 @@ export interface TwilioChannelOptions {
   secret: (envName: string) => string | undefined
   /** Per request to Twilio; default 10 s. */
   timeoutMs?: number
+  /** The clock a Retry-After date is read against; default Date.now. */
+  now?: () => number
 }
 
 /** Every progress event, so a call that never ends still shows how far it got. */
@@ -46,6 +49,8 @@ const MAX_REASON_MESSAGE = 300
 interface TwilioAnswer {
   status: number
   body: unknown
+  /** Its Retry-After header, if any. */
+  retryAfter: string | null
 }
 
 export class TwilioChannel implements Channel {
@@ -55,12 +60,14 @@ export class TwilioChannel implements Channel {
   readonly #publicBaseUrl: string
   readonly #secret: (envName: string) => string | undefined
   readonly #timeoutMs: number
+  readonly #now: () => number
 
   constructor(options: TwilioChannelOptions) {
     this.#apiBaseUrl = (options.apiBaseUrl ?? 'https://api.twilio.com').replace(/\/+$/, '')
     this.#publicBaseUrl = options.publicBaseUrl
     this.#secret = options.secret
     this.#timeoutMs = options.timeoutMs ?? 10_000
+    this.#now = options.now ?? Date.now
   }
 
   checkConfig(config: unknown, prefix: (string | number)[]): ErrorDetail[] {
@@ -117,7 +124,7 @@ export class TwilioChannel implements Channel {
       if (typeof sid !== 'string' || !CALL_SID.test(sid)) throw new Error(`Twilio answered HTTP ${answer.status} to Create Call without a call SID`)
       return { kind: 'started', providerRef: sid }
     }
-    if (answer.status >= 400 && answer.status < 500) return refusal(answer, attempt.to)
+    if (answer.status >= 400 && answer.status < 500) return refusal(answer, attempt.to, this.#now())
     throw new Error(`Twilio answered HTTP ${answer.status} to Create Call; the call may or may not have been placed`)
   }
 
@@ -135,7 +142,11 @@ export class TwilioChannel implements Channel {
    * counts as a failed attempt: a call still live after its time limit has
    * gone wrong, and a call whose start is uncertain is not redialled blindly.
    */
-  async settle(progress: InteractionProgress): Promise<InteractionOutcome> {
+  async settle(progress: InteractionProgress): Promise<SettledInteraction> {
+    return { outcome: await this.#outcome(progress) }
+  }
+
+  async #outcome(progress: InteractionProgress): Promise<InteractionOutcome> {
     const callSid = progress.providerRef
     if (callSid === null || !CALL_SID.test(callSid)) return 'failed'
     const config = readTwilioConfig(progress.config)
@@ -167,7 +178,7 @@ export class TwilioChannel implements Channel {
         redirect: 'error',
       })
       const text = await response.text()
-      return { status: response.status, body: parseJson(text) }
+      return { status: response.status, body: parseJson(text), retryAfter: response.headers.get('retry-after') }
     } catch (error) {
       const why = error instanceof Error && error.name === 'TimeoutError' ? `no answer within ${this.#timeoutMs} ms` : 'connection failed'
       throw new Error(`Twilio ${method} ${path}: ${why}`, { cause: error })
@@ -180,21 +191,27 @@ function accountPath(accountSid: string): string {
 }
 
 /**
- * Twilio refuses with 4xx only when it did not place the call. Most refusals
- * are about the number or the account (invalid or unreachable To, a From not
- * owned, geo permissions, blocked numbers, bad credentials), which the same
- * request meets again; only rate limits (HTTP 429, error 20429) and the
+ * Twilio refuses with 4xx only when it did not place the call. A rate limit
+ * (HTTP 429, error 20429 "Too Many Requests") is Twilio's own throttling: the
+ * start is deferred, at the delay its Retry-After says if it sends one, and
+ * costs no attempt. Most other refusals are about the number or the account
+ * (invalid or unreachable To, a From not owned, geo permissions, blocked
+ * numbers, bad credentials), which the same request meets again; only the
  * 31xxx connection errors are worth another attempt later.
  */
-function refusal(answer: TwilioAnswer, to: string): StartResult {
+function refusal(answer: TwilioAnswer, to: string, now: number): StartResult {
   const rawCode = field(answer.body, 'code')
   const code = typeof rawCode === 'number' ? rawCode : undefined
-  const transient = answer.status === 429 || code === 20429 || (code !== undefined && code >= 31000 && code < 32000)
   const rawMessage = field(answer.body, 'message')
   // Twilio's messages quote the number called ("The 'To' number +1... is not valid"): keep contact data out of reasons.
   const message = typeof rawMessage === 'string' ? rawMessage.replaceAll(to, '[To]').slice(0, MAX_REASON_MESSAGE) : undefined
   const what = code === undefined ? `HTTP ${answer.status}` : `HTTP ${answer.status}, error ${code}`
-  return { kind: 'refused', permanent: !transient, reason: `Twilio refused the call (${what})${message === undefined ? '' : `: ${message}`}` }
+  const said = message === undefined ? '' : `: ${message}`
+  if (answer.status === 429 || code === 20429) {
+    return { kind: 'deferred', retryAfterMs: retryAfterMs(answer.retryAfter, now), reason: `Twilio is throttling calls (${what})${said}` }
+  }
+  const transient = code !== undefined && code >= 31000 && code < 32000
+  return { kind: 'refused', permanent: !transient, reason: `Twilio refused the call (${what})${said}` }
 }
 
 function parseJson(text: string): unknown {

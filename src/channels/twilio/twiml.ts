@@ -15,7 +15,7 @@
  * value that cannot go as a parameter is left out, and the TwiML says which
  * and why in a comment, as the interaction's handoff record does.
  */
-import type { JsonObject } from '../../domain/types.ts'
+import type { JsonObject, LeftOut } from '../../domain/types.ts'
 import type { TwilioConfig } from './config.ts'
 
 /** The call's part of its task, as the answer route reads it. */
@@ -26,11 +26,6 @@ export interface AnsweredCall {
   language: string | undefined
   firstName: string | undefined
   context: JsonObject
-}
-
-export interface LeftOut {
-  key: string
-  reason: string
 }
 
 /** Twilio's bound on one <Parameter>: its name and value together under this many characters. */

@@ -94,6 +94,19 @@ const PERMANENT_CODES = new Set([
 ])
 
 /**
+ * Throttling that turns a send away before it is accepted, and that clears
+ * within seconds: 130429 (the phone number's throughput, messages per second)
+ * and 131056 (too many messages to one recipient in a short time). Such a
+ * send is deferred, costing no attempt, rather than refused.
+ */
+const THROTTLING_CODES = new Set([130429, 131056])
+
+/** Whether the error is throttling a moment's wait gets past (the send is then deferred). */
+export function isThrottling(error: GraphError): boolean {
+  return THROTTLING_CODES.has(error.code)
+}
+
+/**
  * Whether retrying cannot help. 200–299 are Graph's permission errors. A code
  * in neither list is retried: the attempt policy bounds what that costs,
  * while calling it permanent would end the task on a guess.

@@ -8,9 +8,10 @@
  */
 import type { ErrorDetail } from '../../domain/errors.ts'
 import type { JsonObject } from '../../domain/types.ts'
-import type { Channel, InteractionOutcome, InteractionProgress, OutboundAttempt, StartResult } from '../channel.ts'
+import type { Channel, InteractionOutcome, InteractionProgress, OutboundAttempt, SettledInteraction, StartResult } from '../channel.ts'
 import { checkWhatsAppCloudConfig, isObject, readWhatsAppCloudConfig } from './config.ts'
-import { describeGraphError, graphErrorOf, isPermanent } from './graphErrors.ts'
+import { retryAfterMs } from '../retryAfter.ts'
+import { describeGraphError, graphErrorOf, isPermanent, isThrottling } from './graphErrors.ts'
 
 export { DEFAULT_ACCESS_TOKEN_ENV, DEFAULT_APP_SECRET_ENV, readWhatsAppCloudConfig, type WhatsAppCloudConfig } from './config.ts'
 export { notificationsFromWebhook, verifyWebhookSubscription, verifyWhatsAppSignature, type WhatsAppNotification } from './webhook.ts'
@@ -24,6 +25,8 @@ export interface WhatsAppCloudChannelOptions {
   secret: (envName: string) => string | undefined
   /** For the whole request, answer included; default 15 s. */
   timeoutMs?: number
+  /** The clock a Retry-After date is read against; default Date.now. */
+  now?: () => number
 }
 
 export class WhatsAppCloudChannel implements Channel {
@@ -33,12 +36,14 @@ export class WhatsAppCloudChannel implements Channel {
   readonly #apiVersion: string
   readonly #secret: (envName: string) => string | undefined
   readonly #timeoutMs: number
+  readonly #now: () => number
 
   constructor(options: WhatsAppCloudChannelOptions) {
     this.#apiBaseUrl = (options.apiBaseUrl ?? 'https://graph.facebook.com').replace(/\/+$/, '')
     this.#apiVersion = options.apiVersion ?? 'v21.0'
     this.#secret = options.secret
     this.#timeoutMs = options.timeoutMs ?? 15_000
+    this.#now = options.now ?? Date.now
   }
 
   checkConfig(config: unknown, prefix: (string | number)[]): ErrorDetail[] {
@@ -70,6 +75,7 @@ export class WhatsAppCloudChannel implements Channel {
     const path = `/${this.#apiVersion}/${config.phoneNumberId}/messages`
     let status: number
     let text: string
+    let retryAfter: string | null
     try {
       const response = await fetch(`${this.#apiBaseUrl}${path}`, {
         method: 'POST',
@@ -80,6 +86,7 @@ export class WhatsAppCloudChannel implements Channel {
         signal: AbortSignal.timeout(this.#timeoutMs),
       })
       status = response.status
+      retryAfter = response.headers.get('retry-after')
       text = await response.text()
     } catch (error) {
       throw new Error(redact(`WhatsApp Cloud API POST ${path} got no answer, so whether the message was sent is unknown: ${causeOf(error)}`), { cause: error })
@@ -97,6 +104,9 @@ export class WhatsAppCloudChannel implements Channel {
       if (typeof wamid === 'string' && wamid !== '') return { kind: 'started', providerRef: wamid }
       throw new Error(`WhatsApp Cloud API POST ${path} answered HTTP ${status} without a message id, so whether the message was sent is unknown`)
     }
+    if (graphError !== undefined && isThrottling(graphError)) {
+      return { kind: 'deferred', retryAfterMs: retryAfterMs(retryAfter, this.#now()), reason: redact(describeGraphError(status, graphError)) }
+    }
     if (graphError !== undefined) return refused(isPermanent(graphError), redact(describeGraphError(status, graphError)))
     // A 4xx from something in front of the Graph API (a proxy, a gateway): the request went no further.
     return refused(false, `WhatsApp Cloud API POST ${path} answered HTTP ${status} without a Graph API error`)
@@ -110,16 +120,20 @@ export class WhatsAppCloudChannel implements Channel {
    * The reply window ended without a reply: the furthest the message got is
    * the outcome. (A failed status has finalized it already.)
    */
-  async settle(progress: InteractionProgress): Promise<InteractionOutcome> {
-    if (progress.providerRef === null) return 'failed'
-    switch (progress.providerStatus) {
-      case 'read':
-        return 'read'
-      case 'delivered':
-        return 'delivered'
-      default:
-        return 'undelivered'
-    }
+  async settle(progress: InteractionProgress): Promise<SettledInteraction> {
+    return { outcome: outcomeOf(progress) }
+  }
+}
+
+function outcomeOf(progress: InteractionProgress): InteractionOutcome {
+  if (progress.providerRef === null) return 'failed'
+  switch (progress.providerStatus) {
+    case 'read':
+      return 'read'
+    case 'delivered':
+      return 'delivered'
+    default:
+      return 'undelivered'
   }
 }
 
