@@ -50,6 +50,15 @@ export function growthPartsToRun() {
   return namedIn('BENCH_GROWTH_ONLY', GROWTH_PARTS)
 }
 
+/**
+ * Whether the growth sections that `parts` make are whole: the history's is
+ * made by its part alone, the one of what history keeps on disk by storage
+ * and retention together.
+ */
+export function growthSectionsWhole(parts: readonly (typeof GROWTH_PARTS)[number][]): boolean {
+  return parts.includes('storage') === parts.includes('retention')
+}
+
 /** The growth parts BENCH_GROWTH_ONLY names, on a private server in `workDir`: the history's section, then storage's. */
 export async function benchGrowth(workDir: string): Promise<Section[]> {
   const parts = growthPartsToRun()

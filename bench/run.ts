@@ -33,8 +33,10 @@
  * the service's processes (e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`), and BENCH_POSTGRES_URL, the PostgreSQL
  * server to make the benchmark's databases on (default postgres://postgres@127.0.0.1:5432/postgres), and BENCH_TRACES=on,
  * which runs the service with traces on, exported to a local sink (bench/traceSink.ts). A run of some
- * sections replaces those in BENCHMARKS.md, each marked with when it was measured, and leaves the others; a run of a
- * part of a section (BENCH_E2E_LAYOUTS, BENCH_GROWTH_ONLY) is printed, and BENCHMARKS.md is left as it was.
+ * sections replaces those in BENCHMARKS.md, each marked with when it was measured, and leaves the others (growth's
+ * history part makes a section, its storage and retention parts together another); a run of a part of a section
+ * (BENCH_E2E_LAYOUTS, BENCH_GROWTH_ONLY=storage without retention or the reverse) is printed, and BENCHMARKS.md is
+ * left as it was.
  */
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
 import { availableParallelism, tmpdir } from 'node:os'
@@ -46,7 +48,7 @@ import { meterPostgresCpu, processCpuSeconds } from './cpu.ts'
 import { benchDeliverer } from './deliverer.ts'
 import { benchDispatcher } from './dispatcher.ts'
 import { freshConnectionMethod, freshConnectionVerdict, measureFreshConnections } from './freshConnection.ts'
-import { benchGrowth, GROWTH_PARTS, growthPartsToRun } from './growth.ts'
+import { benchGrowth, GROWTH_PARTS, growthPartsToRun, growthSectionsWhole } from './growth.ts'
 import {
   benchEndToEnd,
   CLIENTS as END_TO_END_CLIENTS,
@@ -163,12 +165,14 @@ async function main(workDir: string): Promise<void> {
 
   const machine = machineSection(await describeMachine())
   const report = path.join(ROOT, 'BENCHMARKS.md')
-  const whole = endToEndLayoutsToRun().length === END_TO_END_LAYOUTS.length && growthPartsToRun().length === GROWTH_PARTS.length
-  if (only.length === SECTIONS.length && whole) {
+  const everyLayout = endToEndLayoutsToRun().length === END_TO_END_LAYOUTS.length
+  const growthParts = growthPartsToRun()
+  if (only.length === SECTIONS.length && everyLayout && growthParts.length === GROWTH_PARTS.length) {
     await writeFile(report, renderReport([machine, ...sections]))
     log('wrote BENCHMARKS.md')
-  } else if (whole) {
-    const measured = `Measured ${new Date().toISOString().replace(/\.\d+Z$/, 'Z')} by \`BENCH_ONLY=${only.join(',')} npm run bench\`, on the machine above.`
+  } else if (everyLayout && (!only.includes('growth') || growthSectionsWhole(growthParts))) {
+    const growthOnly = !only.includes('growth') || growthParts.length === GROWTH_PARTS.length ? '' : ` BENCH_GROWTH_ONLY=${growthParts.join(',')}`
+    const measured = `Measured ${new Date().toISOString().replace(/\.\d+Z$/, 'Z')} by \`BENCH_ONLY=${only.join(',')}${growthOnly} npm run bench\`, on the machine above.`
     await writeFile(report, mergeReport(await readFile(report, 'utf8'), sections, measured))
     log(`only ${only.join(', ')}: those sections of BENCHMARKS.md are replaced, the others left as they were`)
   } else {

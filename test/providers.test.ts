@@ -515,7 +515,8 @@ describe('whatsapp cloud', () => {
     // Past every event of this file's tests (some run a day ahead): the sweep reads them in commit order.
     now += 3 * 86_400_000
     try {
-      await service.app.workers!.dispatcher.runOnce()
+      // A sweep runs for a tenth of a second of wall time: on a loaded machine, one run may not reach this message.
+      for (let run = 0; run < 5 && (await tablesHolding(service.db, 'Yusuf-R-5582')).length > 0; run++) await service.app.workers!.dispatcher.runOnce()
       assert.deepEqual(await tablesHolding(service.db, 'Yusuf-R-5582'), [])
       assert.deepEqual(await tablesHolding(service.db, '+33142685398'), [])
     } finally {

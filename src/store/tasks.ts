@@ -245,7 +245,9 @@ export async function withdrawAttempts(db: Queryable, withdrawals: readonly { in
      )
      UPDATE tasks t SET status = 'pending', attempts = t.attempts - 1, interaction_ids = array_remove(t.interaction_ids, w.id),
                         due_at = w.due_at, updated_at = $3
-     FROM withdrawn w WHERE t.id = w.task_id
+     -- Rechecked on the task's newest version: one cancelled meanwhile stays completed (its interaction, never
+     -- started, is gone with the others of the batch rather than failing them all on the outcome's CHECK).
+     FROM withdrawn w WHERE t.id = w.task_id AND t.status = 'in_progress'
      RETURNING w.id`,
     [withdrawals.map((w) => w.interactionId), withdrawals.map((w) => new Date(w.dueAt)), new Date(now)],
   )
