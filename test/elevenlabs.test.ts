@@ -11,7 +11,7 @@ import { createHmac } from 'node:crypto'
 import { after, before, beforeEach, describe, test } from 'node:test'
 import type { OutboundAttempt } from '../src/channels/channel.ts'
 import { readElevenLabsConfig } from '../src/channels/elevenlabs/config.ts'
-import { conversationOutcome, initiationFailureOutcome, verifyElevenLabsSignature } from '../src/channels/elevenlabs/conversation.ts'
+import { conversationOutcome, conversationResult, initiationFailureOutcome, verifyElevenLabsSignature } from '../src/channels/elevenlabs/conversation.ts'
 import { ElevenLabsChannel } from '../src/channels/elevenlabs/elevenlabsChannel.ts'
 import { createChannels } from '../src/channels/index.ts'
 import type { JsonObject } from '../src/domain/types.ts'
@@ -281,6 +281,42 @@ describe('end reasons', () => {
       assert.equal(conversationOutcome({ status, transcript }), outcome)
     })
   }
+})
+
+describe('result', () => {
+  const settings = readElevenLabsConfig(config({ disposition_field: 'outcome', callback_at_field: 'call_back', opt_out_field: 'stop' }))
+  const item = (value: unknown) => ({ data_collection_id: 'x', value, rationale: 'r' })
+
+  test('the items the campaign names become the disposition, the callback time (in UTC) and the opt-out; all items are the data', () => {
+    const result = conversationResult(
+      {
+        analysis: {
+          transcript_summary: 'Call back Monday.',
+          data_collection_results: { outcome: item('callback'), call_back: item('2026-12-07T09:30:00+01:00'), stop: item(false), empty: item(null) },
+        },
+        transcript: [{ role: 'user', message: 'Monday please', time_in_call_secs: 4 }, { role: 'agent', message: '' }, { role: 'tool', message: 'x' }],
+        metadata: { start_time_unix_secs: 1_800_000_000 },
+      },
+      settings,
+    )
+    assert.deepEqual(result, {
+      disposition: 'callback',
+      summary: 'Call back Monday.',
+      data: { outcome: 'callback', call_back: '2026-12-07T09:30:00+01:00', stop: false },
+      transcript: [{ role: 'contact', text: 'Monday please', at: new Date(1_800_000_004_000).toISOString() }],
+      callback_at: '2026-12-07T08:30:00.000Z',
+    })
+  })
+
+  test('what is not valid is left out, not the whole result; nothing at all is no result', () => {
+    const result = conversationResult(
+      { analysis: { data_collection_results: { outcome: item('not a code!'), call_back: item('Monday'), stop: item('yes') } }, transcript: [] },
+      settings,
+    )
+    assert.deepEqual(result, { data: { outcome: 'not a code!', call_back: 'Monday', stop: 'yes' } })
+    assert.equal(conversationResult({ analysis: null, transcript: [] }, settings), undefined)
+    assert.deepEqual(conversationResult({ analysis: { data_collection_results: { stop: item(true) } } }, settings)?.opt_out, true)
+  })
 })
 
 describe('webhook signature', () => {
