@@ -23,6 +23,7 @@ import { campaignPauseRoutes } from './http/routes/campaigns.ts'
 import { consoleRoutes } from './http/routes/console.ts'
 import { healthRoutes } from './http/routes/health.ts'
 import { interactionRoutes } from './http/routes/interactions.ts'
+import { elevenlabsRoutes } from './http/routes/providers/elevenlabs.ts'
 import { twilioRoutes } from './http/routes/providers/twilio.ts'
 import { whatsappRoutes } from './http/routes/providers/whatsapp.ts'
 import { metricsRoutes } from './http/routes/metrics.ts'
@@ -126,6 +127,7 @@ export async function buildApp(options: AppOptions, deps: AppDeps): Promise<Fast
   })
   const { authenticator } = services
   app.decorate('workers', options.workers === false ? undefined : createWorkers(services, app.log))
+  deps.channels.elevenlabs.logTo(app.log)
   // Answer every accepted trigger, then let the workers finish what they started, then every outcome they submitted.
   app.addHook('onClose', async () => {
     await services.intake.drained()
@@ -181,6 +183,7 @@ export async function buildApp(options: AppOptions, deps: AppDeps): Promise<Fast
   dailyCountRoutes(app, { db: deps.db, authenticator })
   twilioRoutes(app, { db: deps.db, twilio: deps.channels.twilio, lifecycle, conversations: services.conversations, now })
   await app.register(whatsappRoutes, { db: deps.db, channels: deps.channels, lifecycle })
+  await app.register(elevenlabsRoutes, { db: deps.db, elevenlabs: deps.channels.elevenlabs, lifecycle, now })
   adminRoutes(app, { ops: services.admin, authenticator, campaigns: services.campaigns, pauses: services.pauses, sources: services.sources })
   await consoleRoutes(app)
 
