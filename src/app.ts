@@ -23,6 +23,7 @@ import { campaignPauseRoutes } from './http/routes/campaigns.ts'
 import { consoleRoutes } from './http/routes/console.ts'
 import { healthRoutes } from './http/routes/health.ts'
 import { interactionRoutes } from './http/routes/interactions.ts'
+import { retellRoutes } from './http/routes/providers/retell.ts'
 import { twilioRoutes } from './http/routes/providers/twilio.ts'
 import { whatsappRoutes } from './http/routes/providers/whatsapp.ts'
 import { metricsRoutes } from './http/routes/metrics.ts'
@@ -181,6 +182,7 @@ export async function buildApp(options: AppOptions, deps: AppDeps): Promise<Fast
   dailyCountRoutes(app, { db: deps.db, authenticator })
   twilioRoutes(app, { db: deps.db, twilio: deps.channels.twilio, lifecycle, conversations: services.conversations, now })
   await app.register(whatsappRoutes, { db: deps.db, channels: deps.channels, lifecycle })
+  await app.register(retellRoutes, { db: deps.db, retell: deps.channels.retell, lifecycle, now })
   adminRoutes(app, { ops: services.admin, authenticator, campaigns: services.campaigns, pauses: services.pauses, sources: services.sources })
   await consoleRoutes(app)
 
