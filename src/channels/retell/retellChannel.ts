@@ -186,8 +186,10 @@ export class RetellChannel implements Channel {
  * A start Retell answered with an error. Its throttling (429 "Account rate
  * limited") and its server errors (500 "An unexpected server error
  * occurred", and a gateway's 502 to 504) defer the start, at its Retry-After
- * if it sends one, spending no attempt: Retell answers them before it
- * registers a call. Every other refusal (400 a malformed request or a number
+ * if it sends one, spending no attempt: an error answer carries no call, so
+ * the call is taken as not created. Retell does not document that a 5xx
+ * never follows a registered call; should one have been, its webhooks name an
+ * interaction that was withdrawn, and are refused. Every other refusal (400 a malformed request or a number
  * it will not dial, 401 the key, 402 billing, 404 an agent or number not
  * found, 422 an asset not under the key) meets the same request again: for
  * good.
