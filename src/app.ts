@@ -24,6 +24,7 @@ import { consoleRoutes } from './http/routes/console.ts'
 import { healthRoutes } from './http/routes/health.ts'
 import { interactionRoutes } from './http/routes/interactions.ts'
 import { elevenlabsRoutes } from './http/routes/providers/elevenlabs.ts'
+import { retellRoutes } from './http/routes/providers/retell.ts'
 import { twilioRoutes } from './http/routes/providers/twilio.ts'
 import { whatsappRoutes } from './http/routes/providers/whatsapp.ts'
 import { metricsRoutes } from './http/routes/metrics.ts'
@@ -184,6 +185,7 @@ export async function buildApp(options: AppOptions, deps: AppDeps): Promise<Fast
   twilioRoutes(app, { db: deps.db, twilio: deps.channels.twilio, lifecycle, conversations: services.conversations, now })
   await app.register(whatsappRoutes, { db: deps.db, channels: deps.channels, lifecycle })
   await app.register(elevenlabsRoutes, { db: deps.db, elevenlabs: deps.channels.elevenlabs, lifecycle, now })
+  await app.register(retellRoutes, { db: deps.db, retell: deps.channels.retell, lifecycle, now })
   adminRoutes(app, { ops: services.admin, authenticator, campaigns: services.campaigns, pauses: services.pauses, sources: services.sources })
   await consoleRoutes(app)
 

@@ -25,6 +25,7 @@ test('defaults', () => {
     twilioApiBaseUrl: 'https://api.twilio.com',
     whatsappApiBaseUrl: 'https://graph.facebook.com',
     elevenlabsApiBaseUrl: 'https://api.elevenlabs.io',
+    retellApiBaseUrl: 'https://api.retellai.com',
     allowPrivateWebhookUrls: false,
     historyBounds: { endpointHealthDays: 90, auditLogDays: 730 },
   })
@@ -51,6 +52,7 @@ test('reads every variable', () => {
     TWILIO_API_BASE_URL: 'http://127.0.0.1:9001',
     WHATSAPP_API_BASE_URL: 'http://127.0.0.1:9002/graph',
     ELEVENLABS_API_BASE_URL: 'http://127.0.0.1:9003',
+    RETELL_API_BASE_URL: 'http://127.0.0.1:9003/retell',
     ALLOW_PRIVATE_WEBHOOK_URLS: 'TRUE',
     ENDPOINT_HEALTH_RETENTION_DAYS: '30',
     AUDIT_LOG_RETENTION_DAYS: '3650',
@@ -75,6 +77,7 @@ test('reads every variable', () => {
     twilioApiBaseUrl: 'http://127.0.0.1:9001',
     whatsappApiBaseUrl: 'http://127.0.0.1:9002/graph',
     elevenlabsApiBaseUrl: 'http://127.0.0.1:9003',
+    retellApiBaseUrl: 'http://127.0.0.1:9003/retell',
     allowPrivateWebhookUrls: true,
     historyBounds: { endpointHealthDays: 30, auditLogDays: 3650 },
   })

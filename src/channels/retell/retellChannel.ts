@@ -1,0 +1,218 @@
+/**
+ * Voice calls through Retell AI's agents (API reference, OpenAPI "Retell
+ * SDK" 3.0.0; retell-sdk TypeScript v5.60.0):
+ * - "Create Phone Call", POST /v2/create-phone-call with Bearer auth
+ *   (https://docs.retellai.com/api-references/create-phone-call), starts one:
+ *   `from_number`, `to_number`, the campaign's agent as
+ *   `override_agent_id`/`override_agent_version`, the attempt's variables as
+ *   `retell_llm_dynamic_variables` (strings only: agentVariables'
+ *   stringsOnly), and `metadata` naming the interaction (it comes back on
+ *   every webhook and GET, so a call whose creation answer was lost is still
+ *   recognized, and it lists the variables left out, by name and reason);
+ * - "Get Call", GET /v2/get-call/{call_id}
+ *   (https://docs.retellai.com/api-references/get-call), settles a call
+ *   whose webhooks never came, with its transcript and analysis;
+ * - webhooks (https://docs.retellai.com/features/webhook-overview):
+ *   `call_started` is progress; `call_ended` is the end (its outcome and
+ *   duration); `call_analyzed`, which follows it with the whole call object
+ *   and `call_analysis`, is the result: transcript, recording, summary,
+ *   custom data. The end is reported without a result, so that a campaign's
+ *   results.wait_s makes the ended call wait for the analysis (a final report
+ *   that carried the transcript alone would end the wait at once); with no
+ *   wait, the call is reported at its end and the analysis, come later,
+ *   changes nothing. A `call_analyzed` that comes for a call whose
+ *   `call_ended` never did is its end and its result at once.
+ * Errors are `{"status": "error", "message"}` with 400, 401, 402, 422, 429
+ * or 500 (docs/providers/voice-platforms.md, section 1).
+ */
+import type { Channel, InteractionProgress, OutboundAttempt, ProviderReport, SettledInteraction, StartResult } from '../channel.ts'
+import { agentVariables } from '../../domain/agentVariables.ts'
+import type { ErrorDetail } from '../../domain/errors.ts'
+import type { InteractionStatus, JsonObject } from '../../domain/types.ts'
+import { retryAfterMs } from '../retryAfter.ts'
+import { callDurationS, callOutcome, callResult, type RetellCall, type RetellWebhook } from './calls.ts'
+import { checkRetellConfig, readRetellConfig } from './config.ts'
+
+export { interactionIdOf, readRetellWebhook, verifyRetellSignature } from './calls.ts'
+
+export interface RetellChannelOptions {
+  /** Default https://api.retellai.com; tests point it at a fake. */
+  apiBaseUrl?: string
+  /** Reads a credential from the environment by name. */
+  secret: (envName: string) => string | undefined
+  /** Per request to Retell; default 10 s. */
+  timeoutMs?: number
+  /** The clock a Retry-After date is read against; default Date.now. */
+  now?: () => number
+}
+
+/**
+ * Retell ends a call at its agent's max_call_duration_ms, at most 2 hours
+ * (1 hour by default: https://docs.retellai.com/deploy/concurrency), and lets
+ * the phone ring for at most its ring duration (90 s at most).
+ */
+const MAX_CALL_MS = 2 * 60 * 60 * 1000 + 90 * 1000
+/** Time for the post-call analysis and Retell's last webhook retries (three, 10 s apart at most) to arrive. */
+const SETTLE_MARGIN_MS = 15 * 60 * 1000
+/** Retell's messages are short; anything longer is not one of them and stays out of the reason. */
+const MAX_REASON_MESSAGE = 300
+
+interface RetellAnswer {
+  status: number
+  body: unknown
+  retryAfter: string | null
+}
+
+export class RetellChannel implements Channel {
+  readonly provider = 'retell'
+  readonly channel = 'voice'
+  readonly #apiBaseUrl: string
+  readonly #secret: (envName: string) => string | undefined
+  readonly #timeoutMs: number
+  readonly #now: () => number
+
+  constructor(options: RetellChannelOptions) {
+    this.#apiBaseUrl = (options.apiBaseUrl ?? 'https://api.retellai.com').replace(/\/+$/, '')
+    this.#secret = options.secret
+    this.#timeoutMs = options.timeoutMs ?? 10_000
+    this.#now = options.now ?? Date.now
+  }
+
+  checkConfig(config: unknown, prefix: (string | number)[]): ErrorDetail[] {
+    return checkRetellConfig(config, prefix)
+  }
+
+  /** The API key of a campaign: what its calls are created with and its webhooks signed with. Undefined when unset or empty. */
+  apiKeyFor(config: JsonObject): string | undefined {
+    const key = this.#secret(readRetellConfig(config).apiKeyEnv)
+    return key === '' ? undefined : key
+  }
+
+  async start(attempt: OutboundAttempt): Promise<StartResult> {
+    const config = readRetellConfig(attempt.config)
+    const apiKey = this.apiKeyFor(attempt.config)
+    if (apiKey === undefined) return { kind: 'refused', permanent: true, reason: `no Retell API key: environment variable ${config.apiKeyEnv} is not set` }
+    // Retell publishes no bound on the variables; it takes strings only.
+    const { variables, leftOut } = agentVariables(attempt, { stringsOnly: true })
+    const body: JsonObject = {
+      from_number: config.fromNumber,
+      to_number: attempt.to,
+      ...(config.agentId === undefined ? {} : { override_agent_id: config.agentId }),
+      ...(config.agentVersion === undefined ? {} : { override_agent_version: config.agentVersion }),
+      retell_llm_dynamic_variables: variables,
+      // Names and reasons only: what was left out is said where the call is looked at, never its values.
+      metadata: { interaction_id: attempt.interactionId, task_id: attempt.taskId, attempt: attempt.attempt, ...(leftOut.length === 0 ? {} : { left_out: leftOut.map(({ key, reason }) => ({ key, reason })) }) },
+    }
+    const answer = await this.#request('POST', '/v2/create-phone-call', apiKey, body)
+    if (answer.status >= 200 && answer.status < 300) {
+      const callId = field(answer.body, 'call_id')
+      // Retell has taken the call but we cannot name it: its outcome is unknown, not refused.
+      if (typeof callId !== 'string' || callId === '') throw new Error(`Retell answered HTTP ${answer.status} to Create Phone Call without a call_id`)
+      return { kind: 'started', providerRef: callId }
+    }
+    return refusal(answer, attempt.to, this.#now())
+  }
+
+  /** Long enough for any call to be over and analysed: its longest ring and duration, and the analysis' and webhooks' time. */
+  settleAfterMs(): number {
+    return MAX_CALL_MS + SETTLE_MARGIN_MS
+  }
+
+  /**
+   * Asks Retell how the call ended, with its transcript and analysis as the
+   * result. A call still running past its longest duration has gone wrong,
+   * and one whose creation is uncertain (no call id) is not redialled
+   * blindly: both are failed attempts.
+   */
+  async settle(progress: InteractionProgress): Promise<SettledInteraction> {
+    const callId = progress.providerRef
+    const apiKey = this.apiKeyFor(progress.config)
+    if (callId === null || apiKey === undefined) return { outcome: 'failed' }
+    const answer = await this.#request('GET', `/v2/get-call/${encodeURIComponent(callId)}`, apiKey)
+    // A 5xx or a 429 says nothing of the call: throw, and it is asked again later.
+    if (answer.status >= 500 || answer.status === 429) throw new Error(`Retell answered HTTP ${answer.status} when asked about a call`)
+    if (answer.status !== 200 || field(answer.body, 'call_id') !== callId) return { outcome: 'failed' }
+    const call = answer.body as RetellCall
+    const outcome = callOutcome(call)
+    if (outcome === undefined) return { outcome: 'failed' }
+    const result = callResult(call, readRetellConfig(progress.config))
+    const durationS = callDurationS(call)
+    return { outcome, ...(result === undefined ? {} : { result }), ...(durationS === undefined ? {} : { durationS }) }
+  }
+
+  /**
+   * The report a verified webhook makes about an interaction in `status`, or
+   * undefined for an event that says nothing the service keeps
+   * (transcript_updated, transfers...); `now` stands for a time Retell leaves
+   * out. See the header for which event is the end and which the result.
+   */
+  reportFor(webhook: RetellWebhook, interaction: { status: InteractionStatus; providerConfig: JsonObject }, now: number): ProviderReport | undefined {
+    const { event, call } = webhook
+    const providerRef = call.call_id
+    if (event === 'call_started') return { kind: 'progress', providerRef, status: 'ongoing', at: call.start_timestamp ?? now }
+    if (event !== 'call_ended' && event !== 'call_analyzed') return undefined
+    const outcome = callOutcome(call)
+    const at = call.end_timestamp ?? now
+    const durationS = callDurationS(call)
+    const result = event === 'call_analyzed' ? callResult(call, readRetellConfig(interaction.providerConfig)) : undefined
+    if (event === 'call_analyzed' && interaction.status === 'ended') return result === undefined ? undefined : { kind: 'result', providerRef, result, at }
+    if (outcome === undefined) return undefined
+    return { kind: 'final', providerRef, outcome, at, ...(durationS === undefined ? {} : { durationS }), ...(result === undefined ? {} : { result }) }
+  }
+
+  /** One API request; throws when no answer came (network error, timeout), since Retell may then have acted on it. */
+  async #request(method: 'GET' | 'POST', path: string, apiKey: string, body?: JsonObject): Promise<RetellAnswer> {
+    const headers: Record<string, string> = { authorization: `Bearer ${apiKey}`, accept: 'application/json' }
+    if (body !== undefined) headers['content-type'] = 'application/json'
+    try {
+      const response = await fetch(this.#apiBaseUrl + path, {
+        method,
+        headers,
+        body: body === undefined ? undefined : JSON.stringify(body),
+        signal: AbortSignal.timeout(this.#timeoutMs),
+        // A redirect is not Retell's; following it could carry the API key elsewhere.
+        redirect: 'error',
+      })
+      const text = await response.text()
+      return { status: response.status, body: parseJson(text), retryAfter: response.headers.get('retry-after') }
+    } catch (error) {
+      const why = error instanceof Error && error.name === 'TimeoutError' ? `no answer within ${this.#timeoutMs} ms` : 'connection failed'
+      throw new Error(`Retell ${method} ${path}: ${why}`, { cause: error })
+    }
+  }
+}
+
+/**
+ * A start Retell answered with an error. Its throttling (429 "Account rate
+ * limited") and its server errors (500 "An unexpected server error
+ * occurred", and a gateway's 502 to 504) defer the start, at its Retry-After
+ * if it sends one, spending no attempt: an error answer carries no call, so
+ * the call is taken as not created. Retell does not document that a 5xx
+ * never follows a registered call; should one have been, its webhooks name an
+ * interaction that was withdrawn, and are refused. Every other refusal (400 a malformed request or a number
+ * it will not dial, 401 the key, 402 billing, 404 an agent or number not
+ * found, 422 an asset not under the key) meets the same request again: for
+ * good.
+ */
+function refusal(answer: RetellAnswer, to: string, now: number): StartResult {
+  const rawMessage = field(answer.body, 'message')
+  // A message may quote the number called: keep contact data out of reasons.
+  const message = typeof rawMessage === 'string' ? rawMessage.replaceAll(to, '[to_number]').slice(0, MAX_REASON_MESSAGE) : undefined
+  const said = message === undefined ? '' : `: ${message}`
+  if (answer.status === 429 || answer.status >= 500) {
+    return { kind: 'deferred', retryAfterMs: retryAfterMs(answer.retryAfter, now), reason: `Retell turned the call away for now (HTTP ${answer.status})${said}` }
+  }
+  return { kind: 'refused', permanent: true, reason: `Retell refused the call (HTTP ${answer.status})${said}` }
+}
+
+function parseJson(text: string): unknown {
+  try {
+    return JSON.parse(text)
+  } catch {
+    return undefined
+  }
+}
+
+function field(body: unknown, name: string): unknown {
+  return typeof body === 'object' && body !== null && !Array.isArray(body) ? (body as Record<string, unknown>)[name] : undefined
+}
