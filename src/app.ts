@@ -24,6 +24,7 @@ import { consoleRoutes } from './http/routes/console.ts'
 import { healthRoutes } from './http/routes/health.ts'
 import { interactionRoutes } from './http/routes/interactions.ts'
 import { twilioRoutes } from './http/routes/providers/twilio.ts'
+import { vapiRoutes } from './http/routes/providers/vapi.ts'
 import { whatsappRoutes } from './http/routes/providers/whatsapp.ts'
 import { metricsRoutes } from './http/routes/metrics.ts'
 import { suppressionRoutes } from './http/routes/suppressions.ts'
@@ -125,6 +126,8 @@ export async function buildApp(options: AppOptions, deps: AppDeps): Promise<Fast
     historyBounds: options.historyBounds ?? DEFAULT_HISTORY_BOUNDS,
   })
   const { authenticator } = services
+  // A Vapi start says in this log which of a task's values its assistant did not receive.
+  deps.channels.vapi.logTo(app.log)
   app.decorate('workers', options.workers === false ? undefined : createWorkers(services, app.log))
   // Answer every accepted trigger, then let the workers finish what they started, then every outcome they submitted.
   app.addHook('onClose', async () => {
@@ -181,6 +184,7 @@ export async function buildApp(options: AppOptions, deps: AppDeps): Promise<Fast
   dailyCountRoutes(app, { db: deps.db, authenticator })
   twilioRoutes(app, { db: deps.db, twilio: deps.channels.twilio, lifecycle, conversations: services.conversations, now })
   await app.register(whatsappRoutes, { db: deps.db, channels: deps.channels, lifecycle })
+  await app.register(vapiRoutes, { db: deps.db, vapi: deps.channels.vapi, lifecycle, now })
   adminRoutes(app, { ops: services.admin, authenticator, campaigns: services.campaigns, pauses: services.pauses, sources: services.sources })
   await consoleRoutes(app)
 

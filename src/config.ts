@@ -60,6 +60,7 @@ export interface Config {
   /** Provider APIs; configurable so that a test or a staging system can point them at a fake. */
   twilioApiBaseUrl: string
   whatsappApiBaseUrl: string
+  vapiApiBaseUrl: string
   /** Lets webhook endpoints be private, loopback or plain-http addresses: for local development and tests only. */
   allowPrivateWebhookUrls: boolean
   /** How long endpoint health (counts by the hour) and the audit log are kept, in days. */
@@ -118,6 +119,7 @@ export function loadConfig(env: NodeJS.ProcessEnv): Config {
     publicBaseUrl: parseHttpUrl('PUBLIC_BASE_URL', env.PUBLIC_BASE_URL) ?? `http://localhost:${port}`,
     twilioApiBaseUrl: parseHttpUrl('TWILIO_API_BASE_URL', env.TWILIO_API_BASE_URL) ?? 'https://api.twilio.com',
     whatsappApiBaseUrl: parseHttpUrl('WHATSAPP_API_BASE_URL', env.WHATSAPP_API_BASE_URL) ?? 'https://graph.facebook.com',
+    vapiApiBaseUrl: parseHttpUrl('VAPI_API_BASE_URL', env.VAPI_API_BASE_URL) ?? 'https://api.vapi.ai',
     allowPrivateWebhookUrls: parseBoolean('ALLOW_PRIVATE_WEBHOOK_URLS', env.ALLOW_PRIVATE_WEBHOOK_URLS) ?? false,
     historyBounds: {
       endpointHealthDays: parseDays('ENDPOINT_HEALTH_RETENTION_DAYS', env.ENDPOINT_HEALTH_RETENTION_DAYS) ?? DEFAULT_HISTORY_BOUNDS.endpointHealthDays,
