@@ -24,6 +24,7 @@ test('defaults', () => {
     publicBaseUrl: 'http://localhost:8080',
     twilioApiBaseUrl: 'https://api.twilio.com',
     whatsappApiBaseUrl: 'https://graph.facebook.com',
+    vapiApiBaseUrl: 'https://api.vapi.ai',
     allowPrivateWebhookUrls: false,
     historyBounds: { endpointHealthDays: 90, auditLogDays: 730 },
   })
@@ -49,6 +50,7 @@ test('reads every variable', () => {
     PUBLIC_BASE_URL: 'https://triggers.example.com/',
     TWILIO_API_BASE_URL: 'http://127.0.0.1:9001',
     WHATSAPP_API_BASE_URL: 'http://127.0.0.1:9002/graph',
+    VAPI_API_BASE_URL: 'http://127.0.0.1:9003/vapi',
     ALLOW_PRIVATE_WEBHOOK_URLS: 'TRUE',
     ENDPOINT_HEALTH_RETENTION_DAYS: '30',
     AUDIT_LOG_RETENTION_DAYS: '3650',
@@ -72,6 +74,7 @@ test('reads every variable', () => {
     publicBaseUrl: 'https://triggers.example.com',
     twilioApiBaseUrl: 'http://127.0.0.1:9001',
     whatsappApiBaseUrl: 'http://127.0.0.1:9002/graph',
+    vapiApiBaseUrl: 'http://127.0.0.1:9003/vapi',
     allowPrivateWebhookUrls: true,
     historyBounds: { endpointHealthDays: 30, auditLogDays: 3650 },
   })

@@ -323,12 +323,12 @@ describe('through the service', () => {
     return json(response).data.routing_key
   }
 
-  async function trigger(routingKey: string, phone = '+44 20 7946 0958') {
+  async function trigger(routingKey: string, phone = '+44 20 7946 0958', context: JsonObject = { slot: 'Monday' }) {
     const response = await service.app.inject({
       method: 'POST',
       url: '/api/v2/triggers',
       headers: { ...bearer(org.key), 'content-type': 'application/json' },
-      payload: { campaign: routingKey, ids: [{ source: 'ats', type: 'candidate', value: 'c-1' }], contact: { phone, first_name: 'Ana' }, context: { slot: 'Monday' } },
+      payload: { campaign: routingKey, ids: [{ source: 'ats', type: 'candidate', value: 'c-1' }], contact: { phone, first_name: 'Ana' }, context },
     })
     assert.equal(response.statusCode, 201, response.body)
     return json(response).data as { id: string; task_id: string }
@@ -447,6 +447,27 @@ describe('through the service', () => {
     assert.deepEqual(await task(taskId), before)
     assert.equal(before.interactions[0].status, 'active')
     assert.equal(before.interactions[0].id, interactionId)
+  })
+
+  test("a start whose answer is lost is confirmed by the call's first server message, never dialled twice; what was left out is logged without values", async () => {
+    const routingKey = await campaign()
+    const created = await trigger(routingKey, '+44 20 7946 0104', { referrer: null, job: { title: 'Secret title' } })
+    fake.dropNext()
+    await service.app.workers!.dispatcher.runOnce()
+    const uncertain = await task(created.task_id)
+    const interactionId = uncertain.interactions[0].id
+    assert.equal(uncertain.interactions[0].status, 'starting')
+    const callId = fake.callIdFor(interactionId)!
+    assert.equal(await fake.updateStatus(callId, 'ringing'), 204)
+    const confirmed = await task(created.task_id)
+    assert.equal(confirmed.interactions[0].status, 'active')
+    assert.equal(confirmed.interactions[0].provider_ref, callId)
+    await service.app.workers!.dispatcher.runOnce()
+    assert.equal(fake.requests.filter((request) => request.method === 'POST' && request.body.assistantOverrides.metadata.interaction_id === interactionId).length, 1)
+
+    const line = service.logs.map((text) => JSON.parse(text)).find((entry) => entry.interaction === interactionId && entry.left_out !== undefined)
+    assert.deepEqual(line.left_out, [{ key: 'referrer', reason: 'null' }])
+    assert.ok(!service.logs.some((text) => text.includes('Secret title') || text.includes('7946 0104') || text.includes('79460104')))
   })
 
   test('a body over 2 MiB is refused with 413', async () => {
