@@ -26,6 +26,7 @@ import { interactionRoutes } from './http/routes/interactions.ts'
 import { elevenlabsRoutes } from './http/routes/providers/elevenlabs.ts'
 import { retellRoutes } from './http/routes/providers/retell.ts'
 import { twilioRoutes } from './http/routes/providers/twilio.ts'
+import { vapiRoutes } from './http/routes/providers/vapi.ts'
 import { whatsappRoutes } from './http/routes/providers/whatsapp.ts'
 import { metricsRoutes } from './http/routes/metrics.ts'
 import { suppressionRoutes } from './http/routes/suppressions.ts'
@@ -127,6 +128,8 @@ export async function buildApp(options: AppOptions, deps: AppDeps): Promise<Fast
     historyBounds: options.historyBounds ?? DEFAULT_HISTORY_BOUNDS,
   })
   const { authenticator } = services
+  // A Vapi start says in this log which of a task's values its assistant did not receive.
+  deps.channels.vapi.logTo(app.log)
   app.decorate('workers', options.workers === false ? undefined : createWorkers(services, app.log))
   deps.channels.elevenlabs.logTo(app.log)
   // Answer every accepted trigger, then let the workers finish what they started, then every outcome they submitted.
@@ -186,6 +189,7 @@ export async function buildApp(options: AppOptions, deps: AppDeps): Promise<Fast
   await app.register(whatsappRoutes, { db: deps.db, channels: deps.channels, lifecycle })
   await app.register(elevenlabsRoutes, { db: deps.db, elevenlabs: deps.channels.elevenlabs, lifecycle, now })
   await app.register(retellRoutes, { db: deps.db, retell: deps.channels.retell, lifecycle, now })
+  await app.register(vapiRoutes, { db: deps.db, vapi: deps.channels.vapi, lifecycle, now })
   adminRoutes(app, { ops: services.admin, authenticator, campaigns: services.campaigns, pauses: services.pauses, sources: services.sources })
   await consoleRoutes(app)
 

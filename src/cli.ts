@@ -53,10 +53,11 @@ const USAGE = `usage: cli <command> [options]
                                           the secret: --secret or WEBHOOK_SECRET, else a new one, printed)
 
 SETTINGS, as on the admin API: [--name NAME] [--context JSON] [--schedule JSON] [--attempts JSON]
-  [--provider simulator|twilio|whatsapp_cloud|retell|elevenlabs] [--provider-config JSON] [--max-concurrent N] [--results JSON]
+  [--provider simulator|twilio|whatsapp_cloud|vapi|retell|elevenlabs] [--provider-config JSON] [--max-concurrent N] [--results JSON]
 
 Configuration comes from the environment: PORT, METRICS_PORT, HOST, DATABASE_URL, DATA_DIR, OPERATOR_TOKEN, PHONE_HASH_KEY,
-LOG_LEVEL, PUBLIC_BASE_URL, TWILIO_API_BASE_URL, WHATSAPP_API_BASE_URL, RETELL_API_BASE_URL, ELEVENLABS_API_BASE_URL.`
+LOG_LEVEL, PUBLIC_BASE_URL, TWILIO_API_BASE_URL, WHATSAPP_API_BASE_URL, VAPI_API_BASE_URL,
+RETELL_API_BASE_URL, ELEVENLABS_API_BASE_URL.`
 
 class UsageError extends Error {}
 

@@ -62,6 +62,7 @@ export interface Config {
   whatsappApiBaseUrl: string
   elevenlabsApiBaseUrl: string
   retellApiBaseUrl: string
+  vapiApiBaseUrl: string
   /** Lets webhook endpoints be private, loopback or plain-http addresses: for local development and tests only. */
   allowPrivateWebhookUrls: boolean
   /** How long endpoint health (counts by the hour) and the audit log are kept, in days. */
@@ -122,6 +123,7 @@ export function loadConfig(env: NodeJS.ProcessEnv): Config {
     whatsappApiBaseUrl: parseHttpUrl('WHATSAPP_API_BASE_URL', env.WHATSAPP_API_BASE_URL) ?? 'https://graph.facebook.com',
     elevenlabsApiBaseUrl: parseHttpUrl('ELEVENLABS_API_BASE_URL', env.ELEVENLABS_API_BASE_URL) ?? 'https://api.elevenlabs.io',
     retellApiBaseUrl: parseHttpUrl('RETELL_API_BASE_URL', env.RETELL_API_BASE_URL) ?? 'https://api.retellai.com',
+    vapiApiBaseUrl: parseHttpUrl('VAPI_API_BASE_URL', env.VAPI_API_BASE_URL) ?? 'https://api.vapi.ai',
     allowPrivateWebhookUrls: parseBoolean('ALLOW_PRIVATE_WEBHOOK_URLS', env.ALLOW_PRIVATE_WEBHOOK_URLS) ?? false,
     historyBounds: {
       endpointHealthDays: parseDays('ENDPOINT_HEALTH_RETENTION_DAYS', env.ENDPOINT_HEALTH_RETENTION_DAYS) ?? DEFAULT_HISTORY_BOUNDS.endpointHealthDays,

@@ -26,6 +26,7 @@ test('defaults', () => {
     whatsappApiBaseUrl: 'https://graph.facebook.com',
     elevenlabsApiBaseUrl: 'https://api.elevenlabs.io',
     retellApiBaseUrl: 'https://api.retellai.com',
+    vapiApiBaseUrl: 'https://api.vapi.ai',
     allowPrivateWebhookUrls: false,
     historyBounds: { endpointHealthDays: 90, auditLogDays: 730 },
   })
@@ -53,6 +54,7 @@ test('reads every variable', () => {
     WHATSAPP_API_BASE_URL: 'http://127.0.0.1:9002/graph',
     ELEVENLABS_API_BASE_URL: 'http://127.0.0.1:9003',
     RETELL_API_BASE_URL: 'http://127.0.0.1:9003/retell',
+    VAPI_API_BASE_URL: 'http://127.0.0.1:9003/vapi',
     ALLOW_PRIVATE_WEBHOOK_URLS: 'TRUE',
     ENDPOINT_HEALTH_RETENTION_DAYS: '30',
     AUDIT_LOG_RETENTION_DAYS: '3650',
@@ -78,6 +80,7 @@ test('reads every variable', () => {
     whatsappApiBaseUrl: 'http://127.0.0.1:9002/graph',
     elevenlabsApiBaseUrl: 'http://127.0.0.1:9003',
     retellApiBaseUrl: 'http://127.0.0.1:9003/retell',
+    vapiApiBaseUrl: 'http://127.0.0.1:9003/vapi',
     allowPrivateWebhookUrls: true,
     historyBounds: { endpointHealthDays: 30, auditLogDays: 3650 },
   })

@@ -5,17 +5,19 @@ import { ChannelRegistry } from './registry.ts'
 import { RetellChannel } from './retell/retellChannel.ts'
 import { SimulatorChannel } from './simulator/simulatorChannel.ts'
 import { TwilioChannel } from './twilio/twilioChannel.ts'
+import { VapiChannel } from './vapi/vapiChannel.ts'
 import { WhatsAppCloudChannel } from './whatsappCloud/whatsappCloudChannel.ts'
 
 export type ChannelSettings = Pick<Config, 'publicBaseUrl' | 'twilioApiBaseUrl' | 'whatsappApiBaseUrl'>
-  /** The agent platforms' APIs; each channel's default (the platform's own) when absent. */
-  & Partial<Pick<Config, 'retellApiBaseUrl' | 'elevenlabsApiBaseUrl'>>
+  /** The agent platforms' APIs: optional, so that a setup need not name them; each channel's default is the platform's own. */
+  & Partial<Pick<Config, 'vapiApiBaseUrl' | 'retellApiBaseUrl' | 'elevenlabsApiBaseUrl'>>
 
 export interface Channels {
   registry: ChannelRegistry
   /** The provider adapters by name, for their callback routes. */
   twilio: TwilioChannel
   whatsappCloud: WhatsAppCloudChannel
+  vapi: VapiChannel
   retell: RetellChannel
   elevenlabs: ElevenLabsChannel
   /** Reads a credential by the environment variable name a campaign's provider_config gives. */
@@ -25,12 +27,14 @@ export interface Channels {
 export function createChannels(settings: ChannelSettings, secret: (name: string) => string | undefined): Channels {
   const twilio = new TwilioChannel({ apiBaseUrl: settings.twilioApiBaseUrl, publicBaseUrl: settings.publicBaseUrl, secret })
   const whatsappCloud = new WhatsAppCloudChannel({ apiBaseUrl: settings.whatsappApiBaseUrl, secret })
+  const vapi = new VapiChannel({ apiBaseUrl: settings.vapiApiBaseUrl, secret })
   const retell = new RetellChannel({ apiBaseUrl: settings.retellApiBaseUrl, secret })
   const elevenlabs = new ElevenLabsChannel({ apiBaseUrl: settings.elevenlabsApiBaseUrl, secret })
   return {
-    registry: new ChannelRegistry([new SimulatorChannel('voice'), new SimulatorChannel('whatsapp'), twilio, whatsappCloud, retell, elevenlabs]),
+    registry: new ChannelRegistry([new SimulatorChannel('voice'), new SimulatorChannel('whatsapp'), twilio, whatsappCloud, vapi, retell, elevenlabs]),
     twilio,
     whatsappCloud,
+    vapi,
     retell,
     elevenlabs,
     secret,

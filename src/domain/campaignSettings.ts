@@ -72,5 +72,5 @@ export interface ResultSettings {
 export const DEFAULT_RESULTS: ResultSettings = { wait_s: 0 }
 export const MAX_RESULT_WAIT_S = 600
 
-export const PROVIDERS = ['simulator', 'twilio', 'whatsapp_cloud', 'retell', 'elevenlabs'] as const
+export const PROVIDERS = ['simulator', 'twilio', 'whatsapp_cloud', 'vapi', 'retell', 'elevenlabs'] as const
 export type Provider = (typeof PROVIDERS)[number]

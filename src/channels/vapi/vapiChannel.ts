@@ -1,0 +1,206 @@
+/**
+ * Voice calls held by a Vapi assistant, through Vapi's REST API ("Vapi API"
+ * v1.0, https://docs.vapi.ai/api-reference; server-sdk-typescript 2.0.0):
+ * - "Create Call", `POST /call` (https://docs.vapi.ai/api-reference/calls/create)
+ *   with the campaign's `assistantId` and `phoneNumberId`, the person as
+ *   `customer.number`, and `assistantOverrides`: the attempt's variables as
+ *   `variableValues` (https://docs.vapi.ai/assistants/dynamic-variables),
+ *   the interaction in `metadata` (a Call has no metadata of its own; this
+ *   comes back in every server message's `call`) and `maxDurationSeconds`;
+ *   the answer's `id` names the call;
+ * - "Get Call", `GET /call/{id}` (https://docs.vapi.ai/api-reference/calls/get),
+ *   settles a call whose end-of-call-report never came: Vapi does not retry
+ *   a server message by default (`server.backoffPlan` unset), so this is
+ *   what recovers a lost one, with its transcript and analysis.
+ * Both with `Authorization: Bearer` and the organization's private API key.
+ * The results come to the server URL (serverMessages.ts), whose route is
+ * src/http/routes/providers/vapi.ts.
+ */
+import type { FastifyBaseLogger } from 'fastify'
+import { agentVariables } from '../../domain/agentVariables.ts'
+import type { ErrorDetail } from '../../domain/errors.ts'
+import type { JsonObject } from '../../domain/types.ts'
+import type { Channel, InteractionProgress, OutboundAttempt, SettledInteraction, StartResult } from '../channel.ts'
+import { retryAfterMs } from '../retryAfter.ts'
+import { checkVapiConfig, readVapiConfig, type VapiConfig } from './config.ts'
+import { endOfCall, isObject, LIVE_STATUSES } from './serverMessages.ts'
+
+export { readVapiConfig, type VapiConfig } from './config.ts'
+export { interactionIdOf, reportOfMessage, serverMessageOf, SIGNATURE_HEADER, TIMESTAMP_HEADER, verifyVapiSignature } from './serverMessages.ts'
+
+export interface VapiChannelOptions {
+  /** Default https://api.vapi.ai; tests point it at a fake. */
+  apiBaseUrl?: string
+  /** Reads a credential from the environment by the variable name the config gives. */
+  secret: (envName: string) => string | undefined
+  /** Per request to Vapi; default 15 s. */
+  timeoutMs?: number
+  /** The clock a Retry-After date is read against; default Date.now. */
+  now?: () => number
+}
+
+/**
+ * Past a call's longest duration: time for it to wait in Vapi's queue for a
+ * free concurrency slot (10 per account by default,
+ * https://docs.vapi.ai/calls/call-concurrency), to ring, and for its
+ * analysis and end-of-call-report to come.
+ */
+const SETTLE_MARGIN_MS = 15 * 60 * 1000
+/** Vapi's messages are short; anything longer is not one of them and stays out of the reason. */
+const MAX_REASON_MESSAGE = 300
+/**
+ * A 400 is "Client/policy failure (limits, validation, missing resources)"
+ * (openapi CallController_create): one that speaks of a limit or of
+ * concurrency passes with time, so the attempt is worth making again.
+ */
+const PASSING_REFUSAL = /concurren|limit|too many|rate/i
+
+interface VapiAnswer {
+  status: number
+  body: unknown
+  retryAfter: string | null
+}
+
+export class VapiChannel implements Channel {
+  readonly provider = 'vapi'
+  readonly channel = 'voice'
+  readonly #apiBaseUrl: string
+  readonly #secret: (envName: string) => string | undefined
+  readonly #timeoutMs: number
+  readonly #now: () => number
+  #log: FastifyBaseLogger | undefined
+
+  constructor(options: VapiChannelOptions) {
+    this.#apiBaseUrl = (options.apiBaseUrl ?? 'https://api.vapi.ai').replace(/\/+$/, '')
+    this.#secret = options.secret
+    this.#timeoutMs = options.timeoutMs ?? 15_000
+    this.#now = options.now ?? Date.now
+  }
+
+  /** Where a start says which of the attempt's values its assistant did not receive (names and reasons, never values). */
+  logTo(log: FastifyBaseLogger): void {
+    this.#log = log
+  }
+
+  checkConfig(config: unknown, prefix: (string | number)[]): ErrorDetail[] {
+    return checkVapiConfig(config, prefix)
+  }
+
+  /** The secret of the server URL's HMAC credential for a campaign: what its server messages are signed with. Undefined when unset or empty. */
+  webhookSecretFor(config: JsonObject): string | undefined {
+    return this.#credential(readVapiConfig(config).webhookSecretEnv)
+  }
+
+  async start(attempt: OutboundAttempt): Promise<StartResult> {
+    const config = readVapiConfig(attempt.config)
+    const apiKey = this.#credential(config.apiKeyEnv)
+    if (apiKey === undefined) return { kind: 'refused', permanent: true, reason: `no Vapi API key: environment variable ${config.apiKeyEnv} is not set` }
+    // Vapi takes any JSON in variableValues and publishes no bound for them: none is applied here.
+    const { variables, leftOut } = agentVariables(attempt)
+    if (leftOut.length > 0) this.#log?.info({ interaction: attempt.interactionId, left_out: leftOut }, 'values of the task not passed to the Vapi assistant')
+    const body = {
+      assistantId: config.assistantId,
+      phoneNumberId: config.phoneNumberId,
+      customer: { number: attempt.to },
+      assistantOverrides: {
+        variableValues: variables,
+        metadata: { interaction_id: attempt.interactionId, task_id: attempt.taskId, attempt: attempt.attempt },
+        maxDurationSeconds: config.maxDurationS,
+      },
+    }
+    const answer = await this.#request('POST', '/call', apiKey, body)
+    if (answer.status >= 200 && answer.status < 300) {
+      const id = isObject(answer.body) ? answer.body.id : undefined
+      // Vapi has taken the call but we cannot name it: its outcome is unknown, not refused.
+      if (typeof id !== 'string' || id === '') throw new Error(`Vapi answered HTTP ${answer.status} to Create Call without a call id`)
+      return { kind: 'started', providerRef: id }
+    }
+    return refusal(answer, attempt.to, this.#now())
+  }
+
+  /** Long enough for any call to be over: the longest it may last, sent with it, and the margin. */
+  settleAfterMs(config: JsonObject): number {
+    return readVapiConfig(config).maxDurationS * 1000 + SETTLE_MARGIN_MS
+  }
+
+  /**
+   * Asks Vapi how the call ended, with its transcript and analysis. A call
+   * still queued or live after its longest duration has gone wrong, and a
+   * call whose start is uncertain (no id) cannot be asked about: both count
+   * as a failed attempt, never redialled blindly.
+   */
+  async settle(progress: InteractionProgress): Promise<SettledInteraction> {
+    const callId = progress.providerRef
+    if (callId === null) return { outcome: 'failed' }
+    const config = readVapiConfig(progress.config)
+    const apiKey = this.#credential(config.apiKeyEnv)
+    if (apiKey === undefined) return { outcome: 'failed' }
+    const answer = await this.#request('GET', `/call/${encodeURIComponent(callId)}`, apiKey)
+    // A 429 or a 5xx says nothing of the call: thrown, it is asked again later.
+    if (answer.status === 429 || answer.status >= 500) throw new Error(`Vapi answered HTTP ${answer.status} when asked about a call`)
+    if (answer.status !== 200 || !isObject(answer.body) || answer.body.status !== 'ended') return { outcome: 'failed' }
+    return endOfCall(answer.body, config)
+  }
+
+  #credential(envName: string): string | undefined {
+    const value = this.#secret(envName)
+    return value === '' ? undefined : value
+  }
+
+  /** One REST request; throws when no answer came (network error, timeout), since Vapi may then have acted on it. */
+  async #request(method: 'GET' | 'POST', path: string, apiKey: string, body?: object): Promise<VapiAnswer> {
+    const headers: Record<string, string> = { authorization: `Bearer ${apiKey}`, accept: 'application/json' }
+    if (body !== undefined) headers['content-type'] = 'application/json'
+    try {
+      const response = await fetch(this.#apiBaseUrl + path, {
+        method,
+        headers,
+        body: body === undefined ? undefined : JSON.stringify(body),
+        signal: AbortSignal.timeout(this.#timeoutMs),
+        // A redirect is not Vapi's; following it could carry the key elsewhere.
+        redirect: 'error',
+      })
+      const text = await response.text()
+      return { status: response.status, body: parseJson(text), retryAfter: response.headers.get('retry-after') }
+    } catch (error) {
+      const why = error instanceof Error && error.name === 'TimeoutError' ? `no answer within ${this.#timeoutMs} ms` : 'connection failed'
+      throw new Error(`Vapi ${method} ${path}: ${why}`, { cause: error })
+    }
+  }
+}
+
+/**
+ * Vapi's answer to a Create Call it did not take. Its openapi documents 400
+ * (client or policy failure) and 500 (its system: database, queue); a 429
+ * comes from its API rate limit (shown in Org Settings, numbers not
+ * published). A 429 or a 5xx defers the start, at its Retry-After if sent:
+ * the call was not created, and the attempt is made again shortly without
+ * using one up. A 400 about a limit or concurrency is refused for now;
+ * other refusals (validation, an assistant or number it does not know, an
+ * invalid key) meet the same request again and are refused for good.
+ */
+function refusal(answer: VapiAnswer, to: string, now: number): StartResult {
+  const said = messageOf(answer.body, to)
+  const what = `HTTP ${answer.status}${said === undefined ? '' : `: ${said}`}`
+  if (answer.status === 429 || answer.status >= 500) {
+    return { kind: 'deferred', retryAfterMs: retryAfterMs(answer.retryAfter, now), reason: `Vapi did not take the call for now (${what})` }
+  }
+  const passing = answer.status === 400 && said !== undefined && PASSING_REFUSAL.test(said)
+  return { kind: 'refused', permanent: !passing, reason: `Vapi refused the call (${what})` }
+}
+
+/** The message of Vapi's error body (NestJS: `{message: string | string[], error, statusCode}`), without the number called. */
+function messageOf(body: unknown, to: string): string | undefined {
+  const raw = isObject(body) ? body.message : undefined
+  const text = Array.isArray(raw) ? raw.filter((part) => typeof part === 'string').join('; ') : raw
+  if (typeof text !== 'string' || text === '') return undefined
+  return text.replaceAll(to, '[To]').slice(0, MAX_REASON_MESSAGE)
+}
+
+function parseJson(text: string): unknown {
+  try {
+    return JSON.parse(text)
+  } catch {
+    return undefined
+  }
+}
