@@ -1105,9 +1105,9 @@ export interface components {
             ended_at: string | null;
             duration_s: number | null;
             test_mode: boolean;
-            /** @description Who carried it: simulator, twilio or whatsapp_cloud. */
+            /** @description Who carried it: simulator, twilio, whatsapp_cloud, vapi, retell or elevenlabs. */
             provider: string;
-            /** @description The provider's own reference (Twilio's call SID, WhatsApp's message id), once the provider has it. */
+            /** @description The provider's own reference (Twilio's call SID, WhatsApp's message id, an agent platform's call or conversation id), once the provider has it. */
             provider_ref: string | null;
             /** @description How the answered call was handed to its conversation (Twilio voice); null until it was answered, and for other channels. */
             handoff: {

@@ -7,7 +7,7 @@ import { Failure, html, Instant, useAction, useLoad, useState } from '../ui.js'
 
 const WEEKDAYS = ['mon', 'tue', 'wed', 'thu', 'fri', 'sat', 'sun']
 const RETRY_OUTCOMES = ['no_answer', 'busy', 'voicemail', 'failed']
-const PROVIDERS = ['simulator', 'twilio', 'whatsapp_cloud', 'retell']
+const PROVIDERS = ['simulator', 'twilio', 'whatsapp_cloud', 'vapi', 'retell', 'elevenlabs']
 const DEFAULT_WINDOW = { days: ['mon', 'tue', 'wed', 'thu', 'fri'], start: '09:00', end: '20:00' }
 
 /** The form's fields, as text where the operator types, from a campaign (or the defaults for a new one). */

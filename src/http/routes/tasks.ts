@@ -49,8 +49,8 @@ const InteractionSchema = component('Interaction', Type.Object({
   ended_at: Type.Union([Timestamp, Type.Null()]),
   duration_s: Type.Union([Type.Integer(), Type.Null()]),
   test_mode: Type.Boolean(),
-  provider: Type.String({ description: 'Who carried it: simulator, twilio or whatsapp_cloud.' }),
-  provider_ref: Type.Union([Type.String(), Type.Null()], { description: "The provider's own reference (Twilio's call SID, WhatsApp's message id), once the provider has it." }),
+  provider: Type.String({ description: 'Who carried it: simulator, twilio, whatsapp_cloud, vapi, retell or elevenlabs.' }),
+  provider_ref: Type.Union([Type.String(), Type.Null()], { description: "The provider's own reference (Twilio's call SID, WhatsApp's message id, an agent platform's call or conversation id), once the provider has it." }),
   handoff: NullableHandoff,
   result: Type.Optional({
     ...NullableResult,

@@ -124,7 +124,7 @@ const settingsFields = {
   context: Type.Optional(Type.Record(Type.String(), Type.Unknown(), { maxProperties: 50, description: 'Default task context.' })),
   schedule: Type.Optional(ScheduleSchema),
   attempts: Type.Optional(AttemptsSchema),
-  provider: Type.Optional({ ...OneOf(PROVIDERS), description: 'simulator (default; reaches nobody), twilio (voice), whatsapp_cloud (WhatsApp), retell (voice, Retell AI agents).' }),
+  provider: Type.Optional({ ...OneOf(PROVIDERS), description: 'simulator (default; reaches nobody), twilio (voice), whatsapp_cloud (WhatsApp), vapi (voice, Vapi assistants), retell (voice, Retell AI agents), elevenlabs (voice, ElevenLabs agents).' }),
   provider_config: Type.Optional(
     Type.Record(Type.String(), Type.Unknown(), {
       maxProperties: 20,
