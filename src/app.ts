@@ -129,9 +129,7 @@ export async function buildApp(options: AppOptions, deps: AppDeps): Promise<Fast
   })
   const { authenticator } = services
   // A Vapi start says in this log which of a task's values its assistant did not receive.
-  deps.channels.vapi.logTo(app.log)
   app.decorate('workers', options.workers === false ? undefined : createWorkers(services, app.log))
-  deps.channels.elevenlabs.logTo(app.log)
   // Answer every accepted trigger, then let the workers finish what they started, then every outcome they submitted.
   app.addHook('onClose', async () => {
     await services.intake.drained()

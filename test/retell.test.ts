@@ -91,9 +91,11 @@ describe('the adapter', () => {
         remote: 'false',
         shifts: '["night","day"]',
       },
-      metadata: { interaction_id: 'int_01J0ABCDEF', task_id: 'task_1', attempt: 2, left_out: [{ key: 'manager', reason: 'null' }] },
+      metadata: { interaction_id: 'int_01J0ABCDEF', task_id: 'task_1', attempt: 2 },
     })
     assert.equal(result.kind === 'started' && result.providerRef, fake.callIdFor('int_01J0ABCDEF'))
+    // Recorded as the interaction's handoff by the dispatcher.
+    assert.deepEqual(result.kind === 'started' && result.leftOut, [{ key: 'manager', reason: 'null' }])
     assert.equal(fake.call(result.kind === 'started' ? result.providerRef : '')?.agent_id, AGENT)
   })
 

@@ -1109,15 +1109,15 @@ export interface components {
             provider: string;
             /** @description The provider's own reference (Twilio's call SID, WhatsApp's message id, an agent platform's call or conversation id), once the provider has it. */
             provider_ref: string | null;
-            /** @description How the answered call was handed to its conversation (Twilio voice); null until it was answered, and for other channels. */
+            /** @description How the call was handed to its conversation: a Twilio call when answered (redirect, stream); an agent platform's (vapi, retell, elevenlabs) when started, the task as its agent's variables (variables). Null until then, and for other channels. */
             handoff: {
-                mode: "redirect" | "stream";
+                mode: "redirect" | "stream" | "variables";
                 /**
                  * Format: date-time
                  * @description UTC, ISO 8601 with Z
                  */
                 at: string;
-                /** @description Context keys not passed to a stream's parameters, each with why. */
+                /** @description What of the task was not passed (a stream's parameters, an agent's variables), each by name with why; never its value. */
                 left_out: {
                     key: string;
                     reason: string;
@@ -1207,15 +1207,15 @@ export interface components {
             };
             /** @description The zones the contact may be in (the task's candidate_timezones). */
             timezones: string[];
-            /** @description How the answered call was handed to its conversation (Twilio voice); null until it was answered, and for other channels. */
+            /** @description How the call was handed to its conversation: a Twilio call when answered (redirect, stream); an agent platform's (vapi, retell, elevenlabs) when started, the task as its agent's variables (variables). Null until then, and for other channels. */
             handoff: {
-                mode: "redirect" | "stream";
+                mode: "redirect" | "stream" | "variables";
                 /**
                  * Format: date-time
                  * @description UTC, ISO 8601 with Z
                  */
                 at: string;
-                /** @description Context keys not passed to a stream's parameters, each with why. */
+                /** @description What of the task was not passed (a stream's parameters, an agent's variables), each by name with why; never its value. */
                 left_out: {
                     key: string;
                     reason: string;

@@ -12,7 +12,7 @@
 import type { Provider } from '../domain/campaignSettings.ts'
 import type { ReportedResult } from '../domain/conversationResult.ts'
 import type { ErrorDetail } from '../domain/errors.ts'
-import type { Channel as ChannelName, ExternalId, InteractionOutcome, JsonObject } from '../domain/types.ts'
+import type { Channel as ChannelName, ExternalId, InteractionOutcome, JsonObject, LeftOut } from '../domain/types.ts'
 
 export type { InteractionOutcome, VoiceOutcome, WhatsAppOutcome } from '../domain/types.ts'
 
@@ -38,8 +38,13 @@ export interface OutboundAttempt {
 }
 
 export type StartResult =
-  /** The provider accepted the attempt; its reports will name it by `providerRef`. */
-  | { kind: 'started'; providerRef: string }
+  /**
+   * The provider accepted the attempt; its reports will name it by
+   * `providerRef`. `leftOut`: what of the task an agent platform was not
+   * given as its agent's variables (domain/agentVariables.ts), recorded as the
+   * interaction's handoff (mode `variables`) with the start.
+   */
+  | { kind: 'started'; providerRef: string; leftOut?: LeftOut[] }
   /**
    * The provider certainly did not start it. `permanent`: retrying cannot
    * help (a number it cannot reach, a template it does not know), so the task

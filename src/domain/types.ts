@@ -182,11 +182,17 @@ export interface LeftOut {
   reason: string
 }
 
-/** How an answered call was handed to its conversation (Twilio's answer route), and what of its context was left out. */
+/**
+ * How an interaction was handed to its conversation, and what of its task was
+ * left out: a Twilio call when answered (`redirect` to the app's TwiML, or
+ * `stream` to an agent's WebSocket with the context as parameters); an agent
+ * platform's call when started (`variables`: the task as the agent's
+ * variables, domain/agentVariables.ts).
+ */
 export interface Handoff {
-  mode: 'redirect' | 'stream'
+  mode: 'redirect' | 'stream' | 'variables'
   at: string
-  /** Context keys not passed to a stream, each with why. */
+  /** What of the task was not passed, each with why (names only, never values). */
   left_out: LeftOut[]
 }
 

@@ -67,15 +67,18 @@ export const InteractionStatusSchema = {
 export const NullableHandoff = Type.Union(
   [
     Type.Object({
-      mode: OneOf(['redirect', 'stream'] as const),
+      mode: OneOf(['redirect', 'stream', 'variables'] as const),
       at: Timestamp,
       left_out: Type.Array(Type.Object({ key: Type.String(), reason: Type.String() }), {
-        description: "Context keys not passed to a stream's parameters, each with why.",
+        description: "What of the task was not passed (a stream's parameters, an agent's variables), each by name with why; never its value.",
       }),
     }),
     Type.Null(),
   ],
-  { description: 'How the answered call was handed to its conversation (Twilio voice); null until it was answered, and for other channels.' },
+  {
+    description:
+      "How the call was handed to its conversation: a Twilio call when answered (redirect, stream); an agent platform's (vapi, retell, elevenlabs) when started, the task as its agent's variables (variables). Null until then, and for other channels.",
+  },
 )
 
 /** A result, or null where none came. */

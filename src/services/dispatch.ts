@@ -26,7 +26,7 @@ import { conversationTookPlace, stepWhenDue } from '../domain/attemptPolicy.ts'
 import { type ConversationResult, recordedResult } from '../domain/conversationResult.ts'
 import type { OrganizationEvent } from '../domain/events.ts'
 import { newId } from '../domain/ids.ts'
-import type { InteractionOutcome, JsonObject, TaskOutcome } from '../domain/types.ts'
+import type { Handoff, InteractionOutcome, JsonObject, TaskOutcome } from '../domain/types.ts'
 import type { Database } from '../store/database.ts'
 import { insertEvents } from '../store/events.ts'
 import { claimInteractionsToSettle, type InteractionWithConfig, recordStarts } from '../store/interactions.ts'
@@ -85,6 +85,8 @@ interface StartAnswer {
   /** null: the result is unknown (the provider may have it). */
   providerRef: string | null
   settleAt: number
+  /** How an agent platform was handed the task, and what of it was left out. */
+  handoff?: Handoff
 }
 
 export class Dispatch {
@@ -245,7 +247,9 @@ export class Dispatch {
       }
       const settleAt = startedAt + channel.settleAfterMs(config)
       if (settleAt <= this.#now() && (await this.#settledAtOnce(channel, interactionId, result.providerRef, attempt, config))) return
-      await this.#answers.submit({ id: interactionId, providerRef: result.providerRef, settleAt })
+      const handoff: Handoff | undefined =
+        result.leftOut === undefined ? undefined : { mode: 'variables', at: new Date(this.#now()).toISOString(), left_out: result.leftOut }
+      await this.#answers.submit({ id: interactionId, providerRef: result.providerRef, settleAt, handoff })
     } catch (error) {
       // Recording the answer failed: the attempt stays as recorded and is settled at its settle time.
       this.#log.error({ err: error, interaction: interactionId }, 'the answer to a start could not be recorded; it is settled later')

@@ -68,15 +68,23 @@ export async function insertInteraction(tx: Queryable, interaction: NewInteracti
  * `settleAt` at the latest. Nothing changes for one no longer starting (a
  * report confirmed or finalized it meanwhile).
  */
-export async function recordStarts(db: Queryable, starts: readonly { id: string; providerRef: string | null; settleAt: number }[]): Promise<void> {
+export async function recordStarts(
+  db: Queryable,
+  starts: readonly { id: string; providerRef: string | null; settleAt: number; handoff?: Handoff }[],
+): Promise<void> {
   if (starts.length === 0) return
   await db.query(
     `UPDATE interactions i
      SET status = CASE WHEN v.provider_ref IS NULL THEN i.status ELSE 'active' END,
-         provider_ref = coalesce(v.provider_ref, i.provider_ref), settle_at = v.settle_at
-     FROM unnest($1::text[], $2::text[], $3::timestamptz[]) AS v(id, provider_ref, settle_at)
+         provider_ref = coalesce(v.provider_ref, i.provider_ref), settle_at = v.settle_at, handoff = coalesce(v.handoff::jsonb, i.handoff)
+     FROM unnest($1::text[], $2::text[], $3::timestamptz[], $4::text[]) AS v(id, provider_ref, settle_at, handoff)
      WHERE i.id = v.id AND i.status || '' = 'starting'`,
-    [starts.map((s) => s.id), starts.map((s) => s.providerRef), starts.map((s) => new Date(s.settleAt))],
+    [
+      starts.map((s) => s.id),
+      starts.map((s) => s.providerRef),
+      starts.map((s) => new Date(s.settleAt)),
+      starts.map((s) => (s.handoff === undefined ? null : JSON.stringify(s.handoff))),
+    ],
   )
 }
 

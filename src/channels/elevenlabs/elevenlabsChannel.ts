@@ -43,11 +43,6 @@ import { conversationEnd, isObject } from './conversation.ts'
 export { reportFromWebhook, verifyElevenLabsSignature, webhookEvent, type WebhookEvent } from './conversation.ts'
 export { readElevenLabsConfig } from './config.ts'
 
-/** Where the attempt's left-out variables are said: names and reasons, never values. */
-export interface StartLog {
-  info(details: { interaction: string; left_out: LeftOut[] }, message: string): void
-}
-
 export interface ElevenLabsChannelOptions {
   /** Default https://api.elevenlabs.io; tests point it at a fake. */
   apiBaseUrl?: string
@@ -86,18 +81,12 @@ export class ElevenLabsChannel implements Channel {
   readonly #secret: (envName: string) => string | undefined
   readonly #timeoutMs: number
   readonly #now: () => number
-  #log: StartLog | undefined
 
   constructor(options: ElevenLabsChannelOptions) {
     this.#apiBaseUrl = (options.apiBaseUrl ?? 'https://api.elevenlabs.io').replace(/\/+$/, '')
     this.#secret = options.secret
     this.#timeoutMs = options.timeoutMs ?? 10_000
     this.#now = options.now ?? Date.now
-  }
-
-  /** The service's log, once it has one (channels are made before it): where a start says which variables it left out. */
-  logTo(log: StartLog): void {
-    this.#log = log
   }
 
   checkConfig(config: unknown, prefix: (string | number)[]): ErrorDetail[] {
@@ -126,7 +115,6 @@ export class ElevenLabsChannel implements Channel {
     const apiKey = this.#credential(config.apiKeyEnv)
     if (apiKey === undefined) return { kind: 'refused', permanent: true, reason: `no ElevenLabs API key: environment variable ${config.apiKeyEnv} is not set` }
     const { variables, leftOut } = this.variables(attempt)
-    if (leftOut.length > 0) this.#log?.info({ interaction: attempt.interactionId, left_out: leftOut }, 'ElevenLabs agent variables left out')
     const body = {
       agent_id: config.agentId,
       agent_phone_number_id: config.agentPhoneNumberId,
@@ -144,7 +132,7 @@ export class ElevenLabsChannel implements Channel {
       }
       // ElevenLabs has taken the call but we cannot name it: its outcome is unknown, not refused.
       if (typeof conversationId !== 'string' || conversationId === '') throw new Error(`ElevenLabs answered HTTP ${answer.status} to an outbound call without a conversation_id`)
-      return { kind: 'started', providerRef: conversationId }
+      return { kind: 'started', providerRef: conversationId, leftOut }
     }
     if (answer.status === 429 || answer.status >= 500) {
       return {

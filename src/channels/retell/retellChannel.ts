@@ -100,15 +100,14 @@ export class RetellChannel implements Channel {
       ...(config.agentId === undefined ? {} : { override_agent_id: config.agentId }),
       ...(config.agentVersion === undefined ? {} : { override_agent_version: config.agentVersion }),
       retell_llm_dynamic_variables: variables,
-      // Names and reasons only: what was left out is said where the call is looked at, never its values.
-      metadata: { interaction_id: attempt.interactionId, task_id: attempt.taskId, attempt: attempt.attempt, ...(leftOut.length === 0 ? {} : { left_out: leftOut.map(({ key, reason }) => ({ key, reason })) }) },
+      metadata: { interaction_id: attempt.interactionId, task_id: attempt.taskId, attempt: attempt.attempt },
     }
     const answer = await this.#request('POST', '/v2/create-phone-call', apiKey, body)
     if (answer.status >= 200 && answer.status < 300) {
       const callId = field(answer.body, 'call_id')
       // Retell has taken the call but we cannot name it: its outcome is unknown, not refused.
       if (typeof callId !== 'string' || callId === '') throw new Error(`Retell answered HTTP ${answer.status} to Create Phone Call without a call_id`)
-      return { kind: 'started', providerRef: callId }
+      return { kind: 'started', providerRef: callId, leftOut }
     }
     return refusal(answer, attempt.to, this.#now())
   }

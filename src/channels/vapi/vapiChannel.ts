@@ -16,7 +16,6 @@
  * The results come to the server URL (serverMessages.ts), whose route is
  * src/http/routes/providers/vapi.ts.
  */
-import type { FastifyBaseLogger } from 'fastify'
 import { agentVariables } from '../../domain/agentVariables.ts'
 import type { ErrorDetail } from '../../domain/errors.ts'
 import type { JsonObject } from '../../domain/types.ts'
@@ -68,18 +67,12 @@ export class VapiChannel implements Channel {
   readonly #secret: (envName: string) => string | undefined
   readonly #timeoutMs: number
   readonly #now: () => number
-  #log: FastifyBaseLogger | undefined
 
   constructor(options: VapiChannelOptions) {
     this.#apiBaseUrl = (options.apiBaseUrl ?? 'https://api.vapi.ai').replace(/\/+$/, '')
     this.#secret = options.secret
     this.#timeoutMs = options.timeoutMs ?? 15_000
     this.#now = options.now ?? Date.now
-  }
-
-  /** Where a start says which of the attempt's values its assistant did not receive (names and reasons, never values). */
-  logTo(log: FastifyBaseLogger): void {
-    this.#log = log
   }
 
   checkConfig(config: unknown, prefix: (string | number)[]): ErrorDetail[] {
@@ -97,7 +90,6 @@ export class VapiChannel implements Channel {
     if (apiKey === undefined) return { kind: 'refused', permanent: true, reason: `no Vapi API key: environment variable ${config.apiKeyEnv} is not set` }
     // Vapi takes any JSON in variableValues and publishes no bound for them: none is applied here.
     const { variables, leftOut } = agentVariables(attempt)
-    if (leftOut.length > 0) this.#log?.info({ interaction: attempt.interactionId, left_out: leftOut }, 'values of the task not passed to the Vapi assistant')
     const body = {
       assistantId: config.assistantId,
       phoneNumberId: config.phoneNumberId,
@@ -113,7 +105,7 @@ export class VapiChannel implements Channel {
       const id = isObject(answer.body) ? answer.body.id : undefined
       // Vapi has taken the call but we cannot name it: its outcome is unknown, not refused.
       if (typeof id !== 'string' || id === '') throw new Error(`Vapi answered HTTP ${answer.status} to Create Call without a call id`)
-      return { kind: 'started', providerRef: id }
+      return { kind: 'started', providerRef: id, leftOut }
     }
     return refusal(answer, attempt.to, this.#now())
   }

@@ -123,9 +123,9 @@ function Result({ result, zones }) {
   </div>`
 }
 
-const HANDOFF_MODES = { redirect: 'redirect', stream: 'media stream' }
+const HANDOFF_MODES = { redirect: 'redirect', stream: 'media stream', variables: "the agent's variables" }
 
-/** How an answered call reached its conversation, and which context keys a media stream could not carry. */
+/** How a call reached its conversation, and which values of the task a media stream or an agent's variables could not carry. */
 function Handoff({ handoff, zones }) {
   return html`<div class="handoff">
     <p>Handed to the conversation by ${HANDOFF_MODES[handoff.mode] ?? handoff.mode} at <${Instant} at=${handoff.at} zones=${zones} /></p>

@@ -62,16 +62,7 @@ export async function retellRoutes(app: FastifyInstance, deps: { db: Database; r
       if (interaction === undefined || apiKey === undefined || !verifyRetellSignature(apiKey, raw, typeof signature === 'string' ? signature : undefined, now())) {
         throw refused()
       }
-      const leftOut = webhook.call.metadata?.left_out
-      request.log.info(
-        {
-          interaction: interaction.id,
-          call: webhook.call.call_id,
-          event: webhook.event,
-          ...(webhook.event === 'call_started' && Array.isArray(leftOut) ? { variables_left_out: leftOut.map((entry) => (entry as { key?: unknown })?.key) } : {}),
-        },
-        'Retell webhook',
-      )
+      request.log.info({ interaction: interaction.id, call: webhook.call.call_id, event: webhook.event }, 'Retell webhook')
       const report = retell.reportFor(webhook, interaction, now())
       // Progress says nothing new of a call already over.
       const stale = report?.kind === 'progress' && interaction.status !== 'starting' && interaction.status !== 'active'
