@@ -10,7 +10,7 @@ import { createHmac } from 'node:crypto'
 import { after, before, describe, test } from 'node:test'
 import type { OutboundAttempt } from '../src/channels/channel.ts'
 import { createChannels } from '../src/channels/index.ts'
-import { callOutcome, callResult, END_REASONS, type RetellCall } from '../src/channels/retell/calls.ts'
+import { callOutcome, callResult, END_REASONS, endedForGood, type RetellCall } from '../src/channels/retell/calls.ts'
 import { readRetellConfig } from '../src/channels/retell/config.ts'
 import { RetellChannel, verifyRetellSignature } from '../src/channels/retell/retellChannel.ts'
 import type { JsonObject } from '../src/domain/types.ts'
@@ -205,7 +205,8 @@ describe('the adapter', () => {
 
 describe('end reasons', () => {
   // docs/providers/voice-platforms.md, section 4, from Retell's disconnection_reason enum and its debugging pages.
-  const TABLE: [reason: string, status: string, outcome: string][] = [
+  // 'for good': the number cannot be called at all, so the task fails without spending its attempts.
+  const TABLE: [reason: string, status: string, outcome: string, forGood?: 'for good'][] = [
     ['user_hangup', 'ended', 'completed'],
     ['agent_hangup', 'ended', 'completed'],
     ['call_transfer', 'ended', 'completed'],
@@ -220,7 +221,7 @@ describe('end reasons', () => {
     ['dial_busy', 'not_connected', 'busy'],
     ['user_declined', 'not_connected', 'busy'],
     ['dial_failed', 'not_connected', 'failed'],
-    ['invalid_destination', 'not_connected', 'failed'],
+    ['invalid_destination', 'not_connected', 'failed', 'for good'],
     ['telephony_provider_permission_denied', 'not_connected', 'failed'],
     ['sip_routing_error', 'not_connected', 'failed'],
     ['no_valid_payment', 'error', 'failed'],
@@ -240,9 +241,11 @@ describe('end reasons', () => {
     ['manual_stopped', 'ended', 'failed'],
     ['a_reason_retell_adds_later', 'ended', 'failed'],
   ]
-  for (const [reason, status, outcome] of TABLE) {
-    test(`${reason} (${status}) is ${outcome}`, () => {
-      assert.equal(callOutcome({ call_id: 'c', call_status: status, disconnection_reason: reason }), outcome)
+  for (const [reason, status, outcome, forGood] of TABLE) {
+    test(`${reason} (${status}) is ${outcome}${forGood === undefined ? '' : `, ${forGood}`}`, () => {
+      const call = { call_id: 'c', call_status: status, disconnection_reason: reason }
+      assert.equal(callOutcome(call), outcome)
+      assert.equal(endedForGood(call), forGood !== undefined)
     })
   }
 
@@ -577,6 +580,16 @@ describe('through the service', () => {
     assert.equal(state.status, 'pending')
     await service.app.workers!.dispatcher.runOnce()
     assert.equal(fake.requests.filter((request) => request.body?.to_number === '+442079460105').length, 1)
+  })
+
+  test('a number Retell cannot call at all (invalid_destination) fails its task at once, its other attempts not spent', async () => {
+    const { task_id: taskId, callId } = await calling({}, { contact: { phone: '+44 20 7946 0108' } })
+    assert.equal(await fake.endCall(callId, { reason: 'invalid_destination' }), 204)
+    const done = await task(taskId)
+    assert.equal(done.interactions[0].outcome, 'failed')
+    assert.equal(done.status, 'completed')
+    assert.equal(done.outcome, 'failed')
+    assert.equal(done.attempts, 1)
   })
 
   test('without a wait for results, the end is reported at once, and the analysis that follows changes nothing', async () => {

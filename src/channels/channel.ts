@@ -87,10 +87,21 @@ export type ProviderReport =
   /**
    * Over, with its outcome; `durationS` for calls. `optedOut`: the provider
    * says the person refuses such messages (the number is then suppressed).
+   * `permanent`: the provider says the number cannot be reached at all (an
+   * invalid destination): the task fails rather than spending its attempts.
    * `result`: the conversation's result, when the provider reports it with
    * the end (kept only when the conversation took place).
    */
-  | { kind: 'final'; providerRef: string; outcome: InteractionOutcome; at: number; durationS?: number; optedOut?: boolean; result?: ReportedResult }
+  | {
+      kind: 'final'
+      providerRef: string
+      outcome: InteractionOutcome
+      at: number
+      durationS?: number
+      optedOut?: boolean
+      permanent?: boolean
+      result?: ReportedResult
+    }
   /**
    * The conversation's result, reported after its end (an agent platform's
    * analysis, arriving after its call-ended message): it ends the
@@ -107,6 +118,8 @@ export interface SettledInteraction {
   result?: ReportedResult
   /** For calls: how long it lasted, in seconds. */
   durationS?: number
+  /** The number cannot be reached at all, as a final report's `permanent`. */
+  permanent?: boolean
 }
 
 export interface Channel {

@@ -297,8 +297,8 @@ export class Dispatch {
     } catch {
       return false
     }
-    const { outcome, durationS } = settled
-    await this.#settlement.end({ interactionId, outcome, at: this.#now(), durationS, providerRef, result: this.#reportedResult(settled) })
+    const { outcome, durationS, permanent } = settled
+    await this.#settlement.end({ interactionId, outcome, at: this.#now(), durationS, permanent, providerRef, result: this.#reportedResult(settled) })
     return true
   }
 
@@ -359,6 +359,7 @@ export class Dispatch {
         outcome: settled.outcome,
         at: this.#now(),
         durationS: confirmed ? settled.durationS : 0,
+        permanent: confirmed && settled.permanent,
         onlyIfStarting: !confirmed,
         result: confirmed ? this.#reportedResult(settled) : undefined,
       })

@@ -70,7 +70,15 @@ export class TaskLifecycle {
     else if (report.kind === 'final') {
       const optOut = report.optedOut ? { orgId: interaction.orgId, phone: interaction.toPhone, reason: 'provider' as const } : undefined
       const result = report.result !== undefined && conversationTookPlace(report.outcome) ? recordedResult(report.result, this.#now()) : undefined
-      await this.#settlement.end({ interactionId: interaction.id, outcome: report.outcome, at: report.at, durationS: report.durationS, optOut, result })
+      await this.#settlement.end({
+        interactionId: interaction.id,
+        outcome: report.outcome,
+        at: report.at,
+        durationS: report.durationS,
+        permanent: report.permanent,
+        optOut,
+        result,
+      })
     } else await this.#reportResult(interaction, recordedResult(report.result, this.#now()), report.at)
   }
 

@@ -99,6 +99,19 @@ export const END_REASONS: Readonly<Record<string, VoiceOutcome>> = {
   user_declined: 'busy',
 }
 
+/**
+ * Reasons that say the number itself cannot be called: another attempt would
+ * end the same way, so the task fails rather than spending its attempts.
+ * Retell's other refusals to dial (SIP credentials, payment, routing) are the
+ * account's, mended by its owner: those are failures worth another attempt.
+ */
+const PERMANENT_REASONS: ReadonlySet<string> = new Set(['invalid_destination'])
+
+/** Whether a call ended for a reason that another attempt cannot change (PERMANENT_REASONS). */
+export function endedForGood(call: RetellCall): boolean {
+  return call.disconnection_reason !== undefined && PERMANENT_REASONS.has(call.disconnection_reason)
+}
+
 /** Retell's `call_status` values of a call that is not over yet. */
 const RUNNING: ReadonlySet<string> = new Set(['registered', 'ongoing'])
 

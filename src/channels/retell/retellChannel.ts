@@ -30,7 +30,7 @@ import { agentVariables } from '../../domain/agentVariables.ts'
 import type { ErrorDetail } from '../../domain/errors.ts'
 import type { InteractionStatus, JsonObject } from '../../domain/types.ts'
 import { retryAfterMs } from '../retryAfter.ts'
-import { callDurationS, callOutcome, callResult, type RetellCall, type RetellWebhook } from './calls.ts'
+import { callDurationS, callOutcome, callResult, endedForGood, type RetellCall, type RetellWebhook } from './calls.ts'
 import { checkRetellConfig, readRetellConfig } from './config.ts'
 
 export { interactionIdOf, readRetellWebhook, verifyRetellSignature } from './calls.ts'
@@ -136,7 +136,7 @@ export class RetellChannel implements Channel {
     if (outcome === undefined) return { outcome: 'failed' }
     const result = callResult(call, readRetellConfig(progress.config))
     const durationS = callDurationS(call)
-    return { outcome, ...(result === undefined ? {} : { result }), ...(durationS === undefined ? {} : { durationS }) }
+    return { outcome, ...(result === undefined ? {} : { result }), ...(durationS === undefined ? {} : { durationS }), ...(endedForGood(call) ? { permanent: true } : {}) }
   }
 
   /**
@@ -156,7 +156,15 @@ export class RetellChannel implements Channel {
     const result = event === 'call_analyzed' ? callResult(call, readRetellConfig(interaction.providerConfig)) : undefined
     if (event === 'call_analyzed' && interaction.status === 'ended') return result === undefined ? undefined : { kind: 'result', providerRef, result, at }
     if (outcome === undefined) return undefined
-    return { kind: 'final', providerRef, outcome, at, ...(durationS === undefined ? {} : { durationS }), ...(result === undefined ? {} : { result }) }
+    return {
+      kind: 'final',
+      providerRef,
+      outcome,
+      at,
+      ...(durationS === undefined ? {} : { durationS }),
+      ...(result === undefined ? {} : { result }),
+      ...(endedForGood(call) ? { permanent: true } : {}),
+    }
   }
 
   /** One API request; throws when no answer came (network error, timeout), since Retell may then have acted on it. */
