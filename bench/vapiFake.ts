@@ -17,8 +17,9 @@
  * text, the recording's URL, and the `analysis`: its summary and its
  * structured data, the disposition among them. That is how Vapi reports a
  * call (https://docs.vapi.ai/server-url/events; openapi "Vapi API" v1.0
- * `ServerMessageEndOfCallReport`, `Artifact`, `Analysis`), and the report
- * is some three times the size of the result it carries.
+ * `ServerMessageEndOfCallReport`, `Artifact`, `Analysis`): the transcript
+ * three times and the whole Call, so the report is several times the size of
+ * the result it carries.
  *
  * Nothing is kept per call: the report is built from the Create Call body
  * alone, so that the fake's CPU per call stays flat over the run.
