@@ -26,7 +26,7 @@
  * vapi one; null for the plain one): one in FULL_CHECK_EVERY parsed and
  * checked field by field, the others by what their text holds, so that the
  * receiver, which shares a CPU with PostgreSQL, takes no more of it for one
- * variant than for the other.
+ * variant than for another.
  *
  * Two layouts: on PostgreSQL an API process (`serve --no-workers`) beside a
  * worker process (`worker`), as production runs; and the embedded default,
@@ -39,9 +39,8 @@
  * machine one round's CPU per trigger can be a third above or below the next
  * one's; the ratio of the results variant's triggers/s to the plain one's,
  * and of the vapi one's to the results one's, is the median of each cycle's.
- * Every process's
- * /metrics is scraped while the first triggers are posted and at the end, and
- * checked against what the run did (bench/metrics.ts).
+ * Every process's /metrics is scraped while the first triggers are posted and
+ * at the end, and checked against what the run did (bench/metrics.ts).
  */
 import { randomBytes } from 'node:crypto'
 import { readFile } from 'node:fs/promises'
