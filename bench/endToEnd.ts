@@ -11,32 +11,38 @@
  * ends in one task.completed and one interaction.finalized, each with a
  * webhook-id of its own, and a round ends when the receiver holds all of them.
  *
- * Two variants, measured in the same run and the same service processes: the
- * triggers of one (plain) go to CAMPAIGN, whose calls report no result; those
- * of the other (results) to RESULTS_CAMPAIGN, identical but for the result
- * every one of its calls reports as it ends (SCREENING_RESULT: a disposition,
- * a summary, 10 data keys, a 20-turn transcript, a recording URL), which both
- * webhooks of the trigger then carry. The receiver checks each webhook's
- * data.result against its campaign's (the screening result for the results
- * variant, null for the plain one): one in FULL_CHECK_EVERY parsed and
+ * Three variants, measured in the same run and the same service processes:
+ * the triggers of one (plain) go to CAMPAIGN, whose calls report no result;
+ * those of another (results) to RESULTS_CAMPAIGN, identical but for the
+ * result every one of its calls reports as it ends (SCREENING_RESULT: a
+ * disposition, a summary, 10 data keys, a 20-turn transcript, a recording
+ * URL), which both webhooks of the trigger then carry; those of the third
+ * (vapi) to VAPI_CAMPAIGN, whose calls go through Vapi's REST API and server
+ * URL to a fake of it in this process (bench/vapiFake.ts) that ends each call
+ * at once with the same conversation in Vapi's end-of-call-report: what a
+ * real provider's path costs beside the simulator's. The receiver checks each
+ * webhook's data.result against its campaign's (the screening result for the
+ * results variant and, as the service reads it from Vapi's report, for the
+ * vapi one; null for the plain one): one in FULL_CHECK_EVERY parsed and
  * checked field by field, the others by what their text holds, so that the
  * receiver, which shares a CPU with PostgreSQL, takes no more of it for one
- * variant than for the other.
+ * variant than for another.
  *
  * Two layouts: on PostgreSQL an API process (`serve --no-workers`) beside a
  * worker process (`worker`), as production runs; and the embedded default,
  * one `serve` process on PGlite that runs the workers too. Each is warmed up
- * with triggers of both variants, then measured in rounds of their own
- * triggers, one after the other in the same service, in pairs of one round of
- * each variant, the plain round first in odd pairs and the results round
- * first in even ones (each round adds rows, and neither variant is always
- * measured on the larger tables). Each variant's figures are the medians of
- * its rounds, since on a shared machine one round's CPU per trigger can be a
- * third above or below the next one's; the ratio of the results variant's
- * triggers/s to the plain one's is the median of each pair's. Every process's
- * /metrics is scraped while the first triggers are posted and at the end, and
- * checked against what the run did (bench/metrics.ts).
+ * with triggers of every variant, then measured in rounds of their own
+ * triggers, one after the other in the same service, in cycles of one round
+ * of each variant, each cycle's order the last one's rotated by one (each
+ * round adds rows, and no variant is always measured on the larger tables).
+ * Each variant's figures are the medians of its rounds, since on a shared
+ * machine one round's CPU per trigger can be a third above or below the next
+ * one's; the ratio of the results variant's triggers/s to the plain one's,
+ * and of the vapi one's to the results one's, is the median of each cycle's.
+ * Every process's /metrics is scraped while the first triggers are posted and
+ * at the end, and checked against what the run did (bench/metrics.ts).
  */
+import { randomBytes } from 'node:crypto'
 import { readFile } from 'node:fs/promises'
 import http from 'node:http'
 import type { AddressInfo } from 'node:net'
@@ -46,6 +52,7 @@ import { hasExited, stopChild } from './children.ts'
 import { meterPostgresCpu, processCpuSeconds } from './cpu.ts'
 import { ALWAYS_OPEN } from './dispatcher.ts'
 import { type MetricsReading, readMetrics, type Scrape, scrapeService } from './metrics.ts'
+import { startVapiFake } from './vapiFake.ts'
 import {
   LOAD_CPU,
   log,
@@ -171,22 +178,49 @@ export const RESULTS_CAMPAIGN = {
   provider_config: { ...CAMPAIGN.provider_config, result: SCREENING_RESULT },
 }
 
-/** The two variants each layout is measured in: calls that report no result, and calls that report SCREENING_RESULT. */
-export const VARIANTS = ['plain', 'results'] as const
-export type Variant = (typeof VARIANTS)[number]
-/** As the report names each variant. */
-export const VARIANT_LABEL: Record<Variant, string> = { plain: 'without results', results: 'with results' }
-const CAMPAIGN_OF: Record<Variant, typeof CAMPAIGN> = { plain: CAMPAIGN, results: RESULTS_CAMPAIGN }
-/** What the webhooks of each variant's triggers carry as data.result. */
-const RESULT_OF: Record<Variant, ScreeningResult | null> = { plain: null, results: SCREENING_RESULT }
+/** The Vapi credentials the service's processes get, as VAPI_CAMPAIGN's provider_config names them by default (VAPI_API_KEY, VAPI_WEBHOOK_SECRET). */
+const VAPI_API_KEY = `bench-vapi-key-${randomBytes(16).toString('hex')}`
+const VAPI_WEBHOOK_SECRET = randomBytes(32).toString('hex')
+/** The key of the assistant's structured data that holds the disposition. */
+const VAPI_DISPOSITION_FIELD = 'disposition'
+
+/** A voice campaign on Vapi, due at once as CAMPAIGN is; each of its calls ends, through the fake, with SCREENING_RESULT's conversation. */
+export const VAPI_CAMPAIGN = {
+  ...CAMPAIGN,
+  routing_key: 'end-to-end-vapi',
+  provider: 'vapi',
+  provider_config: {
+    assistant_id: 'b2f6c1e4-0d3a-4c8e-9a57-3f1d2e6b8c90',
+    phone_number_id: '7e4a9d21-5b6c-4f08-8e3d-1a2b3c4d5e6f',
+    disposition_field: VAPI_DISPOSITION_FIELD,
+  } as Record<string, unknown>,
+}
 
 /**
- * The variant of each measured round, in order: `rounds` pairs of one round
- * of each, the plain round first in odd pairs and the results round first in
- * even ones.
+ * SCREENING_RESULT as the service reads it from Vapi's end-of-call-report: the same, but that the structured data,
+ * whole, is its data, the disposition among its keys.
+ */
+export const VAPI_RESULT: ScreeningResult = { ...SCREENING_RESULT, data: { ...SCREENING_RESULT.data, [VAPI_DISPOSITION_FIELD]: SCREENING_RESULT.disposition } }
+
+/**
+ * The three variants each layout is measured in: simulated calls that report no result, simulated calls that
+ * report SCREENING_RESULT, and Vapi calls that report it.
+ */
+export const VARIANTS = ['plain', 'results', 'vapi'] as const
+export type Variant = (typeof VARIANTS)[number]
+/** As the report names each variant. */
+export const VARIANT_LABEL: Record<Variant, string> = { plain: 'without results', results: 'with results', vapi: 'through Vapi, with results' }
+const CAMPAIGN_OF: Record<Variant, typeof CAMPAIGN> = { plain: CAMPAIGN, results: RESULTS_CAMPAIGN, vapi: VAPI_CAMPAIGN }
+/** What the webhooks of each variant's triggers carry as data.result. */
+const RESULT_OF: Record<Variant, ScreeningResult | null> = { plain: null, results: SCREENING_RESULT, vapi: VAPI_RESULT }
+
+/**
+ * The variant of each measured round, in order: `rounds` cycles of one round
+ * of each, each cycle's order the last one's rotated by one, so that each
+ * variant comes first, second and last in turn.
  */
 export function roundVariants(rounds: number): Variant[] {
-  return Array.from({ length: rounds }, (_, pair): Variant[] => (pair % 2 === 0 ? ['plain', 'results'] : ['results', 'plain'])).flat()
+  return Array.from({ length: rounds }, (_, cycle) => VARIANTS.map((_, index) => VARIANTS[(index + cycle) % VARIANTS.length]!)).flat()
 }
 
 export interface Layout {
@@ -248,8 +282,12 @@ export interface EndToEndResult {
    * not; none for a variant whose first round was not reached.
    */
   summaries: Record<Variant, EndToEndRound | undefined>
-  /** The median over the pairs of rounds that both completed of the results round's triggers/s over the plain one's; none without such a pair. */
+  /** The median over the cycles of rounds whose two rounds compared both completed of the results round's triggers/s over the plain one's; none without such a cycle. */
   resultsRatio: number | undefined
+  /** Likewise, the vapi round's triggers/s over the results one's: the provider's path beside the simulator's, for the same conversation. */
+  vapiRatio: number | undefined
+  /** What the Vapi fake saw: calls created, reports the service answered 204, and each request or report that went wrong. */
+  vapi: { callsCreated: number; reportsAccepted: number; reportBytes: number; problems: { count: number; examples: string[] } }
   /** Of each round. */
   webhooksExpected: number
   /** webhook-ids received more than once, up to the service's shutdown. */
@@ -280,7 +318,7 @@ export async function benchEndToEnd(options: {
   const variants = roundVariants(options.rounds)
   const all = generateBodies(options.warmUpTriggers + variants.length * options.triggers).bodies
   const bodies: Bodies = {
-    // Every other one to each campaign, so that both ways through the service are warm.
+    // To each campaign in turn, so that every way through the service is warm.
     warmUp: all.slice(0, options.warmUpTriggers).map((text, index) => addressedTo(text, CAMPAIGN_OF[VARIANTS[index % VARIANTS.length]!])),
     rounds: variants.map((variant, round) => {
       const start = options.warmUpTriggers + round * options.triggers
@@ -306,7 +344,7 @@ export function addressedTo(text: string, campaign: typeof CAMPAIGN): string {
   return JSON.stringify(body)
 }
 
-/** The warm-up's bodies (of both variants) and each measured round's, with its variant; each a person of their own. */
+/** The warm-up's bodies (of every variant) and each measured round's, with its variant; each a person of their own. */
 interface Bodies {
   warmUp: readonly string[]
   rounds: readonly { variant: Variant; bodies: readonly string[] }[]
@@ -314,22 +352,45 @@ interface Bodies {
 
 async function runLayout(layout: Layout, databaseEnv: Record<string, string>, bodies: Bodies, workDir: string): Promise<EndToEndResult> {
   const receiver = await startReceiver()
+  const vapi = await startVapiFake({
+    apiKey: VAPI_API_KEY,
+    webhookSecret: VAPI_WEBHOOK_SECRET,
+    conversation: SCREENING_RESULT,
+    dispositionField: VAPI_DISPOSITION_FIELD,
+    // As many as the clients posting triggers: Vapi posts each report on its own, and this bounds the fake's sockets.
+    connections: CLIENTS,
+  })
   const servers: Server[] = []
   let rounds: EndToEndRound[]
   let metrics: MetricsReading
   try {
-    const env = { ...databaseEnv, OPERATOR_TOKEN, PHONE_HASH_KEY, LOG_LEVEL: 'info', ALLOW_PRIVATE_WEBHOOK_URLS: 'true' }
+    const env = {
+      ...databaseEnv,
+      OPERATOR_TOKEN,
+      PHONE_HASH_KEY,
+      LOG_LEVEL: 'info',
+      ALLOW_PRIVATE_WEBHOOK_URLS: 'true',
+      VAPI_API_BASE_URL: vapi.url,
+      VAPI_API_KEY,
+      VAPI_WEBHOOK_SECRET,
+    }
     for (const { name, args } of layout.processes) servers.push(await startServer(name, args, env, workDir))
+    // Vapi posts to the assistant's server URL, set in Vapi and not sent with the call: the API process's route.
+    vapi.setServerUrl(`${servers[0]!.baseUrl}/providers/vapi/webhook`)
     await Promise.all(servers.map(untilReady))
     let underLoad: Scrape
     ;({ rounds, underLoad } = await measure(layout, databaseEnv.DATABASE_URL, servers, receiver, bodies))
-    // The warm-up's and every round's that was posted, of both variants: each one task, one call and two webhooks.
+    // The warm-up's and every round's that was posted, of every variant: each one task, one call and two webhooks.
     const posted = bodies.warmUp.length + bodies.rounds.slice(0, rounds.length).reduce((sum, round) => sum + round.bodies.length, 0)
-    metrics = readMetrics(underLoad, await scrapeService(servers), { posted, onPostgres: databaseEnv.DATABASE_URL !== undefined })
+    const throughVapi = warmUpThroughVapi(bodies.warmUp.length) + bodies.rounds.slice(0, rounds.length).reduce((sum, round) => sum + (round.variant === 'vapi' ? round.bodies.length : 0), 0)
+    metrics = readMetrics(underLoad, await scrapeService(servers), { posted, throughVapi, onPostgres: databaseEnv.DATABASE_URL !== undefined })
   } finally {
     await Promise.all(servers.map((server) => stopChild(server.child)))
     await receiver.close()
+    await vapi.close()
   }
+  const vapiSeen = { callsCreated: vapi.callsCreated(), reportsAccepted: vapi.reportsAccepted(), reportBytes: vapi.reportBytes(), problems: vapi.problems() }
+  if (vapiSeen.problems.count > 0) log(`${layout.name}: the Vapi fake met ${vapiSeen.problems.count} problems, e.g.\n${vapiSeen.problems.examples.join('\n')}`)
   // Read once the service has stopped, so that a webhook sent again up to its shutdown counts, and so does a problem on its way out.
   const serviceLogProblems = (await Promise.all(servers.map(logProblems))).flat()
   for (const line of serviceLogProblems.slice(0, 5)) log(`${layout.name}: in the service's log: ${line}`)
@@ -345,8 +406,10 @@ async function runLayout(layout: Layout, databaseEnv: Record<string, string>, bo
     layout: layout.name,
     triggers,
     rounds,
-    summaries: { plain: summarize(ofVariant('plain')), results: summarize(ofVariant('results')) },
-    resultsRatio: resultsRatio(rounds),
+    summaries: { plain: summarize(ofVariant('plain')), results: summarize(ofVariant('results')), vapi: summarize(ofVariant('vapi')) },
+    resultsRatio: ratioWithinCycles(rounds, 'results', 'plain'),
+    vapiRatio: ratioWithinCycles(rounds, 'vapi', 'results'),
+    vapi: vapiSeen,
     webhooksExpected: 2 * triggers,
     duplicateWebhooks: receiver.duplicates(),
     resultChecks,
@@ -376,25 +439,31 @@ export function summarize(rounds: readonly EndToEndRound[]): EndToEndRound | und
   }
 }
 
+/** How many of `warmUp` triggers went to VAPI_CAMPAIGN: every VARIANTS.length-th, as Bodies deals them. */
+function warmUpThroughVapi(warmUp: number): number {
+  const vapiIndex = VARIANTS.indexOf('vapi')
+  return Math.max(0, Math.ceil((warmUp - vapiIndex) / VARIANTS.length))
+}
+
 /**
- * The results variant's triggers/s over the plain one's: in each pair of rounds (one of each, side by side, so that
- * the machine's drift between them is small) that both completed, then the median over the pairs.
+ * One variant's triggers/s over another's: in each cycle of rounds (one of each, side by side, so that the machine's
+ * drift between them is small) whose two rounds compared both completed, then the median over the cycles.
  */
-function resultsRatio(rounds: readonly EndToEndRound[]): number | undefined {
+function ratioWithinCycles(rounds: readonly EndToEndRound[], over: Variant, under: Variant): number | undefined {
   const ratios: number[] = []
-  for (let pair = 0; pair + 1 < rounds.length; pair += 2) {
-    const both = rounds.slice(pair, pair + 2)
-    const plain = both.find((round) => round.variant === 'plain')
-    const results = both.find((round) => round.variant === 'results')
-    if (plain?.outcome !== 'complete' || results?.outcome !== 'complete') continue
+  for (let cycle = 0; cycle + VARIANTS.length <= rounds.length; cycle += VARIANTS.length) {
+    const these = rounds.slice(cycle, cycle + VARIANTS.length)
+    const numerator = these.find((round) => round.variant === over)
+    const denominator = these.find((round) => round.variant === under)
+    if (numerator?.outcome !== 'complete' || denominator?.outcome !== 'complete') continue
     // Each round posts as many triggers: the rates' ratio is that of the times, the other way round.
-    ratios.push(plain.seconds / results.seconds)
+    ratios.push(denominator.seconds / numerator.seconds)
   }
   return ratios.length === 0 ? undefined : median(ratios)
 }
 
 /**
- * Provisions the organization (both variants' campaigns), warms the service up, then measures the rounds in turn,
+ * Provisions the organization (every variant's campaign), warms the service up, then measures the rounds in turn,
  * up to the first that does not complete; with /metrics of every process as scraped while the first triggers were
  * being posted.
  */
@@ -414,7 +483,7 @@ async function measure(
 
   let triggersSoFar = 0
   if (bodies.warmUp.length > 0) {
-    log(`${layout.name}: warming up with ${bodies.warmUp.length} triggers, every other one with a result`)
+    log(`${layout.name}: warming up with ${bodies.warmUp.length} triggers, to each campaign in turn`)
     const warmUp = await postEvery(layout, api, apiKey, bodies.warmUp, 'warm-up')
     triggersSoFar += bodies.warmUp.length
     const warmedUp = await untilAllDelivered(layout, receiver, triggersSoFar, warmUp.startedAt, servers)
@@ -548,7 +617,7 @@ const RESULT_EXAMPLES = 5
 export async function startReceiver(): Promise<Receiver> {
   const timesReceived = new Map<string, number>()
   const byType = new Map<string, number>()
-  const checks: Record<Variant, ResultCheck> = { plain: { checked: 0, wrong: 0, examples: [] }, results: { checked: 0, wrong: 0, examples: [] } }
+  const checks = Object.fromEntries(VARIANTS.map((variant): [Variant, ResultCheck] => [variant, { checked: 0, wrong: 0, examples: [] }])) as Record<Variant, ResultCheck>
   let lastNewAt = 0
   const server = http.createServer((request, response) => {
     let body = ''
@@ -567,12 +636,12 @@ export async function startReceiver(): Promise<Receiver> {
       const type = EVENT_TYPES.find((candidate) => body.includes(`"${candidate}"`)) ?? 'unknown'
       byType.set(type, (byType.get(type) ?? 0) + 1)
       const variant = VARIANTS.find((candidate) => body.includes(`"${CAMPAIGN_OF[candidate].routing_key}"`))
-      // A webhook of neither campaign (or not JSON) cannot be right: it counts against the plain variant.
+      // A webhook of none of the campaigns (or not JSON) cannot be right: it counts against the plain variant.
       const check = checks[variant ?? 'plain']
       check.checked++
       const problem =
         variant === undefined
-          ? `${id}: not an event of either campaign: ${body.slice(0, 200)}`
+          ? `${id}: not an event of any of the campaigns: ${body.slice(0, 200)}`
           : check.checked % FULL_CHECK_EVERY === 1
             ? resultProblem(parsedResult(body), RESULT_OF[variant])
             : markerProblem(body, RESULT_OF[variant])
@@ -588,7 +657,7 @@ export async function startReceiver(): Promise<Receiver> {
     distinct: () => timesReceived.size,
     duplicates: () => [...timesReceived.values()].filter((times) => times > 1).length,
     lastNewAt: () => lastNewAt,
-    resultChecks: () => ({ plain: { ...checks.plain, examples: [...checks.plain.examples] }, results: { ...checks.results, examples: [...checks.results.examples] } }),
+    resultChecks: () => Object.fromEntries(VARIANTS.map((variant) => [variant, { ...checks[variant], examples: [...checks[variant].examples] }])) as Record<Variant, ResultCheck>,
     close: () =>
       new Promise((resolve) => {
         server.close(() => resolve())
@@ -753,7 +822,7 @@ function withResultsGoal(layout: Layout): Goal {
     layout,
     goal: `with results: triggers/s within ${Math.round((1 - RESULTS_RATIO_GOAL) * 100)} % of the same run without results`,
     figure: (result) => result.resultsRatio,
-    unit: 'times the triggers/s without results (median over the pairs of rounds)',
+    unit: 'times the triggers/s without results (median over the cycles of rounds)',
     digits: 2,
     met: (ratio) => ratio >= RESULTS_RATIO_GOAL,
   }
@@ -768,10 +837,16 @@ export function endToEndVerdicts(results: readonly EndToEndResult[]): EndToEndVe
   const checks = results.flatMap((result) => [
     {
       layout: result.layout,
-      goal: `every webhook carries its trigger's data.result: with results, the ${SCREENING_RESULT.transcript.length}-turn transcript and the ${Object.keys(SCREENING_RESULT.data).length} data keys as reported; without, null`,
+      goal: `every webhook carries its trigger's data.result: with results, the ${SCREENING_RESULT.transcript.length}-turn transcript and the ${Object.keys(SCREENING_RESULT.data).length} data keys as reported (through Vapi, ${Object.keys(VAPI_RESULT.data).length}: the structured data, whole); without, null`,
       measured: VARIANTS.map((variant) => `${VARIANT_LABEL[variant]} ${result.resultChecks[variant].wrong} wrong of ${result.resultChecks[variant].checked}`).join(', '),
       // A variant none of whose webhooks arrived (a run that ended early) has not shown it either.
       met: !resultChecksFailed(result) && VARIANTS.every((variant) => result.resultChecks[variant].checked > 0),
+    },
+    {
+      layout: result.layout,
+      goal: 'through Vapi: every Create Call the service made taken, and every end-of-call-report the fake posted answered 204',
+      measured: `${result.vapi.callsCreated} calls, ${result.vapi.reportsAccepted} reports answered 204, ${result.vapi.problems.count} problems${result.vapi.problems.examples.length > 0 ? ` (${result.vapi.problems.examples.join('; ')})` : ''}`,
+      met: result.vapi.problems.count === 0 && result.vapi.callsCreated > 0 && result.vapi.reportsAccepted === result.vapi.callsCreated,
     },
     {
       layout: result.layout,

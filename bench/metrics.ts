@@ -29,8 +29,8 @@ interface MetricsFigure {
   /** The sample read, in Prometheus's notation. */
   sample: string
   read: (scrape: Scrape) => number | undefined
-  /** What it must be at the end, for a run that posted `posted` triggers, each one task, one call and two webhooks. */
-  expected: (posted: number) => { text: string; holds: (value: number) => boolean }
+  /** What it must be at the end, for a run that posted what `run` says. */
+  expected: (run: PostedRun) => { text: string; holds: (value: number) => boolean }
   /** The database's pool: PostgreSQL's only. */
   postgresOnly?: boolean
 }
@@ -52,7 +52,13 @@ const mean = (family: string, labels: Record<string, string> = {}) => (scrape: S
   return sum === undefined || count === undefined || count === 0 ? undefined : sum / count
 }
 
-const exactly = (what: string, of: (posted: number) => number) => (posted: number) => ({ text: `= ${of(posted)} (${what})`, holds: (value: number) => value === of(posted) })
+/** What a run posted: its triggers, each one task, one call and two webhooks; of them, those whose calls went through Vapi, the others' on the simulator. */
+export interface PostedRun {
+  posted: number
+  throughVapi: number
+}
+
+const exactly = (what: string, of: (run: PostedRun) => number) => (run: PostedRun) => ({ text: `= ${of(run)} (${what})`, holds: (value: number) => value === of(run) })
 const atLeast = (minimum: number) => () => ({ text: `≥ ${minimum}`, holds: (value: number) => value >= minimum })
 const positive = () => ({ text: '> 0', holds: (value: number) => value > 0 })
 const none = () => ({ text: '0', holds: (value: number) => value === 0 })
@@ -62,9 +68,9 @@ const FIGURES: MetricsFigure[] = [
     family: 'conversation_trigger_http_request_duration_seconds',
     sample: '_count{route="/api/v2/triggers",status_code="201"}',
     read: summed('conversation_trigger_http_request_duration_seconds', 'conversation_trigger_http_request_duration_seconds_count', { route: '/api/v2/triggers', status_code: '201' }),
-    expected: exactly('triggers posted', (posted) => posted),
+    expected: exactly('triggers posted', (run) => run.posted),
   },
-  { family: 'conversation_trigger_triggers_total', sample: '{result="accepted"}', read: summed('conversation_trigger_triggers_total', 'conversation_trigger_triggers_total', { result: 'accepted' }), expected: exactly('triggers posted', (posted) => posted) },
+  { family: 'conversation_trigger_triggers_total', sample: '{result="accepted"}', read: summed('conversation_trigger_triggers_total', 'conversation_trigger_triggers_total', { result: 'accepted' }), expected: exactly('triggers posted', (run) => run.posted) },
   { family: 'conversation_trigger_triggers_total', sample: '{result="refused"}', read: (scrape) => summed('conversation_trigger_triggers_total', 'conversation_trigger_triggers_total', { result: 'refused' })(scrape) ?? 0, expected: () => none() },
   { family: 'conversation_trigger_rate_limited_requests_total', sample: '', read: summed('conversation_trigger_rate_limited_requests_total', 'conversation_trigger_rate_limited_requests_total'), expected: () => none() },
   { family: 'conversation_trigger_group_commit_items', sample: '_count{committer="triggers"}', read: summed('conversation_trigger_group_commit_items', 'conversation_trigger_group_commit_items_count', { committer: 'triggers' }), expected: () => positive() },
@@ -76,15 +82,21 @@ const FIGURES: MetricsFigure[] = [
     expected: () => positive(),
   },
   { family: 'conversation_trigger_group_commit_items', sample: 'mean{committer="interaction_endings"}', read: mean('conversation_trigger_group_commit_items', { committer: 'interaction_endings' }), expected: atLeast(1) },
-  { family: 'conversation_trigger_task_dispatch_lag_seconds', sample: '_count', read: summed('conversation_trigger_task_dispatch_lag_seconds', 'conversation_trigger_task_dispatch_lag_seconds_count'), expected: exactly('one call a trigger', (posted) => posted) },
+  { family: 'conversation_trigger_task_dispatch_lag_seconds', sample: '_count', read: summed('conversation_trigger_task_dispatch_lag_seconds', 'conversation_trigger_task_dispatch_lag_seconds_count'), expected: exactly('one call a trigger', (run) => run.posted) },
   { family: 'conversation_trigger_task_dispatch_lag_seconds', sample: 'mean (s)', read: mean('conversation_trigger_task_dispatch_lag_seconds'), expected: atLeast(0) },
   { family: 'conversation_trigger_provider_errors_total', sample: '', read: (scrape) => summed('conversation_trigger_provider_errors_total', 'conversation_trigger_provider_errors_total')(scrape) ?? 0, expected: () => none() },
-  { family: 'conversation_trigger_tasks_completed_total', sample: '{outcome="reached"}', read: summed('conversation_trigger_tasks_completed_total', 'conversation_trigger_tasks_completed_total', { outcome: 'reached' }), expected: exactly('triggers posted', (posted) => posted) },
+  { family: 'conversation_trigger_tasks_completed_total', sample: '{outcome="reached"}', read: summed('conversation_trigger_tasks_completed_total', 'conversation_trigger_tasks_completed_total', { outcome: 'reached' }), expected: exactly('triggers posted', (run) => run.posted) },
   {
     family: 'conversation_trigger_interactions_finalized_total',
     sample: '{provider="simulator",outcome="completed"}',
     read: summed('conversation_trigger_interactions_finalized_total', 'conversation_trigger_interactions_finalized_total', { provider: 'simulator', outcome: 'completed' }),
-    expected: exactly('one call a trigger', (posted) => posted),
+    expected: exactly('one call a trigger on the simulator', (run) => run.posted - run.throughVapi),
+  },
+  {
+    family: 'conversation_trigger_interactions_finalized_total',
+    sample: '{provider="vapi",outcome="completed"}',
+    read: (scrape) => summed('conversation_trigger_interactions_finalized_total', 'conversation_trigger_interactions_finalized_total', { provider: 'vapi', outcome: 'completed' })(scrape) ?? 0,
+    expected: exactly('one call a trigger through Vapi', (run) => run.throughVapi),
   },
   {
     family: 'conversation_trigger_webhook_delivery_attempt_duration_seconds',
@@ -129,10 +141,10 @@ export interface MetricsReading {
  * The figures of both scrapes, each checked at the end against a run that posted `posted` triggers: all of them, the
  * warm-up's and every round's, to every campaign (end to end, calls that report a result count as any other).
  */
-export function readMetrics(underLoad: Scrape, atEnd: Scrape, options: { posted: number; onPostgres: boolean }): MetricsReading {
+export function readMetrics(underLoad: Scrape, atEnd: Scrape, options: PostedRun & { onPostgres: boolean }): MetricsReading {
   const problems: string[] = []
   const rows = FIGURES.filter((figure) => options.onPostgres || !figure.postgresOnly).map((figure) => {
-    const expected = figure.expected(options.posted)
+    const expected = figure.expected(options)
     const end = figure.read(atEnd)
     for (const [when, scrape] of [['under load', underLoad], ['at the end', atEnd]] as const) {
       if (!scrape.some((families) => families.has(figure.family))) problems.push(`${figure.family} missing from /metrics ${when}`)

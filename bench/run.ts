@@ -4,8 +4,9 @@
  * run; triggers through batch requests beside single ones; the dispatcher's and the webhook deliverer's throughput on PostgreSQL;
  * the pipeline end to end, from the first POST to the last webhook, on
  * PostgreSQL (an API process and a worker process) and on PGlite (one
- * process), with calls that report no result and calls that each report a
- * conversation's result, in alternating rounds of the same run; how long a new client's first request waits beside a steady
+ * process), with simulated calls that report no result, simulated calls that each report a
+ * conversation's result, and calls through a fake of Vapi's API and server URL that report the same one, in
+ * rotating rounds of the same run; how long a new client's first request waits beside a steady
  * load; and growth (bench/growth.ts): the trigger path and the reads on a year of history, bytes per trigger and table
  * sizes under steady load while history is deleted, on a PostgreSQL server of the benchmark's own; printed and written
  * to BENCHMARKS.md.
@@ -21,8 +22,8 @@
  * Environment: BENCH_ROUNDS (default 3), BENCH_DURATION (seconds measured
  * per target and round, default 10), BENCH_CONNECTIONS (default 64),
  * BENCH_E2E_TRIGGERS (triggers posted end to end in each round, default
- * 5000), BENCH_E2E_ROUNDS (measured rounds of each variant, without results
- * and with them, in turn: default 3, so 6 rounds),
+ * 5000), BENCH_E2E_ROUNDS (measured rounds of each variant, without results,
+ * with them and through Vapi, in turn: default 3, so 9 rounds),
  * BENCH_E2E_WARM_UP (triggers taken through the pipeline before those
  * measured, default 5000; 0 measures a service that has just started), and
  * BENCH_FRESH_SECONDS (how long new connections are timed beside the load,
