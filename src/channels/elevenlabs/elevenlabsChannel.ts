@@ -36,6 +36,7 @@ import type { ErrorDetail } from '../../domain/errors.ts'
 import { agentVariables } from '../../domain/agentVariables.ts'
 import type { JsonObject, LeftOut } from '../../domain/types.ts'
 import type { Channel, InteractionProgress, OutboundAttempt, SettledInteraction, StartResult } from '../channel.ts'
+import { type ProviderAnswer, requestProvider } from '../providerHttp.ts'
 import { retryAfterMs } from '../retryAfter.ts'
 import { checkElevenLabsConfig, readElevenLabsConfig } from './config.ts'
 import { conversationEnd, isObject } from './conversation.ts'
@@ -67,12 +68,6 @@ const MAX_CALL_MS = 60 * 60 * 1000
 const SETTLE_MARGIN_MS = 15 * 60 * 1000
 /** ElevenLabs' messages are short; anything longer is not one of them and stays out of the reason. */
 const MAX_REASON_MESSAGE = 300
-
-interface ElevenLabsAnswer {
-  status: number
-  body: unknown
-  retryAfter: string | null
-}
 
 export class ElevenLabsChannel implements Channel {
   readonly provider = 'elevenlabs'
@@ -174,25 +169,9 @@ export class ElevenLabsChannel implements Channel {
     return value === '' ? undefined : value
   }
 
-  /** One API request; throws when no answer came (network error, timeout), since ElevenLabs may then have acted on it. */
-  async #request(method: 'GET' | 'POST', path: string, apiKey: string, body?: object): Promise<ElevenLabsAnswer> {
-    const headers: Record<string, string> = { 'xi-api-key': apiKey, accept: 'application/json' }
-    if (body !== undefined) headers['content-type'] = 'application/json'
-    try {
-      const response = await fetch(this.#apiBaseUrl + path, {
-        method,
-        headers,
-        body: body === undefined ? undefined : JSON.stringify(body),
-        signal: AbortSignal.timeout(this.#timeoutMs),
-        // A redirect is not ElevenLabs'; following it could carry the key elsewhere.
-        redirect: 'error',
-      })
-      const text = await response.text()
-      return { status: response.status, body: parseJson(text), retryAfter: response.headers.get('retry-after') }
-    } catch (error) {
-      const why = error instanceof Error && error.name === 'TimeoutError' ? `no answer within ${this.#timeoutMs} ms` : 'connection failed'
-      throw new Error(`ElevenLabs ${method} ${path.split('/').slice(0, 4).join('/')}: ${why}`, { cause: error })
-    }
+  /** One request to the API, with the key (see providerHttp.ts). */
+  #request(method: 'GET' | 'POST', path: string, apiKey: string, body?: object): Promise<ProviderAnswer> {
+    return requestProvider(this.#apiBaseUrl + path, { method, headers: { 'xi-api-key': apiKey }, body, timeoutMs: this.#timeoutMs, label: `ElevenLabs ${method} ${path.split('/').slice(0, 4).join('/')}` })
   }
 }
 
@@ -215,13 +194,6 @@ function said(body: unknown, to: string): string {
   return `: ${text.replaceAll(to, '[To]').slice(0, MAX_REASON_MESSAGE)}`
 }
 
-function parseJson(text: string): unknown {
-  try {
-    return JSON.parse(text)
-  } catch {
-    return undefined
-  }
-}
 
 function field(body: unknown, name: string): unknown {
   return isObject(body) ? body[name] : undefined

@@ -29,6 +29,7 @@ import type { Channel, InteractionProgress, OutboundAttempt, ProviderReport, Set
 import { agentVariables } from '../../domain/agentVariables.ts'
 import type { ErrorDetail } from '../../domain/errors.ts'
 import type { InteractionStatus, JsonObject } from '../../domain/types.ts'
+import { type ProviderAnswer, requestProvider } from '../providerHttp.ts'
 import { retryAfterMs } from '../retryAfter.ts'
 import { callDurationS, callOutcome, callResult, endedForGood, type RetellCall, type RetellWebhook } from './calls.ts'
 import { checkRetellConfig, readRetellConfig } from './config.ts'
@@ -56,12 +57,6 @@ const MAX_CALL_MS = 2 * 60 * 60 * 1000 + 90 * 1000
 const SETTLE_MARGIN_MS = 15 * 60 * 1000
 /** Retell's messages are short; anything longer is not one of them and stays out of the reason. */
 const MAX_REASON_MESSAGE = 300
-
-interface RetellAnswer {
-  status: number
-  body: unknown
-  retryAfter: string | null
-}
 
 export class RetellChannel implements Channel {
   readonly provider = 'retell'
@@ -167,25 +162,9 @@ export class RetellChannel implements Channel {
     }
   }
 
-  /** One API request; throws when no answer came (network error, timeout), since Retell may then have acted on it. */
-  async #request(method: 'GET' | 'POST', path: string, apiKey: string, body?: JsonObject): Promise<RetellAnswer> {
-    const headers: Record<string, string> = { authorization: `Bearer ${apiKey}`, accept: 'application/json' }
-    if (body !== undefined) headers['content-type'] = 'application/json'
-    try {
-      const response = await fetch(this.#apiBaseUrl + path, {
-        method,
-        headers,
-        body: body === undefined ? undefined : JSON.stringify(body),
-        signal: AbortSignal.timeout(this.#timeoutMs),
-        // A redirect is not Retell's; following it could carry the API key elsewhere.
-        redirect: 'error',
-      })
-      const text = await response.text()
-      return { status: response.status, body: parseJson(text), retryAfter: response.headers.get('retry-after') }
-    } catch (error) {
-      const why = error instanceof Error && error.name === 'TimeoutError' ? `no answer within ${this.#timeoutMs} ms` : 'connection failed'
-      throw new Error(`Retell ${method} ${path}: ${why}`, { cause: error })
-    }
+  /** One request to the API, with the key (see providerHttp.ts). */
+  #request(method: 'GET' | 'POST', path: string, apiKey: string, body?: JsonObject): Promise<ProviderAnswer> {
+    return requestProvider(this.#apiBaseUrl + path, { method, headers: { authorization: `Bearer ${apiKey}` }, body, timeoutMs: this.#timeoutMs, label: `Retell ${method} ${path}` })
   }
 }
 
@@ -201,7 +180,7 @@ export class RetellChannel implements Channel {
  * found, 422 an asset not under the key) meets the same request again: for
  * good.
  */
-function refusal(answer: RetellAnswer, to: string, now: number): StartResult {
+function refusal(answer: ProviderAnswer, to: string, now: number): StartResult {
   const rawMessage = field(answer.body, 'message')
   // A message may quote the number called: keep contact data out of reasons.
   const message = typeof rawMessage === 'string' ? rawMessage.replaceAll(to, '[to_number]').slice(0, MAX_REASON_MESSAGE) : undefined
@@ -212,13 +191,6 @@ function refusal(answer: RetellAnswer, to: string, now: number): StartResult {
   return { kind: 'refused', permanent: true, reason: `Retell refused the call (HTTP ${answer.status})${said}` }
 }
 
-function parseJson(text: string): unknown {
-  try {
-    return JSON.parse(text)
-  } catch {
-    return undefined
-  }
-}
 
 function field(body: unknown, name: string): unknown {
   return typeof body === 'object' && body !== null && !Array.isArray(body) ? (body as Record<string, unknown>)[name] : undefined

@@ -20,6 +20,7 @@ import { agentVariables } from '../../domain/agentVariables.ts'
 import type { ErrorDetail } from '../../domain/errors.ts'
 import type { JsonObject } from '../../domain/types.ts'
 import type { Channel, InteractionProgress, OutboundAttempt, SettledInteraction, StartResult } from '../channel.ts'
+import { type ProviderAnswer, requestProvider } from '../providerHttp.ts'
 import { retryAfterMs } from '../retryAfter.ts'
 import { checkVapiConfig, readVapiConfig, type VapiConfig } from './config.ts'
 import { endOfCall, isObject, LIVE_STATUSES } from './serverMessages.ts'
@@ -53,12 +54,6 @@ const MAX_REASON_MESSAGE = 300
  * concurrency passes with time, so the attempt is worth making again.
  */
 const PASSING_REFUSAL = /concurren|limit|too many|rate/i
-
-interface VapiAnswer {
-  status: number
-  body: unknown
-  retryAfter: string | null
-}
 
 export class VapiChannel implements Channel {
   readonly provider = 'vapi'
@@ -139,25 +134,9 @@ export class VapiChannel implements Channel {
     return value === '' ? undefined : value
   }
 
-  /** One REST request; throws when no answer came (network error, timeout), since Vapi may then have acted on it. */
-  async #request(method: 'GET' | 'POST', path: string, apiKey: string, body?: object): Promise<VapiAnswer> {
-    const headers: Record<string, string> = { authorization: `Bearer ${apiKey}`, accept: 'application/json' }
-    if (body !== undefined) headers['content-type'] = 'application/json'
-    try {
-      const response = await fetch(this.#apiBaseUrl + path, {
-        method,
-        headers,
-        body: body === undefined ? undefined : JSON.stringify(body),
-        signal: AbortSignal.timeout(this.#timeoutMs),
-        // A redirect is not Vapi's; following it could carry the key elsewhere.
-        redirect: 'error',
-      })
-      const text = await response.text()
-      return { status: response.status, body: parseJson(text), retryAfter: response.headers.get('retry-after') }
-    } catch (error) {
-      const why = error instanceof Error && error.name === 'TimeoutError' ? `no answer within ${this.#timeoutMs} ms` : 'connection failed'
-      throw new Error(`Vapi ${method} ${path}: ${why}`, { cause: error })
-    }
+  /** One request to the API, with the key (see providerHttp.ts). */
+  #request(method: 'GET' | 'POST', path: string, apiKey: string, body?: object): Promise<ProviderAnswer> {
+    return requestProvider(this.#apiBaseUrl + path, { method, headers: { authorization: `Bearer ${apiKey}` }, body, timeoutMs: this.#timeoutMs, label: `Vapi ${method} ${path}` })
   }
 }
 
@@ -171,7 +150,7 @@ export class VapiChannel implements Channel {
  * other refusals (validation, an assistant or number it does not know, an
  * invalid key) meet the same request again and are refused for good.
  */
-function refusal(answer: VapiAnswer, to: string, now: number): StartResult {
+function refusal(answer: ProviderAnswer, to: string, now: number): StartResult {
   const said = messageOf(answer.body, to)
   const what = `HTTP ${answer.status}${said === undefined ? '' : `: ${said}`}`
   if (answer.status === 429 || answer.status >= 500) {
@@ -189,10 +168,3 @@ function messageOf(body: unknown, to: string): string | undefined {
   return text.replaceAll(to, '[To]').slice(0, MAX_REASON_MESSAGE)
 }
 
-function parseJson(text: string): unknown {
-  try {
-    return JSON.parse(text)
-  } catch {
-    return undefined
-  }
-}
