@@ -16,7 +16,6 @@
  * beyond. Nothing of the body is logged but the event, the ids, and the
  * names of the variables the agent did not receive.
  */
-import { Type } from '@sinclair/typebox'
 import type { FastifyInstance } from 'fastify'
 import { interactionIdOf, readRetellWebhook, type RetellChannel, verifyRetellSignature } from '../../../channels/retell/retellChannel.ts'
 import { ApiError } from '../../../domain/errors.ts'
@@ -44,7 +43,7 @@ export async function retellRoutes(app: FastifyInstance, deps: { db: Database; r
   app.post(
     '/providers/retell/webhook',
     // Called by Retell: in neither OpenAPI document.
-    { bodyLimit: MAX_BODY_BYTES, schema: { hide: true, summary: 'Retell call webhook', body: Type.Unknown() } },
+    { bodyLimit: MAX_BODY_BYTES, schema: { hide: true, summary: 'Retell call webhook' } },
     async (request, reply) => {
       const { raw, json } = signedBody(request)
       const webhook = readRetellWebhook(json)

@@ -2,7 +2,9 @@
  * What the providers' webhook routes share. A provider signs a body's exact
  * bytes, so each route's scope keeps them (no JSON parser of its own), reads
  * the JSON from those bytes itself, and checks the signature over the very
- * bytes it parsed.
+ * bytes it parsed. Their routes declare no body schema: the validator would
+ * take the Buffer for a JSON object and check it key by key, a byte a key
+ * (9 % of the API process's CPU end to end through Vapi, in a profile).
  */
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 

@@ -12,7 +12,6 @@
  * changes nothing more (a finalized interaction stays as it is), so a retry
  * Vapi's backoffPlan makes is harmless. Nothing of a body is logged.
  */
-import { Type } from '@sinclair/typebox'
 import type { FastifyInstance } from 'fastify'
 import {
   readVapiConfig,
@@ -47,7 +46,7 @@ export async function vapiRoutes(app: FastifyInstance, deps: { db: Database; vap
   app.post(
     '/providers/vapi/webhook',
     // Called by Vapi, signed with its HMAC credential: in neither OpenAPI document.
-    { bodyLimit: VAPI_MAX_BODY_BYTES, schema: { hide: true, summary: 'Vapi server messages', body: Type.Unknown() } },
+    { bodyLimit: VAPI_MAX_BODY_BYTES, schema: { hide: true, summary: 'Vapi server messages' } },
     async (request, reply) => {
       const { raw, json } = signedBody(request)
       const message = serverMessageOf(json)

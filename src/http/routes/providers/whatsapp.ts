@@ -9,7 +9,6 @@
  * notifications, so every change applies idempotently and a status never
  * moves back (read > delivered > sent).
  */
-import { Type } from '@sinclair/typebox'
 import type { FastifyInstance } from 'fastify'
 import type { Channels } from '../../../channels/index.ts'
 import {
@@ -49,7 +48,7 @@ export async function whatsappRoutes(
 
   app.post(
     '/providers/whatsapp/webhook',
-    { schema: { ...docs, summary: 'WhatsApp notifications', body: Type.Unknown() } },
+    { schema: { ...docs, summary: 'WhatsApp notifications' } },
     async (request, reply) => {
       const { raw, json } = signedBody(request)
       const notifications = notificationsFromWebhook(json)
