@@ -116,6 +116,8 @@ class Delivery implements Work, DeliveryHandOffs {
   readonly #sent: Sent[] = []
   readonly #handBacks: ClaimedDelivery[] = []
   #flushing = false
+  /** The renewal or flush writing now, which the next one waits for (#oneAtATime). */
+  #writing: Promise<unknown> = Promise.resolve()
   /** The first of the next batch has waited long enough. */
   #flushDue = false
   #flushTimer: NodeJS.Timeout | undefined
@@ -394,7 +396,8 @@ class Delivery implements Work, DeliveryHandOffs {
     let renewed: Set<number> | undefined
     const lockedUntil = now + LEASE_MS
     if (now >= this.#renewAt) {
-      renewed = await renewLeases(this.db, [...this.#held.values()].flatMap((entry) => [...entry.queue, ...entry.sending]), lockedUntil)
+      const claims = [...this.#held.values()].flatMap((entry) => [...entry.queue, ...entry.sending])
+      renewed = await this.#oneAtATime(() => renewLeases(this.db, claims, lockedUntil))
       this.#renewAt = now + RENEW_EVERY_MS
     }
     for (const entry of this.#held.values()) {
@@ -453,10 +456,10 @@ class Delivery implements Work, DeliveryHandOffs {
     let recorded: Set<number> | undefined
     try {
       // Most batches are attempts alone: one statement, without the round trips of a transaction around it.
-      recorded =
+      recorded = await this.#oneAtATime(() =>
         handBacks.length === 0 && !sent.some((result) => result.gone)
-          ? await recordAttempts(this.db, sent)
-          : await this.db.transaction(async (tx) => {
+          ? recordAttempts(this.db, sent)
+          : this.db.transaction(async (tx) => {
               const recorded = await recordAttempts(tx, sent)
               const gone = new Map(sent.filter((result) => result.gone && recorded.has(result.delivery.id)).map((result) => [result.endpointId, result.attempt.at]))
               for (const [endpointId, at] of gone) {
@@ -465,7 +468,8 @@ class Delivery implements Work, DeliveryHandOffs {
               }
               await handBack(tx, handBacks, now)
               return recorded
-            })
+            }),
+      )
       this.log.debug({ attempts: sent.length, recorded: recorded.size, handed_back: handBacks.length }, 'recorded delivery results')
       for (const { attempt, next } of sent) {
         this.metrics.deliveryAttempts.observe({ result: next.status === 'pending' ? 'retry' : next.status }, attempt.latencyMs / 1000)
@@ -482,6 +486,20 @@ class Delivery implements Work, DeliveryHandOffs {
     }
     if (this.#sent.length > 0 || this.#handBacks.length > 0) this.#scheduleFlush()
     this.#settle()
+  }
+
+  /**
+   * A renewal of the leases and a flush of results write the same rows (a
+   * delivery sent just after the renewal read what it holds), each in an
+   * order of its own: run at once, the two deadlocked now and then under load
+   * (40P01), and a flush rolled back leaves its webhooks to be sent again when
+   * their leases run out. One waits for the other instead: a renewal comes
+   * every RENEW_EVERY_MS and takes milliseconds.
+   */
+  #oneAtATime<T>(write: () => Promise<T>): Promise<T> {
+    const written = this.#writing.then(write, write)
+    this.#writing = written.catch(() => {})
+    return written
   }
 
   /** Wakes whoever drains, once every endpoint is let go and every result recorded. */
