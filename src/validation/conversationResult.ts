@@ -108,14 +108,16 @@ export function providerResult(reported: unknown): ReportedResult | undefined {
     const turns = candidate.transcript
       .slice(0, RESULT_LIMITS.transcriptTurns)
       .map((turn) => (isRecord(turn) && typeof turn.text === 'string' ? { ...turn, text: cut(turn.text, RESULT_LIMITS.turnLength) } : turn))
-    turns.length = fittingPrefix(turns.map((turn) => jsonBytes(turn)), RESULT_LIMITS.transcriptBytes)
+    if (jsonBytes(turns) > RESULT_LIMITS.transcriptBytes) turns.length = fittingPrefix(turns.map((turn) => jsonBytes(turn)), RESULT_LIMITS.transcriptBytes)
     if (turns.length > 0) candidate.transcript = turns
     else delete candidate.transcript
   }
   if (isRecord(candidate.data)) {
     const entries = Object.entries(candidate.data).slice(0, RESULT_LIMITS.dataKeys)
-    // An entry as JSON: its key, a colon and its value.
-    entries.length = fittingPrefix(entries.map(([key, value]) => jsonBytes(key) + 1 + jsonBytes(value)), RESULT_LIMITS.dataBytes)
+    if (jsonBytes(candidate.data) > RESULT_LIMITS.dataBytes) {
+      // An entry as JSON: its key, a colon and its value.
+      entries.length = fittingPrefix(entries.map(([key, value]) => jsonBytes(key) + 1 + jsonBytes(value)), RESULT_LIMITS.dataBytes)
+    }
     candidate.data = Object.fromEntries(entries)
   }
   // Each round leaves out at least one field or turn, so this ends.
