@@ -4,11 +4,16 @@
  * database, with an injected clock and the WhatsApp Cloud fake.
  */
 import assert from 'node:assert/strict'
-import { describe, test } from 'node:test'
+import { after, before, describe, test } from 'node:test'
+import type { FastifyInstance } from 'fastify'
+import { createChannels } from '../src/channels/index.ts'
 import { PACE_AHEAD_MS, type SenderSlots, takeSlot } from '../src/domain/pacing.ts'
+import { type FakeWhatsAppCloud, startFakeWhatsAppCloud } from './fakes/whatsappCloud.ts'
+import { bearer, json, OPERATOR_TOKEN, seedOrganization, startService, taskOf, type TestService } from './support/service.ts'
 
 const T0 = Date.parse('2026-06-01T10:00:00Z')
 const NEVER = { nextSlotAt: 0, heldUntil: 0 }
+const ALWAYS_OPEN = { timezone: 'contact', windows: [{ days: ['mon', 'tue', 'wed', 'thu', 'fri', 'sat', 'sun'], start: '00:00', end: '24:00' }] }
 
 describe('a sender\'s slots', () => {
   test('a start takes max(now, next slot) and moves it on by one interval; further than a little ahead, or into the next second, it waits', () => {
@@ -48,5 +53,93 @@ describe('a sender\'s slots', () => {
       // A look in one second cannot take the slots at its very end: a few a second are lost at most.
       assert.ok(total >= Math.floor(perSecond * 20 * 0.99) - 1, `${perSecond}/s: only ${total} in 20 s`)
     }
+  })
+})
+
+describe('a WhatsApp number at 80 messages a second, two workers on one database', () => {
+  const PHONE_NUMBER_ID = '106540352242922'
+  const SECRETS: Record<string, string> = {
+    WHATSAPP_ACCESS_TOKEN: 'whatsapp-access-token-for-tests',
+    WHATSAPP_APP_SECRET: 'whatsapp-app-secret-for-tests',
+  }
+  const TASKS = 1000
+  // On a second of its own: the windows counted are the clock's seconds.
+  let now = Date.parse('2026-06-01T08:00:00Z')
+  let service: TestService
+  let whatsapp: FakeWhatsAppCloud
+  let org: Awaited<ReturnType<typeof seedOrganization>>
+  let peer: FastifyInstance
+
+  before(async () => {
+    whatsapp = await startFakeWhatsAppCloud({
+      accessToken: SECRETS.WHATSAPP_ACCESS_TOKEN!,
+      appSecret: SECRETS.WHATSAPP_APP_SECRET!,
+      phoneNumberIds: [PHONE_NUMBER_ID],
+      templates: { reminder: { languages: ['en'], bodyParameters: 0 } },
+      throughput: { perSecond: 80, now: () => now },
+    })
+    const channels = createChannels({ publicBaseUrl: 'http://service.test', twilioApiBaseUrl: 'http://127.0.0.1:9', whatsappApiBaseUrl: whatsapp.url }, (name) => SECRETS[name])
+    service = await startService({ now: () => now, channels })
+    peer = await service.peer()
+    org = await seedOrganization(service.app)
+  })
+  after(async () => {
+    await service.close()
+    await whatsapp.close()
+  })
+
+  test('1,000 tasks due at once start at no more than 80 in any second, none refused, no attempt spent waiting; a task held says so', async () => {
+    const created = await service.app.inject({
+      method: 'POST',
+      url: `/admin/v1/organizations/${org.orgId}/campaigns`,
+      headers: bearer(OPERATOR_TOKEN),
+      payload: { routing_key: 'reminders', channel: 'whatsapp', schedule: ALWAYS_OPEN, provider: 'whatsapp_cloud', provider_config: { phone_number_id: PHONE_NUMBER_ID, template: { name: 'reminder' } } },
+    })
+    assert.equal(created.statusCode, 201, created.body)
+    assert.deepEqual(json(created).data.pacing, {}, "the provider's pace")
+    const triggers = Array.from({ length: TASKS }, (_, n) => ({
+      campaign: 'reminders',
+      ids: [{ source: 'clinic', type: 'appointment', value: `a-${n}` }],
+      // Ofcom's drama range: +44 20 7946 0000 to 0999.
+      contact: { phone: `+44 20 7946 ${String(n).padStart(4, '0')}` },
+    }))
+    const accepted = await service.app.inject({ method: 'POST', url: '/api/v2/triggers/batch', headers: bearer(org.key), payload: { triggers } })
+    assert.equal(accepted.statusCode, 200, accepted.body.slice(0, 500))
+    const taskIds: string[] = json(accepted).data.map((result: { data: { task_id: string } }) => result.data.task_id)
+    assert.equal(taskIds.length, TASKS)
+    const t0 = now
+
+    const round = () => Promise.all([service.app.workers!.dispatcher.runOnce(), peer.workers!.dispatcher.runOnce()])
+    await round()
+    const held = (await Promise.all(taskIds.map((id) => taskOf(service.app, org.key, id)))).filter((task) => task.status === 'pending')
+    assert.ok(held.length >= TASKS - 80, `${held.length} held`)
+    for (const task of held) {
+      assert.equal(task.attempts, 0)
+      assert.deepEqual(task.waiting, { for: 'sender', until: task.next_attempt_at })
+      assert.ok(Date.parse(task.next_attempt_at) > now)
+    }
+    // The dispatchers look every 25 ms of the clock until every message is sent.
+    while (whatsapp.sent.length < TASKS && now < t0 + 60_000) {
+      now += 25
+      await round()
+    }
+
+    assert.equal(whatsapp.sent.length, TASKS, 'every message sent')
+    assert.equal(whatsapp.requests.length, TASKS, 'none refused by Meta for its throughput')
+    const perSecond = await service.db.query<{ second: number; starts: number }>(
+      `SELECT floor(extract(epoch FROM started_at))::int AS second, count(*)::int AS starts FROM interactions GROUP BY 1 ORDER BY 1`,
+    )
+    assert.ok(Math.max(...perSecond.map((row) => row.starts)) <= 80, JSON.stringify(perSecond))
+    // At the pace, not slower: 1,000 at 80 a second take 13 seconds of the clock.
+    assert.ok(perSecond.length <= 14, `${perSecond.length} seconds`)
+    const workers = await service.db.query<{ workers: number }>('SELECT count(DISTINCT started_by)::int AS workers FROM interactions')
+    assert.equal(workers[0]!.workers, 2, 'both workers started messages')
+    const spent = await service.db.query<{ attempts: number; held: number }>(
+      `SELECT max(attempts)::int AS attempts, count(held_by)::int AS held FROM tasks WHERE id = ANY($1::text[])`,
+      [taskIds],
+    )
+    assert.deepEqual(spent[0], { attempts: 1, held: 0 }, 'one attempt each; none still marked held')
+    const story = await taskOf(service.app, org.key, held[0]!.id)
+    assert.equal(story.waiting, undefined, 'a task started no longer waits')
   })
 })

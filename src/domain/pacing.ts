@@ -55,8 +55,7 @@ export type SlotDecision =
  */
 export function takeSlot(slots: SenderSlots, perSecond: number, now: number): SlotDecision {
   const intervalMs = 1000 / perSecond
-  // + 1: the store keeps slots rounded up to the millisecond.
-  const next = slots.nextSlotAt > now + PACE_AHEAD_MS + intervalMs + 1 ? now : slots.nextSlotAt
+  const next = slots.nextSlotAt > now + PACE_AHEAD_MS + intervalMs ? now : slots.nextSlotAt
   const slot = Math.max(now, next)
   if (slot <= now + PACE_AHEAD_MS && slot < secondEnd(now)) return { start: true, slots: { nextSlotAt: slot + intervalMs, heldUntil: slots.heldUntil } }
   const until = Math.max(slot, slots.heldUntil + intervalMs)

@@ -14,24 +14,24 @@ import type { Queryable } from './database.ts'
 export async function lockSenderPaces(tx: Queryable, senders: readonly string[]): Promise<Map<string, SenderSlots>> {
   if (senders.length === 0) return new Map()
   // ON CONFLICT DO UPDATE locks an existing row and returns it: one statement for new and known senders alike.
-  const rows = await tx.query<{ sender: string; next_slot_at: Date; held_until_at: Date }>(
-    `INSERT INTO sender_paces (sender, next_slot_at, held_until_at)
-     SELECT s, 'epoch'::timestamptz, 'epoch'::timestamptz FROM unnest($1::text[]) AS s ORDER BY s
+  const rows = await tx.query<{ sender: string; next_slot_ms: number; held_until_ms: number }>(
+    `INSERT INTO sender_paces (sender, next_slot_ms, held_until_ms)
+     SELECT s, 0, 0 FROM unnest($1::text[]) AS s ORDER BY s
      ON CONFLICT (sender) DO UPDATE SET sender = excluded.sender
-     RETURNING sender, next_slot_at, held_until_at`,
+     RETURNING sender, next_slot_ms, held_until_ms`,
     [[...senders].sort()],
   )
-  return new Map(rows.map((row) => [row.sender, { nextSlotAt: row.next_slot_at.getTime(), heldUntil: row.held_until_at.getTime() }]))
+  return new Map(rows.map((row) => [row.sender, { nextSlotAt: Number(row.next_slot_ms), heldUntil: Number(row.held_until_ms) }]))
 }
 
-/** Records the senders' slots (of rows this transaction locked), rounded up to the millisecond the columns keep: never earlier. */
+/** Records the senders' slots, of rows this transaction locked. */
 export async function saveSenderPaces(tx: Queryable, slots: ReadonlyMap<string, SenderSlots>): Promise<void> {
   if (slots.size === 0) return
   const values = [...slots.values()]
   await tx.query(
-    `UPDATE sender_paces p SET next_slot_at = v.next_slot_at, held_until_at = v.held_until_at
-     FROM unnest($1::text[], $2::timestamptz[], $3::timestamptz[]) AS v(sender, next_slot_at, held_until_at)
+    `UPDATE sender_paces p SET next_slot_ms = v.next_slot_ms, held_until_ms = v.held_until_ms
+     FROM unnest($1::text[], $2::float8[], $3::float8[]) AS v(sender, next_slot_ms, held_until_ms)
      WHERE p.sender = v.sender`,
-    [[...slots.keys()], values.map((at) => new Date(Math.ceil(at.nextSlotAt))), values.map((at) => new Date(Math.ceil(at.heldUntil)))],
+    [[...slots.keys()], values.map((at) => at.nextSlotAt), values.map((at) => at.heldUntil)],
   )
 }

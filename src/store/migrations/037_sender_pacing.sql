@@ -2,11 +2,12 @@
 -- when the last of its tasks told to wait comes back, shared by every worker
 -- process on the database: a batch that starts a paced sender's attempts
 -- locks its row and moves them on. A row per sender a campaign ever started
--- from (a WhatsApp number, a Twilio account): a few.
+-- from (a WhatsApp number, a Twilio account): a few. Epoch milliseconds
+-- with their fractions, since a fast pace's slots are microseconds apart.
 CREATE TABLE IF NOT EXISTS sender_paces (
   sender        text PRIMARY KEY,
-  next_slot_at  timestamptz NOT NULL,
-  held_until_at timestamptz NOT NULL
+  next_slot_ms  double precision NOT NULL,
+  held_until_ms double precision NOT NULL
 );
 
 -- A campaign's own pace for its sender, over its provider's documented rate:
