@@ -25,8 +25,6 @@ export const PACE_AHEAD_MS = 250
 
 /** The most a campaign's pace may be set to: beyond, a pace is no pace. */
 export const MAX_PER_SECOND = 1_000_000
-/** The least: one start every 100 seconds. */
-export const MIN_PER_SECOND = 0.01
 
 /** A sender's slots (epoch ms). */
 export interface SenderSlots {

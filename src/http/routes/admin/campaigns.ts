@@ -1,7 +1,7 @@
 /** Campaigns on the admin API: create, change (PATCH), list, pause and resume. */
 import { type TString, Type } from '@sinclair/typebox'
 import type { FastifyInstance } from 'fastify'
-import { MAX_PER_SECOND, MIN_PER_SECOND } from '../../../domain/pacing.ts'
+import { MAX_PER_SECOND } from '../../../domain/pacing.ts'
 import { MAX_RESULT_WAIT_S, PROVIDERS, RETRY_OUTCOMES, type Schedule, WEEKDAYS } from '../../../domain/campaignSettings.ts'
 import { refuse } from '../../../domain/errors.ts'
 import { SCHEDULE_FIELD_RULES, scheduleRelationProblems, windowProblems } from '../../../domain/schedule.ts'
@@ -123,11 +123,11 @@ const ResultsSchema = Type.Object(
 const PacingSchema = Type.Object(
   {
     per_second: Type.Optional(
-      Type.Number({
-        minimum: MIN_PER_SECOND,
+      Type.Integer({
+        minimum: 1,
         maximum: MAX_PER_SECOND,
         description:
-          "Most attempts started a second from the campaign's sender (its WhatsApp number, its Twilio account), across every worker; fractions for less than one a second. Default: the provider's documented rate (WhatsApp Cloud 80 messages a second per number, Twilio 1 call a second per account), none for the simulator and the agent platforms.",
+          "Most attempts started a second from the campaign's sender (its WhatsApp number, its Twilio account), across every worker. Default: the provider's documented rate (WhatsApp Cloud 80 messages a second per number, Twilio 1 call a second per account), none for the simulator and the agent platforms.",
       }),
     ),
   },
@@ -183,7 +183,7 @@ const CampaignSchema = component('Campaign', Type.Object({
   provider_config: Type.Record(Type.String(), Type.Unknown()),
   max_concurrent: Type.Union([Type.Integer(), Type.Null()]),
   results: Type.Object({ wait_s: Type.Integer() }),
-  pacing: Type.Object({ per_second: Type.Optional(Type.Number()) }, { description: 'As set; `{}`: the provider\'s documented rate.' }),
+  pacing: Type.Object({ per_second: Type.Optional(Type.Integer()) }, { description: 'As set; `{}`: the provider\'s documented rate.' }),
   paused_at: Type.Union([Timestamp, Type.Null()], { description: 'When the campaign was paused: no attempt starts until it is resumed. Null while it runs.' }),
   created_at: Timestamp,
   updated_at: Timestamp,
