@@ -162,7 +162,7 @@ describe("a campaign's pacing", () => {
       [{ per_second: 0 }, 'pacing.per_second'],
       [{ per_second: 2.5 }, 'pacing.per_second'],
       [{ per_second: 1_000_001 }, 'pacing.per_second'],
-      [{ per_second: '80' }, 'pacing.per_second'],
+      [{ per_second: 'fast' }, 'pacing.per_second'],
       [{ per_minute: 80 }, 'pacing.per_minute'],
     ] as const) {
       const refused = await send('POST', '', { routing_key: 'paced', channel: 'voice', pacing })
