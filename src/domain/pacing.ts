@@ -7,7 +7,7 @@
  * (PACE_AHEAD_MS), so that one batch can start several at once, but never
  * into the next second of the clock: whichever second one counts, a sender
  * starts at most perSecond in it, as providers meter. A task whose slot is
- * further away waits until it.
+ * further away waits: until that slot, or after the last one told to wait.
  *
  * The next slot lives in the database (store/senderPaces.ts), locked for the
  * batch, so that every worker process on one database keeps one pace.
