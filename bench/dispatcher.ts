@@ -6,6 +6,9 @@
  * (the trigger path is measured on its own), all due and in an always-open
  * window, on a simulator campaign whose calls last an hour, so that the
  * worker only claims, checks the schedule, records attempts and starts them.
+ * With `perSecond`, the campaign sets its sender's pace (src/domain/pacing.ts)
+ * that high, so that nothing waits for it and what is measured is what pacing
+ * costs each batch: its sender's row locked and its slots saved.
  */
 import { type ChildProcess } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
@@ -38,6 +41,8 @@ export async function benchDispatcher(options: {
   cpu: number
   logFile: string
   timeoutMs: number
+  /** The campaign's pace; unpaced (the simulator's default) without it. */
+  perSecond?: number
 }): Promise<DispatcherResult> {
   const db = await openDatabase({ databaseUrl: options.databaseUrl, dataDir: 'memory://' })
   let worker: ChildProcess | undefined
@@ -52,6 +57,7 @@ export async function benchDispatcher(options: {
       channel: 'voice',
       schedule: ALWAYS_OPEN,
       provider_config: { outcomes: ['completed'], duration_ms: 3_600_000 },
+      ...(options.perSecond === undefined ? {} : { pacing: { per_second: options.perSecond } }),
     })
     for (let written = 0; written < options.tasks; written += INSERT_BATCH) {
       const now = Date.now()

@@ -108,6 +108,8 @@ import { failureOf, runWrk } from './wrk.ts'
 const WARM_UP_SECONDS = 5
 const BODY_COUNT = 3000
 const DISPATCHER_TASKS = 10_000
+/** A pace no worker reaches: what pacing costs when it holds nothing back. */
+const DISPATCHER_PACE = 100_000
 const DELIVERIES = 5_000
 /** Deliveries sent first, in the same stream, to warm the worker up: the rate is the measured ones'. */
 const DELIVERIES_WARM_UP = 5_000
@@ -260,19 +262,27 @@ async function benchBatchSection(load: Load, workDir: string): Promise<Section> 
 }
 
 async function benchDispatcherSection(workDir: string): Promise<Section> {
-  log(`dispatcher: ${DISPATCHER_TASKS} due tasks`)
-  const dispatcher = await withPostgresDatabase((databaseUrl) =>
-    benchDispatcher({
-      databaseUrl,
-      tasks: DISPATCHER_TASKS,
-      root: ROOT,
-      cpu: SERVER_CPU,
-      logFile: path.join(workDir, 'dispatcher.log'),
-      timeoutMs: 300_000,
-    }),
-  )
-  process.stdout.write(`\ndispatcher: ${DISPATCHER_TASKS} tasks started in ${dispatcher.seconds.toFixed(2)} s, ${Math.round(dispatcher.tasksPerSecond)} per second\n`)
-  return dispatcherSection({ tasks: DISPATCHER_TASKS }, dispatcher)
+  const run = async (perSecond: number | undefined) => {
+    const variant = perSecond === undefined ? 'pacing off' : `paced at ${perSecond}/s`
+    log(`dispatcher: ${DISPATCHER_TASKS} due tasks, ${variant}`)
+    const result = await withPostgresDatabase((databaseUrl) =>
+      benchDispatcher({
+        databaseUrl,
+        tasks: DISPATCHER_TASKS,
+        root: ROOT,
+        cpu: SERVER_CPU,
+        logFile: path.join(workDir, `dispatcher${perSecond === undefined ? '' : '-paced'}.log`),
+        timeoutMs: 300_000,
+        perSecond,
+      }),
+    )
+    process.stdout.write(`\ndispatcher, ${variant}: ${DISPATCHER_TASKS} tasks started in ${result.seconds.toFixed(2)} s, ${Math.round(result.tasksPerSecond)} per second\n`)
+    return result
+  }
+  // Side by side in one run, so that both meet the same machine.
+  const unpaced = await run(undefined)
+  const paced = await run(DISPATCHER_PACE)
+  return dispatcherSection({ tasks: DISPATCHER_TASKS, pace: DISPATCHER_PACE }, unpaced, paced)
 }
 
 async function benchDelivererSection(workDir: string): Promise<Section> {

@@ -53,6 +53,8 @@ async function organization() {
       schedule: ALWAYS_OPEN,
       provider: 'twilio',
       provider_config: { account_sid: ACCOUNT_SID, from: '+14155550100', answer_url: 'https://agent.example.com/twiml' },
+      // The clock stands still here: at its provider's pace, a second start in one instant could wait for its sender (test/pacing.test.ts).
+      pacing: { per_second: 1_000_000 },
     },
   })
   assert.equal(campaign.statusCode, 201, campaign.body)

@@ -47,6 +47,8 @@ before(async () => {
       schedule: ALWAYS_OPEN,
       provider: 'whatsapp_cloud',
       provider_config: { phone_number_id: PHONE_NUMBER_ID, template: { name: 'reminder' } },
+      // The clock stands still here: at its provider's pace, a second start in one instant could wait for its sender (test/pacing.test.ts).
+      pacing: { per_second: 1_000_000 },
     },
   ]) {
     const created = await service.app.inject({ method: 'POST', url: `/admin/v1/organizations/${orgId}/campaigns`, headers: admin, payload: campaign })

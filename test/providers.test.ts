@@ -62,7 +62,8 @@ async function campaign(channel: 'voice' | 'whatsapp', settings: Record<string, 
     method: 'POST',
     url: `/admin/v1/organizations/${org.orgId}/campaigns`,
     headers: bearer(OPERATOR_TOKEN),
-    payload: { routing_key: `providers-${++routingKeys}`, channel, schedule: ALWAYS_OPEN, ...settings },
+    // The clock stands still here: at its provider's pace, a second start in one instant could wait for its sender (test/pacing.test.ts).
+    payload: { routing_key: `providers-${++routingKeys}`, channel, schedule: ALWAYS_OPEN, pacing: { per_second: 1_000_000 }, ...settings },
   })
   assert.equal(response.statusCode, 201, response.body)
   return json(response).data.routing_key

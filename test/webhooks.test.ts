@@ -140,6 +140,8 @@ describe('delivery', () => {
         channel: 'whatsapp',
         provider: 'whatsapp_cloud',
         provider_config: { phone_number_id: PHONE_NUMBER_ID, template: { name: 'hello' } },
+        // The clock stands still here: at its provider's pace, a second start in one instant could wait for its sender (test/pacing.test.ts).
+        pacing: { per_second: 1_000_000 },
       },
     })
     assert.equal(created.statusCode, 201, created.body)

@@ -99,6 +99,8 @@ describe('worker processes on one PostgreSQL', { skip: onPostgres ? false : 'nee
         schedule: ALWAYS_OPEN,
         provider: 'twilio',
         provider_config: { account_sid: ACCOUNT_SID, from: '+14155550100', answer_url: 'https://agent.example.com/twiml' },
+        // Not the account's 1 call a second by default: 1,000 calls are placed at once here.
+        pacing: { per_second: 1_000_000 },
       },
     })
     assert.equal(response.statusCode, 201, response.body)

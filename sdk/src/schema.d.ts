@@ -1088,6 +1088,16 @@ export interface components {
             completed_at: string | null;
             /** @description True while the task waits for its paused campaign: no attempt starts until the campaign is resumed. False while an attempt runs and once the task has completed. */
             campaign_paused: boolean;
+            /** @description Present while the task waits past its due time for something other than its schedule or its retry delay: what, and until when (as next_attempt_at). Its attempts are not spent meanwhile. */
+            waiting?: {
+                /** @description `sender`: its sender's pace (the campaign's `pacing`, or its provider's documented rate) let other attempts start first. */
+                for: string;
+                /**
+                 * Format: date-time
+                 * @description UTC, ISO 8601 with Z
+                 */
+                until: string;
+            };
             interactions: components["schemas"]["Interaction"][];
         };
         Interaction: {

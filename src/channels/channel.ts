@@ -12,6 +12,7 @@
 import type { Provider } from '../domain/campaignSettings.ts'
 import type { ReportedResult } from '../domain/conversationResult.ts'
 import type { ErrorDetail } from '../domain/errors.ts'
+import type { SenderPace } from '../domain/pacing.ts'
 import type { Channel as ChannelName, ExternalId, InteractionOutcome, JsonObject, LeftOut } from '../domain/types.ts'
 
 export type { InteractionOutcome, VoiceOutcome, WhatsAppOutcome } from '../domain/types.ts'
@@ -135,6 +136,14 @@ export interface Channel {
    * then settled, never blindly repeated.
    */
   start(attempt: OutboundAttempt): Promise<StartResult>
+  /**
+   * Whom the provider meters a campaign's starts by (for a valid config) and
+   * at what rate by default, as the provider documents it; undefined when it
+   * states no rate (concurrency limits are the campaign's max_concurrent).
+   * The dispatcher starts no more than that across every worker
+   * (domain/pacing.ts); a campaign's `pacing` overrides the rate.
+   */
+  senderPace(config: JsonObject): SenderPace | undefined
   /**
    * How long after starting an attempt without a final report it is settled
    * (the reply window of a message, the longest a call may last).

@@ -70,6 +70,15 @@ export interface ResultSettings {
 }
 
 export const DEFAULT_RESULTS: ResultSettings = { wait_s: 0 }
+
+/**
+ * The campaign's own pace for its sender (domain/pacing.ts): starts per
+ * second. Absent: its provider's documented rate (Channel.senderPace), or
+ * none for a provider that states none.
+ */
+export interface PacingSettings {
+  per_second?: number
+}
 export const MAX_RESULT_WAIT_S = 600
 
 export const PROVIDERS = ['simulator', 'twilio', 'whatsapp_cloud', 'vapi', 'retell', 'elevenlabs'] as const

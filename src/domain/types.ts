@@ -37,7 +37,7 @@
  * names of the API.
  */
 
-import type { AttemptPolicy, Provider, ResultSettings, Schedule } from './campaignSettings.ts'
+import type { AttemptPolicy, PacingSettings, Provider, ResultSettings, Schedule } from './campaignSettings.ts'
 import type { ConversationResult } from './conversationResult.ts'
 
 export const CHANNELS = ['voice', 'whatsapp'] as const
@@ -110,6 +110,8 @@ export interface Campaign {
   maxConcurrent: number | null
   /** How long an interaction's report waits for its conversation's result. */
   results: ResultSettings
+  /** Its own pace for its sender, over its provider's. */
+  pacing: PacingSettings
   /** When it was paused: no attempt starts while it is. Null while it runs. */
   pausedAt: string | null
   createdAt: string
@@ -257,6 +259,8 @@ export interface Task {
   completedAt: string | null
   /** It waits for its paused campaign: no attempt of it starts until the campaign is resumed. */
   campaignPaused: boolean
+  /** While pending: what holds it past its due time (`sender`: its sender's pace) until `nextAttemptAt`; null when nothing does. */
+  heldBy: string | null
   interactions: Interaction[]
 }
 

@@ -8,6 +8,7 @@ import {
   DEFAULT_ATTEMPTS,
   DEFAULT_RESULTS,
   DEFAULT_SCHEDULE,
+  type PacingSettings,
   type Provider,
   type RetryOutcome,
   type Schedule,
@@ -187,6 +188,7 @@ export interface CampaignSettingsInput {
   provider_config?: JsonObject
   max_concurrent?: number
   results?: { wait_s?: number }
+  pacing?: PacingSettings
 }
 
 export interface CreateCampaignInput extends CampaignSettingsInput {
@@ -215,6 +217,7 @@ export async function createCampaign(ops: Operations, actor: Actor, orgId: strin
     providerConfig: input.provider_config ?? {},
     maxConcurrent: input.max_concurrent ?? null,
     results: { ...DEFAULT_RESULTS, ...input.results },
+    pacing: input.pacing ?? {},
     pausedAt: null,
     createdAt: now,
     updatedAt: now,
@@ -244,6 +247,7 @@ export async function updateCampaign(ops: Operations, actor: Actor, orgId: strin
     providerConfig: changes.provider_config ?? (providerChanged ? {} : current.providerConfig),
     maxConcurrent: changes.clearMaxConcurrent ? null : (changes.max_concurrent ?? current.maxConcurrent),
     results: changes.results === undefined ? current.results : { ...DEFAULT_RESULTS, ...changes.results },
+    pacing: changes.pacing ?? current.pacing,
     updatedAt: isoNow(ops),
   }
   await checkSettings(ops, campaign)

@@ -2,7 +2,7 @@
  * Dispatch, the worker side of a task's life: due tasks are taken in
  * batches, in a transaction that locks them, decides each in memory (its
  * window in every zone its contact may be in, its expiry, the suppression
- * list, its campaign's max_concurrent) and records every attempt of the
+ * list, its campaign's max_concurrent, its sender's pace) and records every attempt of the
  * batch in one statement before it commits; only then are the providers
  * asked, concurrently. What they answer is recorded in batches too.
  * Interactions that have had no final word by their settle time are settled
@@ -35,6 +35,7 @@ import {
   type AttemptToBegin,
   beginAttempts,
   type DueTask,
+  holdTasks,
   lockCampaignsCountingRunning,
   lockDueTasks,
   lockExpiredTasksOfPausedCampaigns,
@@ -42,6 +43,7 @@ import {
   withdrawAttempts,
 } from '../store/tasks.ts'
 import { batchesOf, GroupCommitter } from './groupCommitter.ts'
+import { SenderPacer } from './senderPacer.ts'
 import { completeAllAs, completeAndReport, type Settlement } from './settlement.ts'
 import type { Wake } from './wake.ts'
 import { tracing } from '../tracing.ts'
@@ -149,31 +151,40 @@ export class Dispatch {
       if (due.length === 0) return { taken: 0, begun: [], now: 0, completed: [], due }
       const limited = [...new Set(due.filter((task) => task.campaign.maxConcurrent !== null).map((task) => task.campaign.id))]
       const running = await lockCampaignsCountingRunning(tx, limited)
+      const pacer = await SenderPacer.lock(tx, this.#channels, due)
       // Decided at the moment the attempts are recorded: a wait for the
       // campaigns' locks must not carry a call past the end of a window.
       const now = this.#now()
       const completions: { task: DueTask; outcome: TaskOutcome }[] = []
       const postponements: { taskId: string; dueAt: number }[] = []
       const attempts: (AttemptToBegin & { task: DueTask })[] = []
+      const heldBySender: { taskId: string; dueAt: number }[] = []
       for (const task of due) {
         const step = stepWhenDue({ schedule: task.campaign.schedule, timezones: task.timezones, expiresAt: task.expiresAt, suppressed: task.suppressed }, now)
+        let heldUntil: number | undefined
         if (step.kind === 'complete') completions.push({ task, outcome: step.outcome })
         else if (step.kind === 'wait') postponements.push({ taskId: task.id, dueAt: step.until })
+        else if ((heldUntil = pacer?.heldUntil(task, now)) !== undefined) heldBySender.push({ taskId: task.id, dueAt: heldUntil })
         else if (!takePlace(running, task)) {
           full.add(task.campaign.id)
           postponements.push({ taskId: task.id, dueAt: now + CAPACITY_RETRY_MS })
-        } else attempts.push({ taskId: task.id, interactionId: newId('interaction', now), task })
+        } else {
+          pacer?.take(task, now)
+          attempts.push({ taskId: task.id, interactionId: newId('interaction', now), task })
+        }
       }
       const begunAttempts = await beginAttempts(tx, this.#phoneHashKey, worker, attempts, now, now + START_SETTLE_MS)
       // Not begun: the number was suppressed since the tasks were read. Closed as opted out.
       for (const { task } of attempts) if (!begunAttempts.has(task.id)) completions.push({ task, outcome: 'opted_out' })
       await postponeTasks(tx, postponements, now)
+      await holdTasks(tx, heldBySender, 'sender', now)
+      await pacer?.save(tx)
       const events: OrganizationEvent[] = []
       const completed = await completeAndReport(tx, completions, now, events)
       await insertEvents(tx, events)
       const begun = attempts.filter(({ task }) => begunAttempts.has(task.id)).map((attempt) => ({ ...attempt, attempt: begunAttempts.get(attempt.task.id)! }))
       this.#log.debug(
-        { taken: due.length, started: begun.length, postponed: postponements.length, completed: completions.length, campaigns_full: full.size },
+        { taken: due.length, started: begun.length, postponed: postponements.length, held_by_sender: heldBySender.length, completed: completions.length, campaigns_full: full.size },
         'dispatched a batch of due tasks',
       )
       return { taken: due.length, begun, now, completed, due }

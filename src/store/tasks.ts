@@ -5,7 +5,7 @@
  * decided before it commits. A dispatcher that dies before committing holds
  * nothing: its locks go with its connection, and the tasks are due as before.
  */
-import type { AttemptPolicy, Provider, Schedule } from '../domain/campaignSettings.ts'
+import type { AttemptPolicy, PacingSettings, Provider, Schedule } from '../domain/campaignSettings.ts'
 import { type Channel, type Contact, type ExternalId, type Interaction, type JsonObject, type Task, TASK_OUTCOMES, type TaskOutcome, type TaskStatus, type ZoneSource } from '../domain/types.ts'
 import type { Queryable } from './database.ts'
 import { interactionColumns, type InteractionRow, iso, isoOrNull, toInteraction } from './rows.ts'
@@ -40,6 +40,7 @@ export interface DueTask {
     provider: Provider
     providerConfig: JsonObject
     maxConcurrent: number | null
+    pacing: PacingSettings
   }
 }
 
@@ -69,6 +70,7 @@ interface DueCampaignRow {
   provider: Provider
   provider_config: JsonObject
   max_concurrent: number | null
+  pacing: PacingSettings
 }
 
 /**
@@ -114,7 +116,7 @@ export async function lockDueTasks(
   )
   if (rows.length === 0) return []
   const campaigns = await tx.query<DueCampaignRow>(
-    `SELECT id, routing_key, channel, schedule, attempts, provider, provider_config, max_concurrent FROM campaigns WHERE id = ANY($1::text[])`,
+    `SELECT id, routing_key, channel, schedule, attempts, provider, provider_config, max_concurrent, pacing FROM campaigns WHERE id = ANY($1::text[])`,
     [[...new Set(rows.map((row) => row.campaign_id))]],
   )
   const byId = new Map(
@@ -129,6 +131,7 @@ export async function lockDueTasks(
         provider: row.provider,
         providerConfig: row.provider_config,
         maxConcurrent: row.max_concurrent,
+        pacing: row.pacing,
       },
     ]),
   )
@@ -150,14 +153,28 @@ export async function lockDueTasks(
   }))
 }
 
-/** Moves pending tasks the caller holds to their `dueAt`. */
+/** Moves pending tasks the caller holds to their `dueAt`, for their schedule or their campaign's capacity: no longer held by anything. */
 export async function postponeTasks(tx: Queryable, postponements: readonly { taskId: string; dueAt: number }[], now: number): Promise<void> {
   if (postponements.length === 0) return
   await tx.query(
-    `UPDATE tasks t SET due_at = v.due_at, updated_at = $3
+    `UPDATE tasks t SET due_at = v.due_at, held_by = NULL, updated_at = $3
      FROM unnest($1::text[], $2::timestamptz[]) AS v(id, due_at)
      WHERE t.id = v.id AND t.status || '' = 'pending'`,
     [postponements.map((p) => p.taskId), postponements.map((p) => new Date(p.dueAt)), new Date(now)],
+  )
+}
+
+/**
+ * Moves pending tasks the caller holds to their `dueAt`, held by `heldBy`
+ * ('sender': their sender's pace), which their story tells until they start.
+ */
+export async function holdTasks(tx: Queryable, holds: readonly { taskId: string; dueAt: number }[], heldBy: string, now: number): Promise<void> {
+  if (holds.length === 0) return
+  await tx.query(
+    `UPDATE tasks t SET due_at = v.due_at, held_by = $3, updated_at = $4
+     FROM unnest($1::text[], $2::timestamptz[]) AS v(id, due_at)
+     WHERE t.id = v.id AND t.status || '' = 'pending'`,
+    [holds.map((p) => p.taskId), holds.map((p) => new Date(p.dueAt)), heldBy, new Date(now)],
   )
 }
 
@@ -205,7 +222,7 @@ export async function beginAttempts(
   if (attempts.length === 0) return new Map()
   const rows = await tx.query<{ task_id: string; attempt: number }>(
     `WITH begun AS (
-       UPDATE tasks t SET status = 'in_progress', attempts = t.attempts + 1, interaction_ids = t.interaction_ids || v.interaction_id, updated_at = $4
+       UPDATE tasks t SET status = 'in_progress', attempts = t.attempts + 1, interaction_ids = t.interaction_ids || v.interaction_id, held_by = NULL, updated_at = $4
        FROM unnest($1::text[], $2::text[]) AS v(task_id, interaction_id)
        WHERE t.id = v.task_id AND t.status || '' = 'pending'
          AND NOT EXISTS (${SUPPRESSION_OF_TASK('$6')})
@@ -395,13 +412,15 @@ interface TaskRow {
   completed_at: Date | null
   interaction_ids: string[]
   campaign_paused: boolean
+  held_by: string | null
 }
 
 /** A TaskRow's columns, from tasks `t`, its trigger `tr` and its campaign `c`. */
 const TASK_COLUMNS = `
   SELECT t.id, t.org_id, t.trigger_id, t.campaign_id, c.routing_key, c.channel, t.status, t.outcome, t.attempts,
          t.due_at, t.contact, t.timezones, t.timezone_source, t.test_mode, tr.ids, t.created_at, t.expires_at, t.completed_at,
-         t.interaction_ids, t.status = 'pending' AND c.paused_at IS NOT NULL AS campaign_paused`
+         t.interaction_ids, t.status = 'pending' AND c.paused_at IS NOT NULL AS campaign_paused,
+         CASE WHEN t.status = 'pending' THEN t.held_by END AS held_by`
 
 const TASK_SELECT = `${TASK_COLUMNS}
   FROM tasks t
@@ -440,6 +459,7 @@ async function withInteractions(db: Queryable, rows: TaskRow[], { results }: { r
     expiresAt: iso(row.expires_at),
     completedAt: isoOrNull(row.completed_at),
     campaignPaused: row.campaign_paused,
+    heldBy: row.held_by,
     interactions: byTask.get(row.id) ?? [],
   }))
 }

@@ -28,6 +28,12 @@ export interface FakeWhatsAppCloudOptions {
   appSecret: string
   phoneNumberIds: string[]
   templates: Record<string, FakeTemplate>
+  /**
+   * Meta's throughput per business number: past `perSecond` sends in one
+   * second of `now`, a send is refused with 130429, as Cloud API does. None
+   * unless given.
+   */
+  throughput?: { perSecond: number; now: () => number }
 }
 
 export interface RecordedRequest {
@@ -135,6 +141,7 @@ export async function startFakeWhatsAppCloud(options: FakeWhatsAppCloudOptions):
   const requests: RecordedRequest[] = []
   const sent: SentMessage[] = []
   const behaviours: Behaviour[] = []
+  const sendsPerSecond = new Map<string, number>()
   const timers = new Set<NodeJS.Timeout>()
   let webhookUrl: string | undefined
 
@@ -176,6 +183,12 @@ export async function startFakeWhatsAppCloud(options: FakeWhatsAppCloudOptions):
       })
     }
     if (!options.phoneNumberIds.includes(phoneNumberId)) return unsupportedRequest('POST', phoneNumberId)
+    if (options.throughput !== undefined) {
+      const key = `${phoneNumberId}@${Math.floor(options.throughput.now() / 1000)}`
+      const count = (sendsPerSecond.get(key) ?? 0) + 1
+      sendsPerSecond.set(key, count)
+      if (count > options.throughput.perSecond) return graphError(400, 130429, '(#130429) Rate limit hit', { details: 'Cloud API message throughput has been reached.' })
+    }
     const message = isObject(body) ? body : {}
     if (message.messaging_product === undefined) return required('messaging_product')
     if (message.messaging_product !== 'whatsapp') {

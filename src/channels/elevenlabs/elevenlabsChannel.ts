@@ -139,6 +139,11 @@ export class ElevenLabsChannel implements Channel {
     return { kind: 'refused', permanent: true, reason: `ElevenLabs refused the call (HTTP ${answer.status})${said(answer.body, attempt.to)}` }
   }
 
+  /** ElevenLabs documents a limit of conversations at once per plan, not a rate: its campaign's max_concurrent is the pace. */
+  senderPace(): undefined {
+    return undefined
+  }
+
   settleAfterMs(config: JsonObject): number {
     return readElevenLabsConfig(config).ringTimeoutS * 1000 + MAX_CALL_MS + SETTLE_MARGIN_MS
   }

@@ -108,6 +108,11 @@ export class RetellChannel implements Channel {
   }
 
   /** Long enough for any call to be over and analysed: its longest ring and duration, and the analysis' and webhooks' time. */
+  /** Retell documents a limit of calls at once, not a rate: its campaign's max_concurrent is the pace. */
+  senderPace(): undefined {
+    return undefined
+  }
+
   settleAfterMs(): number {
     return MAX_CALL_MS + SETTLE_MARGIN_MS
   }

@@ -67,6 +67,11 @@ export class SimulatorChannel implements Channel {
     return { kind: 'started', providerRef: `sim_${attempt.interactionId}` }
   }
 
+  /** Reaches nobody: unpaced, unless its campaign sets a pace (then the campaign's own). */
+  senderPace(): undefined {
+    return undefined
+  }
+
   settleAfterMs(config: JsonObject): number {
     return this.#config(config).durationMs
   }

@@ -8,6 +8,7 @@
  */
 import type { Channel, InteractionOutcome, InteractionProgress, OutboundAttempt, SettledInteraction, StartResult } from '../channel.ts'
 import type { ErrorDetail } from '../../domain/errors.ts'
+import type { SenderPace } from '../../domain/pacing.ts'
 import type { JsonObject, LeftOut } from '../../domain/types.ts'
 import { retryAfterMs } from '../retryAfter.ts'
 import { checkTwilioConfig, readTwilioConfig } from './config.ts'
@@ -43,6 +44,8 @@ const MAX_CALL_S = 4 * 60 * 60
  */
 const SETTLE_MARGIN_MS = 15 * 60 * 1000
 const CALL_SID = /^CA[0-9a-fA-F]{32}$/
+/** An account's calls per second unless its owner raised it (a campaign's `pacing` then says so). */
+const TWILIO_DEFAULT_CPS = 1
 /** Twilio's messages are short; anything longer is not one of them and stays out of the reason. */
 const MAX_REASON_MESSAGE = 300
 
@@ -133,6 +136,15 @@ export class TwilioChannel implements Channel {
    * timeout, then lasts at most the TimeLimit sent with it; Twilio does not
    * retry status callbacks, so this is when a lost final one is given up on.
    */
+  /**
+   * Twilio places an account's API calls at its calls per second (CPS), 1 by
+   * default (twilio.com/docs/glossary/cps), queueing what comes faster: a
+   * call queued there rings later than its window and its settle time allow.
+   */
+  senderPace(config: JsonObject): SenderPace {
+    return { sender: `twilio:${readTwilioConfig(config).accountSid}`, perSecond: TWILIO_DEFAULT_CPS }
+  }
+
   settleAfterMs(config: JsonObject): number {
     return (readTwilioConfig(config).ringTimeoutS + MAX_CALL_S) * 1000 + SETTLE_MARGIN_MS
   }

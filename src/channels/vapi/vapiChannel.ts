@@ -106,6 +106,11 @@ export class VapiChannel implements Channel {
   }
 
   /** Long enough for any call to be over: the longest it may last, sent with it, and the margin. */
+  /** Vapi documents a limit of calls at once per organization, not a rate: its campaign's max_concurrent is the pace. */
+  senderPace(): undefined {
+    return undefined
+  }
+
   settleAfterMs(config: JsonObject): number {
     return readVapiConfig(config).maxDurationS * 1000 + SETTLE_MARGIN_MS
   }

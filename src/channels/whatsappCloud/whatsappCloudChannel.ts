@@ -7,6 +7,7 @@
  * interaction without a final report is settled from the last status it had.
  */
 import type { ErrorDetail } from '../../domain/errors.ts'
+import type { SenderPace } from '../../domain/pacing.ts'
 import type { JsonObject } from '../../domain/types.ts'
 import type { Channel, InteractionOutcome, InteractionProgress, OutboundAttempt, SettledInteraction, StartResult } from '../channel.ts'
 import { checkWhatsAppCloudConfig, isObject, readWhatsAppCloudConfig } from './config.ts'
@@ -112,6 +113,14 @@ export class WhatsAppCloudChannel implements Channel {
     return refused(false, `WhatsApp Cloud API POST ${path} answered HTTP ${status} without a Graph API error`)
   }
 
+  /**
+   * Cloud API's throughput is 80 messages a second per business phone number
+   * by default (Meta's "Throughput" page), past which it refuses with 130429.
+   */
+  senderPace(config: JsonObject): SenderPace {
+    return { sender: `whatsapp_cloud:${readWhatsAppCloudConfig(config).phoneNumberId}`, perSecond: WHATSAPP_DEFAULT_MPS }
+  }
+
   settleAfterMs(config: JsonObject): number {
     return readWhatsAppCloudConfig(config).replyWindowS * 1000
   }
@@ -157,6 +166,9 @@ function parameterText(value: unknown): string | undefined {
  * The languages Meta approves templates in by region; every other language
  * is approved under its bare code (`de`, `fr`, `ja`).
  */
+/** A number's default throughput; an upgraded one (1,000) or a Business app one (20): the campaign's `pacing` says so. */
+const WHATSAPP_DEFAULT_MPS = 80
+
 const REGIONAL_TEMPLATE_LANGUAGES = new Set(['en_GB', 'en_US', 'es_AR', 'es_ES', 'es_MX', 'pt_BR', 'pt_PT', 'zh_CN', 'zh_HK', 'zh_TW'])
 
 /** Meta's template language code for a contact's BCP 47 tag (`en-US` → `en_US`, `de-AT` → `de`), `en` without one. */

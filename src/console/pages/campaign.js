@@ -8,6 +8,11 @@ import { Failure, html, Instant, useAction, useLoad, useState } from '../ui.js'
 const WEEKDAYS = ['mon', 'tue', 'wed', 'thu', 'fri', 'sat', 'sun']
 const RETRY_OUTCOMES = ['no_answer', 'busy', 'voicemail', 'failed']
 const PROVIDERS = ['simulator', 'twilio', 'whatsapp_cloud', 'vapi', 'retell', 'elevenlabs']
+/** Each provider's pace for its sender when the campaign sets none (Channel.senderPace). */
+const PROVIDER_PACES = {
+  twilio: "Twilio's: 1 call a second per account",
+  whatsapp_cloud: "Meta's: 80 a second per number",
+}
 const DEFAULT_WINDOW = { days: ['mon', 'tue', 'wed', 'thu', 'fri'], start: '09:00', end: '20:00' }
 
 /** The form's fields, as text where the operator types, from a campaign (or the defaults for a new one). */
@@ -31,6 +36,7 @@ function draftOf(campaign) {
     provider: campaign?.provider ?? 'simulator',
     provider_config: JSON.stringify(campaign?.provider_config ?? {}, null, 2),
     max_concurrent: campaign?.max_concurrent === null || campaign?.max_concurrent === undefined ? '' : String(campaign.max_concurrent),
+    per_second: campaign?.pacing?.per_second === undefined ? '' : String(campaign.pacing.per_second),
     context: JSON.stringify(campaign?.context ?? {}, null, 2),
   }
 }
@@ -78,6 +84,8 @@ function bodyOf(draft, isNew) {
     provider: draft.provider,
     provider_config: parsedJson(draft.provider_config, 'Provider settings'),
     max_concurrent: draft.max_concurrent.trim() === '' ? null : Number(draft.max_concurrent),
+    // Empty: the provider's own pace.
+    pacing: draft.per_second.trim() === '' ? {} : { per_second: Number(draft.per_second) },
   }
   if (isNew && body.max_concurrent === null) delete body.max_concurrent
   return body
@@ -171,6 +179,7 @@ function CampaignForm({ credential, orgId, campaign }) {
           <select name="provider" value=${draft.provider} onChange=${set('provider')}>${PROVIDERS.map((provider) => html`<option value=${provider}>${provider}</option>`)}</select>
         </label>
         <label>Most at once <input name="max_concurrent" inputmode="numeric" value=${draft.max_concurrent} onInput=${set('max_concurrent')} placeholder="no limit" /></label>
+        <label>Starts a second, from its sender <input name="per_second" inputmode="numeric" value=${draft.per_second} onInput=${set('per_second')} placeholder=${PROVIDER_PACES[draft.provider] ?? 'no limit'} /></label>
       </section>
       <section class="card">
         <h3>Schedule</h3>

@@ -291,6 +291,9 @@ export function TaskPage({ credential, taskId }) {
     </div>
     <${Failure} error=${action.error ?? loaded.error} />
     <p class="muted">${TASK_STATES[task.status]}${task.campaign_paused ? ' Its campaign is paused: nothing starts until it is resumed.' : ''}</p>
+    ${task.waiting?.for === 'sender'
+      ? html`<p class="muted">It waits for its sender: other attempts from the same number or account took the provider's pace first. It starts at <${Instant} at=${task.waiting.until} />, its attempts not spent.</p>`
+      : null}
     <section class="card">
       <${Facts}
         rows=${[

@@ -90,6 +90,15 @@ const TaskSchema = component('Task', Type.Object({
   expires_at: Timestamp,
   completed_at: Type.Union([Timestamp, Type.Null()]),
   campaign_paused: Type.Boolean({ description: "True while the task waits for its paused campaign: no attempt starts until the campaign is resumed. False while an attempt runs and once the task has completed." }),
+  waiting: Type.Optional(
+    Type.Object(
+      {
+        for: Type.String({ description: '`sender`: its sender\'s pace (the campaign\'s `pacing`, or its provider\'s documented rate) let other attempts start first.' }),
+        until: Timestamp,
+      },
+      { description: 'Present while the task waits past its due time for something other than its schedule or its retry delay: what, and until when (as next_attempt_at). Its attempts are not spent meanwhile.' },
+    ),
+  ),
   interactions: Type.Array(InteractionSchema),
 }))
 
@@ -113,6 +122,7 @@ const presentTask = (task: Task) => ({
   expires_at: task.expiresAt,
   completed_at: task.completedAt,
   campaign_paused: task.campaignPaused,
+  ...(task.heldBy === null || task.nextAttemptAt === null ? {} : { waiting: { for: task.heldBy, until: task.nextAttemptAt } }),
   interactions: task.interactions.map((interaction) => ({
     id: interaction.id,
     direction: interaction.direction,

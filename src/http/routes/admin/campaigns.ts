@@ -1,6 +1,7 @@
 /** Campaigns on the admin API: create, change (PATCH), list, pause and resume. */
 import { type TString, Type } from '@sinclair/typebox'
 import type { FastifyInstance } from 'fastify'
+import { MAX_PER_SECOND } from '../../../domain/pacing.ts'
 import { MAX_RESULT_WAIT_S, PROVIDERS, RETRY_OUTCOMES, type Schedule, WEEKDAYS } from '../../../domain/campaignSettings.ts'
 import { refuse } from '../../../domain/errors.ts'
 import { SCHEDULE_FIELD_RULES, scheduleRelationProblems, windowProblems } from '../../../domain/schedule.ts'
@@ -119,6 +120,23 @@ const ResultsSchema = Type.Object(
   { additionalProperties: false, description: "What the campaign does with its conversations' results (POST /api/v2/interactions/{id}/result)." },
 )
 
+const PacingSchema = Type.Object(
+  {
+    per_second: Type.Optional(
+      Type.Integer({
+        minimum: 1,
+        maximum: MAX_PER_SECOND,
+        description:
+          "Most attempts started a second from the campaign's sender (its WhatsApp number, its Twilio account), across every worker. Default: the provider's documented rate (WhatsApp Cloud 80 messages a second per number, Twilio 1 call a second per account), none for the simulator and the agent platforms.",
+      }),
+    ),
+  },
+  {
+    additionalProperties: false,
+    description: "The pace of the campaign's sender; `{}` for the provider's. A task held by it waits a moment, its attempt not spent (`waiting` on the task).",
+  },
+)
+
 const settingsFields = {
   name: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
   context: Type.Optional(Type.Record(Type.String(), Type.Unknown(), { maxProperties: 50, description: 'Default task context.' })),
@@ -135,6 +153,7 @@ const settingsFields = {
     Type.Integer({ minimum: 1, maximum: 100_000, description: 'Most interactions of the campaign at once. No limit when absent.' }),
   ),
   results: Type.Optional(ResultsSchema),
+  pacing: Type.Optional(PacingSchema),
 }
 
 export const CreateCampaignBody = Type.Object({
@@ -164,6 +183,7 @@ const CampaignSchema = component('Campaign', Type.Object({
   provider_config: Type.Record(Type.String(), Type.Unknown()),
   max_concurrent: Type.Union([Type.Integer(), Type.Null()]),
   results: Type.Object({ wait_s: Type.Integer() }),
+  pacing: Type.Object({ per_second: Type.Optional(Type.Integer()) }, { description: 'As set; `{}`: the provider\'s documented rate.' }),
   paused_at: Type.Union([Timestamp, Type.Null()], { description: 'When the campaign was paused: no attempt starts until it is resumed. Null while it runs.' }),
   created_at: Timestamp,
   updated_at: Timestamp,
@@ -181,6 +201,7 @@ export const presentCampaign = (campaign: Campaign) => ({
   provider_config: campaign.providerConfig,
   max_concurrent: campaign.maxConcurrent,
   results: campaign.results,
+  pacing: campaign.pacing,
   paused_at: campaign.pausedAt,
   created_at: campaign.createdAt,
   updated_at: campaign.updatedAt,
