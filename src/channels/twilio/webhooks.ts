@@ -25,6 +25,15 @@ export function answerUrl(publicBaseUrl: string, interactionId: string): string 
   return `${callPath(publicBaseUrl, interactionId)}/answer`
 }
 
+/**
+ * The URL given to Twilio as a call's AsyncAmdStatusCallback (a campaign
+ * that leaves a message on voicemails): Twilio posts the detection's verdict
+ * there, signed as its status callbacks are.
+ */
+export function amdCallbackUrl(publicBaseUrl: string, interactionId: string): string {
+  return `${callPath(publicBaseUrl, interactionId)}/amd`
+}
+
 function callPath(publicBaseUrl: string, interactionId: string): string {
   return `${publicBaseUrl.replace(/\/+$/, '')}/providers/twilio/calls/${encodeURIComponent(interactionId)}`
 }
@@ -85,6 +94,18 @@ export function reportFromStatusCallback(params: Record<string, string>, now: nu
   if (outcome === undefined) return undefined
   const durationS = secondsOf(params.CallDuration)
   return durationS === undefined ? { kind: 'final', providerRef, outcome, at } : { kind: 'final', providerRef, outcome, at, durationS }
+}
+
+/**
+ * A final report of a call on which the service left the campaign's message
+ * (its handoff is `voicemail`) ends `voicemail_left`: Twilio's completed
+ * callback of an asynchronously detected call carries no AnsweredBy, and a
+ * machine's call is `completed` to it. A call that failed or was not
+ * answered keeps its outcome.
+ */
+export function withMessageLeft(report: ProviderReport, messageLeft: boolean): ProviderReport {
+  if (!messageLeft || report.kind !== 'final' || (report.outcome !== 'completed' && report.outcome !== 'voicemail')) return report
+  return { ...report, outcome: 'voicemail_left' }
 }
 
 /** Twilio's timestamps are RFC 2822 ("Tue, 14 May 2024 10:30:00 +0000"), which Date.parse reads. */

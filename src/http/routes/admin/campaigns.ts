@@ -1,7 +1,15 @@
 /** Campaigns on the admin API: create, change (PATCH), list, pause and resume. */
 import { type TString, Type } from '@sinclair/typebox'
 import type { FastifyInstance } from 'fastify'
-import { MAX_RESULT_WAIT_S, PROVIDERS, RETRY_OUTCOMES, type Schedule, WEEKDAYS } from '../../../domain/campaignSettings.ts'
+import {
+  AFTER_VOICEMAIL_LEFT,
+  DEFAULT_VOICEMAIL_LEFT_RETRY_DELAY_S,
+  MAX_RESULT_WAIT_S,
+  PROVIDERS,
+  RETRY_OUTCOMES,
+  type Schedule,
+  WEEKDAYS,
+} from '../../../domain/campaignSettings.ts'
 import { refuse } from '../../../domain/errors.ts'
 import { SCHEDULE_FIELD_RULES, scheduleRelationProblems, windowProblems } from '../../../domain/schedule.ts'
 import type { Campaign } from '../../../domain/types.ts'
@@ -101,6 +109,24 @@ const AttemptsSchema = Type.Object(
       ),
     ),
     expire_after_s: Type.Optional(Type.Integer({ minimum: 60, maximum: 90 * DAY_S, description: 'From the trigger. Default 7 days.' })),
+    voicemail_left: Type.Optional(
+      Type.Object(
+        {
+          then: { ...OneOf(AFTER_VOICEMAIL_LEFT), description: 'stop: the task completes as unreachable (no person was reached; its last interaction says a message was left). retry: another attempt after delay_s, within the attempts left.' },
+          delay_s: Type.Optional(
+            Seconds(
+              `With retry: seconds from the message to the next attempt, which also waits for the next window. Default ${DEFAULT_VOICEMAIL_LEFT_RETRY_DELAY_S} (a day and two hours: the next day, at another local hour).`,
+              30 * DAY_S,
+            ),
+          ),
+        },
+        {
+          additionalProperties: false,
+          description:
+            "What follows an interaction that ended voicemail_left (a Twilio campaign whose provider_config.voicemail.policy is leave_message). Default {\"then\": \"stop\"}; absent from the campaign until sent.",
+        },
+      ),
+    ),
   },
   { additionalProperties: false, description: 'Omitted fields take their defaults.' },
 )
