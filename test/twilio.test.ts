@@ -380,7 +380,7 @@ describe('checkConfig: voicemail', () => {
   test('accepted: hang_up alone, a text, texts by language, an audio URL, null', () => {
     assert.deepEqual(check({ policy: 'hang_up' }), [])
     assert.deepEqual(check({ policy: 'leave_message', message: { text: 'Hi {{first_name}}' } }), [])
-    assert.deepEqual(check({ policy: 'leave_message', message: { text: { en: 'Hi', 'de-AT': 'Servus' } } }), [])
+    assert.deepEqual(check({ policy: 'leave_message', message: { text: { en: 'Hi', 'de-AT': 'Servus', '*': 'Hello' } } }), [])
     assert.deepEqual(check({ policy: 'leave_message', message: { audio_url: 'https://cdn.example.com/m.mp3' } }), [])
     assert.deepEqual(check(null), [])
   })
@@ -402,7 +402,7 @@ describe('checkConfig: voicemail', () => {
       { type: 'extra_forbidden', loc: loc('retry'), msg: 'Extra inputs are not permitted', input: true },
     ])
     assert.deepEqual(check({ policy: 'leave_message', message: { text: { klingon_x: 'Hi', en: '  ', de: 5 } } }), [
-      valueError(loc('message', 'text', 'klingon_x'), 'klingon_x', 'each key of text must be a BCP 47 language tag, such as en or de-AT'),
+      valueError(loc('message', 'text', 'klingon_x'), 'klingon_x', 'each key of text must be a BCP 47 language tag, such as en or de-AT, or * for any other language'),
       { type: 'string_too_short', loc: loc('message', 'text', 'en'), msg: 'String should have at least 1 character', input: '  ', ctx: { min_length: 1 } },
       { type: 'string_type', loc: loc('message', 'text', 'de'), msg: 'Input should be a valid string', input: 5 },
     ])

@@ -52,8 +52,10 @@ describe('chooseMessageText', () => {
     ['the bare language before another region', byLanguage, 'pt-PT', { text: 'Olá!', language: 'pt' }],
     ['another region of the language', byLanguage, 'de-AT', { text: 'Hallo', language: 'de-DE' }],
     ['a bare language finds a tag with a region', byLanguage, 'de', { text: 'Hallo', language: 'de-DE' }],
-    ['no match: the first given', byLanguage, 'ja', { text: 'Hello', language: 'en' }],
-    ['no language: the first given', byLanguage, undefined, { text: 'Hello', language: 'en' }],
+    ['no match: the first tag in alphabetical order, whatever the order given', { 'pt-BR': 'Olá', en: 'Hello', de: 'Hallo' }, 'ja', { text: 'Hallo', language: 'de' }],
+    ['no language: the first tag in alphabetical order', byLanguage, undefined, { text: 'Hallo', language: 'de-DE' }],
+    ['no match: the text for any other language, in the default voice', { ...byLanguage, '*': 'Hi' }, 'ja', { text: 'Hi', language: undefined }],
+    ['a match wins over "*"', { '*': 'Hi', en: 'Hello' }, 'en-US', { text: 'Hello', language: 'en' }],
   ]
   for (const [name, text, language, expected] of cases) {
     test(name, () => assert.deepEqual(chooseMessageText(text, language), expected))

@@ -13,7 +13,7 @@
  */
 import type { JsonObject } from './types.ts'
 
-/** A message's text: one for every contact, or one per BCP 47 language tag. */
+/** A message's text: one for every contact, or one per BCP 47 language tag (and "*" for any other). */
 export type MessageText = string | Record<string, string>
 
 /** What the placeholders read. */
@@ -23,6 +23,9 @@ export interface MessageValues {
   language: string | undefined
   context: JsonObject
 }
+
+/** The key of the text for a contact whose language has none of its own. */
+export const ANY_LANGUAGE = '*'
 
 /** Twilio's <Say> speaks at most 4,096 characters; a longer message would be refused, not shortened. */
 export const MAX_SPOKEN_CHARACTERS = 4_000
@@ -34,19 +37,27 @@ const PLACEHOLDER = /\{\{\s*([A-Za-z0-9_.-]{1,200})\s*\}\}/g
  * one text, in the contact's language (none when the trigger gave none); or
  * of texts by language, the contact's exact tag, else its language without
  * the region ("de-AT" finds "de"), else a tag of the same language ("de"
- * finds "de-DE"), else the first one given, each spoken in its own tag.
+ * finds "de-DE"), each spoken in its own tag; else the text under "*", in
+ * Twilio's default voice; else the text of the first tag in alphabetical
+ * order (the stored document keeps no order of its keys: PostgreSQL's jsonb
+ * sorts them its own way).
  */
 export function chooseMessageText(text: MessageText, language: string | undefined): { text: string; language: string | undefined } {
   if (typeof text === 'string') return { text, language }
   const entries = Object.entries(text)
+    .filter(([tag]) => tag !== ANY_LANGUAGE)
+    .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
   const wanted = language?.toLowerCase()
   const primary = wanted?.split('-')[0]
   const found =
     entries.find(([tag]) => tag.toLowerCase() === wanted) ??
     entries.find(([tag]) => tag.toLowerCase() === primary) ??
-    entries.find(([tag]) => tag.toLowerCase().split('-')[0] === primary) ??
-    entries[0]!
-  return { text: found[1], language: found[0] }
+    entries.find(([tag]) => tag.toLowerCase().split('-')[0] === primary)
+  if (found !== undefined) return { text: found[1], language: found[0] }
+  const fallback = text[ANY_LANGUAGE]
+  if (fallback !== undefined) return { text: fallback, language: undefined }
+  const [tag, first] = entries[0]!
+  return { text: first, language: tag }
 }
 
 /** The text with its placeholders filled (see the header), as XML character data, at most {@link MAX_SPOKEN_CHARACTERS} characters before escaping. */

@@ -15,7 +15,7 @@
 import { normalizeLanguage } from '../../domain/contact.ts'
 import { type ErrorDetail, valueError } from '../../domain/errors.ts'
 import type { JsonObject } from '../../domain/types.ts'
-import { chooseMessageText, escapeXml, type MessageText, type MessageValues, renderMessageText } from '../../domain/voicemailMessage.ts'
+import { ANY_LANGUAGE, chooseMessageText, escapeXml, type MessageText, type MessageValues, renderMessageText } from '../../domain/voicemailMessage.ts'
 import { isHttpsUrl } from '../../validation/fields.ts'
 
 export const VOICEMAIL_POLICIES = ['hang_up', 'leave_message'] as const
@@ -93,7 +93,7 @@ function checkMessage(value: unknown, loc: Loc, needed: boolean): ErrorDetail[] 
   return errors
 }
 
-/** One text, or texts by language: each 1 to {@link MAX_MESSAGE_TEXT} characters, each language a valid BCP 47 tag. */
+/** One text, or texts by language: each 1 to {@link MAX_MESSAGE_TEXT} characters, each language a valid BCP 47 tag or "*". */
 function checkText(value: unknown, loc: Loc): ErrorDetail[] {
   if (typeof value === 'string') return nonEmptyText(value, loc)
   if (typeof value !== 'object' || value === null || Array.isArray(value)) {
@@ -106,7 +106,7 @@ function checkText(value: unknown, loc: Loc): ErrorDetail[] {
   }
   const errors: ErrorDetail[] = []
   for (const [tag, text] of entries) {
-    if (normalizeLanguage(tag) === null) errors.push(valueError([...loc, tag], tag, 'each key of text must be a BCP 47 language tag, such as en or de-AT'))
+    if (tag !== ANY_LANGUAGE && normalizeLanguage(tag) === null) errors.push(valueError([...loc, tag], tag, 'each key of text must be a BCP 47 language tag, such as en or de-AT, or * for any other language'))
     else if (typeof text !== 'string') errors.push({ type: 'string_type', loc: [...loc, tag], msg: 'Input should be a valid string', input: text })
     else errors.push(...nonEmptyText(text, [...loc, tag]))
   }
