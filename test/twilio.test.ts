@@ -624,6 +624,18 @@ describe('settle', () => {
     })
   }
 
+  test('a call whose message was left (its provider status says so) settles voicemail_left; without it, voicemail', async () => {
+    const leaveMessage = { voicemail: { policy: 'leave_message', message: { text: 'Hi' } } }
+    const callSid = await startedCall({ config: config(leaveMessage) })
+    await fake.answerCall(callSid)
+    assert.equal(await fake.detectMachine(callSid, 'machine_end_beep'), 204)
+    await fake.finishCall(callSid, { status: 'completed', duration: 20 })
+    assert.equal(fake.call(callSid)?.answered_by, 'machine_end_beep')
+
+    assert.deepEqual(await channel.settle({ ...progress(callSid, leaveMessage), providerStatus: 'message_left' }), { outcome: 'voicemail_left' })
+    assert.deepEqual(await channel.settle({ ...progress(callSid, leaveMessage), providerStatus: 'in-progress' }), { outcome: 'voicemail' })
+  })
+
   test('a call still ringing or in progress at settle time has failed', async () => {
     const ringing = await startedCall()
     await fake.progressCall(ringing, 'ringing')

@@ -29,6 +29,8 @@ let org: Awaited<ReturnType<typeof seedOrganization>>
 let baseUrl: string
 let now = Date.now()
 let routingKeys = 0
+/** The campaigns of two tests, read back at the end. */
+const named: { plain?: string; retrying?: string } = {}
 
 before(async () => {
   twilio = await startFakeTwilio({ accounts: { [ACCOUNT_SID]: TOKEN } })
@@ -132,6 +134,24 @@ describe('voicemail: leave_message', () => {
     )
   })
 
+  test('its last callback lost, the call is settled by asking Twilio: still voicemail_left', async () => {
+    const routingKey = await campaign({ voicemail: { policy: 'leave_message', message: MESSAGE } })
+    const { taskId, callSid } = await placedCall(routingKey)
+    await twilio.answerCall(callSid)
+    await twilio.detectMachine(callSid, 'machine_end_beep')
+    assert.equal(await twilio.finishCall(callSid, { status: 'completed', duration: 30, lost: true }), null)
+    const settleAfter = (30 + 4 * 3600 + 15 * 60) * 1000
+    now += settleAfter
+    try {
+      await service.app.workers!.dispatcher.runOnce()
+      const done = await taskOf(service.app, org.key, taskId)
+      assert.equal(done.interactions[0].outcome, 'voicemail_left')
+      assert.equal(done.outcome, 'unreachable')
+    } finally {
+      now -= settleAfter
+    }
+  })
+
   test('texts by language: the contact’s language picks the text and the voice', async () => {
     const routingKey = await campaign({ voicemail: { policy: 'leave_message', message: MESSAGE } })
     const { callSid } = await placedCall(routingKey, { phone: '+49 30 901820', first_name: 'Jörg', language: 'de-AT' })
@@ -152,6 +172,7 @@ describe('voicemail: leave_message', () => {
 
   test('retry: a message left is tried again after its own delay', async () => {
     const routingKey = await campaign({ voicemail: { policy: 'leave_message', message: MESSAGE }, attempts: { voicemail_left: { then: 'retry', delay_s: 93_600 } } })
+    named.retrying = routingKey
     const { taskId, callSid } = await placedCall(routingKey)
     await twilio.answerCall(callSid)
     await twilio.detectMachine(callSid, 'machine_end_beep')
@@ -204,7 +225,8 @@ describe('voicemail: leave_message', () => {
 
 describe('voicemail: hang_up', () => {
   test('without the setting, and with hang_up, the call is created as ever and a machine ends it voicemail', async () => {
-    const without = await placedCall(await campaign({}))
+    named.plain = await campaign({})
+    const without = await placedCall(named.plain)
     const withHangUp = await placedCall(await campaign({ voicemail: { policy: 'hang_up' } }))
     const forms = [without, withHangUp].map(({ interactionId }) =>
       [...createCallOf(interactionId).form].map(([name, value]) => [name, value.replace(interactionId, '{id}')]),
@@ -224,8 +246,8 @@ describe('voicemail: hang_up', () => {
   test('the campaign reads as before: no voicemail_left in its attempts unless sent', async () => {
     const response = await service.app.inject({ method: 'GET', url: `/admin/v1/organizations/${org.orgId}/campaigns`, headers: bearer(OPERATOR_TOKEN) })
     const campaigns = json(response).data as { routing_key: string; attempts: Record<string, unknown> }[]
-    assert.equal(campaigns.find((each) => each.routing_key === 'voicemail-1')!.attempts.voicemail_left, undefined)
-    assert.deepEqual(campaigns.find((each) => each.routing_key === 'voicemail-4')!.attempts.voicemail_left, { then: 'retry', delay_s: 93_600 })
+    assert.equal(campaigns.find((each) => each.routing_key === named.plain)!.attempts.voicemail_left, undefined)
+    assert.deepEqual(campaigns.find((each) => each.routing_key === named.retrying)!.attempts.voicemail_left, { then: 'retry', delay_s: 93_600 })
   })
 })
 

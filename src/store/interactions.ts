@@ -483,22 +483,41 @@ export async function keepResultForEnd(db: Queryable, id: string, result: Conver
 }
 
 /** Records how an answered call was handed to its conversation. */
-export async function recordHandoff(db: Queryable, id: string, handoff: Handoff | null): Promise<void> {
-  await db.query('UPDATE interactions SET handoff = $2 WHERE id = $1', [id, handoff === null ? null : JSON.stringify(handoff)])
+export async function recordHandoff(db: Queryable, id: string, handoff: Handoff): Promise<void> {
+  await db.query('UPDATE interactions SET handoff = $2 WHERE id = $1', [id, JSON.stringify(handoff)])
+}
+
+/** What an interaction had before it was claimed for a voicemail message, to be put back when the message could not be left. */
+export interface BeforeVoicemail {
+  handoff: Handoff | null
+  providerStatus: string | null
 }
 
 /**
- * Records `handoff` (mode `voicemail`) on an interaction still running that
- * has none of that mode yet, and answers the handoff it replaced; undefined
- * when it was not recorded (already taken for the voicemail, or over): so
- * that of two deliveries of one callback, one leaves the message.
+ * Records `handoff` (mode `voicemail`) and `providerStatus` on an
+ * interaction still running that has no handoff of that mode yet, and
+ * answers what they replaced; undefined when nothing was recorded (already
+ * taken for the voicemail, or over): so that of two deliveries of one
+ * callback, one leaves the message.
  */
-export async function claimVoicemailHandoff(db: Database, id: string, handoff: Handoff): Promise<{ previous: Handoff | null } | undefined> {
+export async function claimVoicemailHandoff(db: Database, id: string, handoff: Handoff, providerStatus: string): Promise<BeforeVoicemail | undefined> {
   return db.transaction(async (tx) => {
-    const rows = await tx.query<{ handoff: Handoff | null; status: string }>('SELECT handoff, status FROM interactions WHERE id = $1 FOR UPDATE', [id])
+    const rows = await tx.query<{ handoff: Handoff | null; provider_status: string | null; status: string }>(
+      'SELECT handoff, provider_status, status FROM interactions WHERE id = $1 FOR UPDATE',
+      [id],
+    )
     const row = rows[0]
     if (row === undefined || row.status === 'finalized' || row.handoff?.mode === 'voicemail') return undefined
-    await tx.query('UPDATE interactions SET handoff = $2 WHERE id = $1', [id, JSON.stringify(handoff)])
-    return { previous: row.handoff }
+    await tx.query('UPDATE interactions SET handoff = $2, provider_status = $3 WHERE id = $1', [id, JSON.stringify(handoff), providerStatus])
+    return { handoff: row.handoff, providerStatus: row.provider_status }
   })
+}
+
+/** Puts back what {@link claimVoicemailHandoff} replaced. */
+export async function releaseVoicemailHandoff(db: Queryable, id: string, before: BeforeVoicemail): Promise<void> {
+  await db.query(`UPDATE interactions SET handoff = $2, provider_status = $3 WHERE id = $1 AND handoff->>'mode' = 'voicemail'`, [
+    id,
+    before.handoff === null ? null : JSON.stringify(before.handoff),
+    before.providerStatus,
+  ])
 }

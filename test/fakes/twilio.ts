@@ -100,8 +100,8 @@ export interface FakeTwilio {
   detectMachine(callSid: string, answeredBy: AnsweredBy, options?: { signature?: string }): Promise<number>
   /** Every TwiML a call was updated with (Update a Call's `Twiml`), in order. */
   twimlOf(callSid: string): string[]
-  /** Ends a call and sends its `completed` event callback, as {@link progressCall}. */
-  finishCall(callSid: string, result: { status: FinalCallStatus; answeredBy?: AnsweredBy; duration?: number }): Promise<number | null>
+  /** Ends a call and sends its `completed` event callback, as {@link progressCall}; with `lost`, the callback never arrives (null). */
+  finishCall(callSid: string, result: { status: FinalCallStatus; answeredBy?: AnsweredBy; duration?: number; lost?: boolean }): Promise<number | null>
   close(): Promise<void>
 }
 
@@ -458,6 +458,7 @@ export async function startFakeTwilio(options: { accounts: Record<string, string
       // Duration is the billed minutes, rounded up, of a call that connected.
       if (result.status === 'completed') extra.Duration = String(Math.ceil(seconds / 60))
       if (answeredBy !== null) extra.AnsweredBy = answeredBy
+      if (result.lost === true) return Promise.resolve(null)
       return sendCallback(call, 'completed', extra)
     },
     close: async () => {

@@ -15,12 +15,12 @@ import { retryAfterMs } from '../retryAfter.ts'
 import { checkTwilioConfig, readTwilioConfig } from './config.ts'
 import { type AnsweredCall, handoffTwiml } from './twiml.ts'
 import { readVoicemail, voicemailTwiml } from './voicemail.ts'
-import { amdCallbackUrl, answerUrl, finalOutcome, statusCallbackUrl } from './webhooks.ts'
+import { amdCallbackUrl, answerUrl, finalOutcome, MESSAGE_LEFT_STATUS, outcomeWithMessageLeft, statusCallbackUrl } from './webhooks.ts'
 import type { MessageValues } from '../../domain/voicemailMessage.ts'
 
 export { HANG_UP_TWIML } from './twiml.ts'
 export { greetingEnded } from './voicemail.ts'
-export { reportFromStatusCallback, verifyTwilioSignature, withMessageLeft } from './webhooks.ts'
+export { MESSAGE_LEFT_STATUS, reportFromStatusCallback, verifyTwilioSignature, withMessageLeft } from './webhooks.ts'
 
 export interface TwilioChannelOptions {
   /** Default https://api.twilio.com; tests point it at a fake. */
@@ -199,7 +199,8 @@ export class TwilioChannel implements Channel {
     const status = field(answer.body, 'status')
     if (answer.status !== 200 || typeof status !== 'string') return 'failed'
     const answeredBy = field(answer.body, 'answered_by')
-    return finalOutcome(status, typeof answeredBy === 'string' ? answeredBy : null) ?? 'failed'
+    const outcome = finalOutcome(status, typeof answeredBy === 'string' ? answeredBy : null)
+    return outcome === undefined ? 'failed' : outcomeWithMessageLeft(outcome, progress.providerStatus === MESSAGE_LEFT_STATUS)
   }
 
   /** One REST request; throws when no answer came (network error, timeout), since Twilio may then have acted on it. */

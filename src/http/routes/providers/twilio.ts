@@ -18,6 +18,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify'
 import {
   greetingEnded,
   HANG_UP_TWIML,
+  MESSAGE_LEFT_STATUS,
   reportFromStatusCallback,
   type TwilioChannel,
   verifyTwilioSignature,
@@ -28,7 +29,7 @@ import { isId } from '../../../domain/ids.ts'
 import type { Conversations } from '../../../services/conversations.ts'
 import type { TaskLifecycle } from '../../../services/taskLifecycle.ts'
 import type { Database } from '../../../store/database.ts'
-import { claimVoicemailHandoff, findInteractionWithConfig, type InteractionWithConfig, recordHandoff } from '../../../store/interactions.ts'
+import { claimVoicemailHandoff, findInteractionWithConfig, type InteractionWithConfig, releaseVoicemailHandoff } from '../../../store/interactions.ts'
 
 export function twilioRoutes(
   app: FastifyInstance,
@@ -95,7 +96,7 @@ export function twilioRoutes(
     const context = await conversations.contextForProvider(interaction.id)
     if (context === undefined) return reply.code(204).send()
     // Claimed before Twilio is asked, so that a repeated callback leaves no second message.
-    const claimed = await claimVoicemailHandoff(db, interaction.id, { mode: 'voicemail', at: new Date(now()).toISOString(), left_out: [] })
+    const claimed = await claimVoicemailHandoff(db, interaction.id, { mode: 'voicemail', at: new Date(now()).toISOString(), left_out: [] }, MESSAGE_LEFT_STATUS)
     if (claimed === undefined) return reply.code(204).send()
     const values = {
       firstName: context.contact?.first_name,
@@ -107,11 +108,11 @@ export function twilioRoutes(
     try {
       left = await twilio.leaveMessage(interaction.providerConfig, callSid, values)
     } catch (error) {
-      await recordHandoff(db, interaction.id, claimed.previous)
+      await releaseVoicemailHandoff(db, interaction.id, claimed)
       throw error
     }
     // The call ended before the message could be left (Twilio refused the update): it ends as a machine's call.
-    if (!left) await recordHandoff(db, interaction.id, claimed.previous)
+    if (!left) await releaseVoicemailHandoff(db, interaction.id, claimed)
     return reply.code(204).send()
   })
 }
