@@ -248,6 +248,9 @@ describe('voicemail: hang_up', () => {
     const campaigns = json(response).data as { routing_key: string; attempts: Record<string, unknown> }[]
     assert.equal(campaigns.find((each) => each.routing_key === named.plain)!.attempts.voicemail_left, undefined)
     assert.deepEqual(campaigns.find((each) => each.routing_key === named.retrying)!.attempts.voicemail_left, { then: 'retry', delay_s: 93_600 })
+    // The voicemail policy is read back with the rest of the provider's settings, as it was sent.
+    const provider = (campaigns.find((each) => each.routing_key === named.retrying) as unknown as { provider_config: object }).provider_config
+    assert.deepEqual(provider, { account_sid: ACCOUNT_SID, from: '+14155550100', answer_url: 'https://agent.example.com/twiml', voicemail: { policy: 'leave_message', message: MESSAGE } })
   })
 })
 

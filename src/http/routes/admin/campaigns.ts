@@ -26,6 +26,7 @@ import type { Authenticator } from '../../../services/authenticator.ts'
 import type { CampaignDirectory } from '../../../services/campaignDirectory.ts'
 import { type CampaignPauses, PAUSE_ACTIONS, type PauseAction } from '../../../services/campaignPauses.ts'
 import { refine, refineModel } from '../../../validation/model.ts'
+import { MAX_MESSAGE_TEXT, VOICEMAIL_POLICIES } from '../../../channels/twilio/voicemail.ts'
 import { ContactInput } from '../triggers.ts'
 import { actorOf, requireOperator } from '../../auth.ts'
 import { adminDocs, OrgParams } from './shared.ts'
@@ -178,6 +179,35 @@ export const UpdateCampaignBody = Type.Object(settingsFields, {
   description: 'Each field sent replaces the current one; `max_concurrent: null` removes the limit.',
 })
 
+/**
+ * A Twilio campaign's voicemail policy, as its provider_config holds it:
+ * documented here, checked with the rest of the provider's settings
+ * (channels/twilio/voicemail.ts), whose 422s name each field.
+ */
+const TwilioVoicemailSchema = component(
+  'TwilioVoicemail',
+  Type.Object(
+    {
+      policy: { ...OneOf(VOICEMAIL_POLICIES), description: 'hang_up (the default): a machine ends the call voicemail. leave_message: the message is left after the greeting, and the call ends voicemail_left.' },
+      message: Type.Optional(
+        Type.Object(
+          {
+            text: Type.Optional(
+              Type.Union([Type.String({ maxLength: MAX_MESSAGE_TEXT }), Type.Record(Type.String(), Type.String({ maxLength: MAX_MESSAGE_TEXT }), { maxProperties: 20 })], {
+                description:
+                  'One text, spoken in contact.language, or texts by BCP 47 tag ("*" for any other language). Placeholders: {{first_name}}, {{last_name}}, {{language}}, {{context.KEY}}; unknown ones are left empty.',
+              }),
+            ),
+            audio_url: Type.Optional(Type.String({ maxLength: 2048, description: 'An https recording to play instead of a text.' })),
+          },
+          { description: 'With leave_message: a text or an audio_url, not both.' },
+        ),
+      ),
+    },
+    { description: "provider_config.voicemail of a twilio campaign: what a call answered by a machine does." },
+  ),
+)
+
 const CampaignSchema = component('Campaign', Type.Object({
   id: Type.String(),
   routing_key: Type.String(),
@@ -187,7 +217,10 @@ const CampaignSchema = component('Campaign', Type.Object({
   schedule: Type.Unknown(),
   attempts: Type.Unknown(),
   provider: OneOf(PROVIDERS),
-  provider_config: Type.Record(Type.String(), Type.Unknown()),
+  provider_config: Type.Object(
+    { voicemail: Type.Optional(TwilioVoicemailSchema) },
+    { additionalProperties: true, description: "The provider's settings (see the README's Providers); a twilio campaign's may hold its voicemail policy." },
+  ),
   max_concurrent: Type.Union([Type.Integer(), Type.Null()]),
   results: Type.Object({ wait_s: Type.Integer() }),
   paused_at: Type.Union([Timestamp, Type.Null()], { description: 'When the campaign was paused: no attempt starts until it is resumed. Null while it runs.' }),
