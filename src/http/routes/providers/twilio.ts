@@ -87,6 +87,8 @@ export function twilioRoutes(
     return reply.code(204).send()
   })
 
+  // Only calls of leave_message campaigns are placed with an AMD callback: a campaign without it costs nothing here.
+  // With it, a machine whose greeting ended costs one small transaction (the claim) and one request to Twilio.
   app.post('/providers/twilio/calls/:interaction_id/amd', { schema: schema('Twilio answering machine detection callback') }, async (request, reply) => {
     const { interaction, params } = await verified(request, (id) => twilio.amdCallbackUrl(id))
     const callSid = params.CallSid
