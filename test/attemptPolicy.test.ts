@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import { describe, test } from 'node:test'
 import { type EndedInteraction, stepAfterInteraction, stepAfterLateResult, stepWhenDue, type TaskTiming } from '../src/domain/attemptPolicy.ts'
-import { DEFAULT_ATTEMPTS, DEFAULT_SCHEDULE, type Schedule, WEEKDAYS } from '../src/domain/campaignSettings.ts'
+import { type AttemptPolicy, DEFAULT_ATTEMPTS, DEFAULT_SCHEDULE, type Schedule, WEEKDAYS } from '../src/domain/campaignSettings.ts'
 import type { InteractionOutcome, TaskStatus } from '../src/domain/types.ts'
 
 const at = (iso: string) => Date.parse(iso)
@@ -142,6 +142,53 @@ describe('stepAfterInteraction', () => {
       task: task(1),
       expected: 'complete opted_out',
     },
+  ]
+  for (const { name, ended: interaction, task: state, expected } of cases) {
+    test(name, () => {
+      const step = stepAfterInteraction(interaction, state, NOON_MADRID)
+      assert.equal(step.kind === 'complete' ? `complete ${step.outcome}` : `retry ${iso(step.dueAt)}`, expected)
+    })
+  }
+})
+
+describe('stepAfterInteraction: a message left on a voicemail', () => {
+  const ended: EndedInteraction = { outcome: 'voicemail_left', endedAt: NOON_MADRID, permanent: false, optedOut: false, callbackAt: null }
+  const task = (attempts: number, voicemailLeft?: AttemptPolicy['voicemail_left'], overrides: Partial<TaskTiming> = {}) => ({
+    ...timing(overrides),
+    attempts,
+    policy: voicemailLeft === undefined ? DEFAULT_ATTEMPTS : { ...DEFAULT_ATTEMPTS, voicemail_left: voicemailLeft },
+  })
+  const cases: { name: string; ended: EndedInteraction; task: ReturnType<typeof task>; expected: string }[] = [
+    { name: 'no rule: stop, unreachable (nobody was reached)', ended, task: task(1), expected: 'complete unreachable' },
+    { name: 'stop: unreachable, with attempts left', ended, task: task(1, { then: 'stop' }), expected: 'complete unreachable' },
+    {
+      name: 'retry without a delay: a day and two hours later, at another local hour',
+      ended,
+      task: task(1, { then: 'retry' }),
+      expected: `retry ${iso(NOON_MADRID + 26 * 3_600_000)}`,
+    },
+    { name: 'retry after its own delay', ended, task: task(1, { then: 'retry', delay_s: 3_600 }), expected: `retry ${iso(NOON_MADRID + 3_600_000)}` },
+    {
+      name: 'retry whose delay lands at night: at the next opening',
+      ended,
+      task: task(1, { then: 'retry', delay_s: 10 * 3_600 }),
+      expected: `retry ${iso(at('2026-06-02T07:00:00.000Z'))}`,
+    },
+    { name: 'retry on the last attempt: unreachable', ended, task: task(3, { then: 'retry' }), expected: 'complete unreachable' },
+    {
+      name: 'retry with no opening before the task expires: pending until it expires',
+      ended,
+      task: task(1, { then: 'retry' }, { expiresAt: NOON_MADRID + 86_400_000 }),
+      expected: `retry ${iso(NOON_MADRID + 86_400_000)}`,
+    },
+    { name: 'an opt-out still wins', ended: { ...ended, optedOut: true }, task: task(1, { then: 'retry' }), expected: 'complete opted_out' },
+    {
+      name: 'a callback time still wins over stop',
+      ended: { ...ended, callbackAt: NOON_MADRID + 600_000 },
+      task: task(1, { then: 'stop' }),
+      expected: `retry ${iso(NOON_MADRID + 600_000)}`,
+    },
+    { name: 'the rule applies to voicemail_left alone: a machine that got nothing follows retry_delays_s.voicemail', ended: { ...ended, outcome: 'voicemail' }, task: task(1, { then: 'stop' }), expected: `retry ${iso(NOON_MADRID + 14_400_000)}` },
   ]
   for (const { name, ended: interaction, task: state, expected } of cases) {
     test(name, () => {

@@ -603,6 +603,40 @@ describe('the console in a browser', { skip: existsSync(CHROMIUM) ? false : `no 
     }
   })
 
+  test('the operator sets a Twilio campaign to leave a message on voicemails, and retry the next day', async () => {
+    const { context, page } = await signedIn(OPERATOR_TOKEN)
+    try {
+      await page.getByRole('link', { name: 'Acme Recruiting' }).first().click()
+      await page.getByRole('link', { name: 'New campaign' }).click()
+      await page.getByLabel('Routing key').fill('visit-reminder')
+      await page.getByLabel('Channel').selectOption('voice')
+      await page.locator('select[name="provider"]').selectOption('twilio')
+      await page
+        .locator('textarea[name="provider_config"]')
+        .fill(JSON.stringify({ account_sid: `AC${'0'.repeat(32)}`, from: '+14155550100', answer_url: 'https://agent.example.com/twiml' }))
+      const voicemail = page.getByRole('region', { name: 'Voicemail' })
+      await voicemail.locator('select[name="voicemail_policy"]').selectOption('leave_message')
+      await voicemail.locator('textarea[name="voicemail_text"]').fill('{"en": "Hello {{first_name}}, see you at {{context.appointment_time}}.", "de": "Hallo {{first_name}}"}')
+      await voicemail.locator('select[name="voicemail_then"]').selectOption('retry')
+      await voicemail.locator('input[name="voicemail_delay_s"]').fill('93600')
+      await page.getByRole('button', { name: 'Create campaign' }).click()
+      await page.getByRole('heading', { name: 'visit-reminder · voice' }).waitFor()
+      await shot(page, 'campaign-voicemail')
+      const campaigns = json(await service.app.inject({ method: 'GET', url: `/admin/v1/organizations/${orgId}/campaigns`, headers: bearer(OPERATOR_TOKEN) })).data
+      const made = campaigns.find((campaign: { routing_key: string }) => campaign.routing_key === 'visit-reminder')
+      assert.deepEqual(made.provider_config.voicemail, {
+        policy: 'leave_message',
+        message: { text: { en: 'Hello {{first_name}}, see you at {{context.appointment_time}}.', de: 'Hallo {{first_name}}' } },
+      })
+      assert.deepEqual(made.attempts.voicemail_left, { then: 'retry', delay_s: 93600 })
+      // Read back into the form as it was set.
+      assert.equal(await page.locator('select[name="voicemail_policy"]').inputValue(), 'leave_message')
+      assert.doesNotMatch(await page.locator('textarea[name="provider_config"]').inputValue(), /voicemail/)
+    } finally {
+      await context.close()
+    }
+  })
+
   test("the operator reads the service's queues: with every task settled, nothing is due, running or undelivered", async () => {
     const depths = json(await service.app.inject({ method: 'GET', url: '/admin/v1/queues', headers: bearer(OPERATOR_TOKEN) })).data
     assert.equal(depths.interactions.running, 0)

@@ -91,6 +91,6 @@ test('counts read by day and campaign: every outcome of the channel named, oldes
     ],
   )
   assert.deepEqual(days[0]!.tasks, { total: 1, reached: 0, unreachable: 1, failed: 0, cancelled: 0, expired: 0, opted_out: 0 })
-  assert.deepEqual(days[0]!.outbound, { total: 3, completed: 0, no_answer: 3, busy: 0, voicemail: 0, failed: 0 })
+  assert.deepEqual(days[0]!.outbound, { total: 3, completed: 0, no_answer: 3, busy: 0, voicemail: 0, voicemail_left: 0, failed: 0 })
   assert.deepEqual(Object.keys(days[1]!.outbound), ['total', 'replied', 'read', 'delivered', 'undelivered', 'failed'])
 })

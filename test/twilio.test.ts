@@ -371,6 +371,80 @@ describe('checkConfig', () => {
   })
 })
 
+describe('checkConfig: voicemail', () => {
+  const prefix = ['body', 'provider_config']
+  const loc = (...path: string[]) => [...prefix, 'voicemail', ...path]
+  const check = (voicemail: unknown, overrides: JsonObject = {}) => channel.checkConfig(config({ voicemail, ...overrides }), prefix)
+  const valueError = (at: (string | number)[], input: unknown, message: string) => ({ type: 'value_error', loc: at, msg: `Value error, ${message}`, input, ctx: { error: {} } })
+
+  test('accepted: hang_up alone, a text, texts by language, an audio URL, null', () => {
+    assert.deepEqual(check({ policy: 'hang_up' }), [])
+    assert.deepEqual(check({ policy: 'leave_message', message: { text: 'Hi {{first_name}}' } }), [])
+    assert.deepEqual(check({ policy: 'leave_message', message: { text: { en: 'Hi', 'de-AT': 'Servus', '*': 'Hello' } } }), [])
+    assert.deepEqual(check({ policy: 'leave_message', message: { audio_url: 'https://cdn.example.com/m.mp3' } }), [])
+    assert.deepEqual(check(null), [])
+  })
+
+  test('leave_message needs a message, with a text or an audio_url, not both', () => {
+    const input = { policy: 'leave_message' }
+    assert.deepEqual(check(input), [{ type: 'missing', loc: loc('message'), msg: 'Field required', input }])
+    assert.deepEqual(check({ policy: 'leave_message', message: {} }), [valueError(loc('message'), {}, 'leave_message needs a text to speak or an audio_url to play')])
+    const both = { text: 'Hi', audio_url: 'https://cdn.example.com/m.mp3' }
+    assert.deepEqual(check({ policy: 'leave_message', message: both }), [valueError(loc('message'), both, 'give the message as text or as audio_url, not both')])
+  })
+
+  test('field by field: policy, text bounds, languages, https only, extra keys', () => {
+    const long = 'x'.repeat(1_001)
+    assert.deepEqual(check({ policy: 'voicemail', message: { text: long, extra: 1 }, retry: true }), [
+      { type: 'literal_error', loc: loc('policy'), msg: "Input should be 'hang_up' or 'leave_message'", input: 'voicemail', ctx: { expected: "'hang_up' or 'leave_message'" } },
+      { type: 'string_too_long', loc: loc('message', 'text'), msg: 'String should have at most 1000 characters', input: long, ctx: { max_length: 1000 } },
+      { type: 'extra_forbidden', loc: loc('message', 'extra'), msg: 'Extra inputs are not permitted', input: 1 },
+      { type: 'extra_forbidden', loc: loc('retry'), msg: 'Extra inputs are not permitted', input: true },
+    ])
+    assert.deepEqual(check({ policy: 'leave_message', message: { text: { klingon_x: 'Hi', en: '  ', de: 5 } } }), [
+      valueError(loc('message', 'text', 'klingon_x'), 'klingon_x', 'each key of text must be a BCP 47 language tag, such as en or de-AT, or * for any other language'),
+      { type: 'string_too_short', loc: loc('message', 'text', 'en'), msg: 'String should have at least 1 character', input: '  ', ctx: { min_length: 1 } },
+      { type: 'string_type', loc: loc('message', 'text', 'de'), msg: 'Input should be a valid string', input: 5 },
+    ])
+    assert.deepEqual(check({ policy: 'leave_message', message: { audio_url: 'http://cdn.example.com/m.mp3' } }), [
+      valueError(loc('message', 'audio_url'), 'http://cdn.example.com/m.mp3', 'audio_url must be an https URL'),
+    ])
+    assert.deepEqual(check('leave_message'), [
+      { type: 'model_type', loc: loc(), msg: 'Input should be a valid dictionary or instance of VoicemailPolicy', input: 'leave_message' },
+    ])
+  })
+
+  test('leave_message with machine_detection off is refused: detection tells the greeting’s end', () => {
+    assert.deepEqual(check({ policy: 'leave_message', message: { text: 'Hi' } }, { machine_detection: false }), [
+      valueError(loc('policy'), 'leave_message', 'leave_message needs answering-machine detection: remove machine_detection: false'),
+    ])
+  })
+})
+
+describe('start: leave_message', () => {
+  test('asks for asynchronous detection to the greeting’s end, with the AMD callback URL, instead of synchronous detection', async () => {
+    await startedCall({ config: config({ voicemail: { policy: 'leave_message', message: { text: 'Hi' } } }) })
+    const [request] = fake.requests
+    assert.deepEqual(
+      [...request!.form].slice(-5),
+      [
+        ['TimeLimit', '14400'],
+        ['MachineDetection', 'DetectMessageEnd'],
+        ['AsyncAmd', 'true'],
+        ['AsyncAmdStatusCallback', `${receiver.url}/providers/twilio/calls/int_01J0ABCDEF/amd`],
+        ['AsyncAmdStatusCallbackMethod', 'POST'],
+      ],
+    )
+  })
+
+  test('hang_up is today’s call, parameter for parameter', async () => {
+    await startedCall({ config: config({ voicemail: { policy: 'hang_up' } }) })
+    await startedCall()
+    const [withPolicy, without] = fake.requests
+    assert.deepEqual([...withPolicy!.form], [...without!.form])
+  })
+})
+
 describe('status callbacks', () => {
   test('the Twilio helper libraries’ signature example verifies', () => {
     const params = { CallSid: 'CA1234567890ABCDE', Caller: '+14158675309', Digits: '1234', From: '+14158675309', To: '+18005551212' }
@@ -549,6 +623,18 @@ describe('settle', () => {
       assert.equal(request?.headers.authorization, `Basic ${Buffer.from(`${ACCOUNT}:${TOKEN}`).toString('base64')}`)
     })
   }
+
+  test('a call whose message was left (its provider status says so) settles voicemail_left; without it, voicemail', async () => {
+    const leaveMessage = { voicemail: { policy: 'leave_message', message: { text: 'Hi' } } }
+    const callSid = await startedCall({ config: config(leaveMessage) })
+    await fake.answerCall(callSid)
+    assert.equal(await fake.detectMachine(callSid, 'machine_end_beep'), 204)
+    await fake.finishCall(callSid, { status: 'completed', duration: 20 })
+    assert.equal(fake.call(callSid)?.answered_by, 'machine_end_beep')
+
+    assert.deepEqual(await channel.settle({ ...progress(callSid, leaveMessage), providerStatus: 'message_left' }), { outcome: 'voicemail_left' })
+    assert.deepEqual(await channel.settle({ ...progress(callSid, leaveMessage), providerStatus: 'in-progress' }), { outcome: 'voicemail' })
+  })
 
   test('a call still ringing or in progress at settle time has failed', async () => {
     const ringing = await startedCall()

@@ -721,7 +721,7 @@ export interface components {
             channel: "voice" | "whatsapp";
             direction: "outbound" | "inbound";
             attempt: number | null;
-            /** @description voice: completed, no_answer, busy, voicemail, failed; WhatsApp: replied, read, delivered, undelivered, failed. */
+            /** @description voice: completed, no_answer, busy, voicemail (a machine answered), voicemail_left (the campaign's message was left on it), failed; WhatsApp: replied, read, delivered, undelivered, failed. */
             outcome: string;
             /**
              * Format: date-time
@@ -1119,9 +1119,9 @@ export interface components {
             provider: string;
             /** @description The provider's own reference (Twilio's call SID, WhatsApp's message id, an agent platform's call or conversation id), once the provider has it. */
             provider_ref: string | null;
-            /** @description How the call was handed to its conversation: a Twilio call when answered (redirect, stream); an agent platform's (vapi, retell, elevenlabs) when started, the task as its agent's variables (variables). Null until then, and for other channels. */
+            /** @description How the call was handed to its conversation: a Twilio call when answered (redirect, stream); an agent platform's (vapi, retell, elevenlabs) when started, the task as its agent's variables (variables); a Twilio call whose voicemail greeting ended, given the campaign's message instead (voicemail, with provider_config.voicemail.policy leave_message). Null until then, and for other channels. */
             handoff: {
-                mode: "redirect" | "stream" | "variables";
+                mode: "redirect" | "stream" | "variables" | "voicemail";
                 /**
                  * Format: date-time
                  * @description UTC, ISO 8601 with Z
@@ -1217,9 +1217,9 @@ export interface components {
             };
             /** @description The zones the contact may be in (the task's candidate_timezones). */
             timezones: string[];
-            /** @description How the call was handed to its conversation: a Twilio call when answered (redirect, stream); an agent platform's (vapi, retell, elevenlabs) when started, the task as its agent's variables (variables). Null until then, and for other channels. */
+            /** @description How the call was handed to its conversation: a Twilio call when answered (redirect, stream); an agent platform's (vapi, retell, elevenlabs) when started, the task as its agent's variables (variables); a Twilio call whose voicemail greeting ended, given the campaign's message instead (voicemail, with provider_config.voicemail.policy leave_message). Null until then, and for other channels. */
             handoff: {
-                mode: "redirect" | "stream" | "variables";
+                mode: "redirect" | "stream" | "variables" | "voicemail";
                 /**
                  * Format: date-time
                  * @description UTC, ISO 8601 with Z
@@ -1520,6 +1520,7 @@ export interface components {
                 no_answer?: number;
                 busy?: number;
                 voicemail?: number;
+                voicemail_left?: number;
                 failed?: number;
                 replied?: number;
                 read?: number;

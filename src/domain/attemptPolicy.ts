@@ -5,7 +5,7 @@
  * changes. Pure rules; the dispatcher, the settlement and the conversation
  * results apply them and write what they decide.
  */
-import type { AttemptPolicy, RetryOutcome, Schedule } from './campaignSettings.ts'
+import { type AttemptPolicy, DEFAULT_AFTER_VOICEMAIL_LEFT, DEFAULT_VOICEMAIL_LEFT_RETRY_DELAY_S, type RetryOutcome, type Schedule } from './campaignSettings.ts'
 import { nextOpening, scheduleZones } from './schedule.ts'
 import type { InteractionOutcome, TaskOutcome, TaskStatus } from './types.ts'
 
@@ -18,7 +18,7 @@ export function conversationTookPlace(outcome: InteractionOutcome): boolean {
 }
 
 /** The retry delay that applies after each interaction outcome that is not a reach. */
-const RETRY_DELAY_FOR: Record<Exclude<InteractionOutcome, 'completed' | 'replied'>, RetryOutcome> = {
+const RETRY_DELAY_FOR: Record<Exclude<InteractionOutcome, 'completed' | 'replied' | 'voicemail_left'>, RetryOutcome> = {
   no_answer: 'no_answer',
   busy: 'busy',
   voicemail: 'voicemail',
@@ -74,6 +74,11 @@ export interface EndedInteraction {
  * again at the later of the retry delay and the next opening, or (no opening
  * before expiry) pending until it expires, so that it expires on time.
  *
+ * A message left on a voicemail follows the policy's `voicemail_left`: the
+ * task completes `unreachable` (`stop`, the default: nobody was reached,
+ * and the message was the last word), or it is retried after its own delay
+ * like any other outcome.
+ *
  * A callback is an attempt like any other: it counts towards the policy's
  * max. One the task cannot make (its attempts used up, or no opening from
  * the callback time before the task expires) is not made, and the task goes
@@ -91,7 +96,14 @@ export function stepAfterInteraction(
   if (REACHED.has(ended.outcome)) return { kind: 'complete', outcome: 'reached' }
   if (ended.permanent) return { kind: 'complete', outcome: 'failed' }
   if (task.attempts >= task.policy.max) return { kind: 'complete', outcome: 'unreachable' }
-  const delayS = task.policy.retry_delays_s[RETRY_DELAY_FOR[ended.outcome as keyof typeof RETRY_DELAY_FOR]]
+  let delayS: number
+  if (ended.outcome === 'voicemail_left') {
+    const after = task.policy.voicemail_left ?? DEFAULT_AFTER_VOICEMAIL_LEFT
+    if (after.then === 'stop') return { kind: 'complete', outcome: 'unreachable' }
+    delayS = after.delay_s ?? DEFAULT_VOICEMAIL_LEFT_RETRY_DELAY_S
+  } else {
+    delayS = task.policy.retry_delays_s[RETRY_DELAY_FOR[ended.outcome as keyof typeof RETRY_DELAY_FOR]]
+  }
   const earliest = ended.endedAt + delayS * 1000
   const zones = scheduleZones(task.schedule, task.timezones)
   const opening = zones.length === 0 ? null : nextOpening(task.schedule, zones, earliest, task.expiresAt)

@@ -51,7 +51,26 @@ export interface AttemptPolicy {
   retry_delays_s: Record<RetryOutcome, number>
   /** Seconds from the trigger after which the task completes as expired. */
   expire_after_s: number
+  /** What follows a message left on a voicemail; absent: {@link DEFAULT_AFTER_VOICEMAIL_LEFT}. */
+  voicemail_left?: AfterVoicemailLeft
 }
+
+export const AFTER_VOICEMAIL_LEFT = ['stop', 'retry'] as const
+
+/**
+ * `stop`: the message was the outreach; the task completes (as
+ * `unreachable`: no person was reached, and the interaction says a message
+ * was left). `retry`: another attempt, `delay_s` after, so that a delay
+ * that is not a whole number of days calls at another local hour of day.
+ */
+export interface AfterVoicemailLeft {
+  then: (typeof AFTER_VOICEMAIL_LEFT)[number]
+  delay_s?: number
+}
+
+/** A day and two hours: the next day, two hours later on the contact's clock than the message was left. */
+export const DEFAULT_VOICEMAIL_LEFT_RETRY_DELAY_S = 26 * 3600
+export const DEFAULT_AFTER_VOICEMAIL_LEFT: AfterVoicemailLeft = { then: 'stop' }
 
 export const DEFAULT_ATTEMPTS: AttemptPolicy = {
   max: 3,

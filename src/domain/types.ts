@@ -158,9 +158,14 @@ export interface TriggerContent {
 export const TASK_OUTCOMES = ['reached', 'unreachable', 'failed', 'cancelled', 'expired', 'opted_out'] as const
 export type TaskOutcome = (typeof TASK_OUTCOMES)[number]
 
-/** How an interaction ended, by its channel. */
+/**
+ * How an interaction ended, by its channel. `voicemail`: a machine answered
+ * and nothing was left on it; `voicemail_left`: the campaign's message was
+ * left on it after the beep (a Twilio campaign's voicemail policy
+ * `leave_message`).
+ */
 export const INTERACTION_OUTCOMES = {
-  voice: ['completed', 'no_answer', 'busy', 'voicemail', 'failed'],
+  voice: ['completed', 'no_answer', 'busy', 'voicemail', 'voicemail_left', 'failed'],
   whatsapp: ['replied', 'read', 'delivered', 'undelivered', 'failed'],
 } as const
 export type VoiceOutcome = (typeof INTERACTION_OUTCOMES.voice)[number]
@@ -189,10 +194,12 @@ export interface LeftOut {
  * left out: a Twilio call when answered (`redirect` to the app's TwiML, or
  * `stream` to an agent's WebSocket with the context as parameters); an agent
  * platform's call when started (`variables`: the task as the agent's
- * variables, domain/agentVariables.ts).
+ * variables, domain/agentVariables.ts); a Twilio call whose voicemail
+ * greeting ended, taken from its conversation to leave the campaign's
+ * message (`voicemail`).
  */
 export interface Handoff {
-  mode: 'redirect' | 'stream' | 'variables'
+  mode: 'redirect' | 'stream' | 'variables' | 'voicemail'
   at: string
   /** What of the task was not passed, each with why (names only, never values). */
   left_out: LeftOut[]

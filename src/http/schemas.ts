@@ -67,7 +67,7 @@ export const InteractionStatusSchema = {
 export const NullableHandoff = Type.Union(
   [
     Type.Object({
-      mode: OneOf(['redirect', 'stream', 'variables'] as const),
+      mode: OneOf(['redirect', 'stream', 'variables', 'voicemail'] as const),
       at: Timestamp,
       left_out: Type.Array(Type.Object({ key: Type.String(), reason: Type.String() }), {
         description: "What of the task was not passed (a stream's parameters, an agent's variables), each by name with why; never its value.",
@@ -77,7 +77,7 @@ export const NullableHandoff = Type.Union(
   ],
   {
     description:
-      "How the call was handed to its conversation: a Twilio call when answered (redirect, stream); an agent platform's (vapi, retell, elevenlabs) when started, the task as its agent's variables (variables). Null until then, and for other channels.",
+      "How the call was handed to its conversation: a Twilio call when answered (redirect, stream); an agent platform's (vapi, retell, elevenlabs) when started, the task as its agent's variables (variables); a Twilio call whose voicemail greeting ended, given the campaign's message instead (voicemail, with provider_config.voicemail.policy leave_message). Null until then, and for other channels.",
   },
 )
 
@@ -119,7 +119,7 @@ export const EventDataSchemas = [
       channel: ChannelSchema,
       direction: OneOf(['outbound', 'inbound'] as const),
       attempt: Type.Union([Type.Integer(), Type.Null()]),
-      outcome: Type.String({ description: 'voice: completed, no_answer, busy, voicemail, failed; WhatsApp: replied, read, delivered, undelivered, failed.' }),
+      outcome: Type.String({ description: 'voice: completed, no_answer, busy, voicemail (a machine answered), voicemail_left (the campaign\'s message was left on it), failed; WhatsApp: replied, read, delivered, undelivered, failed.' }),
       started_at: Timestamp,
       ended_at: Timestamp,
       duration_s: Type.Integer(),

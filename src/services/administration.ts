@@ -4,6 +4,7 @@
  */
 import type { ChannelRegistry } from '../channels/registry.ts'
 import {
+  type AfterVoicemailLeft,
   type AttemptPolicy,
   DEFAULT_ATTEMPTS,
   DEFAULT_RESULTS,
@@ -183,7 +184,7 @@ export interface CampaignSettingsInput {
   name?: string
   context?: JsonObject
   schedule?: Schedule
-  attempts?: { max?: number; retry_delays_s?: Partial<Record<RetryOutcome, number>>; expire_after_s?: number }
+  attempts?: { max?: number; retry_delays_s?: Partial<Record<RetryOutcome, number>>; expire_after_s?: number; voicemail_left?: AfterVoicemailLeft }
   provider?: Provider
   provider_config?: JsonObject
   max_concurrent?: number
@@ -265,6 +266,8 @@ function withDefaults(attempts: CreateCampaignInput['attempts']): AttemptPolicy 
     max: attempts?.max ?? DEFAULT_ATTEMPTS.max,
     retry_delays_s: { ...DEFAULT_ATTEMPTS.retry_delays_s, ...attempts?.retry_delays_s },
     expire_after_s: attempts?.expire_after_s ?? DEFAULT_ATTEMPTS.expire_after_s,
+    // Kept only when sent: a campaign that leaves no message on voicemails reads as before.
+    ...(attempts?.voicemail_left === undefined ? {} : { voicemail_left: attempts.voicemail_left }),
   }
 }
 

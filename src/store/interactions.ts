@@ -3,7 +3,7 @@ import type { Provider } from '../domain/campaignSettings.ts'
 import { type ConversationResult, interactionResult, type TranscriptTurn } from '../domain/conversationResult.ts'
 import type { FinalizedInteraction } from '../domain/events.ts'
 import type { Channel, Contact, Direction, ExternalId, Handoff, InteractionContext, InteractionOutcome, InteractionStatus, JsonObject } from '../domain/types.ts'
-import type { Queryable } from './database.ts'
+import type { Database, Queryable } from './database.ts'
 import { interactionColumns, type InteractionRow, iso, toInteraction } from './rows.ts'
 import { TASK_FOR_UPDATE_COLUMNS, type TaskForUpdate, type TaskForUpdateRow, toTaskForUpdate } from './tasks.ts'
 
@@ -124,12 +124,15 @@ export interface InteractionWithConfig {
   /** The person's phone. */
   toPhone: string
   startedAt: number
+  /** How it was handed over (handoff.mode), if it was. */
+  handoffMode: Handoff['mode'] | null
 }
 
 type WithConfigRow = Pick<InteractionRow, 'id' | 'org_id' | 'task_id' | 'campaign_id' | 'channel' | 'provider' | 'status' | 'attempt' | 'provider_ref' | 'started_at'> & {
   provider_status: string | null
   provider_config: JsonObject
   to_phone: string
+  handoff_mode: Handoff['mode'] | null
 }
 
 const toWithConfig = (row: WithConfigRow): InteractionWithConfig => ({
@@ -146,10 +149,11 @@ const toWithConfig = (row: WithConfigRow): InteractionWithConfig => ({
   providerConfig: row.provider_config,
   toPhone: row.to_phone,
   startedAt: row.started_at.getTime(),
+  handoffMode: row.handoff_mode,
 })
 
 const WITH_CONFIG = `id, org_id, task_id, campaign_id, channel, provider, status, attempt, provider_ref, provider_status, provider_config,
-                     to_phone, started_at`
+                     to_phone, started_at, handoff->>'mode' AS handoff_mode`
 
 export async function findInteractionWithConfig(db: Queryable, id: string): Promise<InteractionWithConfig | undefined> {
   const rows = await db.query<WithConfigRow>(`SELECT ${WITH_CONFIG} FROM interactions WHERE id = $1`, [id])
@@ -481,4 +485,39 @@ export async function keepResultForEnd(db: Queryable, id: string, result: Conver
 /** Records how an answered call was handed to its conversation. */
 export async function recordHandoff(db: Queryable, id: string, handoff: Handoff): Promise<void> {
   await db.query('UPDATE interactions SET handoff = $2 WHERE id = $1', [id, JSON.stringify(handoff)])
+}
+
+/** What an interaction had before it was claimed for a voicemail message, to be put back when the message could not be left. */
+export interface BeforeVoicemail {
+  handoff: Handoff | null
+  providerStatus: string | null
+}
+
+/**
+ * Records `handoff` (mode `voicemail`) and `providerStatus` on an
+ * interaction still running that has no handoff of that mode yet, and
+ * answers what they replaced; undefined when nothing was recorded (already
+ * taken for the voicemail, or over): so that of two deliveries of one
+ * callback, one leaves the message.
+ */
+export async function claimVoicemailHandoff(db: Database, id: string, handoff: Handoff, providerStatus: string): Promise<BeforeVoicemail | undefined> {
+  return db.transaction(async (tx) => {
+    const rows = await tx.query<{ handoff: Handoff | null; provider_status: string | null; status: string }>(
+      'SELECT handoff, provider_status, status FROM interactions WHERE id = $1 FOR UPDATE',
+      [id],
+    )
+    const row = rows[0]
+    if (row === undefined || row.status === 'finalized' || row.handoff?.mode === 'voicemail') return undefined
+    await tx.query('UPDATE interactions SET handoff = $2, provider_status = $3 WHERE id = $1', [id, JSON.stringify(handoff), providerStatus])
+    return { handoff: row.handoff, providerStatus: row.provider_status }
+  })
+}
+
+/** Puts back what {@link claimVoicemailHandoff} replaced. */
+export async function releaseVoicemailHandoff(db: Queryable, id: string, before: BeforeVoicemail): Promise<void> {
+  await db.query(`UPDATE interactions SET handoff = $2, provider_status = $3 WHERE id = $1 AND handoff->>'mode' = 'voicemail'`, [
+    id,
+    before.handoff === null ? null : JSON.stringify(before.handoff),
+    before.providerStatus,
+  ])
 }

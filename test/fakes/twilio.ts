@@ -6,7 +6,9 @@
  * the request for the call's instructions when it is answered (to its `Url`,
  * with its `Method`, and to a <Redirect> the TwiML answer names), and status
  * callbacks, form-encoded and signed with `X-Twilio-Signature` as the
- * "Webhooks security" page describes. A test drives each call's life.
+ * "Webhooks security" page describes; asynchronous answering-machine
+ * detection (`AsyncAmd=true`: the verdict posted to AsyncAmdStatusCallback)
+ * and "Update a Call in progress" with `Twiml`. A test drives each call's life.
  *
  * The signature is computed here independently of the service's verifier, so
  * that a test of one against the other checks the algorithm, not a copy of it.
@@ -89,8 +91,17 @@ export interface FakeTwilio {
    * <Redirect> in it; a test reads where to.)
    */
   answerCall(callSid: string, options?: { answeredBy?: AnsweredBy; signature?: string | null }): Promise<AnswerRequest>
-  /** Ends a call and sends its `completed` event callback, as {@link progressCall}. */
-  finishCall(callSid: string, result: { status: FinalCallStatus; answeredBy?: AnsweredBy; duration?: number }): Promise<number | null>
+  /**
+   * Asynchronous detection's verdict on a call placed with `AsyncAmd=true`:
+   * posted to its AsyncAmdStatusCallback (CallSid, AccountSid, AnsweredBy,
+   * MachineDetectionDuration), signed, or with `signature` as given.
+   * Resolves the HTTP status it got.
+   */
+  detectMachine(callSid: string, answeredBy: AnsweredBy, options?: { signature?: string }): Promise<number>
+  /** Every TwiML a call was updated with (Update a Call's `Twiml`), in order. */
+  twimlOf(callSid: string): string[]
+  /** Ends a call and sends its `completed` event callback, as {@link progressCall}; with `lost`, the callback never arrives (null). */
+  finishCall(callSid: string, result: { status: FinalCallStatus; answeredBy?: AnsweredBy; duration?: number; lost?: boolean }): Promise<number | null>
   close(): Promise<void>
 }
 
@@ -112,7 +123,12 @@ interface FakeCall {
   statusCallback: string | undefined
   /** Twilio sends only the `completed` event when StatusCallbackEvent is not given. */
   events: Set<string>
+  /** Synchronous detection: AnsweredBy comes with the answer request and the callbacks. */
   machineDetection: boolean
+  /** Asynchronous detection: AnsweredBy goes to this URL alone. */
+  asyncAmdCallback: string | undefined
+  /** The TwiML the call was updated with. */
+  twiml: string[]
   /** SequenceNumber of the next callback; Twilio counts from 0. */
   sequence: number
 }
@@ -164,10 +180,11 @@ export async function startFakeTwilio(options: { accounts: Record<string, string
     const create = CALLS.exec(path)
     const fetchOne = CALL.exec(path)
     const accountSid = create?.[1] ?? fetchOne?.[1]
-    if (accountSid === undefined || (create && method !== 'POST') || (fetchOne && method !== 'GET')) return notFound(path)
+    if (accountSid === undefined || (create && method !== 'POST')) return notFound(path)
     if (!authenticates(authorization, accountSid)) {
       return [401, twilioError(401, 20003, 'Authenticate')]
     }
+    if (fetchOne && method === 'POST') return updateCall(accountSid, fetchOne[2] ?? '', form)
     if (fetchOne) {
       const call = calls.get(fetchOne[2] ?? '')
       return call && call.resource.account_sid === accountSid ? [200, call.resource] : notFound(path)
@@ -239,16 +256,34 @@ export async function startFakeTwilio(options: { accounts: Record<string, string
     }
     const events = form.getAll('StatusCallbackEvent').flatMap((value) => value.split(' '))
     const machineDetection = form.get('MachineDetection')
+    const asyncAmd = form.get('AsyncAmd') === 'true'
+    if (asyncAmd && !form.get('AsyncAmdStatusCallback')) return [400, twilioError(400, 21262, 'No AMD status callback URL provided')]
     calls.set(sid, {
       resource,
       url,
       method: form.get('Method') ?? 'POST',
       statusCallback: form.get('StatusCallback') ?? undefined,
       events: new Set(events.length > 0 ? events : ['completed']),
-      machineDetection: machineDetection === 'Enable' || machineDetection === 'DetectMessageEnd',
+      machineDetection: !asyncAmd && (machineDetection === 'Enable' || machineDetection === 'DetectMessageEnd'),
+      asyncAmdCallback: asyncAmd ? (form.get('AsyncAmdStatusCallback') ?? undefined) : undefined,
+      twiml: [],
       sequence: 0,
     })
     return [201, resource]
+  }
+
+  /** Update a Call in progress: only a live call takes new TwiML (error 21220 otherwise). */
+  function updateCall(accountSid: string, callSid: string, form: URLSearchParams): [number, unknown] {
+    const call = calls.get(callSid)
+    if (!call || call.resource.account_sid !== accountSid) return notFound(`/2010-04-01/Accounts/${accountSid}/Calls/${callSid}.json`)
+    const twiml = form.get('Twiml')
+    if (twiml === null) return [400, twilioError(400, 21205, 'Url parameter is required')]
+    if (!['queued', 'ringing', 'in-progress'].includes(call.resource.status)) {
+      return [400, twilioError(400, 21220, 'Call is not in-progress. Cannot redirect.')]
+    }
+    call.twiml.push(twiml)
+    call.resource.date_updated = rfc2822(new Date())
+    return [200, call.resource]
   }
 
   /** A call that is not over yet: Twilio sends nothing more about one that is. */
@@ -379,6 +414,27 @@ export async function startFakeTwilio(options: { accounts: Record<string, string
       if (call.machineDetection) params.AnsweredBy = answer.answeredBy ?? 'human'
       return requestInstructions(call, call.url, call.method, params, answer.signature)
     },
+    detectMachine: async (callSid, answeredBy, detection = {}) => {
+      const call = liveCall(callSid)
+      if (call.asyncAmdCallback === undefined) throw new Error('Twilio posts an AMD verdict only for calls placed with AsyncAmd=true')
+      call.resource.answered_by = answeredBy
+      const { resource } = call
+      const params = { AccountSid: resource.account_sid, CallSid: resource.sid, AnsweredBy: answeredBy, MachineDetectionDuration: '4210' }
+      const token = options.accounts[resource.account_sid] ?? ''
+      const response = await fetch(call.asyncAmdCallback, {
+        method: 'POST',
+        headers: {
+          'content-type': 'application/x-www-form-urlencoded',
+          'user-agent': 'TwilioProxy/1.1',
+          'x-twilio-signature': detection.signature ?? twilioSignature(token, call.asyncAmdCallback, params),
+        },
+        body: new URLSearchParams(params).toString(),
+        redirect: 'manual',
+      })
+      await response.arrayBuffer()
+      return response.status
+    },
+    twimlOf: (callSid) => [...(calls.get(callSid)?.twiml ?? [])],
     finishCall: (callSid, result) => {
       const call = liveCall(callSid)
       // Twilio reports AnsweredBy only when detection was asked for, and only for a call someone (or something) picked up.
@@ -388,18 +444,21 @@ export async function startFakeTwilio(options: { accounts: Record<string, string
       const now = rfc2822(new Date())
       const seconds = result.status === 'completed' ? (result.duration ?? 0) : 0
       const answeredBy = call.machineDetection && result.status === 'completed' ? (result.answeredBy ?? 'human') : null
+      // An asynchronous verdict stays on the Call resource, but not in the status callback.
+      if (call.asyncAmdCallback !== undefined && result.status !== 'completed') call.resource.answered_by = null
       Object.assign(call.resource, {
         status: result.status,
         date_updated: now,
         start_time: call.resource.start_time ?? (result.status === 'completed' ? now : null),
         end_time: now,
         duration: String(seconds),
-        answered_by: answeredBy,
+        answered_by: call.asyncAmdCallback === undefined ? answeredBy : call.resource.answered_by,
       })
       const extra: Record<string, string> = { CallDuration: String(seconds) }
       // Duration is the billed minutes, rounded up, of a call that connected.
       if (result.status === 'completed') extra.Duration = String(Math.ceil(seconds / 60))
       if (answeredBy !== null) extra.AnsweredBy = answeredBy
+      if (result.lost === true) return Promise.resolve(null)
       return sendCallback(call, 'completed', extra)
     },
     close: async () => {

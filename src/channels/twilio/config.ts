@@ -3,8 +3,9 @@
  * placed from, the caller id, how an answered call is handed to the
  * conversation (`handoff`: `redirect` to the app's TwiML at `answer_url`, or
  * `stream` its audio to an agent's WebSocket at `stream_url`),
- * answering-machine detection (`MachineDetection`) and how long to let the
- * phone ring (`Timeout`).
+ * answering-machine detection (`MachineDetection`), how long to let the
+ * phone ring (`Timeout`), and what to do on a voicemail (`voicemail`:
+ * voicemail.ts).
  *
  * The auth token is never part of the document, only the name of the
  * environment variable that holds it. Types are checked strictly (no "30"
@@ -15,6 +16,7 @@ import { normalizePhone } from '../../domain/contact.ts'
 import { type ErrorDetail, valueError } from '../../domain/errors.ts'
 import type { JsonObject } from '../../domain/types.ts'
 import { hasScheme, isHttpsUrl } from '../../validation/fields.ts'
+import { checkVoicemail, readVoicemail, type VoicemailSettings } from './voicemail.ts'
 
 export const HANDOFFS = ['redirect', 'stream'] as const
 export type HandoffMode = (typeof HANDOFFS)[number]
@@ -30,6 +32,7 @@ export interface TwilioConfig {
   authTokenEnv: string
   machineDetection: boolean
   ringTimeoutS: number
+  voicemail: VoicemailSettings
 }
 
 const DEFAULT_AUTH_TOKEN_ENV = 'TWILIO_AUTH_TOKEN'
@@ -48,7 +51,7 @@ const ACCOUNT_SID = /^AC[0-9a-fA-F]{32}$/
  */
 const TOKEN_ENV_NAME = /^TWILIO_[A-Z0-9_]{1,92}$/
 
-const FIELDS = ['account_sid', 'from', 'handoff', 'answer_url', 'stream_url', 'auth_token_env', 'machine_detection', 'ring_timeout_s'] as const
+const FIELDS = ['account_sid', 'from', 'handoff', 'answer_url', 'stream_url', 'auth_token_env', 'machine_detection', 'ring_timeout_s', 'voicemail'] as const
 const REQUIRED: ReadonlySet<string> = new Set(['account_sid', 'from'])
 /** What each handoff needs besides: where the conversation is. */
 const NEEDED_BY: Record<HandoffMode, (typeof FIELDS)[number]> = { redirect: 'answer_url', stream: 'stream_url' }
@@ -76,6 +79,10 @@ export function checkTwilioConfig(config: unknown, prefix: Loc): ErrorDetail[] {
       if (REQUIRED.has(field)) errors.push({ type: 'missing', loc: [...prefix, field], msg: 'Field required', input })
       continue
     }
+    if (field === 'voicemail') {
+      errors.push(...checkVoicemail(value, [...prefix, field], input.machine_detection))
+      continue
+    }
     const problem = FIELD_CHECKS[field](value, [...prefix, field])
     if (problem !== undefined) errors.push(problem)
   }
@@ -92,7 +99,7 @@ export function checkTwilioConfig(config: unknown, prefix: Loc): ErrorDetail[] {
   return errors
 }
 
-const FIELD_CHECKS: Record<(typeof FIELDS)[number], (value: unknown, loc: Loc) => ErrorDetail | undefined> = {
+const FIELD_CHECKS: Record<Exclude<(typeof FIELDS)[number], 'voicemail'>, (value: unknown, loc: Loc) => ErrorDetail | undefined> = {
   account_sid: checkedString((value) => ACCOUNT_SID.test(value), 'account_sid must be "AC" followed by 32 hexadecimal digits'),
   from: checkedString((value) => normalizePhone(value) === value, 'from must be a valid phone number in E.164 form, such as +14155552671'),
   handoff: (value, loc) =>
@@ -150,5 +157,6 @@ export function readTwilioConfig(config: JsonObject): TwilioConfig {
     authTokenEnv: (config.auth_token_env as string | null | undefined) ?? DEFAULT_AUTH_TOKEN_ENV,
     machineDetection: (config.machine_detection as boolean | null | undefined) ?? true,
     ringTimeoutS: (config.ring_timeout_s as number | null | undefined) ?? DEFAULT_RING_TIMEOUT_S,
+    voicemail: readVoicemail(config.voicemail),
   }
 }

@@ -3,7 +3,9 @@
  * "Create a Call" (POST /Accounts/{AccountSid}/Calls.json, form-encoded, HTTP
  * basic auth) starts one, with status callbacks for its progress events, and
  * "Fetch a Call" (GET /Accounts/{AccountSid}/Calls/{Sid}.json) settles one
- * whose final callback never came. Refusals are read from Twilio's REST error
+ * whose final callback never came, and "Update a Call in progress" (POST
+ * /Accounts/{AccountSid}/Calls/{Sid}.json with `Twiml`) leaves a message on a
+ * voicemail (voicemail.ts). Refusals are read from Twilio's REST error
  * body `{code, message, more_info, status}`.
  */
 import type { Channel, InteractionOutcome, InteractionProgress, OutboundAttempt, SettledInteraction, StartResult } from '../channel.ts'
@@ -13,10 +15,13 @@ import type { JsonObject, LeftOut } from '../../domain/types.ts'
 import { retryAfterMs } from '../retryAfter.ts'
 import { checkTwilioConfig, readTwilioConfig } from './config.ts'
 import { type AnsweredCall, handoffTwiml } from './twiml.ts'
-import { answerUrl, finalOutcome, statusCallbackUrl } from './webhooks.ts'
+import { readVoicemail, voicemailTwiml } from './voicemail.ts'
+import { amdCallbackUrl, answerUrl, finalOutcome, MESSAGE_LEFT_STATUS, outcomeWithMessageLeft, statusCallbackUrl } from './webhooks.ts'
+import type { MessageValues } from '../../domain/voicemailMessage.ts'
 
 export { HANG_UP_TWIML } from './twiml.ts'
-export { reportFromStatusCallback, verifyTwilioSignature } from './webhooks.ts'
+export { greetingEnded } from './voicemail.ts'
+export { MESSAGE_LEFT_STATUS, reportFromStatusCallback, verifyTwilioSignature, withMessageLeft } from './webhooks.ts'
 
 export interface TwilioChannelOptions {
   /** Default https://api.twilio.com; tests point it at a fake. */
@@ -93,6 +98,33 @@ export class TwilioChannel implements Channel {
     return answerUrl(this.#publicBaseUrl, interactionId)
   }
 
+  /** The AsyncAmdStatusCallback URL this channel gives Twilio for an interaction's call, which the AMD callback's signature covers. */
+  amdCallbackUrl(interactionId: string): string {
+    return amdCallbackUrl(this.#publicBaseUrl, interactionId)
+  }
+
+  /** Whether the campaign leaves a message on a voicemail (its calls are placed with asynchronous detection). */
+  leavesMessage(config: JsonObject): boolean {
+    return readVoicemail(config.voicemail).policy === 'leave_message'
+  }
+
+  /**
+   * Gives a live call the TwiML that leaves the campaign's message and hangs
+   * up ("Update a Call in progress"). True when Twilio took it; false when it
+   * refused (the call is already over: error 21220, or gone); throws when no
+   * answer or a 5xx says nothing of whether it did.
+   */
+  async leaveMessage(config: JsonObject, callSid: string, values: MessageValues): Promise<boolean> {
+    const settings = readTwilioConfig(config)
+    const token = this.authTokenFor(config)
+    if (token === undefined || !CALL_SID.test(callSid)) return false
+    const form = new URLSearchParams({ Twiml: voicemailTwiml(settings.voicemail, values) })
+    const answer = await this.#request('POST', `${accountPath(settings.accountSid)}/Calls/${callSid}.json`, settings.accountSid, token, form)
+    if (answer.status >= 200 && answer.status < 300) return true
+    if (answer.status >= 400 && answer.status < 500 && answer.status !== 429) return false
+    throw new Error(`Twilio answered HTTP ${answer.status} to Update Call`)
+  }
+
   /** The TwiML that hands an answered call to the campaign's conversation, and which context keys it left out. */
   handoff(config: JsonObject, call: AnsweredCall): { mode: 'redirect' | 'stream'; twiml: string; leftOut: LeftOut[] } {
     const settings = readTwilioConfig(config)
@@ -117,8 +149,17 @@ export class TwilioChannel implements Channel {
     for (const event of STATUS_CALLBACK_EVENTS) form.append('StatusCallbackEvent', event)
     form.append('Timeout', String(config.ringTimeoutS))
     form.append('TimeLimit', String(MAX_CALL_S))
-    // Synchronous detection: Twilio reports AnsweredBy with the call, so a voicemail is told from a person.
-    if (config.machineDetection) form.append('MachineDetection', 'Enable')
+    if (config.voicemail.policy === 'leave_message') {
+      // Asynchronous detection to the greeting's end: a person is handed to the conversation at once,
+      // and a machine gets the message after its beep (the AMD callback route updates the call).
+      form.append('MachineDetection', 'DetectMessageEnd')
+      form.append('AsyncAmd', 'true')
+      form.append('AsyncAmdStatusCallback', this.amdCallbackUrl(attempt.interactionId))
+      form.append('AsyncAmdStatusCallbackMethod', 'POST')
+    } else if (config.machineDetection) {
+      // Synchronous detection: Twilio reports AnsweredBy with the call, so a voicemail is told from a person.
+      form.append('MachineDetection', 'Enable')
+    }
 
     const answer = await this.#request('POST', `${accountPath(config.accountSid)}/Calls.json`, config.accountSid, token, form)
     if (answer.status >= 200 && answer.status < 300) {
@@ -170,7 +211,8 @@ export class TwilioChannel implements Channel {
     const status = field(answer.body, 'status')
     if (answer.status !== 200 || typeof status !== 'string') return 'failed'
     const answeredBy = field(answer.body, 'answered_by')
-    return finalOutcome(status, typeof answeredBy === 'string' ? answeredBy : null) ?? 'failed'
+    const outcome = finalOutcome(status, typeof answeredBy === 'string' ? answeredBy : null)
+    return outcome === undefined ? 'failed' : outcomeWithMessageLeft(outcome, progress.providerStatus === MESSAGE_LEFT_STATUS)
   }
 
   /** One REST request; throws when no answer came (network error, timeout), since Twilio may then have acted on it. */

@@ -16,6 +16,7 @@
  * and why in a comment, as the interaction's handoff record does.
  */
 import type { JsonObject, LeftOut } from '../../domain/types.ts'
+import { escapeXml } from '../../domain/voicemailMessage.ts'
 import type { TwilioConfig } from './config.ts'
 
 /** The call's part of its task, as the answer route reads it. */
@@ -108,10 +109,3 @@ function commentText(leftOut: readonly LeftOut[]): string {
   const quoted = leftOut.map(({ key, reason }) => `${JSON.stringify(key).replaceAll('--', '- -')} (${reason})`)
   return `Left out of the stream's parameters (read them from GET /api/v2/interactions/{id}): ${quoted.join(', ')}`
 }
-
-/** Text as XML character data: markup escaped, and the characters XML 1.0 cannot hold at all (most controls) replaced. */
-function escapeXml(text: string): string {
-  return text.replace(/[&<>"']/g, (character) => XML_ENTITIES[character]!).replace(/[\x00-\x08\x0B\x0C\x0E-\x1F\uFFFE\uFFFF]/g, '\uFFFD')
-}
-
-const XML_ENTITIES: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&apos;' }

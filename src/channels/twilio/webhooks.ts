@@ -25,6 +25,15 @@ export function answerUrl(publicBaseUrl: string, interactionId: string): string 
   return `${callPath(publicBaseUrl, interactionId)}/answer`
 }
 
+/**
+ * The URL given to Twilio as a call's AsyncAmdStatusCallback (a campaign
+ * that leaves a message on voicemails): Twilio posts the detection's verdict
+ * there, signed as its status callbacks are.
+ */
+export function amdCallbackUrl(publicBaseUrl: string, interactionId: string): string {
+  return `${callPath(publicBaseUrl, interactionId)}/amd`
+}
+
 function callPath(publicBaseUrl: string, interactionId: string): string {
   return `${publicBaseUrl.replace(/\/+$/, '')}/providers/twilio/calls/${encodeURIComponent(interactionId)}`
 }
@@ -85,6 +94,31 @@ export function reportFromStatusCallback(params: Record<string, string>, now: nu
   if (outcome === undefined) return undefined
   const durationS = secondsOf(params.CallDuration)
   return durationS === undefined ? { kind: 'final', providerRef, outcome, at } : { kind: 'final', providerRef, outcome, at, durationS }
+}
+
+/**
+ * The provider status the service keeps for a call on which it left the
+ * campaign's message, so that a settlement that asks Twilio how the call
+ * ended (its last callback lost) still tells `voicemail_left`.
+ */
+export const MESSAGE_LEFT_STATUS = 'message_left'
+
+/**
+ * A call on which the service left the campaign's message ends
+ * `voicemail_left` when it ended answered: Twilio's completed callback of an
+ * asynchronously detected call carries no AnsweredBy (`completed`), and the
+ * Call resource names the machine (`voicemail`). A call that failed or was
+ * not answered keeps its outcome.
+ */
+export function outcomeWithMessageLeft(outcome: VoiceOutcome, messageLeft: boolean): VoiceOutcome {
+  return messageLeft && (outcome === 'completed' || outcome === 'voicemail') ? 'voicemail_left' : outcome
+}
+
+/** A final report, as {@link outcomeWithMessageLeft} says (the callback route knows by the interaction's handoff, `voicemail`). */
+export function withMessageLeft(report: ProviderReport, messageLeft: boolean): ProviderReport {
+  if (report.kind !== 'final') return report
+  const outcome = outcomeWithMessageLeft(report.outcome as VoiceOutcome, messageLeft)
+  return outcome === report.outcome ? report : { ...report, outcome }
 }
 
 /** Twilio's timestamps are RFC 2822 ("Tue, 14 May 2024 10:30:00 +0000"), which Date.parse reads. */

@@ -15,10 +15,43 @@ const PROVIDER_PACES = {
 }
 const DEFAULT_WINDOW = { days: ['mon', 'tue', 'wed', 'thu', 'fri'], start: '09:00', end: '20:00' }
 
+/**
+ * The Twilio voicemail policy's fields, read out of provider_config.voicemail
+ * (and the settings JSON shown without it), with what follows a message left
+ * (attempts.voicemail_left).
+ */
+function voicemailDraftOf(campaign) {
+  const { voicemail, ...rest } = campaign?.provider_config ?? {}
+  const text = voicemail?.message?.text
+  const after = campaign?.attempts?.voicemail_left
+  return {
+    providerConfig: campaign?.provider === 'twilio' ? rest : (campaign?.provider_config ?? {}),
+    voicemail_policy: campaign?.provider === 'twilio' ? (voicemail?.policy ?? '') : '',
+    voicemail_text: text === undefined ? '' : typeof text === 'string' ? text : JSON.stringify(text, null, 2),
+    voicemail_audio_url: voicemail?.message?.audio_url ?? '',
+    voicemail_then: after?.then ?? '',
+    voicemail_delay_s: after?.delay_s === undefined ? '' : String(after.delay_s),
+  }
+}
+
+/** provider_config.voicemail as the draft says, or undefined when no policy is chosen (the campaign then hangs up). */
+function voicemailOf(draft) {
+  if (draft.provider !== 'twilio' || draft.voicemail_policy === '') return undefined
+  if (draft.voicemail_policy === 'hang_up') return { policy: 'hang_up' }
+  const message = {}
+  const text = draft.voicemail_text.trim()
+  // Texts by language are typed as a JSON object; anything else is one text.
+  if (text.startsWith('{')) message.text = parsedJson(text, 'Voicemail message text')
+  else if (text !== '') message.text = draft.voicemail_text
+  if (draft.voicemail_audio_url.trim() !== '') message.audio_url = draft.voicemail_audio_url.trim()
+  return { policy: 'leave_message', message }
+}
+
 /** The form's fields, as text where the operator types, from a campaign (or the defaults for a new one). */
 function draftOf(campaign) {
   const schedule = campaign?.schedule ?? { timezone: 'contact', windows: [DEFAULT_WINDOW] }
   const attempts = campaign?.attempts ?? {}
+  const { providerConfig, ...voicemail } = voicemailDraftOf(campaign)
   return {
     routing_key: campaign?.routing_key ?? '',
     channel: campaign?.channel ?? 'voice',
@@ -34,7 +67,8 @@ function draftOf(campaign) {
     retry_delays_s: Object.fromEntries(RETRY_OUTCOMES.map((outcome) => [outcome, attempts.retry_delays_s?.[outcome] === undefined ? '' : String(attempts.retry_delays_s[outcome])])),
     expire_after_s: attempts.expire_after_s === undefined ? '' : String(attempts.expire_after_s),
     provider: campaign?.provider ?? 'simulator',
-    provider_config: JSON.stringify(campaign?.provider_config ?? {}, null, 2),
+    provider_config: JSON.stringify(providerConfig, null, 2),
+    ...voicemail,
     max_concurrent: campaign?.max_concurrent === null || campaign?.max_concurrent === undefined ? '' : String(campaign.max_concurrent),
     per_second: campaign?.pacing?.per_second === undefined ? '' : String(campaign.pacing.per_second),
     context: JSON.stringify(campaign?.context ?? {}, null, 2),
@@ -75,6 +109,13 @@ function bodyOf(draft, isNew) {
   if (wholeOrUndefined(draft.max_attempts) !== undefined) attempts.max = wholeOrUndefined(draft.max_attempts)
   if (Object.keys(retries).length > 0) attempts.retry_delays_s = retries
   if (wholeOrUndefined(draft.expire_after_s) !== undefined) attempts.expire_after_s = wholeOrUndefined(draft.expire_after_s)
+  if (draft.voicemail_then !== '') {
+    attempts.voicemail_left = { then: draft.voicemail_then }
+    if (draft.voicemail_then === 'retry' && wholeOrUndefined(draft.voicemail_delay_s) !== undefined) attempts.voicemail_left.delay_s = wholeOrUndefined(draft.voicemail_delay_s)
+  }
+  const providerConfig = parsedJson(draft.provider_config, 'Provider settings')
+  const voicemail = voicemailOf(draft)
+  if (voicemail !== undefined) providerConfig.voicemail = voicemail
   const body = {
     ...(isNew ? { routing_key: draft.routing_key.trim(), channel: draft.channel } : {}),
     ...(draft.name.trim() === '' ? {} : { name: draft.name.trim() }),
@@ -82,7 +123,7 @@ function bodyOf(draft, isNew) {
     schedule: scheduleOf(draft),
     attempts,
     provider: draft.provider,
-    provider_config: parsedJson(draft.provider_config, 'Provider settings'),
+    provider_config: providerConfig,
     max_concurrent: draft.max_concurrent.trim() === '' ? null : Number(draft.max_concurrent),
     // Empty: the provider's own pace.
     pacing: draft.per_second.trim() === '' ? {} : { per_second: Number(draft.per_second) },
@@ -218,6 +259,41 @@ function CampaignForm({ credential, orgId, campaign }) {
           )}
         </div>
       </section>
+      ${draft.channel === 'voice' && draft.provider === 'twilio'
+        ? html`<section class="card" aria-label="Voicemail">
+            <h3>Voicemail</h3>
+            <p class="muted">
+              What a call answered by a machine does. Hang up (the default) ends it <code>voicemail</code>; leave a message waits for the greeting's end,
+              speaks the text in the contact's language (or plays the recording) and ends it <code>voicemail_left</code>. The text may name
+              <code>{{first_name}}</code>, <code>{{last_name}}</code> and <code>{{context.key}}</code>; unknown names are left empty.
+            </p>
+            <div class="grid-form">
+              <label>On a voicemail
+                <select name="voicemail_policy" value=${draft.voicemail_policy} onChange=${set('voicemail_policy')}>
+                  <option value="">hang up (default)</option>
+                  <option value="hang_up">hang up</option>
+                  <option value="leave_message">leave a message</option>
+                </select>
+              </label>
+              ${draft.voicemail_policy === 'leave_message'
+                ? html`<label>Message text (one text, or JSON by language: {"en": "…", "de": "…"})
+                      <textarea name="voicemail_text" rows="3" value=${draft.voicemail_text} onInput=${set('voicemail_text')} placeholder="Hello {{first_name}}, this is North Clinic about {{context.appointment_time}}."></textarea>
+                    </label>
+                    <label>or recording (https URL) <input name="voicemail_audio_url" value=${draft.voicemail_audio_url} onInput=${set('voicemail_audio_url')} placeholder="https://…/message.mp3" /></label>`
+                : null}
+              <label>After a message is left
+                <select name="voicemail_then" value=${draft.voicemail_then} onChange=${set('voicemail_then')}>
+                  <option value="">stop: the task completes unreachable (default)</option>
+                  <option value="stop">stop: the task completes unreachable</option>
+                  <option value="retry">retry later</option>
+                </select>
+              </label>
+              ${draft.voicemail_then === 'retry'
+                ? html`<label>Retry after (s) <input name="voicemail_delay_s" inputmode="numeric" value=${draft.voicemail_delay_s} onInput=${set('voicemail_delay_s')} placeholder="93600: next day, another hour" /></label>`
+                : null}
+            </div>
+          </section>`
+        : null}
       <section class="card grid-form">
         <label>Default context (JSON) <textarea name="context" rows="4" value=${draft.context} onInput=${set('context')}></textarea></label>
         <label>Provider settings (JSON) <textarea name="provider_config" rows="4" value=${draft.provider_config} onInput=${set('provider_config')}></textarea></label>

@@ -128,7 +128,9 @@ const HANDOFF_MODES = { redirect: 'redirect', stream: 'media stream', variables:
 /** How a call reached its conversation, and which values of the task a media stream or an agent's variables could not carry. */
 function Handoff({ handoff, zones }) {
   return html`<div class="handoff">
-    <p>Handed to the conversation by ${HANDOFF_MODES[handoff.mode] ?? handoff.mode} at <${Instant} at=${handoff.at} zones=${zones} /></p>
+    ${handoff.mode === 'voicemail'
+      ? html`<p>A machine answered: the campaign's voicemail message was left after its greeting, at <${Instant} at=${handoff.at} zones=${zones} /></p>`
+      : html`<p>Handed to the conversation by ${HANDOFF_MODES[handoff.mode] ?? handoff.mode} at <${Instant} at=${handoff.at} zones=${zones} /></p>`}
     ${handoff.left_out.length === 0
       ? null
       : html`<p class="muted">Not passed to the conversation:</p>

@@ -2,7 +2,15 @@
 import { type TString, Type } from '@sinclair/typebox'
 import type { FastifyInstance } from 'fastify'
 import { MAX_PER_SECOND } from '../../../domain/pacing.ts'
-import { MAX_RESULT_WAIT_S, PROVIDERS, RETRY_OUTCOMES, type Schedule, WEEKDAYS } from '../../../domain/campaignSettings.ts'
+import {
+  AFTER_VOICEMAIL_LEFT,
+  DEFAULT_VOICEMAIL_LEFT_RETRY_DELAY_S,
+  MAX_RESULT_WAIT_S,
+  PROVIDERS,
+  RETRY_OUTCOMES,
+  type Schedule,
+  WEEKDAYS,
+} from '../../../domain/campaignSettings.ts'
 import { refuse } from '../../../domain/errors.ts'
 import { SCHEDULE_FIELD_RULES, scheduleRelationProblems, windowProblems } from '../../../domain/schedule.ts'
 import type { Campaign } from '../../../domain/types.ts'
@@ -19,6 +27,7 @@ import type { Authenticator } from '../../../services/authenticator.ts'
 import type { CampaignDirectory } from '../../../services/campaignDirectory.ts'
 import { type CampaignPauses, PAUSE_ACTIONS, type PauseAction } from '../../../services/campaignPauses.ts'
 import { refine, refineModel } from '../../../validation/model.ts'
+import { MAX_MESSAGE_TEXT, VOICEMAIL_POLICIES } from '../../../channels/twilio/voicemail.ts'
 import { ContactInput } from '../triggers.ts'
 import { actorOf, requireOperator } from '../../auth.ts'
 import { adminDocs, OrgParams } from './shared.ts'
@@ -102,6 +111,24 @@ const AttemptsSchema = Type.Object(
       ),
     ),
     expire_after_s: Type.Optional(Type.Integer({ minimum: 60, maximum: 90 * DAY_S, description: 'From the trigger. Default 7 days.' })),
+    voicemail_left: Type.Optional(
+      Type.Object(
+        {
+          then: { ...OneOf(AFTER_VOICEMAIL_LEFT), description: 'stop: the task completes as unreachable (no person was reached; its last interaction says a message was left). retry: another attempt after delay_s, within the attempts left.' },
+          delay_s: Type.Optional(
+            Seconds(
+              `With retry: seconds from the message to the next attempt, which also waits for the next window. Default ${DEFAULT_VOICEMAIL_LEFT_RETRY_DELAY_S} (a day and two hours: the next day, at another local hour).`,
+              30 * DAY_S,
+            ),
+          ),
+        },
+        {
+          additionalProperties: false,
+          description:
+            "What follows an interaction that ended voicemail_left (a Twilio campaign whose provider_config.voicemail.policy is leave_message). Default {\"then\": \"stop\"}; absent from the campaign until sent.",
+        },
+      ),
+    ),
   },
   { additionalProperties: false, description: 'Omitted fields take their defaults.' },
 )
@@ -171,6 +198,35 @@ export const UpdateCampaignBody = Type.Object(settingsFields, {
   description: 'Each field sent replaces the current one; `max_concurrent: null` removes the limit.',
 })
 
+/**
+ * A Twilio campaign's voicemail policy, as its provider_config holds it:
+ * documented here, checked with the rest of the provider's settings
+ * (channels/twilio/voicemail.ts), whose 422s name each field.
+ */
+const TwilioVoicemailSchema = component(
+  'TwilioVoicemail',
+  Type.Object(
+    {
+      policy: { ...OneOf(VOICEMAIL_POLICIES), description: 'hang_up (the default): a machine ends the call voicemail. leave_message: the message is left after the greeting, and the call ends voicemail_left.' },
+      message: Type.Optional(
+        Type.Object(
+          {
+            text: Type.Optional(
+              Type.Union([Type.String({ maxLength: MAX_MESSAGE_TEXT }), Type.Record(Type.String(), Type.String({ maxLength: MAX_MESSAGE_TEXT }), { maxProperties: 20 })], {
+                description:
+                  'One text, spoken in contact.language, or texts by BCP 47 tag ("*" for any other language). Placeholders: {{first_name}}, {{last_name}}, {{language}}, {{context.KEY}}; unknown ones are left empty.',
+              }),
+            ),
+            audio_url: Type.Optional(Type.String({ maxLength: 2048, description: 'An https recording to play instead of a text.' })),
+          },
+          { description: 'With leave_message: a text or an audio_url, not both.' },
+        ),
+      ),
+    },
+    { description: "provider_config.voicemail of a twilio campaign: what a call answered by a machine does." },
+  ),
+)
+
 const CampaignSchema = component('Campaign', Type.Object({
   id: Type.String(),
   routing_key: Type.String(),
@@ -180,7 +236,10 @@ const CampaignSchema = component('Campaign', Type.Object({
   schedule: Type.Unknown(),
   attempts: Type.Unknown(),
   provider: OneOf(PROVIDERS),
-  provider_config: Type.Record(Type.String(), Type.Unknown()),
+  provider_config: Type.Object(
+    { voicemail: Type.Optional(TwilioVoicemailSchema) },
+    { additionalProperties: true, description: "The provider's settings (see the README's Providers); a twilio campaign's may hold its voicemail policy." },
+  ),
   max_concurrent: Type.Union([Type.Integer(), Type.Null()]),
   results: Type.Object({ wait_s: Type.Integer() }),
   pacing: Type.Object({ per_second: Type.Optional(Type.Integer()) }, { description: 'As set; `{}`: the provider\'s documented rate.' }),
