@@ -9,7 +9,7 @@ import { normalizePhone, PHONE_REFUSED } from '../../domain/contact.ts'
 import { normalizeIdPart } from '../../domain/externalIds.ts'
 import { isId } from '../../domain/ids.ts'
 import { interactionDurationS } from '../../domain/interactionDuration.ts'
-import { TASK_OUTCOMES, TASK_STATUSES, type Task, ZONE_SOURCES } from '../../domain/types.ts'
+import { TASK_HOLDS, TASK_OUTCOMES, TASK_STATUSES, type Task, ZONE_SOURCES } from '../../domain/types.ts'
 import type { Authenticator } from '../../services/authenticator.ts'
 import type { TaskLifecycle } from '../../services/taskLifecycle.ts'
 import type { Database } from '../../store/database.ts'
@@ -90,6 +90,19 @@ const TaskSchema = component('Task', Type.Object({
   expires_at: Timestamp,
   completed_at: Type.Union([Timestamp, Type.Null()]),
   campaign_paused: Type.Boolean({ description: "True while the task waits for its paused campaign: no attempt starts until the campaign is resumed. False while an attempt runs and once the task has completed." }),
+  waiting: Type.Optional(
+    Type.Object(
+      {
+        // contact_cap: its organization's cap on attempts to one number across campaigns.
+        for: OneOf(TASK_HOLDS),
+        until: Timestamp,
+      },
+      {
+        description:
+          "Present while the task is pending and held past its window by something other than its campaign: what (`contact_cap`: its organization's cap on attempts to one number across campaigns), and when it is due again (its `next_attempt_at`). It still expires at `expires_at`.",
+      },
+    ),
+  ),
   interactions: Type.Array(InteractionSchema),
 }))
 
@@ -113,6 +126,7 @@ const presentTask = (task: Task) => ({
   expires_at: task.expiresAt,
   completed_at: task.completedAt,
   campaign_paused: task.campaignPaused,
+  ...(task.waiting !== undefined && { waiting: task.waiting }),
   interactions: task.interactions.map((interaction) => ({
     id: interaction.id,
     direction: interaction.direction,
