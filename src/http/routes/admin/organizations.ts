@@ -58,8 +58,11 @@ const ChangeOrganizationBody = Type.Object({
   retention_days: Type.Optional(RetentionDays),
   contact_cap: Type.Optional(
     Type.Object(
-      { per_24h: Type.Optional(capFigure(`${PER_24H} Left out: null.`)), per_local_day: Type.Optional(capFigure(`${PER_LOCAL_DAY} Left out: null.`)) },
-      { description: `${CONTACT_CAP} Replaces the whole cap: a figure left out is null.`, additionalProperties: false },
+      {
+        per_24h: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_CONTACT_CAP, description: `${PER_24H} Left out or null: no such rule.` })),
+        per_local_day: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_CONTACT_CAP, description: `${PER_LOCAL_DAY} Left out or null: no such rule.` })),
+      },
+      { description: `${CONTACT_CAP} Replaces the whole cap: a figure left out (or null) is no such rule; \`{}\` turns the cap off.`, additionalProperties: false },
     ),
   ),
 })
