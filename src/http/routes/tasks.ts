@@ -93,7 +93,6 @@ const TaskSchema = component('Task', Type.Object({
   waiting: Type.Optional(
     Type.Object(
       {
-        // contact_cap: its organization's cap on attempts to one number across campaigns.
         for: OneOf(TASK_HOLDS),
         until: Timestamp,
       },
