@@ -682,7 +682,7 @@ describe('the console in a browser', { skip: existsSync(CHROMIUM) ? false : `no 
       await cap.getByText('Off: each campaign calls').waitFor()
       await cap.getByLabel('In any 24 hours').fill('1')
       await cap.getByRole('button', { name: 'Save cap' }).click()
-      await cap.getByText('at most 1 attempts to one number in any 24 hours').waitFor()
+      await cap.getByText('at most 1 attempt to one number in any 24 hours').waitFor()
       await shot(operator.page, 'organization-cap')
       const organization = json(await service.app.inject({ method: 'GET', url: `/admin/v1/organizations/${orgId}`, headers: bearer(OPERATOR_TOKEN) })).data
       assert.deepEqual(organization.contact_cap, { per_24h: 1, per_local_day: null })

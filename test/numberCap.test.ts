@@ -12,6 +12,7 @@ import {
   acceptedTrigger,
   bearer,
   createCampaign,
+  freePort,
   json,
   onPostgres,
   OPERATOR_TOKEN,
@@ -23,6 +24,8 @@ import {
   type TestService,
 } from './support/service.ts'
 import { lockNumberAttempts, saveNumberAttempts } from '../src/store/numberAttempts.ts'
+import { createChannels } from '../src/channels/index.ts'
+import { type FakeVapi, startFakeVapi } from './fakes/vapi.ts'
 
 const HOUR = 3_600_000
 const ALWAYS_OPEN = { timezone: 'contact', windows: [{ days: ['mon', 'tue', 'wed', 'thu', 'fri', 'sat', 'sun'], start: '00:00', end: '24:00' }] }
@@ -300,5 +303,66 @@ describe('what the cap keeps of a number', () => {
     assert.equal(await numberRows(org.orgId), 1, 'a call of 25 hours ago may still count on the local day')
     await at(now + 2 * HOUR)
     assert.equal(await numberRows(org.orgId), 0)
+  })
+})
+
+describe('a start the provider deferred (Vapi, 429)', () => {
+  const API_KEY = 'vapi-private-key-for-tests'
+  const WEBHOOK_SECRET = 'vapi-hmac-secret-for-tests'
+  const ASSISTANT_ID = '5b0a4a08-133c-4146-9315-0984f8c6be80'
+  const PHONE_NUMBER_ID = '0a9d2a1c-8d3e-4e8f-9b1d-2f1e7c3a4b5c'
+  let vapi: FakeVapi
+  let withVapi: TestService
+
+  before(async () => {
+    vapi = await startFakeVapi({ apiKey: API_KEY, webhookSecret: WEBHOOK_SECRET, assistantIds: [ASSISTANT_ID], phoneNumberIds: [PHONE_NUMBER_ID], now: () => now })
+    const port = await freePort()
+    const channels = createChannels(
+      { publicBaseUrl: `http://127.0.0.1:${port}`, twilioApiBaseUrl: 'http://127.0.0.1:9', whatsappApiBaseUrl: 'http://127.0.0.1:9', vapiApiBaseUrl: vapi.url },
+      (name) => ({ VAPI_API_KEY: API_KEY, VAPI_WEBHOOK_SECRET: WEBHOOK_SECRET })[name],
+    )
+    withVapi = await startService({ now: () => now, channels })
+    await withVapi.app.listen({ port, host: '127.0.0.1' })
+    vapi.setServerUrl(`http://127.0.0.1:${port}/providers/vapi/webhook`)
+  })
+  after(async () => {
+    await withVapi.close()
+    await vapi.close()
+  })
+
+  test('does not count against the cap: the attempt made again starts, and only then is the number at its cap', async () => {
+    const org = await seedOrganization(withVapi.app, { schedule: ALWAYS_OPEN })
+    const patched = await withVapi.app.inject({ method: 'PATCH', url: `/admin/v1/organizations/${org.orgId}`, headers: admin, payload: { contact_cap: { per_24h: 1 } } })
+    assert.equal(patched.statusCode, 200, patched.body)
+    const campaigns: { routing_key: string }[] = []
+    for (const routingKey of ['vapi-first', 'vapi-second']) {
+      campaigns.push(
+        await createCampaign(withVapi.app, org.orgId, {
+          routing_key: routingKey,
+          channel: 'voice',
+          schedule: ALWAYS_OPEN,
+          provider: 'vapi',
+          provider_config: { assistant_id: ASSISTANT_ID, phone_number_id: PHONE_NUMBER_ID },
+        }),
+      )
+    }
+    const phone = newNumber()
+    const trigger = (campaign: number) =>
+      acceptedTrigger(withVapi.app, org.key, { campaign: campaigns[campaign]!.routing_key, ids: [{ source: 'crm', type: 'lead', value: `v-${campaign}` }], contact: { phone } })
+    const first = await trigger(0)
+    vapi.failNext({ status: 429, retryAfter: '20' })
+    await withVapi.app.workers!.dispatcher.runOnce()
+    const deferred = await taskOf(withVapi.app, org.key, first.task_id)
+    assert.equal(deferred.attempts, 0)
+    assert.equal(deferred.next_attempt_at, new Date(now + 20_000).toISOString())
+    const [record] = await withVapi.db.query<{ started_at: Date[] }>('SELECT started_at FROM number_attempts WHERE org_id = $1', [org.orgId])
+    assert.deepEqual(record!.started_at, [], 'the withdrawn attempt is forgotten')
+
+    now += 20_000
+    await withVapi.app.workers!.dispatcher.runOnce()
+    assert.equal((await taskOf(withVapi.app, org.key, first.task_id)).attempts, 1, 'made again, not held by its own deferred attempt')
+    const second = await trigger(1)
+    await withVapi.app.workers!.dispatcher.runOnce()
+    assert.equal((await taskOf(withVapi.app, org.key, second.task_id)).waiting?.for, 'contact_cap')
   })
 })

@@ -131,7 +131,7 @@ function ContactCap({ credential, path, cap, onChanged }) {
     <p class="muted">
       ${on
         ? `Across all campaigns, at most ${[
-            cap.per_24h === null ? null : `${cap.per_24h} attempts to one number in any 24 hours`,
+            cap.per_24h === null ? null : `${cap.per_24h} ${cap.per_24h === 1 ? 'attempt' : 'attempts'} to one number in any 24 hours`,
             cap.per_local_day === null ? null : `${cap.per_local_day} on one day where the contact is`,
           ]
             .filter(Boolean)

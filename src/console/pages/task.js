@@ -296,7 +296,7 @@ export function TaskPage({ credential, taskId }) {
     </div>
     <${Failure} error=${action.error ?? loaded.error} />
     <p class="muted">${TASK_STATES[task.status]}${task.campaign_paused ? ' Its campaign is paused: nothing starts until it is resumed.' : ''}</p>
-    ${task.waiting === undefined ? null : html`<p class="notice" role="status">${WAITING_FOR[task.waiting.for] ?? `Held by ${task.waiting.for}`} until <${Instant} at=${task.waiting.until} zones=${zones} />.</p>`}
+    ${task.waiting === undefined ? null : html`<p class="notice" role="status">${WAITING_FOR[task.waiting.for] ?? `Held by ${task.waiting.for}`} until <${Instant} at=${task.waiting.until} zones=${zones} /></p>`}
     <section class="card">
       <${Facts}
         rows=${[
