@@ -13,11 +13,10 @@ import type { OutboundAttempt } from '../src/channels/channel.ts'
 import { readElevenLabsConfig } from '../src/channels/elevenlabs/config.ts'
 import { conversationOutcome, conversationResult, initiationFailureOutcome, verifyElevenLabsSignature } from '../src/channels/elevenlabs/conversation.ts'
 import { ElevenLabsChannel } from '../src/channels/elevenlabs/elevenlabsChannel.ts'
-import { createChannels } from '../src/channels/index.ts'
 import type { JsonObject } from '../src/domain/types.ts'
 import { type FakeElevenLabs, startFakeElevenLabs } from './fakes/elevenlabs.ts'
 import { eventsOfTask } from './support/events.ts'
-import { bearer, freePort, json, OPERATOR_TOKEN, scrapeMetrics, seedOrganization, startService, type TestService } from './support/service.ts'
+import { bearer, json, OPERATOR_TOKEN, scrapeMetrics, seedOrganization, startCalledBackService, type TestService } from './support/service.ts'
 import { sampleValue } from './support/prometheus.ts'
 
 const SECRETS: Record<string, string> = {
@@ -346,16 +345,8 @@ describe('through the service', () => {
   let routingKeys = 0
 
   before(async () => {
-    const port = await freePort()
-    baseUrl = `http://127.0.0.1:${port}`
-    const channels = createChannels(
-      { publicBaseUrl: baseUrl, twilioApiBaseUrl: 'http://127.0.0.1:9', whatsappApiBaseUrl: 'http://127.0.0.1:9', elevenlabsApiBaseUrl: fake.url },
-      (name) => SECRETS[name],
-    )
-    service = await startService({ now: () => now, channels })
-    await service.app.listen({ port, host: '127.0.0.1' })
+    ;({ service, baseUrl, org } = await startCalledBackService({ now: () => now, apiBaseUrls: { elevenlabsApiBaseUrl: fake.url }, secrets: SECRETS }))
     fake.setWebhookUrl(`${baseUrl}/providers/elevenlabs/webhook`)
-    org = await seedOrganization(service.app)
   })
   after(() => service.close())
 

@@ -9,14 +9,13 @@ import assert from 'node:assert/strict'
 import { createHmac } from 'node:crypto'
 import { after, before, describe, test } from 'node:test'
 import type { OutboundAttempt } from '../src/channels/channel.ts'
-import { createChannels } from '../src/channels/index.ts'
 import { callOutcome, callResult, END_REASONS, endedForGood, type RetellCall } from '../src/channels/retell/calls.ts'
 import { readRetellConfig } from '../src/channels/retell/config.ts'
 import { RetellChannel, verifyRetellSignature } from '../src/channels/retell/retellChannel.ts'
 import type { JsonObject } from '../src/domain/types.ts'
 import { type FakeRetell, startFakeRetell } from './fakes/retell.ts'
 import { eventsOfTask } from './support/events.ts'
-import { bearer, freePort, json, OPERATOR_TOKEN, seedOrganization, startService, taskOf, type TestService } from './support/service.ts'
+import { bearer, json, OPERATOR_TOKEN, seedOrganization, startCalledBackService, taskOf, type TestService } from './support/service.ts'
 
 const API_KEY = 'key_0123456789abcdef0123456789ab'
 const FROM = '+14155550100'
@@ -350,16 +349,8 @@ describe('through the service', () => {
   let routingKeys = 0
 
   before(async () => {
-    const port = await freePort()
-    baseUrl = `http://127.0.0.1:${port}`
-    const channels = createChannels(
-      { publicBaseUrl: baseUrl, twilioApiBaseUrl: 'http://127.0.0.1:9', whatsappApiBaseUrl: 'http://127.0.0.1:9', retellApiBaseUrl: fake.url },
-      (name) => SECRETS[name],
-    )
-    service = await startService({ now: () => now, channels })
-    await service.app.listen({ port, host: '127.0.0.1' })
+    ;({ service, baseUrl, org } = await startCalledBackService({ now: () => now, apiBaseUrls: { retellApiBaseUrl: fake.url }, secrets: SECRETS }))
     fake.setWebhookUrl(`${baseUrl}/providers/retell/webhook`)
-    org = await seedOrganization(service.app)
   })
   after(() => service.close())
 

@@ -666,5 +666,17 @@ describe('providerResult: a provider’s result made valid rather than lost', ()
     assert.ok(kept.length > 10 && kept.length < 60)
     assert.ok(kept.every((turn) => turn.text.length === 10_000))
     assert.ok(Buffer.byteLength(JSON.stringify(kept)) <= 256 * 1024)
+    // The longest prefix that fits: one turn more would not.
+    assert.ok(Buffer.byteLength(JSON.stringify(turns.slice(0, kept.length + 1).map((turn) => ({ ...turn, text: turn.text.slice(0, 10_000) })))) > 256 * 1024)
+  })
+
+  test('data over its bytes keeps the first keys that fit, to the byte', () => {
+    const data = Object.fromEntries(Array.from({ length: 40 }, (_, i) => [`key ${i}`, 'é'.repeat(1_000 + i)]))
+    const kept = providerResult({ data })!.data!
+    const keys = Object.keys(kept)
+    assert.ok(keys.length > 5 && keys.length < 40)
+    assert.deepEqual(keys, Object.keys(data).slice(0, keys.length))
+    assert.ok(Buffer.byteLength(JSON.stringify(kept)) <= 64 * 1024)
+    assert.ok(Buffer.byteLength(JSON.stringify(Object.fromEntries(Object.entries(data).slice(0, keys.length + 1)))) > 64 * 1024)
   })
 })

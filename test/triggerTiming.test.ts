@@ -18,6 +18,14 @@ describe('parseInstant', () => {
     ['2026-12-01 09:00:00Z', undefined],
     ['2026-12-01T09:00Z', undefined], // no seconds
     ['2026-02-30T09:00:00Z', undefined], // no such day
+    ['2024-02-29T09:00:00Z', '2024-02-29T09:00:00.000Z'], // a leap year's
+    ['2100-02-29T09:00:00Z', undefined], // not a leap year: a century
+    ['2000-02-29T23:30:00-01:00', '2000-03-01T00:30:00.000Z'], // a leap century's, its offset carrying it into March
+    ['2026-04-31T09:00:00Z', undefined],
+    ['2026-13-01T09:00:00Z', undefined],
+    ['2026-00-10T09:00:00Z', undefined],
+    ['2026-12-00T09:00:00Z', undefined],
+    ['0099-06-01T12:00:00.9999Z', '0099-06-01T12:00:00.999Z'], // a two-digit year is no 1999, a fraction cut
     ['2026-12-01T24:00:00Z', undefined],
     ['2026-12-31T23:59:60Z', undefined], // a leap second names no instant we can store
     ['2026-12-01T09:00:00+0100', undefined],

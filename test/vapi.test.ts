@@ -7,7 +7,6 @@
 import assert from 'node:assert/strict'
 import { after, before, beforeEach, describe, test } from 'node:test'
 import type { OutboundAttempt } from '../src/channels/channel.ts'
-import { createChannels } from '../src/channels/index.ts'
 import { outcomeOfEndedReason } from '../src/channels/vapi/endedReason.ts'
 import { readVapiConfig, VapiChannel, verifyVapiSignature } from '../src/channels/vapi/vapiChannel.ts'
 import { resultOf } from '../src/channels/vapi/serverMessages.ts'
@@ -15,7 +14,7 @@ import type { JsonObject } from '../src/domain/types.ts'
 import { createHmac } from 'node:crypto'
 import { type FakeVapi, startFakeVapi } from './fakes/vapi.ts'
 import { eventsOfTask } from './support/events.ts'
-import { bearer, freePort, json, OPERATOR_TOKEN, seedOrganization, startService, taskOf, type TestService } from './support/service.ts'
+import { bearer, json, OPERATOR_TOKEN, seedOrganization, startCalledBackService, taskOf, type TestService } from './support/service.ts'
 
 const API_KEY = 'vapi-private-key-for-tests'
 const WEBHOOK_SECRET = 'vapi-hmac-secret-for-tests'
@@ -291,16 +290,8 @@ describe('through the service', () => {
   let routingKeys = 0
 
   before(async () => {
-    const port = await freePort()
-    baseUrl = `http://127.0.0.1:${port}`
-    const channels = createChannels(
-      { publicBaseUrl: baseUrl, twilioApiBaseUrl: 'http://127.0.0.1:9', whatsappApiBaseUrl: 'http://127.0.0.1:9', vapiApiBaseUrl: fake.url },
-      (name) => SECRETS[name],
-    )
-    service = await startService({ now: () => now, channels })
-    await service.app.listen({ port, host: '127.0.0.1' })
+    ;({ service, baseUrl, org } = await startCalledBackService({ now: () => now, apiBaseUrls: { vapiApiBaseUrl: fake.url }, secrets: SECRETS }))
     fake.setServerUrl(`${baseUrl}/providers/vapi/webhook`)
-    org = await seedOrganization(service.app)
   })
   after(() => service.close())
 

@@ -108,13 +108,14 @@ export function providerResult(reported: unknown): ReportedResult | undefined {
     const turns = candidate.transcript
       .slice(0, RESULT_LIMITS.transcriptTurns)
       .map((turn) => (isRecord(turn) && typeof turn.text === 'string' ? { ...turn, text: cut(turn.text, RESULT_LIMITS.turnLength) } : turn))
-    while (turns.length > 0 && jsonBytes(turns) > RESULT_LIMITS.transcriptBytes) turns.pop()
+    turns.length = fittingPrefix(turns.map((turn) => jsonBytes(turn)), RESULT_LIMITS.transcriptBytes)
     if (turns.length > 0) candidate.transcript = turns
     else delete candidate.transcript
   }
   if (isRecord(candidate.data)) {
     const entries = Object.entries(candidate.data).slice(0, RESULT_LIMITS.dataKeys)
-    while (entries.length > 0 && jsonBytes(Object.fromEntries(entries)) > RESULT_LIMITS.dataBytes) entries.pop()
+    // An entry as JSON: its key, a colon and its value.
+    entries.length = fittingPrefix(entries.map(([key, value]) => jsonBytes(key) + 1 + jsonBytes(value)), RESULT_LIMITS.dataBytes)
     candidate.data = Object.fromEntries(entries)
   }
   // Each round leaves out at least one field or turn, so this ends.
@@ -131,6 +132,22 @@ export function providerResult(reported: unknown): ReportedResult | undefined {
     if (badTurns.size > 0 && Array.isArray(candidate.transcript)) candidate.transcript = candidate.transcript.filter((_, index) => !badTurns.has(index))
     if (Array.isArray(candidate.transcript) && candidate.transcript.length === 0) delete candidate.transcript
   }
+}
+
+/**
+ * How many of the first members, whose JSON sizes are `sizes`, fit in
+ * `budget` bytes as one JSON array or object: its brackets, the members and a
+ * comma between each two. Each member measured once: a transcript of 500
+ * turns cut by stringifying what is left after each turn dropped took
+ * quadratic time.
+ */
+function fittingPrefix(sizes: readonly number[], budget: number): number {
+  let bytes = 2
+  for (const [index, size] of sizes.entries()) {
+    bytes += size + (index > 0 ? 1 : 0)
+    if (bytes > budget) return index
+  }
+  return sizes.length
 }
 
 /** `text` at most `max` characters (code points, as the schema counts them). */

@@ -11,7 +11,7 @@ import { Writable } from 'node:stream'
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify'
 import pg from 'pg'
 import { buildApp } from '../../src/app.ts'
-import { type Channels, createChannels } from '../../src/channels/index.ts'
+import { type ChannelSettings, type Channels, createChannels } from '../../src/channels/index.ts'
 import { MAX_RATE_LIMIT, type RateLimitPolicy } from '../../src/domain/rateLimit.ts'
 import type { HistoryBounds } from '../../src/domain/retention.ts'
 import { type Database, type DatabaseOptions, openDatabase, type PoolMode } from '../../src/store/database.ts'
@@ -259,6 +259,29 @@ export async function acceptedTrigger(app: FastifyInstance, key: string, payload
   const response = await postTrigger(app, key, payload)
   assert.equal(response.statusCode, 201, response.body)
   return json(response).data
+}
+
+/**
+ * A service that a provider's fake calls back over HTTP: listening on a port
+ * of its own, which its channels take for their public URL; their APIs the
+ * fakes' named in `apiBaseUrls` (the others a closed port), their secrets
+ * from `secrets`; and an organization seeded in it.
+ */
+export async function startCalledBackService(options: {
+  now: () => number
+  apiBaseUrls: Partial<Omit<ChannelSettings, 'publicBaseUrl'>>
+  secrets: Record<string, string>
+}): Promise<{ service: TestService; baseUrl: string; org: Awaited<ReturnType<typeof seedOrganization>> }> {
+  const port = await freePort()
+  const baseUrl = `http://127.0.0.1:${port}`
+  const closed = 'http://127.0.0.1:9'
+  const channels = createChannels(
+    { publicBaseUrl: baseUrl, twilioApiBaseUrl: closed, whatsappApiBaseUrl: closed, ...options.apiBaseUrls },
+    (name) => options.secrets[name],
+  )
+  const service = await startService({ now: options.now, channels })
+  await service.app.listen({ port, host: '127.0.0.1' })
+  return { service, baseUrl, org: await seedOrganization(service.app) }
 }
 
 /** An organization with a key (default scopes unless given) and one voice campaign (default schedule unless given), made through the admin API. */

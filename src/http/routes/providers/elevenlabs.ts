@@ -21,7 +21,6 @@
  * this route takes up to WEBHOOK_BODY_LIMIT and answers 413 beyond. Nothing
  * of a body is logged.
  */
-import { Type } from '@sinclair/typebox'
 import type { FastifyInstance } from 'fastify'
 import {
   type ElevenLabsChannel,
@@ -36,6 +35,7 @@ import { isId } from '../../../domain/ids.ts'
 import type { TaskLifecycle } from '../../../services/taskLifecycle.ts'
 import type { Database } from '../../../store/database.ts'
 import { findInteractionByProviderRef, findInteractionWithConfig, type InteractionWithConfig } from '../../../store/interactions.ts'
+import { headerOf, keepRawBodies, signedBody } from './signedBodies.ts'
 
 /**
  * 4 MiB: a result keeps at most 256 KiB of transcript (RESULT_LIMITS), but
@@ -51,27 +51,19 @@ export async function elevenlabsRoutes(
   const { db, elevenlabs, lifecycle, now } = deps
   const refused = () => new ApiError('forbidden', 'The webhook is not signed by ElevenLabs for a conversation of this service.')
 
-  // The signature covers the body's exact bytes: this scope keeps them.
-  app.removeAllContentTypeParsers()
-  app.addContentTypeParser('*', { parseAs: 'buffer', bodyLimit: WEBHOOK_BODY_LIMIT }, (_request, body, done) => done(null, body))
+  keepRawBodies(app, WEBHOOK_BODY_LIMIT)
 
   app.post(
     '/providers/elevenlabs/webhook',
     // Called by ElevenLabs: in neither OpenAPI document.
-    { bodyLimit: WEBHOOK_BODY_LIMIT, schema: { hide: true, summary: 'ElevenLabs post-call webhook', body: Type.Unknown() } },
+    { bodyLimit: WEBHOOK_BODY_LIMIT, schema: { hide: true, summary: 'ElevenLabs post-call webhook' } },
     async (request, reply) => {
-      const raw = Buffer.isBuffer(request.body) ? request.body : Buffer.alloc(0)
-      let event: WebhookEvent | undefined
-      try {
-        event = webhookEvent(JSON.parse(raw.toString('utf8')))
-      } catch {
-        // Not JSON: nothing ElevenLabs sends, and nothing to apply.
-      }
+      const { raw, json } = signedBody(request)
+      const event = webhookEvent(json)
       const interaction = event === undefined ? undefined : await interactionOf(event)
       if (event === undefined || interaction === undefined) return reply.code(200).send()
       const secret = elevenlabs.webhookSecretFor(interaction.providerConfig)
-      const signature = request.headers['elevenlabs-signature']
-      if (secret === undefined || !verifyElevenLabsSignature(secret, raw, typeof signature === 'string' ? signature : undefined, now())) throw refused()
+      if (secret === undefined || !verifyElevenLabsSignature(secret, raw, headerOf(request, 'elevenlabs-signature'), now())) throw refused()
       const config = readElevenLabsConfig(interaction.providerConfig)
       if (event.agentId !== undefined && event.agentId !== config.agentId) throw refused()
       await lifecycle.report(interaction, reportFromWebhook(event, config, now()))

@@ -16,7 +16,6 @@
  * beyond. Nothing of the body is logged but the event, the ids, and the
  * names of the variables the agent did not receive.
  */
-import { Type } from '@sinclair/typebox'
 import type { FastifyInstance } from 'fastify'
 import { interactionIdOf, readRetellWebhook, type RetellChannel, verifyRetellSignature } from '../../../channels/retell/retellChannel.ts'
 import { ApiError } from '../../../domain/errors.ts'
@@ -25,14 +24,13 @@ import type { TaskLifecycle } from '../../../services/taskLifecycle.ts'
 import type { Database } from '../../../store/database.ts'
 import { findInteractionByProviderRef, findInteractionWithConfig, type InteractionWithConfig } from '../../../store/interactions.ts'
 import { MAX_BODY_BYTES } from '../../limits.ts'
+import { headerOf, keepRawBodies, signedBody } from './signedBodies.ts'
 
 export async function retellRoutes(app: FastifyInstance, deps: { db: Database; retell: RetellChannel; lifecycle: TaskLifecycle; now: () => number }) {
   const { db, retell, lifecycle, now } = deps
   const refused = () => new ApiError('forbidden', 'The request is not a verified Retell webhook for a call of this service.')
 
-  // The signature covers the body's exact bytes: this scope keeps them.
-  app.removeAllContentTypeParsers()
-  app.addContentTypeParser('*', { parseAs: 'buffer' }, (_request, body, done) => done(null, body))
+  keepRawBodies(app)
 
   /** The interaction a call is of: by its call id, or by the interaction its metadata names while its creation is unconfirmed. */
   async function interactionOf(callId: string, named: string | undefined): Promise<InteractionWithConfig | undefined> {
@@ -45,21 +43,14 @@ export async function retellRoutes(app: FastifyInstance, deps: { db: Database; r
   app.post(
     '/providers/retell/webhook',
     // Called by Retell: in neither OpenAPI document.
-    { bodyLimit: MAX_BODY_BYTES, schema: { hide: true, summary: 'Retell call webhook', body: Type.Unknown() } },
+    { bodyLimit: MAX_BODY_BYTES, schema: { hide: true, summary: 'Retell call webhook' } },
     async (request, reply) => {
-      const raw = Buffer.isBuffer(request.body) ? request.body : Buffer.alloc(0)
-      let body: unknown
-      try {
-        body = JSON.parse(raw.toString('utf8'))
-      } catch {
-        // Not JSON: nothing Retell sends.
-      }
-      const webhook = readRetellWebhook(body)
+      const { raw, json } = signedBody(request)
+      const webhook = readRetellWebhook(json)
       if (webhook === undefined) throw refused()
       const interaction = await interactionOf(webhook.call.call_id, interactionIdOf(webhook.call))
       const apiKey = interaction === undefined ? undefined : retell.apiKeyFor(interaction.providerConfig)
-      const signature = request.headers['x-retell-signature']
-      if (interaction === undefined || apiKey === undefined || !verifyRetellSignature(apiKey, raw, typeof signature === 'string' ? signature : undefined, now())) {
+      if (interaction === undefined || apiKey === undefined || !verifyRetellSignature(apiKey, raw, headerOf(request, 'x-retell-signature'), now())) {
         throw refused()
       }
       request.log.info({ interaction: interaction.id, call: webhook.call.call_id, event: webhook.event }, 'Retell webhook')

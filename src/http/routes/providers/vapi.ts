@@ -12,7 +12,6 @@
  * changes nothing more (a finalized interaction stays as it is), so a retry
  * Vapi's backoffPlan makes is harmless. Nothing of a body is logged.
  */
-import { Type } from '@sinclair/typebox'
 import type { FastifyInstance } from 'fastify'
 import {
   readVapiConfig,
@@ -28,6 +27,7 @@ import { isId } from '../../../domain/ids.ts'
 import type { TaskLifecycle } from '../../../services/taskLifecycle.ts'
 import type { Database } from '../../../store/database.ts'
 import { findInteractionByProviderRef, findInteractionWithConfig } from '../../../store/interactions.ts'
+import { headerOf, keepRawBodies, signedBody } from './signedBodies.ts'
 
 /**
  * An end-of-call-report carries the transcript three times (the text,
@@ -41,23 +41,15 @@ export async function vapiRoutes(app: FastifyInstance, deps: { db: Database; vap
   const { db, vapi, lifecycle, now } = deps
   const refused = () => new ApiError('forbidden', 'The request is not a verified Vapi server message for a call of this service.')
 
-  // The signature covers the body's exact bytes: this scope keeps them.
-  app.removeAllContentTypeParsers()
-  app.addContentTypeParser('*', { parseAs: 'buffer' }, (_request, body, done) => done(null, body))
+  keepRawBodies(app)
 
   app.post(
     '/providers/vapi/webhook',
     // Called by Vapi, signed with its HMAC credential: in neither OpenAPI document.
-    { bodyLimit: VAPI_MAX_BODY_BYTES, schema: { hide: true, summary: 'Vapi server messages', body: Type.Unknown() } },
+    { bodyLimit: VAPI_MAX_BODY_BYTES, schema: { hide: true, summary: 'Vapi server messages' } },
     async (request, reply) => {
-      const raw = Buffer.isBuffer(request.body) ? request.body : Buffer.alloc(0)
-      let parsed: unknown
-      try {
-        parsed = JSON.parse(raw.toString('utf8'))
-      } catch {
-        throw refused()
-      }
-      const message = serverMessageOf(parsed)
+      const { raw, json } = signedBody(request)
+      const message = serverMessageOf(json)
       if (message === undefined) throw refused()
       const { interactionId, callId } = message
       const interaction =
@@ -66,11 +58,9 @@ export async function vapiRoutes(app: FastifyInstance, deps: { db: Database; vap
           : await findInteractionByProviderRef(db, 'vapi', callId)
       if (interaction === undefined || interaction.provider !== 'vapi') throw refused()
       const secret = vapi.webhookSecretFor(interaction.providerConfig)
-      const header = (name: string) => {
-        const value = request.headers[name]
-        return typeof value === 'string' ? value : undefined
+      if (secret === undefined || !verifyVapiSignature(secret, raw, headerOf(request, SIGNATURE_HEADER), headerOf(request, TIMESTAMP_HEADER), now())) {
+        throw refused()
       }
-      if (secret === undefined || !verifyVapiSignature(secret, raw, header(SIGNATURE_HEADER), header(TIMESTAMP_HEADER), now())) throw refused()
       // The call this interaction started, or (its start's answer lost) one that names it in its metadata.
       if (interaction.providerRef !== null ? interaction.providerRef !== callId : interactionId !== interaction.id) throw refused()
       const report = reportOfMessage(message, readVapiConfig(interaction.providerConfig), now())

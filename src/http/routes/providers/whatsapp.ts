@@ -9,7 +9,6 @@
  * notifications, so every change applies idempotently and a status never
  * moves back (read > delivered > sent).
  */
-import { Type } from '@sinclair/typebox'
 import type { FastifyInstance } from 'fastify'
 import type { Channels } from '../../../channels/index.ts'
 import {
@@ -26,6 +25,7 @@ import { type PersonMessage, type TaskLifecycle, turnsOf } from '../../../servic
 import { findCampaignsByWhatsAppNumber } from '../../../store/campaigns.ts'
 import type { Database } from '../../../store/database.ts'
 import { findInteractionByProviderRef, findLatestInteractionWith, type InteractionWithConfig } from '../../../store/interactions.ts'
+import { headerOf, keepRawBodies, signedBody } from './signedBodies.ts'
 
 const VERIFY_TOKEN_ENV = 'WHATSAPP_VERIFY_TOKEN'
 const STATUS_RANK: Record<string, number> = { sent: 1, delivered: 2, read: 3 }
@@ -38,9 +38,7 @@ export async function whatsappRoutes(
   // Called by Meta: in neither OpenAPI document.
   const docs = { hide: true }
 
-  // The signature covers the body's exact bytes: this scope keeps them.
-  app.removeAllContentTypeParsers()
-  app.addContentTypeParser('*', { parseAs: 'buffer' }, (_request, body, done) => done(null, body))
+  keepRawBodies(app)
 
   app.get('/providers/whatsapp/webhook', { schema: { ...docs, summary: 'WhatsApp webhook subscription handshake' } }, async (request, reply) => {
     const challenge = verifyWebhookSubscription(request.query as Record<string, string | undefined>, channels.secret(VERIFY_TOKEN_ENV))
@@ -50,21 +48,16 @@ export async function whatsappRoutes(
 
   app.post(
     '/providers/whatsapp/webhook',
-    { schema: { ...docs, summary: 'WhatsApp notifications', body: Type.Unknown() } },
+    { schema: { ...docs, summary: 'WhatsApp notifications' } },
     async (request, reply) => {
-      const raw = Buffer.isBuffer(request.body) ? request.body : Buffer.alloc(0)
-      let notifications: WhatsAppNotification[] = []
-      try {
-        notifications = notificationsFromWebhook(JSON.parse(raw.toString('utf8')))
-      } catch {
-        // Not JSON: nothing a verified sender would send, and nothing to apply.
-      }
+      const { raw, json } = signedBody(request)
+      const notifications = notificationsFromWebhook(json)
       const numbers = [...new Set(notifications.map((notification) => notification.phoneNumberId))]
       const campaigns = numbers.length === 0 ? [] : await findCampaignsByWhatsAppNumber(db, numbers)
-      const signature = request.headers['x-hub-signature-256']
+      const signature = headerOf(request, 'x-hub-signature-256')
       const verified = campaigns.filter((campaign) => {
         const secret = channels.secret(readWhatsAppCloudConfig(campaign.providerConfig).appSecretEnv)
-        return secret !== undefined && verifyWhatsAppSignature(secret, raw, typeof signature === 'string' ? signature : undefined)
+        return secret !== undefined && verifyWhatsAppSignature(secret, raw, signature)
       })
       if (verified.length === 0 && notifications.length > 0) {
         throw new ApiError('forbidden', 'The notification is not signed with the app secret of a campaign sending from its number.')
