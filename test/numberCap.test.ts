@@ -12,19 +12,18 @@ import {
   acceptedTrigger,
   bearer,
   createCampaign,
-  freePort,
   json,
   onPostgres,
   OPERATOR_TOKEN,
   PHONE_HASH_KEY,
   seedOrganization,
+  startCalledBackService,
   startService,
   tablesHolding,
   taskOf,
   type TestService,
 } from './support/service.ts'
 import { lockNumberAttempts, saveNumberAttempts } from '../src/store/numberAttempts.ts'
-import { createChannels } from '../src/channels/index.ts'
 import { type FakeVapi, startFakeVapi } from './fakes/vapi.ts'
 
 const HOUR = 3_600_000
@@ -313,17 +312,18 @@ describe('a start the provider deferred (Vapi, 429)', () => {
   const PHONE_NUMBER_ID = '0a9d2a1c-8d3e-4e8f-9b1d-2f1e7c3a4b5c'
   let vapi: FakeVapi
   let withVapi: TestService
+  let org: Awaited<ReturnType<typeof seedOrganization>>
 
   before(async () => {
     vapi = await startFakeVapi({ apiKey: API_KEY, webhookSecret: WEBHOOK_SECRET, assistantIds: [ASSISTANT_ID], phoneNumberIds: [PHONE_NUMBER_ID], now: () => now })
-    const port = await freePort()
-    const channels = createChannels(
-      { publicBaseUrl: `http://127.0.0.1:${port}`, twilioApiBaseUrl: 'http://127.0.0.1:9', whatsappApiBaseUrl: 'http://127.0.0.1:9', vapiApiBaseUrl: vapi.url },
-      (name) => ({ VAPI_API_KEY: API_KEY, VAPI_WEBHOOK_SECRET: WEBHOOK_SECRET })[name],
-    )
-    withVapi = await startService({ now: () => now, channels })
-    await withVapi.app.listen({ port, host: '127.0.0.1' })
-    vapi.setServerUrl(`http://127.0.0.1:${port}/providers/vapi/webhook`)
+    const started = await startCalledBackService({
+      now: () => now,
+      apiBaseUrls: { vapiApiBaseUrl: vapi.url },
+      secrets: { VAPI_API_KEY: API_KEY, VAPI_WEBHOOK_SECRET: WEBHOOK_SECRET },
+    })
+    withVapi = started.service
+    org = started.org
+    vapi.setServerUrl(`${started.baseUrl}/providers/vapi/webhook`)
   })
   after(async () => {
     await withVapi.close()
@@ -331,7 +331,6 @@ describe('a start the provider deferred (Vapi, 429)', () => {
   })
 
   test('does not count against the cap: the attempt made again starts, and only then is the number at its cap', async () => {
-    const org = await seedOrganization(withVapi.app, { schedule: ALWAYS_OPEN })
     const patched = await withVapi.app.inject({ method: 'PATCH', url: `/admin/v1/organizations/${org.orgId}`, headers: admin, payload: { contact_cap: { per_24h: 1 } } })
     assert.equal(patched.statusCode, 200, patched.body)
     const campaigns: { routing_key: string }[] = []
