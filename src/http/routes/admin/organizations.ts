@@ -52,19 +52,19 @@ const RetentionDays = Type.Integer({ minimum: 1, maximum: MAX_RETENTION_DAYS, de
 
 export const RetentionBody = Type.Object({ retention_days: RetentionDays })
 
+export const ContactCapBody = Type.Object(
+  {
+    per_24h: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_CONTACT_CAP, description: `${PER_24H} Left out or null: no such rule.` })),
+    per_local_day: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_CONTACT_CAP, description: `${PER_LOCAL_DAY} Left out or null: no such rule.` })),
+  },
+  { description: `${CONTACT_CAP} Replaces the whole cap: a figure left out (or null) is no such rule; \`{}\` turns the cap off.`, additionalProperties: false },
+)
+
 const ChangeOrganizationBody = Type.Object({
   name: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
   rate_limit: Type.Optional(RateLimitBody),
   retention_days: Type.Optional(RetentionDays),
-  contact_cap: Type.Optional(
-    Type.Object(
-      {
-        per_24h: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_CONTACT_CAP, description: `${PER_24H} Left out or null: no such rule.` })),
-        per_local_day: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_CONTACT_CAP, description: `${PER_LOCAL_DAY} Left out or null: no such rule.` })),
-      },
-      { description: `${CONTACT_CAP} Replaces the whole cap: a figure left out (or null) is no such rule; \`{}\` turns the cap off.`, additionalProperties: false },
-    ),
-  ),
+  contact_cap: Type.Optional(ContactCapBody),
 })
 
 export const CreateOrganizationBody = Type.Object({ name: Type.String({ minLength: 1, maxLength: 200 }) })
