@@ -3,8 +3,9 @@
  * through the whole service with an injected clock: set by the operator, a
  * task held by it waits (and says so) until the cap allows, and still
  * expires on time; off, it changes nothing and writes nothing; two workers on
- * one database never both take a number's last place; erasure and the
- * history sweep leave nothing of the number behind.
+ * one database never both take a number's last place; a start the provider
+ * deferred does not count; erasure and the history sweep leave nothing of
+ * the number behind.
  */
 import assert from 'node:assert/strict'
 import { after, before, beforeEach, describe, test } from 'node:test'
