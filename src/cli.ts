@@ -15,7 +15,7 @@ import { ApiError, ValidationFailed } from './domain/errors.ts'
 import { CreateCampaignBody, presentCampaign, UpdateCampaignBody } from './http/routes/admin/campaigns.ts'
 import { IssueApiKeyBody, presentKey } from './http/routes/admin/apiKeys.ts'
 import { ChangeSourceBody, CreateSourceBody, presentSource } from './http/routes/admin/sources.ts'
-import { CreateOrganizationBody, presentOrganization, RateLimitBody, RetentionBody } from './http/routes/admin/organizations.ts'
+import { ContactCapBody, CreateOrganizationBody, presentOrganization, RateLimitBody, RetentionBody } from './http/routes/admin/organizations.ts'
 import { runWorker, serve } from './server.ts'
 import * as admin from './services/administration.ts'
 import { CampaignPauses } from './services/campaignPauses.ts'
@@ -35,6 +35,9 @@ const USAGE = `usage: cli <command> [options]
   org create --name NAME
   org rate-limit --org ORG_ID (--per-second N --burst N | --default)
   org retention --org ORG_ID --days N     keep the personal data of completed tasks N days (default 365)
+  org contact-cap --org ORG_ID [--per-24h N] [--per-local-day N]
+                                          at most N attempts to one number across campaigns in any 24 hours, and on its
+                                          local day (a figure left out: no such rule; both: no cap)
   key issue --org ORG_ID --name NAME [--scopes triggers:write,triggers:read]
   key list --org ORG_ID
   key revoke --org ORG_ID --key KEY_ID
@@ -133,6 +136,11 @@ async function runAdminCommand(command: string, options: Options, ops: admin.Ope
       const { retention_days } = checked(RetentionBody, { retention_days: options.days })
       return presentOrganization(await admin.changeOrganization(ops, COMMAND_LINE, org(), { retentionDays: retention_days }))
     }
+    case 'org contact-cap': {
+      const cap = checked(ContactCapBody, { per_24h: options['per-24h'], per_local_day: options['per-local-day'] })
+      const contactCap = { per_24h: cap.per_24h ?? null, per_local_day: cap.per_local_day ?? null }
+      return presentOrganization(await admin.changeOrganization(ops, COMMAND_LINE, org(), { contactCap }))
+    }
     case 'key issue': {
       const input = checked(IssueApiKeyBody, { name: options.name, scopes: options.scopes?.split(',').map((s) => s.trim()) })
       const { apiKey, key } = await admin.issueApiKey(ops, COMMAND_LINE, org(), input)
@@ -205,6 +213,8 @@ function parseCommandLine(argv: string[]) {
         'per-second': { type: 'string' },
         burst: { type: 'string' },
         days: { type: 'string' },
+        'per-24h': { type: 'string' },
+        'per-local-day': { type: 'string' },
         default: { type: 'boolean' },
         'forward-to': { type: 'string' },
         'api-key': { type: 'string' },

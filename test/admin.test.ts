@@ -29,7 +29,7 @@ after(() => service.close())
 
 test('creates an organization', async () => {
   const org = await createOrg('Clinic North')
-  assert.deepEqual(Object.keys(org).sort(), ['created_at', 'id', 'name', 'rate_limit', 'retention_days'])
+  assert.deepEqual(Object.keys(org).sort(), ['contact_cap', 'created_at', 'id', 'name', 'rate_limit', 'retention_days'])
   assert.deepEqual(org.rate_limit, { per_second: null, burst: null }, 'the default until the operator sets one')
   assert.equal(org.retention_days, null, 'the default until the operator sets one')
   assert.match(org.id, /^org_[0-9a-z]{26}$/)

@@ -706,4 +706,41 @@ describe('the console in a browser', { skip: existsSync(CHROMIUM) ? false : `no 
       await context.close()
     }
   })
+
+  // Last: the cap holds tasks of the organization the tests above share until it is turned off.
+  test("the operator sets the organization's cap per number; a task it holds says so on its page; the cap is turned off", async () => {
+    const operator = await signedIn(OPERATOR_TOKEN)
+    try {
+      await operator.page.getByRole('link', { name: 'Acme Recruiting' }).first().click()
+      const cap = operator.page.getByRole('form', { name: 'Cap per number' })
+      await cap.getByText('Off: each campaign calls').waitFor()
+      await cap.getByLabel('In any 24 hours').fill('1')
+      await cap.getByRole('button', { name: 'Save cap' }).click()
+      await cap.getByText('at most 1 attempt to one number in any 24 hours').waitFor()
+      await shot(operator.page, 'organization-cap')
+      const organization = json(await service.app.inject({ method: 'GET', url: `/admin/v1/organizations/${orgId}`, headers: bearer(OPERATOR_TOKEN) })).data
+      assert.deepEqual(organization.contact_cap, { per_24h: 1, per_local_day: null })
+
+      const contact = { first_name: 'Cappa', last_name: 'Held', phone: '+44 20 7946 0977' }
+      const first = await trigger({ ids: [{ source: 'ats', type: 'candidate_id', value: 'CAP-1' }], contact })
+      await waitUntil('the first call starts', async () => (await taskState(first.task_id)).attempts === 1)
+      const second = await trigger({ ids: [{ source: 'ats', type: 'candidate_id', value: 'CAP-2' }], contact })
+      await waitUntil('the second is held by the cap', async () => (await taskState(second.task_id)).waiting?.for === 'contact_cap')
+      const reader = await signedIn(key)
+      try {
+        await reader.page.goto(`${baseUrl}/console/#/tasks/${second.task_id}`)
+        await reader.page.getByText("Held by the organization's cap on attempts to this number across campaigns").waitFor()
+        await shot(reader.page, 'task-held-by-cap')
+      } finally {
+        await reader.context.close()
+      }
+
+      await cap.getByRole('button', { name: 'Turn off' }).click()
+      await cap.getByText('Off: each campaign calls').waitFor()
+      const off = json(await service.app.inject({ method: 'GET', url: `/admin/v1/organizations/${orgId}`, headers: bearer(OPERATOR_TOKEN) })).data
+      assert.deepEqual(off.contact_cap, { per_24h: null, per_local_day: null })
+    } finally {
+      await operator.context.close()
+    }
+  })
 })

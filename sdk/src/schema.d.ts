@@ -846,6 +846,13 @@ export interface components {
             };
             /** @description Days the personal data of a completed task (its contact's name, phone, email and the context sent) is kept after it completed; then it is erased as by POST /api/v2/contacts/erase, and the task and its outcome kept. Null: the default, 365 days. */
             retention_days: number | null;
+            /** @description The organization's cap on attempts to one number across all its campaigns. A task held by it waits until the cap allows its attempt (GET /api/v2/tasks/{id} says so in `waiting`), and still expires on time. Both null (the default): no cap. */
+            contact_cap: {
+                /** @description At most this many attempts started to one number in any 24 hours (a rolling day), across all campaigns; null: no such rule. */
+                per_24h: number | null;
+                /** @description At most this many attempts started to one number on one calendar day of the contact's time zone (in every zone the contact may be in), across all campaigns; null: no such rule. */
+                per_local_day: number | null;
+            };
         };
         TriggerRequest: {
             /** @description Routing key of the target campaign. */
@@ -1088,10 +1095,9 @@ export interface components {
             completed_at: string | null;
             /** @description True while the task waits for its paused campaign: no attempt starts until the campaign is resumed. False while an attempt runs and once the task has completed. */
             campaign_paused: boolean;
-            /** @description Present while the task waits past its due time for something other than its schedule or its retry delay: what, and until when (as next_attempt_at). Its attempts are not spent meanwhile. */
+            /** @description Present while the task is pending and held past its window by something other than its campaign: what (`sender`: its sender's pace, the campaign's `pacing` or its provider's documented rate, let other attempts start first; `contact_cap`: its organization's cap on attempts to one number across campaigns), and when it is due again (its `next_attempt_at`). Its attempts are not spent meanwhile, and it still expires at `expires_at`. */
             waiting?: {
-                /** @description `sender`: its sender's pace (the campaign's `pacing`, or its provider's documented rate) let other attempts start first. */
-                for: string;
+                for: "sender" | "contact_cap";
                 /**
                  * Format: date-time
                  * @description UTC, ISO 8601 with Z

@@ -39,6 +39,7 @@
 
 import type { AttemptPolicy, PacingSettings, Provider, ResultSettings, Schedule } from './campaignSettings.ts'
 import type { ConversationResult } from './conversationResult.ts'
+import type { ContactCap } from './contactCap.ts'
 
 export const CHANNELS = ['voice', 'whatsapp'] as const
 export type Channel = (typeof CHANNELS)[number]
@@ -80,6 +81,8 @@ export interface Organization {
   rateLimit: { perSecond: number | null; burst: number | null }
   /** Days the personal data of its completed tasks is kept; null for the default (DEFAULT_RETENTION_DAYS). */
   retentionDays: number | null
+  /** Its cap on attempts to one number across its campaigns; each figure null for no such rule (both: no cap). */
+  contactCap: ContactCap
 }
 
 export interface ApiKey {
@@ -266,10 +269,14 @@ export interface Task {
   completedAt: string | null
   /** It waits for its paused campaign: no attempt of it starts until the campaign is resumed. */
   campaignPaused: boolean
-  /** While pending: what holds it past its due time (`sender`: its sender's pace) until `nextAttemptAt`; null when nothing does. */
-  heldBy: string | null
+  /** Pending and held by something other than its window: what, and until when (its next attempt's due time). */
+  waiting?: { for: TaskHold; until: string }
   interactions: Interaction[]
 }
+
+/** What may hold a pending task past its window's opening (tasks.held_by): its sender's pace, or its organization's cap on attempts to one number. */
+export const TASK_HOLDS = ['sender', 'contact_cap'] as const
+export type TaskHold = (typeof TASK_HOLDS)[number]
 
 export interface Trigger extends TriggerContent {
   id: string

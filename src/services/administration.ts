@@ -54,6 +54,7 @@ export async function createOrganization(ops: Operations, actor: Actor, name: st
     createdAt: isoNow(ops),
     rateLimit: { perSecond: null, burst: null },
     retentionDays: null,
+    contactCap: { per_24h: null, per_local_day: null },
   }
   return audited(ops, actor, async (tx) => {
     await insertOrganization(tx, organization)
@@ -78,14 +79,15 @@ export async function requireOrganization(ops: Operations, orgId: string): Promi
   return organization
 }
 
-export type OrganizationChanges = { name?: string; rateLimit?: Organization['rateLimit']; retentionDays?: number }
+export type OrganizationChanges = { name?: string; rateLimit?: Organization['rateLimit']; retentionDays?: number; contactCap?: Organization['contactCap'] }
 
 /**
  * Renames an organization, sets its own rate limit (each figure null for
- * the service's default) or how long it keeps personal data (null: the
- * default). Every API process applies a new limit from its next lease of the
- * organization's tokens: within a tenth of a second for an organization
- * sending at its limit.
+ * the service's default), how long it keeps personal data (null: the
+ * default) or its cap on attempts to one number (each figure null for no
+ * such rule). Every API process applies a new limit from its next lease of
+ * the organization's tokens: within a tenth of a second for an organization
+ * sending at its limit; the dispatchers apply a new cap from their next batch.
  */
 export async function changeOrganization(ops: Operations, actor: Actor, orgId: string, changes: OrganizationChanges): Promise<Organization> {
   const organization = await audited(ops, actor, async (tx) => {
@@ -94,6 +96,7 @@ export async function changeOrganization(ops: Operations, actor: Actor, orgId: s
       ...(changes.name !== undefined && { name: changes.name }),
       ...(changes.rateLimit !== undefined && { rate_limit: { per_second: changes.rateLimit.perSecond, burst: changes.rateLimit.burst } }),
       ...(changes.retentionDays !== undefined && { retention_days: changes.retentionDays }),
+      ...(changes.contactCap !== undefined && { contact_cap: changes.contactCap }),
     }
     return { result: changed, audit: changed && { orgId, action: 'organization.changed', target: orgId, details } }
   })

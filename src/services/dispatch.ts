@@ -35,13 +35,15 @@ import {
   type AttemptToBegin,
   beginAttempts,
   type DueTask,
-  holdTasks,
   lockCampaignsCountingRunning,
   lockDueTasks,
   lockExpiredTasksOfPausedCampaigns,
+  type Postponement,
   postponeTasks,
   withdrawAttempts,
 } from '../store/tasks.ts'
+import { forgetNumberAttempt } from '../store/numberAttempts.ts'
+import { NumberCaps } from './numberCaps.ts'
 import { batchesOf, GroupCommitter } from './groupCommitter.ts'
 import { SenderPacer } from './senderPacer.ts'
 import { completeAllAs, completeAndReport, type Settlement } from './settlement.ts'
@@ -151,40 +153,45 @@ export class Dispatch {
       if (due.length === 0) return { taken: 0, begun: [], now: 0, completed: [], due }
       const limited = [...new Set(due.filter((task) => task.campaign.maxConcurrent !== null).map((task) => task.campaign.id))]
       const running = await lockCampaignsCountingRunning(tx, limited)
+      const capped = await NumberCaps.lock(tx, this.#phoneHashKey, due, this.#now())
       const pacer = await SenderPacer.lock(tx, this.#channels, due)
       // Decided at the moment the attempts are recorded: a wait for the
       // campaigns' locks must not carry a call past the end of a window.
       const now = this.#now()
       const completions: { task: DueTask; outcome: TaskOutcome }[] = []
-      const postponements: { taskId: string; dueAt: number }[] = []
+      const postponements: Postponement[] = []
       const attempts: (AttemptToBegin & { task: DueTask })[] = []
-      const heldBySender: { taskId: string; dueAt: number }[] = []
       for (const task of due) {
         const step = stepWhenDue({ schedule: task.campaign.schedule, timezones: task.timezones, expiresAt: task.expiresAt, suppressed: task.suppressed }, now)
         let heldUntil: number | undefined
         if (step.kind === 'complete') completions.push({ task, outcome: step.outcome })
         else if (step.kind === 'wait') postponements.push({ taskId: task.id, dueAt: step.until })
-        else if ((heldUntil = pacer?.heldUntil(task, now)) !== undefined) heldBySender.push({ taskId: task.id, dueAt: heldUntil })
-        else if (!takePlace(running, task)) {
+        else if ((heldUntil = capped.heldUntil(task, now)) !== undefined) {
+          // Due again when the cap allows, or at its expiry, where the step above completes it on time.
+          postponements.push({ taskId: task.id, dueAt: Math.min(heldUntil, task.expiresAt), heldBy: 'contact_cap' })
+        } else if ((heldUntil = pacer?.heldUntil(task, now)) !== undefined) {
+          postponements.push({ taskId: task.id, dueAt: Math.min(heldUntil, task.expiresAt), heldBy: 'sender' })
+        } else if (!takePlace(running, task)) {
           full.add(task.campaign.id)
           postponements.push({ taskId: task.id, dueAt: now + CAPACITY_RETRY_MS })
         } else {
+          capped.take(task)
           pacer?.take(task, now)
           attempts.push({ taskId: task.id, interactionId: newId('interaction', now), task })
         }
       }
       const begunAttempts = await beginAttempts(tx, this.#phoneHashKey, worker, attempts, now, now + START_SETTLE_MS)
+      await capped.record(tx, attempts.filter(({ task }) => begunAttempts.has(task.id)).map(({ task }) => task), now)
       // Not begun: the number was suppressed since the tasks were read. Closed as opted out.
       for (const { task } of attempts) if (!begunAttempts.has(task.id)) completions.push({ task, outcome: 'opted_out' })
       await postponeTasks(tx, postponements, now)
-      await holdTasks(tx, heldBySender, 'sender', now)
       await pacer?.save(tx)
       const events: OrganizationEvent[] = []
       const completed = await completeAndReport(tx, completions, now, events)
       await insertEvents(tx, events)
       const begun = attempts.filter(({ task }) => begunAttempts.has(task.id)).map((attempt) => ({ ...attempt, attempt: begunAttempts.get(attempt.task.id)! }))
       this.#log.debug(
-        { taken: due.length, started: begun.length, postponed: postponements.length, held_by_sender: heldBySender.length, completed: completions.length, campaigns_full: full.size },
+        { taken: due.length, started: begun.length, postponed: postponements.length, completed: completions.length, campaigns_full: full.size },
         'dispatched a batch of due tasks',
       )
       return { taken: due.length, begun, now, completed, due }
@@ -246,7 +253,7 @@ export class Dispatch {
       }
       span?.setAttribute('cts.start', result.kind).end()
       if (result.kind === 'deferred') {
-        await this.#withdraw(task, interactionId, result.retryAfterMs, result.reason)
+        await this.#withdraw(task, interactionId, startedAt, result.retryAfterMs, result.reason)
         return
       }
       this.#countStarted(task, startedAt)
@@ -285,10 +292,17 @@ export class Dispatch {
    * recorded and is settled as failed at its settle time, as a start that
    * never answered would be.
    */
-  async #withdraw(task: DueTask, interactionId: string, retryAfterMs: number, reason: string): Promise<void> {
+  async #withdraw(task: DueTask, interactionId: string, startedAt: number, retryAfterMs: number, reason: string): Promise<void> {
     const delayMs = Math.min(DEFERRED_MAX_MS, Math.max(DEFERRED_MIN_MS, Number.isFinite(retryAfterMs) ? retryAfterMs : DEFERRED_MIN_MS))
     this.#metrics.providerErrors.inc({ provider: task.campaign.provider, kind: 'deferred' })
     const withdrawn = await this.#withdrawals.submit({ interactionId, dueAt: this.#now() + delayMs })
+    // Never started, so not counted against its number's cap. Should this fail, the number's cap counts one call
+    // too many for a day: fewer calls, never more.
+    if (withdrawn && task.contactCap !== null) {
+      await forgetNumberAttempt(this.#db, this.#phoneHashKey, { orgId: task.orgId, phone: task.contact.phone }, startedAt).catch((error: unknown) =>
+        this.#log.warn({ err: error, interaction: interactionId }, "a withdrawn attempt could not be taken off its number's cap"),
+      )
+    }
     this.#log.info({ interaction: interactionId, task: task.id, reason, retry_after_ms: delayMs, withdrawn }, 'start deferred by the provider; the attempt is made again later')
     // Its task is due at a new time: the dispatch loop looks again when it sleeps until then.
     if (withdrawn) this.#wake.tasks()

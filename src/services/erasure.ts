@@ -12,6 +12,7 @@ import { eraseAuditedPhones } from '../store/auditLog.ts'
 import { erasePersonRecords, findPersonRecords, lockInteractionsBegunSince, lockPersonInteractions, type Person } from '../store/erasure.ts'
 import { sqlState } from '../store/rows.ts'
 import { eraseSuppressedPhones, phoneDigest } from '../store/suppressions.ts'
+import { eraseNumberAttempts } from '../store/numberAttempts.ts'
 import { lockTasks } from '../store/tasks.ts'
 import { audited } from './auditTrail.ts'
 import { completeAllAs } from './settlement.ts'
@@ -76,6 +77,7 @@ async function eraseOnce(ops: ErasureOperations, actor: Actor, orgId: string, pe
     const erased = await erasePersonRecords(tx, orgId, records)
     const suppressions = await eraseSuppressedPhones(tx, ops.phoneHashKey, orgId, records.phones)
     await eraseAuditedPhones(tx, ops.phoneHashKey, orgId, records.phones)
+    await eraseNumberAttempts(tx, ops.phoneHashKey, orgId, records.phones)
     const report: ErasureReport = {
       tasks: erased.tasks,
       cancelled: cancelled.length,

@@ -10,7 +10,8 @@
  *   messages that answered no task, its test events, its contacts on file
  *   that no task left names, and its old suppressions kept as digests;
  * - now and then, the oldest rows of what has a service-wide bound (endpoint
- *   health, the audit log) are deleted.
+ *   health, the audit log, the numbers' records for the cap on attempts) are
+ *   deleted.
  *
  * Several processes sweep at once without meeting: each locks the
  * organizations it works on, skipping those another holds.

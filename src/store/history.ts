@@ -332,10 +332,11 @@ export async function digestSuppressions(tx: Queryable, phoneHashKey: Buffer, or
  * Deletes at most `limit` of the oldest rows of the service-wide history with
  * bounds of its own: endpoints' counts by the hour before `endpointHoursBefore`
  * (read endpoint by endpoint in their primary key), audit entries before
- * `auditBefore`, and provider messages that name no interaction (recorded
+ * `auditBefore`, provider messages that name no interaction (recorded
  * before messages named theirs, migration 029, or outliving their
- * interaction's history) received more than a week ago. Answers the rows
- * deleted.
+ * interaction's history) received more than a week ago, and the numbers'
+ * records of attempts for the cap (number_attempts) that no longer matter.
+ * Answers the rows deleted.
  */
 export async function deleteBoundedHistory(
   db: Queryable,
@@ -356,9 +357,14 @@ export async function deleteBoundedHistory(
        DELETE FROM provider_messages
        WHERE (provider, message_id) IN (SELECT provider, message_id FROM provider_messages WHERE interaction_id IS NULL AND received_at < $3 LIMIT $4)
        RETURNING 1
+     ), gone_numbers AS (
+       DELETE FROM number_attempts
+       WHERE (org_id, phone_digest) IN (SELECT org_id, phone_digest FROM number_attempts WHERE kept_until < $5 ORDER BY kept_until LIMIT $4)
+       RETURNING 1
      )
-     SELECT (SELECT count(*) FROM gone_hours) + (SELECT count(*) FROM gone_entries) + (SELECT count(*) FROM gone_messages) AS rows`,
-    [new Date(bounds.endpointHoursBefore), new Date(bounds.auditBefore), new Date(bounds.now - UNATTACHED_MESSAGE_DAYS * DAY_MS), limit],
+     SELECT (SELECT count(*) FROM gone_hours) + (SELECT count(*) FROM gone_entries) + (SELECT count(*) FROM gone_messages)
+          + (SELECT count(*) FROM gone_numbers) AS rows`,
+    [new Date(bounds.endpointHoursBefore), new Date(bounds.auditBefore), new Date(bounds.now - UNATTACHED_MESSAGE_DAYS * DAY_MS), limit, new Date(bounds.now)],
   )
   return Number(row!.rows)
 }

@@ -6,7 +6,8 @@
  * nothing: its locks go with its connection, and the tasks are due as before.
  */
 import type { AttemptPolicy, PacingSettings, Provider, Schedule } from '../domain/campaignSettings.ts'
-import { type Channel, type Contact, type ExternalId, type Interaction, type JsonObject, type Task, TASK_OUTCOMES, type TaskOutcome, type TaskStatus, type ZoneSource } from '../domain/types.ts'
+import { capIsOn, type ContactCap } from '../domain/contactCap.ts'
+import { type Channel, type Contact, type ExternalId, type Interaction, type JsonObject, type Task, TASK_OUTCOMES, type TaskOutcome, type TaskHold, type TaskStatus, type ZoneSource } from '../domain/types.ts'
 import type { Queryable } from './database.ts'
 import { interactionColumns, type InteractionRow, iso, isoOrNull, toInteraction } from './rows.ts'
 import { SUPPRESSION_OF_TASK } from './suppressions.ts'
@@ -31,6 +32,8 @@ export interface DueTask {
   suppressed: boolean
   /** The W3C traceparent recorded with its trigger, when traces were on. */
   traceParent: string | null
+  /** Its organization's cap on attempts to one number; null when it has none. */
+  contactCap: ContactCap | null
   campaign: {
     id: string
     routingKey: string
@@ -71,6 +74,8 @@ interface DueCampaignRow {
   provider_config: JsonObject
   max_concurrent: number | null
   pacing: PacingSettings
+  contact_cap_per_24h: number | null
+  contact_cap_per_local_day: number | null
 }
 
 /**
@@ -116,8 +121,17 @@ export async function lockDueTasks(
   )
   if (rows.length === 0) return []
   const campaigns = await tx.query<DueCampaignRow>(
-    `SELECT id, routing_key, channel, schedule, attempts, provider, provider_config, max_concurrent, pacing FROM campaigns WHERE id = ANY($1::text[])`,
+    // The organization's cap read with each campaign: no statement of its own, and nothing when it has none.
+    `SELECT c.id, c.routing_key, c.channel, c.schedule, c.attempts, c.provider, c.provider_config, c.max_concurrent, c.pacing,
+            o.contact_cap_per_24h, o.contact_cap_per_local_day
+     FROM campaigns c JOIN organizations o ON o.id = c.org_id WHERE c.id = ANY($1::text[])`,
     [[...new Set(rows.map((row) => row.campaign_id))]],
+  )
+  const caps = new Map(
+    campaigns.map((row) => {
+      const cap = { per_24h: row.contact_cap_per_24h, per_local_day: row.contact_cap_per_local_day }
+      return [row.id, capIsOn(cap) ? cap : null]
+    }),
   )
   const byId = new Map(
     campaigns.map((row) => [
@@ -149,32 +163,26 @@ export async function lockDueTasks(
     ids: row.ids,
     suppressed: row.suppressed,
     traceParent: row.trace_parent,
+    contactCap: caps.get(row.campaign_id)!,
     campaign: byId.get(row.campaign_id)!,
   }))
 }
 
-/** Moves pending tasks the caller holds to their `dueAt`, for their schedule or their campaign's capacity: no longer held by anything. */
-export async function postponeTasks(tx: Queryable, postponements: readonly { taskId: string; dueAt: number }[], now: number): Promise<void> {
-  if (postponements.length === 0) return
-  await tx.query(
-    `UPDATE tasks t SET due_at = v.due_at, held_by = NULL, updated_at = $3
-     FROM unnest($1::text[], $2::timestamptz[]) AS v(id, due_at)
-     WHERE t.id = v.id AND t.status || '' = 'pending'`,
-    [postponements.map((p) => p.taskId), postponements.map((p) => new Date(p.dueAt)), new Date(now)],
-  )
+/** A pending task moved to a later due time, and what holds it (none: its window or its campaign's places). */
+export interface Postponement {
+  taskId: string
+  dueAt: number
+  heldBy?: TaskHold
 }
 
-/**
- * Moves pending tasks the caller holds to their `dueAt`, held by `heldBy`
- * ('sender': their sender's pace), which their story tells until they start.
- */
-export async function holdTasks(tx: Queryable, holds: readonly { taskId: string; dueAt: number }[], heldBy: string, now: number): Promise<void> {
-  if (holds.length === 0) return
+/** Moves pending tasks the caller holds to their `dueAt`, recording what holds them (or that nothing does now). */
+export async function postponeTasks(tx: Queryable, postponements: readonly Postponement[], now: number): Promise<void> {
+  if (postponements.length === 0) return
   await tx.query(
-    `UPDATE tasks t SET due_at = v.due_at, held_by = $3, updated_at = $4
-     FROM unnest($1::text[], $2::timestamptz[]) AS v(id, due_at)
+    `UPDATE tasks t SET due_at = v.due_at, held_by = v.held_by, updated_at = $3
+     FROM unnest($1::text[], $2::timestamptz[], $4::text[]) AS v(id, due_at, held_by)
      WHERE t.id = v.id AND t.status || '' = 'pending'`,
-    [holds.map((p) => p.taskId), holds.map((p) => new Date(p.dueAt)), heldBy, new Date(now)],
+    [postponements.map((p) => p.taskId), postponements.map((p) => new Date(p.dueAt)), new Date(now), postponements.map((p) => p.heldBy ?? null)],
   )
 }
 
@@ -412,15 +420,14 @@ interface TaskRow {
   completed_at: Date | null
   interaction_ids: string[]
   campaign_paused: boolean
-  held_by: string | null
+  held_by: TaskHold | null
 }
 
 /** A TaskRow's columns, from tasks `t`, its trigger `tr` and its campaign `c`. */
 const TASK_COLUMNS = `
   SELECT t.id, t.org_id, t.trigger_id, t.campaign_id, c.routing_key, c.channel, t.status, t.outcome, t.attempts,
          t.due_at, t.contact, t.timezones, t.timezone_source, t.test_mode, tr.ids, t.created_at, t.expires_at, t.completed_at,
-         t.interaction_ids, t.status = 'pending' AND c.paused_at IS NOT NULL AS campaign_paused,
-         CASE WHEN t.status = 'pending' THEN t.held_by END AS held_by`
+         t.interaction_ids, t.status = 'pending' AND c.paused_at IS NOT NULL AS campaign_paused, t.held_by`
 
 const TASK_SELECT = `${TASK_COLUMNS}
   FROM tasks t
@@ -459,7 +466,7 @@ async function withInteractions(db: Queryable, rows: TaskRow[], { results }: { r
     expiresAt: iso(row.expires_at),
     completedAt: isoOrNull(row.completed_at),
     campaignPaused: row.campaign_paused,
-    heldBy: row.held_by,
+    ...(row.status === 'pending' && row.held_by !== null && { waiting: { for: row.held_by, until: iso(row.due_at) } }),
     interactions: byTask.get(row.id) ?? [],
   }))
 }

@@ -1,6 +1,7 @@
 /**
  * The operator's organizations: the list, a new one, and one organization's
- * API keys (issue one, shown once; revoke one).
+ * campaigns, cap per number, sources and API keys (issue one, shown once;
+ * revoke one).
  */
 import { call } from '../api.js'
 import { Sources } from './sources.js'
@@ -107,6 +108,55 @@ function Campaigns({ orgId, campaigns }) {
   </section>`
 }
 
+/** A cap figure as the API takes it: a whole number, or null for an empty field. */
+const capFigure = (text) => (text.trim() === '' ? null : Number(text))
+
+/** The organization's cap on attempts to one number across its campaigns: each figure, or none for no such rule. */
+function ContactCap({ credential, path, cap, onChanged }) {
+  const [per24h, setPer24h] = useState(cap.per_24h === null ? '' : String(cap.per_24h))
+  const [perLocalDay, setPerLocalDay] = useState(cap.per_local_day === null ? '' : String(cap.per_local_day))
+  const saving = useAction()
+  const on = cap.per_24h !== null || cap.per_local_day !== null
+  const save = (contactCap) =>
+    saving.run(async () => {
+      await call(credential.token, 'PATCH', path, { contact_cap: contactCap })
+      onChanged()
+    })
+  const submit = (event) => {
+    event.preventDefault()
+    return save({ per_24h: capFigure(per24h), per_local_day: capFigure(perLocalDay) })
+  }
+  return html`<form class="card" onSubmit=${submit} aria-label="Cap per number">
+    <h3>Cap per number</h3>
+    <p class="muted">
+      ${on
+        ? `Across all campaigns, at most ${[
+            cap.per_24h === null ? null : `${cap.per_24h} ${cap.per_24h === 1 ? 'attempt' : 'attempts'} to one number in any 24 hours`,
+            cap.per_local_day === null ? null : `${cap.per_local_day} on one day where the contact is`,
+          ]
+            .filter(Boolean)
+            .join(', and ')}. A task held by it waits until the cap allows, and still expires on time.`
+        : 'Off: each campaign calls a number as its own schedule and attempts allow.'}
+    </p>
+    <div class="inline-form">
+      <label>In any 24 hours <input name="per-24h" type="number" min="1" max="1000" placeholder="no limit" value=${per24h} onInput=${(event) => setPer24h(event.target.value)} /></label>
+      <label>Per local day <input name="per-local-day" type="number" min="1" max="1000" placeholder="no limit" value=${perLocalDay} onInput=${(event) => setPerLocalDay(event.target.value)} /></label>
+      <button type="submit">Save cap</button>
+      ${on
+        ? html`<button
+            type="button"
+            onClick=${() => {
+              setPer24h('')
+              setPerLocalDay('')
+              return save({})
+            }}
+          >Turn off</button>`
+        : null}
+    </div>
+    <${Failure} error=${saving.error} />
+  </form>`
+}
+
 export function OrganizationPage({ credential, orgId }) {
   const [issued, setIssued] = useState()
   const revoking = useAction()
@@ -133,6 +183,7 @@ export function OrganizationPage({ credential, orgId }) {
     <h2>${organization.name}</h2>
     <p class="muted"><code>${organization.id}</code> · created <${Instant} at=${organization.created_at} /></p>
     <${Campaigns} orgId=${orgId} campaigns=${campaigns} />
+    <${ContactCap} credential=${credential} path=${path} cap=${organization.contact_cap} onChanged=${loaded.reload} />
     <${Sources} credential=${credential} orgId=${orgId} sources=${sources} onChanged=${loaded.reload} />
     ${issued === undefined ? null : html`<${ShownOnce} label=${`The key "${issued.name}":`} secret=${issued.key} />`}
     <section class="card">

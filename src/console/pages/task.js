@@ -22,6 +22,12 @@ const TASK_STATES = {
   completed: 'Completed: no further attempt starts.',
 }
 
+/** What may hold a pending task past its window, as its `waiting.for` says. */
+const WAITING_FOR = {
+  sender: "Waiting for its sender: other attempts from the same number or account took the provider's pace first; its attempts are not spent meanwhile",
+  contact_cap: "Held by the organization's cap on attempts to this number across campaigns",
+}
+
 function Facts({ rows }) {
   return html`<dl class="facts">${rows.map(([term, value]) => html`<div><dt>${term}</dt><dd>${value}</dd></div>`)}</dl>`
 }
@@ -293,9 +299,7 @@ export function TaskPage({ credential, taskId }) {
     </div>
     <${Failure} error=${action.error ?? loaded.error} />
     <p class="muted">${TASK_STATES[task.status]}${task.campaign_paused ? ' Its campaign is paused: nothing starts until it is resumed.' : ''}</p>
-    ${task.waiting?.for === 'sender'
-      ? html`<p class="muted">It waits for its sender: other attempts from the same number or account took the provider's pace first. It starts at <${Instant} at=${task.waiting.until} />, its attempts not spent.</p>`
-      : null}
+    ${task.waiting === undefined ? null : html`<p class="notice" role="status">${WAITING_FOR[task.waiting.for] ?? `Held by ${task.waiting.for}`} until <${Instant} at=${task.waiting.until} zones=${zones} /></p>`}
     <section class="card">
       <${Facts}
         rows=${[

@@ -9,7 +9,7 @@ import { normalizePhone, PHONE_REFUSED } from '../../domain/contact.ts'
 import { normalizeIdPart } from '../../domain/externalIds.ts'
 import { isId } from '../../domain/ids.ts'
 import { interactionDurationS } from '../../domain/interactionDuration.ts'
-import { TASK_OUTCOMES, TASK_STATUSES, type Task, ZONE_SOURCES } from '../../domain/types.ts'
+import { TASK_HOLDS, TASK_OUTCOMES, TASK_STATUSES, type Task, ZONE_SOURCES } from '../../domain/types.ts'
 import type { Authenticator } from '../../services/authenticator.ts'
 import type { TaskLifecycle } from '../../services/taskLifecycle.ts'
 import type { Database } from '../../store/database.ts'
@@ -93,10 +93,13 @@ const TaskSchema = component('Task', Type.Object({
   waiting: Type.Optional(
     Type.Object(
       {
-        for: Type.String({ description: '`sender`: its sender\'s pace (the campaign\'s `pacing`, or its provider\'s documented rate) let other attempts start first.' }),
+        for: OneOf(TASK_HOLDS),
         until: Timestamp,
       },
-      { description: 'Present while the task waits past its due time for something other than its schedule or its retry delay: what, and until when (as next_attempt_at). Its attempts are not spent meanwhile.' },
+      {
+        description:
+          "Present while the task is pending and held past its window by something other than its campaign: what (`sender`: its sender's pace, the campaign's `pacing` or its provider's documented rate, let other attempts start first; `contact_cap`: its organization's cap on attempts to one number across campaigns), and when it is due again (its `next_attempt_at`). Its attempts are not spent meanwhile, and it still expires at `expires_at`.",
+      },
     ),
   ),
   interactions: Type.Array(InteractionSchema),
@@ -122,7 +125,7 @@ const presentTask = (task: Task) => ({
   expires_at: task.expiresAt,
   completed_at: task.completedAt,
   campaign_paused: task.campaignPaused,
-  ...(task.heldBy === null || task.nextAttemptAt === null ? {} : { waiting: { for: task.heldBy, until: task.nextAttemptAt } }),
+  ...(task.waiting !== undefined && { waiting: task.waiting }),
   interactions: task.interactions.map((interaction) => ({
     id: interaction.id,
     direction: interaction.direction,

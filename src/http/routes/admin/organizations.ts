@@ -1,6 +1,7 @@
 import { type Static, Type } from '@sinclair/typebox'
 import { DEFAULT_RATE_LIMIT, MAX_RATE_LIMIT } from '../../../domain/rateLimit.ts'
 import { DEFAULT_RETENTION_DAYS, MAX_RETENTION_DAYS } from '../../../domain/retention.ts'
+import { MAX_CONTACT_CAP } from '../../../domain/contactCap.ts'
 import type { FastifyInstance } from 'fastify'
 import type { Organization } from '../../../domain/types.ts'
 import { changeOrganization, createOrganization, listOrganizations, type Operations, requireOrganization } from '../../../services/administration.ts'
@@ -17,6 +18,16 @@ const RETENTION =
   "Days the personal data of a completed task (its contact's name, phone, email and the context sent) is kept after it completed; then it is erased as by POST /api/v2/contacts/erase, and the task and its outcome kept."
 const RATE_LIMIT = `The organization's own rate limit on /api/v2; the service's default (${DEFAULT_RATE_LIMIT.perSecond} a second, bursts of ${DEFAULT_RATE_LIMIT.burst}, unless it is set otherwise) where null.`
 
+const PER_24H = 'At most this many attempts started to one number in any 24 hours (a rolling day), across all campaigns; null: no such rule.'
+const PER_LOCAL_DAY =
+  "At most this many attempts started to one number on one calendar day of the contact's time zone (in every zone the contact may be in), across all campaigns; null: no such rule."
+const CONTACT_CAP =
+  "The organization's cap on attempts to one number across all its campaigns. A task held by it waits until the cap allows its attempt (GET /api/v2/tasks/{id} says so in `waiting`), and still expires on time. Both null (the default): no cap."
+
+const capFigure = (description: string) => Type.Union([Type.Integer({ minimum: 1, maximum: MAX_CONTACT_CAP }), Type.Null()], { description })
+
+export const ContactCapSchema = Type.Object({ per_24h: capFigure(PER_24H), per_local_day: capFigure(PER_LOCAL_DAY) }, { description: CONTACT_CAP })
+
 export const OrganizationSchema = component('Organization', Type.Object({
   id: Type.String(),
   name: Type.String(),
@@ -26,6 +37,7 @@ export const OrganizationSchema = component('Organization', Type.Object({
     { description: RATE_LIMIT },
   ),
   retention_days: Type.Union([Type.Integer(), Type.Null()], { description: `${RETENTION} Null: the default, ${DEFAULT_RETENTION_DAYS} days.` }),
+  contact_cap: ContactCapSchema,
 }))
 
 export const RateLimitBody = Type.Object(
@@ -40,10 +52,19 @@ const RetentionDays = Type.Integer({ minimum: 1, maximum: MAX_RETENTION_DAYS, de
 
 export const RetentionBody = Type.Object({ retention_days: RetentionDays })
 
+export const ContactCapBody = Type.Object(
+  {
+    per_24h: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_CONTACT_CAP, description: `${PER_24H} Left out or null: no such rule.` })),
+    per_local_day: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_CONTACT_CAP, description: `${PER_LOCAL_DAY} Left out or null: no such rule.` })),
+  },
+  { description: `${CONTACT_CAP} Replaces the whole cap: a figure left out (or null) is no such rule; \`{}\` turns the cap off.`, additionalProperties: false },
+)
+
 const ChangeOrganizationBody = Type.Object({
   name: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
   rate_limit: Type.Optional(RateLimitBody),
   retention_days: Type.Optional(RetentionDays),
+  contact_cap: Type.Optional(ContactCapBody),
 })
 
 export const CreateOrganizationBody = Type.Object({ name: Type.String({ minLength: 1, maxLength: 200 }) })
@@ -60,6 +81,7 @@ export const presentOrganization = (org: Organization) => ({
   created_at: org.createdAt,
   rate_limit: { per_second: org.rateLimit.perSecond, burst: org.rateLimit.burst },
   retention_days: org.retentionDays,
+  contact_cap: { per_24h: org.contactCap.per_24h, per_local_day: org.contactCap.per_local_day },
 })
 
 export function organizationRoutes(app: FastifyInstance, deps: { ops: Operations; authenticator: Authenticator }) {
@@ -130,7 +152,7 @@ export function organizationRoutes(app: FastifyInstance, deps: { ops: Operations
         operationId: 'updateOrganization',
         summary: 'Change an organization',
         description:
-          'Its name, its own rate limit (`rate_limit`, both figures), or how long it keeps personal data (`retention_days`). Every API process applies a new limit from its next lease of tokens: within a tenth of a second for an organization sending at its limit.',
+          'Its name, its own rate limit (`rate_limit`, both figures), how long it keeps personal data (`retention_days`), or its cap on attempts to one number across its campaigns (`contact_cap`). Every API process applies a new limit from its next lease of tokens: within a tenth of a second for an organization sending at its limit; the dispatchers apply a new cap from their next batch.',
         ...adminDocs,
         params: OrgParams,
         body: ChangeOrganizationBody,
@@ -139,11 +161,12 @@ export function organizationRoutes(app: FastifyInstance, deps: { ops: Operations
     },
     async (request, reply) => {
       const { org_id } = request.params as { org_id: string }
-      const { name, rate_limit, retention_days } = request.body as Static<typeof ChangeOrganizationBody>
+      const { name, rate_limit, retention_days, contact_cap } = request.body as Static<typeof ChangeOrganizationBody>
       const changes = {
         name,
         rateLimit: rate_limit === undefined ? undefined : { perSecond: rate_limit.per_second, burst: rate_limit.burst },
         retentionDays: retention_days,
+        contactCap: contact_cap === undefined ? undefined : { per_24h: contact_cap.per_24h ?? null, per_local_day: contact_cap.per_local_day ?? null },
       }
       return reply.send(envelope(request, presentOrganization(await changeOrganization(deps.ops, actorOf(request), org_id, changes))))
     },
