@@ -215,6 +215,8 @@ describe('twilio voice', () => {
     const deferred = await task(created.task_id)
     assert.equal(deferred.status, 'pending')
     assert.equal(deferred.next_attempt_at, new Date(now + 30_000).toISOString())
+    // Its story says why it waits.
+    assert.deepEqual(deferred.waiting, { for: 'provider', until: deferred.next_attempt_at })
     assert.deepEqual(await storedAttempts(created.task_id), { attempts: 0, interactionIds: [], interactions: [] })
     assert.equal((await counted()).providerErrors('twilio', 'deferred') - before.providerErrors('twilio', 'deferred'), 1)
 
@@ -229,6 +231,7 @@ describe('twilio voice', () => {
       assert.equal(dialled(), 2)
       const started = await task(created.task_id)
       assert.equal(started.status, 'in_progress')
+      assert.equal(started.waiting, undefined)
       const stored = await storedAttempts(created.task_id)
       assert.equal(stored.attempts, 1)
       assert.deepEqual(stored.interactions.map((row) => row.attempt), [1])
@@ -341,6 +344,7 @@ describe('whatsapp cloud', () => {
       // No Retry-After from Meta: a few seconds, with jitter.
       const delay = Date.parse(deferred.next_attempt_at) - now
       assert.ok(delay >= 2_000 && delay < 5_000, String(delay))
+      assert.deepEqual(deferred.waiting, { for: 'provider', until: deferred.next_attempt_at })
       assert.deepEqual(await storedAttempts(created.task_id), { attempts: 0, interactionIds: [], interactions: [] })
 
       now += delay

@@ -1095,9 +1095,9 @@ export interface components {
             completed_at: string | null;
             /** @description True while the task waits for its paused campaign: no attempt starts until the campaign is resumed. False while an attempt runs and once the task has completed. */
             campaign_paused: boolean;
-            /** @description Present while the task is pending and held past its window by something other than its campaign: what (`sender`: its sender's pace, the campaign's `pacing` or its provider's documented rate, let other attempts start first; `contact_cap`: its organization's cap on attempts to one number across campaigns), and when it is due again (its `next_attempt_at`). Its attempts are not spent meanwhile, and it still expires at `expires_at`. */
+            /** @description Present while the task is pending and held past its window by something other than its campaign: what (`sender`: its sender's pace, the campaign's `pacing` or its provider's documented rate, let other attempts start first; `contact_cap`: its organization's cap on attempts to one number across campaigns; `provider`: its provider turned its start away for now, throttling or in a moment's outage, and asked it to come back later), and when it is due again (its `next_attempt_at`). Its attempts are not spent meanwhile, and it still expires at `expires_at`. */
             waiting?: {
-                for: "sender" | "contact_cap";
+                for: "sender" | "contact_cap" | "provider";
                 /**
                  * Format: date-time
                  * @description UTC, ISO 8601 with Z

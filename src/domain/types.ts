@@ -274,8 +274,13 @@ export interface Task {
   interactions: Interaction[]
 }
 
-/** What may hold a pending task past its window's opening (tasks.held_by): its sender's pace, or its organization's cap on attempts to one number. */
-export const TASK_HOLDS = ['sender', 'contact_cap'] as const
+/**
+ * What may hold a pending task past its window's opening (tasks.held_by):
+ * its sender's pace, its organization's cap on attempts to one number, or
+ * its provider, which turned its start away for now (a throttle of its own,
+ * or a moment's outage) without spending the attempt.
+ */
+export const TASK_HOLDS = ['sender', 'contact_cap', 'provider'] as const
 export type TaskHold = (typeof TASK_HOLDS)[number]
 
 export interface Trigger extends TriggerContent {

@@ -269,7 +269,7 @@ export async function withdrawAttempts(db: Queryable, withdrawals: readonly { in
        RETURNING i.id, i.task_id, v.due_at
      )
      UPDATE tasks t SET status = 'pending', attempts = t.attempts - 1, interaction_ids = array_remove(t.interaction_ids, w.id),
-                        due_at = w.due_at, updated_at = $3
+                        due_at = w.due_at, held_by = 'provider', updated_at = $3
      -- Rechecked on the task's newest version: one cancelled meanwhile stays completed (its interaction, never
      -- started, is gone with the others of the batch rather than failing them all on the outcome's CHECK).
      FROM withdrawn w WHERE t.id = w.task_id AND t.status = 'in_progress'

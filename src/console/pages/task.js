@@ -24,8 +24,9 @@ const TASK_STATES = {
 
 /** What may hold a pending task past its window, as its `waiting.for` says. */
 const WAITING_FOR = {
-  sender: "Waiting for its sender: other attempts from the same number or account took the provider's pace first; its attempts are not spent meanwhile",
+  sender: "Waiting for its sender, whose pace other attempts from the same number or account took first (its attempts not spent),",
   contact_cap: "Held by the organization's cap on attempts to this number across campaigns",
+  provider: "Its provider turned its last start away for now, throttling or in a moment's outage; it waits, its attempts not spent,",
 }
 
 function Facts({ rows }) {

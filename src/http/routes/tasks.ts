@@ -98,7 +98,7 @@ const TaskSchema = component('Task', Type.Object({
       },
       {
         description:
-          "Present while the task is pending and held past its window by something other than its campaign: what (`sender`: its sender's pace, the campaign's `pacing` or its provider's documented rate, let other attempts start first; `contact_cap`: its organization's cap on attempts to one number across campaigns), and when it is due again (its `next_attempt_at`). Its attempts are not spent meanwhile, and it still expires at `expires_at`.",
+          "Present while the task is pending and held past its window by something other than its campaign: what (`sender`: its sender's pace, the campaign's `pacing` or its provider's documented rate, let other attempts start first; `contact_cap`: its organization's cap on attempts to one number across campaigns; `provider`: its provider turned its start away for now, throttling or in a moment's outage, and asked it to come back later), and when it is due again (its `next_attempt_at`). Its attempts are not spent meanwhile, and it still expires at `expires_at`.",
       },
     ),
   ),
