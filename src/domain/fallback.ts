@@ -1,0 +1,55 @@
+/**
+ * The fallback step's rules: which of its conditions an interaction's end
+ * meets, and when "no reply within N minutes" is over, counted in the
+ * contact's hours. Pure; the attempt policy (attemptPolicy.ts) decides with
+ * them whether a task goes on to its campaign's fallback.
+ */
+import type { FallbackCondition, Schedule } from './campaignSettings.ts'
+import { openPeriods } from './schedule.ts'
+import type { InteractionOutcome } from './types.ts'
+
+/**
+ * The condition an interaction's end meets, or null for a reach. The number
+ * not on the channel (WhatsApp's 131026) is the most particular; a message
+ * that went nowhere (undelivered, failed) is `undelivered`; anything else that
+ * reached the person without a conversation (delivered, read, no answer,
+ * busy, voicemail) is `no_reply`.
+ */
+export function fallbackConditionOf(outcome: InteractionOutcome, notOnChannel: boolean): FallbackCondition | null {
+  if (outcome === 'completed' || outcome === 'replied') return null
+  if (notOnChannel) return 'not_on_whatsapp'
+  if (outcome === 'undelivered' || outcome === 'failed') return 'undelivered'
+  return 'no_reply'
+}
+
+/** Open periods read per round: a day's windows, and then some. */
+const PERIODS_PER_ROUND = 16
+
+/**
+ * The instant by which `minutes` minutes of the schedule's open time (open
+ * in every one of `zones` at once: the contact's hours) have passed since
+ * `from`: a message sent at 19:50 into a 09:00–20:00 window, with 60 minutes,
+ * has 10 minutes that evening and 50 the next morning, so the deadline is
+ * 09:50. Null when the schedule has not that much open time left before
+ * `until`. Zero minutes: `from`.
+ */
+export function afterOpenMinutes(schedule: Schedule, zones: readonly string[], from: number, minutes: number, until: number): number | null {
+  let left = minutes * 60_000
+  if (left <= 0) return from
+  let cursor = from
+  while (cursor < until) {
+    const periods = openPeriods(schedule, zones, cursor, PERIODS_PER_ROUND)
+    if (periods.length === 0) return null
+    for (const { opensAt, closesAt } of periods) {
+      if (opensAt >= until) return null
+      const end = closesAt ?? Number.POSITIVE_INFINITY
+      if (opensAt + left <= end) {
+        const deadline = opensAt + left
+        return deadline < until ? deadline : null
+      }
+      left -= end - opensAt
+      cursor = end
+    }
+  }
+  return null
+}
