@@ -6,7 +6,7 @@
  */
 import type { FallbackCondition, Schedule } from './campaignSettings.ts'
 import { openPeriods } from './schedule.ts'
-import type { InteractionOutcome } from './types.ts'
+import type { Channel, InteractionOutcome, TaskOutcome } from './types.ts'
 
 /**
  * The condition an interaction's end meets, or null for a reach. The number
@@ -52,4 +52,34 @@ export function afterOpenMinutes(schedule: Schedule, zones: readonly string[], f
     }
   }
   return null
+}
+
+/**
+ * A step a task took: the campaign it ran under, why the step ended (the
+ * fallback condition it met, or the task's outcome for its last step) and
+ * the attempts it made. A task records the steps it left (tasks.steps);
+ * task.completed lists them with its last.
+ */
+export interface TaskStep {
+  campaign_id: string
+  /** The campaign's routing key. */
+  campaign: string
+  channel: Channel
+  outcome: FallbackCondition | TaskOutcome
+  attempts: number
+}
+
+/** Attempts the task made in the steps it left: those of its current step are the rest. */
+export function attemptsOfEarlierSteps(steps: readonly TaskStep[] | null): number {
+  return steps === null ? 0 : steps.reduce((sum, step) => sum + step.attempts, 0)
+}
+
+/** Every step a task took, its last ending with its outcome; undefined for a task that never fell back (one step, its own campaign's). */
+export function stepsOfCompletedTask(
+  task: { steps?: readonly TaskStep[] | null; attempts: number; campaign: { id: string; routingKey: string; channel: Channel } },
+  outcome: TaskOutcome,
+): TaskStep[] | undefined {
+  if (task.steps == null) return undefined
+  const last = { campaign_id: task.campaign.id, campaign: task.campaign.routingKey, channel: task.campaign.channel, outcome, attempts: task.attempts - attemptsOfEarlierSteps(task.steps) }
+  return [...task.steps, last]
 }

@@ -37,7 +37,7 @@
  * names of the API.
  */
 
-import type { AttemptPolicy, Provider, ResultSettings, Schedule } from './campaignSettings.ts'
+import type { AttemptPolicy, FallbackSettings, Provider, ResultSettings, Schedule } from './campaignSettings.ts'
 import type { ConversationResult } from './conversationResult.ts'
 
 export const CHANNELS = ['voice', 'whatsapp'] as const
@@ -110,6 +110,8 @@ export interface Campaign {
   maxConcurrent: number | null
   /** How long an interaction's report waits for its conversation's result. */
   results: ResultSettings
+  /** The step its tasks go on to when its own ends without a reach, on the other channel; null for none. */
+  fallback: FallbackSettings | null
   /** When it was paused: no attempt starts while it is. Null while it runs. */
   pausedAt: string | null
   createdAt: string

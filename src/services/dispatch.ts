@@ -242,7 +242,7 @@ export class Dispatch {
       if (result.kind === 'refused') {
         this.#log.warn({ interaction: interactionId, reason: result.reason, permanent: result.permanent }, 'start refused by the provider')
         this.#metrics.providerErrors.inc({ provider: task.campaign.provider, kind: 'refused' })
-        await this.#settlement.end({ interactionId, outcome: 'failed', at: this.#now(), durationS: 0, permanent: result.permanent })
+        await this.#settlement.end({ interactionId, outcome: 'failed', at: this.#now(), durationS: 0, permanent: result.permanent, notOnChannel: result.notOnChannel })
         return
       }
       const settleAt = startedAt + channel.settleAfterMs(config)

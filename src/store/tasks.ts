@@ -5,7 +5,8 @@
  * decided before it commits. A dispatcher that dies before committing holds
  * nothing: its locks go with its connection, and the tasks are due as before.
  */
-import type { AttemptPolicy, Provider, Schedule } from '../domain/campaignSettings.ts'
+import type { AttemptPolicy, FallbackSettings, Provider, Schedule } from '../domain/campaignSettings.ts'
+import type { TaskStep } from '../domain/fallback.ts'
 import { type Channel, type Contact, type ExternalId, type Interaction, type JsonObject, type Task, TASK_OUTCOMES, type TaskOutcome, type TaskStatus, type ZoneSource } from '../domain/types.ts'
 import type { Queryable } from './database.ts'
 import { interactionColumns, type InteractionRow, iso, isoOrNull, toInteraction } from './rows.ts'
@@ -31,6 +32,8 @@ export interface DueTask {
   suppressed: boolean
   /** The W3C traceparent recorded with its trigger, when traces were on. */
   traceParent: string | null
+  /** The steps it left for a fallback step; null when it never fell back. */
+  steps: TaskStep[] | null
   campaign: {
     id: string
     routingKey: string
@@ -58,6 +61,7 @@ interface DueTaskRow {
   suppressed: boolean
   campaign_id: string
   trace_parent: string | null
+  steps: TaskStep[] | null
 }
 
 interface DueCampaignRow {
@@ -94,7 +98,7 @@ export async function lockDueTasks(
     // ARRAY(...) rather than IN (SELECT ...): given a subquery, the planner may hash the whole
     // table to join it, where an array of ids is looked up in the primary key.
     `SELECT t.id, t.org_id, t.trigger_id, t.attempts, t.test_mode, t.context, t.timezones, t.due_at, t.expires_at, t.contact, tr.ids,
-            EXISTS (${SUPPRESSION_OF_TASK('$4')}) AS suppressed, t.campaign_id, tr.trace_parent
+            EXISTS (${SUPPRESSION_OF_TASK('$4')}) AS suppressed, t.campaign_id, tr.trace_parent, t.steps
      FROM tasks t
      JOIN triggers tr ON tr.id = t.trigger_id
      WHERE t.id = ANY(ARRAY(
@@ -146,6 +150,7 @@ export async function lockDueTasks(
     ids: row.ids,
     suppressed: row.suppressed,
     traceParent: row.trace_parent,
+    steps: row.steps,
     campaign: byId.get(row.campaign_id)!,
   }))
 }
@@ -266,13 +271,16 @@ export interface TaskForUpdate {
   timezones: string[]
   expiresAt: number
   ids: ExternalId[]
-  campaign: { id: string; routingKey: string; channel: Channel; schedule: Schedule; attempts: AttemptPolicy }
+  /** The steps it left for a fallback step; null when it never fell back. */
+  steps: TaskStep[] | null
+  campaign: { id: string; routingKey: string; channel: Channel; schedule: Schedule; attempts: AttemptPolicy; fallback: FallbackSettings | null }
 }
 
 /** The columns of a TaskForUpdate, from tasks `t`, its trigger `tr` and its campaign `c`, as {@link toTaskForUpdate} reads them. */
 export const TASK_FOR_UPDATE_COLUMNS = `t.id AS task_id, t.org_id AS task_org_id, t.trigger_id AS task_trigger_id, t.status AS task_status,
   t.attempts AS task_attempts, t.test_mode AS task_test_mode, t.timezones AS task_timezones, t.expires_at AS task_expires_at, tr.ids AS task_ids,
-  c.id AS task_campaign_id, c.routing_key AS task_routing_key, c.channel AS task_channel, c.schedule AS task_schedule, c.attempts AS task_attempt_policy`
+  c.id AS task_campaign_id, c.routing_key AS task_routing_key, c.channel AS task_channel, c.schedule AS task_schedule, c.attempts AS task_attempt_policy,
+  t.steps AS task_steps, c.fallback AS task_fallback`
 
 /** Tasks as TaskForUpdate rows, for a statement to add its conditions to: from tasks `t`, with its trigger `tr` and campaign `c`. */
 const SELECT_TASKS_FOR_UPDATE = `SELECT ${TASK_FOR_UPDATE_COLUMNS}
@@ -295,6 +303,8 @@ export interface TaskForUpdateRow {
   task_channel: Channel
   task_schedule: Schedule
   task_attempt_policy: AttemptPolicy
+  task_steps: TaskStep[] | null
+  task_fallback: FallbackSettings | null
 }
 
 export const toTaskForUpdate = (row: TaskForUpdateRow): TaskForUpdate => ({
@@ -307,12 +317,14 @@ export const toTaskForUpdate = (row: TaskForUpdateRow): TaskForUpdate => ({
   timezones: row.task_timezones,
   expiresAt: row.task_expires_at.getTime(),
   ids: row.task_ids,
+  steps: row.task_steps,
   campaign: {
     id: row.task_campaign_id,
     routingKey: row.task_routing_key,
     channel: row.task_channel,
     schedule: row.task_schedule,
     attempts: row.task_attempt_policy,
+    fallback: row.task_fallback,
   },
 })
 
@@ -342,6 +354,42 @@ export async function scheduleNextAttempts(tx: Queryable, retries: readonly { ta
      WHERE t.id = v.id AND t.status = 'in_progress'`,
     [retries.map((r) => r.taskId), retries.map((r) => new Date(r.dueAt)), new Date(now)],
   )
+}
+
+/** A task going on to its campaign's fallback step: the campaign it leaves and the one it goes on to, when it is due, and the step it leaves. */
+export interface FallBack {
+  taskId: string
+  fromCampaignId: string
+  toCampaignId: string
+  dueAt: number
+  step: TaskStep
+}
+
+/**
+ * Moves tasks in progress on to their fallback campaigns, pending, due at
+ * `dueAt`, with the step they leave recorded; returns the ids of those moved.
+ * Only a task still in progress under the campaign it leaves, that has taken
+ * no fallback step yet: so a task falls back once, whoever settles its
+ * interaction and whatever comes late, and a task cancelled meanwhile stays
+ * completed.
+ */
+export async function fallBackTasks(tx: Queryable, moves: readonly FallBack[], now: number): Promise<Set<string>> {
+  if (moves.length === 0) return new Set()
+  const rows = await tx.query<{ id: string }>(
+    `UPDATE tasks t SET campaign_id = v.to_campaign, status = 'pending', due_at = v.due_at, steps = jsonb_build_array(v.step::jsonb), updated_at = $6
+     FROM unnest($1::text[], $2::text[], $3::text[], $4::timestamptz[], $5::text[]) AS v(id, from_campaign, to_campaign, due_at, step)
+     WHERE t.id = v.id AND t.status = 'in_progress' AND t.campaign_id = v.from_campaign AND t.steps IS NULL
+     RETURNING t.id`,
+    [
+      moves.map((m) => m.taskId),
+      moves.map((m) => m.fromCampaignId),
+      moves.map((m) => m.toCampaignId),
+      moves.map((m) => new Date(m.dueAt)),
+      moves.map((m) => JSON.stringify(m.step)),
+      new Date(now),
+    ],
+  )
+  return new Set(rows.map((row) => row.id))
 }
 
 /** Completes tasks with their outcomes; returns the ids of those completed (not those that had completed already). */

@@ -1,7 +1,7 @@
 /** Campaigns on the admin API: create, change (PATCH), list, pause and resume. */
 import { type TString, Type } from '@sinclair/typebox'
 import type { FastifyInstance } from 'fastify'
-import { MAX_RESULT_WAIT_S, PROVIDERS, RETRY_OUTCOMES, type Schedule, WEEKDAYS } from '../../../domain/campaignSettings.ts'
+import { FALLBACK_CONDITIONS, MAX_NO_REPLY_MINUTES, MAX_RESULT_WAIT_S, PROVIDERS, RETRY_OUTCOMES, type Schedule, WEEKDAYS } from '../../../domain/campaignSettings.ts'
 import { refuse } from '../../../domain/errors.ts'
 import { SCHEDULE_FIELD_RULES, scheduleRelationProblems, windowProblems } from '../../../domain/schedule.ts'
 import type { Campaign } from '../../../domain/types.ts'
@@ -119,6 +119,31 @@ const ResultsSchema = Type.Object(
   { additionalProperties: false, description: "What the campaign does with its conversations' results (POST /api/v2/interactions/{id}/result)." },
 )
 
+const FallbackSchema = Type.Object(
+  {
+    campaign_id: Type.String({ minLength: 1, maxLength: 64, description: 'Another campaign of the organization, on the other channel, with no fallback step of its own.' }),
+    when: Type.Array(OneOf(FALLBACK_CONDITIONS), {
+      minItems: 1,
+      maxItems: FALLBACK_CONDITIONS.length,
+      description:
+        "When a task goes on to it: `undelivered` (the message failed: a failed status, or a send that failed), `not_on_whatsapp` (WhatsApp Cloud's error 131026, WhatsApp campaigns only: the task goes on at once, in the fallback campaign's window), `no_reply` (the message was delivered or read, or the call reached no conversation, and no reply came). A task falls back at the first attempt that meets one, before any retry of its own.",
+    }),
+    no_reply_minutes: Type.Optional(
+      Type.Integer({
+        minimum: 1,
+        maximum: MAX_NO_REPLY_MINUTES,
+        description:
+          "With `no_reply`: minutes of this campaign's schedule, open in the contact's zones, from the message's start, that the person has to reply (60 for a message sent at 19:50 into a window that closes at 20:00: 10 minutes that evening, 50 the next morning). Never before the message's interaction has ended (its reply window: a reply after it is not seen). Absent: when the interaction ends.",
+      }),
+    ),
+  },
+  {
+    additionalProperties: false,
+    description:
+      "A second step for the campaign's tasks: the same task (ids, contact, context, expiry) goes on to another campaign of the other channel, its attempts counted afresh under that campaign's policy, due at that campaign's next opening in the contact's zones. Once per task. `null` on a PATCH removes it (tasks that fell back already go on).",
+  },
+)
+
 const settingsFields = {
   name: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
   context: Type.Optional(Type.Record(Type.String(), Type.Unknown(), { maxProperties: 50, description: 'Default task context.' })),
@@ -135,6 +160,7 @@ const settingsFields = {
     Type.Integer({ minimum: 1, maximum: 100_000, description: 'Most interactions of the campaign at once. No limit when absent.' }),
   ),
   results: Type.Optional(ResultsSchema),
+  fallback: Type.Optional(FallbackSchema),
 }
 
 export const CreateCampaignBody = Type.Object({
@@ -149,7 +175,7 @@ export const CreateCampaignBody = Type.Object({
 })
 
 export const UpdateCampaignBody = Type.Object(settingsFields, {
-  description: 'Each field sent replaces the current one; `max_concurrent: null` removes the limit.',
+  description: 'Each field sent replaces the current one; `max_concurrent: null` removes the limit, `fallback: null` the fallback step.',
 })
 
 const CampaignSchema = component('Campaign', Type.Object({
@@ -164,6 +190,7 @@ const CampaignSchema = component('Campaign', Type.Object({
   provider_config: Type.Record(Type.String(), Type.Unknown()),
   max_concurrent: Type.Union([Type.Integer(), Type.Null()]),
   results: Type.Object({ wait_s: Type.Integer() }),
+  fallback: Type.Union([FallbackSchema, Type.Null()]),
   paused_at: Type.Union([Timestamp, Type.Null()], { description: 'When the campaign was paused: no attempt starts until it is resumed. Null while it runs.' }),
   created_at: Timestamp,
   updated_at: Timestamp,
@@ -181,6 +208,7 @@ export const presentCampaign = (campaign: Campaign) => ({
   provider_config: campaign.providerConfig,
   max_concurrent: campaign.maxConcurrent,
   results: campaign.results,
+  fallback: campaign.fallback,
   paused_at: campaign.pausedAt,
   created_at: campaign.createdAt,
   updated_at: campaign.updatedAt,
@@ -261,6 +289,7 @@ export function campaignRoutes(
       preValidation: (request, _reply, done) => {
         const raw = request.body as Record<string, unknown> | undefined
         request.clearMaxConcurrent = typeof raw === 'object' && raw !== null && raw.max_concurrent === null
+        request.clearFallback = typeof raw === 'object' && raw !== null && raw.fallback === null
         done()
       },
       schema: {
@@ -275,7 +304,7 @@ export function campaignRoutes(
     },
     async (request, reply) => {
       const { org_id, campaign_id } = request.params as { org_id: string; campaign_id: string }
-      const changes = { ...(request.body as CampaignChanges), clearMaxConcurrent: request.clearMaxConcurrent }
+      const changes = { ...(request.body as CampaignChanges), clearMaxConcurrent: request.clearMaxConcurrent, clearFallback: request.clearFallback }
       const campaign = await updateCampaign(ops, actorOf(request), org_id, campaign_id, changes)
       campaigns.forget(org_id, campaign.routingKey)
       return reply.send(envelope(request, presentCampaign(campaign)))
@@ -350,5 +379,6 @@ export function campaignRoutes(
 declare module 'fastify' {
   interface FastifyRequest {
     clearMaxConcurrent: boolean
+    clearFallback: boolean
   }
 }
