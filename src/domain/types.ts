@@ -37,6 +37,7 @@
  * names of the API.
  */
 
+import type { TaskStep } from './fallback.ts'
 import type { AttemptPolicy, FallbackSettings, Provider, ResultSettings, Schedule } from './campaignSettings.ts'
 import type { ConversationResult } from './conversationResult.ts'
 
@@ -259,6 +260,8 @@ export interface Task {
   completedAt: string | null
   /** It waits for its paused campaign: no attempt of it starts until the campaign is resumed. */
   campaignPaused: boolean
+  /** The steps it left for a fallback step, oldest first; null when it never fell back. */
+  steps: TaskStep[] | null
   interactions: Interaction[]
 }
 

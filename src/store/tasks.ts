@@ -443,13 +443,14 @@ interface TaskRow {
   completed_at: Date | null
   interaction_ids: string[]
   campaign_paused: boolean
+  steps: TaskStep[] | null
 }
 
 /** A TaskRow's columns, from tasks `t`, its trigger `tr` and its campaign `c`. */
 const TASK_COLUMNS = `
   SELECT t.id, t.org_id, t.trigger_id, t.campaign_id, c.routing_key, c.channel, t.status, t.outcome, t.attempts,
          t.due_at, t.contact, t.timezones, t.timezone_source, t.test_mode, tr.ids, t.created_at, t.expires_at, t.completed_at,
-         t.interaction_ids, t.status = 'pending' AND c.paused_at IS NOT NULL AS campaign_paused`
+         t.interaction_ids, t.status = 'pending' AND c.paused_at IS NOT NULL AS campaign_paused, t.steps`
 
 const TASK_SELECT = `${TASK_COLUMNS}
   FROM tasks t
@@ -488,6 +489,7 @@ async function withInteractions(db: Queryable, rows: TaskRow[], { results }: { r
     expiresAt: iso(row.expires_at),
     completedAt: isoOrNull(row.completed_at),
     campaignPaused: row.campaign_paused,
+    steps: row.steps,
     interactions: byTask.get(row.id) ?? [],
   }))
 }

@@ -2,6 +2,7 @@
  * The client's view of its tasks: one by id, those of one of its own external
  * ids, and cancellation. Another organization's task is never found.
  */
+import { stepsOfCompletedTask, type TaskStep } from '../../domain/fallback.ts'
 import { type Static, Type } from '@sinclair/typebox'
 import type { FastifyInstance } from 'fastify'
 import { ApiError, refuse } from '../../domain/errors.ts'
@@ -58,6 +59,14 @@ const InteractionSchema = component('Interaction', Type.Object({
   }),
 }))
 
+const TaskStepSchema = component('TaskStep', Type.Object({
+  campaign_id: Type.String(),
+  campaign: Type.String({ description: 'Routing key.' }),
+  channel: ChannelSchema,
+  outcome: Type.String({ description: 'Why the step ended: the fallback condition it met (`undelivered`, `not_on_whatsapp`, `no_reply`), or, for the last step, the task\'s outcome.' }),
+  attempts: Type.Integer({ description: 'Attempts the step made, under its campaign\'s attempt policy.' }),
+}))
+
 const TaskSchema = component('Task', Type.Object({
   id: Type.String({ examples: ['tsk_01jd3y5v8m6m1r9cz8xk4j2h7q'] }),
   trigger_id: Type.String(),
@@ -90,6 +99,10 @@ const TaskSchema = component('Task', Type.Object({
   expires_at: Timestamp,
   completed_at: Type.Union([Timestamp, Type.Null()]),
   campaign_paused: Type.Boolean({ description: "True while the task waits for its paused campaign: no attempt starts until the campaign is resumed. False while an attempt runs and once the task has completed." }),
+  steps: Type.Optional(Type.Array(TaskStepSchema, {
+    description:
+      "Only for a task that went on to its campaign's fallback step: the steps it took, oldest first. While it runs, the steps it left; once completed, its last step too, ending with the task's outcome (as in task.completed's `steps`).",
+  })),
   interactions: Type.Array(InteractionSchema),
 }))
 
@@ -113,6 +126,7 @@ const presentTask = (task: Task) => ({
   expires_at: task.expiresAt,
   completed_at: task.completedAt,
   campaign_paused: task.campaignPaused,
+  ...presentSteps(task),
   interactions: task.interactions.map((interaction) => ({
     id: interaction.id,
     direction: interaction.direction,
@@ -129,6 +143,13 @@ const presentTask = (task: Task) => ({
     ...(interaction.result === undefined ? {} : { result: interaction.result }),
   })),
 })
+
+/** The steps of a task that fell back (none for one that did not): with its last once completed. */
+function presentSteps(task: Task): { steps?: TaskStep[] } {
+  if (task.steps === null) return {}
+  const steps = task.outcome === null ? task.steps : stepsOfCompletedTask(task, task.outcome)
+  return steps === undefined ? {} : { steps }
+}
 
 /** Normalized as a trigger's ids are, so that a lookup finds what was recorded. */
 const ExternalIdFields = {
