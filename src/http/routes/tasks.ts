@@ -32,6 +32,7 @@ import {
   NullableResult,
   OneOf,
   presentContact,
+  TaskStepSchema,
   Timestamp,
   validationErrors,
 } from '../schemas.ts'
@@ -57,14 +58,6 @@ const InteractionSchema = component('Interaction', Type.Object({
     ...NullableResult,
     description: "Its conversation's result; null when none came. On GET /api/v2/tasks/{id} (and a cancel's answer); task lists leave it out: a result may hold a long transcript.",
   }),
-}))
-
-const TaskStepSchema = component('TaskStep', Type.Object({
-  campaign_id: Type.String(),
-  campaign: Type.String({ description: 'Routing key.' }),
-  channel: ChannelSchema,
-  outcome: Type.String({ description: 'Why the step ended: the fallback condition it met (`undelivered`, `not_on_whatsapp`, `no_reply`), or, for the last step, the task\'s outcome.' }),
-  attempts: Type.Integer({ description: 'Attempts the step made, under its campaign\'s attempt policy.' }),
 }))
 
 const TaskSchema = component('Task', Type.Object({
