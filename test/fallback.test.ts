@@ -7,6 +7,7 @@
  * once whatever comes late, and task.completed lists the steps that ran.
  */
 import assert from 'node:assert/strict'
+import { createHmac } from 'node:crypto'
 import { after, before, describe, test } from 'node:test'
 import { createChannels } from '../src/channels/index.ts'
 import { type FakeTwilio, startFakeTwilio } from './fakes/twilio.ts'
@@ -297,5 +298,44 @@ describe('WhatsApp then voice', () => {
     assert.equal(done.outcome, 'unreachable')
     assert.equal(done.attempts, 2)
     assert.deepEqual(done.steps.map((step: any) => [step.channel, step.outcome, step.attempts]), [['whatsapp', 'undelivered', 1], ['voice', 'unreachable', 1]])
+  })
+
+  test('two processes settling the same failed status at once, and a late status after: the task falls back once', async () => {
+    now = Date.parse('2026-06-01T14:30:00.000Z')
+    const { whatsapp: messages, voice } = await messageThenCall({ when: ['undelivered'] })
+    const created = await trigger(messages.routing_key)
+    await run()
+    const wamid = await providerRefOf((await task(created.task_id)).interactions[0].id)
+    const failed = (code: number) =>
+      JSON.stringify({
+        object: 'whatsapp_business_account',
+        entry: [{ id: '1', changes: [{ field: 'messages', value: {
+          messaging_product: 'whatsapp',
+          metadata: { display_phone_number: '15550001111', phone_number_id: PHONE_NUMBER_ID },
+          statuses: [{ id: wamid, status: 'failed', timestamp: String(Math.floor(now / 1000)), recipient_id: created.wa, errors: [{ code, title: 'Message failed to send' }] }],
+        } }] }],
+      })
+    const signed = (body: string) => ({
+      method: 'POST' as const,
+      url: '/providers/whatsapp/webhook',
+      headers: { 'content-type': 'application/json', 'x-hub-signature-256': `sha256=${createHmac('sha256', SECRETS.WHATSAPP_APP_SECRET!).update(body).digest('hex')}` },
+      payload: body,
+    })
+    const peer = await service.peer()
+    const answers = await Promise.all([service.app.inject(signed(failed(131000))), peer.inject(signed(failed(131000)))])
+    assert.deepEqual(answers.map((answer) => answer.statusCode), [200, 200])
+    const moved = await task(created.task_id)
+    assert.equal(moved.campaign, voice.routing_key)
+    assert.equal(moved.steps.length, 1)
+    const [row] = await service.db.query<{ steps: unknown[] }>('SELECT steps FROM tasks WHERE id = $1', [created.task_id])
+    assert.equal(row!.steps.length, 1)
+    // Meta sends a status again, later, with another code: the interaction is over, the task stays where it went.
+    const late = await peer.inject(signed(failed(131026)))
+    assert.equal(late.statusCode, 200)
+    const after = await task(created.task_id)
+    assert.deepEqual(after.steps, moved.steps)
+    assert.equal(after.next_attempt_at, moved.next_attempt_at)
+    const events = await eventsOfTask(service.db, created.task_id)
+    assert.equal(events.filter((event) => event.type === 'interaction.finalized').length, 1)
   })
 })
