@@ -2,7 +2,7 @@ import assert from 'node:assert/strict'
 import { describe, test } from 'node:test'
 import { type EndedInteraction, type FallbackPlan, stepAfterInteraction, stepAfterLateResult, stepWhenDue, type TaskTiming } from '../src/domain/attemptPolicy.ts'
 import { DEFAULT_ATTEMPTS, DEFAULT_SCHEDULE, type Schedule, WEEKDAYS } from '../src/domain/campaignSettings.ts'
-import { afterOpenMinutes, fallbackConditionOf } from '../src/domain/fallback.ts'
+import { afterOpenMinutes, fallbackConditionOf, noReplyDeadline } from '../src/domain/fallback.ts'
 import type { InteractionOutcome, TaskStatus } from '../src/domain/types.ts'
 
 const at = (iso: string) => Date.parse(iso)
@@ -262,6 +262,32 @@ describe('afterOpenMinutes', () => {
   for (const { name, from, minutes, until, expected } of cases) {
     test(name, () => {
       const deadline = afterOpenMinutes(EVENINGS, ['Europe/Madrid'], at(from), minutes, until === undefined ? at(from) + 30 * 86_400_000 : at(until))
+      assert.equal(deadline === null ? null : iso(deadline), expected)
+    })
+  }
+})
+
+describe('noReplyDeadline', () => {
+  const MESSAGES: Schedule = { timezone: 'contact', windows: [{ days: [...WEEKDAYS], start: '09:00', end: '20:00' }] }
+  const task = (overrides: { channel?: 'voice' | 'whatsapp'; expiresAt?: number; timezones?: string[] } = {}) => ({
+    channel: overrides.channel ?? ('whatsapp' as const),
+    schedule: MESSAGES,
+    timezones: overrides.timezones ?? ['Europe/Madrid'],
+    expiresAt: overrides.expiresAt ?? NOON_MADRID + 7 * 86_400_000,
+  })
+  const waiting = { campaign_id: 'campaign_voice', when: ['no_reply' as const], no_reply_minutes: 600 }
+  const cases: { name: string; fallback: Parameters<typeof noReplyDeadline>[0]; task: ReturnType<typeof task>; expected: string | null }[] = [
+    { name: 'no fallback step: the reply window', fallback: null, task: task(), expected: null },
+    { name: 'no no_reply_minutes: the reply window', fallback: { campaign_id: 'campaign_voice', when: ['no_reply'] }, task: task(), expected: null },
+    { name: 'no_reply not named: the reply window', fallback: { ...waiting, when: ['undelivered'] }, task: task(), expected: null },
+    { name: 'a call is over when it ends', fallback: waiting, task: task({ channel: 'voice' }), expected: null },
+    // Sent at 12:00 in Madrid: 8 open hours that day, 2 the next morning.
+    { name: '10 open hours from noon: 11:00 the next day', fallback: waiting, task: task(), expected: '2026-06-02T09:00:00.000Z' },
+    { name: 'not that much open time before expiry: the expiry', fallback: waiting, task: task({ expiresAt: NOON_MADRID + 86_400_000 / 2 }), expected: iso(NOON_MADRID + 86_400_000 / 2) },
+  ]
+  for (const { name, fallback, task: state, expected } of cases) {
+    test(name, () => {
+      const deadline = noReplyDeadline(fallback, state, NOON_MADRID)
       assert.equal(deadline === null ? null : iso(deadline), expected)
     })
   }

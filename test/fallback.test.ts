@@ -180,9 +180,11 @@ describe('WhatsApp then voice', () => {
     assert.equal(await whatsapp.sendStatus(wamid, 'delivered', { at: now + MINUTE }), 200)
     assert.equal(await whatsapp.sendStatus(wamid, 'read', { at: now + 2 * MINUTE }), 200)
 
-    // The reply window (an hour) ends: the message was read, and the task waits for 13:00 (three open hours) and then
-    // for the calls' window at 14:00, under the voice campaign.
+    // The reply window (an hour) is not what the message waits for: three open hours are, until 13:00 in London.
     await runAt(MONDAY_10_LONDON + 61 * MINUTE)
+    assert.equal((await task(created.task_id)).status, 'in_progress')
+    // At 13:00 it is over unanswered, and the task waits for the calls' window at 14:00, under the voice campaign.
+    await runAt(Date.parse('2026-06-01T12:00:00.000Z'))
     const waiting = await task(created.task_id)
     assert.equal(waiting.interactions[0].outcome, 'read')
     assert.equal(waiting.status, 'pending')
@@ -260,13 +262,15 @@ describe('WhatsApp then voice', () => {
     assert.equal(failed.steps, undefined)
   })
 
-  test('an answered message does not fall back', async () => {
+  test('an answered message does not fall back, though the answer comes after the reply window, within the open minutes', async () => {
     now = MONDAY_10_LONDON
-    const { whatsapp: messages } = await messageThenCall({ when: ['undelivered', 'not_on_whatsapp', 'no_reply'] })
+    const { whatsapp: messages } = await messageThenCall({ when: ['undelivered', 'not_on_whatsapp', 'no_reply'], no_reply_minutes: 180 })
     const created = await trigger(messages.routing_key)
     await run()
     const wamid = await providerRefOf((await task(created.task_id)).interactions[0].id)
-    assert.equal(await whatsapp.sendReply({ from: created.wa, text: 'I will be there', replyTo: wamid }), 200)
+    // Two hours on: past the campaign's reply window of an hour, within the three open hours.
+    await runAt(MONDAY_10_LONDON + 120 * MINUTE)
+    assert.equal(await whatsapp.sendReply({ from: created.wa, text: 'I will be there', replyTo: wamid, at: now }), 200)
     const done = await task(created.task_id)
     assert.equal(done.outcome, 'reached')
     assert.equal(done.campaign, messages.routing_key)

@@ -91,8 +91,9 @@ export interface FallbackSettings {
   /**
    * With `no_reply`: minutes of this campaign's open window in the contact's
    * zones, counted from the message's start, that the person has to reply
-   * before the task goes on; the task never goes on before its interaction
-   * has ended (the message's reply window). Absent: when the interaction ends.
+   * before the task goes on: the message is over then, in place of its
+   * provider's reply window (domain/fallback.ts, noReplyDeadline). Absent:
+   * when the reply window ends.
    */
   no_reply_minutes?: number
 }

@@ -4,8 +4,8 @@
  * contact's hours. Pure; the attempt policy (attemptPolicy.ts) decides with
  * them whether a task goes on to its campaign's fallback.
  */
-import type { FallbackCondition, Schedule } from './campaignSettings.ts'
-import { openPeriods } from './schedule.ts'
+import type { FallbackCondition, FallbackSettings, Schedule } from './campaignSettings.ts'
+import { openPeriods, scheduleZones } from './schedule.ts'
 import type { Channel, InteractionOutcome, TaskOutcome } from './types.ts'
 
 /**
@@ -52,6 +52,28 @@ export function afterOpenMinutes(schedule: Schedule, zones: readonly string[], f
     }
   }
   return null
+}
+
+/**
+ * When a message of a campaign whose fallback step waits `no_reply_minutes`
+ * for a reply is over unanswered: that many open minutes of its schedule in
+ * the contact's zones after it started (its expiry, if the schedule has not
+ * that much open time before). Its interaction is settled then rather than
+ * at the end of the provider's reply window, so that a reply is matched to it
+ * for exactly that long and the fallback follows at once. Null when the
+ * campaign's fallback step waits for no reply (the reply window applies),
+ * and for a call.
+ */
+export function noReplyDeadline(
+  fallback: FallbackSettings | null,
+  task: { channel: Channel; schedule: Schedule; timezones: readonly string[]; expiresAt: number },
+  startedAt: number,
+): number | null {
+  // A call is over when it ends; only a message waits for an answer.
+  if (task.channel !== 'whatsapp' || fallback === null || fallback.no_reply_minutes === undefined || !fallback.when.includes('no_reply')) return null
+  const zones = scheduleZones(task.schedule, task.timezones)
+  if (zones.length === 0) return null
+  return afterOpenMinutes(task.schedule, zones, startedAt, fallback.no_reply_minutes, task.expiresAt) ?? task.expiresAt
 }
 
 /**

@@ -43,6 +43,8 @@ export interface DueTask {
     provider: Provider
     providerConfig: JsonObject
     maxConcurrent: number | null
+    /** Its fallback step, whose no-reply wait sets when a message is over; null for none. */
+    fallback: FallbackSettings | null
   }
 }
 
@@ -73,6 +75,7 @@ interface DueCampaignRow {
   provider: Provider
   provider_config: JsonObject
   max_concurrent: number | null
+  fallback: FallbackSettings | null
 }
 
 /**
@@ -118,7 +121,7 @@ export async function lockDueTasks(
   )
   if (rows.length === 0) return []
   const campaigns = await tx.query<DueCampaignRow>(
-    `SELECT id, routing_key, channel, schedule, attempts, provider, provider_config, max_concurrent FROM campaigns WHERE id = ANY($1::text[])`,
+    `SELECT id, routing_key, channel, schedule, attempts, provider, provider_config, max_concurrent, fallback FROM campaigns WHERE id = ANY($1::text[])`,
     [[...new Set(rows.map((row) => row.campaign_id))]],
   )
   const byId = new Map(
@@ -133,6 +136,7 @@ export async function lockDueTasks(
         provider: row.provider,
         providerConfig: row.provider_config,
         maxConcurrent: row.max_concurrent,
+        fallback: row.fallback,
       },
     ]),
   )

@@ -133,7 +133,7 @@ const FallbackSchema = Type.Object(
         minimum: 1,
         maximum: MAX_NO_REPLY_MINUTES,
         description:
-          "With `no_reply`: minutes of this campaign's schedule, open in the contact's zones, from the message's start, that the person has to reply (60 for a message sent at 19:50 into a window that closes at 20:00: 10 minutes that evening, 50 the next morning). Never before the message's interaction has ended (its reply window: a reply after it is not seen). Absent: when the interaction ends.",
+          "With `no_reply`: minutes of this campaign's schedule, open in the contact's zones, from the message's start, that the person has to reply (60 for a message sent at 19:50 into a window that closes at 20:00: 10 minutes that evening, 50 the next morning). The message is over unanswered then, in place of its provider's reply window: a reply until then reaches the task. Absent: when the reply window ends.",
       }),
     ),
   },
