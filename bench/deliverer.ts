@@ -97,7 +97,7 @@ export async function benchDeliverer(options: {
               attempts: 1,
               testMode: false,
               ids: [{ source: 'ats', type: 'candidate_id', value: `C-${written + index}` }],
-              campaign: { routingKey: 'screening', channel: 'voice' },
+              campaign: { id: 'campaign_bench', routingKey: 'screening', channel: 'voice' },
             },
             'reached',
             now,

@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict'
 import { describe, test } from 'node:test'
-import { type EndedInteraction, stepAfterInteraction, stepAfterLateResult, stepWhenDue, type TaskTiming } from '../src/domain/attemptPolicy.ts'
+import { type EndedInteraction, type FallbackPlan, stepAfterInteraction, stepAfterLateResult, stepWhenDue, type TaskTiming } from '../src/domain/attemptPolicy.ts'
 import { type AttemptPolicy, DEFAULT_ATTEMPTS, DEFAULT_SCHEDULE, type Schedule, WEEKDAYS } from '../src/domain/campaignSettings.ts'
+import { afterOpenMinutes, fallbackConditionOf, noReplyDeadline } from '../src/domain/fallback.ts'
 import type { InteractionOutcome, TaskStatus } from '../src/domain/types.ts'
 
 const at = (iso: string) => Date.parse(iso)
@@ -67,9 +68,11 @@ describe('stepAfterInteraction', () => {
     permanent: false,
     optedOut: false,
     callbackAt: null,
+    startedAt: NOON_MADRID,
+    notOnChannel: false,
     ...overrides,
   })
-  const task = (attempts: number, overrides: Partial<TaskTiming> = {}) => ({ ...timing(overrides), attempts, policy: DEFAULT_ATTEMPTS })
+  const task = (attempts: number, overrides: Partial<TaskTiming> = {}) => ({ ...timing(overrides), attempts, policy: DEFAULT_ATTEMPTS, fallback: null })
   const cases: { name: string; ended: EndedInteraction; task: ReturnType<typeof task>; expected: string }[] = [
     { name: 'a completed call is a reach', ended: ended('completed'), task: task(1), expected: 'complete reached' },
     { name: 'a reply is a reach', ended: ended('replied'), task: task(1), expected: 'complete reached' },
@@ -146,17 +149,18 @@ describe('stepAfterInteraction', () => {
   for (const { name, ended: interaction, task: state, expected } of cases) {
     test(name, () => {
       const step = stepAfterInteraction(interaction, state, NOON_MADRID)
-      assert.equal(step.kind === 'complete' ? `complete ${step.outcome}` : `retry ${iso(step.dueAt)}`, expected)
+      assert.equal(step.kind === 'complete' ? `complete ${step.outcome}` : `${step.kind} ${iso(step.dueAt)}`, expected)
     })
   }
 })
 
 describe('stepAfterInteraction: a message left on a voicemail', () => {
-  const ended: EndedInteraction = { outcome: 'voicemail_left', endedAt: NOON_MADRID, permanent: false, optedOut: false, callbackAt: null }
+  const ended: EndedInteraction = { outcome: 'voicemail_left', endedAt: NOON_MADRID, permanent: false, optedOut: false, callbackAt: null, startedAt: NOON_MADRID - 60_000, notOnChannel: false }
   const task = (attempts: number, voicemailLeft?: AttemptPolicy['voicemail_left'], overrides: Partial<TaskTiming> = {}) => ({
     ...timing(overrides),
     attempts,
     policy: voicemailLeft === undefined ? DEFAULT_ATTEMPTS : { ...DEFAULT_ATTEMPTS, voicemail_left: voicemailLeft },
+    fallback: null,
   })
   const cases: { name: string; ended: EndedInteraction; task: ReturnType<typeof task>; expected: string }[] = [
     { name: 'no rule: stop, unreachable (nobody was reached)', ended, task: task(1), expected: 'complete unreachable' },
@@ -195,6 +199,164 @@ describe('stepAfterInteraction: a message left on a voicemail', () => {
       const step = stepAfterInteraction(interaction, state, NOON_MADRID)
       assert.equal(step.kind === 'complete' ? `complete ${step.outcome}` : `retry ${iso(step.dueAt)}`, expected)
     })
+  }
+})
+
+
+describe('stepAfterInteraction with a fallback step', () => {
+  // The voice campaign calls 14:00-18:00 on weekdays in the contact's zones; Madrid is UTC+2 in June.
+  const AFTERNOONS: Schedule = { timezone: 'contact', windows: [{ days: ['mon', 'tue', 'wed', 'thu', 'fri'], start: '14:00', end: '18:00' }] }
+  const plan = (overrides: Partial<FallbackPlan> = {}): FallbackPlan => ({
+    campaignId: 'campaign_voice',
+    when: ['undelivered', 'not_on_whatsapp', 'no_reply'],
+    noReplyMinutes: 0,
+    schedule: AFTERNOONS,
+    ...overrides,
+  })
+  const ended = (outcome: InteractionOutcome, overrides: Partial<EndedInteraction> = {}): EndedInteraction => ({
+    outcome,
+    endedAt: NOON_MADRID,
+    permanent: false,
+    optedOut: false,
+    callbackAt: null,
+    startedAt: NOON_MADRID - 3_600_000,
+    notOnChannel: false,
+    ...overrides,
+  })
+  const task = (fallback: FallbackPlan | null, overrides: Partial<TaskTiming> = {}) => ({ ...timing(overrides), attempts: 1, policy: DEFAULT_ATTEMPTS, fallback })
+  const TWO_PM_MADRID = at('2026-06-01T12:00:00.000Z')
+  const cases: { name: string; ended: EndedInteraction; task: ReturnType<typeof task>; expected: string }[] = [
+    { name: 'a reply does not fall back', ended: ended('replied'), task: task(plan()), expected: 'complete reached' },
+    { name: 'an opt-out does not fall back', ended: ended('read', { optedOut: true }), task: task(plan()), expected: 'complete opted_out' },
+    {
+      name: 'not on WhatsApp: on to the call at the fallback campaign\'s next opening',
+      ended: ended('failed', { permanent: true, notOnChannel: true }),
+      task: task(plan()),
+      expected: `fall_back not_on_whatsapp campaign_voice ${iso(TWO_PM_MADRID)}`,
+    },
+    {
+      name: 'not on WhatsApp inside the fallback campaign\'s window: at once',
+      ended: ended('failed', { permanent: true, notOnChannel: true, endedAt: at('2026-06-01T13:00:00.000Z') }),
+      task: task(plan()),
+      expected: `fall_back not_on_whatsapp campaign_voice ${iso(at('2026-06-01T13:00:00.000Z'))}`,
+    },
+    {
+      name: 'not on WhatsApp when only undelivered is named: the permanent refusal fails the task',
+      ended: ended('failed', { permanent: true, notOnChannel: true }),
+      task: task(plan({ when: ['undelivered'] })),
+      expected: 'complete failed',
+    },
+    {
+      name: 'an undelivered message falls back before any retry of its own',
+      ended: ended('undelivered'),
+      task: task(plan()),
+      expected: `fall_back undelivered campaign_voice ${iso(TWO_PM_MADRID)}`,
+    },
+    {
+      name: 'read without a reply, no wait named: at the next opening after the interaction ended',
+      ended: ended('read'),
+      task: task(plan()),
+      expected: `fall_back no_reply campaign_voice ${iso(TWO_PM_MADRID)}`,
+    },
+    {
+      name: 'no reply within 6 open hours of a message sent at 11:00: 17:00, inside the afternoon window',
+      ended: ended('delivered'),
+      task: task(plan({ noReplyMinutes: 360 })),
+      expected: `fall_back no_reply campaign_voice ${iso(at('2026-06-01T15:00:00.000Z'))}`,
+    },
+    {
+      name: 'no reply within 10 open hours counts only the contact\'s open hours (09:00-20:00): Tuesday 10:00, then the afternoon',
+      ended: ended('delivered'),
+      task: task(plan({ noReplyMinutes: 600 })),
+      expected: `fall_back no_reply campaign_voice ${iso(at('2026-06-02T12:00:00.000Z'))}`,
+    },
+    {
+      name: 'a no-reply condition not named: the step\'s own retry',
+      ended: ended('read'),
+      task: task(plan({ when: ['not_on_whatsapp'] })),
+      expected: `retry ${iso(NOON_MADRID + 7_200_000)}`,
+    },
+    {
+      name: 'no fallback step (none, or taken already): the step\'s own retry',
+      ended: ended('undelivered'),
+      task: task(null),
+      expected: `retry ${iso(NOON_MADRID + 1_800_000)}`,
+    },
+    {
+      name: 'no opening of the fallback campaign before expiry: pending until it expires',
+      ended: ended('undelivered'),
+      task: task(plan(), { expiresAt: NOON_MADRID + 3_600_000 }),
+      expected: `fall_back undelivered campaign_voice ${iso(NOON_MADRID + 3_600_000)}`,
+    },
+  ]
+  for (const { name, ended: interaction, task: state, expected } of cases) {
+    test(name, () => {
+      const step = stepAfterInteraction(interaction, state, NOON_MADRID)
+      const said = step.kind === 'complete' ? `complete ${step.outcome}` : step.kind === 'retry' ? `retry ${iso(step.dueAt)}` : `fall_back ${step.condition} ${step.campaignId} ${iso(step.dueAt)}`
+      assert.equal(said, expected)
+    })
+  }
+})
+
+describe('afterOpenMinutes', () => {
+  const EVENINGS: Schedule = { timezone: 'contact', windows: [{ days: [...WEEKDAYS], start: '09:00', end: '20:00' }] }
+  const cases: { name: string; from: string; minutes: number; until?: string; expected: string | null }[] = [
+    { name: 'zero minutes: at once', from: '2026-06-01T10:00:00.000Z', minutes: 0, expected: '2026-06-01T10:00:00.000Z' },
+    { name: 'inside the window: plain minutes', from: '2026-06-01T10:00:00.000Z', minutes: 90, expected: '2026-06-01T11:30:00.000Z' },
+    { name: 'across the night: 10 minutes at 19:50, 50 the next morning', from: '2026-06-01T17:50:00.000Z', minutes: 60, expected: '2026-06-02T07:50:00.000Z' },
+    { name: 'sent at night: counted from the opening', from: '2026-06-01T22:00:00.000Z', minutes: 30, expected: '2026-06-02T07:30:00.000Z' },
+    { name: 'more open time than is left before the limit: none', from: '2026-06-01T10:00:00.000Z', minutes: 600, until: '2026-06-01T18:00:00.000Z', expected: null },
+    { name: 'two whole days of open time', from: '2026-06-01T07:00:00.000Z', minutes: 2 * 11 * 60, expected: '2026-06-02T18:00:00.000Z' },
+  ]
+  for (const { name, from, minutes, until, expected } of cases) {
+    test(name, () => {
+      const deadline = afterOpenMinutes(EVENINGS, ['Europe/Madrid'], at(from), minutes, until === undefined ? at(from) + 30 * 86_400_000 : at(until))
+      assert.equal(deadline === null ? null : iso(deadline), expected)
+    })
+  }
+})
+
+describe('noReplyDeadline', () => {
+  const MESSAGES: Schedule = { timezone: 'contact', windows: [{ days: [...WEEKDAYS], start: '09:00', end: '20:00' }] }
+  const task = (overrides: { channel?: 'voice' | 'whatsapp'; expiresAt?: number; timezones?: string[] } = {}) => ({
+    channel: overrides.channel ?? ('whatsapp' as const),
+    schedule: MESSAGES,
+    timezones: overrides.timezones ?? ['Europe/Madrid'],
+    expiresAt: overrides.expiresAt ?? NOON_MADRID + 7 * 86_400_000,
+  })
+  const waiting = { campaign_id: 'campaign_voice', when: ['no_reply' as const], no_reply_minutes: 600 }
+  const cases: { name: string; fallback: Parameters<typeof noReplyDeadline>[0]; task: ReturnType<typeof task>; expected: string | null }[] = [
+    { name: 'no fallback step: the reply window', fallback: null, task: task(), expected: null },
+    { name: 'no no_reply_minutes: the reply window', fallback: { campaign_id: 'campaign_voice', when: ['no_reply'] }, task: task(), expected: null },
+    { name: 'no_reply not named: the reply window', fallback: { ...waiting, when: ['undelivered'] }, task: task(), expected: null },
+    { name: 'a call is over when it ends', fallback: waiting, task: task({ channel: 'voice' }), expected: null },
+    // Sent at 12:00 in Madrid: 8 open hours that day, 2 the next morning.
+    { name: '10 open hours from noon: 11:00 the next day', fallback: waiting, task: task(), expected: '2026-06-02T09:00:00.000Z' },
+    { name: 'not that much open time before expiry: the expiry', fallback: waiting, task: task({ expiresAt: NOON_MADRID + 86_400_000 / 2 }), expected: iso(NOON_MADRID + 86_400_000 / 2) },
+  ]
+  for (const { name, fallback, task: state, expected } of cases) {
+    test(name, () => {
+      const deadline = noReplyDeadline(fallback, state, NOON_MADRID)
+      assert.equal(deadline === null ? null : iso(deadline), expected)
+    })
+  }
+})
+
+describe('fallbackConditionOf', () => {
+  const cases: { outcome: InteractionOutcome; notOnChannel: boolean; expected: string | null }[] = [
+    { outcome: 'replied', notOnChannel: false, expected: null },
+    { outcome: 'completed', notOnChannel: false, expected: null },
+    { outcome: 'failed', notOnChannel: true, expected: 'not_on_whatsapp' },
+    { outcome: 'undelivered', notOnChannel: true, expected: 'not_on_whatsapp' },
+    { outcome: 'undelivered', notOnChannel: false, expected: 'undelivered' },
+    { outcome: 'failed', notOnChannel: false, expected: 'undelivered' },
+    { outcome: 'delivered', notOnChannel: false, expected: 'no_reply' },
+    { outcome: 'read', notOnChannel: false, expected: 'no_reply' },
+    { outcome: 'no_answer', notOnChannel: false, expected: 'no_reply' },
+    { outcome: 'voicemail', notOnChannel: false, expected: 'no_reply' },
+  ]
+  for (const { outcome, notOnChannel, expected } of cases) {
+    test(`${outcome}${notOnChannel ? ', not on the channel' : ''}: ${expected ?? 'no fallback'}`, () => assert.equal(fallbackConditionOf(outcome, notOnChannel), expected))
   }
 })
 

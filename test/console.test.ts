@@ -544,6 +544,45 @@ describe('the console in a browser', { skip: existsSync(CHROMIUM) ? false : `no 
     }
   })
 
+  test("a task that went on to its campaign's fallback step shows its steps; the campaign page names the step", async () => {
+    // A simulated message that is not delivered, then a simulated call that reaches the person.
+    const call = await createCampaign(service.app, orgId, { routing_key: 'reminder-call', channel: 'voice', schedule: ALWAYS_OPEN, provider_config: { outcomes: ['completed'], duration_ms: 0 } })
+    const message = await createCampaign(service.app, orgId, {
+      routing_key: 'reminder',
+      channel: 'whatsapp',
+      schedule: ALWAYS_OPEN,
+      provider_config: { outcomes: ['undelivered'], duration_ms: 0 },
+      fallback: { campaign_id: call.id, when: ['undelivered', 'no_reply'], no_reply_minutes: 120 },
+    })
+    const sent = await acceptedTrigger(service.app, key, { campaign: 'reminder', contact: { first_name: 'Grace', phone: '+44 20 7946 0963', timezone: 'Europe/London' }, test_mode: true })
+    await waitUntil('the task falls back and completes on the call', async () => (await taskState(sent.task_id)).status === 'completed')
+    const done = await taskState(sent.task_id)
+    assert.deepEqual(done.steps.map((step: { campaign: string; outcome: string }) => `${step.campaign} ${step.outcome}`), ['reminder undelivered', 'reminder-call reached'])
+    const { context, page } = await signedIn(key)
+    try {
+      await page.goto(`${baseUrl}/console/#/tasks/${sent.task_id}`)
+      const steps = page.getByRole('region', { name: 'Steps' })
+      await steps.getByText('reminder · whatsapp').waitFor()
+      await steps.getByText('the message was not delivered').waitFor()
+      await steps.getByText('reminder-call · voice').waitFor()
+      await shot(page, 'task-steps')
+    } finally {
+      await context.close()
+    }
+    const operator = await signedIn(OPERATOR_TOKEN)
+    try {
+      await operator.page.goto(`${baseUrl}/console/#/organizations/${encodeURIComponent(orgId)}/campaigns/${encodeURIComponent(message.id)}`)
+      const fallback = operator.page.getByRole('region', { name: 'Fallback step' })
+      await fallback.getByLabel('Then').waitFor()
+      assert.equal(await fallback.getByLabel('Then').inputValue(), call.id)
+      assert.equal(await fallback.getByLabel('No reply within (open minutes)').inputValue(), '120')
+      assert.equal(await fallback.getByLabel('the number is not on WhatsApp (at once)').isChecked(), false)
+      await shot(operator.page, 'campaign-fallback')
+    } finally {
+      await operator.context.close()
+    }
+  })
+
   test('a wrong key is refused in words; sign-out forgets the key', async () => {
     const context = await browser.newContext()
     const page = await context.newPage()

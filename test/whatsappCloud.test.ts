@@ -177,6 +177,8 @@ describe('start: refusals', () => {
       assert.equal(result.kind, 'refused')
       assert.equal(result.kind === 'refused' && result.permanent, permanent)
       assert.ok(result.kind === 'refused' && result.reason.includes(`code ${code}`) && result.reason.includes(message))
+      // Only 131026 says the number is not on WhatsApp: a campaign's fallback step for it goes on at once.
+      assert.equal(result.kind === 'refused' && result.notOnChannel === true, code === 131026)
     })
   }
 
@@ -450,7 +452,7 @@ describe('notificationsFromWebhook', () => {
 
   test('failed is final: undelivered when WhatsApp would not hand it to the person, failed otherwise', async () => {
     const wamid = await sentWamid()
-    const cases: [code: number | undefined, outcome: string, optedOut?: true][] = [
+    const cases: [code: number | undefined, outcome: string, optedOut?: boolean][] = [
       [undefined, 'failed'],
       [131000, 'failed'],
       [131053, 'failed'],
@@ -463,7 +465,8 @@ describe('notificationsFromWebhook', () => {
     ]
     for (const [errorCode, outcome, optedOut] of cases) {
       await fake.sendStatus(wamid, 'failed', { at: AT, errorCode })
-      const report = { kind: 'final', providerRef: wamid, outcome, at: AT_S, ...(optedOut ? { optedOut } : {}) }
+      // 131026 also says the number is not on WhatsApp (a fallback step's not_on_whatsapp).
+      const report = { kind: 'final', providerRef: wamid, outcome, at: AT_S, ...(errorCode === 131026 ? { notOnChannel: true } : {}), ...(optedOut ? { optedOut } : {}) }
       assert.deepEqual(received(), [{ kind: 'report', phoneNumberId: PHONE_NUMBER_ID, report }], String(errorCode))
     }
   })
@@ -542,7 +545,7 @@ describe('notificationsFromWebhook', () => {
       { kind: 'report', phoneNumberId: '111', report: { kind: 'progress', providerRef: 'wamid.B', status: 'read', at: 1_700_000_001_000 } },
       { kind: 'inbound', phoneNumberId: '222', from: '+4915100000003', messageId: 'wamid.C', replyTo: 'wamid.A', text: 'Yes', at: 1_700_000_002_000 },
       { kind: 'inbound', phoneNumberId: '222', from: '+4915100000004', messageId: 'wamid.D', replyTo: 'wamid.B', text: undefined, at: 1_700_000_003_000 },
-      { kind: 'report', phoneNumberId: '222', report: { kind: 'final', providerRef: 'wamid.F', outcome: 'undelivered', at: 1_700_000_005_000 } },
+      { kind: 'report', phoneNumberId: '222', report: { kind: 'final', providerRef: 'wamid.F', outcome: 'undelivered', at: 1_700_000_005_000, notOnChannel: true } },
     ])
   })
 

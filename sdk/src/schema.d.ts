@@ -710,6 +710,17 @@ export interface components {
             completed_at: string;
             /** @description The result of the interaction that completed the task; null when none came, or the task was cancelled or expired. */
             result: components["schemas"]["ConversationResult"] | null;
+            /** @description Only for a task that went on to its campaign's fallback step (WhatsApp, then a call): every step it took, oldest first; `campaign` and `channel` above are its last step's. */
+            steps?: {
+                campaign_id: string;
+                /** @description Routing key. */
+                campaign: string;
+                channel: "voice" | "whatsapp";
+                /** @description Why the step ended: the fallback condition it met (`undelivered`, `not_on_whatsapp`, `no_reply`), or, for the last step, the task's outcome. */
+                outcome: string;
+                /** @description Attempts the step made, counted under its campaign's attempt policy. */
+                attempts: number;
+            }[];
         };
         /** @description interaction.finalized: an attempt (or a message that answers no task) ended. */
         InteractionFinalizedData: {
@@ -1104,6 +1115,17 @@ export interface components {
                  */
                 until: string;
             };
+            /** @description Only for a task that went on to its campaign's fallback step: the steps it took, oldest first. While it runs, the steps it left; once completed, its last step too, ending with the task's outcome (as in task.completed's `steps`). */
+            steps?: {
+                campaign_id: string;
+                /** @description Routing key. */
+                campaign: string;
+                channel: "voice" | "whatsapp";
+                /** @description Why the step ended: the fallback condition it met (`undelivered`, `not_on_whatsapp`, `no_reply`), or, for the last step, the task's outcome. */
+                outcome: string;
+                /** @description Attempts the step made, counted under its campaign's attempt policy. */
+                attempts: number;
+            }[];
             interactions: components["schemas"]["Interaction"][];
         };
         Interaction: {

@@ -51,7 +51,13 @@ export type StartResult =
    * help (a number it cannot reach, a template it does not know), so the task
    * fails rather than spending its attempts.
    */
-  | { kind: 'refused'; permanent: boolean; reason: string }
+  | {
+      kind: 'refused'
+      permanent: boolean
+      reason: string
+      /** The provider says the number is not on its channel at all (WhatsApp's 131026): a campaign's fallback step for it goes on at once. */
+      notOnChannel?: boolean
+    }
   /**
    * The provider certainly did not start it, for a reason of its own that
    * passes within moments: its throttling (an HTTP 429, a rate-limit error
@@ -101,6 +107,8 @@ export type ProviderReport =
       durationS?: number
       optedOut?: boolean
       permanent?: boolean
+      /** The provider says the number is not on its channel at all (WhatsApp's 131026 in a failed status). */
+      notOnChannel?: boolean
       result?: ReportedResult
     }
   /**

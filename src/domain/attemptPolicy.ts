@@ -5,7 +5,15 @@
  * changes. Pure rules; the dispatcher, the settlement and the conversation
  * results apply them and write what they decide.
  */
-import { type AttemptPolicy, DEFAULT_AFTER_VOICEMAIL_LEFT, DEFAULT_VOICEMAIL_LEFT_RETRY_DELAY_S, type RetryOutcome, type Schedule } from './campaignSettings.ts'
+import {
+  type AttemptPolicy,
+  DEFAULT_AFTER_VOICEMAIL_LEFT,
+  DEFAULT_VOICEMAIL_LEFT_RETRY_DELAY_S,
+  type FallbackCondition,
+  type RetryOutcome,
+  type Schedule,
+} from './campaignSettings.ts'
+import { afterOpenMinutes, fallbackConditionOf } from './fallback.ts'
 import { nextOpening, scheduleZones } from './schedule.ts'
 import type { InteractionOutcome, TaskOutcome, TaskStatus } from './types.ts'
 
@@ -53,8 +61,30 @@ export function stepWhenDue(task: TaskTiming & { suppressed: boolean }, now: num
   return opening > now ? { kind: 'wait', until: opening } : { kind: 'start' }
 }
 
-/** What follows an interaction of a task that has not completed. */
-export type NextStep = { kind: 'complete'; outcome: TaskOutcome } | { kind: 'retry'; dueAt: number }
+/**
+ * What follows an interaction of a task that has not completed. `fall_back`:
+ * the task goes on to its campaign's fallback step (`campaignId`), for
+ * `condition`, due at `dueAt`, its attempts counted afresh under that
+ * campaign's policy.
+ */
+export type NextStep =
+  | { kind: 'complete'; outcome: TaskOutcome }
+  | { kind: 'retry'; dueAt: number }
+  | { kind: 'fall_back'; campaignId: string; condition: FallbackCondition; dueAt: number }
+
+/**
+ * The fallback step a task may still take: its campaign's, read with the
+ * fallback campaign's schedule. Null when its campaign names none, or the
+ * task has taken one already (a task falls back once).
+ */
+export interface FallbackPlan {
+  campaignId: string
+  when: readonly FallbackCondition[]
+  /** Open minutes of the task's own campaign, from the message's start, that a reply has (0: none beyond the interaction's end). */
+  noReplyMinutes: number
+  /** The fallback campaign's schedule: the task is due at its next opening in the contact's zones. */
+  schedule: Schedule
+}
 
 export interface EndedInteraction {
   outcome: InteractionOutcome
@@ -65,12 +95,20 @@ export interface EndedInteraction {
   optedOut: boolean
   /** When its result asks for the person to be called again; null when it does not. */
   callbackAt: number | null
+  /** When it started: a no-reply wait is counted from then. */
+  startedAt: number
+  /** The provider says the number is not on the channel at all (WhatsApp's 131026). */
+  notOnChannel: boolean
 }
 
 /**
  * Done when opted out; due again at the first opening from a callback time
- * the person asked for, as the task's next attempt; done when reached, or
- * failed for good; unreachable when its attempts have run out; otherwise due
+ * the person asked for, as the task's next attempt; done when reached; on to
+ * the fallback step when the end meets one of its conditions (before the
+ * step's own retries: a fallback is for the first message that does not get
+ * through), due at the fallback campaign's first opening from the end (a
+ * no-reply from the later of the end and the reply's deadline, counted in
+ * the open minutes of the task's own campaign); failed for good; unreachable when its attempts have run out; otherwise due
  * again at the later of the retry delay and the next opening, or (no opening
  * before expiry) pending until it expires, so that it expires on time.
  *
@@ -87,13 +125,17 @@ export interface EndedInteraction {
  */
 export function stepAfterInteraction(
   ended: EndedInteraction,
-  task: TaskTiming & { attempts: number; policy: AttemptPolicy },
+  task: TaskTiming & { attempts: number; policy: AttemptPolicy; fallback: FallbackPlan | null },
   now: number,
 ): NextStep {
   if (ended.optedOut) return { kind: 'complete', outcome: 'opted_out' }
   const callback = ended.callbackAt === null || ended.permanent ? null : callbackOpening(ended.callbackAt, task)
   if (callback !== null) return { kind: 'retry', dueAt: callback }
   if (REACHED.has(ended.outcome)) return { kind: 'complete', outcome: 'reached' }
+  const condition = task.fallback === null ? null : fallbackConditionOf(ended.outcome, ended.notOnChannel)
+  if (task.fallback !== null && condition !== null && task.fallback.when.includes(condition)) {
+    return { kind: 'fall_back', campaignId: task.fallback.campaignId, condition, dueAt: fallbackDueAt(ended, condition, task, task.fallback, now) }
+  }
   if (ended.permanent) return { kind: 'complete', outcome: 'failed' }
   if (task.attempts >= task.policy.max) return { kind: 'complete', outcome: 'unreachable' }
   let delayS: number
@@ -108,6 +150,19 @@ export function stepAfterInteraction(
   const zones = scheduleZones(task.schedule, task.timezones)
   const opening = zones.length === 0 ? null : nextOpening(task.schedule, zones, earliest, task.expiresAt)
   return { kind: 'retry', dueAt: opening ?? Math.max(task.expiresAt, now) }
+}
+
+/** When a task that falls back is due: the fallback campaign's first opening from when its step may start, or (none before expiry) its expiry. */
+function fallbackDueAt(ended: EndedInteraction, condition: FallbackCondition, task: TaskTiming, fallback: FallbackPlan, now: number): number {
+  let earliest = ended.endedAt
+  if (condition === 'no_reply' && fallback.noReplyMinutes > 0) {
+    const ownZones = scheduleZones(task.schedule, task.timezones)
+    const deadline = ownZones.length === 0 ? null : afterOpenMinutes(task.schedule, ownZones, ended.startedAt, fallback.noReplyMinutes, task.expiresAt)
+    earliest = deadline === null ? task.expiresAt : Math.max(earliest, deadline)
+  }
+  const zones = scheduleZones(fallback.schedule, task.timezones)
+  const opening = zones.length === 0 || earliest >= task.expiresAt ? null : nextOpening(fallback.schedule, zones, earliest, task.expiresAt)
+  return opening ?? Math.max(task.expiresAt, now)
 }
 
 /** The first opening from a callback time before the task expires, when the task has an attempt left for it; otherwise null. */

@@ -102,3 +102,29 @@ export const MAX_RESULT_WAIT_S = 600
 
 export const PROVIDERS = ['simulator', 'twilio', 'whatsapp_cloud', 'vapi', 'retell', 'elevenlabs'] as const
 export type Provider = (typeof PROVIDERS)[number]
+
+/**
+ * Why a task goes on to its campaign's fallback step: its message was not
+ * delivered (a failed status, or a send that failed), the number is not on
+ * WhatsApp (Graph error 131026), or the person did not reply (the message,
+ * or the call, reached them without a conversation).
+ */
+export const FALLBACK_CONDITIONS = ['undelivered', 'not_on_whatsapp', 'no_reply'] as const
+export type FallbackCondition = (typeof FALLBACK_CONDITIONS)[number]
+
+/** A campaign's fallback step: another campaign of its organization, on the other channel, that its tasks go on to. */
+export interface FallbackSettings {
+  campaign_id: string
+  when: FallbackCondition[]
+  /**
+   * With `no_reply`: minutes of this campaign's open window in the contact's
+   * zones, counted from the message's start, that the person has to reply
+   * before the task goes on: the message is over then, in place of its
+   * provider's reply window (domain/fallback.ts, noReplyDeadline). Absent:
+   * when the reply window ends.
+   */
+  no_reply_minutes?: number
+}
+
+/** Most no_reply_minutes: a week of open minutes. */
+export const MAX_NO_REPLY_MINUTES = 7 * 24 * 60

@@ -8,6 +8,7 @@ import type { Provider } from './campaignSettings.ts'
 import type { ConversationResult } from './conversationResult.ts'
 import { newId } from './ids.ts'
 import { interactionDurationS } from './interactionDuration.ts'
+import { stepsOfCompletedTask, type TaskStep } from './fallback.ts'
 
 /** An event exactly as it is sent: the webhook body. */
 export interface OutboxEvent {
@@ -31,7 +32,9 @@ export interface CompletedTask {
   attempts: number
   testMode: boolean
   ids: ExternalId[]
-  campaign: { routingKey: string; channel: Channel }
+  campaign: { id: string; routingKey: string; channel: Channel }
+  /** The steps it left for a fallback step, oldest first; null (or absent) when it never fell back. */
+  steps?: TaskStep[] | null
 }
 
 /** A task completed, with the outcome it completed with and the result of the interaction that completed it (none for a cancel, an expiry). */
@@ -43,6 +46,7 @@ export interface TaskCompletion {
 
 export function taskCompletedEvent(task: CompletedTask, outcome: TaskOutcome, now: number, result: ConversationResult | null = null): OutboxEvent {
   const at = new Date(now).toISOString()
+  const steps = stepsOfCompletedTask(task, outcome)
   return {
     id: newId('event', now),
     type: 'task.completed',
@@ -59,6 +63,8 @@ export function taskCompletedEvent(task: CompletedTask, outcome: TaskOutcome, no
       ids: task.ids,
       completed_at: at,
       result,
+      // Only for a task that fell back: every other task.completed stays as it was.
+      ...(steps === undefined ? {} : { steps }),
     },
   }
 }

@@ -37,7 +37,8 @@
  * names of the API.
  */
 
-import type { AttemptPolicy, PacingSettings, Provider, ResultSettings, Schedule } from './campaignSettings.ts'
+import type { AttemptPolicy, FallbackSettings, PacingSettings, Provider, ResultSettings, Schedule } from './campaignSettings.ts'
+import type { TaskStep } from './fallback.ts'
 import type { ConversationResult } from './conversationResult.ts'
 import type { ContactCap } from './contactCap.ts'
 
@@ -115,6 +116,8 @@ export interface Campaign {
   results: ResultSettings
   /** Its own pace for its sender, over its provider's. */
   pacing: PacingSettings
+  /** The step its tasks go on to when its own ends without a reach, on the other channel; null for none. */
+  fallback: FallbackSettings | null
   /** When it was paused: no attempt starts while it is. Null while it runs. */
   pausedAt: string | null
   createdAt: string
@@ -271,6 +274,8 @@ export interface Task {
   campaignPaused: boolean
   /** Pending and held by something other than its window: what, and until when (its next attempt's due time). */
   waiting?: { for: TaskHold; until: string }
+  /** The steps it left for a fallback step, oldest first; null when it never fell back. */
+  steps: TaskStep[] | null
   interactions: Interaction[]
 }
 

@@ -88,6 +88,17 @@ const IdsSchema = Type.Array(Type.Object({ source: Type.String(), type: Type.Str
   description: "The trigger's ids: source and type lowercased, value as sent.",
 })
 
+/** One step of a task that went on to its campaign's fallback step (domain/fallback.ts, TaskStep). */
+export const TaskStepSchema = Type.Object({
+  campaign_id: Type.String(),
+  campaign: Type.String({ description: 'Routing key.' }),
+  channel: ChannelSchema,
+  outcome: Type.String({
+    description: "Why the step ended: the fallback condition it met (`undelivered`, `not_on_whatsapp`, `no_reply`), or, for the last step, the task's outcome.",
+  }),
+  attempts: Type.Integer({ description: "Attempts the step made, counted under its campaign's attempt policy." }),
+})
+
 /**
  * What each event reports, as its `data` (the webhook body is `{id, type,
  * timestamp, data}`). Named in the OpenAPI document's components for clients
@@ -107,6 +118,12 @@ export const EventDataSchemas = [
       ids: IdsSchema,
       completed_at: Timestamp,
       result: { ...NullableResult, description: 'The result of the interaction that completed the task; null when none came, or the task was cancelled or expired.' },
+      steps: Type.Optional(
+        Type.Array(TaskStepSchema, {
+          description:
+            "Only for a task that went on to its campaign's fallback step (WhatsApp, then a call): every step it took, oldest first; `campaign` and `channel` above are its last step's.",
+        }),
+      ),
     },
     { $id: 'TaskCompletedData', description: 'task.completed: a task completed, with its outcome.' },
   ),

@@ -10,6 +10,7 @@ import {
   DEFAULT_RESULTS,
   DEFAULT_SCHEDULE,
   type PacingSettings,
+  type FallbackSettings,
   type Provider,
   type RetryOutcome,
   type Schedule,
@@ -26,6 +27,7 @@ import { DEFAULT_KEY_SCOPES } from '../domain/types.ts'
 import type { Database } from '../store/database.ts'
 import { findApiKey, insertApiKey, listApiKeys, revokeApiKey as revokeStoredKey } from '../store/apiKeys.ts'
 import {
+  campaignsFallingBackTo,
   findCampaign,
   findCampaignsByWhatsAppNumber,
   insertCampaign,
@@ -193,6 +195,7 @@ export interface CampaignSettingsInput {
   max_concurrent?: number
   results?: { wait_s?: number }
   pacing?: PacingSettings
+  fallback?: FallbackSettings
 }
 
 export interface CreateCampaignInput extends CampaignSettingsInput {
@@ -203,6 +206,8 @@ export interface CreateCampaignInput extends CampaignSettingsInput {
 export interface CampaignChanges extends CampaignSettingsInput {
   /** max_concurrent was sent as null: no limit from now on. */
   clearMaxConcurrent?: boolean
+  /** fallback was sent as null: no fallback step from now on (tasks that fell back already go on). */
+  clearFallback?: boolean
 }
 
 export async function createCampaign(ops: Operations, actor: Actor, orgId: string, input: CreateCampaignInput): Promise<Campaign> {
@@ -222,6 +227,7 @@ export async function createCampaign(ops: Operations, actor: Actor, orgId: strin
     maxConcurrent: input.max_concurrent ?? null,
     results: { ...DEFAULT_RESULTS, ...input.results },
     pacing: input.pacing ?? {},
+    fallback: input.fallback ?? null,
     pausedAt: null,
     createdAt: now,
     updatedAt: now,
@@ -252,11 +258,12 @@ export async function updateCampaign(ops: Operations, actor: Actor, orgId: strin
     maxConcurrent: changes.clearMaxConcurrent ? null : (changes.max_concurrent ?? current.maxConcurrent),
     results: changes.results === undefined ? current.results : { ...DEFAULT_RESULTS, ...changes.results },
     pacing: changes.pacing ?? current.pacing,
+    fallback: changes.clearFallback ? null : (changes.fallback ?? current.fallback),
     updatedAt: isoNow(ops),
   }
   await checkSettings(ops, campaign)
-  const { clearMaxConcurrent, ...sent } = changes
-  const details = clearMaxConcurrent ? { ...sent, max_concurrent: null } : sent
+  const { clearMaxConcurrent, clearFallback, ...sent } = changes
+  const details = { ...sent, ...(clearMaxConcurrent ? { max_concurrent: null } : {}), ...(clearFallback ? { fallback: null } : {}) }
   await audited(ops, actor, async (tx) => {
     await updateStoredCampaign(tx, campaign)
     return { result: undefined, audit: { orgId, action: 'campaign.changed', target: campaign.id, details } }
@@ -296,7 +303,42 @@ async function checkSettings(ops: Operations, campaign: Campaign): Promise<void>
       errors.push(valueError(['body', 'provider_config', 'phone_number_id'], number, 'this WhatsApp number is used by another organization'))
     }
   }
+  if (campaign.fallback !== null) errors.push(...(await fallbackProblems(ops, campaign, campaign.fallback)))
   if (errors.length > 0) throw new ValidationFailed(errors)
+}
+
+/**
+ * A fallback step names another campaign of the organization, on the other
+ * channel, that has no fallback step of its own, from a campaign that is no
+ * other's fallback step: a task takes one step more at most, so steps never
+ * chain or go round. `not_on_whatsapp` is something only WhatsApp says, and
+ * no_reply_minutes is the wait of `no_reply`.
+ */
+async function fallbackProblems(ops: Operations, campaign: Campaign, fallback: FallbackSettings): Promise<ErrorDetail[]> {
+  const errors: ErrorDetail[] = []
+  const at = (...path: (string | number)[]) => ['body', 'fallback', ...path]
+  const target = fallback.campaign_id === campaign.id || !isId('campaign', fallback.campaign_id) ? undefined : await findCampaign(ops.db, campaign.orgId, fallback.campaign_id)
+  if (fallback.campaign_id === campaign.id) errors.push(valueError(at('campaign_id'), fallback.campaign_id, 'a campaign cannot be its own fallback step'))
+  else if (target === undefined) errors.push(valueError(at('campaign_id'), fallback.campaign_id, `the organization has no campaign ${fallback.campaign_id}`))
+  else if (target.channel === campaign.channel) {
+    errors.push(valueError(at('campaign_id'), fallback.campaign_id, `the fallback step must be a campaign on the other channel than ${campaign.channel}`))
+  } else if (target.fallback !== null) {
+    errors.push(valueError(at('campaign_id'), fallback.campaign_id, `campaign ${target.id} has a fallback step of its own: a task takes one fallback step at most`))
+  }
+  const pointing = (await campaignsFallingBackTo(ops.db, campaign.orgId, campaign.id)).filter((id) => id !== campaign.id)
+  if (pointing.length > 0) {
+    errors.push(valueError(['body', 'fallback'], fallback, `this campaign is the fallback step of ${pointing.join(', ')}: a task takes one fallback step at most`))
+  }
+  if (new Set(fallback.when).size !== fallback.when.length) errors.push(valueError(at('when'), fallback.when, 'each condition at most once'))
+  for (const [index, condition] of fallback.when.entries()) {
+    if (condition === 'not_on_whatsapp' && campaign.channel !== 'whatsapp') {
+      errors.push(valueError(at('when', index), condition, 'not_on_whatsapp is for a WhatsApp campaign: only WhatsApp says a number is not on it'))
+    }
+  }
+  if (fallback.no_reply_minutes !== undefined && !fallback.when.includes('no_reply')) {
+    errors.push(valueError(at('no_reply_minutes'), fallback.no_reply_minutes, 'no_reply_minutes is the wait of no_reply: add no_reply to when'))
+  }
+  return errors
 }
 
 export async function listCampaigns(ops: Operations, orgId: string): Promise<Campaign[]> {

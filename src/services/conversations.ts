@@ -19,6 +19,7 @@
  * - once the person was erased, none is kept (409).
  */
 import { stepAfterLateResult } from '../domain/attemptPolicy.ts'
+import { attemptsOfEarlierSteps } from '../domain/fallback.ts'
 import { type ConversationResult, recordedResult, type ReportedResult, sameResult } from '../domain/conversationResult.ts'
 import { ApiError } from '../domain/errors.ts'
 import { interactionResultAddedEvent, type OrganizationEvent, type TaskCompletion } from '../domain/events.ts'
@@ -135,7 +136,7 @@ async function lateResult(
     { optOut: result.opt_out, callbackAt: result.callback_at === null ? null : Date.parse(result.callback_at) },
     task === undefined
       ? null
-      : { schedule: task.campaign.schedule, timezones: task.timezones, expiresAt: task.expiresAt, status: task.status, attempts: task.attempts, policy: task.campaign.attempts },
+      : { schedule: task.campaign.schedule, timezones: task.timezones, expiresAt: task.expiresAt, status: task.status, attempts: task.attempts - attemptsOfEarlierSteps(task.steps), policy: task.campaign.attempts },
   )
   let tasks: TaskCompletion[] = []
   if (step.kind === 'complete') tasks = await completeAndReport(tx, [{ task: task!, outcome: step.outcome, result: reported }], now, events)

@@ -25,6 +25,7 @@ import type { ChannelRegistry } from '../channels/registry.ts'
 import { conversationTookPlace, stepWhenDue } from '../domain/attemptPolicy.ts'
 import { type ConversationResult, recordedResult } from '../domain/conversationResult.ts'
 import type { OrganizationEvent } from '../domain/events.ts'
+import { noReplyDeadline } from '../domain/fallback.ts'
 import { newId } from '../domain/ids.ts'
 import type { Handoff, InteractionOutcome, JsonObject, TaskOutcome } from '../domain/types.ts'
 import type { Database } from '../store/database.ts'
@@ -260,10 +261,13 @@ export class Dispatch {
       if (result.kind === 'refused') {
         this.#log.warn({ interaction: interactionId, reason: result.reason, permanent: result.permanent }, 'start refused by the provider')
         this.#metrics.providerErrors.inc({ provider: task.campaign.provider, kind: 'refused' })
-        await this.#settlement.end({ interactionId, outcome: 'failed', at: this.#now(), durationS: 0, permanent: result.permanent })
+        await this.#settlement.end({ interactionId, outcome: 'failed', at: this.#now(), durationS: 0, permanent: result.permanent, notOnChannel: result.notOnChannel })
         return
       }
-      const settleAt = startedAt + channel.settleAfterMs(config)
+      // A message whose campaign's fallback step waits N open minutes for a reply is over then, not at the end of its reply window.
+      const settleAt =
+        noReplyDeadline(task.campaign.fallback, { ...task.campaign, timezones: task.timezones, expiresAt: task.expiresAt }, startedAt) ??
+        startedAt + channel.settleAfterMs(config)
       if (settleAt <= this.#now() && (await this.#settledAtOnce(channel, interactionId, result.providerRef, attempt, config))) return
       const handoff: Handoff | undefined =
         result.leftOut === undefined ? undefined : { mode: 'variables', at: new Date(this.#now()).toISOString(), left_out: result.leftOut }

@@ -15,8 +15,8 @@
  * over, whichever is first.
  */
 import type { ServiceMetrics } from './metrics.ts'
-import { conversationTookPlace, stepAfterInteraction } from '../domain/attemptPolicy.ts'
-import type { Provider } from '../domain/campaignSettings.ts'
+import { conversationTookPlace, type FallbackPlan, stepAfterInteraction } from '../domain/attemptPolicy.ts'
+import type { Provider, Schedule } from '../domain/campaignSettings.ts'
 import type { ConversationResult, TranscriptTurn } from '../domain/conversationResult.ts'
 import {
   type CompletedTask,
@@ -26,14 +26,16 @@ import {
   type TaskCompletion,
   taskCompletedEvent,
 } from '../domain/events.ts'
+import { attemptsOfEarlierSteps } from '../domain/fallback.ts'
 import type { InteractionOutcome, TaskOutcome } from '../domain/types.ts'
+import { findFallbackSchedules } from '../store/campaigns.ts'
 import type { Database, Queryable } from '../store/database.ts'
 import type { ClaimedDelivery } from '../store/deliveries.ts'
 import { type HandOff, insertEvents, type WrittenDeliveries } from '../store/events.ts'
 import { finalizeInteractions, recordProviderMessage } from '../store/interactions.ts'
 import { rolledBack } from '../store/rows.ts'
 import { suppress, type SuppressionReason } from '../store/suppressions.ts'
-import { completeTasks, scheduleNextAttempts, type TaskForUpdate } from '../store/tasks.ts'
+import { completeTasks, type FallBack, fallBackTasks, scheduleNextAttempts, type TaskForUpdate } from '../store/tasks.ts'
 import { batchesOf, GroupCommitter } from './groupCommitter.ts'
 import type { Wake } from './wake.ts'
 
@@ -50,6 +52,8 @@ interface EndingDetails {
   durationS?: number
   /** The provider refused the start for good: the task fails rather than spending its attempts. */
   permanent?: boolean
+  /** The provider says the number is not on its channel at all (WhatsApp's 131026): a fallback step for it goes on at once. */
+  notOnChannel?: boolean
   /** Only if its start is still unconfirmed (a settlement that asked the provider nothing). */
   onlyIfStarting?: boolean
   /** The provider's reference for it, when its start was confirmed only now (an attempt settled as soon as it started). */
@@ -198,11 +202,13 @@ export async function settleEndings(tx: Queryable, endings: readonly Interaction
     now,
   )
   const byId = new Map(finalized.map((each) => [each.interaction.id, each]))
+  const fallbacks = await fallbackSchedulesOf(tx, finalized)
   const events: OrganizationEvent[] = []
   const interactions: FinalizedInteraction[] = []
   const endedCampaigns = new Set<string>()
   const completions: TaskCompletion[] = []
   const retries: { taskId: string; dueAt: number }[] = []
+  const moves: FallBack[] = []
   for (const index of live) {
     const ending = endings[index]!
     const ended = byId.get(ending.interactionId)
@@ -221,6 +227,7 @@ export async function settleEndings(tx: Queryable, endings: readonly Interaction
     // Cancelled (or otherwise completed) while the interaction ran: nothing follows. A cancellation
     // that commits from now on is seen by the conditional updates that complete or reschedule the task.
     if (task === null || task.status === 'completed') continue
+    const earlierAttempts = attemptsOfEarlierSteps(task.steps)
     const step = stepAfterInteraction(
       {
         outcome: interaction.outcome,
@@ -228,13 +235,33 @@ export async function settleEndings(tx: Queryable, endings: readonly Interaction
         permanent: ending.permanent === true,
         optedOut: ending.optOut !== undefined || resultOptsOut,
         callbackAt: result?.callback_at == null ? null : Date.parse(result.callback_at),
+        startedAt: Date.parse(interaction.startedAt),
+        notOnChannel: ending.notOnChannel === true,
       },
-      { schedule: task.campaign.schedule, timezones: task.timezones, expiresAt: task.expiresAt, attempts: task.attempts, policy: task.campaign.attempts },
+      {
+        schedule: task.campaign.schedule,
+        timezones: task.timezones,
+        expiresAt: task.expiresAt,
+        // Each step's attempts count under its own campaign's policy.
+        attempts: task.attempts - earlierAttempts,
+        policy: task.campaign.attempts,
+        fallback: fallbackPlanOf(task, fallbacks),
+      },
       now,
     )
     if (step.kind === 'complete') {
       completions.push({ task, outcome: step.outcome, result })
       task.status = 'completed'
+    } else if (step.kind === 'fall_back') {
+      const { campaign } = task
+      moves.push({
+        taskId: task.id,
+        fromCampaignId: campaign.id,
+        toCampaignId: step.campaignId,
+        dueAt: step.dueAt,
+        step: { campaign_id: campaign.id, campaign: campaign.routingKey, channel: campaign.channel, outcome: step.condition, attempts: task.attempts - earlierAttempts },
+      })
+      task.status = 'pending'
     } else {
       retries.push({ taskId: task.id, dueAt: step.dueAt })
       task.status = 'pending'
@@ -242,7 +269,33 @@ export async function settleEndings(tx: Queryable, endings: readonly Interaction
   }
   const tasks = await completeAndReport(tx, completions, now, events)
   await scheduleNextAttempts(tx, retries, now)
+  await fallBackTasks(tx, moves, now)
   return { results, tasks, interactions, endedCampaigns, written: await insertEvents(tx, events, handOff) }
+}
+
+/**
+ * The schedules of the campaigns that the tasks of these interactions may
+ * fall back to, by campaign id: read only for tasks whose campaign names a
+ * fallback step and that have not taken one yet, so that it costs nothing
+ * without one, and one statement per commit with some.
+ */
+async function fallbackSchedulesOf(tx: Queryable, finalized: readonly { task: TaskForUpdate | null }[]): Promise<Map<string, Schedule>> {
+  const wanted = new Map<string, { orgId: string; campaignId: string }>()
+  for (const { task } of finalized) {
+    const fallback = task?.campaign.fallback
+    if (task == null || fallback == null || task.steps !== null || task.status === 'completed') continue
+    wanted.set(fallback.campaign_id, { orgId: task.orgId, campaignId: fallback.campaign_id })
+  }
+  return findFallbackSchedules(tx, [...wanted.values()])
+}
+
+/** The fallback step the task may still take, or null: none named, taken already (a task falls back once), or its campaign gone. */
+function fallbackPlanOf(task: TaskForUpdate, schedules: ReadonlyMap<string, Schedule>): FallbackPlan | null {
+  const fallback = task.campaign.fallback
+  if (fallback === null || task.steps !== null) return null
+  const schedule = schedules.get(fallback.campaign_id)
+  if (schedule === undefined) return null
+  return { campaignId: fallback.campaign_id, when: fallback.when, noReplyMinutes: fallback.no_reply_minutes ?? 0, schedule }
 }
 
 /** What one commit of outcomes did: whether each outcome changed anything, the tasks it completed and interactions it finalized, the campaigns whose interactions ended, the deliveries it wrote. */

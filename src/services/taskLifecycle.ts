@@ -76,6 +76,7 @@ export class TaskLifecycle {
         at: report.at,
         durationS: report.durationS,
         permanent: report.permanent,
+        notOnChannel: report.notOnChannel,
         optOut,
         result,
       })

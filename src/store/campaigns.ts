@@ -1,4 +1,4 @@
-import type { AttemptPolicy, PacingSettings, Provider, ResultSettings, Schedule } from '../domain/campaignSettings.ts'
+import type { AttemptPolicy, FallbackSettings, PacingSettings, Provider, ResultSettings, Schedule } from '../domain/campaignSettings.ts'
 import type { Campaign, Channel, JsonObject } from '../domain/types.ts'
 import type { Queryable } from './database.ts'
 import { iso, isoOrNull } from './rows.ts'
@@ -17,13 +17,14 @@ interface CampaignRow {
   max_concurrent: number | null
   results: ResultSettings
   pacing: PacingSettings
+  fallback: FallbackSettings | null
   paused_at: Date | null
   created_at: Date
   updated_at: Date
 }
 
 const COLUMNS =
-  'id, org_id, routing_key, channel, name, context, schedule, attempts, provider, provider_config, max_concurrent, results, pacing, paused_at, created_at, updated_at'
+  'id, org_id, routing_key, channel, name, context, schedule, attempts, provider, provider_config, max_concurrent, results, pacing, paused_at, created_at, updated_at, fallback'
 
 export const toCampaign = (row: CampaignRow): Campaign => ({
   id: row.id,
@@ -39,6 +40,7 @@ export const toCampaign = (row: CampaignRow): Campaign => ({
   maxConcurrent: row.max_concurrent,
   results: row.results,
   pacing: row.pacing,
+  fallback: row.fallback,
   pausedAt: isoOrNull(row.paused_at),
   createdAt: iso(row.created_at),
   updatedAt: iso(row.updated_at),
@@ -47,7 +49,7 @@ export const toCampaign = (row: CampaignRow): Campaign => ({
 /** Inserts the campaign; false when the organization already has one for this routing key and channel. */
 export async function insertCampaign(db: Queryable, campaign: Campaign): Promise<boolean> {
   const rows = await db.query(
-    `INSERT INTO campaigns (${COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)
+    `INSERT INTO campaigns (${COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)
      ON CONFLICT DO NOTHING RETURNING id`,
     [
       campaign.id,
@@ -66,6 +68,7 @@ export async function insertCampaign(db: Queryable, campaign: Campaign): Promise
       campaign.pausedAt,
       campaign.createdAt,
       campaign.updatedAt,
+      campaign.fallback,
     ],
   )
   return rows.length === 1
@@ -75,7 +78,7 @@ export async function insertCampaign(db: Queryable, campaign: Campaign): Promise
 export async function updateCampaign(db: Queryable, campaign: Campaign): Promise<void> {
   await db.query(
     `UPDATE campaigns SET name = $3, context = $4, schedule = $5, attempts = $6, provider = $7, provider_config = $8,
-            max_concurrent = $9, results = $10, updated_at = $11, pacing = $12
+            max_concurrent = $9, results = $10, updated_at = $11, pacing = $12, fallback = $13
      WHERE org_id = $1 AND id = $2`,
     [
       campaign.orgId,
@@ -90,8 +93,25 @@ export async function updateCampaign(db: Queryable, campaign: Campaign): Promise
       campaign.results,
       campaign.updatedAt,
       campaign.pacing,
+      campaign.fallback,
     ],
   )
+}
+
+/** The organization's campaigns that name `campaignId` as their fallback step. */
+export async function campaignsFallingBackTo(db: Queryable, orgId: string, campaignId: string): Promise<string[]> {
+  const rows = await db.query<{ id: string }>(`SELECT id FROM campaigns WHERE org_id = $1 AND fallback->>'campaign_id' = $2 ORDER BY id`, [orgId, campaignId])
+  return rows.map((row) => row.id)
+}
+
+/** What a task needs of the campaign it falls back to: its schedule, read by id within the organization. */
+export async function findFallbackSchedules(db: Queryable, wanted: readonly { orgId: string; campaignId: string }[]): Promise<Map<string, Schedule>> {
+  if (wanted.length === 0) return new Map()
+  const rows = await db.query<{ id: string; schedule: Schedule }>(
+    `SELECT c.id, c.schedule FROM campaigns c JOIN unnest($1::text[], $2::text[]) AS v(org_id, id) ON c.id = v.id AND c.org_id = v.org_id`,
+    [wanted.map((w) => w.orgId), wanted.map((w) => w.campaignId)],
+  )
+  return new Map(rows.map((row) => [row.id, row.schedule]))
 }
 
 export async function findCampaign(db: Queryable, orgId: string, id: string): Promise<Campaign | undefined> {

@@ -5,8 +5,9 @@
  * decided before it commits. A dispatcher that dies before committing holds
  * nothing: its locks go with its connection, and the tasks are due as before.
  */
-import type { AttemptPolicy, PacingSettings, Provider, Schedule } from '../domain/campaignSettings.ts'
+import type { AttemptPolicy, FallbackSettings, PacingSettings, Provider, Schedule } from '../domain/campaignSettings.ts'
 import { capIsOn, type ContactCap } from '../domain/contactCap.ts'
+import type { TaskStep } from '../domain/fallback.ts'
 import { type Channel, type Contact, type ExternalId, type Interaction, type JsonObject, type Task, TASK_OUTCOMES, type TaskOutcome, type TaskHold, type TaskStatus, type ZoneSource } from '../domain/types.ts'
 import type { Queryable } from './database.ts'
 import { interactionColumns, type InteractionRow, iso, isoOrNull, toInteraction } from './rows.ts'
@@ -34,6 +35,8 @@ export interface DueTask {
   traceParent: string | null
   /** Its organization's cap on attempts to one number; null when it has none. */
   contactCap: ContactCap | null
+  /** The steps it left for a fallback step; null when it never fell back. */
+  steps: TaskStep[] | null
   campaign: {
     id: string
     routingKey: string
@@ -44,6 +47,8 @@ export interface DueTask {
     providerConfig: JsonObject
     maxConcurrent: number | null
     pacing: PacingSettings
+    /** Its fallback step, whose no-reply wait sets when a message is over; null for none. */
+    fallback: FallbackSettings | null
   }
 }
 
@@ -62,6 +67,7 @@ interface DueTaskRow {
   suppressed: boolean
   campaign_id: string
   trace_parent: string | null
+  steps: TaskStep[] | null
 }
 
 interface DueCampaignRow {
@@ -76,6 +82,7 @@ interface DueCampaignRow {
   pacing: PacingSettings
   contact_cap_per_24h: number | null
   contact_cap_per_local_day: number | null
+  fallback: FallbackSettings | null
 }
 
 /**
@@ -101,7 +108,7 @@ export async function lockDueTasks(
     // ARRAY(...) rather than IN (SELECT ...): given a subquery, the planner may hash the whole
     // table to join it, where an array of ids is looked up in the primary key.
     `SELECT t.id, t.org_id, t.trigger_id, t.attempts, t.test_mode, t.context, t.timezones, t.due_at, t.expires_at, t.contact, tr.ids,
-            EXISTS (${SUPPRESSION_OF_TASK('$4')}) AS suppressed, t.campaign_id, tr.trace_parent
+            EXISTS (${SUPPRESSION_OF_TASK('$4')}) AS suppressed, t.campaign_id, tr.trace_parent, t.steps
      FROM tasks t
      JOIN triggers tr ON tr.id = t.trigger_id
      WHERE t.id = ANY(ARRAY(
@@ -122,7 +129,7 @@ export async function lockDueTasks(
   if (rows.length === 0) return []
   const campaigns = await tx.query<DueCampaignRow>(
     // The organization's cap read with each campaign: no statement of its own, and nothing when it has none.
-    `SELECT c.id, c.routing_key, c.channel, c.schedule, c.attempts, c.provider, c.provider_config, c.max_concurrent, c.pacing,
+    `SELECT c.id, c.routing_key, c.channel, c.schedule, c.attempts, c.provider, c.provider_config, c.max_concurrent, c.pacing, c.fallback,
             o.contact_cap_per_24h, o.contact_cap_per_local_day
      FROM campaigns c JOIN organizations o ON o.id = c.org_id WHERE c.id = ANY($1::text[])`,
     [[...new Set(rows.map((row) => row.campaign_id))]],
@@ -146,6 +153,7 @@ export async function lockDueTasks(
         providerConfig: row.provider_config,
         maxConcurrent: row.max_concurrent,
         pacing: row.pacing,
+        fallback: row.fallback,
       },
     ]),
   )
@@ -164,6 +172,7 @@ export async function lockDueTasks(
     suppressed: row.suppressed,
     traceParent: row.trace_parent,
     contactCap: caps.get(row.campaign_id)!,
+    steps: row.steps,
     campaign: byId.get(row.campaign_id)!,
   }))
 }
@@ -291,13 +300,16 @@ export interface TaskForUpdate {
   timezones: string[]
   expiresAt: number
   ids: ExternalId[]
-  campaign: { id: string; routingKey: string; channel: Channel; schedule: Schedule; attempts: AttemptPolicy }
+  /** The steps it left for a fallback step; null when it never fell back. */
+  steps: TaskStep[] | null
+  campaign: { id: string; routingKey: string; channel: Channel; schedule: Schedule; attempts: AttemptPolicy; fallback: FallbackSettings | null }
 }
 
 /** The columns of a TaskForUpdate, from tasks `t`, its trigger `tr` and its campaign `c`, as {@link toTaskForUpdate} reads them. */
 export const TASK_FOR_UPDATE_COLUMNS = `t.id AS task_id, t.org_id AS task_org_id, t.trigger_id AS task_trigger_id, t.status AS task_status,
   t.attempts AS task_attempts, t.test_mode AS task_test_mode, t.timezones AS task_timezones, t.expires_at AS task_expires_at, tr.ids AS task_ids,
-  c.id AS task_campaign_id, c.routing_key AS task_routing_key, c.channel AS task_channel, c.schedule AS task_schedule, c.attempts AS task_attempt_policy`
+  c.id AS task_campaign_id, c.routing_key AS task_routing_key, c.channel AS task_channel, c.schedule AS task_schedule, c.attempts AS task_attempt_policy,
+  t.steps AS task_steps, c.fallback AS task_fallback`
 
 /** Tasks as TaskForUpdate rows, for a statement to add its conditions to: from tasks `t`, with its trigger `tr` and campaign `c`. */
 const SELECT_TASKS_FOR_UPDATE = `SELECT ${TASK_FOR_UPDATE_COLUMNS}
@@ -320,6 +332,8 @@ export interface TaskForUpdateRow {
   task_channel: Channel
   task_schedule: Schedule
   task_attempt_policy: AttemptPolicy
+  task_steps: TaskStep[] | null
+  task_fallback: FallbackSettings | null
 }
 
 export const toTaskForUpdate = (row: TaskForUpdateRow): TaskForUpdate => ({
@@ -332,12 +346,14 @@ export const toTaskForUpdate = (row: TaskForUpdateRow): TaskForUpdate => ({
   timezones: row.task_timezones,
   expiresAt: row.task_expires_at.getTime(),
   ids: row.task_ids,
+  steps: row.task_steps,
   campaign: {
     id: row.task_campaign_id,
     routingKey: row.task_routing_key,
     channel: row.task_channel,
     schedule: row.task_schedule,
     attempts: row.task_attempt_policy,
+    fallback: row.task_fallback,
   },
 })
 
@@ -367,6 +383,42 @@ export async function scheduleNextAttempts(tx: Queryable, retries: readonly { ta
      WHERE t.id = v.id AND t.status = 'in_progress'`,
     [retries.map((r) => r.taskId), retries.map((r) => new Date(r.dueAt)), new Date(now)],
   )
+}
+
+/** A task going on to its campaign's fallback step: the campaign it leaves and the one it goes on to, when it is due, and the step it leaves. */
+export interface FallBack {
+  taskId: string
+  fromCampaignId: string
+  toCampaignId: string
+  dueAt: number
+  step: TaskStep
+}
+
+/**
+ * Moves tasks in progress on to their fallback campaigns, pending, due at
+ * `dueAt`, with the step they leave recorded; returns the ids of those moved.
+ * Only a task still in progress under the campaign it leaves, that has taken
+ * no fallback step yet: so a task falls back once, whoever settles its
+ * interaction and whatever comes late, and a task cancelled meanwhile stays
+ * completed.
+ */
+export async function fallBackTasks(tx: Queryable, moves: readonly FallBack[], now: number): Promise<Set<string>> {
+  if (moves.length === 0) return new Set()
+  const rows = await tx.query<{ id: string }>(
+    `UPDATE tasks t SET campaign_id = v.to_campaign, status = 'pending', due_at = v.due_at, steps = jsonb_build_array(v.step::jsonb), updated_at = $6
+     FROM unnest($1::text[], $2::text[], $3::text[], $4::timestamptz[], $5::text[]) AS v(id, from_campaign, to_campaign, due_at, step)
+     WHERE t.id = v.id AND t.status = 'in_progress' AND t.campaign_id = v.from_campaign AND t.steps IS NULL
+     RETURNING t.id`,
+    [
+      moves.map((m) => m.taskId),
+      moves.map((m) => m.fromCampaignId),
+      moves.map((m) => m.toCampaignId),
+      moves.map((m) => new Date(m.dueAt)),
+      moves.map((m) => JSON.stringify(m.step)),
+      new Date(now),
+    ],
+  )
+  return new Set(rows.map((row) => row.id))
 }
 
 /** Completes tasks with their outcomes; returns the ids of those completed (not those that had completed already). */
@@ -421,13 +473,14 @@ interface TaskRow {
   interaction_ids: string[]
   campaign_paused: boolean
   held_by: TaskHold | null
+  steps: TaskStep[] | null
 }
 
 /** A TaskRow's columns, from tasks `t`, its trigger `tr` and its campaign `c`. */
 const TASK_COLUMNS = `
   SELECT t.id, t.org_id, t.trigger_id, t.campaign_id, c.routing_key, c.channel, t.status, t.outcome, t.attempts,
          t.due_at, t.contact, t.timezones, t.timezone_source, t.test_mode, tr.ids, t.created_at, t.expires_at, t.completed_at,
-         t.interaction_ids, t.status = 'pending' AND c.paused_at IS NOT NULL AS campaign_paused, t.held_by`
+         t.interaction_ids, t.status = 'pending' AND c.paused_at IS NOT NULL AS campaign_paused, t.held_by, t.steps`
 
 const TASK_SELECT = `${TASK_COLUMNS}
   FROM tasks t
@@ -467,6 +520,7 @@ async function withInteractions(db: Queryable, rows: TaskRow[], { results }: { r
     completedAt: isoOrNull(row.completed_at),
     campaignPaused: row.campaign_paused,
     ...(row.status === 'pending' && row.held_by !== null && { waiting: { for: row.held_by, until: iso(row.due_at) } }),
+    steps: row.steps,
     interactions: byTask.get(row.id) ?? [],
   }))
 }

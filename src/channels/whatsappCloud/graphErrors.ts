@@ -101,6 +101,9 @@ const PERMANENT_CODES = new Set([
  */
 const THROTTLING_CODES = new Set([130429, 131056])
 
+/** Undeliverable: the number is not on WhatsApp (or has an old app, or has not accepted the terms); a call may still reach it. */
+export const NOT_ON_WHATSAPP_CODE = 131026
+
 /** Whether the error is throttling a moment's wait gets past (the send is then deferred). */
 export function isThrottling(error: GraphError): boolean {
   return THROTTLING_CODES.has(error.code)

@@ -14,6 +14,7 @@
 import { createHash, createHmac, timingSafeEqual } from 'node:crypto'
 import type { ProviderReport } from '../channel.ts'
 import { isObject } from './config.ts'
+import { NOT_ON_WHATSAPP_CODE } from './graphErrors.ts'
 
 export type WhatsAppNotification =
   | { kind: 'report'; phoneNumberId: string; report: ProviderReport }
@@ -122,6 +123,7 @@ function reportOf(status: Record<string, unknown>): ProviderReport | undefined {
   const codes = arrayOf(status.errors).map((error) => (isObject(error) ? error.code : undefined))
   const undelivered = codes.some((code) => UNDELIVERED_CODES.has(code as number))
   const report: ProviderReport = { kind: 'final', providerRef, outcome: undelivered ? 'undelivered' : 'failed', at }
+  if (codes.includes(NOT_ON_WHATSAPP_CODE)) report.notOnChannel = true
   return codes.includes(OPTED_OUT_CODE) ? { ...report, optedOut: true } : report
 }
 

@@ -12,7 +12,7 @@ import type { JsonObject } from '../../domain/types.ts'
 import type { Channel, InteractionOutcome, InteractionProgress, OutboundAttempt, SettledInteraction, StartResult } from '../channel.ts'
 import { checkWhatsAppCloudConfig, isObject, readWhatsAppCloudConfig } from './config.ts'
 import { retryAfterMs } from '../retryAfter.ts'
-import { describeGraphError, graphErrorOf, isPermanent, isThrottling } from './graphErrors.ts'
+import { describeGraphError, graphErrorOf, isPermanent, isThrottling, NOT_ON_WHATSAPP_CODE } from './graphErrors.ts'
 
 export { DEFAULT_ACCESS_TOKEN_ENV, DEFAULT_APP_SECRET_ENV, readWhatsAppCloudConfig, type WhatsAppCloudConfig } from './config.ts'
 export { notificationsFromWebhook, verifyWebhookSubscription, verifyWhatsAppSignature, type WhatsAppNotification } from './webhook.ts'
@@ -108,7 +108,11 @@ export class WhatsAppCloudChannel implements Channel {
     if (graphError !== undefined && isThrottling(graphError)) {
       return { kind: 'deferred', retryAfterMs: retryAfterMs(retryAfter, this.#now()), reason: redact(describeGraphError(status, graphError)) }
     }
-    if (graphError !== undefined) return refused(isPermanent(graphError), redact(describeGraphError(status, graphError)))
+    if (graphError !== undefined) {
+      const reason = redact(describeGraphError(status, graphError))
+      if (graphError.code === NOT_ON_WHATSAPP_CODE) return { kind: 'refused', permanent: true, reason, notOnChannel: true }
+      return refused(isPermanent(graphError), reason)
+    }
     // A 4xx from something in front of the Graph API (a proxy, a gateway): the request went no further.
     return refused(false, `WhatsApp Cloud API POST ${path} answered HTTP ${status} without a Graph API error`)
   }

@@ -14,6 +14,11 @@ const PROVIDER_PACES = {
   whatsapp_cloud: "Meta's: 80 a second per number",
 }
 const DEFAULT_WINDOW = { days: ['mon', 'tue', 'wed', 'thu', 'fri'], start: '09:00', end: '20:00' }
+const FALLBACK_CONDITIONS = [
+  ['undelivered', 'the message was not delivered'],
+  ['not_on_whatsapp', 'the number is not on WhatsApp (at once)'],
+  ['no_reply', 'no reply'],
+]
 
 /**
  * The Twilio voicemail policy's fields, read out of provider_config.voicemail
@@ -72,7 +77,19 @@ function draftOf(campaign) {
     max_concurrent: campaign?.max_concurrent === null || campaign?.max_concurrent === undefined ? '' : String(campaign.max_concurrent),
     per_second: campaign?.pacing?.per_second === undefined ? '' : String(campaign.pacing.per_second),
     context: JSON.stringify(campaign?.context ?? {}, null, 2),
+    fallback_campaign: campaign?.fallback?.campaign_id ?? '',
+    fallback_when: campaign?.fallback?.when ?? ['undelivered', 'no_reply'],
+    no_reply_minutes: campaign?.fallback?.no_reply_minutes === undefined ? '' : String(campaign.fallback.no_reply_minutes),
   }
+}
+
+/** The fallback step the draft names, as the API takes it; null for none. */
+function fallbackOf(draft) {
+  if (draft.fallback_campaign === '') return null
+  const when = FALLBACK_CONDITIONS.map(([condition]) => condition).filter((condition) => draft.fallback_when.includes(condition))
+  const fallback = { campaign_id: draft.fallback_campaign, when }
+  if (when.includes('no_reply') && draft.no_reply_minutes.trim() !== '') fallback.no_reply_minutes = Number(draft.no_reply_minutes)
+  return fallback
 }
 
 /** The schedule the draft describes, as the API takes it. */
@@ -127,8 +144,10 @@ function bodyOf(draft, isNew) {
     max_concurrent: draft.max_concurrent.trim() === '' ? null : Number(draft.max_concurrent),
     // Empty: the provider's own pace.
     pacing: draft.per_second.trim() === '' ? {} : { per_second: Number(draft.per_second) },
+    fallback: fallbackOf(draft),
   }
   if (isNew && body.max_concurrent === null) delete body.max_concurrent
+  if (isNew && body.fallback === null) delete body.fallback
   return body
 }
 
@@ -186,7 +205,40 @@ function Preview({ credential, draft }) {
   </section>`
 }
 
-function CampaignForm({ credential, orgId, campaign }) {
+/**
+ * The fallback step: another campaign of the organization on the other
+ * channel, and when the task goes on to it (each step in its own window).
+ */
+function FallbackSection({ draft, setDraft, others }) {
+  const channel = draft.channel === 'voice' ? 'whatsapp' : 'voice'
+  const candidates = others.filter((other) => other.channel === channel)
+  const toggle = (condition) =>
+    setDraft({ ...draft, fallback_when: draft.fallback_when.includes(condition) ? draft.fallback_when.filter((each) => each !== condition) : [...draft.fallback_when, condition] })
+  return html`<section class="card" aria-label="Fallback step">
+    <h3>Fallback step</h3>
+    <p class="muted">The same task (its ids, contact, context and expiry) goes on to a ${channel} campaign, once, with that campaign's attempts and in its window in the contact's zones.</p>
+    <div class="grid-form">
+      <label>Then
+        <select name="fallback_campaign" value=${draft.fallback_campaign} onChange=${(event) => setDraft({ ...draft, fallback_campaign: event.target.value })}>
+          <option value="">no fallback step</option>
+          ${candidates.map((other) => html`<option value=${other.id}>${other.routing_key} · ${other.channel}</option>`)}
+        </select>
+      </label>
+      ${draft.fallback_campaign === ''
+        ? null
+        : html`<div class="days">
+              ${FALLBACK_CONDITIONS.filter(([condition]) => condition !== 'not_on_whatsapp' || draft.channel === 'whatsapp').map(
+                ([condition, label]) => html`<label class="check"><input type="checkbox" name=${`fallback-${condition}`} checked=${draft.fallback_when.includes(condition)} onChange=${() => toggle(condition)} /> ${label}</label>`,
+              )}
+            </div>
+            ${draft.fallback_when.includes('no_reply')
+              ? html`<label>No reply within (open minutes) <input name="no_reply_minutes" inputmode="numeric" value=${draft.no_reply_minutes} onInput=${(event) => setDraft({ ...draft, no_reply_minutes: event.target.value })} placeholder="the reply window" /></label>`
+              : null}`}
+    </div>
+  </section>`
+}
+
+function CampaignForm({ credential, orgId, campaign, others }) {
   const isNew = campaign === undefined
   const [draft, setDraft] = useState(() => draftOf(campaign))
   const saving = useAction()
@@ -294,6 +346,7 @@ function CampaignForm({ credential, orgId, campaign }) {
             </div>
           </section>`
         : null}
+      <${FallbackSection} draft=${draft} setDraft=${setDraft} others=${others.filter((other) => other.id !== campaign?.id)} />
       <section class="card grid-form">
         <label>Default context (JSON) <textarea name="context" rows="4" value=${draft.context} onInput=${set('context')}></textarea></label>
         <label>Provider settings (JSON) <textarea name="provider_config" rows="4" value=${draft.provider_config} onInput=${set('provider_config')}></textarea></label>
@@ -307,14 +360,12 @@ function CampaignForm({ credential, orgId, campaign }) {
 }
 
 export function CampaignPage({ credential, orgId, campaignId }) {
-  const loaded = useLoad(
-    () => (campaignId === 'new' ? Promise.resolve(undefined) : call(credential.token, 'GET', `/admin/v1/organizations/${encodeURIComponent(orgId)}/campaigns`)),
-    [orgId, campaignId],
-  )
+  // Every campaign of the organization: this one's settings, and the others a fallback step may name.
+  const loaded = useLoad(() => call(credential.token, 'GET', `/admin/v1/organizations/${encodeURIComponent(orgId)}/campaigns`), [orgId, campaignId])
   if (loaded.error) return html`<${Failure} error=${loaded.error} />`
   if (loaded.loading) return html`<p class="loading">Loading…</p>`
-  if (campaignId === 'new') return html`<${CampaignForm} credential=${credential} orgId=${orgId} />`
+  if (campaignId === 'new') return html`<${CampaignForm} credential=${credential} orgId=${orgId} others=${loaded.data} />`
   const campaign = loaded.data.find((each) => each.id === campaignId)
   if (campaign === undefined) return html`<${Failure} error=${{ message: `No campaign ${campaignId} in this organization.` }} />`
-  return html`<${CampaignForm} key=${campaign.id + campaign.updated_at} credential=${credential} orgId=${orgId} campaign=${campaign} />`
+  return html`<${CampaignForm} key=${campaign.id + campaign.updated_at} credential=${credential} orgId=${orgId} campaign=${campaign} others=${loaded.data} />`
 }

@@ -162,6 +162,29 @@ function Outcome({ interaction, channel, zones }) {
   return null
 }
 
+const STEP_REASONS = { undelivered: 'the message was not delivered', not_on_whatsapp: 'the number is not on WhatsApp', no_reply: 'no reply came' }
+
+/** The steps of a task that went on to its campaign's fallback step: each campaign, why it ended, its attempts. */
+function Steps({ task }) {
+  if (task.steps === undefined) return null
+  const running = task.outcome === null
+  return html`<section class="card" aria-label="Steps">
+    <h3>Steps</h3>
+    <ol class="timeline">
+      ${task.steps.map(
+        (step) => html`<li class="step">
+          <div class="step-head">
+            <strong>${step.campaign} · ${step.channel}</strong>
+            <${Badge} value=${step.outcome} kind="outcome" />
+          </div>
+          <p class="muted">${STEP_REASONS[step.outcome] ? `Went on to the fallback step: ${STEP_REASONS[step.outcome]}.` : 'The last step.'} ${step.attempts} attempt${step.attempts === 1 ? '' : 's'}.</p>
+        </li>`,
+      )}
+      ${running ? html`<li class="step"><div class="step-head"><strong>${task.campaign} · ${task.channel}</strong></div><p class="muted">Under way, in its campaign's window.</p></li>` : null}
+    </ol>
+  </section>`
+}
+
 function Interactions({ task }) {
   if (task.interactions.length === 0) {
     return html`<section class="card"><h3>Interactions</h3><p class="muted">None yet. ${task.status === 'pending' ? 'The first starts at the next attempt time above.' : ''}</p></section>`
@@ -322,6 +345,7 @@ export function TaskPage({ credential, taskId }) {
             <span class="muted">— ${ZONE_SOURCES[task.timezone_source] ?? task.timezone_source}</span>
           </p>`}
     </section>
+    <${Steps} task=${task} />
     <${Interactions} task=${task} />
     <${Webhooks} events=${events} mayResend=${credential.key.scopes.includes('webhooks:manage')} onResend=${resend} />
     <${Trigger} trigger=${trigger} />

@@ -2,6 +2,7 @@
  * The client's view of its tasks: one by id, those of one of its own external
  * ids, and cancellation. Another organization's task is never found.
  */
+import { stepsOfCompletedTask, type TaskStep } from '../../domain/fallback.ts'
 import { type Static, Type } from '@sinclair/typebox'
 import type { FastifyInstance } from 'fastify'
 import { ApiError, refuse } from '../../domain/errors.ts'
@@ -31,6 +32,7 @@ import {
   NullableResult,
   OneOf,
   presentContact,
+  TaskStepSchema,
   Timestamp,
   validationErrors,
 } from '../schemas.ts'
@@ -102,6 +104,10 @@ const TaskSchema = component('Task', Type.Object({
       },
     ),
   ),
+  steps: Type.Optional(Type.Array(TaskStepSchema, {
+    description:
+      "Only for a task that went on to its campaign's fallback step: the steps it took, oldest first. While it runs, the steps it left; once completed, its last step too, ending with the task's outcome (as in task.completed's `steps`).",
+  })),
   interactions: Type.Array(InteractionSchema),
 }))
 
@@ -126,6 +132,7 @@ const presentTask = (task: Task) => ({
   completed_at: task.completedAt,
   campaign_paused: task.campaignPaused,
   ...(task.waiting !== undefined && { waiting: task.waiting }),
+  ...presentSteps(task),
   interactions: task.interactions.map((interaction) => ({
     id: interaction.id,
     direction: interaction.direction,
@@ -142,6 +149,13 @@ const presentTask = (task: Task) => ({
     ...(interaction.result === undefined ? {} : { result: interaction.result }),
   })),
 })
+
+/** The steps of a task that fell back (none for one that did not): with its last once completed. */
+function presentSteps(task: Task): { steps?: TaskStep[] } {
+  if (task.steps === null) return {}
+  const steps = task.outcome === null ? task.steps : stepsOfCompletedTask(task, task.outcome)
+  return steps === undefined ? {} : { steps }
+}
 
 /** Normalized as a trigger's ids are, so that a lookup finds what was recorded. */
 const ExternalIdFields = {

@@ -5,6 +5,8 @@ import { MAX_PER_SECOND } from '../../../domain/pacing.ts'
 import {
   AFTER_VOICEMAIL_LEFT,
   DEFAULT_VOICEMAIL_LEFT_RETRY_DELAY_S,
+  FALLBACK_CONDITIONS,
+  MAX_NO_REPLY_MINUTES,
   MAX_RESULT_WAIT_S,
   PROVIDERS,
   RETRY_OUTCOMES,
@@ -164,6 +166,31 @@ const PacingSchema = Type.Object(
   },
 )
 
+const FallbackSchema = Type.Object(
+  {
+    campaign_id: Type.String({ minLength: 1, maxLength: 64, description: 'Another campaign of the organization, on the other channel, with no fallback step of its own.' }),
+    when: Type.Array(OneOf(FALLBACK_CONDITIONS), {
+      minItems: 1,
+      maxItems: FALLBACK_CONDITIONS.length,
+      description:
+        "When a task goes on to it: `undelivered` (the message failed: a failed status, or a send that failed), `not_on_whatsapp` (WhatsApp Cloud's error 131026, WhatsApp campaigns only: the task goes on at once, in the fallback campaign's window), `no_reply` (the message was delivered or read, or the call reached no conversation, and no reply came). A task falls back at the first attempt that meets one, before any retry of its own.",
+    }),
+    no_reply_minutes: Type.Optional(
+      Type.Integer({
+        minimum: 1,
+        maximum: MAX_NO_REPLY_MINUTES,
+        description:
+          "With `no_reply`: minutes of this campaign's schedule, open in the contact's zones, from the message's start, that the person has to reply (60 for a message sent at 19:50 into a window that closes at 20:00: 10 minutes that evening, 50 the next morning). The message is over unanswered then, in place of its provider's reply window: a reply until then reaches the task. Absent: when the reply window ends.",
+      }),
+    ),
+  },
+  {
+    additionalProperties: false,
+    description:
+      "A second step for the campaign's tasks: the same task (ids, contact, context, expiry) goes on to another campaign of the other channel, its attempts counted afresh under that campaign's policy, due at that campaign's next opening in the contact's zones. Once per task. `null` on a PATCH removes it (tasks that fell back already go on).",
+  },
+)
+
 const settingsFields = {
   name: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
   context: Type.Optional(Type.Record(Type.String(), Type.Unknown(), { maxProperties: 50, description: 'Default task context.' })),
@@ -181,6 +208,7 @@ const settingsFields = {
   ),
   results: Type.Optional(ResultsSchema),
   pacing: Type.Optional(PacingSchema),
+  fallback: Type.Optional(FallbackSchema),
 }
 
 export const CreateCampaignBody = Type.Object({
@@ -195,7 +223,7 @@ export const CreateCampaignBody = Type.Object({
 })
 
 export const UpdateCampaignBody = Type.Object(settingsFields, {
-  description: 'Each field sent replaces the current one; `max_concurrent: null` removes the limit.',
+  description: 'Each field sent replaces the current one; `max_concurrent: null` removes the limit, `fallback: null` the fallback step.',
 })
 
 /**
@@ -243,6 +271,7 @@ const CampaignSchema = component('Campaign', Type.Object({
   max_concurrent: Type.Union([Type.Integer(), Type.Null()]),
   results: Type.Object({ wait_s: Type.Integer() }),
   pacing: Type.Object({ per_second: Type.Optional(Type.Integer()) }, { description: 'As set; `{}`: the provider\'s documented rate.' }),
+  fallback: Type.Union([FallbackSchema, Type.Null()]),
   paused_at: Type.Union([Timestamp, Type.Null()], { description: 'When the campaign was paused: no attempt starts until it is resumed. Null while it runs.' }),
   created_at: Timestamp,
   updated_at: Timestamp,
@@ -261,6 +290,7 @@ export const presentCampaign = (campaign: Campaign) => ({
   max_concurrent: campaign.maxConcurrent,
   results: campaign.results,
   pacing: campaign.pacing,
+  fallback: campaign.fallback,
   paused_at: campaign.pausedAt,
   created_at: campaign.createdAt,
   updated_at: campaign.updatedAt,
@@ -341,6 +371,7 @@ export function campaignRoutes(
       preValidation: (request, _reply, done) => {
         const raw = request.body as Record<string, unknown> | undefined
         request.clearMaxConcurrent = typeof raw === 'object' && raw !== null && raw.max_concurrent === null
+        request.clearFallback = typeof raw === 'object' && raw !== null && raw.fallback === null
         done()
       },
       schema: {
@@ -355,7 +386,7 @@ export function campaignRoutes(
     },
     async (request, reply) => {
       const { org_id, campaign_id } = request.params as { org_id: string; campaign_id: string }
-      const changes = { ...(request.body as CampaignChanges), clearMaxConcurrent: request.clearMaxConcurrent }
+      const changes = { ...(request.body as CampaignChanges), clearMaxConcurrent: request.clearMaxConcurrent, clearFallback: request.clearFallback }
       const campaign = await updateCampaign(ops, actorOf(request), org_id, campaign_id, changes)
       campaigns.forget(org_id, campaign.routingKey)
       return reply.send(envelope(request, presentCampaign(campaign)))
@@ -430,5 +461,6 @@ export function campaignRoutes(
 declare module 'fastify' {
   interface FastifyRequest {
     clearMaxConcurrent: boolean
+    clearFallback: boolean
   }
 }
