@@ -77,6 +77,8 @@ async function voiceCampaign(settings: Record<string, unknown> = {}) {
     provider: 'twilio',
     provider_config: { account_sid: ACCOUNT_SID, from: '+14155550100', answer_url: 'https://agent.example.com/twiml' },
     attempts: { max: 2 },
+    // The clock stands still here: at its provider's pace, a second start in one instant could wait for its sender (test/pacing.test.ts).
+    pacing: { per_second: 1_000_000 },
     ...settings,
   })
   assert.equal(response.statusCode, 201, response.body)

@@ -264,10 +264,13 @@ export class Dispatch {
         await this.#settlement.end({ interactionId, outcome: 'failed', at: this.#now(), durationS: 0, permanent: result.permanent, notOnChannel: result.notOnChannel })
         return
       }
-      // A message whose campaign's fallback step waits N open minutes for a reply is over then, not at the end of its reply window.
-      const settleAt =
-        noReplyDeadline(task.campaign.fallback, { ...task.campaign, timezones: task.timezones, expiresAt: task.expiresAt }, startedAt) ??
-        startedAt + channel.settleAfterMs(config)
+      // A message whose campaign's fallback step waits N open minutes for a reply is over then, not at the end of its reply
+      // window. Not the simulator's: its settle time is when its outcome is decided, and no reply comes to wait for.
+      const noReplyAt =
+        task.campaign.provider === 'simulator'
+          ? null
+          : noReplyDeadline(task.campaign.fallback, { ...task.campaign, timezones: task.timezones, expiresAt: task.expiresAt }, startedAt)
+      const settleAt = noReplyAt ?? startedAt + channel.settleAfterMs(config)
       if (settleAt <= this.#now() && (await this.#settledAtOnce(channel, interactionId, result.providerRef, attempt, config))) return
       const handoff: Handoff | undefined =
         result.leftOut === undefined ? undefined : { mode: 'variables', at: new Date(this.#now()).toISOString(), left_out: result.leftOut }
