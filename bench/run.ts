@@ -110,6 +110,8 @@ const BODY_COUNT = 3000
 const DISPATCHER_TASKS = 10_000
 /** A pace no worker reaches: what pacing costs when it holds nothing back. */
 const DISPATCHER_PACE = 100_000
+/** Pairs of dispatcher runs, unpaced and paced: one run lasts about a second, and one pair alone was seen 10 % apart either way. */
+const DISPATCHER_ROUNDS = 3
 const DELIVERIES = 5_000
 /** Deliveries sent first, in the same stream, to warm the worker up: the rate is the measured ones'. */
 const DELIVERIES_WARM_UP = 5_000
@@ -262,27 +264,32 @@ async function benchBatchSection(load: Load, workDir: string): Promise<Section> 
 }
 
 async function benchDispatcherSection(workDir: string): Promise<Section> {
-  const run = async (perSecond: number | undefined) => {
+  const run = async (perSecond: number | undefined, round: number) => {
     const variant = perSecond === undefined ? 'pacing off' : `paced at ${perSecond}/s`
-    log(`dispatcher: ${DISPATCHER_TASKS} due tasks, ${variant}`)
+    log(`dispatcher: round ${round}, ${DISPATCHER_TASKS} due tasks, ${variant}`)
     const result = await withPostgresDatabase((databaseUrl) =>
       benchDispatcher({
         databaseUrl,
         tasks: DISPATCHER_TASKS,
         root: ROOT,
         cpu: SERVER_CPU,
-        logFile: path.join(workDir, `dispatcher${perSecond === undefined ? '' : '-paced'}.log`),
+        logFile: path.join(workDir, `dispatcher-${round}${perSecond === undefined ? '' : '-paced'}.log`),
         timeoutMs: 300_000,
         perSecond,
       }),
     )
-    process.stdout.write(`\ndispatcher, ${variant}: ${DISPATCHER_TASKS} tasks started in ${result.seconds.toFixed(2)} s, ${Math.round(result.tasksPerSecond)} per second\n`)
+    process.stdout.write(`\ndispatcher, round ${round}, ${variant}: ${DISPATCHER_TASKS} tasks started in ${result.seconds.toFixed(2)} s, ${Math.round(result.tasksPerSecond)} per second\n`)
     return result
   }
-  // Side by side in one run, so that both meet the same machine.
-  const unpaced = await run(undefined)
-  const paced = await run(DISPATCHER_PACE)
-  return dispatcherSection({ tasks: DISPATCHER_TASKS, pace: DISPATCHER_PACE }, unpaced, paced)
+  // Side by side, each pair in the other order than the last, so that the machine's drift falls on both.
+  const rounds = []
+  for (let round = 1; round <= DISPATCHER_ROUNDS; round++) {
+    const pacedFirst = round % 2 === 0
+    const first = await run(pacedFirst ? DISPATCHER_PACE : undefined, round)
+    const second = await run(pacedFirst ? undefined : DISPATCHER_PACE, round)
+    rounds.push(pacedFirst ? { unpaced: second, paced: first } : { unpaced: first, paced: second })
+  }
+  return dispatcherSection({ tasks: DISPATCHER_TASKS, pace: DISPATCHER_PACE }, rounds)
 }
 
 async function benchDelivererSection(workDir: string): Promise<Section> {
