@@ -280,6 +280,25 @@ describe('voicemail: the setting is validated', () => {
     assert.ok(locs.includes('body.attempts.voicemail_left.then'), locs.join(' '))
   })
 
+  test('422 for a voicemail rule that would never apply: a delay after stop, a rule on a WhatsApp campaign', async () => {
+    const create = (payload: Record<string, unknown>) =>
+      service.app.inject({ method: 'POST', url: `/admin/v1/organizations/${org.orgId}/campaigns`, headers: bearer(OPERATOR_TOKEN), payload })
+    const details = async (payload: Record<string, unknown>) => {
+      const response = await create(payload)
+      assert.equal(response.statusCode, 422, response.body)
+      return (json(response).detail as { loc: string[]; msg: string }[]).map((entry) => [entry.loc.join('.'), entry.msg])
+    }
+    assert.deepEqual(await details({ routing_key: 'voicemail-stop-delay', channel: 'voice', attempts: { voicemail_left: { then: 'stop', delay_s: 3600 } } }), [
+      ['body.attempts.voicemail_left.delay_s', 'Value error, delay_s applies only when then is retry'],
+    ])
+    assert.deepEqual(await details({ routing_key: 'voicemail-on-whatsapp', channel: 'whatsapp', attempts: { voicemail_left: { then: 'retry' } } }), [
+      ['body.attempts.voicemail_left', 'Value error, voicemail_left applies to voice campaigns only'],
+    ])
+    // With retry, a delay is what it is for.
+    const created = await create({ routing_key: 'voicemail-retry-delay', channel: 'voice', attempts: { voicemail_left: { then: 'retry', delay_s: 3600 } } })
+    assert.equal(created.statusCode, 201, created.body)
+  })
+
   test('422 for the voicemail message once the rest is valid', async () => {
     const response = await service.app.inject({
       method: 'POST',

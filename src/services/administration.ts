@@ -283,8 +283,9 @@ function withDefaults(attempts: CreateCampaignInput['attempts']): AttemptPolicy 
 
 /**
  * What the request schema cannot say: a coherent schedule, a provider for the
- * channel, a valid provider_config, and a WhatsApp number that no other
- * organization sends from (its replies must belong to one organization).
+ * channel, a valid provider_config, a WhatsApp number that no other
+ * organization sends from (its replies must belong to one organization), and
+ * a voicemail rule only where there is voicemail.
  */
 async function checkSettings(ops: Operations, campaign: Campaign): Promise<void> {
   const errors: ErrorDetail[] = scheduleProblems(campaign.schedule).map(({ path, message }) =>
@@ -302,6 +303,10 @@ async function checkSettings(ops: Operations, campaign: Campaign): Promise<void>
     if (sharing.some((other) => other.orgId !== campaign.orgId)) {
       errors.push(valueError(['body', 'provider_config', 'phone_number_id'], number, 'this WhatsApp number is used by another organization'))
     }
+  }
+  if (campaign.channel !== 'voice' && campaign.attempts.voicemail_left !== undefined) {
+    // A message reaches no voicemail: the rule would be kept and never apply.
+    errors.push(valueError(['body', 'attempts', 'voicemail_left'], campaign.attempts.voicemail_left, 'voicemail_left applies to voice campaigns only'))
   }
   if (campaign.fallback !== null) errors.push(...(await fallbackProblems(ops, campaign, campaign.fallback)))
   if (errors.length > 0) throw new ValidationFailed(errors)

@@ -114,6 +114,7 @@ const AttemptsSchema = Type.Object(
     ),
     expire_after_s: Type.Optional(Type.Integer({ minimum: 60, maximum: 90 * DAY_S, description: 'From the trigger. Default 7 days.' })),
     voicemail_left: Type.Optional(
+      refineModel(
       Type.Object(
         {
           then: { ...OneOf(AFTER_VOICEMAIL_LEFT), description: 'stop: the task completes as unreachable (no person was reached; its last interaction says a message was left). retry: another attempt after delay_s, within the attempts left.' },
@@ -129,6 +130,9 @@ const AttemptsSchema = Type.Object(
           description:
             "What follows an interaction that ended voicemail_left (a Twilio campaign whose provider_config.voicemail.policy is leave_message). Default {\"then\": \"stop\"}; absent from the campaign until sent.",
         },
+      ),
+      // A delay that would never apply is a mistake the client should hear of, not a setting kept in silence.
+      (value) => (value.then === 'stop' && value.delay_s !== undefined ? [{ path: ['delay_s'], message: 'delay_s applies only when then is retry' }] : []),
       ),
     ),
   },
