@@ -138,6 +138,13 @@ describe('the contact directory', () => {
     const byPhone = async (phone: string) => (await org.get(`/api/v2/tasks?phone=${encodeURIComponent(phone)}`)).map((task: any) => task.id)
     assert.deepEqual(await byPhone(LONDON), [reached.id, first.id])
     assert.deepEqual(await byPhone(MADRID), [updated.id, moved.id])
+
+    // A task's row keeps the contact only where it is not its trigger's as sent (migration 040): the first
+    // trigger's contact is whole as sent, the others are as on file, with or without fields sent merged over.
+    const kept = await service.db.query<{ id: string; kept: boolean }>('SELECT id, contact IS NOT NULL AS kept FROM tasks WHERE id = ANY($1::text[])', [
+      [first.id, reached.id, moved.id, updated.id],
+    ])
+    assert.deepEqual(Object.fromEntries(kept.map((row) => [row.id, row.kept])), { [first.id]: false, [reached.id]: true, [moved.id]: true, [updated.id]: true })
   })
 
   test('without contact, a trigger is refused when no id of an optional source names a person on file', async () => {

@@ -147,6 +147,12 @@ describe('context', () => {
         result: null,
       },
     )
+    // Merged with the campaign's, the context is the task's own (migration 040); without one, its trigger's.
+    const plain = await trigger(await campaign({ provider_config: { outcomes: ['completed'], duration_ms: 60_000 } }))
+    const kept = await service.db.query<{ id: string; kept: boolean }>('SELECT id, context IS NOT NULL AS kept FROM tasks WHERE id = ANY($1::text[])', [
+      [created.task_id, plain.task_id],
+    ])
+    assert.deepEqual(Object.fromEntries(kept.map((row) => [row.id, row.kept])), { [created.task_id]: true, [plain.task_id]: false })
     // Read with conversations:read alone, or with triggers:read alone.
     const issue = async (scopes: string[]) =>
       json(await service.app.inject({ method: 'POST', url: `/admin/v1/organizations/${org.orgId}/api-keys`, headers: bearer(OPERATOR_TOKEN), payload: { name: 'app', scopes } })).data.key

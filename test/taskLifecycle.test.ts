@@ -530,9 +530,10 @@ describe('a worker that dies', () => {
     const died = new Error('the worker died')
     await assert.rejects(
       service.db.transaction(async (tx) => {
-        const taken = await lockDueTasks(tx, Buffer.from(PHONE_HASH_KEY), now, 10_000)
-        assert.ok(taken.some((due) => due.id === created.task_id))
-        await beginAttempts(tx, Buffer.from(PHONE_HASH_KEY), 'wrk_gone', [{ taskId: created.task_id, interactionId: newId('interaction', now) }], now, now + 120_000)
+        const taken = (await lockDueTasks(tx, Buffer.from(PHONE_HASH_KEY), now, 10_000)).find((due) => due.id === created.task_id)
+        assert.ok(taken)
+        const attempt = { taskId: created.task_id, interactionId: newId('interaction', now), phone: taken.contact.phone }
+        await beginAttempts(tx, Buffer.from(PHONE_HASH_KEY), 'wrk_gone', [attempt], now, now + 120_000)
         throw died
       }),
       died,
@@ -548,8 +549,10 @@ describe('a worker that dies', () => {
     const created = await trigger(routing_key)
     // What the dying worker committed: the attempt, recorded as starting, never confirmed.
     await service.db.transaction(async (tx) => {
-      assert.ok((await lockDueTasks(tx, Buffer.from(PHONE_HASH_KEY), now, 10_000)).some((due) => due.id === created.task_id))
-      await beginAttempts(tx, Buffer.from(PHONE_HASH_KEY), 'wrk_gone', [{ taskId: created.task_id, interactionId: newId('interaction', now) }], now, now + 120_000)
+      const taken = (await lockDueTasks(tx, Buffer.from(PHONE_HASH_KEY), now, 10_000)).find((due) => due.id === created.task_id)
+      assert.ok(taken)
+      const attempt = { taskId: created.task_id, interactionId: newId('interaction', now), phone: taken.contact.phone }
+      await beginAttempts(tx, Buffer.from(PHONE_HASH_KEY), 'wrk_gone', [attempt], now, now + 120_000)
     })
     await at(now + 119_999)
     assert.equal((await task(created.task_id)).interactions[0].status, 'starting')

@@ -178,7 +178,7 @@ export class Dispatch {
         } else {
           capped.take(task)
           pacer?.take(task, now)
-          attempts.push({ taskId: task.id, interactionId: newId('interaction', now), task })
+          attempts.push({ taskId: task.id, interactionId: newId('interaction', now), phone: task.contact.phone, task })
         }
       }
       const begunAttempts = await beginAttempts(tx, this.#phoneHashKey, worker, attempts, now, now + START_SETTLE_MS)

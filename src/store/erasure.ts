@@ -144,7 +144,9 @@ export async function erasePersonRecords(tx: Queryable, orgId: string, records: 
     [records.triggerIds],
   )
   const tasks = await tx.query(
-    `UPDATE tasks SET contact = '{}', context = '{}' WHERE id = ANY($1::text[]) AND (contact <> '{}' OR context <> '{}') RETURNING id`,
+    // A task whose contact or context is its trigger's (NULL, migration 040) is written too: it is counted, and reads '{}' as one erased before.
+    `UPDATE tasks SET contact = '{}', context = '{}'
+     WHERE id = ANY($1::text[]) AND (contact IS DISTINCT FROM '{}' OR context IS DISTINCT FROM '{}') RETURNING id`,
     [records.taskIds],
   )
   const ofTasks = await tx.query(

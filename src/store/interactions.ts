@@ -419,7 +419,7 @@ interface ContextRow extends InteractionRow {
 export async function findInteractionContext(db: Queryable, id: string, orgId?: string): Promise<InteractionContext | undefined> {
   const rows = await db.query<ContextRow>(
     `SELECT ${interactionColumns('i', { results: true })}, i.to_phone, i.settle_at,
-            c.routing_key, t.trigger_id, t.contact, t.context, t.timezones, tr.ids
+            c.routing_key, t.trigger_id, COALESCE(t.contact, tr.contact) AS contact, COALESCE(t.context, tr.context) AS context, t.timezones, tr.ids
      FROM interactions i
      JOIN campaigns c ON c.id = i.campaign_id
      LEFT JOIN tasks t ON t.id = i.task_id

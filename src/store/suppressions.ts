@@ -23,9 +23,12 @@ interface SuppressionRow {
 
 const toSuppression = (row: SuppressionRow): Suppression => ({ phone: row.phone, reason: row.reason, createdAt: iso(row.created_at) })
 
-/** Statement text that finds a suppression of task `t`'s number, in the clear or as its digest with the key in parameter `keyParam`. */
-export const SUPPRESSION_OF_TASK = (keyParam: string) =>
-  `SELECT 1 FROM suppressions s WHERE s.org_id = t.org_id AND s.phone IN (t.contact->>'phone', phone_digest(${keyParam}, t.contact->>'phone'))`
+/**
+ * Statement text that finds a suppression of task `t`'s number, `phone` (an
+ * expression), in the clear or as its digest with the key in parameter `keyParam`.
+ */
+export const SUPPRESSION_OF_TASK = (phone: string, keyParam: string) =>
+  `SELECT 1 FROM suppressions s WHERE s.org_id = t.org_id AND s.phone IN (${phone}, phone_digest(${keyParam}, ${phone}))`
 
 /** Adds a number; one already there keeps its first reason and date. Answers whether it was added. */
 export async function suppress(tx: Queryable, orgId: string, phone: string, reason: SuppressionReason, now: number): Promise<boolean> {

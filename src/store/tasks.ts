@@ -107,8 +107,8 @@ export async function lockDueTasks(
   const rows = await tx.query<DueTaskRow>(
     // ARRAY(...) rather than IN (SELECT ...): given a subquery, the planner may hash the whole
     // table to join it, where an array of ids is looked up in the primary key.
-    `SELECT t.id, t.org_id, t.trigger_id, t.attempts, t.test_mode, t.context, t.timezones, t.due_at, t.expires_at, t.contact, tr.ids,
-            EXISTS (${SUPPRESSION_OF_TASK('$4')}) AS suppressed, t.campaign_id, tr.trace_parent, t.steps
+    `SELECT t.id, t.org_id, t.trigger_id, t.attempts, t.test_mode, COALESCE(t.context, tr.context) AS context, t.timezones, t.due_at,
+            t.expires_at, COALESCE(t.contact, tr.contact) AS contact, tr.ids, EXISTS (${SUPPRESSION_OF_TASK('tr.phone', '$4')}) AS suppressed, t.campaign_id, tr.trace_parent, t.steps
      FROM tasks t
      JOIN triggers tr ON tr.id = t.trigger_id
      WHERE t.id = ANY(ARRAY(
@@ -218,6 +218,8 @@ export async function lockCampaignsCountingRunning(tx: Queryable, campaignIds: r
 export interface AttemptToBegin {
   taskId: string
   interactionId: string
+  /** The number it calls or writes to: its task's, as locked. */
+  phone: string
 }
 
 /**
@@ -240,10 +242,10 @@ export async function beginAttempts(
   const rows = await tx.query<{ task_id: string; attempt: number }>(
     `WITH begun AS (
        UPDATE tasks t SET status = 'in_progress', attempts = t.attempts + 1, interaction_ids = t.interaction_ids || v.interaction_id, held_by = NULL, updated_at = $4
-       FROM unnest($1::text[], $2::text[]) AS v(task_id, interaction_id)
+       FROM unnest($1::text[], $2::text[], $7::text[]) AS v(task_id, interaction_id, phone)
        WHERE t.id = v.task_id AND t.status || '' = 'pending'
-         AND NOT EXISTS (${SUPPRESSION_OF_TASK('$6')})
-       RETURNING t.id, t.org_id, t.campaign_id, t.attempts, t.test_mode, t.contact->>'phone' AS phone, v.interaction_id
+         AND NOT EXISTS (${SUPPRESSION_OF_TASK('v.phone', '$6')})
+       RETURNING t.id, t.org_id, t.campaign_id, t.attempts, t.test_mode, v.phone, v.interaction_id
      )
      INSERT INTO interactions (id, org_id, task_id, campaign_id, channel, provider, provider_config, direction, attempt, status,
                                to_phone, test_mode, settle_at, started_by, started_at)
@@ -251,7 +253,7 @@ export async function beginAttempts(
             b.phone, b.test_mode, $5, $3, $4
      FROM begun b JOIN campaigns c ON c.id = b.campaign_id
      RETURNING task_id, attempt`,
-    [attempts.map((a) => a.taskId), attempts.map((a) => a.interactionId), worker, new Date(now), new Date(settleAt), phoneHashKey],
+    [attempts.map((a) => a.taskId), attempts.map((a) => a.interactionId), worker, new Date(now), new Date(settleAt), phoneHashKey, attempts.map((a) => a.phone)],
   )
   return new Map(rows.map((row) => [row.task_id, row.attempt]))
 }
@@ -479,7 +481,7 @@ interface TaskRow {
 /** A TaskRow's columns, from tasks `t`, its trigger `tr` and its campaign `c`. */
 const TASK_COLUMNS = `
   SELECT t.id, t.org_id, t.trigger_id, t.campaign_id, c.routing_key, c.channel, t.status, t.outcome, t.attempts,
-         t.due_at, t.contact, t.timezones, t.timezone_source, t.test_mode, tr.ids, t.created_at, t.expires_at, t.completed_at,
+         t.due_at, COALESCE(t.contact, tr.contact) AS contact, t.timezones, t.timezone_source, t.test_mode, tr.ids, t.created_at, t.expires_at, t.completed_at,
          t.interaction_ids, t.status = 'pending' AND c.paused_at IS NOT NULL AS campaign_paused, t.held_by, t.steps`
 
 const TASK_SELECT = `${TASK_COLUMNS}

@@ -102,10 +102,11 @@ const INSERT_TRIGGERS_WITH_TASKS = `WITH input AS (
        RETURNING id
      ), new_tasks AS (
        -- The contact's candidate zones: its timezone as sent or on file, else those its number tells.
+       -- Its contact and context only when they are not its trigger's (migration 040).
        INSERT INTO tasks (id, org_id, trigger_id, campaign_id, status, context, test_mode, contact_id, contact,
                           timezones, timezone_source, due_at, expires_at, created_at, updated_at)
-       SELECT task_id, org_id, id, campaign_id, 'pending', campaign_context || context, test_mode,
-              CASE WHEN contact_id IS NOT NULL THEN reached_id END, reached,
+       SELECT task_id, org_id, id, campaign_id, 'pending', NULLIF(campaign_context || context, context), test_mode,
+              CASE WHEN contact_id IS NOT NULL THEN reached_id END, NULLIF(reached, contact),
               CASE WHEN reached ? 'timezone' THEN ARRAY[reached->>'timezone'] ELSE COALESCE(number_zones, '{}') END,
               CASE WHEN contact ? 'timezone' THEN 'sent' WHEN reached ? 'timezone' THEN 'on_file' ELSE number_zone_source END,
               due_at, expires_at, created_at, created_at

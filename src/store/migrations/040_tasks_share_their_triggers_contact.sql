@@ -1,0 +1,13 @@
+-- A task is rewritten at each step of its pipeline (pending, begun,
+-- completed), and each version carried the contact and context it was
+-- accepted with: 208 of a version's 592 bytes (BENCHMARKS.md, growth), which
+-- its trigger, written once, already holds in the common case: the contact as
+-- sent, with nothing on file added, and the trigger's context, with no
+-- campaign context merged in. A task keeps them only when they differ; NULL
+-- is its trigger's (readers take COALESCE(t.contact, tr.contact)), and costs
+-- a bit of the row's null bitmap.
+--
+-- Tasks written before keep theirs: the same values, read the same way, and
+-- no rewrite of every task (a minute per million) to save space that the
+-- history sweep gives back within the retention period.
+ALTER TABLE tasks ALTER COLUMN contact DROP NOT NULL, ALTER COLUMN context DROP NOT NULL;
