@@ -8,7 +8,7 @@
  *   (bench/history.ts), then end to end on it beside a fresh database, and
  *   the big organization's reads;
  * - storage (bench/retentionRun.ts, benchStorage): bytes per completed
- *   trigger after a run with autovacuum on;
+ *   trigger after a run with autovacuum on, at a steady rate and in a burst;
  * - retention (bench/retentionRun.ts, benchRetentionRun): table sizes under
  *   steady load over several retention periods while the history sweep
  *   deletes what has passed.
@@ -23,7 +23,8 @@
  * BENCH_GROWTH_ROUNDS (pairs of rounds, default 3), BENCH_GROWTH_TRIGGERS
  * (a round's, default 5,000), BENCH_GROWTH_WARM_UP (default 5,000),
  * BENCH_GROWTH_PLANS (a file to write every read's generic plan to). Storage:
- * BENCH_STORAGE_TRIGGERS (default 40,000). Retention: BENCH_RETENTION_RATE
+ * BENCH_STORAGE_TRIGGERS (default 40,000), BENCH_STORAGE_RATE (the steady
+ * run's triggers/s, default 150). Retention: BENCH_RETENTION_RATE
  * (triggers/s, default 150), BENCH_RETENTION_PERIOD (seconds a compressed
  * day, default 60), BENCH_RETENTION_PERIODS (default 4),
  * BENCH_RETENTION_NAPTIME (autovacuum_naptime in seconds for that run,
@@ -41,7 +42,7 @@ import { log, namedIn, positiveInteger, wholeNumber } from './harness.ts'
 import { buildHistory } from './history.ts'
 import { type PrivatePostgres, startPrivatePostgres } from './privatePostgres.ts'
 import type { Section } from './report.ts'
-import { benchRetentionRun, benchStorage, growthSection, keptUpWith, retentionVerdict, storageVerdict } from './retentionRun.ts'
+import { benchRetentionRun, benchStorage, growthSection, keptUpWith, retentionVerdict, type StorageRuns, storageVerdict } from './retentionRun.ts'
 
 export const GROWTH_PARTS = ['history', 'storage', 'retention'] as const
 
@@ -67,7 +68,7 @@ export async function benchGrowth(workDir: string): Promise<Section[]> {
   try {
     const sections: Section[] = []
     if (parts.includes('history')) sections.push(await historyPart(server, workDir))
-    const storage = parts.includes('storage') ? await benchStorage({ server, workDir, triggers: positiveInteger('BENCH_STORAGE_TRIGGERS', 40_000) }) : undefined
+    const storage = parts.includes('storage') ? await storageRuns(server, workDir) : undefined
     if (storage !== undefined) log(`growth: ${storageVerdict(storage).measured}`)
     const retention = parts.includes('retention') ? await retentionPart(server, workDir) : undefined
     if (storage !== undefined || retention !== undefined) sections.push(growthSection(storage, retention))
@@ -75,6 +76,14 @@ export async function benchGrowth(workDir: string): Promise<Section[]> {
   } finally {
     server.stop()
   }
+}
+
+/** The same triggers at a steady rate, then as fast as the service takes them, each on a fresh database. */
+async function storageRuns(server: PrivatePostgres, workDir: string): Promise<StorageRuns> {
+  const triggers = positiveInteger('BENCH_STORAGE_TRIGGERS', 40_000)
+  const steady = await benchStorage({ server, workDir, triggers, ratePerSecond: positiveInteger('BENCH_STORAGE_RATE', 150) })
+  const burst = await benchStorage({ server, workDir, triggers })
+  return { steady, burst }
 }
 
 async function historyPart(server: PrivatePostgres, workDir: string): Promise<Section> {
