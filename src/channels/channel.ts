@@ -158,6 +158,12 @@ export interface Channel {
    */
   settleAfterMs(config: JsonObject): number
   /**
+   * True where the settle time is when the attempt's outcome is decided
+   * (the simulator's), not a deadline for a report or a reply that may come:
+   * a fallback's no-reply wait does not move it.
+   */
+  readonly decidesOutcomeAtSettleTime?: true
+  /**
    * The end of an interaction that has had no final report by its settle
    * time, or whose start was never confirmed (`providerRef` null): asked of
    * the provider where it can tell (a platform's GET of a call, with its

@@ -265,11 +265,10 @@ export class Dispatch {
         return
       }
       // A message whose campaign's fallback step waits N open minutes for a reply is over then, not at the end of its reply
-      // window. Not the simulator's: its settle time is when its outcome is decided, and no reply comes to wait for.
-      const noReplyAt =
-        task.campaign.provider === 'simulator'
-          ? null
-          : noReplyDeadline(task.campaign.fallback, { ...task.campaign, timezones: task.timezones, expiresAt: task.expiresAt }, startedAt)
+      // window; unless its settle time is when its outcome is decided (the simulator's), with no reply to wait for.
+      const noReplyAt = channel.decidesOutcomeAtSettleTime
+        ? null
+        : noReplyDeadline(task.campaign.fallback, { ...task.campaign, timezones: task.timezones, expiresAt: task.expiresAt }, startedAt)
       const settleAt = noReplyAt ?? startedAt + channel.settleAfterMs(config)
       if (settleAt <= this.#now() && (await this.#settledAtOnce(channel, interactionId, result.providerRef, attempt, config))) return
       const handoff: Handoff | undefined =

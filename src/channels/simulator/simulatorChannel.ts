@@ -30,6 +30,8 @@ interface SimulatorConfig {
 
 export class SimulatorChannel implements Channel {
   readonly provider = 'simulator'
+  /** Its outcome is drawn at its settle time; no report or reply comes before. */
+  readonly decidesOutcomeAtSettleTime = true
 
   constructor(readonly channel: ChannelName) {}
 
