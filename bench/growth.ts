@@ -33,7 +33,7 @@
  * sessions, e.g. `-c enable_seqscan=off`).
  *
  * The full history takes about 7 minutes to build here (shared_buffers a quarter of memory) and 13 GiB of disk, the
- * whole section some 13 minutes;
+ * whole section some 25 minutes (storage runs twice, at a steady rate and in a burst);
  * `BENCH_ONLY=growth npm run bench` runs these sections alone.
  */
 import { writeFile } from 'node:fs/promises'
