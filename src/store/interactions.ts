@@ -5,7 +5,7 @@ import type { FinalizedInteraction } from '../domain/events.ts'
 import type { Channel, Contact, Direction, ExternalId, Handoff, InteractionContext, InteractionOutcome, InteractionStatus, JsonObject } from '../domain/types.ts'
 import type { Database, Queryable } from './database.ts'
 import { interactionColumns, type InteractionRow, iso, toInteraction } from './rows.ts'
-import { TASK_FOR_UPDATE_COLUMNS, type TaskForUpdate, type TaskForUpdateRow, toTaskForUpdate } from './tasks.ts'
+import { TASK_CONTACT, TASK_CONTEXT, TASK_FOR_UPDATE_COLUMNS, type TaskForUpdate, type TaskForUpdateRow, toTaskForUpdate } from './tasks.ts'
 
 export interface NewInteraction {
   id: string
@@ -419,7 +419,7 @@ interface ContextRow extends InteractionRow {
 export async function findInteractionContext(db: Queryable, id: string, orgId?: string): Promise<InteractionContext | undefined> {
   const rows = await db.query<ContextRow>(
     `SELECT ${interactionColumns('i', { results: true })}, i.to_phone, i.settle_at,
-            c.routing_key, t.trigger_id, COALESCE(t.contact, tr.contact) AS contact, COALESCE(t.context, tr.context) AS context, t.timezones, tr.ids
+            c.routing_key, t.trigger_id, ${TASK_CONTACT} AS contact, ${TASK_CONTEXT} AS context, t.timezones, tr.ids
      FROM interactions i
      JOIN campaigns c ON c.id = i.campaign_id
      LEFT JOIN tasks t ON t.id = i.task_id

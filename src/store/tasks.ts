@@ -86,6 +86,13 @@ interface DueCampaignRow {
 }
 
 /**
+ * A task's contact and context, in statements that join its trigger `tr`:
+ * its own when it keeps them, its trigger's when NULL (migration 040).
+ */
+export const TASK_CONTACT = 'COALESCE(t.contact, tr.contact)'
+export const TASK_CONTEXT = 'COALESCE(t.context, tr.context)'
+
+/**
  * Locks up to `limit` due tasks for the rest of the transaction, oldest due
  * first, leaving out paused campaigns and those in `skipCampaigns` (at their
  * max_concurrent). Each campaign's due tasks are read from its own index
@@ -107,8 +114,8 @@ export async function lockDueTasks(
   const rows = await tx.query<DueTaskRow>(
     // ARRAY(...) rather than IN (SELECT ...): given a subquery, the planner may hash the whole
     // table to join it, where an array of ids is looked up in the primary key.
-    `SELECT t.id, t.org_id, t.trigger_id, t.attempts, t.test_mode, COALESCE(t.context, tr.context) AS context, t.timezones, t.due_at,
-            t.expires_at, COALESCE(t.contact, tr.contact) AS contact, tr.ids, EXISTS (${SUPPRESSION_OF_TASK('tr.phone', '$4')}) AS suppressed, t.campaign_id, tr.trace_parent, t.steps
+    `SELECT t.id, t.org_id, t.trigger_id, t.attempts, t.test_mode, ${TASK_CONTEXT} AS context, t.timezones, t.due_at,
+            t.expires_at, ${TASK_CONTACT} AS contact, tr.ids, EXISTS (${SUPPRESSION_OF_TASK('tr.phone', '$4')}) AS suppressed, t.campaign_id, tr.trace_parent, t.steps
      FROM tasks t
      JOIN triggers tr ON tr.id = t.trigger_id
      WHERE t.id = ANY(ARRAY(
@@ -481,7 +488,7 @@ interface TaskRow {
 /** A TaskRow's columns, from tasks `t`, its trigger `tr` and its campaign `c`. */
 const TASK_COLUMNS = `
   SELECT t.id, t.org_id, t.trigger_id, t.campaign_id, c.routing_key, c.channel, t.status, t.outcome, t.attempts,
-         t.due_at, COALESCE(t.contact, tr.contact) AS contact, t.timezones, t.timezone_source, t.test_mode, tr.ids, t.created_at, t.expires_at, t.completed_at,
+         t.due_at, ${TASK_CONTACT} AS contact, t.timezones, t.timezone_source, t.test_mode, tr.ids, t.created_at, t.expires_at, t.completed_at,
          t.interaction_ids, t.status = 'pending' AND c.paused_at IS NOT NULL AS campaign_paused, t.held_by, t.steps`
 
 const TASK_SELECT = `${TASK_COLUMNS}
