@@ -131,9 +131,12 @@ export async function buildApp(options: AppOptions, deps: AppDeps): Promise<Fast
   // A Vapi start says in this log which of a task's values its assistant did not receive.
   app.decorate('workers', options.workers === false ? undefined : createWorkers(services, app.log))
   // Answer every accepted trigger, then let the workers finish what they started, then every outcome they submitted.
+  // Each step is logged as it begins: a drain that runs out of time (server.ts) names the step it was waiting for.
   app.addHook('onClose', async () => {
+    app.log.info('shutdown: answering the triggers accepted')
     await services.intake.drained()
     await app.workers?.stop()
+    app.log.info('shutdown: committing the outcomes submitted')
     await services.drained()
   })
 

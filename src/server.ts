@@ -65,8 +65,12 @@ async function run(config: Config, options: { api: boolean; workers: boolean; po
 
   onSignal(app.log, async () => {
     await app.close()
+    app.log.info('shutdown: closing the database')
     await db.close()
-    await startedTracing?.shutdown()
+    if (startedTracing !== undefined) {
+      app.log.info('shutdown: sending the last traces')
+      await startedTracing.shutdown()
+    }
   })
 
   await app.listen({ port: options.port, host: config.host })

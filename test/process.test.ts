@@ -3,7 +3,7 @@
  * on one database, as the README's quick start uses them.
  */
 import assert from 'node:assert/strict'
-import { type ChildProcess, spawn } from 'node:child_process'
+import { spawn } from 'node:child_process'
 import { mkdtemp, readFile, rm, stat } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
@@ -55,7 +55,14 @@ async function startServer(extra: Record<string, string> = {}, command: 'serve' 
   return {
     base,
     output: () => stdout,
-    stop: () => stop(child),
+    /** SIGTERM, and a clean exit (0) once the drain is over: a failure shows what the process logged, its shutdown steps included. */
+    stop: async () => {
+      const code = await new Promise<number | null>((resolve) => {
+        child.on('close', resolve)
+        child.kill('SIGTERM')
+      })
+      assert.equal(code, 0, `exit code ${code} after SIGTERM; the process logged:\n${stdout}`)
+    },
     /** As a crash would end it: no shutdown at all. */
     kill: () =>
       new Promise<void>((resolve) => {
@@ -63,13 +70,6 @@ async function startServer(extra: Record<string, string> = {}, command: 'serve' 
         child.kill('SIGKILL')
       }),
   }
-}
-
-function stop(child: ChildProcess): Promise<number | null> {
-  return new Promise((resolve) => {
-    child.on('close', (code) => resolve(code))
-    child.kill('SIGTERM')
-  })
 }
 
 function parse(output: { code: number | null; stdout: string; stderr: string }) {
@@ -164,13 +164,13 @@ test('CLI admin commands, then serve: the key works until revoked', async () => 
     body: '{"name": "Second"}',
   })
   assert.equal(orgs.status, 201)
-  assert.equal(await first.stop(), 0, 'SIGTERM shuts down cleanly')
+  await first.stop()
   assert.ok(!first.output().includes(key.key), 'the API key is never logged')
 
   parse(await runCli(['key', 'revoke', '--org', org.id, '--key', key.id]))
   const second = await startServer(tokenEnv)
   assert.equal((await trigger(second.base)).status, 401)
-  assert.equal(await second.stop(), 0)
+  await second.stop()
 })
 
 test('on the embedded database, a generated operator token is kept and printed on first start only', { skip: onPostgres && 'runs on the embedded database only' }, async () => {
@@ -289,7 +289,7 @@ test('a worker process serves /metrics to the metrics token and the operator, an
     assert.equal((await fetch(`${worker.base}/api/v2/tasks`)).status, 404)
     assert.equal((await fetch(`${worker.base}/openapi.json`)).status, 404)
   } finally {
-    assert.equal(await worker.stop(), 0)
+    await worker.stop()
   }
 })
 

@@ -44,7 +44,9 @@ export function createWorkers(services: Services, log: FastifyBaseLogger): Worke
       deliverer.start()
     },
     async stop() {
+      log.info('shutdown: stopping the dispatcher (its round, then the calls it is starting)')
       await dispatcher.loop.stop()
+      log.info('shutdown: stopping the deliverer (the webhooks being sent)')
       await deliverer.stop()
       await unlisten?.()
       unlisten = undefined
