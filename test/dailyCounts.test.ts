@@ -62,7 +62,7 @@ test('each completion counts once under its UTC day, campaign, test mode and out
   }
 })
 
-test('counts read by day and campaign: every outcome of the channel named, oldest day first', () => {
+test('counts read by day and campaign: every outcome of the channel named, oldest day first, a key read twice (moved and not yet) added up', () => {
   const count = (day: string, kind: DailyCount['kind'], outcome: string, n: number, extra: Partial<DailyCount> = {}): DailyCount => ({
     day,
     campaign: 'screening',
@@ -81,16 +81,27 @@ test('counts read by day and campaign: every outcome of the channel named, oldes
     count('2026-03-02', 'task', 'unreachable', 1),
     count('2026-03-02', 'inbound', 'replied', 4),
     count('2026-03-02', 'task', 'reached', 1, { channel: 'whatsapp' }),
+    count('2026-03-02', 'outbound', 'no_answer', 2),
+    count('2026-03-02', 'task', 'unreachable', 1),
+    count('2026-03-01', 'task', 'reached', 1, { campaign: 'screening-b' }),
+    count('2026-03-01', 'task', 'reached', 1, { campaign: 'screening.a' }),
+    count('2026-03-01', 'task', 'reached', 1, { campaign: 'Screening' }),
   ])
   assert.deepEqual(
-    days.map((day) => [day.day, day.channel, day.tasks.total, day.taskAttempts, day.outbound.total, day.outboundSeconds, day.inbound]),
+    days.map((day) => [day.day, day.campaign, day.channel, day.tasks.total, day.taskAttempts, day.outbound.total, day.outboundSeconds, day.inbound]),
     [
-      ['2026-03-02', 'voice', 1, 2, 3, 180, 4],
-      ['2026-03-02', 'whatsapp', 1, 2, 0, 0, 0],
-      ['2026-03-03', 'voice', 2, 4, 0, 0, 0],
+      // Campaigns in code-unit order: capitals, then '-', '.'.
+      ['2026-03-01', 'Screening', 'voice', 1, 2, 0, 0, 0],
+      ['2026-03-01', 'screening-b', 'voice', 1, 2, 0, 0, 0],
+      ['2026-03-01', 'screening.a', 'voice', 1, 2, 0, 0, 0],
+      ['2026-03-02', 'screening', 'voice', 2, 4, 5, 300, 4],
+      ['2026-03-02', 'screening', 'whatsapp', 1, 2, 0, 0, 0],
+      ['2026-03-03', 'screening', 'voice', 2, 4, 0, 0, 0],
     ],
   )
-  assert.deepEqual(days[0]!.tasks, { total: 1, reached: 0, unreachable: 1, failed: 0, cancelled: 0, expired: 0, opted_out: 0 })
-  assert.deepEqual(days[0]!.outbound, { total: 3, completed: 0, no_answer: 3, busy: 0, voicemail: 0, voicemail_left: 0, failed: 0 })
-  assert.deepEqual(Object.keys(days[1]!.outbound), ['total', 'replied', 'read', 'delivered', 'undelivered', 'failed'])
+  assert.deepEqual(days[3]!.tasks, { total: 2, reached: 0, unreachable: 2, failed: 0, cancelled: 0, expired: 0, opted_out: 0 })
+  assert.deepEqual(days[3]!.outbound, { total: 5, completed: 0, no_answer: 5, busy: 0, voicemail: 0, voicemail_left: 0, failed: 0 })
+  assert.deepEqual(Object.keys(days[4]!.outbound), ['total', 'replied', 'read', 'delivered', 'undelivered', 'failed'])
+  // Each day its own counts: the zeros a day begins with are copies.
+  assert.equal(days[0]!.tasks.unreachable, 0)
 })

@@ -83,11 +83,24 @@ export interface CampaignDay {
   outboundSeconds: number
 }
 
-/** The counts gathered by day and campaign, oldest day first, then by campaign, channel and test mode. */
+/** Every outcome at zero, as a day begins: one object per kind and channel, copied for each day. */
+const NO_TASKS: Readonly<Record<string, number>> = { total: 0, ...Object.fromEntries(TASK_OUTCOMES.map((outcome) => [outcome, 0])) }
+const NO_ATTEMPTS: Readonly<Record<Channel, Readonly<Record<string, number>>>> = {
+  voice: { total: 0, ...Object.fromEntries(INTERACTION_OUTCOMES.voice.map((outcome) => [outcome, 0])) },
+  whatsapp: { total: 0, ...Object.fromEntries(INTERACTION_OUTCOMES.whatsapp.map((outcome) => [outcome, 0])) },
+}
+
+/**
+ * The counts gathered by day and campaign, oldest day first, then by
+ * campaign (in code-unit order, as the API's other lists order text),
+ * channel and test mode. A count's key may come more than once (its moved
+ * part and the changes not moved yet): they add up.
+ */
 export function campaignDays(counts: readonly DailyCount[]): CampaignDay[] {
   const days = new Map<string, CampaignDay>()
   for (const count of counts) {
-    const key = JSON.stringify([count.day, count.campaign, count.channel, count.testMode])
+    // A routing key is letters, digits, dot, dash and underscore: \u0000 cannot run into the next field.
+    const key = `${count.day}\u0000${count.campaign}\u0000${count.channel}\u0000${count.testMode}`
     let day = days.get(key)
     if (day === undefined) {
       day = {
@@ -95,9 +108,9 @@ export function campaignDays(counts: readonly DailyCount[]): CampaignDay[] {
         campaign: count.campaign,
         channel: count.channel,
         testMode: count.testMode,
-        tasks: { total: 0, ...Object.fromEntries(TASK_OUTCOMES.map((outcome) => [outcome, 0])) },
+        tasks: { ...NO_TASKS } as CampaignDay['tasks'],
         taskAttempts: 0,
-        outbound: { total: 0, ...Object.fromEntries(INTERACTION_OUTCOMES[count.channel].map((outcome) => [outcome, 0])) },
+        outbound: { ...NO_ATTEMPTS[count.channel] } as CampaignDay['outbound'],
         inbound: 0,
         outboundSeconds: 0,
       }
@@ -114,7 +127,8 @@ export function campaignDays(counts: readonly DailyCount[]): CampaignDay[] {
     } else day.inbound += count.count
   }
   return [...days.values()].sort(
-    (a, b) =>
-      a.day.localeCompare(b.day) || a.campaign.localeCompare(b.campaign) || a.channel.localeCompare(b.channel) || Number(a.testMode) - Number(b.testMode),
+    (a, b) => compareText(a.day, b.day) || compareText(a.campaign, b.campaign) || compareText(a.channel, b.channel) || Number(a.testMode) - Number(b.testMode),
   )
 }
+
+const compareText = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0)

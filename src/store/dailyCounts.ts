@@ -47,6 +47,10 @@ export async function moveCountChanges(db: Queryable, limit: number): Promise<nu
  * The organization's counts of the days from `from` to `to` (YYYY-MM-DD,
  * both included), of one routing key when given: daily_counts read in its
  * primary key's range, and the changes not moved yet (a few seconds' worth).
+ * Not summed here: a key may come twice, moved and not yet, and campaignDays
+ * (domain/dailyCounts.ts) adds them up as it gathers the days. Summed in SQL,
+ * the rows of both tables had to be sorted on six text columns first: 2.5 of
+ * the statement's 3.5 ms for a year of 2,527 counts.
  */
 export async function listDailyCounts(db: Queryable, orgId: string, range: { from: string; to: string; campaign?: string }): Promise<DailyCount[]> {
   const rows = await db.query<{
@@ -60,14 +64,11 @@ export async function listDailyCounts(db: Queryable, orgId: string, range: { fro
     attempts: string
     seconds: string
   }>(
-    `SELECT day::text, campaign, channel, test_mode, kind, outcome, sum(count) AS count, sum(attempts) AS attempts, sum(seconds) AS seconds
-     FROM (
-       SELECT * FROM daily_counts WHERE org_id = $1 AND day BETWEEN $2::date AND $3::date
-       UNION ALL
-       SELECT * FROM daily_count_changes WHERE org_id = $1 AND day BETWEEN $2::date AND $3::date
-     ) counts
-     WHERE $4::text IS NULL OR campaign = $4
-     GROUP BY day, campaign, channel, test_mode, kind, outcome`,
+    `SELECT day::text, campaign, channel, test_mode, kind, outcome, count, attempts, seconds
+     FROM daily_counts WHERE org_id = $1 AND day BETWEEN $2::date AND $3::date AND ($4::text IS NULL OR campaign = $4)
+     UNION ALL
+     SELECT day::text, campaign, channel, test_mode, kind, outcome, count, attempts, seconds
+     FROM daily_count_changes WHERE org_id = $1 AND day BETWEEN $2::date AND $3::date AND ($4::text IS NULL OR campaign = $4)`,
     [orgId, range.from, range.to, range.campaign ?? null],
   )
   return rows.map((row) => ({
