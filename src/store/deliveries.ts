@@ -8,6 +8,7 @@
  */
 import { tracing } from '../tracing.ts'
 import type { Database, Queryable } from './database.ts'
+import { distinctKeys } from './distinctKeys.ts'
 import { LATENCY_BOUNDS_MS } from '../domain/endpointHealth.ts'
 import { decodeEventBody } from './eventBodies.ts'
 import { iso, isoOrNull } from './rows.ts'
@@ -74,6 +75,9 @@ export interface Claimed {
   lost: string[]
 }
 
+/** The endpoints with pending deliveries (`queued`), from the index the deliverer reads each one's queue by. */
+const QUEUED_ENDPOINTS = distinctKeys('queued', { table: 'deliveries', column: 'endpoint_id', where: "status = 'pending'" })
+
 /**
  * Claims due deliveries by endpoint, with a cap on how many of one endpoint's
  * are in flight at once that holds across processes: an endpoint is held by
@@ -102,9 +106,10 @@ export async function claimDeliveries(db: Database, request: ClaimRequest): Prom
   const refillIds = request.refills.map((refill) => refill.endpointId)
   return db.transaction(async (tx) => {
     const locked = await tx.query<{ id: string }>(
-      `SELECT e.id FROM webhook_endpoints e
+      `WITH RECURSIVE ${QUEUED_ENDPOINTS}
+       SELECT e.id FROM queued JOIN webhook_endpoints e ON e.id = queued.id
        CROSS JOIN LATERAL (
-         SELECT d.due_at FROM deliveries d WHERE d.endpoint_id = e.id AND d.status = 'pending' AND d.due_at <= $1
+         SELECT d.due_at FROM deliveries d WHERE d.endpoint_id = queued.id AND d.status = 'pending' AND d.due_at <= $1
          ORDER BY d.due_at LIMIT 1) oldest
        WHERE e.enabled AND e.deleted_at IS NULL AND e.id <> ALL($2::text[])
        ORDER BY e.id = ANY($3::text[]) DESC, oldest.due_at
@@ -358,8 +363,9 @@ export async function giveUpUnreceivable(db: Queryable, now: number): Promise<nu
 /** When the deliverer next has something to do. */
 export async function nextDeliveryDueAt(db: Queryable): Promise<number | undefined> {
   const rows = await db.query<{ due_at: Date | null }>(
-    `SELECT min(next.due_at) AS due_at FROM webhook_endpoints e
-     CROSS JOIN LATERAL (SELECT due_at FROM deliveries WHERE endpoint_id = e.id AND status = 'pending' ORDER BY due_at LIMIT 1) next
+    `WITH RECURSIVE ${QUEUED_ENDPOINTS}
+     SELECT min(next.due_at) AS due_at FROM queued JOIN webhook_endpoints e ON e.id = queued.id
+     CROSS JOIN LATERAL (SELECT due_at FROM deliveries WHERE endpoint_id = queued.id AND status = 'pending' ORDER BY due_at LIMIT 1) next
      WHERE e.enabled AND e.deleted_at IS NULL`,
   )
   return rows[0]?.due_at?.getTime()

@@ -4,6 +4,7 @@ import { type ConversationResult, interactionResult, type TranscriptTurn } from 
 import type { FinalizedInteraction } from '../domain/events.ts'
 import type { Channel, Contact, Direction, ExternalId, Handoff, InteractionContext, InteractionOutcome, InteractionStatus, JsonObject } from '../domain/types.ts'
 import type { Database, Queryable } from './database.ts'
+import { distinctKeys } from './distinctKeys.ts'
 import { interactionColumns, type InteractionRow, iso, toInteraction } from './rows.ts'
 import { TASK_CONTACT, TASK_CONTEXT, TASK_FOR_UPDATE_COLUMNS, type TaskForUpdate, type TaskForUpdateRow, toTaskForUpdate } from './tasks.ts'
 
@@ -173,6 +174,9 @@ export async function findInteractionByProviderRef(
   return rows[0] && toWithConfig(rows[0])
 }
 
+/** The campaigns with interactions running (`running`), from the index they are settled by. */
+const RUNNING_CAMPAIGNS = distinctKeys('running', { table: 'interactions', column: 'campaign_id', where: "status <> 'finalized'" })
+
 /**
  * Claims interactions that are due to be settled (no final report by their
  * settle time, or a start that was never confirmed): their settle time moves
@@ -188,10 +192,11 @@ export async function claimInteractionsToSettle(db: Queryable, now: number, leas
        WHERE id = ANY(ARRAY(
          SELECT id FROM interactions
          WHERE id = ANY(ARRAY(
-             SELECT due.id FROM campaigns c
+             WITH RECURSIVE ${RUNNING_CAMPAIGNS}
+             SELECT due.id FROM running
              CROSS JOIN LATERAL (
                SELECT id, settle_at FROM interactions
-               WHERE campaign_id = c.id AND status <> 'finalized' AND settle_at <= $1
+               WHERE campaign_id = running.id AND status <> 'finalized' AND settle_at <= $1
                ORDER BY settle_at
                LIMIT $3) due
              ORDER BY due.settle_at
@@ -208,8 +213,9 @@ export async function claimInteractionsToSettle(db: Queryable, now: number, leas
 /** When the earliest running interaction is due to be settled: the least of each campaign's first. */
 export async function nextSettleAt(db: Queryable): Promise<number | undefined> {
   const rows = await db.query<{ settle_at: Date | null }>(
-    `SELECT min(next.settle_at) AS settle_at FROM campaigns c
-     CROSS JOIN LATERAL (SELECT settle_at FROM interactions WHERE campaign_id = c.id AND status <> 'finalized' ORDER BY settle_at LIMIT 1) next`,
+    `WITH RECURSIVE ${RUNNING_CAMPAIGNS}
+     SELECT min(next.settle_at) AS settle_at FROM running
+     CROSS JOIN LATERAL (SELECT settle_at FROM interactions WHERE campaign_id = running.id AND status <> 'finalized' ORDER BY settle_at LIMIT 1) next`,
   )
   return rows[0]?.settle_at?.getTime()
 }

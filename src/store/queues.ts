@@ -7,6 +7,7 @@
  */
 import type { Queryable } from './database.ts'
 import { isoOrNull } from './rows.ts'
+import { QUEUED_CAMPAIGNS } from './tasks.ts'
 
 export interface QueueDepths {
   /**
@@ -33,14 +34,15 @@ export async function queueDepths(db: Queryable, now: number): Promise<QueueDept
     deliveries_due: number
     deliveries_oldest: Date | null
   }>(
-    `SELECT t.pending AS tasks_pending, t.due AS tasks_due, t.oldest AS tasks_oldest, r.oldest AS tasks_oldest_dispatchable,
+    `WITH RECURSIVE ${QUEUED_CAMPAIGNS}
+     SELECT t.pending AS tasks_pending, t.due AS tasks_due, t.oldest AS tasks_oldest, r.oldest AS tasks_oldest_dispatchable,
             i.running, i.tasks_in_progress, i.oldest AS running_oldest,
             d.pending AS deliveries_pending, d.retrying AS deliveries_retrying, d.due AS deliveries_due, d.oldest AS deliveries_oldest
      FROM (SELECT count(*)::int AS pending, count(*) FILTER (WHERE due_at <= $1)::int AS due, min(due_at) FILTER (WHERE due_at <= $1) AS oldest
            FROM tasks WHERE status = 'pending') t,
           -- As the dispatcher reads them (store/tasks.ts): the first due task of each running campaign, from its own index range.
-          (SELECT min(first.due_at) AS oldest FROM campaigns c
-           CROSS JOIN LATERAL (SELECT due_at FROM tasks WHERE campaign_id = c.id AND status = 'pending' AND due_at <= $1 ORDER BY due_at LIMIT 1) first
+          (SELECT min(first.due_at) AS oldest FROM queued JOIN campaigns c ON c.id = queued.id
+           CROSS JOIN LATERAL (SELECT due_at FROM tasks WHERE campaign_id = queued.id AND status = 'pending' AND due_at <= $1 ORDER BY due_at LIMIT 1) first
            WHERE c.paused_at IS NULL) r,
           -- A task is in progress exactly while its attempt runs (one at a time), unless cancelled meanwhile:
           -- read through the running interactions, since no index holds the tasks in progress.

@@ -10,6 +10,7 @@ import { capIsOn, type ContactCap } from '../domain/contactCap.ts'
 import type { TaskStep } from '../domain/fallback.ts'
 import { type Channel, type Contact, type ExternalId, type Interaction, type JsonObject, type Task, TASK_OUTCOMES, type TaskOutcome, type TaskHold, type TaskStatus, type ZoneSource } from '../domain/types.ts'
 import type { Queryable } from './database.ts'
+import { distinctKeys } from './distinctKeys.ts'
 import { interactionColumns, type InteractionRow, iso, isoOrNull, toInteraction } from './rows.ts'
 import { SUPPRESSION_OF_TASK } from './suppressions.ts'
 
@@ -92,12 +93,15 @@ interface DueCampaignRow {
 export const TASK_CONTACT = 'COALESCE(t.contact, tr.contact)'
 export const TASK_CONTEXT = 'COALESCE(t.context, tr.context)'
 
+/** The campaigns with pending tasks (`queued`), from the index the dispatcher reads each one's due tasks by. */
+export const QUEUED_CAMPAIGNS = distinctKeys('queued', { table: 'tasks', column: 'campaign_id', where: "status = 'pending'" })
+
 /**
  * Locks up to `limit` due tasks for the rest of the transaction, oldest due
  * first, leaving out paused campaigns and those in `skipCampaigns` (at their
- * max_concurrent). Each campaign's due tasks are read from its own index
- * range, so however many tasks a paused or skipped campaign has due, they are
- * never read. Rows another transaction holds are skipped, not waited for.
+ * max_concurrent). Each campaign with pending tasks is found by one probe
+ * of their index and its due tasks read from its own range of it, so however
+ * many tasks a paused or skipped campaign has due, they are never read. Rows another transaction holds are skipped, not waited for.
  *
  * Their campaigns are read once each, in a statement of their own, and shared
  * by their tasks: read with every task, a campaign's settings were written
@@ -119,10 +123,11 @@ export async function lockDueTasks(
      FROM tasks t
      JOIN triggers tr ON tr.id = t.trigger_id
      WHERE t.id = ANY(ARRAY(
-         SELECT due.id FROM campaigns c
+         WITH RECURSIVE ${QUEUED_CAMPAIGNS}
+         SELECT due.id FROM queued JOIN campaigns c ON c.id = queued.id
          CROSS JOIN LATERAL (
            SELECT id, due_at FROM tasks
-           WHERE campaign_id = c.id AND status = 'pending' AND due_at <= $1
+           WHERE campaign_id = queued.id AND status = 'pending' AND due_at <= $1
            ORDER BY due_at
            LIMIT $2) due
          WHERE c.paused_at IS NULL AND c.id <> ALL($3::text[])
@@ -452,8 +457,9 @@ export async function completeTasks(tx: Queryable, completions: readonly { taskI
  */
 export async function nextDueAt(db: Queryable, skipCampaigns: readonly string[] = []): Promise<number | undefined> {
   const rows = await db.query<{ due_at: Date | null }>(
-    `SELECT min(next.due_at) AS due_at FROM campaigns c
-     CROSS JOIN LATERAL (SELECT due_at FROM tasks WHERE campaign_id = c.id AND status = 'pending' ORDER BY due_at LIMIT 1) next
+    `WITH RECURSIVE ${QUEUED_CAMPAIGNS}
+     SELECT min(next.due_at) AS due_at FROM queued JOIN campaigns c ON c.id = queued.id
+     CROSS JOIN LATERAL (SELECT due_at FROM tasks WHERE campaign_id = queued.id AND status = 'pending' ORDER BY due_at LIMIT 1) next
      WHERE c.paused_at IS NULL AND c.id <> ALL($1::text[])`,
     [skipCampaigns],
   )
