@@ -9,7 +9,7 @@
  * queue is never read. Walked from the campaigns or endpoints table, that was
  * one probe for every campaign or endpoint of every organization, queued or
  * not: a cost that grew with the organizations rather than with the work
- * (202 campaigns, nothing due: nextDueAt 0.28 ms, 0.03 ms this way; each
+ * (202 campaigns, nothing due: nextDueAt 0.16 ms, 0.02 ms this way; each
  * worker runs such statements several times a round).
  */
 

@@ -101,7 +101,8 @@ export const QUEUED_CAMPAIGNS = distinctKeys('queued', { table: 'tasks', column:
  * first, leaving out paused campaigns and those in `skipCampaigns` (at their
  * max_concurrent). Each campaign with pending tasks is found by one probe
  * of their index and its due tasks read from its own range of it, so however
- * many tasks a paused or skipped campaign has due, they are never read. Rows another transaction holds are skipped, not waited for.
+ * many tasks a paused or skipped campaign has due, they are never read. Rows
+ * another transaction holds are skipped, not waited for.
  *
  * Their campaigns are read once each, in a statement of their own, and shared
  * by their tasks: read with every task, a campaign's settings were written
