@@ -16,7 +16,7 @@ import { Wake } from '../src/services/wake.ts'
 import { findInteractionWithConfig } from '../src/store/interactions.ts'
 import { providerResult } from '../src/validation/conversationResult.ts'
 import { beginAttempts, completeTasks, lockDueTasks, scheduleNextAttempts } from '../src/store/tasks.ts'
-import { acceptedTrigger, bearer, createCampaign, json, PHONE_HASH_KEY, seedOrganization, startService, taskOf, type TestService } from './support/service.ts'
+import { acceptedTrigger, bearer, createCampaign, json, OPERATOR_TOKEN, PHONE_HASH_KEY, seedOrganization, startService, taskOf, type TestService } from './support/service.ts'
 import { eventsOfTask } from './support/events.ts'
 
 const HOUR = 3_600_000
@@ -372,6 +372,31 @@ describe('a campaign at its max_concurrent with a long queue', () => {
     assert.equal(second.running, 1)
     assert.equal(second.untouched + second.given_back, QUEUED - 1)
     assert.ok(second.untouched >= first.untouched, 'nothing more of the full campaign was claimed')
+  })
+})
+
+describe('among many campaigns, a few with work', () => {
+  test('the dispatcher finds each one with tasks due, whatever lies between them, and leaves a paused one alone; it settles their calls', async () => {
+    const campaigns = []
+    for (let i = 0; i < 12; i++) campaigns.push(await campaign({ schedule: ALWAYS_OPEN, provider_config: { duration_ms: 60_000 } }))
+    // Created in order, so their ids sort so: work at the start, the middle and the end, with campaigns without any between.
+    const [first, paused, last] = [campaigns[0]!, campaigns[6]!, campaigns[11]!]
+    const triggers = await Promise.all([first, first, paused, last].map((each) => trigger(each.routing_key)))
+    const response = await service.app.inject({
+      method: 'POST',
+      url: `/admin/v1/organizations/${org.orgId}/campaigns/${paused.id}/pause`,
+      headers: bearer(OPERATOR_TOKEN),
+    })
+    assert.equal(response.statusCode, 200, response.body)
+
+    await at(now)
+    const started = await Promise.all(triggers.map((each) => task(each.task_id)))
+    assert.deepEqual(started.map((each) => [each.status, each.attempts]), [['in_progress', 1], ['in_progress', 1], ['pending', 0], ['in_progress', 1]])
+
+    // Their calls end a minute on, and are settled in the round at that instant.
+    await at(now + 60_000)
+    const ended = await Promise.all(triggers.map((each) => task(each.task_id)))
+    assert.deepEqual(ended.map((each) => [each.status, each.outcome]), [['completed', 'reached'], ['completed', 'reached'], ['pending', null], ['completed', 'reached']])
   })
 })
 
