@@ -8,6 +8,7 @@
  * transaction that reports it.
  */
 import type { OutboxEvent } from './events.ts'
+import { compareCodeUnits } from './text.ts'
 import { type Channel, INTERACTION_OUTCOMES, TASK_OUTCOMES } from './types.ts'
 
 export type CountKind = 'task' | 'outbound' | 'inbound'
@@ -92,9 +93,9 @@ const NO_ATTEMPTS: Readonly<Record<Channel, Readonly<Record<string, number>>>> =
 
 /**
  * The counts gathered by day and campaign, oldest day first, then by
- * campaign (in code-unit order, as the API's other lists order text),
- * channel and test mode. A count's key may come more than once (its moved
- * part and the changes not moved yet): they add up.
+ * campaign (in code-unit order, whatever the locale), channel and test
+ * mode. A count's key may come more than once (its moved part and the
+ * changes not moved yet): they add up.
  */
 export function campaignDays(counts: readonly DailyCount[]): CampaignDay[] {
   const days = new Map<string, CampaignDay>()
@@ -127,8 +128,7 @@ export function campaignDays(counts: readonly DailyCount[]): CampaignDay[] {
     } else day.inbound += count.count
   }
   return [...days.values()].sort(
-    (a, b) => compareText(a.day, b.day) || compareText(a.campaign, b.campaign) || compareText(a.channel, b.channel) || Number(a.testMode) - Number(b.testMode),
+    (a, b) =>
+      compareCodeUnits(a.day, b.day) || compareCodeUnits(a.campaign, b.campaign) || compareCodeUnits(a.channel, b.channel) || Number(a.testMode) - Number(b.testMode),
   )
 }
-
-const compareText = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0)

@@ -11,6 +11,7 @@
  * character data, ready to go between TwiML tags: what the campaign wrote
  * and what the trigger sent are escaped alike.
  */
+import { compareCodeUnits } from './text.ts'
 import type { JsonObject } from './types.ts'
 
 /** A message's text: one for every contact, or one per BCP 47 language tag (and "*" for any other). */
@@ -46,7 +47,7 @@ export function chooseMessageText(text: MessageText, language: string | undefine
   if (typeof text === 'string') return { text, language }
   const entries = Object.entries(text)
     .filter(([tag]) => tag !== ANY_LANGUAGE)
-    .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+    .sort(([a], [b]) => compareCodeUnits(a, b))
   const wanted = language?.toLowerCase()
   const primary = wanted?.split('-')[0]
   const found =

@@ -6,6 +6,7 @@ import type { ServiceMetrics } from './metrics.ts'
 import { createHash } from 'node:crypto'
 import { type Span, SpanStatusCode } from '@opentelemetry/api'
 import { newId } from '../domain/ids.ts'
+import { compareCodeUnits } from '../domain/text.ts'
 import { firstDueAt } from '../domain/triggerTiming.ts'
 import type { CandidateZones, Channel, Contact, ExternalId, JsonObject } from '../domain/types.ts'
 import type { Database } from '../store/database.ts'
@@ -233,7 +234,7 @@ function canonicalJson(value: unknown): string {
   if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`
   if (typeof value === 'object' && value !== null) {
     const entries = Object.entries(value).filter(([, item]) => item !== undefined)
-    return `{${entries.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([key, item]) => `${JSON.stringify(key)}:${canonicalJson(item)}`).join(',')}}`
+    return `{${entries.sort(([a], [b]) => compareCodeUnits(a, b)).map(([key, item]) => `${JSON.stringify(key)}:${canonicalJson(item)}`).join(',')}}`
   }
   return JSON.stringify(value)
 }
