@@ -30,6 +30,8 @@ import { vapiRoutes } from './http/routes/providers/vapi.ts'
 import { whatsappRoutes } from './http/routes/providers/whatsapp.ts'
 import { metricsRoutes } from './http/routes/metrics.ts'
 import { suppressionRoutes } from './http/routes/suppressions.ts'
+import { consentRoutes } from './http/routes/consents.ts'
+import { contactabilityRoutes } from './http/routes/contactability.ts'
 import { contactRoutes } from './http/routes/contacts.ts'
 import { dailyCountRoutes } from './http/routes/dailyCounts.ts'
 import { taskRoutes } from './http/routes/tasks.ts'
@@ -184,6 +186,8 @@ export async function buildApp(options: AppOptions, deps: AppDeps): Promise<Fast
   campaignPauseRoutes(app, { authenticator, pauses: services.pauses })
   webhookRoutes(app, { ops: services.webhooks, authenticator })
   suppressionRoutes(app, { ops: services.suppressions, authenticator })
+  consentRoutes(app, { ops: services.consents, authenticator })
+  contactabilityRoutes(app, { ops: services.contactability, authenticator })
   contactRoutes(app, { ops: services.erasure, authenticator })
   dailyCountRoutes(app, { db: deps.db, authenticator })
   twilioRoutes(app, { db: deps.db, twilio: deps.channels.twilio, lifecycle, conversations: services.conversations, now })

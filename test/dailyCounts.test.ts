@@ -99,7 +99,7 @@ test('counts read by day and campaign: every outcome of the channel named, oldes
       ['2026-03-03', 'screening', 'voice', 2, 4, 0, 0, 0],
     ],
   )
-  assert.deepEqual(days[3]!.tasks, { total: 2, reached: 0, unreachable: 2, failed: 0, cancelled: 0, expired: 0, opted_out: 0 })
+  assert.deepEqual(days[3]!.tasks, { total: 2, reached: 0, unreachable: 2, failed: 0, cancelled: 0, expired: 0, opted_out: 0, not_permitted: 0 })
   assert.deepEqual(days[3]!.outbound, { total: 5, completed: 0, no_answer: 5, busy: 0, voicemail: 0, voicemail_left: 0, failed: 0 })
   assert.deepEqual(Object.keys(days[4]!.outbound), ['total', 'replied', 'read', 'delivered', 'undelivered', 'failed'])
   // Each day its own counts: the zeros a day begins with are copies.

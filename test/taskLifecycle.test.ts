@@ -8,6 +8,7 @@ import { after, before, beforeEach, describe, test } from 'node:test'
 import type { ProviderReport } from '../src/channels/channel.ts'
 import { ChannelRegistry } from '../src/channels/registry.ts'
 import { SimulatorChannel } from '../src/channels/simulator/simulatorChannel.ts'
+import { recordedDecision } from '../src/domain/contactability.ts'
 import { newId } from '../src/domain/ids.ts'
 import { ServiceMetrics } from '../src/services/metrics.ts'
 import { Settlement } from '../src/services/settlement.ts'
@@ -25,6 +26,8 @@ const ALWAYS_OPEN = { timezone: 'contact', windows: [{ days: ['mon', 'tue', 'wed
 let service: TestService
 let org: Awaited<ReturnType<typeof seedOrganization>>
 let now = Date.parse('2026-06-01T10:00:00Z')
+/** What a dispatcher records with an attempt nothing but its window held. */
+const ALLOWED = recordedDecision({ decision: 'allowed', notBefore: null, reasons: [], profiles: [] }, now)
 let routingKeys = 0
 
 before(async () => {
@@ -557,7 +560,7 @@ describe('a worker that dies', () => {
       service.db.transaction(async (tx) => {
         const taken = (await lockDueTasks(tx, Buffer.from(PHONE_HASH_KEY), now, 10_000)).find((due) => due.id === created.task_id)
         assert.ok(taken)
-        const attempt = { taskId: created.task_id, interactionId: newId('interaction', now), phone: taken.contact.phone }
+        const attempt = { taskId: created.task_id, interactionId: newId('interaction', now), phone: taken.contact.phone, decision: ALLOWED }
         await beginAttempts(tx, Buffer.from(PHONE_HASH_KEY), 'wrk_gone', [attempt], now, now + 120_000)
         throw died
       }),
@@ -576,7 +579,7 @@ describe('a worker that dies', () => {
     await service.db.transaction(async (tx) => {
       const taken = (await lockDueTasks(tx, Buffer.from(PHONE_HASH_KEY), now, 10_000)).find((due) => due.id === created.task_id)
       assert.ok(taken)
-      const attempt = { taskId: created.task_id, interactionId: newId('interaction', now), phone: taken.contact.phone }
+      const attempt = { taskId: created.task_id, interactionId: newId('interaction', now), phone: taken.contact.phone, decision: ALLOWED }
       await beginAttempts(tx, Buffer.from(PHONE_HASH_KEY), 'wrk_gone', [attempt], now, now + 120_000)
     })
     await at(now + 119_999)

@@ -504,6 +504,130 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v2/consents": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List a number's consents
+         * @description Every consent recorded for the number (revoked and expired ones too), newest first, before `before`, at most `limit` (1000).
+         */
+        get: operations["listConsents"];
+        put?: never;
+        /**
+         * Record a consent
+         * @description That the person agreed to be contacted on a channel, for a purpose: what a campaign of that purpose, and the calling law of the number, may require before an attempt.
+         */
+        post: operations["createConsent"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v2/consents/batch": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Record many consents
+         * @description Up to 10000 consents in one request, recorded together or not at all: a 422 names every entry refused (`loc` from `body`, `consents`, its index).
+         */
+        post: operations["createConsentBatch"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v2/consents/{consent_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get a consent
+         * @description As recorded, with whether it counts now (`status`); an erased person's keeps no number or evidence.
+         */
+        get: operations["getConsent"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v2/consents/{consent_id}/revoke": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Revoke a consent
+         * @description It no longer counts, from now on: the next attempt that needs it is blocked. Revoking it again keeps the first revocation.
+         */
+        post: operations["revokeConsent"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v2/consents/revoke": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Revoke a number's consents
+         * @description Every consent of the number not revoked yet, of one channel or purpose, or all. (A suppression, a STOP reply or an opt_out result revokes them all, too.)
+         */
+        post: operations["revokeConsentsOfNumber"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v2/contactability": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * May this number be contacted? (dry run)
+         * @description The decision the dispatcher would make before an attempt to the number at `at` (default now): allowed, deferred until `not_before`, or blocked, with the rules, profiles and consents behind it. Nothing is recorded. The number's zones are its phone's (a trigger's contact.timezone would narrow them).
+         */
+        post: operations["checkContactability"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v2/contacts/erase": {
         parameters: {
             query?: never;
@@ -685,6 +809,35 @@ export interface components {
              */
             received_at: string;
         };
+        DecisionReason: {
+            /** @description allowed: consent_on_file, within_legal_hours, under_legal_cap, registry_overridden (what the attempt relied on). deferred: outside_campaign_window, outside_legal_hours, legal_holiday, legal_cap_reached. blocked: number_suppressed, consent_missing, consent_revoked, consent_expired, registry_listed. */
+            code: "consent_on_file" | "within_legal_hours" | "under_legal_cap" | "registry_overridden" | "outside_campaign_window" | "outside_legal_hours" | "legal_holiday" | "legal_cap_reached" | "number_suppressed" | "consent_missing" | "consent_revoked" | "consent_expired" | "registry_listed";
+            /** @description A profile's rule ("us-fl.hours"), or the campaign's own ("campaign.schedule", "campaign.consent"); null for a registry or the suppression list. */
+            rule: string | null;
+            /** @description The rule's citation, or what it is (the campaign's setting, the registry's name). */
+            source: string;
+            /** @description The profile and its version, "us-fl@2026-12-01". */
+            profile?: string;
+            /** @description The consent relied on, revoked or expired. */
+            consent_id?: string;
+            registry_id?: string;
+            /** @description The holiday and its date, for legal_holiday. */
+            holiday?: string;
+        };
+        ContactabilityDecision: {
+            /** @description allowed (an attempt may start now), deferred (not before not_before), blocked (not at all, until what the reasons name changes). */
+            decision: "allowed" | "deferred" | "blocked";
+            /**
+             * Format: date-time
+             * @description UTC, ISO 8601 with Z
+             */
+            at: string;
+            /** @description deferred: the first instant every rule allows; null otherwise, or when nothing allows one within two years. */
+            not_before: string | null;
+            reasons: components["schemas"]["DecisionReason"][];
+            /** @description The calling-law profiles that applied (the jurisdictions the number may be in), each "id@version". */
+            profiles: string[];
+        };
         /** @description task.completed: a task completed, with its outcome. */
         TaskCompletedData: {
             task_id: string;
@@ -694,7 +847,7 @@ export interface components {
             channel: "voice" | "whatsapp";
             /** @enum {string} */
             status: "completed";
-            outcome: "reached" | "unreachable" | "failed" | "cancelled" | "expired" | "opted_out";
+            outcome: "reached" | "unreachable" | "failed" | "cancelled" | "expired" | "opted_out" | "not_permitted";
             attempts: number;
             test_mode: boolean;
             /** @description The trigger's ids: source and type lowercased, value as sent. */
@@ -721,6 +874,7 @@ export interface components {
                 /** @description Attempts the step made, counted under its campaign's attempt policy. */
                 attempts: number;
             }[];
+            decision?: components["schemas"]["ContactabilityDecision"];
         };
         /** @description interaction.finalized: an attempt (or a message that answers no task) ended. */
         InteractionFinalizedData: {
@@ -1061,7 +1215,7 @@ export interface components {
             channel: "voice" | "whatsapp";
             status: "pending" | "in_progress" | "completed";
             /** @description Set once completed. */
-            outcome: ("reached" | "unreachable" | "failed" | "cancelled" | "expired" | "opted_out") | null;
+            outcome: ("reached" | "unreachable" | "failed" | "cancelled" | "expired" | "opted_out" | "not_permitted") | null;
             /** @description Interactions started so far. */
             attempts: number;
             /** @description When the next attempt is due, once the schedule allows; null while one runs or once completed. */
@@ -1106,9 +1260,9 @@ export interface components {
             completed_at: string | null;
             /** @description True while the task waits for its paused campaign: no attempt starts until the campaign is resumed. False while an attempt runs and once the task has completed. */
             campaign_paused: boolean;
-            /** @description Present while the task is pending and held past its window by something other than its campaign: what (`sender`: its sender's pace, the campaign's `pacing` or its provider's documented rate, let other attempts start first; `contact_cap`: its organization's cap on attempts to one number across campaigns; `provider`: its provider turned its start away for now, throttling or in a moment's outage, and asked it to come back later), and when it is due again (its `next_attempt_at`). Its attempts are not spent meanwhile, and it still expires at `expires_at`. */
+            /** @description Present while the task is pending and held past its window by something other than its campaign: what (`sender`: its sender's pace, the campaign's `pacing` or its provider's documented rate, let other attempts start first; `contact_cap`: its organization's cap on attempts to one number across campaigns; `provider`: its provider turned its start away for now, throttling or in a moment's outage, and asked it to come back later; `law`: the calling law of the number's jurisdictions, its hours, holidays or cap per number, as `decision` says), and when it is due again (its `next_attempt_at`). Its attempts are not spent meanwhile, and it still expires at `expires_at`. */
             waiting?: {
-                for: "sender" | "contact_cap" | "provider";
+                for: "sender" | "contact_cap" | "provider" | "law";
                 /**
                  * Format: date-time
                  * @description UTC, ISO 8601 with Z
@@ -1126,6 +1280,8 @@ export interface components {
                 /** @description Attempts the step made, counted under its campaign's attempt policy. */
                 attempts: number;
             }[];
+            /** @description Its last decision that did not start an attempt: while it waits for the law (`waiting.for` law), the deferral, with the rules that hold it; once completed not_permitted, the block, with its reasons. Null otherwise (each interaction keeps the decision that allowed it). */
+            decision: components["schemas"]["ContactabilityDecision"] | null;
             interactions: components["schemas"]["Interaction"][];
         };
         Interaction: {
@@ -1163,6 +1319,8 @@ export interface components {
             } | null;
             /** @description Its conversation's result; null when none came. On GET /api/v2/tasks/{id} (and a cancel's answer); task lists leave it out: a result may hold a long transcript. */
             result?: components["schemas"]["ConversationResult"] | null;
+            /** @description Why the attempt was placed: the decision made before it, with the consent, calling-law rules and profiles it relied on (null for an inbound interaction, and for attempts made before decisions were kept). On GET /api/v2/tasks/{id}; task lists leave it out. */
+            decision?: components["schemas"]["ContactabilityDecision"] | null;
         };
         CancelTasksByIdsRequest: {
             /** @description Your ids of the person, as sent on triggers. */
@@ -1486,6 +1644,35 @@ export interface components {
              */
             created_at: string;
         };
+        Consent: {
+            id: string;
+            /** @description E.164; null once the person was erased (the consent is then a revocation only). */
+            phone: string | null;
+            channel: "voice" | "whatsapp";
+            purpose: "informational" | "transactional" | "healthcare" | "marketing";
+            kind: "express" | "express_written" | "whatsapp_opt_in";
+            /** @description How it was captured; `erased` once the person was erased. */
+            source: string;
+            /**
+             * Format: date-time
+             * @description UTC, ISO 8601 with Z
+             */
+            captured_at: string;
+            evidence: string | null;
+            expires_at: string | null;
+            revoked_at: string | null;
+            /** @description api (revoked here), reply (the person wrote STOP), provider (the provider reported an opt-out), conversation (a conversation reported opt_out), erasure (the person was erased). */
+            revoked_by: ("api" | "reply" | "provider" | "conversation" | "erasure") | null;
+            /** @description Whether it counts now. */
+            status: "active" | "revoked" | "expired";
+            /** @description The trigger that carried it, if one did. */
+            trigger_id: string | null;
+            /**
+             * Format: date-time
+             * @description UTC, ISO 8601 with Z
+             */
+            created_at: string;
+        };
         EraseContactRequest: {
             /** @description One of your ids of the person, as sent with their triggers. */
             id?: {
@@ -1513,6 +1700,8 @@ export interface components {
             interactions: number;
             /** @description The person's numbers that were suppressed: still suppressed, kept only as a keyed digest. */
             suppressions: number;
+            /** @description Consents recorded for the person's numbers: kept as revocations only, by digest, without number or evidence. */
+            consents: number;
             /**
              * Format: date-time
              * @description UTC, ISO 8601 with Z
@@ -1538,6 +1727,7 @@ export interface components {
                 cancelled?: number;
                 expired?: number;
                 opted_out?: number;
+                not_permitted?: number;
             };
             /** @description The attempts those tasks took, in all. */
             task_attempts: number;
@@ -1672,7 +1862,7 @@ export interface operations {
                             name: string;
                             /** @description The public start of the key, to recognize it. */
                             prefix: string;
-                            scopes: ("triggers:write" | "triggers:read" | "webhooks:manage" | "suppressions:manage" | "campaigns:manage" | "contacts:erase" | "conversations:read" | "conversations:write")[];
+                            scopes: ("triggers:write" | "triggers:read" | "webhooks:manage" | "suppressions:manage" | "campaigns:manage" | "contacts:erase" | "conversations:read" | "conversations:write" | "consents:manage")[];
                             /**
                              * Format: date-time
                              * @description UTC, ISO 8601 with Z
@@ -2112,7 +2302,7 @@ export interface operations {
                  */
                 phone?: string;
                 status?: "pending" | "in_progress" | "completed";
-                outcome?: "reached" | "unreachable" | "failed" | "cancelled" | "expired" | "opted_out";
+                outcome?: "reached" | "unreachable" | "failed" | "cancelled" | "expired" | "opted_out" | "not_permitted";
                 /** @description A routing key: its campaigns on every channel. */
                 campaign?: string;
                 test_mode?: boolean;
@@ -4440,6 +4630,762 @@ export interface operations {
                 };
             };
             413: components["responses"]["PayloadTooLarge"];
+            /** @description The organization's rate limit: send it again after Retry-After seconds. */
+            429: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listConsents: {
+        parameters: {
+            query: {
+                /** @example +1 305 555 0123 */
+                phone: string;
+                /** @description The last `id` of the previous page. */
+                before?: string;
+                limit?: number;
+            };
+            header?: {
+                /** @description Your id for this request (up to 200 characters, no control characters): echoed in the X-Request-ID response header and in `metadata.request_id`, and logged. Without it, the service makes one. */
+                "X-Request-ID"?: components["parameters"]["X-Request-ID"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["Consent"][];
+                        metadata: {
+                            request_id: string;
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            /** @description Every error other than 422. */
+            401: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Every error other than 422. */
+            403: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Every error other than 422. */
+            404: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Request validation failed (pydantic v2 / FastAPI shape). All problems are listed. */
+            422: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationErrorResponse"];
+                };
+            };
+            /** @description The organization's rate limit: send it again after Retry-After seconds. */
+            429: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    createConsent: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Your id for this request (up to 200 characters, no control characters): echoed in the X-Request-ID response header and in `metadata.request_id`, and logged. Without it, the service makes one. */
+                "X-Request-ID"?: components["parameters"]["X-Request-ID"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @example +1 305 555 0123 */
+                    phone: string;
+                    /** @description The channel the person agreed to be contacted on. */
+                    channel: "voice" | "whatsapp";
+                    /** @description What they agreed to be contacted for. */
+                    purpose: "informational" | "transactional" | "healthcare" | "marketing";
+                    /** @description express (prior express consent: the person gave the number for this purpose), express_written (prior express written consent: a signed agreement, e-sign included, naming the organization and the number; it counts as express too), whatsapp_opt_in (an opt-in to WhatsApp messages: channel whatsapp only). */
+                    kind: "express" | "express_written" | "whatsapp_opt_in";
+                    /** @description How it was captured. */
+                    source: "web_form" | "call" | "paper" | "sms" | "whatsapp" | "email" | "in_person" | "import" | "api" | "other";
+                    /**
+                     * Format: date-time
+                     * @description When the person gave it.
+                     * @example 2026-12-01T09:00:00+01:00
+                     */
+                    captured_at: string;
+                    /** @description A reference to the proof (a form submission id and URL, a recording id) or a short text of it. Personal data: deleted when the person is erased. */
+                    evidence?: string;
+                    /**
+                     * Format: date-time
+                     * @description When it stops counting; absent: until revoked.
+                     * @example 2026-12-01T09:00:00+01:00
+                     */
+                    expires_at?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Created */
+            201: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["Consent"];
+                        metadata: {
+                            request_id: string;
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            /** @description Every error other than 422. */
+            401: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Every error other than 422. */
+            403: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Every error other than 422. */
+            404: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            413: components["responses"]["PayloadTooLarge"];
+            /** @description Request validation failed (pydantic v2 / FastAPI shape). All problems are listed. */
+            422: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationErrorResponse"];
+                };
+            };
+            /** @description The organization's rate limit: send it again after Retry-After seconds. */
+            429: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    createConsentBatch: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Your id for this request (up to 200 characters, no control characters): echoed in the X-Request-ID response header and in `metadata.request_id`, and logged. Without it, the service makes one. */
+                "X-Request-ID"?: components["parameters"]["X-Request-ID"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    consents: {
+                        /** @example +1 305 555 0123 */
+                        phone: string;
+                        /** @description The channel the person agreed to be contacted on. */
+                        channel: "voice" | "whatsapp";
+                        /** @description What they agreed to be contacted for. */
+                        purpose: "informational" | "transactional" | "healthcare" | "marketing";
+                        /** @description express (prior express consent: the person gave the number for this purpose), express_written (prior express written consent: a signed agreement, e-sign included, naming the organization and the number; it counts as express too), whatsapp_opt_in (an opt-in to WhatsApp messages: channel whatsapp only). */
+                        kind: "express" | "express_written" | "whatsapp_opt_in";
+                        /** @description How it was captured. */
+                        source: "web_form" | "call" | "paper" | "sms" | "whatsapp" | "email" | "in_person" | "import" | "api" | "other";
+                        /**
+                         * Format: date-time
+                         * @description When the person gave it.
+                         * @example 2026-12-01T09:00:00+01:00
+                         */
+                        captured_at: string;
+                        /** @description A reference to the proof (a form submission id and URL, a recording id) or a short text of it. Personal data: deleted when the person is erased. */
+                        evidence?: string;
+                        /**
+                         * Format: date-time
+                         * @description When it stops counting; absent: until revoked.
+                         * @example 2026-12-01T09:00:00+01:00
+                         */
+                        expires_at?: string;
+                    }[];
+                };
+            };
+        };
+        responses: {
+            /** @description Created */
+            201: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            recorded: number;
+                            consents: components["schemas"]["Consent"][];
+                        };
+                        metadata: {
+                            request_id: string;
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            /** @description Every error other than 422. */
+            401: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Every error other than 422. */
+            403: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Every error other than 422. */
+            404: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            413: components["responses"]["PayloadTooLarge"];
+            /** @description Request validation failed (pydantic v2 / FastAPI shape). All problems are listed. */
+            422: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationErrorResponse"];
+                };
+            };
+            /** @description The organization's rate limit: send it again after Retry-After seconds. */
+            429: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getConsent: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Your id for this request (up to 200 characters, no control characters): echoed in the X-Request-ID response header and in `metadata.request_id`, and logged. Without it, the service makes one. */
+                "X-Request-ID"?: components["parameters"]["X-Request-ID"];
+            };
+            path: {
+                consent_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["Consent"];
+                        metadata: {
+                            request_id: string;
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            /** @description Every error other than 422. */
+            401: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Every error other than 422. */
+            403: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Every error other than 422. */
+            404: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description The organization's rate limit: send it again after Retry-After seconds. */
+            429: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    revokeConsent: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Your id for this request (up to 200 characters, no control characters): echoed in the X-Request-ID response header and in `metadata.request_id`, and logged. Without it, the service makes one. */
+                "X-Request-ID"?: components["parameters"]["X-Request-ID"];
+            };
+            path: {
+                consent_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["Consent"];
+                        metadata: {
+                            request_id: string;
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            /** @description Every error other than 422. */
+            401: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Every error other than 422. */
+            403: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Every error other than 422. */
+            404: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            413: components["responses"]["PayloadTooLarge"];
+            /** @description The organization's rate limit: send it again after Retry-After seconds. */
+            429: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    revokeConsentsOfNumber: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Your id for this request (up to 200 characters, no control characters): echoed in the X-Request-ID response header and in `metadata.request_id`, and logged. Without it, the service makes one. */
+                "X-Request-ID"?: components["parameters"]["X-Request-ID"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @example +1 305 555 0123 */
+                    phone: string;
+                    channel?: "voice" | "whatsapp";
+                    purpose?: "informational" | "transactional" | "healthcare" | "marketing";
+                };
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            /** @description The ids of the consents revoked now. */
+                            revoked: string[];
+                        };
+                        metadata: {
+                            request_id: string;
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            /** @description Every error other than 422. */
+            401: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Every error other than 422. */
+            403: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Every error other than 422. */
+            404: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            413: components["responses"]["PayloadTooLarge"];
+            /** @description Request validation failed (pydantic v2 / FastAPI shape). All problems are listed. */
+            422: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationErrorResponse"];
+                };
+            };
+            /** @description The organization's rate limit: send it again after Retry-After seconds. */
+            429: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    checkContactability: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Your id for this request (up to 200 characters, no control characters): echoed in the X-Request-ID response header and in `metadata.request_id`, and logged. Without it, the service makes one. */
+                "X-Request-ID"?: components["parameters"]["X-Request-ID"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @example +1 305 555 0123 */
+                    phone: string;
+                    channel: "voice" | "whatsapp";
+                    /** @description A campaign's routing key: its purpose, consent, voice and schedule apply. */
+                    campaign?: string;
+                    /** @description Without a campaign: the purpose's default consent, and no campaign window. */
+                    purpose?: "informational" | "transactional" | "healthcare" | "marketing";
+                    /**
+                     * Format: date-time
+                     * @description The instant to decide for; default now.
+                     * @example 2026-12-01T09:00:00+01:00
+                     */
+                    at?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["ContactabilityDecision"];
+                        metadata: {
+                            request_id: string;
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            /** @description Every error other than 422. */
+            401: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Every error other than 422. */
+            403: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Every error other than 422. */
+            404: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            413: components["responses"]["PayloadTooLarge"];
+            /** @description Request validation failed (pydantic v2 / FastAPI shape). All problems are listed. */
+            422: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationErrorResponse"];
+                };
+            };
             /** @description The organization's rate limit: send it again after Retry-After seconds. */
             429: {
                 headers: {

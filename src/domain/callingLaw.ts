@@ -16,6 +16,7 @@
  *   subject: deferred), `consent` (the consent kinds of which one must be on
  *   file: blocked without).
  */
+import { readFileSync } from 'node:fs'
 import type { ScheduleWindow } from './campaignSettings.ts'
 import type { Channel } from './types.ts'
 
@@ -105,4 +106,44 @@ export interface CallingLawProfiles {
   /** What every reader must be told: a starting point for counsel. */
   disclaimer: string
   profiles: CallingLawProfile[]
+}
+
+let shipped: CallingLawProfiles | undefined
+
+/** The profiles the service ships (data/calling-law-profiles.json), read on first use. */
+export function shippedProfiles(): CallingLawProfiles {
+  shipped ??= JSON.parse(readFileSync(new URL('./data/calling-law-profiles.json', import.meta.url), 'utf8')) as CallingLawProfiles
+  return shipped
+}
+
+/** An operator's change to a profile: a rule added, or one of the same id replaced (`rule`), or a shipped rule disabled (`rule` null). */
+export interface RuleOverride {
+  ruleId: string
+  profileId: string
+  rule: LawRule | null
+  reason: string
+  updatedAt: string
+}
+
+/**
+ * The profiles in force: the shipped ones with the operator's overrides
+ * applied. A profile an override changed is versioned anew, its shipped
+ * version and the date of its latest override ("2026-12-01+2027-01-15"), so
+ * that a decision names the rules as they were when it was made.
+ */
+export function profilesInForce(profiles: readonly CallingLawProfile[], overrides: readonly RuleOverride[]): CallingLawProfile[] {
+  if (overrides.length === 0) return [...profiles]
+  return profiles.map((profile) => {
+    const mine = overrides.filter((override) => override.profileId === profile.id)
+    if (mine.length === 0) return profile
+    const byRule = new Map(mine.map((override) => [override.ruleId, override]))
+    const kept = profile.rules.flatMap((rule) => {
+      const override = byRule.get(rule.id)
+      if (override === undefined) return [rule]
+      return override.rule === null ? [] : [override.rule]
+    })
+    const added = mine.filter((override) => override.rule !== null && !profile.rules.some((rule) => rule.id === override.ruleId)).map((override) => override.rule!)
+    const latest = mine.map((override) => override.updatedAt.slice(0, 10)).sort().at(-1)!
+    return { ...profile, version: `${profile.version}+${latest}`, rules: [...kept, ...added] }
+  })
 }

@@ -6,6 +6,7 @@
 import { type Channel, type Direction, type ExternalId, type InteractionOutcome, type SentEventType, type TaskOutcome, TEST_EVENT_TYPE } from './types.ts'
 import type { Provider } from './campaignSettings.ts'
 import type { ConversationResult } from './conversationResult.ts'
+import type { RecordedDecision } from './contactability.ts'
 import { newId } from './ids.ts'
 import { interactionDurationS } from './interactionDuration.ts'
 import { stepsOfCompletedTask, type TaskStep } from './fallback.ts'
@@ -42,9 +43,17 @@ export interface TaskCompletion {
   task: CompletedTask
   outcome: TaskOutcome
   result?: ConversationResult | null
+  /** The decision that blocked it, for a task completed not_permitted. */
+  decision?: RecordedDecision
 }
 
-export function taskCompletedEvent(task: CompletedTask, outcome: TaskOutcome, now: number, result: ConversationResult | null = null): OutboxEvent {
+export function taskCompletedEvent(
+  task: CompletedTask,
+  outcome: TaskOutcome,
+  now: number,
+  result: ConversationResult | null = null,
+  decision?: RecordedDecision,
+): OutboxEvent {
   const at = new Date(now).toISOString()
   const steps = stepsOfCompletedTask(task, outcome)
   return {
@@ -65,6 +74,8 @@ export function taskCompletedEvent(task: CompletedTask, outcome: TaskOutcome, no
       result,
       // Only for a task that fell back: every other task.completed stays as it was.
       ...(steps === undefined ? {} : { steps }),
+      // Only for a task the decision before its attempt blocked (not_permitted): why.
+      ...(decision === undefined ? {} : { decision }),
     },
   }
 }

@@ -19,6 +19,8 @@ export const ID_PREFIXES = {
   interaction: 'int',
   event: 'evt',
   webhookEndpoint: 'whe',
+  consent: 'cns',
+  registry: 'reg',
   request: 'req',
   worker: 'wrk',
 } as const

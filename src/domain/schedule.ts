@@ -285,6 +285,34 @@ export function nextOpening(schedule: Schedule, zones: readonly string[], from: 
   return commonOpening(plan, clocks, Math.max(from, plan.startsAt), until)
 }
 
+/** A schedule and the zones it is read in: one of the windows an attempt must be inside at once. */
+export interface ScheduleInZones {
+  schedule: Schedule
+  zones: readonly string[]
+}
+
+/**
+ * The earliest instant at or after `from`, and before `until`, at which
+ * every one of `parts` is open (each in every one of its zones), or null if
+ * there is none: a campaign's window intersected with the calling hours of
+ * each law that binds the attempt. Each part's next opening from a candidate
+ * moves it to a window's start; the search ends when none moves it.
+ */
+export function nextCommonOpening(parts: readonly ScheduleInZones[], from: number, until = from + HORIZON_DAYS * DAY_MS): number | null {
+  let candidate = from
+  while (candidate < until) {
+    let latest = candidate
+    for (const part of parts) {
+      const opening = nextOpening(part.schedule, part.zones, latest, until)
+      if (opening === null) return null
+      latest = opening
+    }
+    if (latest === candidate) return candidate
+    candidate = latest
+  }
+  return null
+}
+
 /** The compiled schedule and the clocks it is read on: the campaign's zone, or else the contact's. */
 function searchOf(schedule: Schedule, zones: readonly string[], from: number): { plan: Plan; clocks: ZoneClock[] } {
   if (!Number.isFinite(from)) throw new RangeError(`from must be a finite instant, got ${from}`)

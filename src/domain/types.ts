@@ -41,6 +41,8 @@ import type { AttemptPolicy, FallbackSettings, PacingSettings, Provider, ResultS
 import type { TaskStep } from './fallback.ts'
 import type { ConversationResult } from './conversationResult.ts'
 import type { ContactCap } from './contactCap.ts'
+import type { ComplianceSettings } from './consent.ts'
+import type { RecordedDecision } from './contactability.ts'
 
 export const CHANNELS = ['voice', 'whatsapp'] as const
 export type Channel = (typeof CHANNELS)[number]
@@ -54,6 +56,7 @@ export const SCOPES = [
   'contacts:erase',
   'conversations:read',
   'conversations:write',
+  'consents:manage',
 ] as const
 export type Scope = (typeof SCOPES)[number]
 export const DEFAULT_KEY_SCOPES: readonly Scope[] = ['triggers:write', 'triggers:read']
@@ -118,6 +121,8 @@ export interface Campaign {
   pacing: PacingSettings
   /** The step its tasks go on to when its own ends without a reach, on the other channel; null for none. */
   fallback: FallbackSettings | null
+  /** Its purpose, subject, voice and the consent it requires, as set (domain/consent.ts complianceOf applies the defaults). */
+  compliance: ComplianceSettings
   /** When it was paused: no attempt starts while it is. Null while it runs. */
   pausedAt: string | null
   createdAt: string
@@ -161,7 +166,8 @@ export interface TriggerContent {
   expiresAt: string | null
 }
 
-export const TASK_OUTCOMES = ['reached', 'unreachable', 'failed', 'cancelled', 'expired', 'opted_out'] as const
+/** not_permitted: the decision before its attempt blocked it (no consent on file, a registry): nothing was sent. */
+export const TASK_OUTCOMES = ['reached', 'unreachable', 'failed', 'cancelled', 'expired', 'opted_out', 'not_permitted'] as const
 export type TaskOutcome = (typeof TASK_OUTCOMES)[number]
 
 /**
@@ -229,6 +235,8 @@ export interface Interaction {
   /** Its conversation's result; undefined where it was not read (task lists). */
   result?: ConversationResult | null
   handoff: Handoff | null
+  /** The decision that allowed it; undefined where it was not read (task lists), null before decisions were kept and for an inbound one. */
+  decision?: RecordedDecision | null
 }
 
 /** What a conversation learns of the interaction it runs in: whom it serves and why. */
@@ -276,16 +284,20 @@ export interface Task {
   waiting?: { for: TaskHold; until: string }
   /** The steps it left for a fallback step, oldest first; null when it never fell back. */
   steps: TaskStep[] | null
+  /** Its last decision that did not start an attempt: the deferral that holds it, or the block that completed it not_permitted; null otherwise. */
+  decision: RecordedDecision | null
   interactions: Interaction[]
 }
 
 /**
  * What may hold a pending task past its window's opening (tasks.held_by):
- * its sender's pace, its organization's cap on attempts to one number, or
+ * its sender's pace, its organization's cap on attempts to one number,
  * its provider, which turned its start away for now (a throttle of its own,
- * or a moment's outage) without spending the attempt.
+ * or a moment's outage) without spending the attempt, or the law of the
+ * number's jurisdictions (calling hours, holidays, a cap per number: the
+ * task's decision says which, domain/contactability.ts).
  */
-export const TASK_HOLDS = ['sender', 'contact_cap', 'provider'] as const
+export const TASK_HOLDS = ['sender', 'contact_cap', 'provider', 'law'] as const
 export type TaskHold = (typeof TASK_HOLDS)[number]
 
 export interface Trigger extends TriggerContent {

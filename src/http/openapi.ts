@@ -146,6 +146,8 @@ const TAGS: Record<DocumentName, { name: string; description: string }[]> = {
     { name: 'campaigns', description: "Pause and resume a routing key's campaigns." },
     { name: 'webhooks', description: 'Webhook endpoints, and the events they are sent (also readable by polling).' },
     { name: 'suppressions', description: 'Numbers never contacted.' },
+    { name: 'consents', description: 'Consent on file: who agreed to be contacted, on which channel, for what, with what proof.' },
+    { name: 'contactability', description: 'The decision before each attempt, as a dry run: allowed, deferred or blocked, and why.' },
     { name: 'contacts', description: "Erasure of a person's personal data." },
     { name: 'daily counts', description: 'Tasks and attempts counted by day, kept beyond the tasks themselves.' },
     { name: 'account', description: 'The calling key and its organization.' },

@@ -1,6 +1,7 @@
 /** Schemas shared by several routes: the success envelope, the two error shapes, and the common resources. */
 import { type Static, type TSchema, Type } from '@sinclair/typebox'
 import { TRANSCRIPT_ROLES } from '../domain/conversationResult.ts'
+import { DECISIONS, REASON_CODES } from '../domain/contactability.ts'
 import { CHANNELS, type Contact, INTERACTION_STATUSES } from '../domain/types.ts'
 import { OneOf } from '../validation/fields.ts'
 
@@ -99,6 +100,35 @@ export const TaskStepSchema = Type.Object({
   attempts: Type.Integer({ description: "Attempts the step made, counted under its campaign's attempt policy." }),
 })
 
+const DecisionReasonSchema = Type.Object(
+  {
+    code: {
+      ...OneOf(REASON_CODES),
+      description:
+        'allowed: consent_on_file, within_legal_hours, under_legal_cap, registry_overridden (what the attempt relied on). deferred: outside_campaign_window, outside_legal_hours, legal_holiday, legal_cap_reached. blocked: number_suppressed, consent_missing, consent_revoked, consent_expired, registry_listed.',
+    },
+    rule: Type.Union([Type.String(), Type.Null()], { description: 'A profile\'s rule ("us-fl.hours"), or the campaign\'s own ("campaign.schedule", "campaign.consent"); null for a registry or the suppression list.' }),
+    source: Type.String({ description: "The rule's citation, or what it is (the campaign's setting, the registry's name)." }),
+    profile: Type.Optional(Type.String({ description: 'The profile and its version, "us-fl@2026-12-01".' })),
+    consent_id: Type.Optional(Type.String({ description: 'The consent relied on, revoked or expired.' })),
+    registry_id: Type.Optional(Type.String()),
+    holiday: Type.Optional(Type.String({ description: 'The holiday and its date, for legal_holiday.' })),
+  },
+  { $id: 'DecisionReason' },
+)
+
+/** The decision made before an attempt (domain/contactability.ts), as kept and shown. */
+export const DecisionSchema = Type.Object(
+  {
+    decision: { ...OneOf(DECISIONS), description: 'allowed (an attempt may start now), deferred (not before not_before), blocked (not at all, until what the reasons name changes).' },
+    at: Timestamp,
+    not_before: Type.Union([Timestamp, Type.Null()], { description: 'deferred: the first instant every rule allows; null otherwise, or when nothing allows one within two years.' }),
+    reasons: Type.Array(Type.Ref(DecisionReasonSchema.$id!)),
+    profiles: Type.Array(Type.String(), { description: 'The calling-law profiles that applied (the jurisdictions the number may be in), each "id@version".' }),
+  },
+  { $id: 'ContactabilityDecision' },
+)
+
 /**
  * What each event reports, as its `data` (the webhook body is `{id, type,
  * timestamp, data}`). Named in the OpenAPI document's components for clients
@@ -112,7 +142,7 @@ export const EventDataSchemas = [
       campaign: Type.String({ description: 'Routing key.' }),
       channel: ChannelSchema,
       status: Type.Literal('completed'),
-      outcome: OneOf(['reached', 'unreachable', 'failed', 'cancelled', 'expired', 'opted_out'] as const),
+      outcome: OneOf(['reached', 'unreachable', 'failed', 'cancelled', 'expired', 'opted_out', 'not_permitted'] as const),
       attempts: Type.Integer(),
       test_mode: Type.Boolean(),
       ids: IdsSchema,
@@ -124,6 +154,7 @@ export const EventDataSchemas = [
             "Only for a task that went on to its campaign's fallback step (WhatsApp, then a call): every step it took, oldest first; `campaign` and `channel` above are its last step's.",
         }),
       ),
+      decision: Type.Optional({ ...Type.Ref(DecisionSchema.$id!), description: 'Only for a task completed not_permitted: the decision that blocked it, with its reasons.' }),
     },
     { $id: 'TaskCompletedData', description: 'task.completed: a task completed, with its outcome.' },
   ),
@@ -258,4 +289,4 @@ export const rateLimited = {
 }
 
 /** The schemas routes refer to by $id (Type.Ref), added to the app once: components of the documents under those names. */
-export const SharedSchemas = [ErrorResponse, ValidationErrorResponse, ConversationResultSchema, ...EventDataSchemas, WebhookTestDataSchema, ...WebhookEventSchemas]
+export const SharedSchemas = [ErrorResponse, ValidationErrorResponse, ConversationResultSchema, DecisionReasonSchema, DecisionSchema, ...EventDataSchemas, WebhookTestDataSchema, ...WebhookEventSchemas]

@@ -24,6 +24,7 @@ import { isId, newId } from '../domain/ids.ts'
 import { normalizeIdPart } from '../domain/externalIds.ts'
 import type { ApiKey, Campaign, CandidateZones, Channel, JsonObject, Organization, Scope, Source, ZoneSource } from '../domain/types.ts'
 import { DEFAULT_KEY_SCOPES } from '../domain/types.ts'
+import type { ComplianceSettings } from '../domain/consent.ts'
 import type { Database } from '../store/database.ts'
 import { findApiKey, insertApiKey, listApiKeys, revokeApiKey as revokeStoredKey } from '../store/apiKeys.ts'
 import {
@@ -196,6 +197,7 @@ export interface CampaignSettingsInput {
   results?: { wait_s?: number }
   pacing?: PacingSettings
   fallback?: FallbackSettings
+  compliance?: ComplianceSettings
 }
 
 export interface CreateCampaignInput extends CampaignSettingsInput {
@@ -228,6 +230,7 @@ export async function createCampaign(ops: Operations, actor: Actor, orgId: strin
     results: { ...DEFAULT_RESULTS, ...input.results },
     pacing: input.pacing ?? {},
     fallback: input.fallback ?? null,
+    compliance: input.compliance ?? {},
     pausedAt: null,
     createdAt: now,
     updatedAt: now,
@@ -259,6 +262,7 @@ export async function updateCampaign(ops: Operations, actor: Actor, orgId: strin
     results: changes.results === undefined ? current.results : { ...DEFAULT_RESULTS, ...changes.results },
     pacing: changes.pacing ?? current.pacing,
     fallback: changes.clearFallback ? null : (changes.fallback ?? current.fallback),
+    compliance: changes.compliance ?? current.compliance,
     updatedAt: isoNow(ops),
   }
   await checkSettings(ops, campaign)

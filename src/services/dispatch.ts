@@ -2,7 +2,8 @@
  * Dispatch, the worker side of a task's life: due tasks are taken in
  * batches, in a transaction that locks them, decides each in memory (its
  * window in every zone its contact may be in, its expiry, the suppression
- * list, its campaign's max_concurrent, its sender's pace) and records every attempt of the
+ * list, the decision of the law and consent (services/lawChecks.ts), its
+ * organization's cap, its campaign's max_concurrent, its sender's pace) and records every attempt of the
  * batch in one statement before it commits; only then are the providers
  * asked, concurrently. What they answer is recorded in batches too.
  * Interactions that have had no final word by their settle time are settled
@@ -24,7 +25,7 @@ import type { Channel, SettledInteraction } from '../channels/channel.ts'
 import type { ChannelRegistry } from '../channels/registry.ts'
 import { conversationTookPlace, stepWhenDue } from '../domain/attemptPolicy.ts'
 import { type ConversationResult, recordedResult } from '../domain/conversationResult.ts'
-import type { OrganizationEvent } from '../domain/events.ts'
+import type { OrganizationEvent, TaskCompletion } from '../domain/events.ts'
 import { noReplyDeadline } from '../domain/fallback.ts'
 import { newId } from '../domain/ids.ts'
 import type { Handoff, InteractionOutcome, JsonObject, TaskOutcome } from '../domain/types.ts'
@@ -45,6 +46,9 @@ import {
 } from '../store/tasks.ts'
 import { forgetNumberAttempt } from '../store/numberAttempts.ts'
 import { NumberCaps } from './numberCaps.ts'
+import { LawChecks } from './lawChecks.ts'
+import type { CallingLaw } from './callingLaw.ts'
+import { recordedDecision } from '../domain/contactability.ts'
 import { batchesOf, GroupCommitter } from './groupCommitter.ts'
 import { SenderPacer } from './senderPacer.ts'
 import { completeAllAs, completeAndReport, type Settlement } from './settlement.ts'
@@ -103,6 +107,7 @@ export class Dispatch {
   readonly #log: FastifyBaseLogger
   readonly #metrics: ServiceMetrics
   readonly #phoneHashKey: Buffer
+  readonly #law: CallingLaw
   readonly #answers: GroupCommitter<StartAnswer, undefined>
   readonly #withdrawals: GroupCommitter<{ interactionId: string; dueAt: number }, boolean>
 
@@ -116,7 +121,10 @@ export class Dispatch {
     metrics: ServiceMetrics
     /** Suppressions of erased numbers are found by their digest with it. */
     phoneHashKey: Buffer
+    /** The calling-law profiles in force, for the decision before each attempt. */
+    law: CallingLaw
   }) {
+    this.#law = deps.law
     this.#metrics = deps.metrics
     this.#phoneHashKey = deps.phoneHashKey
     this.#db = deps.db
@@ -149,25 +157,41 @@ export class Dispatch {
   async dispatchDue(worker: string, limit: number, skipCampaigns: readonly string[]): Promise<DispatchedBatch> {
     const full = new Set<string>()
     const startTime = tracing.enabled ? Date.now() : 0
+    // Read before the transaction: on the embedded database a read outside it would wait for it to end.
+    const profiles = await this.#law.profiles(this.#db)
     const { taken, begun, now, completed, due } = await this.#db.transaction(async (tx) => {
       const due = await lockDueTasks(tx, this.#phoneHashKey, this.#now(), limit, skipCampaigns)
       if (due.length === 0) return { taken: 0, begun: [], now: 0, completed: [], due }
       const limited = [...new Set(due.filter((task) => task.campaign.maxConcurrent !== null).map((task) => task.campaign.id))]
       const running = await lockCampaignsCountingRunning(tx, limited)
       const capped = await NumberCaps.lock(tx, this.#phoneHashKey, due, this.#now())
+      const law = await LawChecks.lock(tx, this.#phoneHashKey, profiles, due, this.#now())
       const pacer = await SenderPacer.lock(tx, this.#channels, due)
       // Decided at the moment the attempts are recorded: a wait for the
       // campaigns' locks must not carry a call past the end of a window.
       const now = this.#now()
-      const completions: { task: DueTask; outcome: TaskOutcome }[] = []
+      const completions: TaskCompletion[] = []
       const postponements: Postponement[] = []
       const attempts: (AttemptToBegin & { task: DueTask })[] = []
       for (const task of due) {
         const step = stepWhenDue({ schedule: task.campaign.schedule, timezones: task.timezones, expiresAt: task.expiresAt, suppressed: task.suppressed }, now)
         let heldUntil: number | undefined
-        if (step.kind === 'complete') completions.push({ task, outcome: step.outcome })
-        else if (step.kind === 'wait') postponements.push({ taskId: task.id, dueAt: step.until })
-        else if ((heldUntil = capped.heldUntil(task, now)) !== undefined) {
+        if (step.kind === 'complete') {
+          completions.push({ task, outcome: step.outcome })
+          continue
+        }
+        if (step.kind === 'wait') {
+          postponements.push({ taskId: task.id, dueAt: step.until })
+          continue
+        }
+        const decision = law.decide(task, now)
+        const recorded = recordedDecision(decision, now)
+        if (decision.decision === 'blocked') {
+          completions.push({ task, outcome: 'not_permitted', decision: recorded })
+        } else if (decision.decision === 'deferred') {
+          // Due again when the law allows, or at its expiry, where the step above completes it on time.
+          postponements.push({ taskId: task.id, dueAt: Math.min(decision.notBefore ?? task.expiresAt, task.expiresAt), heldBy: 'law', decision: recorded })
+        } else if ((heldUntil = capped.heldUntil(task, now)) !== undefined) {
           // Due again when the cap allows, or at its expiry, where the step above completes it on time.
           postponements.push({ taskId: task.id, dueAt: Math.min(heldUntil, task.expiresAt), heldBy: 'contact_cap' })
         } else if ((heldUntil = pacer?.heldUntil(task, now)) !== undefined) {
@@ -177,12 +201,14 @@ export class Dispatch {
           postponements.push({ taskId: task.id, dueAt: now + CAPACITY_RETRY_MS })
         } else {
           capped.take(task)
+          law.take(task, now)
           pacer?.take(task, now)
-          attempts.push({ taskId: task.id, interactionId: newId('interaction', now), phone: task.contact.phone, task })
+          attempts.push({ taskId: task.id, interactionId: newId('interaction', now), phone: task.contact.phone, decision: recorded, task })
         }
       }
       const begunAttempts = await beginAttempts(tx, this.#phoneHashKey, worker, attempts, now, now + START_SETTLE_MS)
       await capped.record(tx, attempts.filter(({ task }) => begunAttempts.has(task.id)).map(({ task }) => task), now)
+      await law.record(tx, attempts.map(({ task }) => task), new Set(begunAttempts.keys()), now)
       // Not begun: the number was suppressed since the tasks were read. Closed as opted out.
       for (const { task } of attempts) if (!begunAttempts.has(task.id)) completions.push({ task, outcome: 'opted_out' })
       await postponeTasks(tx, postponements, now)

@@ -4,7 +4,8 @@
  * cleared from every row that holds it, in one transaction recorded in the
  * audit log. What stays: each task's status, outcome and attempts, the
  * client's ids on triggers and events (the webhooks already sent carry them),
- * and a suppression of the number, as a keyed digest only.
+ * a suppression of the number, as a keyed digest only, and its consents as
+ * revocations (by digest, without the number, evidence or source).
  */
 import type { Actor } from '../domain/audit.ts'
 import type { Database } from '../store/database.ts'
@@ -13,6 +14,8 @@ import { erasePersonRecords, findPersonRecords, lockInteractionsBegunSince, lock
 import { sqlState } from '../store/rows.ts'
 import { eraseSuppressedPhones, phoneDigest } from '../store/suppressions.ts'
 import { eraseNumberAttempts } from '../store/numberAttempts.ts'
+import { eraseLawAttempts } from '../store/lawAttempts.ts'
+import { eraseConsents } from '../store/consents.ts'
 import { lockTasks } from '../store/tasks.ts'
 import { audited } from './auditTrail.ts'
 import { completeAllAs } from './settlement.ts'
@@ -39,6 +42,8 @@ export interface ErasureReport {
   interactions: number
   /** The person's numbers that were suppressed: still suppressed, kept as digests. */
   suppressions: number
+  /** Consents recorded for their numbers: kept as revocations, without number or evidence. */
+  consents: number
   erasedAt: string
 }
 
@@ -78,12 +83,15 @@ async function eraseOnce(ops: ErasureOperations, actor: Actor, orgId: string, pe
     const suppressions = await eraseSuppressedPhones(tx, ops.phoneHashKey, orgId, records.phones)
     await eraseAuditedPhones(tx, ops.phoneHashKey, orgId, records.phones)
     await eraseNumberAttempts(tx, ops.phoneHashKey, orgId, records.phones)
+    await eraseLawAttempts(tx, ops.phoneHashKey, orgId, records.phones)
+    const consents = await eraseConsents(tx, ops.phoneHashKey, orgId, records.phones, now)
     const report: ErasureReport = {
       tasks: erased.tasks,
       cancelled: cancelled.length,
       contacts: erased.contacts,
       interactions: erased.interactions,
       suppressions,
+      consents,
       erasedAt: new Date(now).toISOString(),
     }
     // Asked by number, the log keeps its digest: the number itself is what was erased.

@@ -21,6 +21,9 @@ import { HistorySweep } from './history.ts'
 import { Settlement } from './settlement.ts'
 import { SourceDirectory } from './sourceDirectory.ts'
 import type { SuppressionOperations } from './suppressions.ts'
+import type { ConsentOperations } from './consents.ts'
+import { CallingLaw } from './callingLaw.ts'
+import type { ContactabilityOperations } from './contactability.ts'
 import { TaskLifecycle } from './taskLifecycle.ts'
 import { TriggerAcceptance } from './triggerAcceptance.ts'
 import { TriggerIntake } from './triggerIntake.ts'
@@ -67,6 +70,8 @@ export interface Services {
   admin: Operations
   webhooks: WebhookOperations
   suppressions: SuppressionOperations
+  consents: ConsentOperations
+  contactability: ContactabilityOperations
   erasure: ErasureOperations
   history: HistorySweep
   /** Answers every trigger and outcome submitted so far. */
@@ -98,7 +103,8 @@ export function createServices(deps: ServiceDeps): Services {
   const acceptance = new TriggerAcceptance({ db, authenticator, campaigns, sources, intake, now, metrics: deps.metrics })
   const settlement = new Settlement({ db, now, wake, metrics: deps.metrics })
   const lifecycle = new TaskLifecycle({ db, channels: channels.registry, settlement, wake, now, metrics: deps.metrics })
-  const dispatch = new Dispatch({ db, channels: channels.registry, settlement, wake, now, log: deps.log, metrics: deps.metrics, phoneHashKey: deps.phoneHashKey })
+  const law = new CallingLaw({ now })
+  const dispatch = new Dispatch({ db, channels: channels.registry, settlement, wake, now, log: deps.log, metrics: deps.metrics, phoneHashKey: deps.phoneHashKey, law })
   return {
     db,
     now,
@@ -118,6 +124,8 @@ export function createServices(deps: ServiceDeps): Services {
     admin: { db, now, channels: channels.registry },
     webhooks: { db, now, allowPrivateWebhookUrls: deps.allowPrivateWebhookUrls, onRedeliver: () => wake.deliveries() },
     suppressions: { db, now, phoneHashKey: deps.phoneHashKey },
+    consents: { db, now, phoneHashKey: deps.phoneHashKey },
+    contactability: { db, now, phoneHashKey: deps.phoneHashKey, law },
     erasure: { db, now, phoneHashKey: deps.phoneHashKey, wake, metrics: deps.metrics },
     history: new HistorySweep({ db, now, phoneHashKey: deps.phoneHashKey, bounds: deps.historyBounds, metrics: deps.metrics, log: deps.log }),
     async drained() {

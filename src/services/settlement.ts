@@ -320,11 +320,11 @@ export async function completeAndReport(
 ): Promise<TaskCompletion[]> {
   const completed = await completeTasks(
     tx,
-    completions.map(({ task, outcome }) => ({ taskId: task.id, outcome })),
+    completions.map(({ task, outcome, decision }) => ({ taskId: task.id, outcome, decision })),
     now,
   )
   const done = completions.filter(({ task }) => completed.has(task.id))
-  for (const { task, outcome, result } of done) events.push({ orgId: task.orgId, event: taskCompletedEvent(task, outcome, now, result ?? null) })
+  for (const { task, outcome, result, decision } of done) events.push({ orgId: task.orgId, event: taskCompletedEvent(task, outcome, now, result ?? null, decision) })
   return done
 }
 

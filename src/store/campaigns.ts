@@ -1,4 +1,5 @@
 import type { AttemptPolicy, FallbackSettings, PacingSettings, Provider, ResultSettings, Schedule } from '../domain/campaignSettings.ts'
+import type { ComplianceSettings } from '../domain/consent.ts'
 import type { Campaign, Channel, JsonObject } from '../domain/types.ts'
 import type { Queryable } from './database.ts'
 import { iso, isoOrNull } from './rows.ts'
@@ -18,13 +19,14 @@ interface CampaignRow {
   results: ResultSettings
   pacing: PacingSettings
   fallback: FallbackSettings | null
+  compliance: ComplianceSettings
   paused_at: Date | null
   created_at: Date
   updated_at: Date
 }
 
 const COLUMNS =
-  'id, org_id, routing_key, channel, name, context, schedule, attempts, provider, provider_config, max_concurrent, results, pacing, paused_at, created_at, updated_at, fallback'
+  'id, org_id, routing_key, channel, name, context, schedule, attempts, provider, provider_config, max_concurrent, results, pacing, paused_at, created_at, updated_at, fallback, compliance'
 
 export const toCampaign = (row: CampaignRow): Campaign => ({
   id: row.id,
@@ -41,6 +43,7 @@ export const toCampaign = (row: CampaignRow): Campaign => ({
   results: row.results,
   pacing: row.pacing,
   fallback: row.fallback,
+  compliance: row.compliance,
   pausedAt: isoOrNull(row.paused_at),
   createdAt: iso(row.created_at),
   updatedAt: iso(row.updated_at),
@@ -49,7 +52,7 @@ export const toCampaign = (row: CampaignRow): Campaign => ({
 /** Inserts the campaign; false when the organization already has one for this routing key and channel. */
 export async function insertCampaign(db: Queryable, campaign: Campaign): Promise<boolean> {
   const rows = await db.query(
-    `INSERT INTO campaigns (${COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)
+    `INSERT INTO campaigns (${COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)
      ON CONFLICT DO NOTHING RETURNING id`,
     [
       campaign.id,
@@ -69,6 +72,7 @@ export async function insertCampaign(db: Queryable, campaign: Campaign): Promise
       campaign.createdAt,
       campaign.updatedAt,
       campaign.fallback,
+      campaign.compliance,
     ],
   )
   return rows.length === 1
@@ -78,7 +82,7 @@ export async function insertCampaign(db: Queryable, campaign: Campaign): Promise
 export async function updateCampaign(db: Queryable, campaign: Campaign): Promise<void> {
   await db.query(
     `UPDATE campaigns SET name = $3, context = $4, schedule = $5, attempts = $6, provider = $7, provider_config = $8,
-            max_concurrent = $9, results = $10, updated_at = $11, pacing = $12, fallback = $13
+            max_concurrent = $9, results = $10, updated_at = $11, pacing = $12, fallback = $13, compliance = $14
      WHERE org_id = $1 AND id = $2`,
     [
       campaign.orgId,
@@ -94,6 +98,7 @@ export async function updateCampaign(db: Queryable, campaign: Campaign): Promise
       campaign.updatedAt,
       campaign.pacing,
       campaign.fallback,
+      campaign.compliance,
     ],
   )
 }

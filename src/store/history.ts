@@ -335,7 +335,8 @@ export async function digestSuppressions(tx: Queryable, phoneHashKey: Buffer, or
  * `auditBefore`, provider messages that name no interaction (recorded
  * before messages named theirs, migration 029, or outliving their
  * interaction's history) received more than a week ago, and the numbers'
- * records of attempts for the cap (number_attempts) that no longer matter.
+ * records of attempts for the cap (number_attempts) and for the law's caps
+ * (law_attempts) that no longer matter.
  * Answers the rows deleted.
  */
 export async function deleteBoundedHistory(
@@ -361,9 +362,13 @@ export async function deleteBoundedHistory(
        DELETE FROM number_attempts
        WHERE (org_id, phone_digest) IN (SELECT org_id, phone_digest FROM number_attempts WHERE kept_until < $5 ORDER BY kept_until LIMIT $4)
        RETURNING 1
+     ), gone_law_attempts AS (
+       DELETE FROM law_attempts
+       WHERE (org_id, phone_digest) IN (SELECT org_id, phone_digest FROM law_attempts WHERE kept_until < $5 ORDER BY kept_until LIMIT $4)
+       RETURNING 1
      )
      SELECT (SELECT count(*) FROM gone_hours) + (SELECT count(*) FROM gone_entries) + (SELECT count(*) FROM gone_messages)
-          + (SELECT count(*) FROM gone_numbers) AS rows`,
+          + (SELECT count(*) FROM gone_numbers) + (SELECT count(*) FROM gone_law_attempts) AS rows`,
     [new Date(bounds.endpointHoursBefore), new Date(bounds.auditBefore), new Date(bounds.now - UNATTACHED_MESSAGE_DAYS * DAY_MS), limit, new Date(bounds.now)],
   )
   return Number(row!.rows)

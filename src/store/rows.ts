@@ -1,6 +1,7 @@
 /** Conversions shared by the store modules; both database drivers return these shapes. */
 import type { Provider } from '../domain/campaignSettings.ts'
 import { type ConversationResult, interactionResult, type TranscriptTurn } from '../domain/conversationResult.ts'
+import type { RecordedDecision } from '../domain/contactability.ts'
 import type { Channel, Direction, Handoff, Interaction, InteractionOutcome, InteractionStatus } from '../domain/types.ts'
 
 /** `timestamptz` arrives as a Date from both drivers. */
@@ -43,7 +44,7 @@ const INTERACTION_FIELDS = [
  * tasks (a result may hold a long transcript).
  */
 export function interactionColumns(from: string, { results }: { results: boolean }): string {
-  return [...INTERACTION_FIELDS, ...(results ? ['result', 'replies'] : [])].map((column) => `${from}.${column}`).join(', ')
+  return [...INTERACTION_FIELDS, ...(results ? ['result', 'replies', 'decision'] : [])].map((column) => `${from}.${column}`).join(', ')
 }
 
 export interface InteractionRow {
@@ -66,6 +67,8 @@ export interface InteractionRow {
   /** Read where results are (see {@link interactionColumns}). */
   result?: ConversationResult | null
   replies?: TranscriptTurn[] | null
+  /** Read where results are: the decision that allowed it (null before decisions were kept, and for an inbound one). */
+  decision?: RecordedDecision | null
 }
 
 export const toInteraction = (row: InteractionRow): Interaction => ({
@@ -83,5 +86,6 @@ export const toInteraction = (row: InteractionRow): Interaction => ({
   durationS: row.duration_s,
   providerRef: row.provider_ref,
   ...(row.result === undefined ? {} : { result: interactionResult(row.result, row.replies ?? null) }),
+  ...(row.decision === undefined ? {} : { decision: row.decision }),
   handoff: row.handoff,
 })

@@ -3,6 +3,7 @@
  * number since erased keeps only its digest (phone_digest, migration 027) in
  * `phone`: every lookup by number tries both, with the service's key.
  */
+import type { RevocationMeans } from '../domain/consent.ts'
 import type { Queryable } from './database.ts'
 import { iso } from './rows.ts'
 
@@ -30,13 +31,26 @@ const toSuppression = (row: SuppressionRow): Suppression => ({ phone: row.phone,
 export const SUPPRESSION_OF_TASK = (phone: string, keyParam: string) =>
   `SELECT 1 FROM suppressions s WHERE s.org_id = t.org_id AND s.phone IN (${phone}, phone_digest(${keyParam}, ${phone}))`
 
-/** Adds a number; one already there keeps its first reason and date. Answers whether it was added. */
+/** How a consent is revoked by each kind of suppression: an opt-out revokes every consent of the number. */
+const REVOKED_BY: Record<SuppressionReason, RevocationMeans> = { manual: 'api', reply: 'reply', provider: 'provider', conversation: 'conversation' }
+
+/**
+ * Adds a number; one already there keeps its first reason and date. The
+ * number's consents not revoked yet are revoked with it (those kept in the
+ * clear: an erased person's were revoked by the erasure). Answers whether
+ * the suppression was added.
+ */
 export async function suppress(tx: Queryable, orgId: string, phone: string, reason: SuppressionReason, now: number): Promise<boolean> {
-  const rows = await tx.query(
-    `INSERT INTO suppressions (org_id, phone, reason, created_at) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING RETURNING phone`,
-    [orgId, phone, reason, new Date(now)],
+  const rows = await tx.query<{ added: boolean }>(
+    `WITH added AS (
+       INSERT INTO suppressions (org_id, phone, reason, created_at) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING RETURNING phone
+     ), revoked AS (
+       UPDATE consents SET revoked_at = $4, revoked_by = $5 WHERE org_id = $1 AND phone = $2 AND revoked_at IS NULL RETURNING id
+     )
+     SELECT EXISTS (SELECT 1 FROM added) AS added, (SELECT count(*) FROM revoked) AS revoked`,
+    [orgId, phone, reason, new Date(now), REVOKED_BY[reason]],
   )
-  return rows.length === 1
+  return rows[0]!.added
 }
 
 /** The number's suppression: kept in the clear, or (erased since) as its digest. */

@@ -7,6 +7,8 @@
  */
 import type { AttemptPolicy, FallbackSettings, PacingSettings, Provider, Schedule } from '../domain/campaignSettings.ts'
 import { capIsOn, type ContactCap } from '../domain/contactCap.ts'
+import type { ComplianceSettings } from '../domain/consent.ts'
+import type { RecordedDecision } from '../domain/contactability.ts'
 import type { TaskStep } from '../domain/fallback.ts'
 import { type Channel, type Contact, type ExternalId, type Interaction, type JsonObject, type Task, TASK_OUTCOMES, type TaskOutcome, type TaskHold, type TaskStatus, type ZoneSource } from '../domain/types.ts'
 import type { Queryable } from './database.ts'
@@ -50,6 +52,8 @@ export interface DueTask {
     pacing: PacingSettings
     /** Its fallback step, whose no-reply wait sets when a message is over; null for none. */
     fallback: FallbackSettings | null
+    /** Its purpose, subject, voice and consent required, as set. */
+    compliance: ComplianceSettings
   }
 }
 
@@ -84,6 +88,7 @@ interface DueCampaignRow {
   contact_cap_per_24h: number | null
   contact_cap_per_local_day: number | null
   fallback: FallbackSettings | null
+  compliance: ComplianceSettings
 }
 
 /**
@@ -142,7 +147,7 @@ export async function lockDueTasks(
   if (rows.length === 0) return []
   const campaigns = await tx.query<DueCampaignRow>(
     // The organization's cap read with each campaign: no statement of its own, and nothing when it has none.
-    `SELECT c.id, c.routing_key, c.channel, c.schedule, c.attempts, c.provider, c.provider_config, c.max_concurrent, c.pacing, c.fallback,
+    `SELECT c.id, c.routing_key, c.channel, c.schedule, c.attempts, c.provider, c.provider_config, c.max_concurrent, c.pacing, c.fallback, c.compliance,
             o.contact_cap_per_24h, o.contact_cap_per_local_day
      FROM campaigns c JOIN organizations o ON o.id = c.org_id WHERE c.id = ANY($1::text[])`,
     [[...new Set(rows.map((row) => row.campaign_id))]],
@@ -167,6 +172,7 @@ export async function lockDueTasks(
         maxConcurrent: row.max_concurrent,
         pacing: row.pacing,
         fallback: row.fallback,
+        compliance: row.compliance,
       },
     ]),
   )
@@ -195,16 +201,24 @@ export interface Postponement {
   taskId: string
   dueAt: number
   heldBy?: TaskHold
+  /** The decision that deferred it (held_by 'law'), kept for its story. */
+  decision?: RecordedDecision
 }
 
 /** Moves pending tasks the caller holds to their `dueAt`, recording what holds them (or that nothing does now). */
 export async function postponeTasks(tx: Queryable, postponements: readonly Postponement[], now: number): Promise<void> {
   if (postponements.length === 0) return
   await tx.query(
-    `UPDATE tasks t SET due_at = v.due_at, held_by = v.held_by, updated_at = $3
-     FROM unnest($1::text[], $2::timestamptz[], $4::text[]) AS v(id, due_at, held_by)
+    `UPDATE tasks t SET due_at = v.due_at, held_by = v.held_by, decision = v.decision::jsonb, updated_at = $3
+     FROM unnest($1::text[], $2::timestamptz[], $4::text[], $5::text[]) AS v(id, due_at, held_by, decision)
      WHERE t.id = v.id AND t.status || '' = 'pending'`,
-    [postponements.map((p) => p.taskId), postponements.map((p) => new Date(p.dueAt)), new Date(now), postponements.map((p) => p.heldBy ?? null)],
+    [
+      postponements.map((p) => p.taskId),
+      postponements.map((p) => new Date(p.dueAt)),
+      new Date(now),
+      postponements.map((p) => p.heldBy ?? null),
+      postponements.map((p) => (p.decision === undefined ? null : JSON.stringify(p.decision))),
+    ],
   )
 }
 
@@ -233,6 +247,8 @@ export interface AttemptToBegin {
   interactionId: string
   /** The number it calls or writes to: its task's, as locked. */
   phone: string
+  /** The decision that allowed it, kept with its interaction. */
+  decision: RecordedDecision
 }
 
 /**
@@ -254,19 +270,29 @@ export async function beginAttempts(
   if (attempts.length === 0) return new Map()
   const rows = await tx.query<{ task_id: string; attempt: number }>(
     `WITH begun AS (
-       UPDATE tasks t SET status = 'in_progress', attempts = t.attempts + 1, interaction_ids = t.interaction_ids || v.interaction_id, held_by = NULL, updated_at = $4
-       FROM unnest($1::text[], $2::text[], $7::text[]) AS v(task_id, interaction_id, phone)
+       UPDATE tasks t SET status = 'in_progress', attempts = t.attempts + 1, interaction_ids = t.interaction_ids || v.interaction_id, held_by = NULL,
+                          decision = NULL, updated_at = $4
+       FROM unnest($1::text[], $2::text[], $7::text[], $8::text[]) AS v(task_id, interaction_id, phone, decision)
        WHERE t.id = v.task_id AND t.status || '' = 'pending'
          AND NOT EXISTS (${SUPPRESSION_OF_TASK('v.phone', '$6')})
-       RETURNING t.id, t.org_id, t.campaign_id, t.attempts, t.test_mode, v.phone, v.interaction_id
+       RETURNING t.id, t.org_id, t.campaign_id, t.attempts, t.test_mode, v.phone, v.interaction_id, v.decision
      )
      INSERT INTO interactions (id, org_id, task_id, campaign_id, channel, provider, provider_config, direction, attempt, status,
-                               to_phone, test_mode, settle_at, started_by, started_at)
+                               to_phone, test_mode, settle_at, started_by, started_at, decision)
      SELECT b.interaction_id, b.org_id, b.id, b.campaign_id, c.channel, c.provider, c.provider_config, 'outbound', b.attempts, 'starting',
-            b.phone, b.test_mode, $5, $3, $4
+            b.phone, b.test_mode, $5, $3, $4, b.decision::jsonb
      FROM begun b JOIN campaigns c ON c.id = b.campaign_id
      RETURNING task_id, attempt`,
-    [attempts.map((a) => a.taskId), attempts.map((a) => a.interactionId), worker, new Date(now), new Date(settleAt), phoneHashKey, attempts.map((a) => a.phone)],
+    [
+      attempts.map((a) => a.taskId),
+      attempts.map((a) => a.interactionId),
+      worker,
+      new Date(now),
+      new Date(settleAt),
+      phoneHashKey,
+      attempts.map((a) => a.phone),
+      attempts.map((a) => JSON.stringify(a.decision)),
+    ],
   )
   return new Map(rows.map((row) => [row.task_id, row.attempt]))
 }
@@ -437,14 +463,20 @@ export async function fallBackTasks(tx: Queryable, moves: readonly FallBack[], n
 }
 
 /** Completes tasks with their outcomes; returns the ids of those completed (not those that had completed already). */
-export async function completeTasks(tx: Queryable, completions: readonly { taskId: string; outcome: TaskOutcome }[], now: number): Promise<Set<string>> {
+export async function completeTasks(
+  tx: Queryable,
+  completions: readonly { taskId: string; outcome: TaskOutcome; decision?: RecordedDecision }[],
+  now: number,
+): Promise<Set<string>> {
   if (completions.length === 0) return new Set()
+  // The decision that blocked a task not_permitted is kept with it; any other completion keeps the task's last.
+  const decisions = completions.some((c) => c.decision !== undefined) ? completions.map((c) => (c.decision === undefined ? null : JSON.stringify(c.decision))) : null
   const rows = await tx.query<{ id: string }>(
-    `UPDATE tasks t SET status = 'completed', outcome = v.outcome, completed_at = $3, updated_at = $3
-     FROM unnest($1::text[], $2::text[]) AS v(id, outcome)
+    `UPDATE tasks t SET status = 'completed', outcome = v.outcome, completed_at = $3, updated_at = $3, decision = coalesce(v.decision::jsonb, t.decision)
+     FROM unnest($1::text[], $2::text[], $4::text[]) AS v(id, outcome, decision)
      WHERE t.id = v.id AND t.status <> 'completed'
      RETURNING t.id`,
-    [completions.map((c) => c.taskId), completions.map((c) => c.outcome), new Date(now)],
+    [completions.map((c) => c.taskId), completions.map((c) => c.outcome), new Date(now), decisions ?? completions.map(() => null)],
   )
   return new Set(rows.map((row) => row.id))
 }
@@ -490,13 +522,14 @@ interface TaskRow {
   campaign_paused: boolean
   held_by: TaskHold | null
   steps: TaskStep[] | null
+  decision: RecordedDecision | null
 }
 
 /** A TaskRow's columns, from tasks `t`, its trigger `tr` and its campaign `c`. */
 const TASK_COLUMNS = `
   SELECT t.id, t.org_id, t.trigger_id, t.campaign_id, c.routing_key, c.channel, t.status, t.outcome, t.attempts,
          t.due_at, ${TASK_CONTACT} AS contact, t.timezones, t.timezone_source, t.test_mode, tr.ids, t.created_at, t.expires_at, t.completed_at,
-         t.interaction_ids, t.status = 'pending' AND c.paused_at IS NOT NULL AS campaign_paused, t.held_by, t.steps`
+         t.interaction_ids, t.status = 'pending' AND c.paused_at IS NOT NULL AS campaign_paused, t.held_by, t.steps, t.decision`
 
 const TASK_SELECT = `${TASK_COLUMNS}
   FROM tasks t
@@ -537,6 +570,7 @@ async function withInteractions(db: Queryable, rows: TaskRow[], { results }: { r
     campaignPaused: row.campaign_paused,
     ...(row.status === 'pending' && row.held_by !== null && { waiting: { for: row.held_by, until: iso(row.due_at) } }),
     steps: row.steps,
+    decision: row.decision,
     interactions: byTask.get(row.id) ?? [],
   }))
 }

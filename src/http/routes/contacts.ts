@@ -31,6 +31,7 @@ const ErasureSchema = component('Erasure', Type.Object({
   contacts: Type.Integer({ description: 'Contacts on file deleted, with the ids that named them.' }),
   interactions: Type.Integer({ description: 'Calls and conversations with the person, now without their number.' }),
   suppressions: Type.Integer({ description: "The person's numbers that were suppressed: still suppressed, kept only as a keyed digest." }),
+  consents: Type.Integer({ description: "Consents recorded for the person's numbers: kept as revocations only, by digest, without number or evidence." }),
   erased_at: Timestamp,
 }))
 
@@ -40,6 +41,7 @@ const present = (report: ErasureReport): Static<typeof ErasureSchema> => ({
   contacts: report.contacts,
   interactions: report.interactions,
   suppressions: report.suppressions,
+  consents: report.consents,
   erased_at: report.erasedAt,
 })
 

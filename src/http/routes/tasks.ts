@@ -24,6 +24,7 @@ import {
   ChannelSchema,
   ContactSchema,
   conflict,
+  DecisionSchema,
   Envelope,
   instant,
   InteractionStatusSchema,
@@ -58,6 +59,12 @@ const InteractionSchema = component('Interaction', Type.Object({
     ...NullableResult,
     description: "Its conversation's result; null when none came. On GET /api/v2/tasks/{id} (and a cancel's answer); task lists leave it out: a result may hold a long transcript.",
   }),
+  decision: Type.Optional(
+    Type.Union([Type.Ref(DecisionSchema.$id!), Type.Null()], {
+      description:
+        'Why the attempt was placed: the decision made before it, with the consent, calling-law rules and profiles it relied on (null for an inbound interaction, and for attempts made before decisions were kept). On GET /api/v2/tasks/{id}; task lists leave it out.',
+    }),
+  ),
 }))
 
 const TaskSchema = component('Task', Type.Object({
@@ -100,7 +107,7 @@ const TaskSchema = component('Task', Type.Object({
       },
       {
         description:
-          "Present while the task is pending and held past its window by something other than its campaign: what (`sender`: its sender's pace, the campaign's `pacing` or its provider's documented rate, let other attempts start first; `contact_cap`: its organization's cap on attempts to one number across campaigns; `provider`: its provider turned its start away for now, throttling or in a moment's outage, and asked it to come back later), and when it is due again (its `next_attempt_at`). Its attempts are not spent meanwhile, and it still expires at `expires_at`.",
+          "Present while the task is pending and held past its window by something other than its campaign: what (`sender`: its sender's pace, the campaign's `pacing` or its provider's documented rate, let other attempts start first; `contact_cap`: its organization's cap on attempts to one number across campaigns; `provider`: its provider turned its start away for now, throttling or in a moment's outage, and asked it to come back later; `law`: the calling law of the number's jurisdictions, its hours, holidays or cap per number, as `decision` says), and when it is due again (its `next_attempt_at`). Its attempts are not spent meanwhile, and it still expires at `expires_at`.",
       },
     ),
   ),
@@ -108,6 +115,10 @@ const TaskSchema = component('Task', Type.Object({
     description:
       "Only for a task that went on to its campaign's fallback step: the steps it took, oldest first. While it runs, the steps it left; once completed, its last step too, ending with the task's outcome (as in task.completed's `steps`).",
   })),
+  decision: Type.Union([Type.Ref(DecisionSchema.$id!), Type.Null()], {
+    description:
+      "Its last decision that did not start an attempt: while it waits for the law (`waiting.for` law), the deferral, with the rules that hold it; once completed not_permitted, the block, with its reasons. Null otherwise (each interaction keeps the decision that allowed it).",
+  }),
   interactions: Type.Array(InteractionSchema),
 }))
 
@@ -133,6 +144,7 @@ const presentTask = (task: Task) => ({
   campaign_paused: task.campaignPaused,
   ...(task.waiting !== undefined && { waiting: task.waiting }),
   ...presentSteps(task),
+  decision: task.decision,
   interactions: task.interactions.map((interaction) => ({
     id: interaction.id,
     direction: interaction.direction,
@@ -147,6 +159,7 @@ const presentTask = (task: Task) => ({
     provider_ref: interaction.providerRef,
     handoff: interaction.handoff,
     ...(interaction.result === undefined ? {} : { result: interaction.result }),
+    ...(interaction.decision === undefined ? {} : { decision: interaction.decision }),
   })),
 })
 

@@ -2,6 +2,7 @@
 import { type TString, Type } from '@sinclair/typebox'
 import type { FastifyInstance } from 'fastify'
 import { MAX_PER_SECOND } from '../../../domain/pacing.ts'
+import { CONSENT_KINDS, PURPOSES } from '../../../domain/callingLaw.ts'
 import {
   AFTER_VOICEMAIL_LEFT,
   DEFAULT_VOICEMAIL_LEFT_RETRY_DELAY_S,
@@ -195,6 +196,39 @@ const FallbackSchema = Type.Object(
   },
 )
 
+const ComplianceSchema = component(
+  'CampaignCompliance',
+  Type.Object(
+    {
+      purpose: Type.Optional({
+        ...OneOf(PURPOSES),
+        description:
+          'Why its tasks contact people: informational (the default), transactional, healthcare or marketing. The calling-law profiles bind by purpose (telephone-solicitation laws bind marketing), and so does the consent it requires by default.',
+      }),
+      subject: Type.Optional(
+        Type.String({ minLength: 1, maxLength: 100, description: "What its attempts are about, for a law's cap per number and subject (Florida's 3 calls in 24 hours on the same subject): campaigns of one subject count together. Default: its routing key." }),
+      ),
+      artificial_voice: Type.Optional(
+        Type.Boolean({ description: 'Whether its calls speak with an artificial voice (an AI agent, a recording): the TCPA then requires consent. Default: true on vapi, retell and elevenlabs, false otherwise.' }),
+      ),
+      consent: Type.Optional(
+        Type.Object(
+          {
+            voice: Type.Optional(Type.Array(OneOf(CONSENT_KINDS), { maxItems: CONSENT_KINDS.length, uniqueItems: true })),
+            whatsapp: Type.Optional(Type.Array(OneOf(CONSENT_KINDS), { maxItems: CONSENT_KINDS.length, uniqueItems: true })),
+          },
+          {
+            additionalProperties: false,
+            description:
+              'The consent kinds, any one of which must be on file for the number, the channel and the purpose, by channel ([] for none of its own; the law of the number may still require one). Default: marketing requires express_written by voice and whatsapp_opt_in on WhatsApp; other purposes none.',
+          },
+        ),
+      ),
+    },
+    { additionalProperties: false, description: "What its tasks are for, and what must be on file before each attempt (docs/compliance.md). `{}`: the defaults." },
+  ),
+)
+
 const settingsFields = {
   name: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
   context: Type.Optional(Type.Record(Type.String(), Type.Unknown(), { maxProperties: 50, description: 'Default task context.' })),
@@ -213,6 +247,7 @@ const settingsFields = {
   results: Type.Optional(ResultsSchema),
   pacing: Type.Optional(PacingSchema),
   fallback: Type.Optional(FallbackSchema),
+  compliance: Type.Optional(ComplianceSchema),
 }
 
 export const CreateCampaignBody = Type.Object({
@@ -276,6 +311,7 @@ const CampaignSchema = component('Campaign', Type.Object({
   results: Type.Object({ wait_s: Type.Integer() }),
   pacing: Type.Object({ per_second: Type.Optional(Type.Integer()) }, { description: 'As set; `{}`: the provider\'s documented rate.' }),
   fallback: Type.Union([FallbackSchema, Type.Null()]),
+  compliance: ComplianceSchema,
   paused_at: Type.Union([Timestamp, Type.Null()], { description: 'When the campaign was paused: no attempt starts until it is resumed. Null while it runs.' }),
   created_at: Timestamp,
   updated_at: Timestamp,
@@ -295,6 +331,7 @@ export const presentCampaign = (campaign: Campaign) => ({
   results: campaign.results,
   pacing: campaign.pacing,
   fallback: campaign.fallback,
+  compliance: campaign.compliance,
   paused_at: campaign.pausedAt,
   created_at: campaign.createdAt,
   updated_at: campaign.updatedAt,

@@ -1,0 +1,130 @@
+/**
+ * The decision before each attempt (domain/contactability.ts) as a dispatch
+ * batch makes it: what the batch's due tasks need beyond themselves is read
+ * at once (the consents of the numbers that need one, and, locked, the past
+ * attempts of the numbers a law's cap binds), each task is decided in memory
+ * (the batch's own attempts counted as they are taken), and the attempts
+ * begun under a cap are written back before the batch commits. Two
+ * dispatchers wanting one capped number wait for each other on its row, so
+ * that they never both take its last place.
+ *
+ * Cost: for a batch whose attempts need no consent and no cap (an
+ * informational campaign, a number whose law says nothing of it), no
+ * statement at all; the decision itself is a few lookups per task.
+ */
+import type { CallingLawProfile } from '../domain/callingLaw.ts'
+import { complianceOf, type Compliance } from '../domain/consent.ts'
+import { type Decision, decideContactability, decisionNeeds, type PastAttempt } from '../domain/contactability.ts'
+import { jurisdictionsOfNumber } from '../domain/jurisdictions.ts'
+import type { Jurisdiction } from '../domain/callingLaw.ts'
+import { scheduleZones } from '../domain/schedule.ts'
+import type { ConsentOnFile } from '../domain/consent.ts'
+import { consentsOfNumbers } from '../store/consents.ts'
+import type { Queryable } from '../store/database.ts'
+import { lockLawAttempts, saveLawAttempts } from '../store/lawAttempts.ts'
+import { numberKey } from '../store/numberAttempts.ts'
+import type { DueTask } from '../store/tasks.ts'
+
+/** What the decision of one task reads of its campaign and number. */
+interface TaskNature {
+  compliance: Compliance
+  jurisdictions: Jurisdiction[]
+  needs: { consents: boolean; capHours: number | null }
+}
+
+export class LawChecks {
+  readonly #profiles: readonly CallingLawProfile[]
+  readonly #natures: Map<string, TaskNature>
+  readonly #consents: Map<string, ConsentOnFile[]>
+  /** Each capped number's remembered attempts as read, then with the batch's own. */
+  readonly #attempts: Map<string, PastAttempt[]>
+  readonly #phoneHashKey: Buffer
+
+  private constructor(
+    profiles: readonly CallingLawProfile[],
+    natures: Map<string, TaskNature>,
+    consents: Map<string, ConsentOnFile[]>,
+    attempts: Map<string, PastAttempt[]>,
+    phoneHashKey: Buffer,
+  ) {
+    this.#profiles = profiles
+    this.#natures = natures
+    this.#consents = consents
+    this.#attempts = attempts
+    this.#phoneHashKey = phoneHashKey
+  }
+
+  /** Reads what the due tasks' decisions need (none of the suppressed ones, which start nothing). */
+  static async lock(tx: Queryable, phoneHashKey: Buffer, profiles: readonly CallingLawProfile[], due: readonly DueTask[], now: number): Promise<LawChecks> {
+    const natures = new Map<string, TaskNature>()
+    for (const task of due) {
+      if (task.suppressed) continue
+      const compliance = complianceOf(task.campaign.compliance, task.campaign)
+      const jurisdictions = jurisdictionsOfNumber(task.contact.phone)
+      const needs = decisionNeeds({ profiles, jurisdictions, purpose: compliance.purpose, channel: task.campaign.channel, artificialVoice: compliance.artificialVoice }, compliance.requiredConsent, now)
+      natures.set(task.id, { compliance, jurisdictions, needs })
+    }
+    const tasksNeeding = (need: (nature: TaskNature) => boolean) => due.filter((task) => natures.has(task.id) && need(natures.get(task.id)!)).map(numberOf)
+    const consents = await consentsOfNumbers(tx, phoneHashKey, tasksNeeding((nature) => nature.needs.consents))
+    const attempts = await lockLawAttempts(tx, phoneHashKey, tasksNeeding((nature) => nature.needs.capHours !== null), now)
+    return new LawChecks(profiles, natures, consents, attempts, phoneHashKey)
+  }
+
+  /** The decision for the task's next attempt at `now`. */
+  decide(task: DueTask, now: number): Decision {
+    const nature = this.#natures.get(task.id)!
+    const key = numberKey(numberOf(task))
+    return decideContactability(
+      {
+        // A suppressed task completes opted_out before it is decided.
+        suppressed: task.suppressed,
+        channel: task.campaign.channel,
+        purpose: nature.compliance.purpose,
+        subject: nature.compliance.subject,
+        artificialVoice: nature.compliance.artificialVoice,
+        jurisdictions: nature.jurisdictions,
+        zones: task.timezones,
+        profiles: this.#profiles,
+        campaignWindow: { schedule: task.campaign.schedule, zones: scheduleZones(task.campaign.schedule, task.timezones) },
+        requiredConsent: nature.compliance.requiredConsent,
+        consents: this.#consents.get(key) ?? [],
+        registries: [],
+        pastAttempts: this.#attempts.get(key) ?? [],
+        until: task.expiresAt,
+      },
+      now,
+    )
+  }
+
+  /** Counts an attempt the batch is about to begin for the task, under the caps that bind it. */
+  take(task: DueTask, now: number): void {
+    const nature = this.#natures.get(task.id)!
+    if (nature.needs.capHours === null) return
+    const key = numberKey(numberOf(task))
+    this.#attempts.set(key, [...(this.#attempts.get(key) ?? []), { at: now, subject: nature.compliance.subject }])
+  }
+
+  /** Writes the capped numbers' attempts, with those the batch began (the tasks taken but not begun left out). */
+  async record(tx: Queryable, taken: readonly DueTask[], begun: ReadonlySet<string>, now: number): Promise<void> {
+    const notBegun = new Set(taken.filter((task) => !begun.has(task.id)).map((task) => task.id))
+    const numbers = new Map<string, { orgId: string; phone: string; attempts: PastAttempt[]; keepHours: number }>()
+    for (const task of taken) {
+      const nature = this.#natures.get(task.id)!
+      if (nature.needs.capHours === null) continue
+      const key = numberKey(numberOf(task))
+      const entry = numbers.get(key) ?? { ...numberOf(task), attempts: this.#attempts.get(key) ?? [], keepHours: 0 }
+      entry.keepHours = Math.max(entry.keepHours, nature.needs.capHours)
+      // An attempt taken but not begun (its number suppressed meanwhile) was never made.
+      if (notBegun.has(task.id)) entry.attempts = withoutOneAt(entry.attempts, now, nature.compliance.subject)
+      numbers.set(key, entry)
+    }
+    if (numbers.size > 0) await saveLawAttempts(tx, this.#phoneHashKey, [...numbers.values()], now)
+  }
+}
+
+const numberOf = (task: DueTask) => ({ orgId: task.orgId, phone: task.contact.phone })
+
+function withoutOneAt(attempts: PastAttempt[], at: number, subject: string): PastAttempt[] {
+  const index = attempts.findIndex((attempt) => attempt.at === at && attempt.subject === subject)
+  return index === -1 ? attempts : [...attempts.slice(0, index), ...attempts.slice(index + 1)]
+}
