@@ -132,7 +132,7 @@ describe('erasing a person on request', () => {
     const response = await erase({ id: { source: 'ehr', type: 'patient', value: zoe.id } })
     assert.equal(response.statusCode, 200, response.body)
     const report = json(response).data
-    assert.deepEqual({ ...report, erased_at: undefined }, { tasks: 3, cancelled: 1, contacts: 2, interactions: 2, suppressions: 1, erased_at: undefined })
+    assert.deepEqual({ ...report, erased_at: undefined }, { tasks: 3, cancelled: 1, contacts: 2, interactions: 2, suppressions: 1, consents: 0, erased_at: undefined })
     assert.equal(report.erased_at, new Date(now).toISOString())
 
     for (const needle of [zoe.e164, zoe.digits, zoe.firstName, zoe.lastName, zoe.email, `allergy-${zoe.id}`]) {
@@ -179,14 +179,14 @@ describe('erasing a person on request', () => {
     const entry = audit.find((each: { action: string }) => each.action === 'contact.erased')
     assert.deepEqual(
       { actor: entry.actor, target: entry.target, details: entry.details },
-      { actor: keyId, target: 'ehr/patient/P-7731', details: { by: 'id', tasks: 3, cancelled: 1, contacts: 2, interactions: 2, suppressions: 1 } },
+      { actor: keyId, target: 'ehr/patient/P-7731', details: { by: 'id', tasks: 3, cancelled: 1, contacts: 2, interactions: 2, suppressions: 1, consents: 0 } },
     )
     const suppressionEntry = audit.find((each: { action: string }) => each.action === 'suppression.added')
     assert.match(suppressionEntry.target, /^sha256:/, 'the suppression entry keeps the digest, not the number')
 
     // Found again by the ids their triggers keep, nothing of theirs is left to erase.
     const twice = json(await erase({ id: { source: 'ehr', type: 'patient', value: zoe.id } })).data
-    assert.deepEqual({ ...twice, erased_at: undefined }, { tasks: 0, cancelled: 0, contacts: 0, interactions: 0, suppressions: 0, erased_at: undefined })
+    assert.deepEqual({ ...twice, erased_at: undefined }, { tasks: 0, cancelled: 0, contacts: 0, interactions: 0, suppressions: 0, consents: 0, erased_at: undefined })
   })
 
   test('by number, by the operator; asking twice answers zeros; a trigger without a contact then finds no one on file', async () => {
@@ -195,11 +195,11 @@ describe('erasing a person on request', () => {
     await runPipeline()
     const response = await erase({ phone: '+44 (0)20 7946 0901' }, OPERATOR_TOKEN, `/admin/v1/organizations/${orgId}`)
     assert.equal(response.statusCode, 200, response.body)
-    assert.deepEqual({ ...json(response).data, erased_at: undefined }, { tasks: 1, cancelled: 0, contacts: 1, interactions: 1, suppressions: 0, erased_at: undefined })
+    assert.deepEqual({ ...json(response).data, erased_at: undefined }, { tasks: 1, cancelled: 0, contacts: 1, interactions: 1, suppressions: 0, consents: 0, erased_at: undefined })
     for (const needle of [person.e164, person.digits, person.firstName]) assert.deepEqual(await tablesHolding(service.db, needle), [], needle)
     assert.equal((await task(first.task_id)).outcome, 'reached')
     const twice = json(await erase({ phone: person.phone })).data
-    assert.deepEqual({ ...twice, erased_at: undefined }, { tasks: 0, cancelled: 0, contacts: 0, interactions: 0, suppressions: 0, erased_at: undefined })
+    assert.deepEqual({ ...twice, erased_at: undefined }, { tasks: 0, cancelled: 0, contacts: 0, interactions: 0, suppressions: 0, consents: 0, erased_at: undefined })
 
     const withoutContact = await service.app.inject({
       method: 'POST',

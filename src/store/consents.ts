@@ -203,7 +203,7 @@ export async function eraseConsents(tx: Queryable, phoneHashKey: Buffer, orgId: 
   const rows = await tx.query(
     `UPDATE consents SET phone = NULL, evidence = NULL, source = 'erased',
             revoked_at = coalesce(revoked_at, $4), revoked_by = coalesce(revoked_by, 'erasure')
-     WHERE org_id = $1 AND phone_digest IN (SELECT phone_digest($3, phone) FROM unnest($2::text[]) AS phone)
+     WHERE org_id = $1 AND phone_digest IN (SELECT phone_digest($3, phone) FROM unnest($2::text[]) AS phone) AND phone IS NOT NULL
      RETURNING id`,
     [orgId, phones, phoneHashKey, new Date(now)],
   )
