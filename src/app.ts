@@ -195,7 +195,15 @@ export async function buildApp(options: AppOptions, deps: AppDeps): Promise<Fast
   await app.register(elevenlabsRoutes, { db: deps.db, elevenlabs: deps.channels.elevenlabs, lifecycle, now })
   await app.register(retellRoutes, { db: deps.db, retell: deps.channels.retell, lifecycle, now })
   await app.register(vapiRoutes, { db: deps.db, vapi: deps.channels.vapi, lifecycle, now })
-  adminRoutes(app, { ops: services.admin, authenticator, campaigns: services.campaigns, pauses: services.pauses, sources: services.sources })
+  adminRoutes(app, {
+    ops: services.admin,
+    authenticator,
+    campaigns: services.campaigns,
+    pauses: services.pauses,
+    sources: services.sources,
+    law: services.contactability.law,
+    registries: services.registries,
+  })
   await consoleRoutes(app)
 
   return app

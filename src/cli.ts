@@ -1,7 +1,8 @@
 /**
  * The operator's command line: `serve`, `worker`, `migrate`, and the admin
  * operations (`org create|rate-limit|retention`, `key issue|list|revoke`, `campaign
- * create|update|list|pause|resume`, `source create|update|list|delete`),
+ * create|update|list|pause|resume`, `source create|update|list|delete`,
+ * `registry load|list|delete`),
  * which work on the database directly and print what the admin API would
  * return; and the developer's `listen`, which forwards an organization's
  * events from the HTTP API to a local URL.
@@ -16,7 +17,16 @@ import { CreateCampaignBody, presentCampaign, UpdateCampaignBody } from './http/
 import { IssueApiKeyBody, presentKey } from './http/routes/admin/apiKeys.ts'
 import { ChangeSourceBody, CreateSourceBody, presentSource } from './http/routes/admin/sources.ts'
 import { ContactCapBody, CreateOrganizationBody, presentOrganization, RateLimitBody, RetentionBody } from './http/routes/admin/organizations.ts'
-import { runWorker, serve } from './server.ts'
+import { phoneHashKeyFor, runWorker, serve } from './server.ts'
+import { createReadStream } from 'node:fs'
+import { createInterface } from 'node:readline'
+import { CONSENT_KINDS, type ConsentKind, PURPOSES, type Purpose } from './domain/callingLaw.ts'
+import { isPurpose } from './domain/consent.ts'
+import { NATIONAL_PLANS, type NationalPlan } from './domain/registryFile.ts'
+import { presentRegistry } from './http/routes/admin/compliance.ts'
+import { CallingLaw } from './services/callingLaw.ts'
+import { loadRegistry, type RegistryOperations, removeRegistry } from './services/registries.ts'
+import { listRegistries } from './store/registries.ts'
 import * as admin from './services/administration.ts'
 import { CampaignPauses } from './services/campaignPauses.ts'
 import { createWake } from './services/index.ts'
@@ -50,6 +60,12 @@ const USAGE = `usage: cli <command> [options]
   source update --org ORG_ID --name NAME [--id-types TYPE,...] [--contact required|optional] [--required-context KEY,...]
   source list --org ORG_ID
   source delete --org ORG_ID --name NAME
+  registry load --name NAME --file PATH --purposes PURPOSE,... [--org ORG_ID] [--overridden-by KIND,...] [--list-date YYYY-MM-DD] [--plan nanp]
+                                          load a do-not-call list (one number a line: E.164, or with --plan nanp the US
+                                          registry's 10-digit numbers), of the whole service or of one organization;
+                                          loading a name again replaces its numbers atomically
+  registry list [--org ORG_ID]
+  registry delete --registry REGISTRY_ID
   listen --forward-to URL [--api-key KEY] [--base-url URL] [--secret whsec_...] [--events TYPE,...] [--after EVENT_ID]
                                           forward the organization's events, signed, to a local URL as they are recorded
                                           (the key: --api-key or API_KEY; the service: --base-url or http://localhost:PORT;
@@ -88,6 +104,11 @@ async function main(argv: string[]): Promise<void> {
       return
     }
     await prepareSchema(db, config.migrateOnStart)
+    if (command.startsWith('registry ')) {
+      const ops = { db, now: Date.now, phoneHashKey: await phoneHashKeyFor(config, db), law: new CallingLaw({ now: Date.now }) }
+      process.stdout.write(`${JSON.stringify(await runRegistryCommand(command, values as Options, ops), null, 2)}\n`)
+      return
+    }
     const channels = createChannels(config, (name) => process.env[name])
     // Worker processes on the same PostgreSQL hear of a resume as it commits.
     const pauses = new CampaignPauses({ db, now: Date.now, wake: createWake(db) })
@@ -186,6 +207,40 @@ async function runAdminCommand(command: string, options: Options, ops: admin.Ope
   }
 }
 
+async function runRegistryCommand(command: string, options: Options, ops: RegistryOperations): Promise<unknown> {
+  switch (command) {
+    case 'registry load': {
+      const file = required(options, 'file')
+      const list = (name: string) => options[name]?.split(',').map((item) => item.trim()) ?? []
+      const purposes = list('purposes')
+      const overriddenBy = list('overridden-by')
+      for (const purpose of purposes) if (!isPurpose(purpose)) throw new UsageError(`--purposes: "${purpose}" is not one of ${PURPOSES.join(', ')}`)
+      if (purposes.length === 0) throw new UsageError('--purposes is required: the purposes the registry covers, such as marketing')
+      for (const kind of overriddenBy) if (!(CONSENT_KINDS as readonly string[]).includes(kind)) throw new UsageError(`--overridden-by: "${kind}" is not one of ${CONSENT_KINDS.join(', ')}`)
+      const plan = options.plan
+      if (plan !== undefined && !(NATIONAL_PLANS as readonly string[]).includes(plan)) throw new UsageError(`--plan must be one of ${NATIONAL_PLANS.join(', ')}`)
+      const listDate = options['list-date'] ?? new Date().toISOString().slice(0, 10)
+      if (!/^\d{4}-\d{2}-\d{2}$/.test(listDate) || Number.isNaN(Date.parse(listDate))) throw new UsageError('--list-date must be a date written YYYY-MM-DD')
+      const report = await loadRegistry(ops, COMMAND_LINE, {
+        orgId: options.org ?? null,
+        name: required(options, 'name'),
+        purposes: purposes as Purpose[],
+        overriddenBy: overriddenBy as ConsentKind[],
+        listDate,
+        plan: plan as NationalPlan | undefined,
+        lines: createInterface({ input: createReadStream(file), crlfDelay: Infinity }),
+      })
+      return { ...presentRegistry(report.registry), numbers_read: report.numbersRead, refused: report.refused, refused_samples: report.refusedSamples, seconds: Number(report.seconds.toFixed(1)) }
+    }
+    case 'registry list':
+      return (await listRegistries(ops.db, options.org)).map(presentRegistry)
+    case 'registry delete':
+      return presentRegistry(await removeRegistry(ops, COMMAND_LINE, required(options, 'registry')))
+    default:
+      throw new UsageError(`unknown command: ${command}`)
+  }
+}
+
 function parseCommandLine(argv: string[]) {
   try {
     return parseArgs({
@@ -222,6 +277,12 @@ function parseCommandLine(argv: string[]) {
         secret: { type: 'string' },
         events: { type: 'string' },
         after: { type: 'string' },
+        file: { type: 'string' },
+        purposes: { type: 'string' },
+        'overridden-by': { type: 'string' },
+        'list-date': { type: 'string' },
+        plan: { type: 'string' },
+        registry: { type: 'string' },
         help: { type: 'boolean', short: 'h' },
       },
     })

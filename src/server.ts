@@ -132,7 +132,7 @@ function onSignal(log: FastifyBaseLogger, drain: () => Promise<void>) {
  * embedded database kept in the data directory beside it (generated on first
  * start). Refused when the database's digests were made with another key.
  */
-async function phoneHashKeyFor(config: Config, db: Database): Promise<Buffer> {
+export async function phoneHashKeyFor(config: Config, db: Database): Promise<Buffer> {
   const key = Buffer.from(config.phoneHashKey ?? (await secretFromDataDir(config.dataDir, 'phone-hash-key', generatePhoneHashKey)).value)
   if (!(await matchesPhoneHashKey(db, key, Date.now()))) {
     throw new ConfigError('PHONE_HASH_KEY is not the key this database was first used with: erased numbers would no longer meet their suppressions')

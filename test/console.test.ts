@@ -583,6 +583,50 @@ describe('the console in a browser', { skip: existsSync(CHROMIUM) ? false : `no 
     }
   })
 
+  test("a marketing call without consent completes not_permitted, and its page names the block's reason and rule; once consent is on file, the attempt says why it was placed", async () => {
+    await createCampaign(service.app, orgId, { routing_key: 'offers', channel: 'voice', schedule: ALWAYS_OPEN, compliance: { purpose: 'marketing' }, provider_config: { outcomes: ['completed'], duration_ms: 0 } })
+    const contact = { first_name: 'Marge', last_name: 'Keting', phone: '+44 20 7946 0964', timezone: 'Europe/London' }
+    const blocked = await acceptedTrigger(service.app, key, { campaign: 'offers', ids: [{ source: 'ats', type: 'candidate_id', value: 'MKT-1' }], contact })
+    await waitUntil('the task is blocked', async () => (await taskState(blocked.task_id)).status === 'completed')
+    assert.equal((await taskState(blocked.task_id)).outcome, 'not_permitted')
+    const consent = await service.app.inject({
+      method: 'POST',
+      url: `/admin/v1/organizations/${orgId}/consents`,
+      headers: bearer(OPERATOR_TOKEN),
+      payload: { phone: contact.phone, channel: 'voice', purpose: 'marketing', kind: 'express_written', source: 'web_form', captured_at: new Date(Date.now() - 86_400_000).toISOString() },
+    })
+    assert.equal(consent.statusCode, 201, consent.body)
+    const consentId = json(consent).data.id
+    const placed = await acceptedTrigger(service.app, key, { campaign: 'offers', ids: [{ source: 'ats', type: 'candidate_id', value: 'MKT-2' }], contact })
+    await waitUntil('the consented call completes', async () => (await taskState(placed.task_id)).status === 'completed')
+
+    const { context, page } = await signedIn(key)
+    try {
+      await page.goto(`${baseUrl}/console/#/tasks/${blocked.task_id}`)
+      const decision = page.getByRole('region', { name: 'Decision' })
+      await decision.getByRole('heading', { name: 'Not permitted' }).waitFor()
+      await decision.getByText('before its first attempt, which was not made').waitFor()
+      const reason = decision.getByRole('listitem')
+      await reason.getByText('Consent missing', { exact: true }).waitFor()
+      assert.equal(await reason.locator('code').first().textContent(), 'campaign.consent')
+      await reason.getByText('the campaign requires express_written consent for marketing on voice').waitFor()
+      await decision.getByText('gb@2026-12-01').waitFor()
+      assert.ok(await page.getByText('not_permitted', { exact: true }).isVisible())
+      await shot(page, 'task-not-permitted')
+
+      await page.goto(`${baseUrl}/console/#/tasks/${placed.task_id}`)
+      const attempt = page.locator('.timeline > li', { hasText: 'Attempt 1' })
+      await attempt.getByRole('heading', { name: 'Why it was placed' }).waitFor()
+      const relied = attempt.locator('.placed').getByRole('listitem')
+      await relied.getByText('Consent on file', { exact: true }).waitFor()
+      assert.deepEqual(await relied.locator('code').allTextContents(), [consentId, 'campaign.consent'])
+      assert.equal(await page.getByRole('region', { name: 'Decision' }).count(), 0, 'no decision held the task')
+      await shot(page, 'task-placed')
+    } finally {
+      await context.close()
+    }
+  })
+
   test('a wrong key is refused in words; sign-out forgets the key', async () => {
     const context = await browser.newContext()
     const page = await context.newPage()

@@ -14,7 +14,7 @@ import { staleSdkTypes } from '../scripts/sdkTypes.ts'
 import { ApiError, ConnectionError, ConversationTriggerClient, WebhookVerificationError, verifyWebhook, type WebhookEvent } from '../sdk/src/index.ts'
 import { newWebhookSecret, signatureHeader } from '../src/webhooks/signing.ts'
 import { type Receiver, startReceiver } from './support/receiver.ts'
-import { bearer, freePort, OPERATOR_TOKEN, seedOrganization, startService, type TestService } from './support/service.ts'
+import { bearer, createCampaign, freePort, OPERATOR_TOKEN, seedOrganization, startService, type TestService } from './support/service.ts'
 
 const ALWAYS_OPEN = { timezone: 'contact', windows: [{ days: ['mon', 'tue', 'wed', 'thu', 'fri', 'sat', 'sun'], start: '00:00', end: '24:00' }] }
 const SCREENING_RESULT = { disposition: 'interested', summary: 'Still interested; free on Tuesday afternoons.', data: { interested: true } }
@@ -65,9 +65,9 @@ function recordingFetch(log: Exchange[]): typeof fetch {
   }
 }
 
-/** An organization with a key that may also manage webhooks, its always-open simulator campaign, and an SDK client of its key. */
+/** An organization with a key that may also manage webhooks and consents, its always-open simulator campaign, and an SDK client of its key. */
 async function organization(clientOptions: { maxRetries?: number } = {}) {
-  const seeded = await seedOrganization(service.app, { scopes: ['triggers:write', 'triggers:read', 'webhooks:manage'], schedule: ALWAYS_OPEN })
+  const seeded = await seedOrganization(service.app, { scopes: ['triggers:write', 'triggers:read', 'webhooks:manage', 'consents:manage'], schedule: ALWAYS_OPEN })
   await service.app.inject({
     method: 'PATCH',
     url: `/admin/v1/organizations/${seeded.orgId}/campaigns/${seeded.campaign.id}`,
@@ -182,6 +182,78 @@ describe('lists', () => {
     const onlyCompleted = await client.listEvents({ type: 'task.completed' })
     assert.equal(onlyCompleted.data.length, 2)
     assert.equal(onlyCompleted.nextCursor, undefined)
+  })
+})
+
+describe('consent', () => {
+  /** Given on the web form a day before the service's clock: a capture ahead of it is refused. */
+  const onTheForm = () => ({ phone: contact.phone, source: 'web_form', captured_at: new Date(now - 86_400_000).toISOString() }) as const
+
+  test('consents: recorded one by one and in a batch (all or none), listed by number newest first page after page, read, revoked by id and for the number', async () => {
+    const { client, requests } = await organization()
+    const written = await client.recordConsent({ ...onTheForm(), channel: 'voice', purpose: 'marketing', kind: 'express_written', evidence: 'form 88 at https://example.com/f/88' })
+    assert.match(written.id, /^cns_/)
+    assert.equal(written.phone, '+442079460958')
+    assert.equal(written.status, 'active')
+    assert.equal(written.evidence, 'form 88 at https://example.com/f/88')
+
+    const refused: ApiError = await client
+      .recordConsents([{ ...onTheForm(), channel: 'whatsapp', purpose: 'marketing', kind: 'whatsapp_opt_in' }, { ...onTheForm(), channel: 'voice', purpose: 'marketing', kind: 'whatsapp_opt_in' }])
+      .then(() => assert.fail('recorded'), (caught) => caught)
+    assert.equal(refused.status, 422)
+    assert.deepEqual(refused.details.map((issue) => issue.loc.join('.')), ['body.consents.1.kind'])
+    const batch = await client.recordConsents([
+      { ...onTheForm(), channel: 'whatsapp', purpose: 'marketing', kind: 'whatsapp_opt_in' },
+      { ...onTheForm(), channel: 'voice', purpose: 'informational', kind: 'express' },
+    ])
+    assert.equal(batch.recorded, 2)
+    const [optIn, express] = batch.consents
+    assert.deepEqual([optIn!.kind, express!.kind], ['whatsapp_opt_in', 'express'], 'in request order')
+
+    requests.length = 0
+    const page = await client.listConsents({ phone: contact.phone, limit: 2 })
+    assert.deepEqual(page.data.map((consent) => consent.id), [express!.id, optIn!.id])
+    assert.equal(page.nextCursor, optIn!.id)
+    const last = await client.listConsents({ phone: contact.phone, limit: 2, before: page.nextCursor })
+    assert.deepEqual(last.data, [written], 'nothing refused was recorded')
+    assert.equal(last.nextCursor, undefined)
+    assert.deepEqual(requests.map((request) => request.url.searchParams.get('before')), [null, optIn!.id])
+    assert.deepEqual(await client.getConsent(written.id), written)
+
+    const revoked = await client.revokeConsent(written.id)
+    assert.equal(revoked.status, 'revoked')
+    assert.equal(revoked.revoked_by, 'api')
+    assert.equal((await client.revokeConsent(written.id)).revoked_at, revoked.revoked_at, 'a second revocation keeps the first')
+    assert.deepEqual(await client.revokeConsentsOfNumber({ phone: contact.phone, channel: 'whatsapp' }), { revoked: [optIn!.id] })
+    assert.deepEqual(await client.revokeConsentsOfNumber({ phone: contact.phone }), { revoked: [express!.id] })
+    assert.equal((await client.getConsent(express!.id)).status, 'revoked')
+    await assert.rejects(client.getConsent('cns_01m8bn735m0q4qzt5yfbd0g3cn'), (error: ApiError) => error.status === 404 && error.code === 'not_found')
+  })
+
+  test('the dry run: a marketing call without consent is blocked for consent_missing, as the dispatcher then decides; allowed once express written consent is on file', async () => {
+    const { client, orgId } = await organization()
+    await createCampaign(service.app, orgId, { routing_key: 'offers', channel: 'voice', schedule: ALWAYS_OPEN, compliance: { purpose: 'marketing' } })
+    const ask = { phone: contact.phone, channel: 'voice', campaign: 'offers' } as const
+    const blocked = await client.checkContactability(ask)
+    assert.equal(blocked.decision, 'blocked')
+    assert.deepEqual(blocked.reasons.map((reason) => `${reason.code}:${reason.rule}`), ['consent_missing:campaign.consent'])
+    assert.deepEqual(blocked.profiles, ['gb@2026-12-01'])
+    // The dispatcher, at the same instant, decides what the dry run said.
+    const accepted = await client.createTrigger({ campaign: 'offers', contact })
+    await service.app.workers!.dispatcher.runOnce()
+    const task = await client.getTask(accepted.task_id)
+    assert.equal(task.outcome, 'not_permitted')
+    assert.deepEqual(task.decision, blocked)
+    assert.deepEqual(task.interactions, [])
+
+    const consent = await client.recordConsent({ ...onTheForm(), channel: 'voice', purpose: 'marketing', kind: 'express_written' })
+    const allowed = await client.checkContactability(ask)
+    assert.equal(allowed.decision, 'allowed')
+    assert.equal(allowed.not_before, null)
+    assert.deepEqual(allowed.reasons.map((reason) => `${reason.code}:${reason.rule}:${reason.consent_id}`), [`consent_on_file:campaign.consent:${consent.id}`])
+    // By purpose, without the campaign: an informational call needs no consent in Great Britain.
+    const informational = await client.checkContactability({ phone: contact.phone, channel: 'voice', purpose: 'informational', at: new Date(now + 3_600_000).toISOString() })
+    assert.deepEqual([informational.decision, informational.reasons, informational.at], ['allowed', [], new Date(now + 3_600_000).toISOString()])
   })
 })
 

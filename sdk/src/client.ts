@@ -9,6 +9,11 @@ import type {
   CampaignQuery,
   CancelledTask,
   CancelTasksRequest,
+  Consent,
+  ConsentQuery,
+  ConsentRequest,
+  ContactabilityDecision,
+  ContactabilityRequest,
   DailyCountQuery,
   DailyCounts,
   Erasure,
@@ -19,7 +24,10 @@ import type {
   Interaction,
   InteractionResultRequest,
   Redelivery,
+  RecordedConsents,
   RedeliverQuery,
+  RevokeConsentsRequest,
+  RevokedConsents,
   Suppression,
   SuppressionQuery,
   Task,
@@ -279,6 +287,46 @@ export class ConversationTriggerClient {
 
   async removeSuppression(phone: string, options?: RequestOptions): Promise<void> {
     await this.#send({ method: 'DELETE', path: `/api/v2/suppressions/${encodeURIComponent(phone)}`, repeatable: false, options })
+  }
+
+  /** Records that the person agreed to be contacted on a channel, for a purpose (scope consents:manage). */
+  recordConsent(consent: ConsentRequest, options?: RequestOptions): Promise<Consent> {
+    return this.#send({ method: 'POST', path: '/api/v2/consents', body: consent, repeatable: false, options })
+  }
+
+  /** Up to 10,000 consents in one request, recorded together or not at all: a 422 names each one refused. */
+  recordConsents(consents: ConsentRequest[], options?: RequestOptions): Promise<RecordedConsents> {
+    return this.#send({ method: 'POST', path: '/api/v2/consents/batch', body: { consents }, repeatable: false, options })
+  }
+
+  /** One page of a number's consents, revoked and expired ones too, newest first; pass `nextCursor` as `before` for the next. */
+  async listConsents(query: ConsentQuery, options?: RequestOptions): Promise<Page<Consent>> {
+    const limit = query.limit ?? MAX_PAGE_SIZE
+    const data = await this.#send<Consent[]>({ method: 'GET', path: '/api/v2/consents', query: { ...query, limit }, repeatable: true, options })
+    return { data, nextCursor: data.length < limit ? undefined : data.at(-1)?.id }
+  }
+
+  getConsent(id: string, options?: RequestOptions): Promise<Consent> {
+    return this.#send({ method: 'GET', path: `/api/v2/consents/${encodeURIComponent(id)}`, repeatable: true, options })
+  }
+
+  /** It no longer counts, from now on. Revoking it again keeps the first revocation, so a retry after a lost answer does no harm. */
+  revokeConsent(id: string, options?: RequestOptions): Promise<Consent> {
+    return this.#send({ method: 'POST', path: `/api/v2/consents/${encodeURIComponent(id)}/revoke`, repeatable: true, options })
+  }
+
+  /**
+   * Revokes every consent of the number not revoked yet, of one channel or
+   * purpose, or all; answers the ids revoked now. Not retried after a lost
+   * connection, which would answer none revoked for those the first try did.
+   */
+  revokeConsentsOfNumber(request: RevokeConsentsRequest, options?: RequestOptions): Promise<RevokedConsents> {
+    return this.#send({ method: 'POST', path: '/api/v2/consents/revoke', body: request, repeatable: false, options })
+  }
+
+  /** The decision the dispatcher would make before an attempt to the number, now or at `at`, with its reasons; nothing is recorded (scope triggers:read). */
+  checkContactability(request: ContactabilityRequest, options?: RequestOptions): Promise<ContactabilityDecision> {
+    return this.#send({ method: 'POST', path: '/api/v2/contactability', body: request, repeatable: true, options })
   }
 
   /** Erases a person's personal data, by one of your ids or their number (scope contacts:erase). */

@@ -63,6 +63,19 @@ export type WebhookTestEvent = ResponseData<'/api/v2/webhook-endpoints/{id}/test
 
 export type Suppression = ResponseData<'/api/v2/suppressions/{phone}', 'get', 200>
 export type SuppressionQuery = QueryOf<'/api/v2/suppressions', 'get'>
+export type ConsentRequest = RequestBody<'/api/v2/consents', 'post'>
+export type Consent = ResponseData<'/api/v2/consents/{consent_id}', 'get', 200>
+export type ConsentQuery = QueryOf<'/api/v2/consents', 'get'>
+/** A batch recorded: how many, and each consent, in request order. */
+export type RecordedConsents = ResponseData<'/api/v2/consents/batch', 'post', 201>
+/** A number, and the channel or purpose whose consents to revoke (neither: all of them). */
+export type RevokeConsentsRequest = RequestBody<'/api/v2/consents/revoke', 'post'>
+export type RevokedConsents = ResponseData<'/api/v2/consents/revoke', 'post', 200>
+export type ContactabilityRequest = RequestBody<'/api/v2/contactability', 'post'>
+/** The decision made before an attempt, as the dry run answers it and as a task and its interactions keep it. */
+export type ContactabilityDecision = ResponseData<'/api/v2/contactability', 'post', 200>
+/** One rule behind a decision: what it relied on, what holds it, or what blocks it. */
+export type DecisionReason = ContactabilityDecision['reasons'][number]
 export type ErasureRequest = RequestBody<'/api/v2/contacts/erase', 'post'>
 export type Erasure = ResponseData<'/api/v2/contacts/erase', 'post', 200>
 export type DailyCountQuery = QueryOf<'/api/v2/daily-counts', 'get'>

@@ -3,7 +3,7 @@
  * would make for an attempt to this number at this instant, by a campaign
  * of the organization or for a purpose alone, from the same data it reads
  * (services/lawChecks.ts): the profiles in force, the number's consents, its
- * suppression, the attempts a law's cap counted.
+ * suppression, the registries that list it, the attempts a law's cap counted.
  */
 import type { Purpose } from '../domain/callingLaw.ts'
 import { type Compliance, complianceOf } from '../domain/consent.ts'
@@ -20,6 +20,7 @@ import { readLawAttempts } from '../store/lawAttempts.ts'
 import { numberKey } from '../store/numberAttempts.ts'
 import { findSuppression } from '../store/suppressions.ts'
 import type { CallingLaw } from './callingLaw.ts'
+import { registryListings } from './lawChecks.ts'
 
 export interface ContactabilityOperations {
   db: Database
@@ -46,12 +47,13 @@ export async function dryRun(ops: ContactabilityOperations, orgId: string, ask: 
     // By purpose alone: a campaign's defaults for it, on a provider of no artificial voice.
     nature = complianceOf({ purpose: ask.purpose }, { routingKey: '', channel: ask.channel, provider: 'simulator' })
   }
-  const profiles = await ops.law.profiles(ops.db)
+  const { profiles, registries } = await ops.law.current(ops.db)
   const number = { orgId, phone: ask.phone }
-  const [consents, pastAttempts, suppression] = await Promise.all([
+  const [consents, pastAttempts, suppression, listings] = await Promise.all([
     consentsOfNumbers(ops.db, ops.phoneHashKey, [number]),
     readLawAttempts(ops.db, ops.phoneHashKey, number),
     findSuppression(ops.db, ops.phoneHashKey, orgId, ask.phone),
+    registryListings(ops.db, ops.phoneHashKey, registries, [{ ...number, purpose: nature.purpose }]),
   ])
   return decideContactability(
     {
@@ -66,7 +68,7 @@ export async function dryRun(ops: ContactabilityOperations, orgId: string, ask: 
       campaignWindow,
       requiredConsent: nature.requiredConsent,
       consents: consents.get(numberKey(number)) ?? [],
-      registries: [],
+      registries: listings[0]!,
       pastAttempts,
     },
     at,

@@ -121,7 +121,7 @@ export class Dispatch {
     metrics: ServiceMetrics
     /** Suppressions of erased numbers are found by their digest with it. */
     phoneHashKey: Buffer
-    /** The calling-law profiles in force, for the decision before each attempt. */
+    /** The calling-law profiles and registries in force, for the decision before each attempt. */
     law: CallingLaw
   }) {
     this.#law = deps.law
@@ -158,14 +158,14 @@ export class Dispatch {
     const full = new Set<string>()
     const startTime = tracing.enabled ? Date.now() : 0
     // Read before the transaction: on the embedded database a read outside it would wait for it to end.
-    const profiles = await this.#law.profiles(this.#db)
+    const law = await this.#law.current(this.#db)
     const { taken, begun, now, completed, due } = await this.#db.transaction(async (tx) => {
       const due = await lockDueTasks(tx, this.#phoneHashKey, this.#now(), limit, skipCampaigns)
       if (due.length === 0) return { taken: 0, begun: [], now: 0, completed: [], due }
       const limited = [...new Set(due.filter((task) => task.campaign.maxConcurrent !== null).map((task) => task.campaign.id))]
       const running = await lockCampaignsCountingRunning(tx, limited)
       const capped = await NumberCaps.lock(tx, this.#phoneHashKey, due, this.#now())
-      const law = await LawChecks.lock(tx, this.#phoneHashKey, profiles, due, this.#now())
+      const checks = await LawChecks.lock(tx, this.#phoneHashKey, law, due, this.#now())
       const pacer = await SenderPacer.lock(tx, this.#channels, due)
       // Decided at the moment the attempts are recorded: a wait for the
       // campaigns' locks must not carry a call past the end of a window.
@@ -184,7 +184,7 @@ export class Dispatch {
           postponements.push({ taskId: task.id, dueAt: step.until })
           continue
         }
-        const decision = law.decide(task, now)
+        const decision = checks.decide(task, now)
         const recorded = recordedDecision(decision, now)
         if (decision.decision === 'blocked') {
           completions.push({ task, outcome: 'not_permitted', decision: recorded })
@@ -201,14 +201,14 @@ export class Dispatch {
           postponements.push({ taskId: task.id, dueAt: now + CAPACITY_RETRY_MS })
         } else {
           capped.take(task)
-          law.take(task, now)
+          checks.take(task, now)
           pacer?.take(task, now)
           attempts.push({ taskId: task.id, interactionId: newId('interaction', now), phone: task.contact.phone, decision: recorded, task })
         }
       }
       const begunAttempts = await beginAttempts(tx, this.#phoneHashKey, worker, attempts, now, now + START_SETTLE_MS)
       await capped.record(tx, attempts.filter(({ task }) => begunAttempts.has(task.id)).map(({ task }) => task), now)
-      await law.record(tx, attempts.map(({ task }) => task), new Set(begunAttempts.keys()), now)
+      await checks.record(tx, attempts.map(({ task }) => task), new Set(begunAttempts.keys()), now)
       // Not begun: the number was suppressed since the tasks were read. Closed as opted out.
       for (const { task } of attempts) if (!begunAttempts.has(task.id)) completions.push({ task, outcome: 'opted_out' })
       await postponeTasks(tx, postponements, now)

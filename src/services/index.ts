@@ -24,6 +24,7 @@ import type { SuppressionOperations } from './suppressions.ts'
 import type { ConsentOperations } from './consents.ts'
 import { CallingLaw } from './callingLaw.ts'
 import type { ContactabilityOperations } from './contactability.ts'
+import type { RegistryOperations } from './registries.ts'
 import { TaskLifecycle } from './taskLifecycle.ts'
 import { TriggerAcceptance } from './triggerAcceptance.ts'
 import { TriggerIntake } from './triggerIntake.ts'
@@ -72,6 +73,7 @@ export interface Services {
   suppressions: SuppressionOperations
   consents: ConsentOperations
   contactability: ContactabilityOperations
+  registries: RegistryOperations
   erasure: ErasureOperations
   history: HistorySweep
   /** Answers every trigger and outcome submitted so far. */
@@ -126,6 +128,7 @@ export function createServices(deps: ServiceDeps): Services {
     suppressions: { db, now, phoneHashKey: deps.phoneHashKey },
     consents: { db, now, phoneHashKey: deps.phoneHashKey },
     contactability: { db, now, phoneHashKey: deps.phoneHashKey, law },
+    registries: { db, now, phoneHashKey: deps.phoneHashKey, law },
     erasure: { db, now, phoneHashKey: deps.phoneHashKey, wake, metrics: deps.metrics },
     history: new HistorySweep({ db, now, phoneHashKey: deps.phoneHashKey, bounds: deps.historyBounds, metrics: deps.metrics, log: deps.log }),
     async drained() {

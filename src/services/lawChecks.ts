@@ -1,20 +1,22 @@
 /**
  * The decision before each attempt (domain/contactability.ts) as a dispatch
  * batch makes it: what the batch's due tasks need beyond themselves is read
- * at once (the consents of the numbers that need one, and, locked, the past
- * attempts of the numbers a law's cap binds), each task is decided in memory
+ * at once (the registries that list their numbers, the consents of the
+ * numbers that need one, and, locked, the past attempts of the numbers a
+ * law's cap binds), each task is decided in memory
  * (the batch's own attempts counted as they are taken), and the attempts
  * begun under a cap are written back before the batch commits. Two
  * dispatchers wanting one capped number wait for each other on its row, so
  * that they never both take its last place.
  *
- * Cost: for a batch whose attempts need no consent and no cap (an
- * informational campaign, a number whose law says nothing of it), no
- * statement at all; the decision itself is a few lookups per task.
+ * Cost: for a batch whose attempts need no consent and no cap and no
+ * registry covers (an informational campaign, a number whose law says
+ * nothing of it), no statement at all; the decision itself is a few lookups
+ * per task.
  */
-import type { CallingLawProfile } from '../domain/callingLaw.ts'
+import type { CallingLawProfile, Purpose } from '../domain/callingLaw.ts'
 import { complianceOf, type Compliance } from '../domain/consent.ts'
-import { type Decision, decideContactability, decisionNeeds, type PastAttempt } from '../domain/contactability.ts'
+import { type Decision, decideContactability, decisionNeeds, type PastAttempt, type RegistryListing } from '../domain/contactability.ts'
 import { jurisdictionsOfNumber } from '../domain/jurisdictions.ts'
 import type { Jurisdiction } from '../domain/callingLaw.ts'
 import { scheduleZones } from '../domain/schedule.ts'
@@ -22,6 +24,8 @@ import type { ConsentOnFile } from '../domain/consent.ts'
 import { consentsOfNumbers } from '../store/consents.ts'
 import type { Queryable } from '../store/database.ts'
 import { lockLawAttempts, saveLawAttempts } from '../store/lawAttempts.ts'
+import { listedIn, type Registry, registryDigest } from '../store/registries.ts'
+import type { LawInForce } from './callingLaw.ts'
 import { numberKey } from '../store/numberAttempts.ts'
 import type { DueTask } from '../store/tasks.ts'
 
@@ -30,6 +34,8 @@ interface TaskNature {
   compliance: Compliance
   jurisdictions: Jurisdiction[]
   needs: { consents: boolean; capHours: number | null }
+  /** The registries that list its number, of those that cover its purpose for its organization. */
+  listings: RegistryListing[]
 }
 
 export class LawChecks {
@@ -55,17 +61,21 @@ export class LawChecks {
   }
 
   /** Reads what the due tasks' decisions need (none of the suppressed ones, which start nothing). */
-  static async lock(tx: Queryable, phoneHashKey: Buffer, profiles: readonly CallingLawProfile[], due: readonly DueTask[], now: number): Promise<LawChecks> {
+  static async lock(tx: Queryable, phoneHashKey: Buffer, law: LawInForce, due: readonly DueTask[], now: number): Promise<LawChecks> {
+    const { profiles } = law
     const natures = new Map<string, TaskNature>()
-    for (const task of due) {
-      if (task.suppressed) continue
+    const open = due.filter((task) => !task.suppressed)
+    for (const task of open) {
       const compliance = complianceOf(task.campaign.compliance, task.campaign)
       const jurisdictions = jurisdictionsOfNumber(task.contact.phone)
       const needs = decisionNeeds({ profiles, jurisdictions, purpose: compliance.purpose, channel: task.campaign.channel, artificialVoice: compliance.artificialVoice }, compliance.requiredConsent, now)
-      natures.set(task.id, { compliance, jurisdictions, needs })
+      natures.set(task.id, { compliance, jurisdictions, needs, listings: [] })
     }
-    const tasksNeeding = (need: (nature: TaskNature) => boolean) => due.filter((task) => natures.has(task.id) && need(natures.get(task.id)!)).map(numberOf)
-    const consents = await consentsOfNumbers(tx, phoneHashKey, tasksNeeding((nature) => nature.needs.consents))
+    const listings = await registryListings(tx, phoneHashKey, law.registries, open.map((task) => ({ ...numberOf(task), purpose: natures.get(task.id)!.compliance.purpose })))
+    open.forEach((task, index) => (natures.get(task.id)!.listings = listings[index]!))
+    // A number a registry lists needs its consents too: one that overrides the registry may be on file.
+    const tasksNeeding = (need: (nature: TaskNature) => boolean) => open.filter((task) => need(natures.get(task.id)!)).map(numberOf)
+    const consents = await consentsOfNumbers(tx, phoneHashKey, tasksNeeding((nature) => nature.needs.consents || nature.listings.length > 0))
     const attempts = await lockLawAttempts(tx, phoneHashKey, tasksNeeding((nature) => nature.needs.capHours !== null), now)
     return new LawChecks(profiles, natures, consents, attempts, phoneHashKey)
   }
@@ -88,7 +98,7 @@ export class LawChecks {
         campaignWindow: { schedule: task.campaign.schedule, zones: scheduleZones(task.campaign.schedule, task.timezones) },
         requiredConsent: nature.compliance.requiredConsent,
         consents: this.#consents.get(key) ?? [],
-        registries: [],
+        registries: nature.listings,
         pastAttempts: this.#attempts.get(key) ?? [],
         until: task.expiresAt,
       },
@@ -127,4 +137,27 @@ const numberOf = (task: DueTask) => ({ orgId: task.orgId, phone: task.contact.ph
 function withoutOneAt(attempts: PastAttempt[], at: number, subject: string): PastAttempt[] {
   const index = attempts.findIndex((attempt) => attempt.at === at && attempt.subject === subject)
   return index === -1 ? attempts : [...attempts.slice(0, index), ...attempts.slice(index + 1)]
+}
+
+/**
+ * The registries that list each number, of those that cover its purpose for
+ * its organization (the service's own and the organization's), in the
+ * order asked: one statement for them all, and none when no registry
+ * covers any of them.
+ */
+export async function registryListings(
+  db: Queryable,
+  phoneHashKey: Buffer,
+  registries: readonly Registry[],
+  numbers: readonly { orgId: string; phone: string; purpose: Purpose }[],
+): Promise<RegistryListing[][]> {
+  const covering = numbers.map((number) => registries.filter((registry) => (registry.orgId === null || registry.orgId === number.orgId) && registry.purposes.includes(number.purpose)))
+  if (covering.every((each) => each.length === 0)) return numbers.map(() => [])
+  const digests = numbers.map((number) => registryDigest(phoneHashKey, number.phone))
+  const generations = [...new Set(covering.flat().map((registry) => registry.generation))]
+  const listed = await listedIn(db, generations, digests.filter((_, index) => covering[index]!.length > 0))
+  return numbers.map((_, index) => {
+    const inGenerations = new Set(listed.get(String(digests[index])) ?? [])
+    return covering[index]!.filter((registry) => inGenerations.has(registry.generation)).map((registry) => ({ id: registry.id, name: registry.name, purposes: registry.purposes, overriddenBy: registry.overriddenBy }))
+  })
 }

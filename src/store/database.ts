@@ -5,6 +5,9 @@
  */
 import { mkdir } from 'node:fs/promises'
 import path from 'node:path'
+import { Readable } from 'node:stream'
+import { pipeline } from 'node:stream/promises'
+import { from as copyFrom } from 'pg-copy-streams'
 import { PGlite, types } from '@electric-sql/pglite'
 import pg from 'pg'
 import { type DataDirLock, lockDataDir } from './dataDirLock.ts'
@@ -48,6 +51,13 @@ export interface Database extends Queryable {
    */
   readonly concurrency: number
   transaction<T>(work: (tx: Queryable) => Promise<T>): Promise<T>
+  /**
+   * Runs `COPY <target> FROM STDIN` with `chunks` of COPY's text format (a
+   * row a line, columns tab-separated), read one after the other: a bulk
+   * load of millions of rows a minute, where INSERTs of parameter arrays
+   * manage a fraction of it.
+   */
+  copyIn(target: string, chunks: Iterable<string>): Promise<void>
   /** A server's pool of connections as it is now: all, idle, and the queries waiting for one. Undefined on PGlite, a single session. */
   readonly poolUse?: () => { total: number; idle: number; waiting: number }
   /**
@@ -199,6 +209,11 @@ function openPostgres(connectionString: string, options: { poolSize: number; poo
         client.release()
       }
     },
+    copyIn: (target, chunks) =>
+      onConnection(async (client) => {
+        const stream = client.query(copyFrom(`COPY ${target} FROM STDIN`))
+        await pipeline(Readable.from(chunks), stream)
+      }),
     poolUse: () => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount }),
     listen: async (channel, onPayload) => {
       if (listenUrl === undefined) return async () => {}
@@ -284,6 +299,11 @@ async function openPglite(dataDir: string, lock: DataDirLock | undefined): Promi
     ...runOn(db),
     // PGlite queues statements and transactions on its one session itself.
     transaction: (work) => db.transaction((tx) => work(runOn(tx))),
+    // PGlite reads COPY's data from a blob it is handed, in place of a stream.
+    copyIn: async (target, chunks) => {
+      await nextTurnOfTheEventLoop()
+      await db.query(`COPY ${target} FROM '/dev/blob'`, [], { blob: new Blob([...chunks]) })
+    },
     listen: async (channel, onPayload) => db.listen(channel, onPayload),
     notifications: 'in_process',
     dataDirLock: lock,

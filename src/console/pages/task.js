@@ -1,7 +1,8 @@
 /**
  * One task's story: the trigger as recorded, the zones it is scheduled in and
- * why, each interaction on a timeline with its conversation's result, and
- * cancel while it is not completed.
+ * why, the decision that holds it for the law or blocked it, each interaction
+ * on a timeline with the decision that placed it and its conversation's
+ * result, and cancel while it is not completed.
  */
 import { call } from '../api.js'
 import { Badge, ConfirmButton, Failure, html, Instant, useAction, useEffect, useLoad } from '../ui.js'
@@ -27,6 +28,77 @@ const WAITING_FOR = {
   sender: "Waiting for its sender, whose pace other attempts from the same number or account took first (its attempts not spent),",
   contact_cap: "Held by the organization's cap on attempts to this number across campaigns",
   provider: "Its provider turned its last start away for now, throttling or in a moment's outage; it waits, its attempts not spent,",
+  law: "Waiting for the law of the number's jurisdictions, as the decision below says (its attempts not spent),",
+}
+
+/** A decision's reasons in words, by code (the decision's `reasons[].code`). */
+const REASONS = {
+  consent_on_file: 'Consent on file',
+  within_legal_hours: 'Within legal hours',
+  under_legal_cap: 'Under the legal cap',
+  registry_overridden: 'Listed on a do-not-call registry, overridden by consent',
+  outside_campaign_window: "Outside the campaign's window",
+  outside_legal_hours: 'Outside legal hours',
+  legal_holiday: 'A legal holiday',
+  legal_cap_reached: 'Legal cap on attempts reached',
+  number_suppressed: 'The number is suppressed',
+  consent_missing: 'Consent missing',
+  consent_revoked: 'Consent revoked',
+  consent_expired: 'Consent expired',
+  registry_listed: 'Listed on a do-not-call registry',
+}
+
+/** Each reason of a decision: what it is, the consent, registry or holiday it names, and the rule with its source and profile. */
+function Reasons({ reasons }) {
+  return html`<ul class="reasons">
+    ${reasons.map(
+      (reason) => html`<li>
+        <strong>${REASONS[reason.code] ?? reason.code}</strong>
+        ${reason.consent_id === undefined ? null : html` · consent <code>${reason.consent_id}</code>`}
+        ${reason.registry_id === undefined ? null : html` · registry <code>${reason.registry_id}</code>`}
+        ${reason.holiday === undefined ? null : ` · ${reason.holiday}`}
+        <div class="muted">
+          ${reason.rule === null ? null : html`<code>${reason.rule}</code> · `}${reason.source}${reason.profile === undefined ? null : html` · <code>${reason.profile}</code>`}
+        </div>
+      </li>`,
+    )}
+  </ul>`
+}
+
+/** The calling-law profiles a decision applied: those of the jurisdictions the number may be in. */
+function Profiles({ profiles }) {
+  return profiles.length === 0
+    ? html`<p class="muted">No calling-law profile covers the number's jurisdictions.</p>`
+    : html`<p class="muted">Profiles applied: ${profiles.map((profile) => html`<code class="profile">${profile}</code> `)}</p>`
+}
+
+/**
+ * The task's last decision that started no attempt: the deferral holding it
+ * for the law (kept by a task cancelled or expired meanwhile), or the block
+ * that completed it not_permitted.
+ */
+function TaskDecision({ task, zones }) {
+  const decision = task.decision
+  if (decision === null) return null
+  const decided = html`Decided at <${Instant} at=${decision.at} />`
+  return html`<section class=${`card decision-${decision.decision}`} aria-label="Decision">
+    ${decision.decision === 'blocked'
+      ? html`<h3>Not permitted</h3>
+          <p class="muted">${decided}, before its ${task.attempts === 0 ? 'first' : 'next'} attempt, which was not made.</p>`
+      : html`<h3>Held by the law</h3>
+          <p class="muted">${decided}: ${decision.not_before === null ? 'the law allows no attempt before the task expires.' : html`no attempt before <${Instant} at=${decision.not_before} zones=${zones} />`}</p>`}
+    <${Reasons} reasons=${decision.reasons} />
+    <${Profiles} profiles=${decision.profiles} />
+  </section>`
+}
+
+/** Why an attempt was placed: what the decision before it relied on. */
+function Placed({ decision }) {
+  return html`<div class="placed">
+    <h4>Why it was placed</h4>
+    ${decision.reasons.length === 0 ? html`<p class="muted">No consent or calling-law rule bound this attempt.</p>` : html`<${Reasons} reasons=${decision.reasons} />`}
+    <${Profiles} profiles=${decision.profiles} />
+  </div>`
 }
 
 function Facts({ rows }) {
@@ -210,6 +282,7 @@ function Interactions({ task }) {
               ['Provider', interaction.provider_ref === null ? interaction.provider : html`${interaction.provider} · <code>${interaction.provider_ref}</code>`],
             ]}
           />
+          ${interaction.decision === null || interaction.decision === undefined ? null : html`<${Placed} decision=${interaction.decision} />`}
           ${interaction.handoff === null || interaction.handoff === undefined ? null : html`<${Handoff} handoff=${interaction.handoff} zones=${zones} />`}
           <${Outcome} interaction=${interaction} channel=${task.channel} zones=${zones} />
         </li>`,
@@ -324,6 +397,7 @@ export function TaskPage({ credential, taskId }) {
     <${Failure} error=${action.error ?? loaded.error} />
     <p class="muted">${TASK_STATES[task.status]}${task.campaign_paused ? ' Its campaign is paused: nothing starts until it is resumed.' : ''}</p>
     ${task.waiting === undefined ? null : html`<p class="notice" role="status">${WAITING_FOR[task.waiting.for] ?? `Held by ${task.waiting.for}`} until <${Instant} at=${task.waiting.until} zones=${zones} /></p>`}
+    <${TaskDecision} task=${task} zones=${zones} />
     <section class="card">
       <${Facts}
         rows=${[

@@ -19,7 +19,7 @@ export function contactZones(task) {
 }
 
 const STATUSES = ['pending', 'in_progress', 'completed']
-const OUTCOMES = ['reached', 'unreachable', 'failed', 'cancelled', 'expired', 'opted_out']
+const OUTCOMES = ['reached', 'unreachable', 'failed', 'cancelled', 'expired', 'opted_out', 'not_permitted']
 /** What the list is asked for, as the page's URL and the API name it. */
 const FIELDS = ['phone', 'source', 'type', 'value', 'status', 'outcome', 'campaign', 'test_mode', 'created_from', 'created_before']
 const PAGE = 25

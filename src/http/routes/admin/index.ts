@@ -11,10 +11,21 @@ import { organizationRoutes } from './organizations.ts'
 import { queueRoutes } from './queues.ts'
 import { sourceRoutes } from './sources.ts'
 import type { SourceDirectory } from '../../../services/sourceDirectory.ts'
+import type { CallingLaw } from '../../../services/callingLaw.ts'
+import type { RegistryOperations } from '../../../services/registries.ts'
+import { complianceRoutes } from './compliance.ts'
 
 export function adminRoutes(
   app: FastifyInstance,
-  deps: { ops: Operations; authenticator: Authenticator; campaigns: CampaignDirectory; pauses: CampaignPauses; sources: SourceDirectory },
+  deps: {
+    ops: Operations
+    authenticator: Authenticator
+    campaigns: CampaignDirectory
+    pauses: CampaignPauses
+    sources: SourceDirectory
+    law: CallingLaw
+    registries: RegistryOperations
+  },
 ) {
   organizationRoutes(app, deps)
   apiKeyRoutes(app, deps)
@@ -22,4 +33,5 @@ export function adminRoutes(
   sourceRoutes(app, deps)
   queueRoutes(app, deps)
   auditLogRoutes(app, deps)
+  complianceRoutes(app, { db: deps.ops.db, authenticator: deps.authenticator, law: deps.law, registries: deps.registries })
 }
