@@ -172,6 +172,31 @@ describe('consents through the API', () => {
     assert.equal(await rows(), 2_000)
   })
 
+  test('a trigger may carry a consent, recorded with it for its number; refused in test mode, without a contact, or of the other channel', async () => {
+    const phone = floridaNumber()
+    const offers = await campaign({ compliance: { purpose: 'marketing' }, provider_config: { outcomes: ['completed'], duration_ms: 0 } })
+    now = Date.parse('2026-01-05T15:00:00Z')
+    const sent = (payload: Record<string, unknown>) =>
+      service.app.inject({ method: 'POST', url: '/api/v2/triggers', headers: { ...bearer(key), 'content-type': 'application/json' }, payload: { campaign: offers.routing_key, contact: { phone }, ...payload } })
+    const accepted = await sent({ consent: { kind: 'express_written', source: 'web_form', captured_at: '2026-01-05T14:59:00Z', evidence: 'signup #7' } })
+    assert.equal(accepted.statusCode, 201, accepted.body)
+    const [recorded] = json(await service.app.inject({ method: 'GET', url: `/api/v2/consents?phone=${encodeURIComponent(phone)}`, headers: bearer(key) })).data
+    assert.deepEqual(
+      { channel: recorded.channel, purpose: recorded.purpose, kind: recorded.kind, trigger_id: recorded.trigger_id, evidence: recorded.evidence },
+      { channel: 'voice', purpose: 'marketing', kind: 'express_written', trigger_id: json(accepted).data.id, evidence: 'signup #7' },
+    )
+    await at(now)
+    assert.equal((await task(json(accepted).data.task_id)).attempts, 1, 'called on the consent it carried')
+
+    const loc = async (payload: Record<string, unknown>) => json(await sent(payload)).detail?.map((d: { loc: string[] }) => d.loc.join('.'))
+    const consentSent = { kind: 'express', source: 'call', captured_at: '2026-01-05T14:00:00Z' }
+    assert.deepEqual(await loc({ test_mode: true, consent: consentSent }), ['body.consent'])
+    assert.deepEqual(await loc({ consent: { ...consentSent, kind: 'whatsapp_opt_in' } }), ['body.consent.kind'])
+    assert.deepEqual(await loc({ consent: { ...consentSent, captured_at: '2026-01-06T00:00:00Z' } }), ['body.consent.captured_at'])
+    assert.deepEqual(await loc({ consent: { ...consentSent, expires_at: '2026-01-05T13:00:00Z' } }), ['body.consent.expires_at'])
+    assert.deepEqual(await loc({ consent: { ...consentSent, kind: 'maybe' } }), ['body.consent.kind'])
+  })
+
   test('a key without consents:manage is refused', async () => {
     const other = json(await service.app.inject({ method: 'POST', url: `/admin/v1/organizations/${orgId}/api-keys`, headers: admin, payload: { name: 'ats' } })).data.key
     assert.equal((await service.app.inject({ method: 'GET', url: '/api/v2/consents?phone=%2B13057770000', headers: bearer(other) })).statusCode, 403)

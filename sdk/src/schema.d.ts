@@ -1069,6 +1069,29 @@ export interface components {
              * @example 2026-12-01T09:00:00+01:00
              */
             expires_at?: string;
+            /** @description The person's consent to be contacted on the campaign's channel, for its purpose (or `purpose`), recorded with the trigger in the same commit, as POST /api/v2/consents records one: what a campaign, and the law of the number, may require before an attempt. It needs `contact.phone`, and is refused in test mode (the number is the tester's). */
+            consent?: {
+                /** @description express, express_written (a signed agreement, e-sign included) or whatsapp_opt_in (WhatsApp campaigns). */
+                kind: "express" | "express_written" | "whatsapp_opt_in";
+                /** @description How it was captured. */
+                source: "web_form" | "call" | "paper" | "sms" | "whatsapp" | "email" | "in_person" | "import" | "api" | "other";
+                /**
+                 * Format: date-time
+                 * @description When the person gave it; not in the future.
+                 * @example 2026-12-01T09:00:00+01:00
+                 */
+                captured_at: string;
+                /** @description A reference to the proof, or a short text of it. Erased with the person. */
+                evidence?: string;
+                /**
+                 * Format: date-time
+                 * @description When it stops counting; absent: until revoked.
+                 * @example 2026-12-01T09:00:00+01:00
+                 */
+                expires_at?: string;
+                /** @description What the person agreed to; default the campaign's purpose. */
+                purpose?: "informational" | "transactional" | "healthcare" | "marketing";
+            };
         };
         TriggerAccepted: {
             /** @example trg_01jd3y5v8m6m1r9cz8xk4j2h7q */
@@ -1136,6 +1159,29 @@ export interface components {
              * @example 2026-12-01T09:00:00+01:00
              */
             expires_at?: string;
+            /** @description The person's consent to be contacted on the campaign's channel, for its purpose (or `purpose`), recorded with the trigger in the same commit, as POST /api/v2/consents records one: what a campaign, and the law of the number, may require before an attempt. It needs `contact.phone`, and is refused in test mode (the number is the tester's). */
+            consent?: {
+                /** @description express, express_written (a signed agreement, e-sign included) or whatsapp_opt_in (WhatsApp campaigns). */
+                kind: "express" | "express_written" | "whatsapp_opt_in";
+                /** @description How it was captured. */
+                source: "web_form" | "call" | "paper" | "sms" | "whatsapp" | "email" | "in_person" | "import" | "api" | "other";
+                /**
+                 * Format: date-time
+                 * @description When the person gave it; not in the future.
+                 * @example 2026-12-01T09:00:00+01:00
+                 */
+                captured_at: string;
+                /** @description A reference to the proof, or a short text of it. Erased with the person. */
+                evidence?: string;
+                /**
+                 * Format: date-time
+                 * @description When it stops counting; absent: until revoked.
+                 * @example 2026-12-01T09:00:00+01:00
+                 */
+                expires_at?: string;
+                /** @description What the person agreed to; default the campaign's purpose. */
+                purpose?: "informational" | "transactional" | "healthcare" | "marketing";
+            };
             /** @description This trigger's Idempotency-Key, with the header's meaning: sent again with the same trigger, it answers the first result (`replayed: true`) and records nothing. Distinct within a request; shared with single requests. */
             idempotency_key?: string;
         };

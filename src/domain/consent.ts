@@ -15,6 +15,12 @@ import type { Channel } from './types.ts'
 export const REVOCATION_MEANS = ['api', 'reply', 'provider', 'conversation', 'erasure'] as const
 export type RevocationMeans = (typeof REVOCATION_MEANS)[number]
 
+/** How a consent was captured. */
+export const CONSENT_SOURCES = ['web_form', 'call', 'paper', 'sms', 'whatsapp', 'email', 'in_person', 'import', 'api', 'other'] as const
+
+/** A capture a little ahead of the server's clock is the client's clock; one further ahead is a mistake, refused. */
+export const CAPTURED_AHEAD_MS = 5 * 60_000
+
 /** Most characters of a consent's evidence: a reference (a form's URL and submission id, a recording's id) or a short text. */
 export const MAX_EVIDENCE_LENGTH = 2_000
 

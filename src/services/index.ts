@@ -101,7 +101,7 @@ export function createServices(deps: ServiceDeps): Services {
   const authenticator = new Authenticator(db, { operatorToken: deps.operatorToken, metricsToken: deps.metricsToken })
   const campaigns = new CampaignDirectory(db, now)
   const sources = new SourceDirectory(db, now)
-  const intake = new TriggerIntake(db, now, wake, deps.metrics)
+  const intake = new TriggerIntake(db, now, wake, deps.metrics, deps.phoneHashKey)
   const acceptance = new TriggerAcceptance({ db, authenticator, campaigns, sources, intake, now, metrics: deps.metrics })
   const settlement = new Settlement({ db, now, wake, metrics: deps.metrics })
   const lifecycle = new TaskLifecycle({ db, channels: channels.registry, settlement, wake, now, metrics: deps.metrics })

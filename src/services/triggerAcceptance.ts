@@ -21,6 +21,7 @@ import { type Authenticator, type OrganizationPrincipal, unauthorized } from './
 import type { CampaignDirectory } from './campaignDirectory.ts'
 import { type ContactOnFile, contactOnFile, idsNameSeveralContacts, missingContact, type ReadableId, timezoneOnFile } from './contactDirectory.ts'
 import { type SourceDirectory, sourceProblems } from './sourceDirectory.ts'
+import { CAPTURED_AHEAD_MS, complianceOf } from '../domain/consent.ts'
 import { acceptedData, requestHash, type TriggerIntake, type TriggerRequest, type TriggerToRecord, usesDirectory } from './triggerIntake.ts'
 
 /** Who sends the trigger: an organization, through one of its keys. */
@@ -277,6 +278,7 @@ export class TriggerAcceptance {
       if ('contactId' in found) onFile = found
       else errors.push(found)
     }
+    errors.push(...consentProblems(raw, errors, campaign, now))
     if (errors.length > 0 || campaign === undefined) throw new ValidationFailed(errors)
     const body = submission.body as TriggerRequest
     const numberZones = await this.#numberZones(caller.principal.orgId, campaign, body, body.contact ?? onFile!.contact, firstDueAt(timing, now))
@@ -288,7 +290,14 @@ export class TriggerAcceptance {
         bodyBytes: submission.bodyBytes,
         traceParent: submission.traceParent,
       },
-      target: { campaignId: campaign.id, onFile, numberZones, idempotency, notBefore: timing.notBefore },
+      target: {
+        campaignId: campaign.id,
+        onFile,
+        numberZones,
+        idempotency,
+        notBefore: timing.notBefore,
+        consent: body.consent === undefined ? undefined : { channel: campaign.channel, purpose: body.consent.purpose ?? complianceOf(campaign.compliance, campaign).purpose },
+      },
       request: body,
     }
   }
@@ -354,6 +363,31 @@ function readableIds(raw: RawBody | undefined, errors: readonly ErrorDetail[]): 
     const type = part(id, index, 'type')
     return [{ index, source: normalizeIdPart(id.source), type: type === undefined ? undefined : normalizeIdPart(type), value: part(id, index, 'value') }]
   })
+}
+
+
+/**
+ * What refuses the consent a trigger carries beyond its fields' own rules:
+ * a test (the number is the tester's), no contact.phone to record it for, a
+ * WhatsApp opt-in for a voice campaign, a capture in the future, an expiry
+ * before it.
+ */
+function consentProblems(raw: RawBody | undefined, errors: readonly ErrorDetail[], campaign: Campaign | undefined, now: number): ErrorDetail[] {
+  const consent = raw?.consent as Record<string, unknown> | undefined
+  if (consent === undefined || consent === null || failed(errors, 'consent')) return []
+  const at = (...loc: string[]) => ['body', 'consent', ...loc]
+  if (raw!.test_mode === true) return [valueError(at(), consent, "a consent is not recorded in test mode: the number is the tester's")]
+  if (raw!.contact === undefined || raw!.contact === null) return [valueError(at(), consent, 'a consent is recorded for contact.phone: send the contact')]
+  const problems: ErrorDetail[] = []
+  if (consent.kind === 'whatsapp_opt_in' && campaign !== undefined && campaign.channel !== 'whatsapp') {
+    problems.push(valueError(at('kind'), consent.kind, `whatsapp_opt_in is a consent of the whatsapp channel; the campaign is ${campaign.channel}`))
+  }
+  const instantOf = (field: string) => (failed(errors, 'consent', field) || typeof consent[field] !== 'string' ? undefined : Date.parse(consent[field] as string))
+  const capturedAt = instantOf('captured_at')
+  const expiresAt = instantOf('expires_at')
+  if (capturedAt !== undefined && capturedAt > now + CAPTURED_AHEAD_MS) problems.push(valueError(at('captured_at'), consent.captured_at, 'captured_at must not be in the future'))
+  if (capturedAt !== undefined && expiresAt !== undefined && expiresAt <= capturedAt) problems.push(valueError(at('expires_at'), consent.expires_at, 'expires_at must be after captured_at'))
+  return problems
 }
 
 /** The not_before and expires_at of the body, as far as validation let them through. */

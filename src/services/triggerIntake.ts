@@ -8,10 +8,12 @@ import { type Span, SpanStatusCode } from '@opentelemetry/api'
 import { newId } from '../domain/ids.ts'
 import { compareCodeUnits } from '../domain/text.ts'
 import { firstDueAt } from '../domain/triggerTiming.ts'
+import type { ConsentKind, Purpose } from '../domain/callingLaw.ts'
 import type { CandidateZones, Channel, Contact, ExternalId, JsonObject } from '../domain/types.ts'
 import type { Database } from '../store/database.ts'
 import { rolledBack, sqlState } from '../store/rows.ts'
 import { insertTriggersWithTasks, type NewTrigger, type RecordOutcome } from '../store/triggers.ts'
+import { phoneDigestOf } from '../store/phoneHashKey.ts'
 import type { ContactOnFile } from './contactDirectory.ts'
 import { GroupCommitter } from './groupCommitter.ts'
 import { tracing } from '../tracing.ts'
@@ -30,6 +32,7 @@ export interface TriggerRequest {
   channel?: Channel
   context?: JsonObject
   test_mode?: boolean
+  consent?: { kind: ConsentKind; source: string; captured_at: string; evidence?: string; expires_at?: string; purpose?: Purpose }
 }
 
 export interface Submitter {
@@ -55,6 +58,8 @@ export interface TriggerToRecord {
     idempotency: { key: string; triggerId: string } | undefined
     /** The trigger's not_before (epoch ms), if it has one. */
     notBefore: number | undefined
+    /** The consent it carries, on the campaign's channel, for its purpose or the one it names. */
+    consent: { channel: Channel; purpose: Purpose } | undefined
   }
   request: TriggerRequest
 }
@@ -129,11 +134,13 @@ const MAX_BATCH_BYTES = 8 * 1024 * 1024
 
 export class TriggerIntake {
   readonly #now: () => number
+  readonly #phoneHashKey: Buffer
   readonly #committer: GroupCommitter<{ trigger: NewTrigger; bytes: number }, RecordOutcome>
 
   /** The workers hear through `wake` of each commit that recorded tasks: they are due at once. */
-  constructor(db: Database, now: () => number, wake: Wake, metrics: ServiceMetrics) {
+  constructor(db: Database, now: () => number, wake: Wake, metrics: ServiceMetrics, phoneHashKey: Buffer) {
     this.#now = now
+    this.#phoneHashKey = phoneHashKey
     this.#committer = new GroupCommitter(
       async (items) => {
         metrics.groupCommits.observe({ committer: 'triggers' }, items.length)
@@ -203,6 +210,7 @@ export class TriggerIntake {
         // Due as it is recorded, unless its not_before is later.
         dueAt: new Date(firstDueAt({ notBefore: target.notBefore }, now)).toISOString(),
         idempotency: target.idempotency === undefined ? null : { key: target.idempotency.key, response: acceptedData(accepted) },
+        ...consentOf(request, target.consent, this.#phoneHashKey, now),
         traceParent: submitter.traceParent,
       }
       return { accepted, item: { trigger, bytes: submitter.bodyBytes } }
@@ -218,6 +226,25 @@ export class TriggerIntake {
   drained(): Promise<void> {
     return this.#committer.drained()
   }
+}
+
+/** The consent a trigger carries, as its commit records it. */
+function consentOf(request: TriggerRequest, target: TriggerToRecord['target']['consent'], phoneHashKey: Buffer, now: number): Pick<NewTrigger, 'consent'> {
+  const sent = request.consent
+  // A trigger carrying a consent sends contact.phone (triggerAcceptance.ts).
+  if (sent === undefined || target === undefined || request.contact === undefined) return {}
+  const consent = {
+    id: newId('consent', now),
+    phoneDigest: phoneDigestOf(phoneHashKey, request.contact.phone),
+    channel: target.channel,
+    purpose: target.purpose,
+    kind: sent.kind,
+    source: sent.source,
+    capturedAt: sent.captured_at,
+    evidence: sent.evidence ?? null,
+    expiresAt: sent.expires_at ?? null,
+  }
+  return { consent }
 }
 
 /**

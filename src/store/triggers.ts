@@ -1,3 +1,4 @@
+import type { ConsentKind, Purpose } from '../domain/callingLaw.ts'
 import type { CandidateZones, Channel, Contact, ExternalId, JsonObject, TaskStatus, Trigger, TriggerContent } from '../domain/types.ts'
 import type { Queryable } from './database.ts'
 import { iso, isoOrNull } from './rows.ts'
@@ -30,6 +31,19 @@ export interface NewTrigger extends TriggerContent {
   idempotency: { key: string; response: unknown } | null
   /** When its task is first due: now, or its `not_before`. */
   dueAt: string
+  /** A consent the trigger carries, recorded for its contact's number in the same statement (migration 041). */
+  consent?: {
+    id: string
+    /** Its number's keyed digest (store/phoneHashKey.ts phoneDigestOf), as consents are kept. */
+    phoneDigest: string
+    channel: Channel
+    purpose: Purpose
+    kind: ConsentKind
+    source: string
+    capturedAt: string
+    evidence: string | null
+    expiresAt: string | null
+  } | null
   /** The W3C traceparent of the request's span, while traces are on (src/tracing.ts). */
   traceParent?: string
 }
@@ -53,7 +67,7 @@ const INSERT_TRIGGERS_WITH_TASKS = `WITH input AS (
               ARRAY(SELECT jsonb_array_elements_text(NULLIF(r.f->11, 'null'))) AS number_zones, r.f->>12 AS number_zone_source,
               (r.f->>13)::timestamptz AS created_at, (r.f->>14)::timestamptz AS not_before,
               (r.f->>15)::timestamptz AS wanted_until, (r.f->>16)::timestamptz AS due_at,
-              r.f->>17 AS idempotency_key, NULLIF(r.f->18, 'null') AS response, r.f->>19 AS trace_parent
+              r.f->>17 AS idempotency_key, NULLIF(r.f->18, 'null') AS response, NULLIF(r.f->19, 'null') AS consent, r.f->>20 AS trace_parent
        FROM jsonb_array_elements($1::jsonb) WITH ORDINALITY AS r(f, ord)
      ), owned AS (
        -- Locked, so that a takeover of a stalled reservation cannot slip between this check and the commit.
@@ -137,6 +151,12 @@ const INSERT_TRIGGERS_WITH_TASKS = `WITH input AS (
        CROSS JOIN LATERAL (SELECT org_id, reached_id, created_at FROM accepted WHERE accepted.id = named.trigger_id) reached
        WHERE named.contact_id IS NULL
        ORDER BY reached.org_id, named.source, named.type, named.value
+     ), new_consents AS (
+       -- A consent the trigger carries, for the number it reaches (a trigger carrying one sends contact.phone).
+       INSERT INTO consents (id, org_id, phone_digest, phone, channel, purpose, kind, source, captured_at, evidence, expires_at, trigger_id, created_at)
+       SELECT consent->>'id', org_id, consent->>'phoneDigest', reached->>'phone', consent->>'channel', consent->>'purpose', consent->>'kind',
+              consent->>'source', (consent->>'capturedAt')::timestamptz, consent->>'evidence', (consent->>'expiresAt')::timestamptz, id, created_at
+       FROM accepted WHERE consent IS NOT NULL
      ), remembered AS (
        UPDATE idempotency_keys k SET status = 'done', response = accepted.response
        FROM accepted
@@ -196,6 +216,7 @@ export async function insertTriggersWithTasks(
     t.dueAt,
     t.idempotency?.key ?? null,
     t.idempotency?.response ?? null,
+    t.consent ?? null,
     ...(t.traceParent === undefined ? [] : [t.traceParent]),
   ])
   const rows = await db.query<{ id: string; conflict: { index: number; contact_id: string }[] | null }>(INSERT_TRIGGERS_WITH_TASKS, [

@@ -8,7 +8,7 @@
 import { type Static, Type } from '@sinclair/typebox'
 import type { FastifyInstance } from 'fastify'
 import { CONSENT_KINDS, PURPOSES } from '../../domain/callingLaw.ts'
-import { MAX_EVIDENCE_LENGTH } from '../../domain/consent.ts'
+import { CAPTURED_AHEAD_MS, CONSENT_SOURCES, MAX_EVIDENCE_LENGTH } from '../../domain/consent.ts'
 import { normalizePhone, PHONE_REFUSED } from '../../domain/contact.ts'
 import { refuse, ValidationFailed, valueError } from '../../domain/errors.ts'
 import { CHANNELS } from '../../domain/types.ts'
@@ -34,10 +34,6 @@ import { audiences } from './audiences.ts'
 export const MAX_CONSENT_BATCH = 10_000
 const MAX_BATCH_BODY_BYTES = 16 * 1024 * 1024
 const MAX_PAGE = 1_000
-/** A capture a little ahead of the server's clock is the client's clock; one far ahead is a mistake. */
-const CAPTURED_AHEAD_MS = 5 * 60_000
-
-export const CONSENT_SOURCES = ['web_form', 'call', 'paper', 'sms', 'whatsapp', 'email', 'in_person', 'import', 'api', 'other'] as const
 
 const PhoneField = refine(Type.String({ maxLength: 64, examples: ['+1 305 555 0123'] }), { check: (phone) => normalizePhone(phone) ?? refuse(PHONE_REFUSED) })
 

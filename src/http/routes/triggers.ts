@@ -2,6 +2,8 @@
 import { type Static, Type } from '@sinclair/typebox'
 import type { FastifyInstance } from 'fastify'
 import { checkEmail, normalizeLanguage, normalizePhone, PHONE_REFUSED } from '../../domain/contact.ts'
+import { CONSENT_KINDS, PURPOSES } from '../../domain/callingLaw.ts'
+import { CONSENT_SOURCES, MAX_EVIDENCE_LENGTH } from '../../domain/consent.ts'
 import { ApiError, type ErrorDetail, refuse, STATUS_BY_CODE, ValidationFailed } from '../../domain/errors.ts'
 import { normalizeIdPart } from '../../domain/externalIds.ts'
 import { isId } from '../../domain/ids.ts'
@@ -27,6 +29,7 @@ import {
   ErrorBody,
   instant,
   notFound,
+  OneOf,
   presentContact,
   Timestamp,
   ValidationErrorEntry,
@@ -82,6 +85,23 @@ export const ContactInput = Type.Object({
   ),
 })
 
+/** A consent the person gave, recorded with the trigger for its contact's number (docs/compliance.md). */
+const TriggerConsentSchema = Type.Object(
+  {
+    kind: { ...OneOf(CONSENT_KINDS), description: 'express, express_written (a signed agreement, e-sign included) or whatsapp_opt_in (WhatsApp campaigns).' },
+    source: { ...OneOf(CONSENT_SOURCES), description: 'How it was captured.' },
+    captured_at: instant('captured_at', 'When the person gave it; not in the future.'),
+    evidence: Type.Optional(Type.String({ minLength: 1, maxLength: MAX_EVIDENCE_LENGTH, description: 'A reference to the proof, or a short text of it. Erased with the person.' })),
+    expires_at: Type.Optional(instant('expires_at', 'When it stops counting; absent: until revoked.')),
+    purpose: Type.Optional({ ...OneOf(PURPOSES), description: "What the person agreed to; default the campaign's purpose." }),
+  },
+  {
+    additionalProperties: false,
+    description:
+      "The person's consent to be contacted on the campaign's channel, for its purpose (or `purpose`), recorded with the trigger in the same commit, as POST /api/v2/consents records one: what a campaign, and the law of the number, may require before an attempt. It needs `contact.phone`, and is refused in test mode (the number is the tester's).",
+  },
+)
+
 export const TriggerRequestSchema = component(
   'TriggerRequest',
   Type.Object({
@@ -109,6 +129,7 @@ export const TriggerRequestSchema = component(
         "No attempt starts after this: the task then completes with outcome `expired` (or at the campaign's expiry, if that is earlier). In the future, and after `not_before`.",
       ),
     ),
+    consent: Type.Optional(TriggerConsentSchema),
   }),
 )
 
