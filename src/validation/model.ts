@@ -94,6 +94,16 @@ export function inFieldOrder(schema: TSchema, errors: ErrorDetail[]): ErrorDetai
  * checked, kept as one stack (pushed and popped) so that a valid body costs no
  * path allocations; an error takes a copy.
  */
+/** The field that tells a union's models apart: one every option, each an object, requires as a constant of its own. */
+function tagOf(schema: SchemaNode): string | undefined {
+  const options = schema.anyOf as SchemaNode[]
+  if (!options.every((option) => option.type === 'object' && option.properties !== undefined)) return undefined
+  return Object.keys(options[0]!.properties!).find((key) => {
+    const tags = options.map((option) => (option.required?.includes(key) ? (option.properties![key] as SchemaNode | undefined)?.const : undefined))
+    return tags.every((tag) => tag !== undefined) && new Set(tags).size === tags.length
+  })
+}
+
 class Walk {
   readonly errors: ErrorDetail[] = []
   readonly #path: Loc
@@ -110,7 +120,7 @@ class Walk {
   }
 
   check(schema: SchemaNode, input: unknown): unknown {
-    if (schema.anyOf) return this.#literal(schema, input)
+    if (schema.anyOf) return tagOf(schema) === undefined ? this.#literal(schema, input) : this.#tagged(schema, tagOf(schema)!, input)
     switch (schema.type) {
       case 'object':
         return schema.properties ? this.#model(schema, input) : this.#dict(schema, input)
@@ -313,6 +323,28 @@ class Walk {
       return this.fail('less_than_equal', `Input should be less than or equal to ${schema.maximum}`, input, { le: schema.maximum })
     }
     return value
+  }
+
+  /**
+   * One of several models told apart by a field every one holds as a
+   * constant (pydantic's discriminated union): the model the input's tag
+   * names checks it, at the same place; a missing or unknown tag is
+   * refused as pydantic refuses it.
+   */
+  #tagged(schema: SchemaNode, tag: string, input: unknown): unknown {
+    const options = schema.anyOf as SchemaNode[]
+    const tags = options.map((option) => (option.properties![tag] as SchemaNode).const as string)
+    if (!isPlainObject(input)) return this.fail('model_attributes_type', 'Input should be a valid dictionary or object to extract fields from', input)
+    const given = input[tag]
+    const chosen = options[tags.indexOf(given as string)]
+    if (chosen !== undefined) return this.check(chosen, input)
+    const expected = tags.map((value) => `'${value}'`).join(', ')
+    if (given === undefined) return this.fail('union_tag_not_found', `Unable to extract tag using discriminator '${tag}'`, input, { discriminator: `'${tag}'` })
+    return this.fail('union_tag_invalid', `Input tag '${String(given)}' found using '${tag}' does not match any of the expected tags: ${expected}`, input, {
+      discriminator: `'${tag}'`,
+      tag: String(given),
+      expected_tags: expected,
+    })
   }
 
   #literal(schema: SchemaNode, input: unknown): unknown {

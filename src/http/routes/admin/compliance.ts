@@ -70,12 +70,26 @@ const common = {
   effective_from: Type.String({ format: 'date', maxLength: 10 }),
   note: Type.Optional(Type.String({ maxLength: 2000 })),
 }
-const day = { minimum: 1, maximum: 31 }
-const HolidaySchema = Type.Union([
-  Type.Object({ name: Type.String({ maxLength: 100 }), month: Type.Integer({ minimum: 1, maximum: 12 }), day: Type.Integer(day) }, { additionalProperties: false }),
-  Type.Object({ name: Type.String({ maxLength: 100 }), month: Type.Integer({ minimum: 1, maximum: 12 }), weekday: OneOf(WEEKDAYS), nth: Type.Integer({ minimum: -1, maximum: 5, not: { const: 0 } }) }, { additionalProperties: false }),
-  Type.Object({ name: Type.String({ maxLength: 100 }), easter_offset: Type.Integer({ minimum: -100, maximum: 100 }) }, { additionalProperties: false }),
-])
+/** A holiday: a fixed date (month, day), the nth weekday of a month (month, weekday, nth; -1 the last), or days from Easter Sunday (easter_offset). */
+const HolidaySchema = refineModel(
+  Type.Object(
+    {
+      name: Type.String({ minLength: 1, maxLength: 100 }),
+      month: Type.Optional(Type.Integer({ minimum: 1, maximum: 12 })),
+      day: Type.Optional(Type.Integer({ minimum: 1, maximum: 31 })),
+      weekday: Type.Optional(OneOf(WEEKDAYS)),
+      nth: Type.Optional(Type.Integer({ minimum: -1, maximum: 5 })),
+      easter_offset: Type.Optional(Type.Integer({ minimum: -100, maximum: 100 })),
+    },
+    { additionalProperties: false },
+  ),
+  (holiday) => {
+    const fixed = holiday.month !== undefined && holiday.day !== undefined && holiday.weekday === undefined && holiday.nth === undefined && holiday.easter_offset === undefined
+    const nthWeekday = holiday.month !== undefined && holiday.weekday !== undefined && holiday.nth !== undefined && holiday.nth !== 0 && holiday.day === undefined && holiday.easter_offset === undefined
+    const easter = holiday.easter_offset !== undefined && holiday.month === undefined && holiday.day === undefined && holiday.weekday === undefined && holiday.nth === undefined
+    return fixed || nthWeekday || easter ? [] : [{ path: [], message: 'a holiday is {month, day}, {month, weekday, nth} (nth 1 to 5, or -1 for the last) or {easter_offset}' }]
+  },
+)
 const LawRuleSchema = Type.Union(
   [
     Type.Object({ ...common, kind: Type.Literal('hours'), windows: Type.Array(WindowSchema, { minItems: 1, maxItems: 14 }) }, { additionalProperties: false }),
