@@ -125,6 +125,15 @@ describe('calling hours, at their edges, in the called party’s zone', () => {
     ['Paris 19:59 CET', { phone: NUMBERS.paris, consents: [consent('express')] }, '2026-01-05T18:59:00Z', 'allowed'],
     ['Paris Friday 20:00 CET: Monday 10:00', { phone: NUMBERS.paris, consents: [consent('express')] }, '2026-01-09T19:00:00Z', 'deferred 2026-01-12T09:00:00.000Z outside_legal_hours:fr.hours'],
     ['Paris Saturday', { phone: NUMBERS.paris, consents: [consent('express')] }, '2026-01-10T10:00:00Z', 'deferred 2026-01-12T09:00:00.000Z outside_legal_hours:fr.hours'],
+    // Europe springs forward on 2026-03-29 (a Sunday): 10:00 on Monday the 30th is CEST, 08:00Z; on Friday the 27th, CET, 09:00Z.
+    ['Paris Friday before the change, 09:30 CET', { phone: NUMBERS.paris, consents: [consent('express')] }, '2026-03-27T08:30:00Z', 'deferred 2026-03-27T09:00:00.000Z outside_legal_hours:fr.hours'],
+    ['Paris Friday 20:00 CET: Monday 10:00 CEST', { phone: NUMBERS.paris, consents: [consent('express')] }, '2026-03-27T19:00:00Z', 'deferred 2026-03-30T08:00:00.000Z outside_legal_hours:fr.hours'],
+    // And falls back on 2026-10-25: 20:00 on Monday the 26th is CET, 19:00Z.
+    ['Paris Monday after falling back, 19:30 CET', { phone: NUMBERS.paris, consents: [consent('express')] }, '2026-10-26T18:30:00Z', 'allowed'],
+    ['Paris Monday after falling back, 20:00 CET', { phone: NUMBERS.paris, consents: [consent('express')] }, '2026-10-26T19:00:00Z', 'deferred 2026-10-27T09:00:00.000Z outside_legal_hours:fr.hours'],
+    // Canada springs forward with the US, on 2026-03-08 (a Sunday): 10:00 EDT is 14:00Z.
+    ['Toronto Sunday of spring forward, 09:59 EDT', { phone: NUMBERS.toronto }, '2026-03-08T13:59:00Z', 'deferred 2026-03-08T14:00:00.000Z outside_legal_hours:ca.hours'],
+    ['Toronto Sunday of spring forward, 17:59 EDT', { phone: NUMBERS.toronto }, '2026-03-08T21:59:00Z', 'allowed'],
   ]
   for (const [name, ask, at, expected] of table) test(name, () => assert.equal(summary(decide(ask, at)), expected))
 
