@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import { describe, test } from 'node:test'
-import type { HolidayRule } from '../src/domain/callingLaw.ts'
+import { type HolidayRule, shippedProfiles } from '../src/domain/callingLaw.ts'
 import { holidayDates, holidayDatesBetween } from '../src/domain/holidays.ts'
 
 const dates = (rules: HolidayRule[], year: number) => holidayDates(rules, year).map(({ date }) => date)
@@ -28,20 +28,9 @@ describe('holidayDates', () => {
   })
 
   describe("France's public holidays", () => {
-    // Code du travail, art. L3133-1; Easter Monday, Ascension (Easter + 39) and Whit Monday (Easter + 50) move with Easter.
-    const france: HolidayRule[] = [
-      { name: "Jour de l'an", month: 1, day: 1 },
-      { name: 'Lundi de Pâques', easter_offset: 1 },
-      { name: 'Fête du Travail', month: 5, day: 1 },
-      { name: 'Victoire 1945', month: 5, day: 8 },
-      { name: 'Ascension', easter_offset: 39 },
-      { name: 'Lundi de Pentecôte', easter_offset: 50 },
-      { name: 'Fête nationale', month: 7, day: 14 },
-      { name: 'Assomption', month: 8, day: 15 },
-      { name: 'Toussaint', month: 11, day: 1 },
-      { name: 'Armistice 1918', month: 11, day: 11 },
-      { name: 'Noël', month: 12, day: 25 },
-    ]
+    // As the shipped profile holds them (Code du travail, art. L3133-1): Easter Monday, Ascension (Easter + 39) and Whit Monday (Easter + 50) move with Easter.
+    const rule = shippedProfiles().profiles.flatMap((profile) => profile.rules).find((each) => each.id === 'fr.public_holidays')
+    const france: HolidayRule[] = rule?.kind === 'forbidden_dates' ? rule.holidays : []
     const years: [number, string[]][] = [
       [2026, ['2026-01-01', '2026-04-06', '2026-05-01', '2026-05-08', '2026-05-14', '2026-05-25', '2026-07-14', '2026-08-15', '2026-11-01', '2026-11-11', '2026-12-25']],
       [2027, ['2027-01-01', '2027-03-29', '2027-05-01', '2027-05-06', '2027-05-08', '2027-05-17', '2027-07-14', '2027-08-15', '2027-11-01', '2027-11-11', '2027-12-25']],
