@@ -73,6 +73,7 @@ const USAGE = `usage: cli <command> [options]
 
 SETTINGS, as on the admin API: [--name NAME] [--context JSON] [--schedule JSON] [--attempts JSON]
   [--provider simulator|twilio|whatsapp_cloud|vapi|retell|elevenlabs] [--provider-config JSON] [--max-concurrent N] [--results JSON]
+  [--compliance JSON]  (purpose, subject, artificial_voice, consent: docs/compliance.md)
 
 Configuration comes from the environment: PORT, METRICS_PORT, HOST, DATABASE_URL, DATA_DIR, OPERATOR_TOKEN, PHONE_HASH_KEY,
 LOG_LEVEL, PUBLIC_BASE_URL, TWILIO_API_BASE_URL, WHATSAPP_API_BASE_URL, VAPI_API_BASE_URL,
@@ -261,6 +262,7 @@ function parseCommandLine(argv: string[]) {
         'provider-config': { type: 'string' },
         'max-concurrent': { type: 'string' },
         results: { type: 'string' },
+        compliance: { type: 'string' },
         'no-workers': { type: 'boolean' },
         'id-types': { type: 'string' },
         contact: { type: 'string' },
@@ -314,6 +316,7 @@ function settingsOptions(options: Options): Record<string, unknown> {
     provider_config: json('provider-config'),
     max_concurrent: options['max-concurrent'],
     results: json('results'),
+    compliance: json('compliance'),
   }
 }
 

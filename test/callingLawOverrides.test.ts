@@ -46,7 +46,7 @@ test('a rule replaced applies at once, its profile versioned anew; disabled, it 
   const deferred = await dryRun()
   assert.equal(deferred.decision, 'deferred')
   assert.equal(deferred.not_before, '2026-01-05T14:00:00.000Z')
-  assert.ok(deferred.profiles.includes('us-fl@2026-12-01+2026-01-05'), deferred.profiles.join())
+  assert.ok(deferred.profiles.includes('us-fl@2026-12-01+20260105T133000Z'), deferred.profiles.join())
   assert.deepEqual(deferred.reasons.map((reason: { rule: string; source: string }) => [reason.rule, reason.source]), [['us-fl.hours', SOURCE.citation]])
 
   // The dispatcher applies it too.
@@ -71,6 +71,20 @@ test('a rule replaced applies at once, its profile versioned anew; disabled, it 
     log.filter((entry: { action: string }) => entry.action === 'calling_law.rule_changed').map((entry: { details: { override: string } }) => entry.details.override),
     ['removed', 'disabled', 'replaced'],
   )
+})
+
+test("a holiday rule replaced is applied with its new dates, not the shipped ones", async () => {
+  const ascension = { phone: '+33142229001', channel: 'voice', campaign: 'offers', at: '2026-05-14T10:00:00Z' }
+  const ask = async () => json(await service.app.inject({ method: 'POST', url: '/api/v2/contactability', headers: bearer(org.key), payload: ascension })).data
+  assert.deepEqual((await ask()).reasons.map((reason: { code: string }) => reason.code), ['legal_holiday'])
+  const replaced = await put('fr.public_holidays', {
+    rule: { id: 'fr.public_holidays', kind: 'forbidden_dates', purposes: ['marketing'], channels: ['voice'], holidays: [{ name: 'Noël', month: 12, day: 25 }], source: SOURCE, effective_from: '2023-03-01' },
+    reason: 'a test of the cache',
+  })
+  assert.equal(replaced.statusCode, 200, replaced.body)
+  assert.equal((await ask()).decision, 'allowed')
+  assert.equal((await service.app.inject({ method: 'DELETE', url: '/admin/v1/calling-law/rules/fr.public_holidays/override', headers: admin })).statusCode, 204)
+  assert.equal((await ask()).decision, 'deferred')
 })
 
 test('a rule added to a profile binds; refused per field, for an unknown profile, or with another id than the path', async () => {

@@ -1326,7 +1326,7 @@ export interface components {
                 /** @description Attempts the step made, counted under its campaign's attempt policy. */
                 attempts: number;
             }[];
-            /** @description Its last decision that did not start an attempt: while it waits for the law (`waiting.for` law), the deferral, with the rules that hold it; once completed not_permitted, the block, with its reasons. Null otherwise (each interaction keeps the decision that allowed it). */
+            /** @description Its last decision that did not start an attempt: while it waits for the law (`waiting.for` law), the deferral, with the rules that hold it (kept should it expire or be cancelled while it waits); once completed not_permitted, the block, with its reasons. Null once an attempt has started since (each interaction keeps the decision that allowed it), and for a task no law held. */
             decision: components["schemas"]["ContactabilityDecision"] | null;
             interactions: components["schemas"]["Interaction"][];
         };
@@ -5354,6 +5354,8 @@ export interface operations {
                     campaign?: string;
                     /** @description Without a campaign: the purpose's default consent, and no campaign window. */
                     purpose?: "informational" | "transactional" | "healthcare" | "marketing";
+                    /** @description With `purpose`: whether the call would speak with an artificial voice (an AI agent, a recording); default false. A campaign says so itself. */
+                    artificial_voice?: boolean;
                     /**
                      * Format: date-time
                      * @description The instant to decide for; default now.

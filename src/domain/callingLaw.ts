@@ -128,8 +128,8 @@ export interface RuleOverride {
 /**
  * The profiles in force: the shipped ones with the operator's overrides
  * applied. A profile an override changed is versioned anew, its shipped
- * version and the date of its latest override ("2026-12-01+2027-01-15"), so
- * that a decision names the rules as they were when it was made.
+ * version and the instant of its latest override ("2026-12-01+20270115T093000Z"),
+ * so that a decision names the rules as they were when it was made.
  */
 export function profilesInForce(profiles: readonly CallingLawProfile[], overrides: readonly RuleOverride[]): CallingLawProfile[] {
   if (overrides.length === 0) return [...profiles]
@@ -143,7 +143,7 @@ export function profilesInForce(profiles: readonly CallingLawProfile[], override
       return override.rule === null ? [] : [override.rule]
     })
     const added = mine.filter((override) => override.rule !== null && !profile.rules.some((rule) => rule.id === override.ruleId)).map((override) => override.rule!)
-    const latest = mine.map((override) => override.updatedAt.slice(0, 10)).sort().at(-1)!
+    const latest = mine.map((override) => override.updatedAt.replace(/[-:]|\.\d+/g, '')).sort().at(-1)!
     return { ...profile, version: `${profile.version}+${latest}`, rules: [...kept, ...added] }
   })
 }

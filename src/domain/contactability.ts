@@ -167,11 +167,15 @@ function consentReason(input: ContactabilityInput, kinds: readonly ConsentKind[]
 
 const ALL_DAY: Schedule['windows'] = [{ days: [...WEEKDAYS], start: '00:00', end: '24:00' }]
 
-/** Forbidden dates as a schedule: open all day but on them, in the years a search may reach. Kept per rule and year. */
+/**
+ * Forbidden dates as a schedule: open all day but on them, in the years a
+ * search may reach. Kept by the holidays themselves and the year, so that an
+ * operator's override of a rule is never answered from its old dates.
+ */
 const holidaySchedules = new Map<string, { schedule: Schedule; names: Map<string, string> }>()
 function holidaySchedule(rule: Extract<LawRule, { kind: 'forbidden_dates' }>, at: number) {
   const year = new Date(at).getUTCFullYear()
-  const key = `${rule.id}|${year}`
+  const key = `${JSON.stringify(rule.holidays)}|${year}`
   let entry = holidaySchedules.get(key)
   if (entry === undefined) {
     // A year before (a local date behind UTC's) to two after (the search's horizon).
@@ -209,6 +213,11 @@ export type AttemptNature = Pick<ContactabilityInput, 'profiles' | 'jurisdiction
 export function rulesBinding(nature: AttemptNature, at: number): { applicable: CallingLawProfile[]; bound: BoundRule[] } {
   const applicable = nature.profiles.filter((profile) => jurisdictionMatches(profile, nature.jurisdictions))
   return { applicable, bound: applicable.flatMap((profile) => profile.rules.filter((rule) => binds(rule, nature, at)).map((rule) => ({ rule, profile }))) }
+}
+
+/** How far back any cap of the profiles looks (hours; 0 for none): how long an attempt a cap counted is remembered. */
+export function longestCapHours(profiles: readonly CallingLawProfile[]): number {
+  return Math.max(0, ...profiles.flatMap((profile) => profile.rules.flatMap((rule) => (rule.kind === 'cap' ? [rule.per_hours] : []))))
 }
 
 /**

@@ -29,7 +29,7 @@ export interface ContactabilityOperations {
   law: CallingLaw
 }
 
-export type DryRun = { phone: string; channel: Channel; at?: number } & ({ purpose: Purpose } | { campaign: string })
+export type DryRun = { phone: string; channel: Channel; at?: number } & ({ purpose: Purpose; artificialVoice: boolean } | { campaign: string })
 
 export async function dryRun(ops: ContactabilityOperations, orgId: string, ask: DryRun): Promise<Decision> {
   const at = ask.at ?? ops.now()
@@ -44,8 +44,8 @@ export async function dryRun(ops: ContactabilityOperations, orgId: string, ask: 
     if (zones.length === 0) throw new ApiError('bad_request', "No zone can be told from this number (of no country), and the campaign's schedule has no fallback_timezone.")
     campaignWindow = { schedule: campaign.schedule, zones }
   } else {
-    // By purpose alone: a campaign's defaults for it, on a provider of no artificial voice.
-    nature = complianceOf({ purpose: ask.purpose }, { routingKey: '', channel: ask.channel, provider: 'simulator' })
+    // By purpose alone: a campaign's defaults for it.
+    nature = complianceOf({ purpose: ask.purpose, artificial_voice: ask.artificialVoice }, { routingKey: '', channel: ask.channel, provider: 'simulator' })
   }
   const { profiles, registries } = await ops.law.current(ops.db)
   const number = { orgId, phone: ask.phone }

@@ -45,6 +45,7 @@ import {
   withdrawAttempts,
 } from '../store/tasks.ts'
 import { forgetNumberAttempt } from '../store/numberAttempts.ts'
+import { forgetLawAttempt } from '../store/lawAttempts.ts'
 import { NumberCaps } from './numberCaps.ts'
 import { LawChecks } from './lawChecks.ts'
 import type { CallingLaw } from './callingLaw.ts'
@@ -333,6 +334,12 @@ export class Dispatch {
     if (withdrawn && task.contactCap !== null) {
       await forgetNumberAttempt(this.#db, this.#phoneHashKey, { orgId: task.orgId, phone: task.contact.phone }, startedAt).catch((error: unknown) =>
         this.#log.warn({ err: error, interaction: interactionId }, "a withdrawn attempt could not be taken off its number's cap"),
+      )
+    }
+    // Nor against a law's cap per number, should one have counted it (the same: fewer calls, never more, if this fails).
+    if (withdrawn) {
+      await forgetLawAttempt(this.#db, this.#phoneHashKey, { orgId: task.orgId, phone: task.contact.phone }, startedAt).catch((error: unknown) =>
+        this.#log.warn({ err: error, interaction: interactionId }, "a withdrawn attempt could not be taken off its number's count under the law's caps"),
       )
     }
     this.#log.info({ interaction: interactionId, task: task.id, reason, retry_after_ms: delayMs, withdrawn }, 'start deferred by the provider; the attempt is made again later')

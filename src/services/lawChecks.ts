@@ -16,7 +16,7 @@
  */
 import type { CallingLawProfile, Purpose } from '../domain/callingLaw.ts'
 import { complianceOf, type Compliance } from '../domain/consent.ts'
-import { type Decision, decideContactability, decisionNeeds, type PastAttempt, type RegistryListing } from '../domain/contactability.ts'
+import { type Decision, decideContactability, decisionNeeds, longestCapHours, type PastAttempt, type RegistryListing } from '../domain/contactability.ts'
 import { jurisdictionsOfNumber } from '../domain/jurisdictions.ts'
 import type { Jurisdiction } from '../domain/callingLaw.ts'
 import { scheduleZones } from '../domain/schedule.ts'
@@ -122,8 +122,8 @@ export class LawChecks {
       const nature = this.#natures.get(task.id)!
       if (nature.needs.capHours === null) continue
       const key = numberKey(numberOf(task))
-      const entry = numbers.get(key) ?? { ...numberOf(task), attempts: this.#attempts.get(key) ?? [], keepHours: 0 }
-      entry.keepHours = Math.max(entry.keepHours, nature.needs.capHours)
+      // As long as any cap in force looks back, not only those of this batch: another campaign's may look further.
+      const entry = numbers.get(key) ?? { ...numberOf(task), attempts: this.#attempts.get(key) ?? [], keepHours: longestCapHours(this.#profiles) }
       // An attempt taken but not begun (its number suppressed meanwhile) was never made.
       if (notBegun.has(task.id)) entry.attempts = withoutOneAt(entry.attempts, now, nature.compliance.subject)
       numbers.set(key, entry)

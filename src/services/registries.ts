@@ -13,6 +13,7 @@ import { ApiError } from '../domain/errors.ts'
 import { newId } from '../domain/ids.ts'
 import { type NationalPlan, registryLine } from '../domain/registryFile.ts'
 import type { Database } from '../store/database.ts'
+import { findOrganization } from '../store/organizations.ts'
 import {
   copyGenerationNumbers,
   deleteGenerationNumbers,
@@ -65,6 +66,7 @@ const SAMPLES = 5
 
 export async function loadRegistry(ops: RegistryOperations, actor: Actor, load: RegistryLoad): Promise<LoadReport> {
   const started = performance.now()
+  if (load.orgId !== null && (await findOrganization(ops.db, load.orgId)) === undefined) throw new ApiError('not_found', `No organization ${load.orgId} exists.`)
   let digests = new BigInt64Array(1 << 16)
   let count = 0
   let refused = 0

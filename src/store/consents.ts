@@ -114,7 +114,7 @@ export async function findConsent(db: Queryable, orgId: string, id: string): Pro
   return rows[0] && toConsent(rows[0])
 }
 
-/** The number's consents, newest captured first, before the consent `before` (a page's last id), at most `limit`. */
+/** The number's consents, the last recorded first, before the consent `before` (a page's last id), at most `limit`. */
 export async function listConsentsOfNumber(
   db: Queryable,
   phoneHashKey: Buffer,

@@ -64,6 +64,20 @@ export async function saveLawAttempts(
   )
 }
 
+/**
+ * Forgets one attempt to a number that was withdrawn (its provider deferred
+ * its start: it never took place), the one that started at `startedAt`,
+ * with its subject. Nothing when no cap counted it.
+ */
+export async function forgetLawAttempt(db: Queryable, phoneHashKey: Buffer, number: OrganizationNumber, startedAt: number): Promise<void> {
+  await db.query(
+    `UPDATE law_attempts n SET started_at = n.started_at[:x.p - 1] || n.started_at[x.p + 1:], subjects = n.subjects[:x.p - 1] || n.subjects[x.p + 1:]
+     FROM (SELECT org_id, phone_digest, array_position(started_at, $4) AS p FROM law_attempts WHERE org_id = $1 AND phone_digest = phone_digest($3, $2)) x
+     WHERE n.org_id = x.org_id AND n.phone_digest = x.phone_digest AND x.p IS NOT NULL`,
+    [number.orgId, number.phone, phoneHashKey, new Date(startedAt)],
+  )
+}
+
 /** The numbers' remembered attempts, read without a lock: what a dry run counts. */
 export async function readLawAttempts(db: Queryable, phoneHashKey: Buffer, number: OrganizationNumber): Promise<PastAttempt[]> {
   const rows = await db.query<{ started_at: Date[]; subjects: string[] }>(

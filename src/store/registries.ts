@@ -140,19 +140,6 @@ export async function deleteGenerationNumbers(db: Queryable, generation: number,
   return rows.length
 }
 
-/** The generations of numbers no registry holds: what a load that failed, or a reload, left behind. */
-export async function orphanGenerations(db: Queryable): Promise<number[]> {
-  const rows = await db.query<{ generation: string }>(
-    `WITH RECURSIVE g AS (
-       (SELECT generation FROM registry_numbers ORDER BY generation LIMIT 1)
-       UNION ALL
-       SELECT (SELECT generation FROM registry_numbers WHERE generation > g.generation ORDER BY generation LIMIT 1) FROM g WHERE g.generation IS NOT NULL
-     )
-     SELECT generation FROM g WHERE generation IS NOT NULL AND generation NOT IN (SELECT generation FROM registries)`,
-  )
-  return rows.map((row) => Number(row.generation))
-}
-
 /**
  * Which of the numbers (digests) each registry generation lists: one
  * statement for a dispatch batch, a probe of the primary key per pair.

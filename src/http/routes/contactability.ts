@@ -25,14 +25,15 @@ const DryRunBody = refineModel(
       channel: OneOf(CHANNELS),
       campaign: Type.Optional(Type.String({ minLength: 1, maxLength: 100, description: "A campaign's routing key: its purpose, consent, voice and schedule apply." })),
       purpose: Type.Optional({ ...OneOf(PURPOSES), description: "Without a campaign: the purpose's default consent, and no campaign window." }),
+      artificial_voice: Type.Optional(Type.Boolean({ description: 'With `purpose`: whether the call would speak with an artificial voice (an AI agent, a recording); default false. A campaign says so itself.' })),
       at: Type.Optional(instant('at', 'The instant to decide for; default now.')),
     },
     { additionalProperties: false },
   ),
-  (body) =>
-    (body.campaign === undefined) === (body.purpose === undefined)
-      ? [{ path: [body.campaign === undefined ? 'purpose' : 'campaign'], message: 'send either campaign or purpose' }]
-      : [],
+  (body) => [
+    ...((body.campaign === undefined) === (body.purpose === undefined) ? [{ path: [body.campaign === undefined ? 'purpose' : 'campaign'], message: 'send either campaign or purpose' }] : []),
+    ...(body.campaign !== undefined && body.artificial_voice !== undefined ? [{ path: ['artificial_voice'], message: 'artificial_voice goes with purpose: a campaign says it itself' }] : []),
+  ],
 )
 
 export function contactabilityRoutes(app: FastifyInstance, deps: { ops: ContactabilityOperations; authenticator: Authenticator }) {
@@ -54,9 +55,12 @@ export function contactabilityRoutes(app: FastifyInstance, deps: { ops: Contacta
         },
       },
       async (request, reply) => {
-        const body = request.body as { phone: string; channel: (typeof CHANNELS)[number]; campaign?: string; purpose?: (typeof PURPOSES)[number]; at?: string }
+        const body = request.body as { phone: string; channel: (typeof CHANNELS)[number]; campaign?: string; purpose?: (typeof PURPOSES)[number]; artificial_voice?: boolean; at?: string }
         const at = body.at === undefined ? ops.now() : Date.parse(body.at)
-        const ask: DryRun = body.campaign === undefined ? { phone: body.phone, channel: body.channel, purpose: body.purpose!, at } : { phone: body.phone, channel: body.channel, campaign: body.campaign, at }
+        const ask: DryRun =
+          body.campaign === undefined
+            ? { phone: body.phone, channel: body.channel, purpose: body.purpose!, artificialVoice: body.artificial_voice ?? false, at }
+            : { phone: body.phone, channel: body.channel, campaign: body.campaign, at }
         const decision = await dryRun(ops, await audience.orgId(request), ask)
         return reply.send(envelope(request, recordedDecision(decision, at)))
       },

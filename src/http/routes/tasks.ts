@@ -117,7 +117,7 @@ const TaskSchema = component('Task', Type.Object({
   })),
   decision: Type.Union([Type.Ref(DecisionSchema.$id!), Type.Null()], {
     description:
-      "Its last decision that did not start an attempt: while it waits for the law (`waiting.for` law), the deferral, with the rules that hold it; once completed not_permitted, the block, with its reasons. Null otherwise (each interaction keeps the decision that allowed it).",
+      "Its last decision that did not start an attempt: while it waits for the law (`waiting.for` law), the deferral, with the rules that hold it (kept should it expire or be cancelled while it waits); once completed not_permitted, the block, with its reasons. Null once an attempt has started since (each interaction keeps the decision that allowed it), and for a task no law held.",
   }),
   interactions: Type.Array(InteractionSchema),
 }))
