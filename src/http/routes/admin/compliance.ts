@@ -9,17 +9,16 @@ import { Type } from '@sinclair/typebox'
 import type { FastifyInstance } from 'fastify'
 import { CONSENT_KINDS, type LawRule, PURPOSES, type RuleOverride, shippedProfiles } from '../../../domain/callingLaw.ts'
 import { WEEKDAYS } from '../../../domain/campaignSettings.ts'
-import type { Actor } from '../../../domain/audit.ts'
 import { ApiError, refuse } from '../../../domain/errors.ts'
 import { SCHEDULE_FIELD_RULES, windowProblems } from '../../../domain/schedule.ts'
 import { CHANNELS } from '../../../domain/types.ts'
 import type { Authenticator } from '../../../services/authenticator.ts'
 import type { CallingLaw } from '../../../services/callingLaw.ts'
 import { type RegistryOperations, removeRegistry, requireRegistry } from '../../../services/registries.ts'
-import { deleteRuleOverride, listRuleOverrides, putRuleOverride } from '../../../store/callingLawOverrides.ts'
+import { listRuleOverrides } from '../../../store/callingLawOverrides.ts'
 import type { Database } from '../../../store/database.ts'
 import { listRegistries, type Registry } from '../../../store/registries.ts'
-import { audited } from '../../../services/auditTrail.ts'
+import { disableRule, overrideRule, removeOverride } from '../../../services/callingLawOverrides.ts'
 import { refine, refineModel } from '../../../validation/model.ts'
 import { actorOf, requireOperator } from '../../auth.ts'
 import { envelope } from '../../reply.ts'
@@ -110,21 +109,12 @@ const OverrideSchema = Type.Object({
 
 const presentOverride = (override: RuleOverride) => ({ rule_id: override.ruleId, profile_id: override.profileId, rule: override.rule, reason: override.reason, updated_at: override.updatedAt })
 
-/** The profile a rule id names: "us-fl.hours" is us-fl's. */
-function profileOfRule(ruleId: string): string {
-  const profileId = ruleId.slice(0, ruleId.indexOf('.'))
-  if (!shippedProfiles().profiles.some((profile) => profile.id === profileId)) {
-    throw new ApiError('not_found', `No profile ${profileId || ruleId} exists: a rule's id is its profile's id, a dot and its name (us-fl.hours).`)
-  }
-  return profileId
-}
-
 const ReasonBody = Type.Object({ reason: Type.String({ minLength: 1, maxLength: 500, description: "Why: counsel's advice, a change of the law (recorded in the audit log)." }) }, { additionalProperties: false })
 
 export function complianceRoutes(app: FastifyInstance, deps: { db: Database; authenticator: Authenticator; law: CallingLaw; registries: RegistryOperations }) {
   const guard = requireOperator(deps.authenticator)
   const { db, law } = deps
-  const ops = { db, now: deps.registries.now }
+  const overrideOps = { db, now: deps.registries.now, law }
   const ruleParams = Type.Object({ rule_id: Type.String({ maxLength: 100 }) })
 
   app.get(
@@ -168,7 +158,7 @@ export function complianceRoutes(app: FastifyInstance, deps: { db: Database; aut
       const { rule_id } = request.params as { rule_id: string }
       const { rule, reason } = request.body as { rule: LawRule; reason: string }
       if (rule.id !== rule_id) throw new ApiError('bad_request', `The rule's id (${rule.id}) is not the path's (${rule_id}).`)
-      const override = await changeRule(actorOf(request), rule_id, rule, reason)
+      const override = await overrideRule(overrideOps, actorOf(request), rule, reason)
       return reply.send(envelope(request, presentOverride(override)))
     },
   )
@@ -189,9 +179,7 @@ export function complianceRoutes(app: FastifyInstance, deps: { db: Database; aut
     },
     async (request, reply) => {
       const { rule_id } = request.params as { rule_id: string }
-      const exists = shippedProfiles().profiles.some((profile) => profile.rules.some((rule) => rule.id === rule_id))
-      if (!exists) throw new ApiError('not_found', `No shipped rule ${rule_id} exists (a rule the operator added is removed by deleting its override).`)
-      const override = await changeRule(actorOf(request), rule_id, null, (request.body as { reason: string }).reason)
+      const override = await disableRule(overrideOps, actorOf(request), rule_id, (request.body as { reason: string }).reason)
       return reply.send(envelope(request, presentOverride(override)))
     },
   )
@@ -211,24 +199,10 @@ export function complianceRoutes(app: FastifyInstance, deps: { db: Database; aut
     },
     async (request, reply) => {
       const { rule_id } = request.params as { rule_id: string }
-      await audited(ops, actorOf(request), async (tx) => {
-        if (!(await deleteRuleOverride(tx, rule_id))) throw new ApiError('not_found', `Rule ${rule_id} has no override.`)
-        return { result: undefined, audit: { orgId: null, action: 'calling_law.rule_changed', target: rule_id, details: { override: 'removed' } } }
-      })
-      law.changed()
+      await removeOverride(overrideOps, actorOf(request), rule_id)
       return reply.code(204).send()
     },
   )
-
-  async function changeRule(actor: Actor, ruleId: string, rule: LawRule | null, reason: string): Promise<RuleOverride> {
-    const profileId = profileOfRule(ruleId)
-    const override = await audited(ops, actor, async (tx) => {
-      const put = await putRuleOverride(tx, { ruleId, profileId, rule, reason }, ops.now())
-      return { result: put, audit: { orgId: null, action: 'calling_law.rule_changed', target: ruleId, details: { override: rule === null ? 'disabled' : 'replaced', reason } } }
-    })
-    law.changed()
-    return override
-  }
 
   const registryParams = Type.Object({ registry_id: Type.String({ maxLength: 40 }) })
   app.get(
