@@ -7,6 +7,7 @@
 import type { FreshConnectionMethod, FreshConnectionResult } from './freshConnection.ts'
 import type { BatchRun } from './batches.ts'
 import type { DelivererResult } from './deliverer.ts'
+import type { Explained, RegistrySizes } from './registry.ts'
 import {
   CAMPAIGN,
   CLIENTS,
@@ -277,6 +278,138 @@ export function dispatcherSection(method: DispatcherMethod, rounds: readonly { u
       `| median |  | ${Math.round(median(rounds.map((round) => round.unpaced.tasksPerSecond)))} |  | ${Math.round(median(rounds.map((round) => round.paced.tasksPerSecond)))} | ${signed(medianChange)} |`,
       '',
       `Target: the paced rate within 5 % of the unpaced one (the median of the rounds) — ${signed(medianChange)}, ${Math.abs(medianChange) <= 5 ? '**met**' : '**not met**'}`,
+    ].join('\n'),
+  }
+}
+
+export interface LawMethod {
+  tasks: number
+  registryNumbers: number
+  fileBytes: number
+  consents: number
+  consentSeconds: number
+  /** The jurisdictions the runs' numbers were of, and those left out, their hours closed at the time. */
+  open: { name: string; jurisdictions: string[] }[]
+  closed: { name: string; reason: string }[]
+  at: Date
+  batchTasks: number
+}
+
+export interface LawLoad {
+  numbers: number
+  wallSeconds: number
+  loadSeconds: number
+  peakMemoryMb: number
+  addedBytes: number
+  before: RegistrySizes
+  after: RegistrySizes
+}
+
+type LawRun = DispatcherRun & {
+  cpuUsPerStart?: { worker: number; postgres: number }
+  /** Index scans of the registry's primary key during the run. */
+  probes: number
+  decisions?: { decisions: Record<string, number>; reasons: { code: string; rule: string; attempts: number }[] }
+}
+
+export interface LawRound {
+  law: LawRun
+  none: LawRun
+  lawFirst: boolean
+}
+
+/** Starts per second with the law over those without: the median of the rounds' own ratios. */
+export function lawRatio(rounds: readonly LawRound[]): number {
+  return median(rounds.map((round) => round.law.tasksPerSecond / round.none.tasksPerSecond))
+}
+
+/** What the project holds itself to: with the law, at least this share of the starts per second without. */
+export const LAW_GOAL = 0.9
+
+/**
+ * Where the law's time goes, profiled by hand (the figures of a run of this section are above; these are of runs
+ * made to profile it, 2026-12-02, on a quiet machine): kept with the section until the law checks change.
+ */
+const LAW_PROFILE = [
+  'Where the time goes (profiled by hand on 2026-12-02 at 6f156c6, in runs on a private PostgreSQL 15 server with `pg_stat_statements`, `shared_buffers` 128 MB and autovacuum off as on the shared server, the same 10-million-number registry; the worker\'s main thread under `--cpu-prof`, its threads\' CPU from `/proc`). Per run of 10,000 starts in 40 batches of 256, what the law adds:',
+  '',
+  '- PostgreSQL, about 80 µs per start (its CPU per start 77-128 without, 158-181 with): `consentsOfNumbers` 313-330 ms a run (7.8-8.3 ms a batch, about 32 µs a start): the service\'s own ANALYZE gives the planner the 30,000 consents, and a custom plan (the first five runs of a prepared statement on each of the pool\'s 10 connections: all of a 40-batch run) joins the 256 numbers to them by a hash over a sequential scan of every consent, 18.6 ms under EXPLAIN against 1.3-2.3 ms for the index\'s probes; the generic plan probes the index. `beginAttempts` +80 to +200 ms and `recordStarts` +45 ms a run: the decision kept with each attempt is 890 bytes of JSON (five reasons with their citations) against 141 without, written by the insert and written again by the update that records the provider\'s answer (WAL 15.0 -> 20.9 MB and 10.2-11.3 -> 17.0-17.4 MB a run). The registry\'s lookup (`listedIn`) 108-122 ms a run (2.7-3.0 ms a batch, 11-12 µs a start: 256 probes of 3 pages each, its 301 MB key mostly outside the 128 MB of shared buffers; 1.4 ms a batch once cached). The caps: `saveLawAttempts` 91-112 ms and `lockLawAttempts` 65-71 ms a run (a third of the numbers are capped: Florida, Oklahoma, Maryland).',
+  '- The worker, about 100 µs per start (119-168 µs without, 219-242 with), 60 % on its main thread and 40 % on its other threads (V8\'s garbage collection helpers: the consents\' rows, the decisions and their JSON are garbage). Of the main thread\'s extra (`--cpu-prof`, inclusive): writing the attempts with their decisions 19 µs (pg\'s array literal escapes each decision\'s JSON: `escapeElement` doubles), the decisions 13 µs (`decideContactability` 11 -> 23 µs a task: the law\'s hours windows in each zone, the rules that bind, the consents matched), the law checks\' reads 13 µs (the registry digests 6, the lookup\'s parameters, the consents\' rows 3, the lock 3), writing the caps\' attempts 8 µs.',
+  '- What would bring it nearer (changes to src/, not made here; estimates from the figures above): probe the consents\' index whatever the plan (`CROSS JOIN LATERAL (SELECT … FROM consents c WHERE c.org_id = v.org_id AND c.phone_digest = phone_digest($3, v.phone) OFFSET 0)`, 2.2 ms a batch under either plan: about -25 µs of PostgreSQL a start); keep a decision\'s reasons without their citations (the rule id and `profile@version` name them) and out of the row that `recordStarts` rewrites, passed as one jsonb array rather than a text[] of JSON (about -20 µs of PostgreSQL and -15 µs of the worker); decide once per batch for each distinct nature (campaign, jurisdictions, zones, consent on file, no cap reached: the batch\'s 256 tasks are of 9 here) rather than per task (about -10 µs); one statement for a batch\'s caps, not two (about -5 µs); shared buffers that hold the registry\'s key (about -7 µs). Even so the law would still add roughly 100 µs to the 220 µs of CPU a start costs without it (a ratio near 0.7): within 10 % needs the law checks under about 20 µs a start, which reading each number\'s consents, registry listing and past attempts from PostgreSQL, three or four statements a batch, does not reach on this machine.',
+]
+
+export function lawSection(method: LawMethod, load: LawLoad, rounds: readonly LawRound[], explained: readonly { name: string; plans: readonly Explained[] }[]): Section {
+  const mb = (bytes: number) => (bytes / 2 ** 20).toFixed(0)
+  const ratio = lawRatio(rounds)
+  const cpu = (run: LawRun, which: 'worker' | 'postgres') => (run.cpuUsPerStart === undefined ? '—' : run.cpuUsPerStart[which].toFixed(0))
+  const medianOf = (pick: (round: LawRound) => number | undefined, digits = 0) => {
+    const values = rounds.map(pick).filter((value): value is number => value !== undefined)
+    return values.length === 0 ? '—' : median(values).toFixed(digits)
+  }
+  // The reasons of every law run's decisions, summed over the rounds.
+  const reasons = new Map<string, number>()
+  for (const round of rounds) for (const reason of round.law.decisions?.reasons ?? []) reasons.set(`${reason.code}|${reason.rule}`, (reasons.get(`${reason.code}|${reason.rule}`) ?? 0) + reason.attempts)
+  const lawAttempts = rounds.length * method.tasks
+  const added = load.after.total - load.before.total
+  return {
+    heading: 'Dispatcher with the law: consents, hours, caps and a 10-million-number registry',
+    body: [
+      `Due tasks started per second by one worker process when every attempt's decision (src/domain/contactability.ts) reads the number's consents, a do-not-call registry of ${method.registryNumbers.toLocaleString('en-US')} numbers and its past attempts under a cap, and allows; beside the same tasks on a campaign the law says nothing of; and what loading the registry takes.`,
+      '',
+      'Method:',
+      '',
+      `- One database for the whole section (a new one on the shared server). A file of ${method.registryNumbers.toLocaleString('en-US')} distinct synthetic US numbers in the registry's download format (10 digits a line, ${mb(method.fileBytes)} MB; area codes 201-989 but N9X and N11, exchanges 200-299 but 222-224) is loaded by \`node dist/cli.js registry load --plan nanp --purposes marketing\` (pinned to CPU 0), as an operator loads one: a registry of the whole service, covering marketing. Then ${method.consents.toLocaleString('en-US')} consents are recorded in one bulk call (src/services/consents.ts recordConsents: voice, marketing, \`express_written\`, captured a day before), one for each number of the runs.`,
+      `- ${rounds.length} rounds, each of two runs side by side on that database (the registry loaded for both), the order alternating from one round to the next, as the dispatcher's pairs above: ${method.tasks} due tasks on a new simulator campaign (always open, calls of an hour), one number each, each round its own ${method.tasks} numbers, the same for both runs of the round. **With the law**: the campaign's \`compliance\` is \`{ purpose: 'marketing', artificial_voice: true }\`, so that every profile's rules for marketing by an artificial voice bind (hours, holidays, caps, consent), the campaign requires \`express_written\` (marketing's default) and the registry covers it. **Without**: no \`compliance\` (informational): no rule binds, no registry covers it, and the law checks send no statement.`,
+      `- The numbers are spread evenly over the jurisdictions whose hours allow marketing calls from the section's start (${method.at.toISOString().replace(/\.\d+Z$/, 'Z')}) to 30 minutes after (checked by decideContactability, every five minutes): ${method.open.map((pool) => `${pool.name} (${pool.jurisdictions.join(', ')})`).join('; ')}.${method.closed.length === 0 ? '' : ` Left out, closed then: ${method.closed.map((pool) => `${pool.name} (${pool.reason})`).join('; ')}.`} No number is in the registry, each has its consent, and none is called more than once, so that every decision allows (checked: every law run's ${method.tasks} attempts were started with an \`allowed\` decision) and both runs do the same work: ${method.tasks} starts.`,
+      '- The worker runs alone, pinned to CPU 0; PostgreSQL is not pinned. The rate is the tasks over the time from the first attempt started to the last. CPU per start: the worker\'s and PostgreSQL\'s (the database\'s backends and the server\'s own processes) from the first poll of the starts (every 250 ms) that saw one to the one that saw the last, over the starts between. Registry probes: the index scans PostgreSQL counted on the registry\'s primary key during the run.',
+      '',
+      'Loading the registry:',
+      '',
+      '| figure | value |',
+      '| --- | ---: |',
+      `| numbers loaded (all lines read, none refused) | ${load.numbers.toLocaleString('en-US')} |`,
+      `| \`registry load\`, start to exit (s) | ${load.wallSeconds.toFixed(1)} |`,
+      `| … of which the load as it reports it (s: lines read, digests, sort, COPY, put in force) | ${load.loadSeconds.toFixed(1)} |`,
+      `| numbers per second (start to exit) | ${Math.round(load.numbers / load.wallSeconds).toLocaleString('en-US')} |`,
+      `| the command's peak memory (MB, VmHWM) | ${load.peakMemoryMb.toFixed(0)} |`,
+      `| database size added (MB: pg_total_relation_size of registry_numbers and registries, after less before) | ${mb(added)} |`,
+      `| … registry_numbers' table / its primary key (MB) | ${mb(load.after.numbersTable - load.before.numbersTable)} / ${mb(load.after.numbersIndex - load.before.numbersIndex)} |`,
+      `| bytes per number | ${(added / load.numbers).toFixed(1)} |`,
+      '',
+      'Starts per second:',
+      '',
+      '| round | first | without: seconds | without: starts/s | with the law: seconds | with the law: starts/s | with over without | worker CPU per start, without / with (µs) | PostgreSQL CPU per start, without / with (µs) | registry probes, without / with |',
+      '| ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |',
+      ...rounds.map(
+        (round, index) =>
+          `| ${index + 1} | ${round.lawFirst ? 'with' : 'without'} | ${round.none.seconds.toFixed(2)} | ${Math.round(round.none.tasksPerSecond)} | ${round.law.seconds.toFixed(2)} | ${Math.round(round.law.tasksPerSecond)} | ${(round.law.tasksPerSecond / round.none.tasksPerSecond).toFixed(2)} | ${cpu(round.none, 'worker')} / ${cpu(round.law, 'worker')} | ${cpu(round.none, 'postgres')} / ${cpu(round.law, 'postgres')} | ${round.none.probes} / ${round.law.probes} |`,
+      ),
+      `| median |  |  | ${medianOf((round) => round.none.tasksPerSecond)} |  | ${medianOf((round) => round.law.tasksPerSecond)} | ${ratio.toFixed(2)} | ${medianOf((round) => round.none.cpuUsPerStart?.worker)} / ${medianOf((round) => round.law.cpuUsPerStart?.worker)} | ${medianOf((round) => round.none.cpuUsPerStart?.postgres)} / ${medianOf((round) => round.law.cpuUsPerStart?.postgres)} |  |`,
+      '',
+      `Target (the project's): with the law within 10 % of without, at least ${LAW_GOAL} of its starts per second (the median of the rounds' ratios) — ${ratio.toFixed(2)}, **${ratio >= LAW_GOAL ? 'met' : 'NOT MET'}**`,
+      '',
+      `The reasons the law runs' ${lawAttempts.toLocaleString('en-US')} decisions gave (each attempt's, kept with it):`,
+      '',
+      '| reason | rule | attempts |',
+      '| --- | --- | ---: |',
+      ...[...reasons].map(([key, attempts]) => {
+        const [code, rule] = key.split('|')
+        return `| ${code} | ${rule} | ${attempts} |`
+      }),
+      '',
+      `The law checks' statements for one batch of ${method.batchTasks} tasks (of round 1's numbers), as src/services/lawChecks.ts sends them, on this database after the runs: EXPLAIN (ANALYZE, BUFFERS) EXECUTE of the statement prepared as the service prepares it, under a custom plan and a generic one (a prepared statement's after its first five runs, when it costs no more), the median of 5 runs each in a transaction rolled back; JIT off.`,
+      '',
+      '| statement | plan | planning (ms) | execution (ms) | shared buffers hit / read |',
+      '| --- | --- | ---: | ---: | ---: |',
+      ...explained.flatMap((statement) =>
+        statement.plans.map((plan) => `| ${statement.name} | ${plan.plan} | ${plan.planningMs.toFixed(3)} | ${plan.executionMs.toFixed(3)} | ${plan.hit} / ${plan.read} |`),
+      ),
+      '',
+      ...LAW_PROFILE,
+      '',
+      'Their plans (of the last run of each):',
+      '',
+      ...explained.flatMap((statement) => statement.plans.flatMap((plan) => [`${statement.name}, ${plan.plan} plan:`, '', '```', plan.outline, '```', ''])),
     ].join('\n'),
   }
 }

@@ -2,6 +2,8 @@
  * `npm run bench`: POST /api/v2/triggers throughput and p99 latency on
  * PostgreSQL and on PGlite, beside a bare Fastify route measured in the same
  * run; triggers through batch requests beside single ones; the dispatcher's and the webhook deliverer's throughput on PostgreSQL;
+ * the dispatcher with the calling law (consents, hours, caps, a 10-million-number do-not-call registry) beside it without,
+ * and the registry's load time and size;
  * the pipeline end to end, from the first POST to the last webhook, on
  * PostgreSQL (an API process and a worker process) and on PGlite (one
  * process), with simulated calls that report no result, simulated calls that each report a
@@ -27,9 +29,10 @@
  * BENCH_E2E_WARM_UP (triggers taken through the pipeline before those
  * measured, default 5000; 0 measures a service that has just started), and
  * BENCH_FRESH_SECONDS (how long new connections are timed beside the load,
- * default 20), BENCH_ONLY, a comma-separated list of the sections to run
- * (triggers, batch, dispatcher, deliverer, e2e, fresh, growth), e.g. `BENCH_ONLY=e2e npm run bench` to iterate
- * on one (growth alone takes about 13 minutes: a quick run leaves it out), BENCH_E2E_LAYOUTS likewise for the
+ * default 20), BENCH_REGISTRY_NUMBERS (the law section's registry, default 10,000,000; a smaller one for a quick
+ * try), BENCH_ONLY, a comma-separated list of the sections to run
+ * (triggers, batch, dispatcher, law, deliverer, e2e, fresh, growth), e.g. `BENCH_ONLY=e2e npm run bench` to iterate
+ * on one (growth alone takes about 13 minutes: a quick run leaves it out; law about 2 minutes, half of it the registry's load), BENCH_E2E_LAYOUTS likewise for the
  * end-to-end layouts (postgres, embedded), growth's own (bench/growth.ts), and BENCH_SERVER_NODE_FLAGS, node flags for
  * the service's processes (e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`), and BENCH_POSTGRES_URL, the PostgreSQL
  * server to make the benchmark's databases on (default postgres://postgres@127.0.0.1:5432/postgres), and BENCH_TRACES=on,
@@ -39,6 +42,7 @@
  * (BENCH_E2E_LAYOUTS, BENCH_GROWTH_ONLY=storage without retention or the reverse) is printed, and BENCHMARKS.md is
  * left as it was.
  */
+import { randomBytes } from 'node:crypto'
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
 import { availableParallelism, tmpdir } from 'node:os'
 import path from 'node:path'
@@ -47,7 +51,21 @@ import { BATCH_CLIENTS, BATCH_SIZE, batchBodies, measureBatches } from './batche
 import { stopAllChildren, stopChild } from './children.ts'
 import { meterPostgresCpu, processCpuSeconds } from './cpu.ts'
 import { benchDeliverer } from './deliverer.ts'
-import { benchDispatcher } from './dispatcher.ts'
+import {
+  benchDispatcher,
+  capBinds,
+  createBenchCampaign,
+  decisionsOf,
+  dispatchOnce,
+  type DispatcherRun,
+  LAW_COMPLIANCE,
+  lawContacts,
+  openDispatcherDatabase,
+  poolJurisdictions,
+  poolsOpen,
+  recordLawConsents,
+} from './dispatcher.ts'
+import { explainLawChecks, loadRegistryThroughCli, registryProbes, registrySizes, writeRegistryFile } from './registry.ts'
 import { freshConnectionMethod, freshConnectionVerdict, measureFreshConnections } from './freshConnection.ts'
 import { benchGrowth, GROWTH_PARTS, growthPartsToRun, growthSectionsWhole } from './growth.ts'
 import {
@@ -87,6 +105,7 @@ import {
   endToEndSection,
   endToEndTextTable,
   freshConnectionSection,
+  lawSection,
   freshConnectionTextTable,
   type Machine,
   machineSection,
@@ -117,7 +136,14 @@ const DELIVERIES = 5_000
 const DELIVERIES_WARM_UP = 5_000
 /** Bodies posted at once when checking that every one gets 201. */
 const VERIFY_CONCURRENCY = 16
-const SECTIONS = ['triggers', 'batch', 'dispatcher', 'deliverer', 'e2e', 'fresh', 'growth'] as const
+/** The law section: the registry's numbers, and pairs of dispatcher runs with the law and without. */
+const REGISTRY_NUMBERS = 10_000_000
+const LAW_ROUNDS = 3
+/** How far ahead the law runs' jurisdictions must stay open: the section takes about 2 minutes; the rest is margin. */
+const LAW_OPEN_FOR_MS = 30 * 60_000
+/** Tasks of one dispatch batch (src/workers/dispatcher.ts): the statements explained are those of a batch this size. */
+const BATCH_TASKS = 256
+const SECTIONS = ['triggers', 'batch', 'dispatcher', 'law', 'deliverer', 'e2e', 'fresh', 'growth'] as const
 /** Triggers per second through batches over those through single requests. */
 const BATCH_GOAL = 3
 type SectionName = (typeof SECTIONS)[number]
@@ -152,6 +178,7 @@ async function main(workDir: string): Promise<void> {
     triggers: async () => [await benchTriggerSection(load, bodySet, workDir)],
     batch: async () => [await benchBatchSection(load, workDir)],
     dispatcher: async () => [await benchDispatcherSection(workDir)],
+    law: async () => [await benchLawSection(workDir)],
     deliverer: async () => [await benchDelivererSection(workDir)],
     e2e: async () => [await benchEndToEndSection(load, workDir)],
     fresh: async () => [await benchFreshConnectionSection(load, workDir)],
@@ -290,6 +317,116 @@ async function benchDispatcherSection(workDir: string): Promise<Section> {
     rounds.push(pacedFirst ? { unpaced: second, paced: first } : { unpaced: first, paced: second })
   }
   return dispatcherSection({ tasks: DISPATCHER_TASKS, pace: DISPATCHER_PACE }, rounds)
+}
+
+/**
+ * The dispatcher with the law beside it without, on one database holding a registry of REGISTRY_NUMBERS numbers
+ * (its load timed and sized first) and a consent for every number of the law runs; then the law checks' statements
+ * for one batch, explained on it.
+ */
+async function benchLawSection(workDir: string): Promise<Section> {
+  const registryNumbers = positiveInteger('BENCH_REGISTRY_NUMBERS', REGISTRY_NUMBERS)
+  const started = Date.now()
+  const { open, closed } = poolsOpen(started, started + LAW_OPEN_FOR_MS)
+  if (open.length === 0) throw new Error(`law: no jurisdiction's hours are open for the next ${LAW_OPEN_FOR_MS / 60_000} minutes: ${closed.map((c) => `${c.name}: ${c.reason}`).join('; ')}`)
+  log(`law: numbers of ${open.map((pool) => pool.name).join(', ')}; left out (closed within ${LAW_OPEN_FOR_MS / 60_000} minutes): ${closed.map((pool) => pool.name).join(', ') || 'none'}`)
+  // Each round its own numbers, as many of each jurisdiction: a number's cap (Florida's, 3 in 24 hours) never binds.
+  const perPoolPerRound = Math.ceil(DISPATCHER_TASKS / open.length)
+  const contactsOfRound = Array.from({ length: LAW_ROUNDS }, (_, round) => lawContacts(open, DISPATCHER_TASKS, round * perPoolPerRound))
+  return withPostgresDatabase(async (databaseUrl) => {
+    const phoneHashKey = randomBytes(32).toString('hex')
+    const base = await openDispatcherDatabase(databaseUrl)
+    try {
+      const file = path.join(workDir, 'registry.txt')
+      const writeStarted = performance.now()
+      const fileBytes = writeRegistryFile(file, registryNumbers)
+      log(`law: ${registryNumbers} numbers written to ${file} (${(fileBytes / 1e6).toFixed(0)} MB) in ${((performance.now() - writeStarted) / 1000).toFixed(1)} s; loading them`)
+      const sizeBefore = await registrySizes(base.db)
+      const load = await loadRegistryThroughCli({
+        databaseUrl,
+        phoneHashKey,
+        file,
+        lines: registryNumbers,
+        name: 'Synthetic national do-not-call registry',
+        purposes: ['marketing'],
+        root: ROOT,
+        cpu: SERVER_CPU,
+      })
+      const sizeAfter = await registrySizes(base.db)
+      await rm(file)
+      process.stdout.write(
+        `\nregistry: ${load.numbers} numbers loaded in ${load.wallSeconds.toFixed(1)} s (the load itself ${load.loadSeconds.toFixed(1)} s), peak memory ${load.peakMemoryMb.toFixed(0)} MB; ${((sizeAfter.total - sizeBefore.total) / 2 ** 20).toFixed(0)} MB added, ${((sizeAfter.total - sizeBefore.total) / load.numbers).toFixed(1)} bytes a number\n`,
+      )
+
+      const consentsStarted = performance.now()
+      const consents = await recordLawConsents(base, phoneHashKey, contactsOfRound.flat().map((contact) => contact.phone))
+      const consentSeconds = (performance.now() - consentsStarted) / 1000
+      log(`law: ${consents} consents recorded in ${consentSeconds.toFixed(1)} s`)
+
+      const run = async (variant: 'law' | 'none', round: number): Promise<DispatcherRun & { probes: number; decisions?: Awaited<ReturnType<typeof decisionsOf>> }> => {
+        log(`law: round ${round}, ${DISPATCHER_TASKS} due tasks, ${variant === 'law' ? 'with the law' : 'without'}`)
+        const campaignId = await createBenchCampaign(base, `${variant}-${round}`, variant === 'law' ? { compliance: LAW_COMPLIANCE } : {})
+        const probesBefore = await registryProbes(base.db)
+        const result = await dispatchOnce({
+          base,
+          campaignId,
+          contacts: contactsOfRound[round - 1]!,
+          phoneHashKey,
+          label: `${variant}-${round}`,
+          root: ROOT,
+          cpu: SERVER_CPU,
+          logFile: path.join(workDir, `law-${round}-${variant}.log`),
+          timeoutMs: 300_000,
+        })
+        // The worker's backends have exited with it, their counts flushed as they went.
+        await new Promise((resolve) => setTimeout(resolve, 500))
+        const probes = (await registryProbes(base.db)) - probesBefore
+        const decisions = variant === 'law' ? await decisionsOf(base.db, campaignId) : undefined
+        if (decisions !== undefined && decisions.decisions.allowed !== DISPATCHER_TASKS) throw new Error(`law: round ${round}: decisions ${JSON.stringify(decisions.decisions)}`)
+        const cpu = result.cpuUsPerStart === undefined ? '' : `, CPU per start: worker ${result.cpuUsPerStart.worker.toFixed(0)} µs, PostgreSQL ${result.cpuUsPerStart.postgres.toFixed(0)} µs`
+        process.stdout.write(`law, round ${round}, ${variant}: ${DISPATCHER_TASKS} tasks started in ${result.seconds.toFixed(2)} s, ${Math.round(result.tasksPerSecond)} per second${cpu}; ${probes} registry probes\n`)
+        return { ...result, probes, decisions }
+      }
+      // Side by side, each pair in the other order than the last, as the dispatcher's pairs.
+      const rounds = []
+      for (let round = 1; round <= LAW_ROUNDS; round++) {
+        const lawFirst = round % 2 === 0
+        const first = await run(lawFirst ? 'law' : 'none', round)
+        const second = await run(lawFirst ? 'none' : 'law', round)
+        rounds.push(lawFirst ? { law: first, none: second, lawFirst } : { none: first, law: second, lawFirst })
+      }
+
+      // One batch's law checks, as the dispatcher sends them for round 1's first numbers (listed nowhere, each with
+      // its consent, capped ones with their attempt of round 1), explained on this database.
+      const key = Buffer.from(phoneHashKey)
+      const now = Date.now()
+      const batch = contactsOfRound[0]!.slice(0, BATCH_TASKS).map((contact) => ({ orgId: base.orgId, phone: contact.phone }))
+      const capped = batch.filter((number) => capBinds(number.phone, now))
+      // A batch's capped numbers are new to law_attempts in the runs (each round has its own): numbers never called, for the lock.
+      const fresh = lawContacts(open, BATCH_TASKS, LAW_ROUNDS * perPoolPerRound).map((contact) => ({ orgId: base.orgId, phone: contact.phone })).filter((number) => capBinds(number.phone, now))
+      const explained = await explainLawChecks({ databaseUrl, db: base.db, phoneHashKey: key, batch, capped, fresh, subject: 'law-1', now, runs: 5 })
+      const section = lawSection(
+        {
+          tasks: DISPATCHER_TASKS,
+          registryNumbers,
+          fileBytes,
+          consents,
+          consentSeconds,
+          open: open.map((pool) => ({ name: pool.name, jurisdictions: poolJurisdictions(pool) })),
+          closed,
+          at: new Date(started),
+          batchTasks: BATCH_TASKS,
+        },
+        { ...load, addedBytes: sizeAfter.total - sizeBefore.total, before: sizeBefore, after: sizeAfter },
+        rounds,
+        explained,
+      )
+      process.stdout.write(`\n${section.body}\n`)
+      return section
+    } finally {
+      await base.db.close()
+    }
+  })
 }
 
 async function benchDelivererSection(workDir: string): Promise<Section> {
