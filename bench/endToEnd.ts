@@ -189,6 +189,9 @@ export const VAPI_CAMPAIGN = {
   ...CAMPAIGN,
   routing_key: 'end-to-end-vapi',
   provider: 'vapi',
+  // Its calls are taken as a live voice's, as the simulator's are: an AI voice would need consent on file for
+  // the bench's US numbers (the TCPA), and the cost of the decision before each attempt is the law section's.
+  compliance: { artificial_voice: false },
   provider_config: {
     assistant_id: 'b2f6c1e4-0d3a-4c8e-9a57-3f1d2e6b8c90',
     phone_number_id: '7e4a9d21-5b6c-4f08-8e3d-1a2b3c4d5e6f',
