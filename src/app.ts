@@ -90,6 +90,8 @@ export interface AppDeps {
 const MAX_REQUEST_ID_LENGTH = 200
 /** Retry-After of a request refused while the process drains: another process behind the load balancer can take it at once. */
 const SHUTDOWN_RETRY_AFTER_S = 1
+/** How often, while the process drains, connections that have become idle are closed. */
+const IDLE_CONNECTION_SWEEP_MS = 100
 
 export async function buildApp(options: AppOptions, deps: AppDeps): Promise<FastifyInstance> {
   const now = deps.now ?? Date.now
@@ -159,11 +161,21 @@ export async function buildApp(options: AppOptions, deps: AppDeps): Promise<Fast
   })
   for (const schema of SharedSchemas) app.addSchema(schema)
   // Once the drain has begun, a request that still arrives on a kept-alive connection is refused
-  // before anything of it is done; Fastify has asked for the connection to be closed after the answer.
+  // before anything of it is done, and every answer sent from then on, a refusal or that of a request
+  // already in progress, closes its connection: the server's close waits for every open connection,
+  // and a client keeping one alive (Fastify's keep-alive timeout is 72 s) would otherwise hold the
+  // drain past SHUTDOWN_TIMEOUT_MS. The server closes the connections idle when its close begins; one
+  // whose last answer was still being written then is idle a moment later, and is closed by the sweep.
   let closing = false
   app.addHook('preClose', (done) => {
     closing = true
+    const sweep = setInterval(() => app.server.closeIdleConnections(), IDLE_CONNECTION_SWEEP_MS).unref()
+    app.server.once('close', () => clearInterval(sweep))
     done()
+  })
+  app.addHook('onSend', (_request, reply, payload, done) => {
+    if (closing) reply.header('connection', 'close')
+    done(null, payload)
   })
   app.addHook('onRequest', (request, reply, done) => {
     reply.header('x-request-id', request.id)
