@@ -209,15 +209,16 @@ export interface Postponement {
 export async function postponeTasks(tx: Queryable, postponements: readonly Postponement[], now: number): Promise<void> {
   if (postponements.length === 0) return
   await tx.query(
-    `UPDATE tasks t SET due_at = v.due_at, held_by = v.held_by, decision = v.decision::jsonb, updated_at = $3
-     FROM unnest($1::text[], $2::timestamptz[], $4::text[], $5::text[]) AS v(id, due_at, held_by, decision)
+    `UPDATE tasks t SET due_at = v.due_at, held_by = v.held_by, decision = nullif(v.decision, 'null'::jsonb), updated_at = $3
+     FROM ROWS FROM (unnest($1::text[]), unnest($2::timestamptz[]), unnest($4::text[]), jsonb_array_elements($5::jsonb)) AS v(id, due_at, held_by, decision)
      WHERE t.id = v.id AND t.status || '' = 'pending'`,
     [
       postponements.map((p) => p.taskId),
       postponements.map((p) => new Date(p.dueAt)),
       new Date(now),
       postponements.map((p) => p.heldBy ?? null),
-      postponements.map((p) => (p.decision === undefined ? null : JSON.stringify(p.decision))),
+      // As beginAttempts passes its decisions: one JSON array (null where there is none).
+      JSON.stringify(postponements.map((p) => p.decision ?? null)),
     ],
   )
 }
@@ -272,7 +273,7 @@ export async function beginAttempts(
     `WITH begun AS (
        UPDATE tasks t SET status = 'in_progress', attempts = t.attempts + 1, interaction_ids = t.interaction_ids || v.interaction_id, held_by = NULL,
                           decision = NULL, updated_at = $4
-       FROM unnest($1::text[], $2::text[], $7::text[], $8::text[]) AS v(task_id, interaction_id, phone, decision)
+       FROM ROWS FROM (unnest($1::text[]), unnest($2::text[]), unnest($7::text[]), jsonb_array_elements($8::jsonb)) AS v(task_id, interaction_id, phone, decision)
        WHERE t.id = v.task_id AND t.status || '' = 'pending'
          AND NOT EXISTS (${SUPPRESSION_OF_TASK('v.phone', '$6')})
        RETURNING t.id, t.org_id, t.campaign_id, t.attempts, t.test_mode, v.phone, v.interaction_id, v.decision
@@ -280,7 +281,7 @@ export async function beginAttempts(
      INSERT INTO interactions (id, org_id, task_id, campaign_id, channel, provider, provider_config, direction, attempt, status,
                                to_phone, test_mode, settle_at, started_by, started_at, decision)
      SELECT b.interaction_id, b.org_id, b.id, b.campaign_id, c.channel, c.provider, c.provider_config, 'outbound', b.attempts, 'starting',
-            b.phone, b.test_mode, $5, $3, $4, b.decision::jsonb
+            b.phone, b.test_mode, $5, $3, $4, b.decision
      FROM begun b JOIN campaigns c ON c.id = b.campaign_id
      RETURNING task_id, attempt`,
     [
@@ -291,7 +292,9 @@ export async function beginAttempts(
       new Date(settleAt),
       phoneHashKey,
       attempts.map((a) => a.phone),
-      attempts.map((a) => JSON.stringify(a.decision)),
+      // One JSON array, not a text[] of JSON: pg escapes each element of an array literal, which
+      // cost as much as the JSON itself (about 19 µs a start for a law's decision of 890 bytes).
+      JSON.stringify(attempts.map((a) => a.decision)),
     ],
   )
   return new Map(rows.map((row) => [row.task_id, row.attempt]))
