@@ -145,6 +145,9 @@ describe('consents through the API', () => {
     assert.deepEqual(json(mismatched).detail.map((d: { loc: string[] }) => d.loc.join('.')), ['body.kind'])
     const future = await service.app.inject({ method: 'POST', url: '/api/v2/consents', headers: bearer(key), payload: { phone, channel: 'voice', purpose: 'marketing', kind: 'express', source: 'web_form', captured_at: '2026-02-01T00:00:00Z' } })
     assert.deepEqual(json(future).detail.map((d: { loc: string[] }) => d.loc.join('.')), ['body.captured_at'])
+    const lapsed = await service.app.inject({ method: 'POST', url: '/api/v2/consents', headers: bearer(key), payload: { phone, channel: 'voice', purpose: 'marketing', kind: 'express', source: 'web_form', captured_at: '2026-01-01T00:00:00Z', expires_at: '2025-12-31T00:00:00Z' } })
+    assert.equal(lapsed.statusCode, 422)
+    assert.deepEqual(json(lapsed).detail.map((d: { loc: string[]; msg: string }) => `${d.loc.join('.')}: ${d.msg}`), ['body.expires_at: Value error, expires_at must be after captured_at'])
 
     const log = json(await service.app.inject({ method: 'GET', url: `/admin/v1/audit-log?org_id=${orgId}`, headers: admin })).data
     const entries = log.filter((entry: { target: string }) => entry.target === recorded.id).map((entry: { action: string }) => entry.action)

@@ -8,7 +8,7 @@ import assert from 'node:assert/strict'
 import { describe, test } from 'node:test'
 import { type ConsentKind, type Purpose, shippedProfiles } from '../src/domain/callingLaw.ts'
 import { WEEKDAYS, type Schedule } from '../src/domain/campaignSettings.ts'
-import type { ConsentOnFile } from '../src/domain/consent.ts'
+import { CAPTURED_AHEAD_MS, type ConsentOnFile, consentTimingProblems } from '../src/domain/consent.ts'
 import { type ContactabilityInput, type Decision, decideContactability, decisionNeeds, type PastAttempt, type RegistryListing } from '../src/domain/contactability.ts'
 import { jurisdictionsOfNumber } from '../src/domain/jurisdictions.ts'
 import { zonesOfPhone } from '../src/domain/timezones.ts'
@@ -251,6 +251,22 @@ describe('consent', () => {
     assert.equal(summary(decide({ phone: NUMBERS.paris }, '2026-06-01T10:00:00Z')), 'allowed')
     assert.equal(summary(decide({ phone: NUMBERS.paris }, '2026-09-01T10:00:00Z')), 'blocked consent_missing:fr.prior_consent')
   })
+})
+
+describe("a consent's instants, as the API and a trigger's consent take them", () => {
+  const now = Date.parse('2026-01-05T15:00:00Z')
+  const table: [string, number | undefined, number | undefined, string[]][] = [
+    ['captured in the past, no expiry', now - 86_400_000, undefined, []],
+    ['captured a little ahead of the clock (a client clock)', now + CAPTURED_AHEAD_MS, undefined, []],
+    ['captured further ahead', now + CAPTURED_AHEAD_MS + 1, undefined, ['captured_at']],
+    ['expiring after the capture', now - 1000, now + 1000, []],
+    ['expiring at the capture', now - 1000, now - 1000, ['expires_at']],
+    ['expiring before the capture, captured ahead', now + CAPTURED_AHEAD_MS + 1, now, ['captured_at', 'expires_at']],
+    ['no capture to judge the expiry by', undefined, now, []],
+  ]
+  for (const [name, capturedAt, expiresAt, fields] of table) {
+    test(name, () => assert.deepEqual(consentTimingProblems(capturedAt, expiresAt, now).map((problem) => problem.field), fields))
+  }
 })
 
 describe('registries', () => {

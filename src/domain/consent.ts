@@ -21,6 +21,18 @@ export const CONSENT_SOURCES = ['web_form', 'call', 'paper', 'sms', 'whatsapp', 
 /** A capture a little ahead of the server's clock is the client's clock; one further ahead is a mistake, refused. */
 export const CAPTURED_AHEAD_MS = 5 * 60_000
 
+/**
+ * What is wrong with a consent's instants, by field: a capture further ahead
+ * of `now` than a client's clock can be, an expiry not after the capture.
+ * An instant not given (or not readable) is not judged.
+ */
+export function consentTimingProblems(capturedAt: number | undefined, expiresAt: number | undefined, now: number): { field: 'captured_at' | 'expires_at'; message: string }[] {
+  const problems: { field: 'captured_at' | 'expires_at'; message: string }[] = []
+  if (capturedAt !== undefined && capturedAt > now + CAPTURED_AHEAD_MS) problems.push({ field: 'captured_at', message: 'captured_at must not be in the future' })
+  if (capturedAt !== undefined && expiresAt !== undefined && expiresAt <= capturedAt) problems.push({ field: 'expires_at', message: 'expires_at must be after captured_at' })
+  return problems
+}
+
 /** Most characters of a consent's evidence: a reference (a form's URL and submission id, a recording's id) or a short text. */
 export const MAX_EVIDENCE_LENGTH = 2_000
 

@@ -15,7 +15,7 @@
  */
 import type { CallingLawProfile, ConsentKind, Jurisdiction, LawRule, Purpose } from './callingLaw.ts'
 import { WEEKDAYS, type Schedule } from './campaignSettings.ts'
-import { type ConsentOnFile, consentLapse, kindSatisfies } from './consent.ts'
+import { type Compliance, type ConsentOnFile, consentLapse, kindSatisfies } from './consent.ts'
 import { holidayDatesBetween } from './holidays.ts'
 import { nextCommonOpening, nextOpening, type ScheduleInZones } from './schedule.ts'
 import type { Channel } from './types.ts'
@@ -110,6 +110,14 @@ export interface ContactabilityInput {
   pastAttempts: readonly PastAttempt[]
   /** The search for an opening ends here (the task's expiry). */
   until?: number
+}
+
+/** The input of a decision for an attempt of this nature (a campaign's compliance, or a purpose's defaults), with the facts of its number. */
+export function contactabilityInput(
+  compliance: Compliance,
+  facts: Omit<ContactabilityInput, 'purpose' | 'subject' | 'artificialVoice' | 'requiredConsent'>,
+): ContactabilityInput {
+  return { ...facts, purpose: compliance.purpose, subject: compliance.subject, artificialVoice: compliance.artificialVoice, requiredConsent: compliance.requiredConsent }
 }
 
 const HOUR_MS = 3_600_000

@@ -7,7 +7,7 @@
  */
 import type { Purpose } from '../domain/callingLaw.ts'
 import { type Compliance, complianceOf } from '../domain/consent.ts'
-import { type Decision, decideContactability } from '../domain/contactability.ts'
+import { contactabilityInput, type Decision, decideContactability } from '../domain/contactability.ts'
 import { ApiError, ValidationFailed, valueError } from '../domain/errors.ts'
 import { jurisdictionsOfNumber } from '../domain/jurisdictions.ts'
 import { type ScheduleInZones, scheduleZones } from '../domain/schedule.ts'
@@ -56,21 +56,17 @@ export async function dryRun(ops: ContactabilityOperations, orgId: string, ask: 
     registryListings(ops.db, ops.phoneHashKey, registries, [{ ...number, purpose: nature.purpose }]),
   ])
   return decideContactability(
-    {
+    contactabilityInput(nature, {
       suppressed: suppression !== undefined,
       channel: ask.channel,
-      purpose: nature.purpose,
-      subject: nature.subject,
-      artificialVoice: nature.artificialVoice,
       jurisdictions: jurisdictionsOfNumber(ask.phone),
       zones: candidate?.zones ?? [],
       profiles,
       campaignWindow,
-      requiredConsent: nature.requiredConsent,
       consents: consents.get(numberKey(number)) ?? [],
       registries: listings[0]!,
       pastAttempts,
-    },
+    }),
     at,
   )
 }

@@ -14,20 +14,26 @@
  * nothing of it), no statement at all; the decision itself is a few lookups
  * per task.
  */
-import type { CallingLawProfile, Purpose } from '../domain/callingLaw.ts'
-import { complianceOf, type Compliance } from '../domain/consent.ts'
-import { type Decision, decideContactability, decisionNeeds, longestCapHours, type PastAttempt, type RegistryListing } from '../domain/contactability.ts'
+import type { CallingLawProfile, Jurisdiction, Purpose } from '../domain/callingLaw.ts'
+import { type Compliance, complianceOf, type ConsentOnFile } from '../domain/consent.ts'
+import {
+  contactabilityInput,
+  type Decision,
+  decideContactability,
+  decisionNeeds,
+  longestCapHours,
+  type PastAttempt,
+  type RegistryListing,
+} from '../domain/contactability.ts'
 import { jurisdictionsOfNumber } from '../domain/jurisdictions.ts'
-import type { Jurisdiction } from '../domain/callingLaw.ts'
 import { scheduleZones } from '../domain/schedule.ts'
-import type { ConsentOnFile } from '../domain/consent.ts'
 import { consentsOfNumbers } from '../store/consents.ts'
 import type { Queryable } from '../store/database.ts'
 import { lockLawAttempts, saveLawAttempts } from '../store/lawAttempts.ts'
-import { listedIn, type Registry, registryDigest } from '../store/registries.ts'
-import type { LawInForce } from './callingLaw.ts'
 import { numberKey } from '../store/numberAttempts.ts'
+import { listedIn, type Registry, registryDigest } from '../store/registries.ts'
 import type { DueTask } from '../store/tasks.ts'
+import type { LawInForce } from './callingLaw.ts'
 
 /** What the decision of one task reads of its campaign and number. */
 interface TaskNature {
@@ -85,23 +91,19 @@ export class LawChecks {
     const nature = this.#natures.get(task.id)!
     const key = numberKey(numberOf(task))
     return decideContactability(
-      {
+      contactabilityInput(nature.compliance, {
         // A suppressed task completes opted_out before it is decided.
         suppressed: task.suppressed,
         channel: task.campaign.channel,
-        purpose: nature.compliance.purpose,
-        subject: nature.compliance.subject,
-        artificialVoice: nature.compliance.artificialVoice,
         jurisdictions: nature.jurisdictions,
         zones: task.timezones,
         profiles: this.#profiles,
         campaignWindow: { schedule: task.campaign.schedule, zones: scheduleZones(task.campaign.schedule, task.timezones) },
-        requiredConsent: nature.compliance.requiredConsent,
         consents: this.#consents.get(key) ?? [],
         registries: nature.listings,
         pastAttempts: this.#attempts.get(key) ?? [],
         until: task.expiresAt,
-      },
+      }),
       now,
     )
   }

@@ -21,7 +21,7 @@ import { type Authenticator, type OrganizationPrincipal, unauthorized } from './
 import type { CampaignDirectory } from './campaignDirectory.ts'
 import { type ContactOnFile, contactOnFile, idsNameSeveralContacts, missingContact, type ReadableId, timezoneOnFile } from './contactDirectory.ts'
 import { type SourceDirectory, sourceProblems } from './sourceDirectory.ts'
-import { CAPTURED_AHEAD_MS, complianceOf } from '../domain/consent.ts'
+import { complianceOf, consentTimingProblems } from '../domain/consent.ts'
 import { acceptedData, requestHash, type TriggerIntake, type TriggerRequest, type TriggerToRecord, usesDirectory } from './triggerIntake.ts'
 
 /** Who sends the trigger: an organization, through one of its keys. */
@@ -383,10 +383,7 @@ function consentProblems(raw: RawBody | undefined, errors: readonly ErrorDetail[
     problems.push(valueError(at('kind'), consent.kind, `whatsapp_opt_in is a consent of the whatsapp channel; the campaign is ${campaign.channel}`))
   }
   const instantOf = (field: string) => (failed(errors, 'consent', field) || typeof consent[field] !== 'string' ? undefined : Date.parse(consent[field] as string))
-  const capturedAt = instantOf('captured_at')
-  const expiresAt = instantOf('expires_at')
-  if (capturedAt !== undefined && capturedAt > now + CAPTURED_AHEAD_MS) problems.push(valueError(at('captured_at'), consent.captured_at, 'captured_at must not be in the future'))
-  if (capturedAt !== undefined && expiresAt !== undefined && expiresAt <= capturedAt) problems.push(valueError(at('expires_at'), consent.expires_at, 'expires_at must be after captured_at'))
+  for (const { field, message } of consentTimingProblems(instantOf('captured_at'), instantOf('expires_at'), now)) problems.push(valueError(at(field), consent[field], message))
   return problems
 }
 

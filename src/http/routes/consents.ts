@@ -8,7 +8,7 @@
 import { type Static, Type } from '@sinclair/typebox'
 import type { FastifyInstance } from 'fastify'
 import { CONSENT_KINDS, PURPOSES } from '../../domain/callingLaw.ts'
-import { CAPTURED_AHEAD_MS, CONSENT_SOURCES, MAX_EVIDENCE_LENGTH } from '../../domain/consent.ts'
+import { CONSENT_SOURCES, consentTimingProblems, MAX_EVIDENCE_LENGTH } from '../../domain/consent.ts'
 import { normalizePhone, PHONE_REFUSED } from '../../domain/contact.ts'
 import { refuse, ValidationFailed, valueError } from '../../domain/errors.ts'
 import { CHANNELS } from '../../domain/types.ts'
@@ -62,9 +62,6 @@ const NewConsentSchema = refineModel(
     if (consent.kind === 'whatsapp_opt_in' && consent.channel !== undefined && consent.channel !== 'whatsapp') {
       problems.push({ path: ['kind'], message: 'whatsapp_opt_in is a consent of the whatsapp channel' })
     }
-    if (consent.captured_at !== undefined && consent.expires_at !== undefined && Date.parse(consent.expires_at) <= Date.parse(consent.captured_at)) {
-      problems.push({ path: ['expires_at'], message: 'expires_at must be after captured_at' })
-    }
     return problems
   },
 )
@@ -112,10 +109,11 @@ function present(consent: Consent, now: number) {
   }
 }
 
-/** A consent as the service takes it, or the 422 entry of a capture in the future. */
+/** A consent as the service takes it, or the 422 of a capture in the future or an expiry before it. */
 function inputOf(body: NewConsentBody, now: number, loc: (string | number)[]): ConsentInput {
   const capturedAt = Date.parse(body.captured_at)
-  if (capturedAt > now + CAPTURED_AHEAD_MS) throw new ValidationFailed([valueError([...loc, 'captured_at'], body.captured_at, 'captured_at must not be in the future')])
+  const problems = consentTimingProblems(capturedAt, body.expires_at === undefined ? undefined : Date.parse(body.expires_at), now)
+  if (problems.length > 0) throw new ValidationFailed(problems.map(({ field, message }) => valueError([...loc, field], body[field], message)))
   return {
     phone: body.phone,
     channel: body.channel,
