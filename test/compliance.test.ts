@@ -105,6 +105,17 @@ async function consent(payload: Record<string, unknown>) {
 }
 
 const task = (id: string) => taskOf(service.app, key, id)
+
+/** The task once its last interaction's outcome is committed (the settlement's commit follows the dispatcher's round). */
+async function completedTask(id: string) {
+  for (let round = 0; round < 100; round++) {
+    const current = await task(id)
+    if (current.status === 'completed') return current
+    await service.app.workers!.dispatcher.runOnce()
+    await new Promise((resolve) => setImmediate(resolve))
+  }
+  throw new Error(`task ${id} did not complete`)
+}
 const callsTo = (phone: string) => twilio.requests.filter((request) => request.method === 'POST' && request.form?.get('To') === phone)
 
 async function at(instant: string | number) {
@@ -249,6 +260,12 @@ describe('a Florida number, on a marketing campaign open 07:00–22:00', () => {
     await at('2026-01-06T13:00:00Z')
     const calledAt = (await task(created.task_id)).interactions.map((interaction: { started_at: string }) => interaction.started_at)
     assert.deepEqual(calledAt, ['2026-01-05T13:00:00.000Z', '2026-01-05T19:00:00.000Z', '2026-01-06T13:00:00.000Z'])
+    // Answered the third time: task.completed carries why that call was placed.
+    const done = await completedTask(created.task_id)
+    const [completed] = (await eventsOfTask(service.db, created.task_id)).filter((event) => event.type === 'task.completed')
+    assert.equal(completed.data.outcome, 'reached')
+    assert.equal(completed.data.decision.decision, 'allowed')
+    assert.deepEqual(completed.data.decision, done.interactions[2].decision)
   })
 
   test('a fourth attempt within 24 hours on the same subject is deferred, across campaigns; another subject is not', async () => {

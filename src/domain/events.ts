@@ -43,7 +43,7 @@ export interface TaskCompletion {
   task: CompletedTask
   outcome: TaskOutcome
   result?: ConversationResult | null
-  /** The decision that blocked it, for a task completed not_permitted. */
+  /** The decision that blocked it, for a task completed not_permitted (task.completed carries each task's last decision: completeTasks). */
   decision?: RecordedDecision
 }
 
@@ -52,7 +52,7 @@ export function taskCompletedEvent(
   outcome: TaskOutcome,
   now: number,
   result: ConversationResult | null = null,
-  decision?: RecordedDecision,
+  decision: RecordedDecision | null = null,
 ): OutboxEvent {
   const at = new Date(now).toISOString()
   const steps = stepsOfCompletedTask(task, outcome)
@@ -74,8 +74,8 @@ export function taskCompletedEvent(
       result,
       // Only for a task that fell back: every other task.completed stays as it was.
       ...(steps === undefined ? {} : { steps }),
-      // Only for a task the decision before its attempt blocked (not_permitted): why.
-      ...(decision === undefined ? {} : { decision }),
+      // Its last decision: why it was called (the one that allowed its last attempt), or why not (the block, the deferral it expired under).
+      decision,
     },
   }
 }

@@ -154,7 +154,10 @@ export const EventDataSchemas = [
             "Only for a task that went on to its campaign's fallback step (WhatsApp, then a call): every step it took, oldest first; `campaign` and `channel` above are its last step's.",
         }),
       ),
-      decision: Type.Optional({ ...Type.Ref(DecisionSchema.$id!), description: 'Only for a task completed not_permitted: the decision that blocked it, with its reasons.' }),
+      decision: Type.Union([Type.Ref(DecisionSchema.$id!), Type.Null()], {
+        description:
+          "The task's last decision, with its reasons: the one that blocked it (not_permitted), the law's deferral it expired under, else the one that allowed its last attempt (why the person was called); null when none was made (cancelled before any attempt, or attempts made before decisions were kept).",
+      }),
     },
     { $id: 'TaskCompletedData', description: 'task.completed: a task completed, with its outcome.' },
   ),

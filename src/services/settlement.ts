@@ -324,7 +324,7 @@ export async function completeAndReport(
     now,
   )
   const done = completions.filter(({ task }) => completed.has(task.id))
-  for (const { task, outcome, result, decision } of done) events.push({ orgId: task.orgId, event: taskCompletedEvent(task, outcome, now, result ?? null, decision) })
+  for (const { task, outcome, result } of done) events.push({ orgId: task.orgId, event: taskCompletedEvent(task, outcome, now, result ?? null, completed.get(task.id) ?? null) })
   return done
 }
 

@@ -465,23 +465,29 @@ export async function fallBackTasks(tx: Queryable, moves: readonly FallBack[], n
   return new Set(rows.map((row) => row.id))
 }
 
-/** Completes tasks with their outcomes; returns the ids of those completed (not those that had completed already). */
+/**
+ * Completes tasks with their outcomes; returns those completed (not those
+ * that had completed already), each with its last decision for its
+ * task.completed: the one given (the block of a task completed
+ * not_permitted), else the one it kept (the law's deferral it expired
+ * under), else the one that allowed its last attempt (kept with that
+ * interaction); null when none was made.
+ */
 export async function completeTasks(
   tx: Queryable,
   completions: readonly { taskId: string; outcome: TaskOutcome; decision?: RecordedDecision }[],
   now: number,
-): Promise<Set<string>> {
-  if (completions.length === 0) return new Set()
+): Promise<Map<string, RecordedDecision | null>> {
+  if (completions.length === 0) return new Map()
   // The decision that blocked a task not_permitted is kept with it; any other completion keeps the task's last.
-  const decisions = completions.some((c) => c.decision !== undefined) ? completions.map((c) => (c.decision === undefined ? null : JSON.stringify(c.decision))) : null
-  const rows = await tx.query<{ id: string }>(
-    `UPDATE tasks t SET status = 'completed', outcome = v.outcome, completed_at = $3, updated_at = $3, decision = coalesce(v.decision::jsonb, t.decision)
-     FROM unnest($1::text[], $2::text[], $4::text[]) AS v(id, outcome, decision)
+  const rows = await tx.query<{ id: string; decision: RecordedDecision | null }>(
+    `UPDATE tasks t SET status = 'completed', outcome = v.outcome, completed_at = $3, updated_at = $3, decision = coalesce(nullif(v.decision, 'null'::jsonb), t.decision)
+     FROM ROWS FROM (unnest($1::text[]), unnest($2::text[]), jsonb_array_elements($4::jsonb)) AS v(id, outcome, decision)
      WHERE t.id = v.id AND t.status <> 'completed'
-     RETURNING t.id`,
-    [completions.map((c) => c.taskId), completions.map((c) => c.outcome), new Date(now), decisions ?? completions.map(() => null)],
+     RETURNING t.id, coalesce(t.decision, (SELECT i.decision FROM interactions i WHERE i.id = t.interaction_ids[cardinality(t.interaction_ids)])) AS decision`,
+    [completions.map((c) => c.taskId), completions.map((c) => c.outcome), new Date(now), JSON.stringify(completions.map((c) => c.decision ?? null))],
   )
-  return new Set(rows.map((row) => row.id))
+  return new Map(rows.map((row) => [row.id, row.decision]))
 }
 
 /**
