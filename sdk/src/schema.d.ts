@@ -874,7 +874,8 @@ export interface components {
                 /** @description Attempts the step made, counted under its campaign's attempt policy. */
                 attempts: number;
             }[];
-            decision?: components["schemas"]["ContactabilityDecision"];
+            /** @description The task's last decision, with its reasons: the one that blocked it (not_permitted), the law's deferral it expired under, else the one that allowed its last attempt (why the person was called); null when none was made (cancelled before any attempt, or attempts made before decisions were kept). */
+            decision: components["schemas"]["ContactabilityDecision"] | null;
         };
         /** @description interaction.finalized: an attempt (or a message that answers no task) ended. */
         InteractionFinalizedData: {
