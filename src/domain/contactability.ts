@@ -176,21 +176,39 @@ function consentReason(input: ContactabilityInput, kinds: readonly ConsentKind[]
 const ALL_DAY: Schedule['windows'] = [{ days: [...WEEKDAYS], start: '00:00', end: '24:00' }]
 
 /**
- * Forbidden dates as a schedule: open all day but on them, in the years a
- * search may reach. Kept by the holidays themselves and the year, so that an
- * operator's override of a rule is never answered from its old dates.
+ * A law's hours as a schedule, one object per rule: the schedule's plan is
+ * kept by the object (domain/schedule.ts), where a fresh object each decision
+ * had it serialized to be found, the largest cost of a decision (a tenth).
  */
-const holidaySchedules = new Map<string, { schedule: Schedule; names: Map<string, string> }>()
+const hoursSchedules = new WeakMap<LawRule, Schedule>()
+function hoursSchedule(rule: Extract<LawRule, { kind: 'hours' }>): Schedule {
+  let schedule = hoursSchedules.get(rule)
+  if (schedule === undefined) {
+    schedule = { timezone: 'contact', windows: rule.windows }
+    hoursSchedules.set(rule, schedule)
+  }
+  return schedule
+}
+
+/**
+ * Forbidden dates as a schedule: open all day but on them, in the years a
+ * search may reach. Kept by the rule object and the year: an operator's
+ * override of a rule is a new object, never answered from its old dates.
+ */
+const holidaySchedules = new WeakMap<LawRule, Map<number, { schedule: Schedule; names: Map<string, string> }>>()
 function holidaySchedule(rule: Extract<LawRule, { kind: 'forbidden_dates' }>, at: number) {
   const year = new Date(at).getUTCFullYear()
-  const key = `${JSON.stringify(rule.holidays)}|${year}`
-  let entry = holidaySchedules.get(key)
+  let years = holidaySchedules.get(rule)
+  if (years === undefined) {
+    years = new Map()
+    holidaySchedules.set(rule, years)
+  }
+  let entry = years.get(year)
   if (entry === undefined) {
     // A year before (a local date behind UTC's) to two after (the search's horizon).
     const dates = holidayDatesBetween(rule.holidays, year - 1, year + 2)
     entry = { schedule: { timezone: 'contact', windows: ALL_DAY, blackout_dates: dates.map((d) => d.date) }, names: new Map(dates.map((d) => [d.date, d.name])) }
-    if (holidaySchedules.size >= 1_000) holidaySchedules.clear()
-    holidaySchedules.set(key, entry)
+    years.set(year, entry)
   }
   return entry
 }
@@ -277,7 +295,7 @@ export function decideContactability(input: ContactabilityInput, now: number): D
   for (const entry of bound) {
     if (entry.rule.kind === 'hours') {
       windows.push({
-        part: { schedule: { timezone: 'contact', windows: entry.rule.windows }, zones },
+        part: { schedule: hoursSchedule(entry.rule), zones },
         reason: () => lawReason('outside_legal_hours', entry),
         applied: lawReason('within_legal_hours', entry),
       })

@@ -132,12 +132,18 @@ function merge(spans: Span[]): Span[] {
 /**
  * Compiling costs more than searching, and tasks bring their campaign's
  * schedule as a fresh object each time (parsed from its row), so plans are
- * kept by content: a few hundred campaigns' schedules at most.
+ * kept by content: a few hundred campaigns' schedules at most. A schedule
+ * met again as the same object (a law's hours, one object per rule) is found
+ * by the object, without serializing it. A schedule is a value: never
+ * changed once made.
  */
 const plans = new Map<string, Plan>()
+const plansOfObjects = new WeakMap<Schedule, Plan>()
 const MAX_PLANS = 1_000
 
 function planOf(schedule: Schedule): Plan {
+  const known = plansOfObjects.get(schedule)
+  if (known !== undefined) return known
   const key = JSON.stringify(schedule)
   let plan = plans.get(key)
   if (plan === undefined) {
@@ -145,6 +151,7 @@ function planOf(schedule: Schedule): Plan {
     if (plans.size >= MAX_PLANS) plans.clear()
     plans.set(key, plan)
   }
+  plansOfObjects.set(schedule, plan)
   return plan
 }
 
