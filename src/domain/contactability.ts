@@ -128,11 +128,21 @@ const MAX_TURNS = 64
 const jurisdictionMatches = (profile: CallingLawProfile, jurisdictions: readonly Jurisdiction[]) =>
   jurisdictions.some((j) => j.country === profile.jurisdiction.country && j.region === profile.jurisdiction.region)
 
+/** A rule is in effect from the start of its day in UTC+14, the earliest any place reaches that date: read once per rule object. */
+const effectiveInstants = new WeakMap<LawRule, number>()
+function effectiveFrom(rule: LawRule): number {
+  let instant = effectiveInstants.get(rule)
+  if (instant === undefined) {
+    instant = Date.parse(`${rule.effective_from}T00:00:00+14:00`)
+    effectiveInstants.set(rule, instant)
+  }
+  return instant
+}
+
 /** Whether a rule binds this attempt: in effect at `at`, of its purpose, its channel, its nature. */
 function binds(rule: LawRule, input: Pick<ContactabilityInput, 'purpose' | 'channel' | 'artificialVoice'>, at: number): boolean {
   if (!rule.purposes.includes(input.purpose) || !rule.channels.includes(input.channel)) return false
-  // In effect from the start of its day in UTC+14, the earliest any place reaches that date.
-  if (Date.parse(`${rule.effective_from}T00:00:00+14:00`) > at) return false
+  if (effectiveFrom(rule) > at) return false
   return rule.applies_to !== 'artificial_voice' || (input.channel === 'voice' && input.artificialVoice)
 }
 
