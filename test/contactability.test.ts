@@ -28,6 +28,7 @@ const NUMBERS = {
   berlin: '+4930222123',
   london: '+442079460958',
   tollFree: '+18002221234',
+  sanJuan: '+17872221234',
 } as const
 
 interface Ask {
@@ -103,6 +104,10 @@ describe('calling hours, at their edges, in the called party’s zone', () => {
     // A number that may be in two zones: the window holds in both (08:00 Central to 20:00 Eastern).
     ['two candidate zones, 08:30 Eastern = 07:30 Central', { phone: NUMBERS.florida, zones: ['America/New_York', 'America/Chicago'] }, '2026-01-05T13:30:00Z', 'deferred 2026-01-05T14:00:00.000Z outside_legal_hours:us-federal.telephone_solicitation_hours outside_legal_hours:us-fl.hours'],
     ['two candidate zones, 19:30 Eastern', { phone: NUMBERS.florida, zones: ['America/New_York', 'America/Chicago'] }, '2026-01-06T00:30:00Z', 'allowed'],
+    // Puerto Rico (AST, UTC-4, no DST): a US territory, bound by the TCPA's 08:00–21:00 and by no state's.
+    ['San Juan 07:59 AST', { phone: NUMBERS.sanJuan }, '2026-01-05T11:59:00Z', 'deferred 2026-01-05T12:00:00.000Z outside_legal_hours:us-federal.telephone_solicitation_hours'],
+    ['San Juan 20:30 AST: no state closes it at 20:00', { phone: NUMBERS.sanJuan }, '2026-01-06T00:30:00Z', 'allowed'],
+    ['San Juan 21:00 AST', { phone: NUMBERS.sanJuan }, '2026-01-06T01:00:00Z', 'deferred 2026-01-06T12:00:00.000Z outside_legal_hours:us-federal.telephone_solicitation_hours'],
     // Oklahoma, Maryland, Washington: 08:00–20:00.
     ['Oklahoma 07:59 CST', { phone: NUMBERS.oklahoma }, '2026-01-05T13:59:00Z', 'deferred 2026-01-05T14:00:00.000Z outside_legal_hours:us-federal.telephone_solicitation_hours outside_legal_hours:us-ok.hours'],
     ['Oklahoma 20:00 CST', { phone: NUMBERS.oklahoma }, '2026-01-06T02:00:00Z', 'deferred 2026-01-06T14:00:00.000Z outside_legal_hours:us-ok.hours'],

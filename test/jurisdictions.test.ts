@@ -38,10 +38,13 @@ describe('jurisdictionsOfNumber', () => {
     ['+1 902 234 5678', ['CA', 'CA-NS', 'CA-PE'], 'Nova Scotia and Prince Edward Island share 902'],
     ['+1 867 234 5678', ['CA', 'CA-NT', 'CA-NU', 'CA-YT'], 'the three territories share 867'],
     // Other countries of the +1 plan: the country alone.
-    ['+1 787 234 5678', ['PR'], 'Puerto Rico'],
+    ['+1 787 234 5678', ['PR', 'US'], 'Puerto Rico: federal law holds in the territories (47 U.S.C. 153)'],
+    ['+1 671 472 1234', ['GU', 'US'], 'Guam'],
+    ['+1 670 234 5678', ['MP', 'US'], 'the Northern Mariana Islands'],
+    ['+1 684 633 1234', ['AS', 'US'], 'American Samoa'],
     ['+1 876 234 5678', ['JM'], 'Jamaica'],
     ['+1 809 234 5678', ['DO'], 'the Dominican Republic'],
-    ['+1 340 773 1234', ['VI'], 'the US Virgin Islands, a country of their own in ISO 3166-1'],
+    ['+1 340 773 1234', ['VI', 'US'], 'the US Virgin Islands, a country of their own in ISO 3166-1'],
     // Elsewhere: the country.
     ['+33 1 42 68 53 00', ['FR'], 'Paris'],
     ['+44 20 7946 0958', ['GB'], 'London'],

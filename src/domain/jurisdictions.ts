@@ -13,6 +13,19 @@ import { readFileSync } from 'node:fs'
 import type { Jurisdiction } from './callingLaw.ts'
 import { phoneFacts } from './contact.ts'
 
+/**
+ * The territories of the United States that libphonenumber (as ISO 3166-1)
+ * names as countries of their own, each with area codes of the +1 plan:
+ * Puerto Rico, the US Virgin Islands, Guam, the Northern Mariana Islands,
+ * American Samoa. Federal law holds there as in the states: the
+ * Communications Act's "United States" is "the several States and
+ * Territories, the District of Columbia, and the possessions of the United
+ * States" (47 U.S.C. 153), and the TCPA binds calls to a recipient within it
+ * (47 U.S.C. 227(b)(1)); so a territory's number is the territory's and the
+ * `US` federal rules'.
+ */
+const US_TERRITORIES: ReadonlySet<string> = new Set(['PR', 'VI', 'GU', 'MP', 'AS'])
+
 /** "US" for a country's own rules, "US-FL" for a subdivision's (its ISO 3166-2 code). */
 export function jurisdictionKey(jurisdiction: Jurisdiction): string {
   return jurisdiction.region === undefined ? jurisdiction.country : `${jurisdiction.country}-${jurisdiction.region}`
@@ -27,9 +40,10 @@ export function jurisdictionKey(jurisdiction: Jurisdiction): string {
  * An area code that names no place (toll-free 8XX, 5XX personal numbers,
  * 600, 900) or that the data does not hold (one opened since) may be
  * anywhere in its country: every region of the country, so that each
- * state's law holds. Other countries of the +1 plan (PR, JM...) are just the
- * country; a number of no country (+800, +882) or of one that cannot be
- * told has none.
+ * state's law holds. A US territory of the +1 plan (PR, GU...) is itself
+ * and the United States' federal law (not a state's); the other countries
+ * of the plan (JM, DO...) are just the country; a number of no country
+ * (+800, +882) or of one that cannot be told has none.
  */
 export function jurisdictionsOfNumber(e164: string): Jurisdiction[] {
   // phoneFacts remembers the numbers normalized last: no second parse for a contact just accepted.
@@ -37,7 +51,7 @@ export function jurisdictionsOfNumber(e164: string): Jurisdiction[] {
   if (country === undefined) return []
   const { ofAreaCode, ofCountry } = regions()
   const everyRegion = ofCountry.get(country)
-  if (everyRegion === undefined) return [{ country }]
+  if (everyRegion === undefined) return US_TERRITORIES.has(country) ? [shared(country), shared('US')] : [shared(country)]
   // Only +1 countries have regions in the data, so the area code follows "+1".
   return [...(ofAreaCode.get(`${country}|${e164.slice(2, 5)}`) ?? everyRegion)]
 }
