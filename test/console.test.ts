@@ -720,6 +720,43 @@ describe('the console in a browser', { skip: existsSync(CHROMIUM) ? false : `no 
     }
   })
 
+  test('the operator makes a campaign a marketing one by an AI voice, requiring express consent, and puts it back to its defaults', async () => {
+    const { context, page } = await signedIn(OPERATOR_TOKEN)
+    try {
+      await page.getByRole('link', { name: 'Acme Recruiting' }).first().click()
+      await page.getByRole('link', { name: 'New campaign' }).click()
+      await page.getByLabel('Routing key').fill('renewal-offer')
+      await page.getByLabel('Channel').selectOption('voice')
+      const compliance = page.getByRole('region', { name: 'Compliance' })
+      await compliance.locator('select[name="purpose"]').selectOption('marketing')
+      await compliance.locator('input[name="subject"]').fill('policy-renewal')
+      await compliance.locator('select[name="artificial_voice"]').selectOption('yes')
+      await compliance.getByLabel("the purpose's default consent").uncheck()
+      assert.equal(await compliance.getByLabel('WhatsApp opt-in').count(), 0, 'not offered on a voice campaign')
+      await compliance.getByLabel('express', { exact: true }).check()
+      await page.getByRole('button', { name: 'Create campaign' }).click()
+      await page.getByRole('heading', { name: 'renewal-offer · voice' }).waitFor()
+      await shot(page, 'campaign-compliance')
+      const madeOf = async () =>
+        json(await service.app.inject({ method: 'GET', url: `/admin/v1/organizations/${orgId}/campaigns`, headers: bearer(OPERATOR_TOKEN) })).data.find(
+          (campaign: { routing_key: string }) => campaign.routing_key === 'renewal-offer',
+        )
+      assert.deepEqual((await madeOf()).compliance, { purpose: 'marketing', subject: 'policy-renewal', artificial_voice: true, consent: { voice: ['express'] } })
+      // Read back into the form as it was set, then the defaults again.
+      const shown = page.getByRole('region', { name: 'Compliance' })
+      assert.equal(await shown.locator('select[name="purpose"]').inputValue(), 'marketing')
+      assert.equal(await shown.getByLabel('express', { exact: true }).isChecked(), true)
+      await shown.locator('input[name="subject"]').fill('')
+      await shown.locator('select[name="artificial_voice"]').selectOption('')
+      await shown.getByLabel("the purpose's default consent").check()
+      await page.getByRole('button', { name: 'Save changes' }).click()
+      await page.getByRole('status').getByText('Saved.').waitFor()
+      assert.deepEqual((await madeOf()).compliance, { purpose: 'marketing' })
+    } finally {
+      await context.close()
+    }
+  })
+
   test("the operator reads the service's queues: with every task settled, nothing is due, running or undelivered", async () => {
     const depths = json(await service.app.inject({ method: 'GET', url: '/admin/v1/queues', headers: bearer(OPERATOR_TOKEN) })).data
     assert.equal(depths.interactions.running, 0)

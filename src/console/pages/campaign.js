@@ -14,6 +14,12 @@ const PROVIDER_PACES = {
   whatsapp_cloud: "Meta's: 80 a second per number",
 }
 const DEFAULT_WINDOW = { days: ['mon', 'tue', 'wed', 'thu', 'fri'], start: '09:00', end: '20:00' }
+const PURPOSES = ['informational', 'transactional', 'healthcare', 'marketing']
+const CONSENT_KINDS = [
+  ['express', 'express'],
+  ['express_written', 'express written'],
+  ['whatsapp_opt_in', 'WhatsApp opt-in'],
+]
 const FALLBACK_CONDITIONS = [
   ['undelivered', 'the message was not delivered'],
   ['not_on_whatsapp', 'the number is not on WhatsApp (at once)'],
@@ -80,7 +86,31 @@ function draftOf(campaign) {
     fallback_campaign: campaign?.fallback?.campaign_id ?? '',
     fallback_when: campaign?.fallback?.when ?? ['undelivered', 'no_reply'],
     no_reply_minutes: campaign?.fallback?.no_reply_minutes === undefined ? '' : String(campaign.fallback.no_reply_minutes),
+    ...complianceDraftOf(campaign),
   }
+}
+
+/** The compliance settings' fields: each left to its default unless the campaign sets it. */
+function complianceDraftOf(campaign) {
+  const compliance = campaign?.compliance ?? {}
+  const channel = campaign?.channel ?? 'voice'
+  const consent = compliance.consent?.[channel]
+  return {
+    purpose: compliance.purpose ?? 'informational',
+    subject: compliance.subject ?? '',
+    artificial_voice: compliance.artificial_voice === undefined ? '' : compliance.artificial_voice ? 'yes' : 'no',
+    consent_default: consent === undefined,
+    consent_kinds: consent ?? [],
+  }
+}
+
+/** The compliance the draft describes, as the API takes it: what it leaves out takes its default. */
+function complianceOf(draft) {
+  const compliance = { purpose: draft.purpose }
+  if (draft.subject.trim() !== '') compliance.subject = draft.subject.trim()
+  if (draft.artificial_voice !== '') compliance.artificial_voice = draft.artificial_voice === 'yes'
+  if (!draft.consent_default) compliance.consent = { [draft.channel]: CONSENT_KINDS.map(([kind]) => kind).filter((kind) => draft.consent_kinds.includes(kind)) }
+  return compliance
 }
 
 /** The fallback step the draft names, as the API takes it; null for none. */
@@ -145,6 +175,7 @@ function bodyOf(draft, isNew) {
     // Empty: the provider's own pace.
     pacing: draft.per_second.trim() === '' ? {} : { per_second: Number(draft.per_second) },
     fallback: fallbackOf(draft),
+    compliance: complianceOf(draft),
   }
   if (isNew && body.max_concurrent === null) delete body.max_concurrent
   if (isNew && body.fallback === null) delete body.fallback
@@ -235,6 +266,47 @@ function FallbackSection({ draft, setDraft, others }) {
               ? html`<label>No reply within (open minutes) <input name="no_reply_minutes" inputmode="numeric" value=${draft.no_reply_minutes} onInput=${(event) => setDraft({ ...draft, no_reply_minutes: event.target.value })} placeholder="the reply window" /></label>`
               : null}`}
     </div>
+  </section>`
+}
+
+/**
+ * What the campaign's tasks are for and what must be on file before each
+ * attempt (docs/compliance.md): the calling-law profiles bind by purpose, and
+ * the purpose sets the consent required unless the campaign names its own.
+ */
+function ComplianceSection({ draft, setDraft }) {
+  const set = (field) => (event) => setDraft({ ...draft, [field]: event.target.value })
+  const toggle = (kind) => setDraft({ ...draft, consent_kinds: draft.consent_kinds.includes(kind) ? draft.consent_kinds.filter((each) => each !== kind) : [...draft.consent_kinds, kind] })
+  return html`<section class="card" aria-label="Compliance">
+    <h3>Compliance</h3>
+    <p class="muted">
+      What its tasks are for. The law of each number binds by purpose (telephone-solicitation hours and caps bind marketing), and so does the consent required
+      on file: by default, marketing requires express written consent by voice and a WhatsApp opt-in on WhatsApp, other purposes none of their own.
+    </p>
+    <div class="grid-form">
+      <label>Purpose
+        <select name="purpose" value=${draft.purpose} onChange=${set('purpose')}>${PURPOSES.map((purpose) => html`<option value=${purpose}>${purpose}</option>`)}</select>
+      </label>
+      <label>Subject, for caps per subject <input name="subject" value=${draft.subject} onInput=${set('subject')} placeholder="its routing key" /></label>
+      ${draft.channel === 'voice'
+        ? html`<label>Artificial voice
+            <select name="artificial_voice" value=${draft.artificial_voice} onChange=${set('artificial_voice')}>
+              <option value="">as its provider says</option>
+              <option value="yes">yes (an AI agent, a recording)</option>
+              <option value="no">no (a person)</option>
+            </select>
+          </label>`
+        : null}
+      <label class="check"><input type="checkbox" name="consent_default" checked=${draft.consent_default} onChange=${() => setDraft({ ...draft, consent_default: !draft.consent_default })} /> the purpose's default consent</label>
+    </div>
+    ${draft.consent_default
+      ? null
+      : html`<fieldset>
+          <legend>Consent required on file, any one of (none checked: none of its own; the number's law may still require one)</legend>
+          ${CONSENT_KINDS.filter(([kind]) => kind !== 'whatsapp_opt_in' || draft.channel === 'whatsapp').map(
+            ([kind, label]) => html`<label class="check"><input type="checkbox" name=${`consent-${kind}`} checked=${draft.consent_kinds.includes(kind)} onChange=${() => toggle(kind)} /> ${label}</label>`,
+          )}
+        </fieldset>`}
   </section>`
 }
 
@@ -346,6 +418,7 @@ function CampaignForm({ credential, orgId, campaign, others }) {
             </div>
           </section>`
         : null}
+      <${ComplianceSection} draft=${draft} setDraft=${setDraft} />
       <${FallbackSection} draft=${draft} setDraft=${setDraft} others=${others.filter((other) => other.id !== campaign?.id)} />
       <section class="card grid-form">
         <label>Default context (JSON) <textarea name="context" rows="4" value=${draft.context} onInput=${set('context')}></textarea></label>
