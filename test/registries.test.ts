@@ -14,7 +14,7 @@ import { COMMAND_LINE } from '../src/domain/audit.ts'
 import { registryLine } from '../src/domain/registryFile.ts'
 import { CallingLaw } from '../src/services/callingLaw.ts'
 import { loadRegistry, type RegistryOperations, removeRegistry } from '../src/services/registries.ts'
-import { registryDigest } from '../src/store/registries.ts'
+import { beginGenerationLoad, copyGenerationNumbers, endGenerationLoad, registryDigest } from '../src/store/registries.ts'
 import { runCli } from './support/cli.ts'
 import { bearer, createCampaign, json, OPERATOR_TOKEN, PHONE_HASH_KEY, seedOrganization, startService, taskOf, type TestService } from './support/service.ts'
 
@@ -144,6 +144,26 @@ describe('a loaded registry, through the dispatcher', () => {
     const report = await load(['2062221111'])
     const [row] = await service.db.query<{ digest: string }>('SELECT digest FROM registry_numbers WHERE generation = $1', [report.registry.generation])
     assert.equal(BigInt(row!.digest), registryDigest(Buffer.from(PHONE_HASH_KEY), '+12062221111'))
+  })
+
+  test("a load cut short leaves its numbers a day at most: the sweep deletes them, and at once those of a replaced list whose deletion was cut short", async () => {
+    const inForce = await load(['2062223001'])
+    // A load whose process was killed while copying: its generation recorded as loading, some numbers in.
+    const killed = await beginGenerationLoad(service.db, now)
+    await copyGenerationNumbers(service.db, killed, new BigInt64Array([1n, 2n, 3n]))
+    // A replaced list whose process was killed while deleting it: numbers no registry names and no load holds.
+    const cutShort = await beginGenerationLoad(service.db, now)
+    await copyGenerationNumbers(service.db, cutShort, new BigInt64Array([4n, 5n]))
+    await endGenerationLoad(service.db, cutShort)
+    const generations = async () =>
+      (await service.db.query<{ generation: string | number }>('SELECT DISTINCT generation FROM registry_numbers')).map((row) => Number(row.generation)).sort((a, b) => a - b)
+    await run()
+    assert.deepEqual(await generations(), [inForce.registry.generation, killed].sort((a, b) => a - b), 'a load may still be copying: kept for a day')
+    now += 24 * 3_600_000
+    await run()
+    assert.deepEqual(await generations(), [inForce.registry.generation])
+    assert.deepEqual(await service.db.query('SELECT generation FROM registry_loads'), [])
+    assert.equal((await service.db.query<{ n: number }>('SELECT count(*)::int AS n FROM registry_numbers'))[0]!.n, 1, 'the list in force is whole')
   })
 })
 

@@ -11,7 +11,7 @@
  *   that no task left names, and its old suppressions kept as digests;
  * - now and then, the oldest rows of what has a service-wide bound (endpoint
  *   health, the audit log, the numbers' records for the cap on attempts) are
- *   deleted.
+ *   deleted, and so are the numbers of a registry load cut short.
  *
  * Several processes sweep at once without meeting: each locks the
  * organizations it works on, skipping those another holds.
@@ -37,6 +37,7 @@ import {
   saveSweeps,
   type SweepPosition,
 } from '../store/history.ts'
+import { abandonedGenerations, deleteGenerationNumbers, REGISTRY_DELETE_BATCH } from '../store/registries.ts'
 import { sqlState } from '../store/rows.ts'
 import type { ServiceMetrics } from './metrics.ts'
 
@@ -57,6 +58,12 @@ const SUPPRESSIONS_PER_BATCH = 500
 /** Rows of the service-wide bounds deleted per statement, and how often they are looked at. */
 const BOUNDED_ROWS_PER_BATCH = 1_000
 const BOUNDED_EVERY_MS = 60_000
+/**
+ * How long a registry load may take before its generation counts as
+ * abandoned: 10 million numbers load in under a minute (BENCHMARKS.md), the
+ * whole US registry (about 250 million) in well under an hour.
+ */
+const REGISTRY_LOAD_ABANDONED_AFTER_MS = DAY_MS
 /**
  * How long this process leaves an organization whose history is held (a
  * webhook still to be delivered, a call still running) before it looks again:
@@ -120,6 +127,7 @@ export class HistorySweep {
       const givenUp = await giveUpUnreceivable(this.#db, this.#boundedAt)
       if (givenUp > 0) this.#log.info({ deliveries: givenUp }, 'deliveries left pending to endpoints that no longer receive were given up')
       report.rows += await this.#deleteBounded(outOfTime)
+      report.rows += await this.#deleteAbandonedRegistryNumbers(outOfTime)
     }
     // An organization whose history is held, or not due yet, is not looked at again in the run; one with more due is.
     const done = new Set<string>(this.#stillHeld())
@@ -153,6 +161,20 @@ export class HistorySweep {
   async #reportBacklog(): Promise<void> {
     const due = await earliestHistoryDueAt(this.#db)
     this.#metrics.retentionBacklog.set(due === undefined ? 0 : Math.max(0, (this.#now() - due) / 1000))
+  }
+
+  /** The numbers of registry generations abandoned by a load cut short (store/registries.ts abandonedGenerations), a batch at a time. */
+  async #deleteAbandonedRegistryNumbers(outOfTime: () => boolean): Promise<number> {
+    let rows = 0
+    for (const generation of await abandonedGenerations(this.#db, this.#now() - REGISTRY_LOAD_ABANDONED_AFTER_MS)) {
+      for (let deleted = REGISTRY_DELETE_BATCH; deleted === REGISTRY_DELETE_BATCH && !outOfTime(); ) {
+        deleted = await deleteGenerationNumbers(this.#db, generation, REGISTRY_DELETE_BATCH)
+        rows += deleted
+      }
+      if (outOfTime()) break
+      this.#log.info({ generation }, "an abandoned registry load's numbers were deleted")
+    }
+    return rows
   }
 
   async #deleteBounded(outOfTime: () => boolean): Promise<number> {

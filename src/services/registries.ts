@@ -15,12 +15,14 @@ import { type NationalPlan, registryLine } from '../domain/registryFile.ts'
 import type { Database } from '../store/database.ts'
 import { findOrganization } from '../store/organizations.ts'
 import {
+  beginGenerationLoad,
   copyGenerationNumbers,
   deleteGenerationNumbers,
   deleteRegistry,
+  endGenerationLoad,
   findRegistry,
-  newGeneration,
   putRegistry,
+  REGISTRY_DELETE_BATCH,
   type Registry,
   registryDigest,
 } from '../store/registries.ts'
@@ -60,8 +62,6 @@ export interface LoadReport {
   seconds: number
 }
 
-/** Numbers deleted per statement when a replaced generation goes. */
-const DELETE_BATCH = 50_000
 const SAMPLES = 5
 
 export async function loadRegistry(ops: RegistryOperations, actor: Actor, load: RegistryLoad): Promise<LoadReport> {
@@ -92,14 +92,18 @@ export async function loadRegistry(ops: RegistryOperations, actor: Actor, load: 
   // Sorted: a number listed twice is two neighbours.
   let unique = 0
   for (let index = 0; index < sorted.length; index++) if (index === 0 || sorted[index] !== sorted[index - 1]) sorted[unique++] = sorted[index]!
-  const generation = await newGeneration(ops.db)
+  const generation = await beginGenerationLoad(ops.db, ops.now())
   try {
     await copyGenerationNumbers(ops.db, generation, sorted.subarray(0, unique))
   } catch (error) {
-    await deleteGeneration(ops.db, generation).catch(() => {})
+    // Should this fail too, the history sweep deletes the numbers a day on (store/registries.ts abandonedGenerations).
+    await deleteGeneration(ops.db, generation)
+      .then(() => endGenerationLoad(ops.db, generation))
+      .catch(() => {})
     throw error
   }
   const put = await audited(ops, actor, async (tx) => {
+    await endGenerationLoad(tx, generation)
     const result = await putRegistry(tx, { id: newId('registry', ops.now()), ...load, generation, numbers: unique }, ops.now())
     const details = { name: load.name, purposes: load.purposes, overridden_by: load.overriddenBy, list_date: load.listDate, numbers: unique, refused }
     return { result, audit: { orgId: load.orgId, action: 'registry.loaded', target: result.registry.id, details } }
@@ -128,5 +132,5 @@ export async function requireRegistry(ops: RegistryOperations, id: string): Prom
 }
 
 async function deleteGeneration(db: Database, generation: number): Promise<void> {
-  while ((await deleteGenerationNumbers(db, generation, DELETE_BATCH)) > 0);
+  while ((await deleteGenerationNumbers(db, generation, REGISTRY_DELETE_BATCH)) > 0);
 }

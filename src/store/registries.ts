@@ -74,9 +74,42 @@ export async function findRegistry(db: Queryable, id: string): Promise<Registry 
   return rows[0] && toRegistry(rows[0])
 }
 
-export async function newGeneration(db: Queryable): Promise<number> {
-  const rows = await db.query<{ generation: string }>(`SELECT nextval('registry_generations') AS generation`)
+/** A new generation for a load, recorded as a load in progress (registry_loads) until it is put in force or given up. */
+export async function beginGenerationLoad(db: Queryable, now: number): Promise<number> {
+  const rows = await db.query<{ generation: string | number }>(
+    `INSERT INTO registry_loads (generation, started_at) VALUES (nextval('registry_generations'), $1) RETURNING generation`,
+    [new Date(now)],
+  )
   return Number(rows[0]!.generation)
+}
+
+/** The load of a generation is over: put in force (in the same transaction) or given up. */
+export async function endGenerationLoad(db: Queryable, generation: number): Promise<void> {
+  await db.query(`DELETE FROM registry_loads WHERE generation = $1`, [generation])
+}
+
+/**
+ * The generations with numbers that no registry names and no load started at
+ * or after `loadsStartedFrom` holds: those of a load whose process was killed,
+ * or of a replaced list whose deletion was cut short. The load records older
+ * than that are forgotten first. The distinct generations are read by
+ * skipping from one to the next along the primary key: a probe each, however
+ * many numbers each holds.
+ */
+export async function abandonedGenerations(db: Queryable, loadsStartedFrom: number): Promise<number[]> {
+  await db.query(`DELETE FROM registry_loads WHERE started_at < $1`, [new Date(loadsStartedFrom)])
+  const rows = await db.query<{ generation: string | number }>(
+    `WITH RECURSIVE held AS (
+       SELECT (SELECT min(generation) FROM registry_numbers) AS generation
+       UNION ALL
+       SELECT (SELECT min(generation) FROM registry_numbers WHERE generation > held.generation) FROM held WHERE held.generation IS NOT NULL
+     )
+     SELECT generation FROM held
+     WHERE generation IS NOT NULL
+       AND NOT EXISTS (SELECT 1 FROM registries r WHERE r.generation = held.generation)
+       AND NOT EXISTS (SELECT 1 FROM registry_loads l WHERE l.generation = held.generation)`,
+  )
+  return rows.map((row) => Number(row.generation))
 }
 
 /** Rows of COPY's text a chunk: 100,000 lines of about 30 bytes, so that no string of the load holds it all. */
@@ -125,6 +158,9 @@ export async function deleteRegistry(tx: Queryable, id: string): Promise<Registr
   const rows = await tx.query<RegistryRow>(`DELETE FROM registries WHERE id = $1 RETURNING ${COLUMNS}`, [id])
   return rows[0] && toRegistry(rows[0])
 }
+
+/** Numbers deleted per statement when a generation goes: about half a second's work, so that no transaction holds 10 million rows. */
+export const REGISTRY_DELETE_BATCH = 50_000
 
 /**
  * Deletes up to `limit` numbers of a generation no registry holds any more
