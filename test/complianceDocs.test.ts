@@ -27,7 +27,7 @@
  * 2026-12-01T12:00Z, after the consent the page records was captured.
  */
 import assert from 'node:assert/strict'
-import { execFile, execFileSync } from 'node:child_process'
+import { execFile } from 'node:child_process'
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
@@ -38,7 +38,7 @@ import type { ConsentKind, Purpose } from '../src/domain/callingLaw.ts'
 import type { NationalPlan } from '../src/domain/registryFile.ts'
 import { CallingLaw } from '../src/services/callingLaw.ts'
 import { loadRegistry } from '../src/services/registries.ts'
-import { runCli } from './support/cli.ts'
+import { hasCurl, runCli } from './support/cli.ts'
 import { bearer, json, OPERATOR_TOKEN, onPostgres, PHONE_HASH_KEY, seedOrganization, startService, type TestService } from './support/service.ts'
 
 const ROOT = path.resolve(import.meta.dirname, '..')
@@ -52,14 +52,6 @@ const PHONE = '+13055550123'
 const MEASURED = new Set(['seconds'])
 const admin = bearer(OPERATOR_TOKEN)
 
-const hasCurl = (() => {
-  try {
-    execFileSync('curl', ['--version'], { stdio: 'ignore' })
-    return true
-  } catch {
-    return false
-  }
-})()
 const NO_CURL = 'no curl on this machine: install curl (apt-get install curl) to run the samples of docs/compliance.md'
 
 // The page, read as its samples and the answers it documents for them.

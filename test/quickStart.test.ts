@@ -12,11 +12,12 @@
  * quick start is the embedded database's: on a PostgreSQL run it is skipped.
  */
 import assert from 'node:assert/strict'
-import { type ChildProcess, execFileSync, spawn } from 'node:child_process'
+import { type ChildProcess, spawn } from 'node:child_process'
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { after, test } from 'node:test'
+import { hasCurl } from './support/cli.ts'
 import { freePort, onPostgres } from './support/service.ts'
 
 const ROOT = path.resolve(import.meta.dirname, '..')
@@ -24,14 +25,6 @@ const README = readFileSync(path.join(ROOT, 'README.md'), 'utf8')
 const SECTION = README.slice(README.indexOf('### Your first trigger, and its webhook on your machine'), README.indexOf('### In the console'))
 /** The first terminal's command, as the quick start's first block gives it. */
 const START = 'npm start'
-const hasCurl = (() => {
-  try {
-    execFileSync('curl', ['--version'], { stdio: 'ignore' })
-    return true
-  } catch {
-    return false
-  }
-})()
 const skip = onPostgres ? 'the quick start runs on the embedded database: tested in the PGlite run' : hasCurl ? false : 'no curl on this machine'
 
 /** The code blocks of a kind in the section, in order. */

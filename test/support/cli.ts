@@ -1,5 +1,5 @@
 /** The service's command line run as a process of its own (from the sources, through tsx), as an operator runs it. */
-import { spawn } from 'node:child_process'
+import { execFileSync, spawn } from 'node:child_process'
 import path from 'node:path'
 
 export const ROOT = path.resolve(import.meta.dirname, '..', '..')
@@ -21,3 +21,13 @@ export function runCli(args: string[], env: NodeJS.ProcessEnv): Promise<CliResul
     child.on('close', (code) => resolve({ code, stdout, stderr }))
   })
 }
+
+/** Whether curl is on the PATH: the samples of the README and of the manual run with it, as a reader runs them. */
+export const hasCurl = (() => {
+  try {
+    execFileSync('curl', ['--version'], { stdio: 'ignore' })
+    return true
+  } catch {
+    return false
+  }
+})()
