@@ -118,7 +118,10 @@ describe('a test-mode trigger on an always-open simulator campaign', () => {
       ids: [{ source: 'ats', type: 'candidate_id', value: 'AbC-1' }],
       completed_at: '2026-06-01T10:00:00.200Z',
       result: null,
+      // Why the call was placed: the decision that allowed it, as its interaction keeps it.
+      decision: done.interactions[0].decision,
     })
+    assert.equal(completed.data.decision.decision, 'allowed')
   })
 })
 
