@@ -470,7 +470,7 @@ export async function startFakeTwilio(options: { accounts: Record<string, string
 }
 
 /** base64(HMAC-SHA1(token, URL + each parameter's name and value, sorted by name)). */
-function twilioSignature(token: string, url: string, params: Record<string, string>): string {
+export function twilioSignature(token: string, url: string, params: Record<string, string>): string {
   const names = Object.keys(params).sort((a, b) => (a < b ? -1 : a > b ? 1 : 0))
   const data = url + names.map((name) => `${name}${params[name]}`).join('')
   return createHmac('sha1', token).update(Buffer.from(data, 'utf8')).digest('base64')

@@ -21,6 +21,7 @@
  * are not an end yet.
  */
 import { createHmac, timingSafeEqual } from 'node:crypto'
+import { durationSeconds, instantAfter, instantOfSeconds, storableId } from '../../domain/boundedReaders.ts'
 import type { ReportedResult, TranscriptTurn } from '../../domain/conversationResult.ts'
 import type { JsonObject, VoiceOutcome } from '../../domain/types.ts'
 import { providerResult } from '../../validation/conversationResult.ts'
@@ -50,12 +51,12 @@ export interface WebhookEvent {
   data: Record<string, unknown>
 }
 
-/** Undefined for an event this service does not read, or a body that is not one. */
+/** Undefined for an event this service does not read, or a body that is not one (no conversation id a conversation can have). */
 export function webhookEvent(body: unknown): WebhookEvent | undefined {
   if (!isObject(body) || !READ_EVENTS.includes(body.type as ReadEvent) || !isObject(body.data)) return undefined
   const { data } = body
-  const conversationId = data.conversation_id
-  if (typeof conversationId !== 'string' || conversationId === '') return undefined
+  const conversationId = storableId(data.conversation_id)
+  if (conversationId === undefined) return undefined
   const variables = isObject(data.conversation_initiation_client_data) ? data.conversation_initiation_client_data.dynamic_variables : undefined
   const interactionId = isObject(variables) && typeof variables.interaction_id === 'string' ? variables.interaction_id : undefined
   return {
@@ -100,9 +101,9 @@ export function conversationEnd(conversation: Record<string, unknown>, config: E
   const outcome = conversationOutcome(conversation)
   if (outcome === undefined) return undefined
   const metadata = isObject(conversation.metadata) ? conversation.metadata : {}
-  const duration = metadata.call_duration_secs
+  const durationS = durationSeconds(metadata.call_duration_secs, 1000)
   const end: ConversationEnd = { outcome }
-  if (typeof duration === 'number' && Number.isFinite(duration) && duration >= 0) end.durationS = Math.round(duration)
+  if (durationS !== undefined) end.durationS = durationS
   const result = conversationResult(conversation, config)
   if (result !== undefined) end.result = result
   return end
@@ -137,8 +138,8 @@ export function conversationResult(conversation: Record<string, unknown>, config
     if (!isObject(turn) || typeof turn.message !== 'string' || turn.message.trim() === '') continue
     const role = turn.role === 'agent' ? 'agent' : turn.role === 'user' ? 'contact' : undefined
     if (role === undefined) continue
-    const offset = turn.time_in_call_secs
-    const at = startMs !== undefined && typeof offset === 'number' && Number.isFinite(offset) ? new Date(startMs + offset * 1000).toISOString() : undefined
+    const saidAt = instantAfter(startMs, turn.time_in_call_secs)
+    const at = saidAt === undefined ? undefined : new Date(saidAt).toISOString()
     transcript.push(at === undefined ? { role, text: turn.message } : { role, text: turn.message, at })
   }
   const data: JsonObject = {}
@@ -187,8 +188,9 @@ export function verifyElevenLabsSignature(secret: string, rawBody: Buffer, heade
   return signatures.some((signature) => /^[0-9a-fA-F]{64}$/.test(signature) && timingSafeEqual(Buffer.from(signature, 'hex'), expected))
 }
 
+/** ElevenLabs' instants are whole Unix seconds. */
 function secondsToMs(value: unknown): number | undefined {
-  return typeof value === 'number' && Number.isSafeInteger(value) && value > 0 ? value * 1000 : undefined
+  return Number.isSafeInteger(value) ? instantOfSeconds(value) : undefined
 }
 
 function arrayOf(value: unknown): unknown[] {

@@ -15,6 +15,7 @@
  * sources in docs/providers/voice-platforms.md, sections 2 to 5.
  */
 import { createHmac, timingSafeEqual } from 'node:crypto'
+import { durationSeconds, instantAfter, instantOfMs, storableId } from '../../domain/boundedReaders.ts'
 import type { ReportedResult, TranscriptTurn } from '../../domain/conversationResult.ts'
 import type { VoiceOutcome } from '../../domain/types.ts'
 import { providerResult } from '../../validation/conversationResult.ts'
@@ -63,10 +64,20 @@ export function verifyRetellSignature(apiKey: string, rawBody: Buffer, header: s
   return timingSafeEqual(Buffer.from(digest, 'hex'), expected)
 }
 
-/** A webhook body as Retell sends it, or undefined when it is not one (no event, or no call id). */
+/** A webhook body as Retell sends it, or undefined when it is not one (no event, or no call id a call can have). */
 export function readRetellWebhook(body: unknown): RetellWebhook | undefined {
-  if (!isRecord(body) || typeof body.event !== 'string' || !isRecord(body.call) || typeof body.call.call_id !== 'string' || body.call.call_id === '') return undefined
+  if (!isRecord(body) || typeof body.event !== 'string' || !isRecord(body.call) || storableId(body.call.call_id) === undefined) return undefined
   return { event: body.event, call: body.call as unknown as RetellCall }
+}
+
+/** When the call started, Unix ms; undefined when Retell does not say or says an instant no one can keep. */
+export function callStartedAt(call: RetellCall): number | undefined {
+  return instantOfMs(call.start_timestamp)
+}
+
+/** When the call ended, Unix ms; undefined as {@link callStartedAt}. */
+export function callEndedAt(call: RetellCall): number | undefined {
+  return instantOfMs(call.end_timestamp)
 }
 
 /** The interaction the service named in the call's metadata when it created it. */
@@ -128,7 +139,7 @@ export function callOutcome(call: RetellCall): VoiceOutcome | undefined {
 
 /** Whole seconds the call lasted, when Retell says. */
 export function callDurationS(call: RetellCall): number | undefined {
-  return typeof call.duration_ms === 'number' && Number.isFinite(call.duration_ms) && call.duration_ms >= 0 ? Math.round(call.duration_ms / 1000) : undefined
+  return durationSeconds(call.duration_ms, 1)
 }
 
 /**
@@ -168,7 +179,8 @@ function transcriptOf(call: RetellCall): TranscriptTurn[] | undefined {
       if (role === undefined || typeof utterance.content !== 'string' || utterance.content === '') continue
       // Words carry seconds from the call's start: the turn's first word says when it was said.
       const offsetS = Array.isArray(utterance.words) ? utterance.words[0]?.start : undefined
-      const at = typeof call.start_timestamp === 'number' && typeof offsetS === 'number' ? new Date(call.start_timestamp + Math.round(offsetS * 1000)).toISOString() : undefined
+      const saidAt = instantAfter(callStartedAt(call), offsetS)
+      const at = saidAt === undefined ? undefined : new Date(saidAt).toISOString()
       turns.push(at === undefined ? { role, text: utterance.content } : { role, text: utterance.content, at })
     }
     return turns.length > 0 ? turns : undefined

@@ -31,7 +31,7 @@ import type { ErrorDetail } from '../../domain/errors.ts'
 import type { InteractionStatus, JsonObject } from '../../domain/types.ts'
 import { type ProviderAnswer, requestProvider } from '../providerHttp.ts'
 import { retryAfterMs } from '../retryAfter.ts'
-import { callDurationS, callOutcome, callResult, endedForGood, type RetellCall, type RetellWebhook } from './calls.ts'
+import { callDurationS, callEndedAt, callOutcome, callResult, callStartedAt, endedForGood, type RetellCall, type RetellWebhook } from './calls.ts'
 import { checkRetellConfig, readRetellConfig } from './config.ts'
 
 export { interactionIdOf, readRetellWebhook, verifyRetellSignature } from './calls.ts'
@@ -148,10 +148,10 @@ export class RetellChannel implements Channel {
   reportFor(webhook: RetellWebhook, interaction: { status: InteractionStatus; providerConfig: JsonObject }, now: number): ProviderReport | undefined {
     const { event, call } = webhook
     const providerRef = call.call_id
-    if (event === 'call_started') return { kind: 'progress', providerRef, status: 'ongoing', at: call.start_timestamp ?? now }
+    if (event === 'call_started') return { kind: 'progress', providerRef, status: 'ongoing', at: callStartedAt(call) ?? now }
     if (event !== 'call_ended' && event !== 'call_analyzed') return undefined
     const outcome = callOutcome(call)
-    const at = call.end_timestamp ?? now
+    const at = callEndedAt(call) ?? now
     const durationS = callDurationS(call)
     const result = event === 'call_analyzed' ? callResult(call, readRetellConfig(interaction.providerConfig)) : undefined
     if (event === 'call_analyzed' && interaction.status === 'ended') return result === undefined ? undefined : { kind: 'result', providerRef, result, at }

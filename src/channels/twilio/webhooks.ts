@@ -5,6 +5,7 @@
  * `AccountSid`, `CallStatus`, `AnsweredBy`, `CallDuration`, `Timestamp`, ...).
  */
 import { createHmac, timingSafeEqual } from 'node:crypto'
+import { instantOfText, storableId } from '../../domain/boundedReaders.ts'
 import type { ProviderReport, VoiceOutcome } from '../channel.ts'
 
 /**
@@ -85,10 +86,11 @@ export function finalOutcome(status: string, answeredBy: string | null | undefin
  * completed call counts as answered by a person.
  */
 export function reportFromStatusCallback(params: Record<string, string>, now: number): ProviderReport | undefined {
-  const providerRef = params.CallSid
+  const providerRef = storableId(params.CallSid)
   const status = params.CallStatus
-  if (!providerRef || status === undefined) return undefined
-  const at = instantOf(params.Timestamp) ?? now
+  if (providerRef === undefined || status === undefined) return undefined
+  // Twilio's timestamps are RFC 2822 ("Tue, 14 May 2024 10:30:00 +0000"), which Date.parse reads.
+  const at = instantOfText(params.Timestamp) ?? now
   if (PROGRESS_STATUSES.has(status)) return { kind: 'progress', providerRef, status, at }
   const outcome = finalOutcome(status, params.AnsweredBy)
   if (outcome === undefined) return undefined
@@ -119,13 +121,6 @@ export function withMessageLeft(report: ProviderReport, messageLeft: boolean): P
   if (report.kind !== 'final') return report
   const outcome = outcomeWithMessageLeft(report.outcome as VoiceOutcome, messageLeft)
   return outcome === report.outcome ? report : { ...report, outcome }
-}
-
-/** Twilio's timestamps are RFC 2822 ("Tue, 14 May 2024 10:30:00 +0000"), which Date.parse reads. */
-function instantOf(timestamp: string | undefined): number | undefined {
-  if (timestamp === undefined) return undefined
-  const at = Date.parse(timestamp)
-  return Number.isFinite(at) ? at : undefined
 }
 
 /** Twilio sends durations as decimal strings of whole seconds. */

@@ -19,6 +19,7 @@
  * value.
  */
 import { createHmac, timingSafeEqual } from 'node:crypto'
+import { durationSeconds, instantOfMs, instantOfText, storableId } from '../../domain/boundedReaders.ts'
 import type { ReportedResult, TranscriptTurn } from '../../domain/conversationResult.ts'
 import { providerResult } from '../../validation/conversationResult.ts'
 import type { ProviderReport, SettledInteraction } from '../channel.ts'
@@ -66,13 +67,13 @@ export interface ServerMessage {
   message: Record<string, unknown>
 }
 
-/** The message of a server URL request's parsed body, or undefined when it names no call. */
+/** The message of a server URL request's parsed body, or undefined when it names no call (or a call id no call can have). */
 export function serverMessageOf(body: unknown): ServerMessage | undefined {
   const message = isObject(body) ? body.message : undefined
   if (!isObject(message) || typeof message.type !== 'string') return undefined
   const call = isObject(message.call) ? message.call : undefined
-  const callId = call?.id
-  if (typeof callId !== 'string' || callId === '') return undefined
+  const callId = storableId(call?.id)
+  if (callId === undefined) return undefined
   return { type: message.type, callId, interactionId: interactionIdOf(call), message }
 }
 
@@ -120,7 +121,8 @@ export function endOfCall(source: Record<string, unknown>, config: VapiConfig): 
   const ended: SettledInteraction = { outcome: outcomeOfEndedReason(endedReason) }
   const startedAt = instantOf(source.startedAt)
   const endedAt = instantOf(source.endedAt)
-  if (startedAt !== undefined && endedAt !== undefined && endedAt >= startedAt) ended.durationS = Math.round((endedAt - startedAt) / 1000)
+  const durationS = startedAt !== undefined && endedAt !== undefined ? durationSeconds(endedAt - startedAt, 1) : undefined
+  if (durationS !== undefined) ended.durationS = durationS
   const result = resultOf(source, config)
   if (result !== undefined) ended.result = result
   return ended
@@ -180,10 +182,7 @@ function transcriptOfText(text: unknown): TranscriptTurn[] | undefined {
 
 /** Vapi's instants: ISO 8601 strings (`startedAt`, `endedAt`) or Unix milliseconds (`timestamp`, a message's `time`). */
 function instantOf(value: unknown): number | undefined {
-  if (typeof value === 'number') return Number.isFinite(value) && value > 0 ? Math.round(value) : undefined
-  if (typeof value !== 'string') return undefined
-  const at = Date.parse(value)
-  return Number.isFinite(at) ? at : undefined
+  return typeof value === 'number' ? instantOfMs(value) : instantOfText(value)
 }
 
 export function isObject(value: unknown): value is Record<string, unknown> {

@@ -12,6 +12,7 @@
  * or out of order, so what is read here must be applied idempotently.
  */
 import { createHash, createHmac, timingSafeEqual } from 'node:crypto'
+import { instantOfSeconds, storableId, storableString } from '../../domain/boundedReaders.ts'
 import type { ProviderReport } from '../channel.ts'
 import { isObject } from './config.ts'
 import { NOT_ON_WHATSAPP_CODE } from './graphErrors.ts'
@@ -106,18 +107,20 @@ function readChange(value: Record<string, unknown>, into: WhatsAppNotification[]
   }
   for (const message of arrayOf(value.messages)) {
     if (!isObject(message)) continue
-    const { from, id, type } = message
+    const { from, type } = message
+    const id = storableId(message.id)
     const at = instantOf(message.timestamp)
     // A system message (the user changed number) is WhatsApp speaking, not the person.
-    if (typeof from !== 'string' || !/^[0-9]{1,20}$/.test(from) || typeof id !== 'string' || id === '' || at === undefined || type === 'system') continue
+    if (typeof from !== 'string' || !/^[0-9]{1,20}$/.test(from) || id === undefined || at === undefined || type === 'system') continue
     into.push({ kind: 'inbound', phoneNumberId, from: `+${from}`, messageId: id, replyTo: repliedTo(message), text: textOf(message), at })
   }
 }
 
 function reportOf(status: Record<string, unknown>): ProviderReport | undefined {
-  const { id: providerRef, status: word } = status
+  const providerRef = storableId(status.id)
+  const word = status.status
   const at = instantOf(status.timestamp)
-  if (typeof providerRef !== 'string' || providerRef === '' || typeof word !== 'string' || at === undefined) return undefined
+  if (providerRef === undefined || typeof word !== 'string' || at === undefined) return undefined
   if (STATUS_WORDS.has(word)) return { kind: 'progress', providerRef, status: word, at }
   if (word !== 'failed') return undefined
   const codes = arrayOf(status.errors).map((error) => (isObject(error) ? error.code : undefined))
@@ -143,18 +146,19 @@ function textOf(message: Record<string, unknown>): string | undefined {
       : isObject(chosen)
         ? chosen.title
         : undefined
-  return typeof text === 'string' && text !== '' ? text : undefined
+  // Kept as the reply's transcript turn, which PostgreSQL refuses with a NUL in it.
+  const said = typeof text === 'string' ? storableString(text) : ''
+  return said !== '' ? said : undefined
 }
 
 function repliedTo(message: Record<string, unknown>): string | undefined {
-  const answered = isObject(message.context) ? message.context.id : isObject(message.reaction) ? message.reaction.message_id : undefined
-  return typeof answered === 'string' && answered !== '' ? answered : undefined
+  return storableId(isObject(message.context) ? message.context.id : isObject(message.reaction) ? message.reaction.message_id : undefined)
 }
 
-/** Meta's timestamps are Unix seconds, as a string; the service's instants are milliseconds. */
+/** Meta's timestamps are whole Unix seconds, as a string; the service's instants are milliseconds. */
 function instantOf(timestamp: unknown): number | undefined {
   const seconds = typeof timestamp === 'string' && /^[0-9]{1,12}$/.test(timestamp) ? Number(timestamp) : timestamp
-  return typeof seconds === 'number' && Number.isSafeInteger(seconds) && seconds > 0 ? seconds * 1000 : undefined
+  return Number.isSafeInteger(seconds) ? instantOfSeconds(seconds) : undefined
 }
 
 function arrayOf(value: unknown): unknown[] {

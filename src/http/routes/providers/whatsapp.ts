@@ -18,6 +18,7 @@ import {
   verifyWhatsAppSignature,
   type WhatsAppNotification,
 } from '../../../channels/whatsappCloud/whatsappCloudChannel.ts'
+import { storableId } from '../../../domain/boundedReaders.ts'
 import { ApiError } from '../../../domain/errors.ts'
 import { asksToStop } from '../../../domain/optOut.ts'
 import type { Campaign } from '../../../domain/types.ts'
@@ -52,7 +53,8 @@ export async function whatsappRoutes(
     async (request, reply) => {
       const { raw, json } = signedBody(request)
       const notifications = notificationsFromWebhook(json)
-      const numbers = [...new Set(notifications.map((notification) => notification.phoneNumberId))]
+      // A number id no number can have (a NUL in it) is looked up for none: it is refused as an unknown number is.
+      const numbers = [...new Set(notifications.flatMap((notification) => storableId(notification.phoneNumberId) ?? []))]
       const campaigns = numbers.length === 0 ? [] : await findCampaignsByWhatsAppNumber(db, numbers)
       const signature = headerOf(request, 'x-hub-signature-256')
       const verified = campaigns.filter((campaign) => {
