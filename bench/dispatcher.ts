@@ -276,8 +276,9 @@ export const LAW_POOLS: readonly { name: string; prefixes: readonly string[]; di
   { name: 'California (Los Angeles: federal rules only)', prefixes: ['+1213222', '+1213223', '+1213224'], digits: 4 },
   { name: 'Ontario (Toronto)', prefixes: ['+1416222', '+1416223', '+1416224'], digits: 4 },
   { name: 'France (Paris)', prefixes: ['+33142'], digits: 6 },
-  { name: 'Germany (Berlin)', prefixes: ['+4930222', '+4930223', '+4930224'], digits: 4 },
-  { name: 'United Kingdom (London)', prefixes: ['+44207946', '+44207947', '+44207948'], digits: 4 },
+  // Nine prefixes each: at night in the Americas these two may be the only pools open, for every round's 10,000 numbers.
+  { name: 'Germany (Berlin)', prefixes: ['+4930222', '+4930223', '+4930224', '+4930225', '+4930226', '+4930227', '+4930228', '+4930229', '+4930231'], digits: 4 },
+  { name: 'United Kingdom (London)', prefixes: ['+44207946', '+44207947', '+44207948', '+44207940', '+44207941', '+44207942', '+44207943', '+44207944', '+44207945'], digits: 4 },
 ]
 
 /** The law run's compliance: marketing by an artificial voice, so that every profile's consent, hours and cap rules bind. */
