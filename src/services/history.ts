@@ -37,7 +37,7 @@ import {
   saveSweeps,
   type SweepPosition,
 } from '../store/history.ts'
-import { abandonedGenerations, deleteGenerationNumbers, REGISTRY_DELETE_BATCH } from '../store/registries.ts'
+import { abandonedGenerations, deleteGenerationNumbers, forgetLoadsBegunBefore, REGISTRY_DELETE_BATCH } from '../store/registries.ts'
 import { sqlState } from '../store/rows.ts'
 import type { ServiceMetrics } from './metrics.ts'
 
@@ -166,7 +166,8 @@ export class HistorySweep {
   /** The numbers of registry generations abandoned by a load cut short (store/registries.ts abandonedGenerations), a batch at a time. */
   async #deleteAbandonedRegistryNumbers(outOfTime: () => boolean): Promise<number> {
     let rows = 0
-    for (const generation of await abandonedGenerations(this.#db, this.#now() - REGISTRY_LOAD_ABANDONED_AFTER_MS)) {
+    await forgetLoadsBegunBefore(this.#db, this.#now() - REGISTRY_LOAD_ABANDONED_AFTER_MS)
+    for (const generation of await abandonedGenerations(this.#db)) {
       for (let deleted = REGISTRY_DELETE_BATCH; deleted === REGISTRY_DELETE_BATCH && !outOfTime(); ) {
         deleted = await deleteGenerationNumbers(this.#db, generation, REGISTRY_DELETE_BATCH)
         rows += deleted

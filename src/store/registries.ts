@@ -88,16 +88,19 @@ export async function endGenerationLoad(db: Queryable, generation: number): Prom
   await db.query(`DELETE FROM registry_loads WHERE generation = $1`, [generation])
 }
 
+/** Forgets the loads begun before `startedBefore`: taken for dead, their generations no longer held (see abandonedGenerations). */
+export async function forgetLoadsBegunBefore(db: Queryable, startedBefore: number): Promise<void> {
+  await db.query(`DELETE FROM registry_loads WHERE started_at < $1`, [new Date(startedBefore)])
+}
+
 /**
- * The generations with numbers that no registry names and no load started at
- * or after `loadsStartedFrom` holds: those of a load whose process was killed,
- * or of a replaced list whose deletion was cut short. The load records older
- * than that are forgotten first. The distinct generations are read by
- * skipping from one to the next along the primary key: a probe each, however
- * many numbers each holds.
+ * The generations with numbers that no registry names and no load in
+ * progress holds: those of a load whose process was killed (once forgotten),
+ * or of a replaced list whose deletion was cut short. The distinct
+ * generations are read by skipping from one to the next along the primary
+ * key: a probe each, however many numbers each holds.
  */
-export async function abandonedGenerations(db: Queryable, loadsStartedFrom: number): Promise<number[]> {
-  await db.query(`DELETE FROM registry_loads WHERE started_at < $1`, [new Date(loadsStartedFrom)])
+export async function abandonedGenerations(db: Queryable): Promise<number[]> {
   const rows = await db.query<{ generation: string | number }>(
     `WITH RECURSIVE held AS (
        SELECT (SELECT min(generation) FROM registry_numbers) AS generation
