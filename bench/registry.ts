@@ -15,6 +15,7 @@ import { consentsOfNumbers } from '../src/store/consents.ts'
 import type { Queryable } from '../src/store/database.ts'
 import { lockLawAttempts, saveLawAttempts } from '../src/store/lawAttempts.ts'
 import type { OrganizationNumber } from '../src/store/numberAttempts.ts'
+import { phoneDigestOf } from '../src/store/phoneHashKey.ts'
 import { listedIn, registryDigest } from '../src/store/registries.ts'
 import { startChild } from './children.ts'
 import { SERVICE_NODE_FLAGS, median, withClient } from './harness.ts'
@@ -288,7 +289,7 @@ export async function explainLawChecks(options: {
       name: `registries listing the numbers (listedIn: ${batch.length} digests, ${generations.length} generation${generations.length === 1 ? '' : 's'})`,
       call: (db) => listedIn(db, generations, batch.map((number) => registryDigest(key, number.phone))),
     },
-    { name: `consents of the numbers (consentsOfNumbers: ${batch.length} numbers)`, call: (db) => consentsOfNumbers(db, key, batch) },
+    { name: `consents of the numbers (consentsOfNumbers: ${batch.length} numbers)`, call: (db) => consentsOfNumbers(db, batch.map((number) => ({ ...number, digest: phoneDigestOf(key, number.phone) }))) },
   ]
   if (fresh.length > 0) statements.push({ name: `past attempts locked (lockLawAttempts: ${fresh.length} capped numbers, none on file)`, call: (db) => lockLawAttempts(db, key, fresh, now) })
   if (capped.length > 0) {

@@ -255,6 +255,16 @@ describe('consent', () => {
   test("France's prior consent binds from its effective date, 2026-08-11, not before", () => {
     assert.equal(summary(decide({ phone: NUMBERS.paris }, '2026-06-01T10:00:00Z')), 'allowed')
     assert.equal(summary(decide({ phone: NUMBERS.paris }, '2026-09-01T10:00:00Z')), 'blocked consent_missing:fr.prior_consent')
+    // The rules that bind are kept per nature between effective instants: asked in any order, each side of the edge
+    // (the start of 2026-08-11 in UTC+14, a Monday noon in Paris) answers its own.
+    for (const [at, expected] of [
+      ['2026-08-10T10:00:00.000Z', 'blocked consent_missing:fr.prior_consent'],
+      ['2026-08-10T09:59:59.999Z', 'allowed'],
+      ['2026-06-01T10:00:00Z', 'allowed'],
+      ['2026-08-10T10:00:00.000Z', 'blocked consent_missing:fr.prior_consent'],
+    ]) {
+      assert.equal(summary(decide({ phone: NUMBERS.paris }, at!)), expected, at)
+    }
   })
 })
 

@@ -20,7 +20,7 @@ import { readLawAttempts } from '../store/lawAttempts.ts'
 import { numberKey } from '../store/numberAttempts.ts'
 import { findSuppression } from '../store/suppressions.ts'
 import type { CallingLaw } from './callingLaw.ts'
-import { registryListings } from './lawChecks.ts'
+import { numberDigests, registryListings } from './lawChecks.ts'
 
 export interface ContactabilityOperations {
   db: Database
@@ -49,11 +49,12 @@ export async function dryRun(ops: ContactabilityOperations, orgId: string, ask: 
   }
   const { profiles, registries } = await ops.law.current(ops.db)
   const number = { orgId, phone: ask.phone }
+  const digests = numberDigests(ops.phoneHashKey, ask.phone)
   const [consents, pastAttempts, suppression, listings] = await Promise.all([
-    consentsOfNumbers(ops.db, ops.phoneHashKey, [number]),
+    consentsOfNumbers(ops.db, [{ ...number, digest: digests.consent }]),
     readLawAttempts(ops.db, ops.phoneHashKey, number),
     findSuppression(ops.db, ops.phoneHashKey, orgId, ask.phone),
-    registryListings(ops.db, ops.phoneHashKey, registries, [{ ...number, purpose: nature.purpose }]),
+    registryListings(ops.db, registries, [{ orgId, purpose: nature.purpose, digest: digests.registry }]),
   ])
   return decideContactability(
     contactabilityInput(nature, {

@@ -31,7 +31,8 @@ import { consentsOfNumbers } from '../store/consents.ts'
 import type { Queryable } from '../store/database.ts'
 import { lockLawAttempts, saveLawAttempts } from '../store/lawAttempts.ts'
 import { numberKey } from '../store/numberAttempts.ts'
-import { listedIn, type Registry, registryDigest } from '../store/registries.ts'
+import { phoneDigestOfHash, phoneHash } from '../store/phoneHashKey.ts'
+import { listedIn, type Registry, registryDigestOfHash } from '../store/registries.ts'
 import type { DueTask } from '../store/tasks.ts'
 import type { LawInForce } from './callingLaw.ts'
 
@@ -42,6 +43,8 @@ interface TaskNature {
   needs: { consents: boolean; capHours: number | null }
   /** The registries that list its number, of those that cover its purpose for its organization. */
   listings: RegistryListing[]
+  /** Its number's keyed digests, of one hash (store/phoneHashKey.ts). */
+  digests: NumberDigests
 }
 
 export class LawChecks {
@@ -75,14 +78,24 @@ export class LawChecks {
       const compliance = complianceOf(task.campaign.compliance, task.campaign)
       const jurisdictions = jurisdictionsOfNumber(task.contact.phone)
       const needs = decisionNeeds({ profiles, jurisdictions, purpose: compliance.purpose, channel: task.campaign.channel, artificialVoice: compliance.artificialVoice }, compliance.requiredConsent, now)
-      natures.set(task.id, { compliance, jurisdictions, needs, listings: [] })
+      natures.set(task.id, { compliance, jurisdictions, needs, listings: [], digests: numberDigests(phoneHashKey, task.contact.phone) })
     }
-    const listings = await registryListings(tx, phoneHashKey, law.registries, open.map((task) => ({ ...numberOf(task), purpose: natures.get(task.id)!.compliance.purpose })))
+    const listings = await registryListings(
+      tx,
+      law.registries,
+      open.map((task) => {
+        const nature = natures.get(task.id)!
+        return { orgId: task.orgId, purpose: nature.compliance.purpose, digest: nature.digests.registry }
+      }),
+    )
     open.forEach((task, index) => (natures.get(task.id)!.listings = listings[index]!))
     // A number a registry lists needs its consents too: one that overrides the registry may be on file.
-    const tasksNeeding = (need: (nature: TaskNature) => boolean) => open.filter((task) => need(natures.get(task.id)!)).map(numberOf)
-    const consents = await consentsOfNumbers(tx, phoneHashKey, tasksNeeding((nature) => nature.needs.consents || nature.listings.length > 0))
-    const attempts = await lockLawAttempts(tx, phoneHashKey, tasksNeeding((nature) => nature.needs.capHours !== null), now)
+    const tasksNeeding = (need: (nature: TaskNature) => boolean) => open.filter((task) => need(natures.get(task.id)!))
+    const consents = await consentsOfNumbers(
+      tx,
+      tasksNeeding((nature) => nature.needs.consents || nature.listings.length > 0).map((task) => ({ ...numberOf(task), digest: natures.get(task.id)!.digests.consent })),
+    )
+    const attempts = await lockLawAttempts(tx, phoneHashKey, tasksNeeding((nature) => nature.needs.capHours !== null).map(numberOf), now)
     return new LawChecks(profiles, natures, consents, attempts, phoneHashKey)
   }
 
@@ -141,25 +154,35 @@ function withoutOneAt(attempts: PastAttempt[], at: number, subject: string): Pas
   return index === -1 ? attempts : [...attempts.slice(0, index), ...attempts.slice(index + 1)]
 }
 
+/** A number's keyed digests: a consent's and a suppression's, and a registry's. */
+export interface NumberDigests {
+  consent: string
+  registry: bigint
+}
+
+/** Both of a number's digests, of one hash: about 1.5 µs of the worker's a number. */
+export function numberDigests(phoneHashKey: Buffer, phone: string): NumberDigests {
+  const hash = phoneHash(phoneHashKey, phone)
+  return { consent: phoneDigestOfHash(hash), registry: registryDigestOfHash(hash) }
+}
+
 /**
- * The registries that list each number, of those that cover its purpose for
- * its organization (the service's own and the organization's), in the
- * order asked: one statement for them all, and none when no registry
- * covers any of them.
+ * The registries that list each number (by its registry digest), of those
+ * that cover its purpose for its organization (the service's own and the
+ * organization's), in the order asked: one statement for them all, and none
+ * when no registry covers any of them.
  */
 export async function registryListings(
   db: Queryable,
-  phoneHashKey: Buffer,
   registries: readonly Registry[],
-  numbers: readonly { orgId: string; phone: string; purpose: Purpose }[],
+  numbers: readonly { orgId: string; purpose: Purpose; digest: bigint }[],
 ): Promise<RegistryListing[][]> {
   const covering = numbers.map((number) => registries.filter((registry) => (registry.orgId === null || registry.orgId === number.orgId) && registry.purposes.includes(number.purpose)))
   if (covering.every((each) => each.length === 0)) return numbers.map(() => [])
-  const digests = numbers.map((number) => registryDigest(phoneHashKey, number.phone))
   const generations = [...new Set(covering.flat().map((registry) => registry.generation))]
-  const listed = await listedIn(db, generations, digests.filter((_, index) => covering[index]!.length > 0))
-  return numbers.map((_, index) => {
-    const inGenerations = new Set(listed.get(String(digests[index])) ?? [])
+  const listed = await listedIn(db, generations, numbers.filter((_, index) => covering[index]!.length > 0).map((number) => number.digest))
+  return numbers.map((number, index) => {
+    const inGenerations = new Set(listed.get(String(number.digest)) ?? [])
     return covering[index]!.filter((registry) => inGenerations.has(registry.generation)).map((registry) => ({ id: registry.id, name: registry.name, purposes: registry.purposes, overriddenBy: registry.overriddenBy }))
   })
 }

@@ -18,10 +18,21 @@ export async function matchesPhoneHashKey(db: Queryable, key: Buffer, now: numbe
 }
 
 /**
- * A number's keyed digest as the SQL function phone_digest makes it
- * (migration 027: 'sha256:' and the hex of SHA-256 of the key and the
- * number): for a statement that is handed digests rather than the key.
+ * SHA-256 of the key and the number, of which both of its keyed digests are
+ * made: a suppression's or a consent's (phoneDigestOf) and a registry's
+ * (store/registries.ts registryDigestOfHash). Hashed once where a number
+ * needs both, as a dispatch batch's do.
  */
-export function phoneDigestOf(key: Buffer, phone: string): string {
-  return `sha256:${createHash('sha256').update(key).update(phone, 'utf8').digest('hex')}`
+export function phoneHash(key: Buffer, phone: string): Buffer {
+  return createHash('sha256').update(key).update(phone, 'utf8').digest()
 }
+
+/** A number's keyed digest as phone_digest (migration 027) makes it: 'sha256:' and the hash's hex. */
+export const phoneDigestOfHash = (hash: Buffer): string => `sha256:${hash.toString('hex')}`
+
+/**
+ * A number's keyed digest as the SQL function phone_digest makes it: for a
+ * statement that is handed digests rather than the key (computed here, a
+ * lookup by digest costs PostgreSQL about 3 µs less a number).
+ */
+export const phoneDigestOf = (key: Buffer, phone: string): string => phoneDigestOfHash(phoneHash(key, phone))

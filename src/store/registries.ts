@@ -4,9 +4,9 @@
  * phone hash key, so that a registry holds no number in the clear and one
  * lookup is one probe of the primary key.
  */
-import { createHash } from 'node:crypto'
 import type { ConsentKind, Purpose } from '../domain/callingLaw.ts'
 import type { Database, Queryable } from './database.ts'
+import { phoneHash } from './phoneHashKey.ts'
 import { iso } from './rows.ts'
 
 export interface Registry {
@@ -51,10 +51,10 @@ const toRegistry = (row: RegistryRow): Registry => ({
   createdAt: iso(row.created_at),
 })
 
-/** A number's digest as a registry keeps it: the first 8 bytes of SHA-256(key, E.164), a signed 64-bit integer. */
-export function registryDigest(phoneHashKey: Buffer, e164: string): bigint {
-  return createHash('sha256').update(phoneHashKey).update(e164, 'utf8').digest().readBigInt64BE(0)
-}
+/** A number's digest as a registry keeps it: the first 8 bytes of SHA-256(key, E.164) (phoneHash), a signed 64-bit integer. */
+export const registryDigestOfHash = (hash: Buffer): bigint => hash.readBigInt64BE(0)
+
+export const registryDigest = (phoneHashKey: Buffer, e164: string): bigint => registryDigestOfHash(phoneHash(phoneHashKey, e164))
 
 export async function listRegistries(db: Queryable, orgId?: string | null): Promise<Registry[]> {
   const rows = await db.query<RegistryRow>(
