@@ -190,7 +190,7 @@ export async function buildApp(options: AppOptions, deps: AppDeps): Promise<Fast
   metricsRoutes(app, { metrics, authenticator })
   if (!api) return app
 
-  const { lifecycle } = services
+  const { lifecycle, providerCallbacks } = services
   accountRoutes(app, { ops: services.admin, authenticator })
   triggerRoutes(app, { db: deps.db, authenticator, acceptance: services.acceptance })
   taskRoutes(app, { db: deps.db, authenticator, lifecycle })
@@ -204,9 +204,9 @@ export async function buildApp(options: AppOptions, deps: AppDeps): Promise<Fast
   dailyCountRoutes(app, { db: deps.db, authenticator })
   twilioRoutes(app, { db: deps.db, twilio: deps.channels.twilio, lifecycle, conversations: services.conversations, now })
   await app.register(whatsappRoutes, { db: deps.db, channels: deps.channels, lifecycle })
-  await app.register(elevenlabsRoutes, { db: deps.db, elevenlabs: deps.channels.elevenlabs, lifecycle, now })
-  await app.register(retellRoutes, { db: deps.db, retell: deps.channels.retell, lifecycle, now })
-  await app.register(vapiRoutes, { db: deps.db, vapi: deps.channels.vapi, lifecycle, now })
+  await app.register(elevenlabsRoutes, { elevenlabs: deps.channels.elevenlabs, callbacks: providerCallbacks })
+  await app.register(retellRoutes, { retell: deps.channels.retell, callbacks: providerCallbacks })
+  await app.register(vapiRoutes, { vapi: deps.channels.vapi, callbacks: providerCallbacks })
   adminRoutes(app, {
     ops: services.admin,
     authenticator,

@@ -158,9 +158,10 @@ test('the simulator checks its outcomes against the channel', async () => {
   const response = await create({ channel: 'whatsapp', provider_config: { outcomes: ['replied', 'busy'], duration_ms: -1 } })
   assert.equal(response.statusCode, 422)
   assert.deepEqual(locs(response), [
-    ['value_error', 'body.provider_config.outcomes.1'],
-    ['value_error', 'body.provider_config.duration_ms'],
+    ['literal_error', 'body.provider_config.outcomes.1'],
+    ['greater_than_equal', 'body.provider_config.duration_ms'],
   ])
+  assert.equal(json(response).detail[0].msg, "Input should be 'replied', 'read', 'delivered', 'undelivered' or 'failed'")
 })
 
 test('PATCH replaces the fields sent and keeps the others; null max_concurrent removes the limit', async () => {

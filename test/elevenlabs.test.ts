@@ -10,6 +10,7 @@ import assert from 'node:assert/strict'
 import { createHmac } from 'node:crypto'
 import { after, before, beforeEach, describe, test } from 'node:test'
 import type { OutboundAttempt } from '../src/channels/channel.ts'
+import { checkProviderConfig } from '../src/channels/providerConfig.ts'
 import { readElevenLabsConfig } from '../src/channels/elevenlabs/config.ts'
 import { conversationOutcome, conversationResult, initiationFailureOutcome, verifyElevenLabsSignature } from '../src/channels/elevenlabs/conversation.ts'
 import { ElevenLabsChannel } from '../src/channels/elevenlabs/elevenlabsChannel.ts'
@@ -66,9 +67,10 @@ after(() => fake.close())
 
 describe('provider_config', () => {
   const channel = new ElevenLabsChannel({ secret: (name) => SECRETS[name] })
+  const check = (input: unknown, prefix: (string | number)[]) => checkProviderConfig(channel.configSchema, input, prefix).errors
 
   test('the agent and its number are enough; every field has its defaults', () => {
-    assert.deepEqual(channel.checkConfig(config(), ['body', 'provider_config']), [])
+    assert.deepEqual(check(config(), ['body', 'provider_config']), [])
     assert.deepEqual(readElevenLabsConfig(config()), {
       agentId: AGENT,
       agentPhoneNumberId: TWILIO_NUMBER,
@@ -83,13 +85,13 @@ describe('provider_config', () => {
   })
 
   test('each field that is wrong has its own 422 entry, credentials only by the name of an ELEVENLABS_ variable', () => {
-    const errors = channel.checkConfig(
+    const errors = check(
       {
         agent_phone_number_id: 'phnum 1',
         telephony: 'vonage',
         api_key_env: 'DATABASE_URL',
         webhook_secret_env: 7,
-        ring_timeout_s: '30',
+        ring_timeout_s: 'thirty',
         disposition_field: 'a field',
         opt_out_field: null,
         api_key: 'sk_inline',
@@ -104,13 +106,32 @@ describe('provider_config', () => {
         ['body.provider_config.telephony', 'literal_error'],
         ['body.provider_config.api_key_env', 'value_error'],
         ['body.provider_config.webhook_secret_env', 'string_type'],
-        ['body.provider_config.ring_timeout_s', 'int_type'],
+        ['body.provider_config.ring_timeout_s', 'int_parsing'],
         ['body.provider_config.disposition_field', 'value_error'],
         ['body.provider_config.api_key', 'extra_forbidden'],
       ],
     )
-    assert.deepEqual(channel.checkConfig([], ['p']).map((error) => error.type), ['model_attributes_type'])
-    assert.deepEqual(channel.checkConfig(config({ ring_timeout_s: 4 }), ['p']).map((error) => error.type), ['greater_than_equal'])
+    assert.deepEqual(
+      errors.filter((error) => error.type === 'value_error').map((error) => error.msg),
+      [
+        'Value error, agent_phone_number_id must be an ElevenLabs phone number id (letters, digits, _ and -)',
+        'Value error, api_key_env must be the name of an environment variable starting with ELEVENLABS_ (uppercase letters, digits, underscores)',
+        'Value error, disposition_field must be the identifier of a data collection item of the agent (letters, digits, _ . -)',
+      ],
+    )
+    assert.deepEqual(errors.find((error) => error.type === 'literal_error')?.msg, "Input should be 'twilio' or 'sip_trunk'")
+    assert.deepEqual(check([], ['p']).map((error) => error.type), ['model_attributes_type'])
+    assert.deepEqual(check(config({ ring_timeout_s: 4 }), ['p']).map((error) => error.type), ['greater_than_equal'])
+    assert.deepEqual(check(config({ ring_timeout_s: [30] }), ['p']).map((error) => error.type), ['int_type'])
+  })
+
+  test('an integer sent as text is accepted, as everywhere in the API, and kept and read as the integer', () => {
+    const sent = config({ ring_timeout_s: '30' })
+    const checked = checkProviderConfig(channel.configSchema, sent, ['body', 'provider_config'])
+    assert.deepEqual(checked.errors, [])
+    assert.equal(checked.value?.ring_timeout_s, 30)
+    assert.equal(readElevenLabsConfig(sent).ringTimeoutS, 30)
+    assert.equal(channel.settleAfterMs(sent), channel.settleAfterMs(config({ ring_timeout_s: 30 })))
   })
 })
 

@@ -9,6 +9,7 @@ import assert from 'node:assert/strict'
 import { createHmac } from 'node:crypto'
 import { after, before, describe, test } from 'node:test'
 import type { OutboundAttempt } from '../src/channels/channel.ts'
+import { checkProviderConfig } from '../src/channels/providerConfig.ts'
 import { callOutcome, callResult, END_REASONS, endedForGood, type RetellCall } from '../src/channels/retell/calls.ts'
 import { readRetellConfig } from '../src/channels/retell/config.ts'
 import { RetellChannel, verifyRetellSignature } from '../src/channels/retell/retellChannel.ts'
@@ -316,21 +317,21 @@ describe('signatures', () => {
 
 describe('provider_config', () => {
   const channel = new RetellChannel({ secret: () => undefined })
-  const check = (value: unknown) => channel.checkConfig(value, ['body', 'provider_config'])
+  const check = (value: unknown) => checkProviderConfig(channel.configSchema, value, ['body', 'provider_config']).errors
 
-  test('a from_number is all it needs; every field checked strictly, one entry each', () => {
+  test('a from_number is all it needs; every field checked, one entry each', () => {
     assert.deepEqual(check({ from_number: FROM }), [])
     assert.deepEqual(
       check({ from_number: FROM, agent_id: AGENT, agent_version: 0, api_key_env: 'RETELL_OTHER_KEY', disposition_field: 'd', callback_at_field: 'c', opt_out_field: 'o' }),
       [],
     )
-    const errors = check({ from_number: '0415 555 0100', agent_id: 'not an id', agent_version: '3', api_key_env: 'DATABASE_URL', disposition_field: ' ', callback_at_field: 5, extra: true })
+    const errors = check({ from_number: '0415 555 0100', agent_id: 'not an id', agent_version: -1, api_key_env: 'DATABASE_URL', disposition_field: ' ', callback_at_field: 5, extra: true })
     assert.deepEqual(
       errors.map((error) => [error.loc.join('.'), error.type]),
       [
         ['body.provider_config.from_number', 'value_error'],
         ['body.provider_config.agent_id', 'value_error'],
-        ['body.provider_config.agent_version', 'int_type'],
+        ['body.provider_config.agent_version', 'greater_than_equal'],
         ['body.provider_config.api_key_env', 'value_error'],
         ['body.provider_config.disposition_field', 'value_error'],
         ['body.provider_config.callback_at_field', 'string_type'],
@@ -339,6 +340,21 @@ describe('provider_config', () => {
     )
     assert.deepEqual(check({}).map((error) => [error.loc.join('.'), error.type]), [['body.provider_config.from_number', 'missing']])
     assert.deepEqual(check([]).map((error) => error.type), ['model_attributes_type'])
+  })
+
+  test('read as the API reads any body: "3" for a version is 3, a null field is not sent; the campaign keeps the normalized value', () => {
+    const checked = checkProviderConfig(channel.configSchema, { from_number: FROM, agent_version: '3', agent_id: null }, ['body', 'provider_config'])
+    assert.deepEqual(checked, { value: { from_number: FROM, agent_version: 3 }, errors: [] })
+    assert.deepEqual(readRetellConfig({ from_number: FROM, agent_version: '3' }), {
+      fromNumber: FROM,
+      agentId: undefined,
+      agentVersion: 3,
+      apiKeyEnv: 'RETELL_API_KEY',
+      dispositionField: 'disposition',
+      callbackAtField: 'callback_at',
+      optOutField: 'opt_out',
+    })
+    assert.throws(() => readRetellConfig({ from_number: 'nope' }), /from_number/)
   })
 })
 

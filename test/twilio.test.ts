@@ -9,6 +9,8 @@ import { createServer, type IncomingHttpHeaders } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { after, before, beforeEach, describe, test } from 'node:test'
 import type { OutboundAttempt } from '../src/channels/channel.ts'
+import { checkProviderConfig } from '../src/channels/providerConfig.ts'
+import { readTwilioConfig } from '../src/channels/twilio/config.ts'
 import { reportFromStatusCallback, TwilioChannel, verifyTwilioSignature } from '../src/channels/twilio/twilioChannel.ts'
 import type { JsonObject } from '../src/domain/types.ts'
 import { type AnsweredBy, type FakeTwilio, type FinalCallStatus, startFakeTwilio } from './fakes/twilio.ts'
@@ -257,9 +259,9 @@ describe('start', () => {
   })
 })
 
-describe('checkConfig', () => {
+describe('provider_config', () => {
   const prefix = ['body', 'provider_config']
-  const check = (input: unknown) => channel.checkConfig(input, prefix)
+  const check = (input: unknown) => checkProviderConfig(channel.configSchema, input, prefix).errors
   const valueError = (key: string, input: unknown, message: string) => ({
     type: 'value_error',
     loc: [...prefix, key],
@@ -285,23 +287,40 @@ describe('checkConfig', () => {
     ])
   })
 
-  test('missing keys, with the whole config as input', () => {
+  test('missing keys, with the whole config as input; the handoff names what it needs', () => {
     const input = { machine_detection: true }
     assert.deepEqual(
       check(input),
       ['account_sid', 'from', 'answer_url'].map((key) => ({ type: 'missing', loc: [...prefix, key], msg: 'Field required', input })),
     )
+    const streaming = { ...config(), answer_url: undefined, handoff: 'stream' }
+    assert.deepEqual(check(streaming), [{ type: 'missing', loc: [...prefix, 'stream_url'], msg: 'Field required', input: streaming }])
+    // A handoff refused on its own needs nothing more; an answer_url refused on its own is not reported again as absent.
+    assert.deepEqual(
+      check({ ...config(), answer_url: undefined, handoff: 'sip' }).map((error) => error.type),
+      ['literal_error'],
+    )
+    assert.deepEqual(check(config({ answer_url: 'http://x.example' })).length, 1)
   })
 
   test('wrong types', () => {
-    assert.deepEqual(check({ account_sid: 5, from: null, answer_url: ['x'], auth_token_env: 1, machine_detection: 'yes', ring_timeout_s: '30' }), [
+    assert.deepEqual(check({ account_sid: 5, from: null, answer_url: ['x'], auth_token_env: 1, machine_detection: 'maybe', ring_timeout_s: '30 s' }), [
       { type: 'string_type', loc: [...prefix, 'account_sid'], msg: 'Input should be a valid string', input: 5 },
       { type: 'string_type', loc: [...prefix, 'from'], msg: 'Input should be a valid string', input: null },
       { type: 'string_type', loc: [...prefix, 'answer_url'], msg: 'Input should be a valid string', input: ['x'] },
       { type: 'string_type', loc: [...prefix, 'auth_token_env'], msg: 'Input should be a valid string', input: 1 },
-      { type: 'bool_type', loc: [...prefix, 'machine_detection'], msg: 'Input should be a valid boolean', input: 'yes' },
-      { type: 'int_type', loc: [...prefix, 'ring_timeout_s'], msg: 'Input should be a valid integer', input: '30' },
+      { type: 'bool_parsing', loc: [...prefix, 'machine_detection'], msg: 'Input should be a valid boolean, unable to interpret input', input: 'maybe' },
+      { type: 'int_parsing', loc: [...prefix, 'ring_timeout_s'], msg: 'Input should be a valid integer, unable to parse string as an integer', input: '30 s' },
     ])
+  })
+
+  test('read as the API reads any body: "30" is 30, "false" is false, a null field is not sent; the campaign keeps the normalized value', () => {
+    const sent = config({ ring_timeout_s: '30', machine_detection: 'false', auth_token_env: null })
+    const checked = checkProviderConfig(channel.configSchema, sent, prefix)
+    assert.deepEqual(checked.errors, [])
+    assert.deepEqual(checked.value, config({ ring_timeout_s: 30, machine_detection: false }))
+    const read = readTwilioConfig(sent)
+    assert.deepEqual([read.ringTimeoutS, read.machineDetection, read.authTokenEnv], [30, false, 'TWILIO_AUTH_TOKEN'])
   })
 
   test('ring timeout bounds', () => {
@@ -371,10 +390,10 @@ describe('checkConfig', () => {
   })
 })
 
-describe('checkConfig: voicemail', () => {
+describe('provider_config: voicemail', () => {
   const prefix = ['body', 'provider_config']
   const loc = (...path: string[]) => [...prefix, 'voicemail', ...path]
-  const check = (voicemail: unknown, overrides: JsonObject = {}) => channel.checkConfig(config({ voicemail, ...overrides }), prefix)
+  const check = (voicemail: unknown, overrides: JsonObject = {}) => checkProviderConfig(channel.configSchema, config({ voicemail, ...overrides }), prefix).errors
   const valueError = (at: (string | number)[], input: unknown, message: string) => ({ type: 'value_error', loc: at, msg: `Value error, ${message}`, input, ctx: { error: {} } })
 
   test('accepted: hang_up alone, a text, texts by language, an audio URL, null', () => {
@@ -402,15 +421,27 @@ describe('checkConfig: voicemail', () => {
       { type: 'extra_forbidden', loc: loc('retry'), msg: 'Extra inputs are not permitted', input: true },
     ])
     assert.deepEqual(check({ policy: 'leave_message', message: { text: { klingon_x: 'Hi', en: '  ', de: 5 } } }), [
-      valueError(loc('message', 'text', 'klingon_x'), 'klingon_x', 'each key of text must be a BCP 47 language tag, such as en or de-AT, or * for any other language'),
-      { type: 'string_too_short', loc: loc('message', 'text', 'en'), msg: 'String should have at least 1 character', input: '  ', ctx: { min_length: 1 } },
+      valueError(
+        loc('message', 'text', 'klingon_x', '[key]'),
+        'klingon_x',
+        'each key of text must be a BCP 47 language tag, such as en or de-AT, or * for any other language',
+      ),
+      valueError(loc('message', 'text', 'en'), '  ', 'a message text must not be blank'),
       { type: 'string_type', loc: loc('message', 'text', 'de'), msg: 'Input should be a valid string', input: 5 },
+    ])
+    // A text, or texts by language: anything else is refused as each.
+    assert.deepEqual(check({ policy: 'leave_message', message: { text: 5 } }), [
+      { type: 'string_type', loc: loc('message', 'text', 'str'), msg: 'Input should be a valid string', input: 5 },
+      { type: 'dict_type', loc: loc('message', 'text', 'dict[str,str]'), msg: 'Input should be a valid dictionary', input: 5 },
+    ])
+    assert.deepEqual(check({ policy: 'leave_message', message: { text: {} } }).map((error) => [error.loc.join('.'), error.type]), [
+      ['body.provider_config.voicemail.message.text', 'too_short'],
     ])
     assert.deepEqual(check({ policy: 'leave_message', message: { audio_url: 'http://cdn.example.com/m.mp3' } }), [
       valueError(loc('message', 'audio_url'), 'http://cdn.example.com/m.mp3', 'audio_url must be an https URL'),
     ])
     assert.deepEqual(check('leave_message'), [
-      { type: 'model_type', loc: loc(), msg: 'Input should be a valid dictionary or instance of VoicemailPolicy', input: 'leave_message' },
+      { type: 'model_attributes_type', loc: loc(), msg: 'Input should be a valid dictionary or object to extract fields from', input: 'leave_message' },
     ])
   })
 

@@ -9,6 +9,7 @@ import { after, before, beforeEach, describe, test } from 'node:test'
 import type { OutboundAttempt } from '../src/channels/channel.ts'
 import { outcomeOfEndedReason } from '../src/channels/vapi/endedReason.ts'
 import { readVapiConfig, VapiChannel, verifyVapiSignature } from '../src/channels/vapi/vapiChannel.ts'
+import { checkProviderConfig } from '../src/channels/providerConfig.ts'
 import { resultOf } from '../src/channels/vapi/serverMessages.ts'
 import type { JsonObject } from '../src/domain/types.ts'
 import { createHmac } from 'node:crypto'
@@ -84,7 +85,7 @@ describe('end reasons', () => {
 describe('provider_config', () => {
   const channel = new VapiChannel({ secret: () => undefined })
   test('the two ids suffice; defaults are filled in', () => {
-    assert.deepEqual(channel.checkConfig(config(), ['body', 'provider_config']), [])
+    assert.deepEqual(checkProviderConfig(channel.configSchema, config(), ['body', 'provider_config']).errors, [])
     assert.deepEqual(readVapiConfig(config()), {
       assistantId: ASSISTANT_ID,
       phoneNumberId: PHONE_NUMBER_ID,
@@ -97,7 +98,8 @@ describe('provider_config', () => {
     })
   })
   test('each wrong field is one 422 entry at its place', () => {
-    const errors = channel.checkConfig(
+    const { errors } = checkProviderConfig(
+      channel.configSchema,
       { assistant_id: 7, api_key_env: 'DATABASE_URL', webhook_secret_env: 'VAPI_lower', max_duration_s: 5, disposition_field: '', extra: true },
       ['body', 'provider_config'],
     )
@@ -106,14 +108,15 @@ describe('provider_config', () => {
       [
         ['body.provider_config.assistant_id', 'string_type'],
         ['body.provider_config.phone_number_id', 'missing'],
-        ['body.provider_config.api_key_env', 'string_pattern_mismatch'],
-        ['body.provider_config.webhook_secret_env', 'string_pattern_mismatch'],
+        ['body.provider_config.api_key_env', 'value_error'],
+        ['body.provider_config.webhook_secret_env', 'value_error'],
         ['body.provider_config.max_duration_s', 'greater_than_equal'],
         ['body.provider_config.disposition_field', 'string_too_short'],
         ['body.provider_config.extra', 'extra_forbidden'],
       ],
     )
-    assert.equal(channel.checkConfig('no', ['p'])[0]?.type, 'model_attributes_type')
+    assert.match(errors[2]!.msg, /starting with VAPI_/)
+    assert.equal(checkProviderConfig(channel.configSchema, 'no', ['p']).errors[0]?.type, 'model_attributes_type')
   })
 })
 

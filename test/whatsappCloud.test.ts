@@ -9,9 +9,11 @@ import { type IncomingHttpHeaders, type Server, createServer } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { after, before, beforeEach, describe, test } from 'node:test'
 import type { InteractionProgress, OutboundAttempt } from '../src/channels/channel.ts'
+import { checkProviderConfig } from '../src/channels/providerConfig.ts'
 import {
   WhatsAppCloudChannel,
   notificationsFromWebhook,
+  readWhatsAppCloudConfig,
   templateLanguageOf,
   verifyWebhookSubscription,
   verifyWhatsAppSignature,
@@ -283,8 +285,8 @@ describe('start: unknown outcomes throw', () => {
   })
 })
 
-describe('checkConfig', () => {
-  const check = (config: unknown) => channel.checkConfig(config, ['body', 'provider_config'])
+describe('provider_config', () => {
+  const check = (config: unknown) => checkProviderConfig(channel.configSchema, config, ['body', 'provider_config']).errors
   const loc = (...path: (string | number)[]) => ['body', 'provider_config', ...path]
   const valueError = (path: (string | number)[], input: unknown, message: string) => ({
     type: 'value_error',
@@ -311,9 +313,13 @@ describe('checkConfig', () => {
   })
 
   test('not an object', () => {
-    for (const input of [null, [], 'x', 3]) {
-      assert.deepEqual(check(input), [{ type: 'dict_type', loc: loc(), msg: 'Input should be a valid dictionary', input }])
+    for (const input of [[], 'x', 3, true]) {
+      assert.deepEqual(check(input), [
+        { type: 'model_attributes_type', loc: loc(), msg: 'Input should be a valid dictionary or object to extract fields from', input },
+      ])
     }
+    // null is answered as an absent value; a campaign never passes one (a provider_config sent as null is as though not sent: {}).
+    assert.deepEqual(check(null), [{ type: 'missing', loc: loc(), msg: 'Field required', input: null }])
   })
 
   test('missing fields name the containing object as input', () => {
@@ -333,7 +339,7 @@ describe('checkConfig', () => {
         template: { name: 'Hello World', language: 'en-US', body_parameters: ['a', 7, ''], header: 'x' },
         access_token_env: 'not-a-name',
         app_secret_env: false,
-        reply_window_s: '60',
+        reply_window_s: 'sixty',
       }),
       [
         { type: 'string_type', loc: loc('phone_number_id'), msg: 'Input should be a valid string', input: 106540352242922 },
@@ -344,7 +350,7 @@ describe('checkConfig', () => {
         { type: 'extra_forbidden', loc: loc('template', 'header'), msg: 'Extra inputs are not permitted', input: 'x' },
         valueError(['access_token_env'], 'not-a-name', 'access_token_env must name an environment variable WHATSAPP_<NAME> (capital letters, digits, underscores)'),
         { type: 'string_type', loc: loc('app_secret_env'), msg: 'Input should be a valid string', input: false },
-        { type: 'int_type', loc: loc('reply_window_s'), msg: 'Input should be a valid integer', input: '60' },
+        { type: 'int_parsing', loc: loc('reply_window_s'), msg: 'Input should be a valid integer, unable to parse string as an integer', input: 'sixty' },
         { type: 'extra_forbidden', loc: loc('unknown'), msg: 'Extra inputs are not permitted', input: 1 },
       ],
     )
@@ -353,7 +359,7 @@ describe('checkConfig', () => {
   test('phone_number_id digits, template and body_parameters shapes', () => {
     assert.deepEqual(check({ phone_number_id: '+1 555', template: 'hello_world' }), [
       valueError(['phone_number_id'], '+1 555', 'phone_number_id must be the digits of a WhatsApp Business phone number ID'),
-      { type: 'dict_type', loc: loc('template'), msg: 'Input should be a valid dictionary', input: 'hello_world' },
+      { type: 'model_attributes_type', loc: loc('template'), msg: 'Input should be a valid dictionary or object to extract fields from', input: 'hello_world' },
     ])
     assert.deepEqual(check({ phone_number_id: '1', template: { name: 'x', body_parameters: 'first_name' } }), [
       { type: 'list_type', loc: loc('template', 'body_parameters'), msg: 'Input should be a valid list', input: 'first_name' },
@@ -373,7 +379,20 @@ describe('checkConfig', () => {
     assert.deepEqual(windowErrors(60.5), [
       { type: 'int_from_float', loc: loc('reply_window_s'), msg: 'Input should be a valid integer, got a number with a fractional part', input: 60.5 },
     ])
-    assert.deepEqual(windowErrors(true), [{ type: 'int_type', loc: loc('reply_window_s'), msg: 'Input should be a valid integer', input: true }])
+    assert.deepEqual(windowErrors([60]), [{ type: 'int_type', loc: loc('reply_window_s'), msg: 'Input should be a valid integer', input: [60] }])
+    // pydantic's lax integer reads true as 1, which is then below the bound.
+    assert.deepEqual(windowErrors(true), [
+      { type: 'greater_than_equal', loc: loc('reply_window_s'), msg: 'Input should be greater than or equal to 60', input: true, ctx: { ge: 60 } },
+    ])
+  })
+
+  test('an integer sent as text is accepted, as everywhere in the API, and kept and read as the integer', () => {
+    const sent = { ...REMINDER, reply_window_s: '3600' }
+    const checked = checkProviderConfig(channel.configSchema, sent, ['body', 'provider_config'])
+    assert.deepEqual(checked.errors, [])
+    assert.equal(checked.value?.reply_window_s, 3600)
+    assert.equal(readWhatsAppCloudConfig(sent).replyWindowS, 3600)
+    assert.equal(channel.settleAfterMs(sent), 3_600_000)
   })
 
   test('settleAfterMs is the reply window', () => {

@@ -9,9 +9,9 @@
  * (src/domain/agentVariables.ts), and their results through
  * `providerResult` (src/validation/conversationResult.ts).
  */
+import type { TObject } from '@sinclair/typebox'
 import type { Provider } from '../domain/campaignSettings.ts'
 import type { ReportedResult } from '../domain/conversationResult.ts'
-import type { ErrorDetail } from '../domain/errors.ts'
 import type { SenderPace } from '../domain/pacing.ts'
 import type { Channel as ChannelName, ExternalId, InteractionOutcome, JsonObject, LeftOut } from '../domain/types.ts'
 
@@ -34,7 +34,7 @@ export interface OutboundAttempt {
   firstName: string | undefined
   /** The trigger's external ids (the client's own names for the person: candidate, application...), in the trigger's order. */
   ids: ExternalId[]
-  /** The campaign's provider_config, as validated by this adapter's `checkConfig`. */
+  /** The campaign's provider_config, as its adapter's `configSchema` accepted it. */
   config: JsonObject
 }
 
@@ -134,8 +134,8 @@ export interface SettledInteraction {
 export interface Channel {
   readonly provider: Provider
   readonly channel: ChannelName
-  /** 422 entries for a campaign's provider_config, `loc` starting at `prefix`; empty when valid. */
-  checkConfig(config: unknown, prefix: (string | number)[]): ErrorDetail[]
+  /** A campaign's provider_config (channels/providerConfig.ts): checked by the API's one validator, and read through it. */
+  readonly configSchema: TObject
   /**
    * Starts one attempt. Resolves `refused` or `deferred` only when the
    * provider certainly did not start it (`deferred` when it says to come back

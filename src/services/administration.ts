@@ -2,6 +2,7 @@
  * Operator actions on organizations, their API keys, campaigns and sources. The admin
  * API and the CLI both call these, so the two cannot drift apart.
  */
+import { checkProviderConfig } from '../channels/providerConfig.ts'
 import type { ChannelRegistry } from '../channels/registry.ts'
 import {
   type AfterVoicemailLeft,
@@ -215,7 +216,7 @@ export interface CampaignChanges extends CampaignSettingsInput {
 export async function createCampaign(ops: Operations, actor: Actor, orgId: string, input: CreateCampaignInput): Promise<Campaign> {
   await requireOrganization(ops, orgId)
   const now = isoNow(ops)
-  const campaign: Campaign = {
+  const draft: Campaign = {
     id: newId('campaign', ops.now()),
     orgId,
     routingKey: input.routing_key,
@@ -235,7 +236,7 @@ export async function createCampaign(ops: Operations, actor: Actor, orgId: strin
     createdAt: now,
     updatedAt: now,
   }
-  await checkSettings(ops, campaign)
+  const campaign = await checkedSettings(ops, draft)
   const inserted = await audited(ops, actor, async (tx) => {
     const done = await insertCampaign(tx, campaign)
     return { result: done, audit: done ? { orgId, action: 'campaign.created', target: campaign.id, details: { ...input } } : undefined }
@@ -250,7 +251,7 @@ export async function updateCampaign(ops: Operations, actor: Actor, orgId: strin
   const current = isId('campaign', campaignId) ? await findCampaign(ops.db, orgId, campaignId) : undefined
   if (current === undefined) throw new ApiError('not_found', `Organization ${orgId} has no campaign ${campaignId}.`)
   const providerChanged = changes.provider !== undefined && changes.provider !== current.provider
-  const campaign: Campaign = {
+  const draft: Campaign = {
     ...current,
     name: changes.name ?? current.name,
     context: changes.context ?? current.context,
@@ -265,7 +266,7 @@ export async function updateCampaign(ops: Operations, actor: Actor, orgId: strin
     compliance: changes.compliance ?? current.compliance,
     updatedAt: isoNow(ops),
   }
-  await checkSettings(ops, campaign)
+  const campaign = await checkedSettings(ops, draft)
   const { clearMaxConcurrent, clearFallback, ...sent } = changes
   const details = { ...sent, ...(clearMaxConcurrent ? { max_concurrent: null } : {}), ...(clearFallback ? { fallback: null } : {}) }
   await audited(ops, actor, async (tx) => {
@@ -287,19 +288,23 @@ function withDefaults(attempts: CreateCampaignInput['attempts']): AttemptPolicy 
 
 /**
  * What the request schema cannot say: a coherent schedule, a provider for the
- * channel, a valid provider_config, a WhatsApp number that no other
+ * channel, a valid provider_config (its provider's schema: the campaign
+ * answered keeps it normalized), a WhatsApp number that no other
  * organization sends from (its replies must belong to one organization), and
  * a voicemail rule only where there is voicemail.
  */
-async function checkSettings(ops: Operations, campaign: Campaign): Promise<void> {
-  const errors: ErrorDetail[] = scheduleProblems(campaign.schedule).map(({ path, message }) =>
-    valueError(['body', 'schedule', ...path], valueAt(campaign.schedule, path), message),
+async function checkedSettings(ops: Operations, draft: Campaign): Promise<Campaign> {
+  const errors: ErrorDetail[] = scheduleProblems(draft.schedule).map(({ path, message }) =>
+    valueError(['body', 'schedule', ...path], valueAt(draft.schedule, path), message),
   )
-  const channel = ops.channels.find(campaign.provider, campaign.channel)
+  let campaign = draft
+  const channel = ops.channels.find(draft.provider, draft.channel)
   if (channel === undefined) {
-    errors.push(valueError(['body', 'provider'], campaign.provider, `provider ${campaign.provider} does not serve the ${campaign.channel} channel`))
+    errors.push(valueError(['body', 'provider'], draft.provider, `provider ${draft.provider} does not serve the ${draft.channel} channel`))
   } else {
-    errors.push(...channel.checkConfig(campaign.providerConfig, ['body', 'provider_config']))
+    const config = checkProviderConfig(channel.configSchema, draft.providerConfig, ['body', 'provider_config'])
+    errors.push(...config.errors)
+    if (config.value !== undefined) campaign = { ...draft, providerConfig: config.value }
   }
   const number = campaign.providerConfig.phone_number_id
   if (errors.length === 0 && campaign.provider === 'whatsapp_cloud' && typeof number === 'string') {
@@ -314,6 +319,7 @@ async function checkSettings(ops: Operations, campaign: Campaign): Promise<void>
   }
   if (campaign.fallback !== null) errors.push(...(await fallbackProblems(ops, campaign, campaign.fallback)))
   if (errors.length > 0) throw new ValidationFailed(errors)
+  return campaign
 }
 
 /**

@@ -26,6 +26,7 @@ import { CallingLaw } from './callingLaw.ts'
 import type { ContactabilityOperations } from './contactability.ts'
 import type { RegistryOperations } from './registries.ts'
 import { TaskLifecycle } from './taskLifecycle.ts'
+import { ProviderCallbacks } from './providerCallbacks.ts'
 import { TriggerAcceptance } from './triggerAcceptance.ts'
 import { TriggerIntake } from './triggerIntake.ts'
 import { Wake } from './wake.ts'
@@ -66,6 +67,7 @@ export interface Services {
   acceptance: TriggerAcceptance
   settlement: Settlement
   lifecycle: TaskLifecycle
+  providerCallbacks: ProviderCallbacks
   conversations: Conversations
   dispatch: Dispatch
   admin: Operations
@@ -121,6 +123,7 @@ export function createServices(deps: ServiceDeps): Services {
     acceptance,
     settlement,
     lifecycle,
+    providerCallbacks: new ProviderCallbacks({ db, lifecycle, now }),
     conversations: new Conversations({ db, now, settlement, wake, metrics: deps.metrics }),
     dispatch,
     admin: { db, now, channels: channels.registry },

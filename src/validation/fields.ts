@@ -38,6 +38,14 @@ export function calendarDate(field: string, description: string) {
 }
 
 /**
+ * A string that `valid` accepts, kept as sent; otherwise a `value_error`
+ * saying `message` (what the field must be, for the integrator to read).
+ */
+export function checkedString(valid: (text: string) => boolean, message: string, options: { maxLength?: number; description?: string } = {}) {
+  return refine(Type.String(options), { check: (text) => (valid(text) ? text : refuse(message)) })
+}
+
+/**
  * An https URL, kept as sent. The URL parser drops tabs and newlines
  * silently, so a URL that holds any (or another control character) is
  * refused rather than stored in a form its reader would not see.

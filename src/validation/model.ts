@@ -22,11 +22,14 @@ export type Refinement = (value: string) => string | Refusal
 const REFINE = Symbol('refine')
 const TRANSFORM = Symbol('transform')
 const REFINE_MODEL = Symbol('refineModel')
+const REFINE_KEYS = Symbol('refineKeys')
 
 /** A relation between a model's fields that its value breaks: where (from the model) and why. */
 export interface ModelProblem {
   path: (string | number)[]
   message: string
+  /** A field that the others make required and that is not there: pydantic's `missing`, with the model as its input (`message` unused). */
+  missing?: true
 }
 
 /**
@@ -44,10 +47,20 @@ export function refine<S extends TSchema>(schema: S, hooks: { transform?: (value
  * was refused is undefined, and checks each relation whose fields are there:
  * so that one answer lists every problem, where pydantic's after-validators
  * would wait for the whole model to be valid. Each problem is a `value_error`
- * at the field it names.
+ * at the field it names. The input as sent is passed too: a field refused
+ * on its own is there, so that a relation need not report it again as absent.
  */
-export function refineModel<S extends TObject>(schema: S, check: (value: Partial<Static<S>>) => ModelProblem[]): S {
+export function refineModel<S extends TObject>(schema: S, check: (value: Partial<Static<S>>, input: Record<string, unknown>) => ModelProblem[]): S {
   return Object.assign(schema, { [REFINE_MODEL]: check })
+}
+
+/**
+ * Attaches a check of a dictionary's keys (a language tag), answering
+ * what is wrong with a key, if anything: a `value_error` under the key,
+ * then '[key]', as pydantic reports a refused key of a dict[Key, V].
+ */
+export function refineKeys<S extends TSchema>(schema: S, problem: (key: string) => string | undefined): S {
+  return Object.assign(schema, { [REFINE_KEYS]: problem })
 }
 
 export interface ValidationResult<T> {
@@ -59,7 +72,8 @@ type Loc = ErrorDetail['loc']
 type SchemaNode = TSchema & {
   [REFINE]?: Refinement
   [TRANSFORM]?: (value: string) => string
-  [REFINE_MODEL]?: (value: Record<string, unknown>) => ModelProblem[]
+  [REFINE_MODEL]?: (value: Record<string, unknown>, input: Record<string, unknown>) => ModelProblem[]
+  [REFINE_KEYS]?: (key: string) => string | undefined
 }
 
 /** Validates `input` (a parsed body, or `undefined` when none was sent) against `schema`. */
@@ -94,6 +108,40 @@ export function inFieldOrder(schema: TSchema, errors: ErrorDetail[]): ErrorDetai
  * checked, kept as one stack (pushed and popped) so that a valid body costs no
  * path allocations; an error takes a copy.
  */
+const isLiteralUnion = (schema: SchemaNode) => (schema.anyOf as SchemaNode[]).every((option) => option.const !== undefined)
+
+/** Whether the input is of the JSON type the schema checks (a number for an integer; an object for a model or a dictionary). */
+function jsonTypeMatches(schema: SchemaNode, input: unknown): boolean {
+  switch (schema.type) {
+    case 'object':
+      return isPlainObject(input)
+    case 'array':
+      return Array.isArray(input)
+    case 'integer':
+      return typeof input === 'number'
+    default:
+      return typeof input === schema.type
+  }
+}
+
+/** A schema's name as pydantic writes a union member's in an error's loc. */
+function typeName(schema: SchemaNode): string {
+  switch (schema.type) {
+    case 'string':
+      return 'str'
+    case 'integer':
+      return 'int'
+    case 'boolean':
+      return 'bool'
+    case 'array':
+      return `list[${typeName(schema.items as SchemaNode)}]`
+    case 'object':
+      return schema.properties ? (schema.title ?? 'model') : `dict[str,${typeName(valueSchemaOf(schema))}]`
+    default:
+      return 'any'
+  }
+}
+
 /** The field that tells a union's models apart: one every option, each an object, requires as a constant of its own. */
 function tagOf(schema: SchemaNode): string | undefined {
   const options = schema.anyOf as SchemaNode[]
@@ -120,7 +168,10 @@ class Walk {
   }
 
   check(schema: SchemaNode, input: unknown): unknown {
-    if (schema.anyOf) return tagOf(schema) === undefined ? this.#literal(schema, input) : this.#tagged(schema, tagOf(schema)!, input)
+    if (schema.anyOf) {
+      if (tagOf(schema) !== undefined) return this.#tagged(schema, tagOf(schema)!, input)
+      return isLiteralUnion(schema) ? this.#literal(schema, input) : this.#ofType(schema, input)
+    }
     switch (schema.type) {
       case 'object':
         return schema.properties ? this.#model(schema, input) : this.#dict(schema, input)
@@ -174,9 +225,10 @@ class Walk {
     }
     const relations = schema[REFINE_MODEL]
     if (relations !== undefined) {
-      for (const { path, message } of relations(output)) {
+      for (const { path, message, missing } of relations(output, input)) {
         this.#path.push(...path)
-        this.#valueError(valueAt(input, path), message)
+        if (missing) this.fail('missing', 'Field required', valueAt(input, path.slice(0, -1)))
+        else this.#valueError(valueAt(input, path), message)
         this.#path.length -= path.length
       }
     }
@@ -191,7 +243,7 @@ class Walk {
     let length = 0
     for (const key in input) {
       this.#path.push(key)
-      const problem = keyProblem(key)
+      const problem = keyProblem(key) ?? schema[REFINE_KEYS]?.(key)
       if (problem !== undefined) {
         // pydantic reports a dictionary key's error under the key, then '[key]'.
         this.#path.push('[key]')
@@ -208,6 +260,14 @@ class Walk {
     // Unlike a list's, a dictionary's length is checked only when its entries are valid.
     if (this.errors.length === errorsBefore && schema.maxProperties !== undefined && length > schema.maxProperties) {
       return this.#tooLong('Dictionary', schema.maxProperties, length, input)
+    }
+    if (this.errors.length === errorsBefore && schema.minProperties !== undefined && length < schema.minProperties) {
+      const min = schema.minProperties
+      return this.fail('too_short', `Dictionary should have at least ${min} item${min === 1 ? '' : 's'} after validation, not ${length}`, input, {
+        field_type: 'Dictionary',
+        min_length: min,
+        actual_length: length,
+      })
     }
     return output
   }
@@ -345,6 +405,20 @@ class Walk {
       tag: String(given),
       expected_tags: expected,
     })
+  }
+
+  /**
+   * A union of schemas of different JSON types (a text, or texts by
+   * language): the one of the input's type checks it, at the same place,
+   * as pydantic's smart union does; an input of none of their types gets an
+   * entry for each, under its name ('str', 'dict[str,str]').
+   */
+  #ofType(schema: SchemaNode, input: unknown): unknown {
+    const options = schema.anyOf as SchemaNode[]
+    const chosen = options.find((option) => jsonTypeMatches(option, input))
+    if (chosen !== undefined) return this.check(chosen, input)
+    for (const option of options) this.#at(typeName(option), option, input)
+    return undefined
   }
 
   #literal(schema: SchemaNode, input: unknown): unknown {

@@ -32,16 +32,16 @@
  * again by the same request: refused for good. A 200 with `success: false`
  * placed no call: refused for now.
  */
-import type { ErrorDetail } from '../../domain/errors.ts'
 import { agentVariables } from '../../domain/agentVariables.ts'
 import type { JsonObject, LeftOut } from '../../domain/types.ts'
+import type { CallCallback } from '../callbacks.ts'
 import type { Channel, InteractionProgress, OutboundAttempt, SettledInteraction, StartResult } from '../channel.ts'
 import { type ProviderAnswer, requestProvider } from '../providerHttp.ts'
 import { retryAfterMs } from '../retryAfter.ts'
-import { checkElevenLabsConfig, readElevenLabsConfig } from './config.ts'
-import { conversationEnd, isObject } from './conversation.ts'
+import { ElevenLabsConfigSchema, readElevenLabsConfig } from './config.ts'
+import { conversationEnd, isObject, reportFromWebhook, verifyElevenLabsSignature, webhookEvent, type WebhookEvent } from './conversation.ts'
 
-export { reportFromWebhook, verifyElevenLabsSignature, webhookEvent, type WebhookEvent } from './conversation.ts'
+export { verifyElevenLabsSignature } from './conversation.ts'
 export { readElevenLabsConfig } from './config.ts'
 
 export interface ElevenLabsChannelOptions {
@@ -72,6 +72,7 @@ const MAX_REASON_MESSAGE = 300
 export class ElevenLabsChannel implements Channel {
   readonly provider = 'elevenlabs'
   readonly channel = 'voice'
+  readonly configSchema = ElevenLabsConfigSchema
   readonly #apiBaseUrl: string
   readonly #secret: (envName: string) => string | undefined
   readonly #timeoutMs: number
@@ -84,12 +85,25 @@ export class ElevenLabsChannel implements Channel {
     this.#now = options.now ?? Date.now
   }
 
-  checkConfig(config: unknown, prefix: (string | number)[]): ErrorDetail[] {
-    return checkElevenLabsConfig(config, prefix)
+  /**
+   * Its post-call webhook (POST /providers/elevenlabs/webhook), signed in
+   * `ElevenLabs-Signature` with the webhook's HMAC secret over the exact
+   * bytes, and believed only for the campaign's agent.
+   */
+  readonly postCallWebhook: CallCallback<WebhookEvent> = {
+    provider: 'elevenlabs',
+    parse: (request) => webhookEvent(request.json),
+    claim: (event) => ({ ref: event.conversationId, interactionId: event.interactionId }),
+    verify: (event, request, config, now) => {
+      const secret = this.#webhookSecret(config)
+      if (secret === undefined || !verifyElevenLabsSignature(secret, request.raw, request.header('elevenlabs-signature'), now)) return false
+      return event.agentId === undefined || event.agentId === readElevenLabsConfig(config).agentId
+    },
+    report: (event, interaction, now) => reportFromWebhook(event, readElevenLabsConfig(interaction.providerConfig), now),
   }
 
   /** The HMAC secret of a campaign's post-call webhook. Undefined when unset or empty. */
-  webhookSecretFor(config: JsonObject): string | undefined {
+  #webhookSecret(config: JsonObject): string | undefined {
     return this.#credential(readElevenLabsConfig(config).webhookSecretEnv)
   }
 

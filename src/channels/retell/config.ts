@@ -9,12 +9,13 @@
  * callback time and an opt-out.
  *
  * The API key is never part of the document, only the name of the variable
- * that holds it. Types are checked strictly (no "3" for 3), because the
- * document is stored as sent and read back as it is when a call is placed.
+ * that holds it. A TypeBox schema, checked and read as every provider's
+ * (channels/providerConfig.ts).
  */
+import { Type } from '@sinclair/typebox'
 import { normalizePhone } from '../../domain/contact.ts'
-import { type ErrorDetail, valueError } from '../../domain/errors.ts'
-import type { JsonObject } from '../../domain/types.ts'
+import { checkedString } from '../../validation/fields.ts'
+import { storedConfigReader } from '../providerConfig.ts'
 
 export interface RetellConfig {
   fromNumber: string
@@ -36,79 +37,52 @@ const DEFAULT_API_KEY_ENV = 'RETELL_API_KEY'
 const API_KEY_ENV_NAME = /^RETELL_[A-Z0-9_]{1,92}$/
 /** Retell's agent ids are opaque tokens ("oBeDLoLOeuAbiuaMFXRtDOLriTJ5tSxD" in its reference). */
 const AGENT_ID = /^[A-Za-z0-9_-]{1,128}$/
-/** A key of the analysis' custom data, as named in the agent's post-call analysis settings. */
 const MAX_FIELD_NAME = 128
 
-const FIELDS = ['from_number', 'agent_id', 'agent_version', 'api_key_env', 'disposition_field', 'callback_at_field', 'opt_out_field'] as const
-type Field = (typeof FIELDS)[number]
-type Loc = ErrorDetail['loc']
+/** A key of the analysis' custom data, as named in the agent's post-call analysis settings. */
+const fieldName = (field: string, what: string) =>
+  Type.Optional(
+    checkedString((value) => value.trim() === value && value !== '', `${field} must name a field of the agent's custom analysis data`, {
+      maxLength: MAX_FIELD_NAME,
+      description: `The key of the agent's custom analysis data (custom_analysis_data) that holds ${what}.`,
+    }),
+  )
 
-/** 422 entries for a provider_config, in field order and then extra keys, as Twilio's are reported. */
-export function checkRetellConfig(config: unknown, prefix: Loc): ErrorDetail[] {
-  if (typeof config !== 'object' || config === null || Array.isArray(config)) {
-    return [{ type: 'model_attributes_type', loc: [...prefix], msg: 'Input should be a valid dictionary or object to extract fields from', input: config }]
-  }
-  const input = config as Record<string, unknown>
-  const errors: ErrorDetail[] = []
-  for (const field of FIELDS) {
-    const value = Object.hasOwn(input, field) ? input[field] : undefined
-    // An optional field sent as null counts as not sent, as elsewhere in the API.
-    if (value === undefined || (value === null && field !== 'from_number')) {
-      if (field === 'from_number') errors.push({ type: 'missing', loc: [...prefix, field], msg: 'Field required', input })
-      continue
-    }
-    const problem = FIELD_CHECKS[field](value, [...prefix, field])
-    if (problem !== undefined) errors.push(problem)
-  }
-  for (const key of Object.keys(input)) {
-    if (!(FIELDS as readonly string[]).includes(key)) {
-      errors.push({ type: 'extra_forbidden', loc: [...prefix, key], msg: 'Extra inputs are not permitted', input: input[key] })
-    }
-  }
-  return errors
-}
-
-const fieldName = (field: string) =>
-  checkedString((value) => value.trim() === value && value !== '', `${field} must name a field of the agent's custom analysis data`, MAX_FIELD_NAME)
-
-const FIELD_CHECKS: Record<Field, (value: unknown, loc: Loc) => ErrorDetail | undefined> = {
-  from_number: checkedString((value) => normalizePhone(value) === value, 'from_number must be a valid phone number in E.164 form, such as +14155552671'),
-  agent_id: checkedString((value) => AGENT_ID.test(value), 'agent_id must be a Retell agent id (letters, digits, "_" and "-")'),
-  agent_version: (value, loc) => {
-    if (typeof value !== 'number') return { type: 'int_type', loc, msg: 'Input should be a valid integer', input: value }
-    if (!Number.isInteger(value)) return { type: 'int_from_float', loc, msg: 'Input should be a valid integer, got a number with a fractional part', input: value }
-    return value < 0 ? { type: 'greater_than_equal', loc, msg: 'Input should be greater than or equal to 0', input: value, ctx: { ge: 0 } } : undefined
+export const RetellConfigSchema = Type.Object(
+  {
+    from_number: checkedString((value) => normalizePhone(value) === value, 'from_number must be a valid phone number in E.164 form, such as +14155552671', {
+      description: 'The number the calls are placed from: one bought in or imported to Retell, in E.164 form.',
+    }),
+    agent_id: Type.Optional(
+      checkedString((value) => AGENT_ID.test(value), 'agent_id must be a Retell agent id (letters, digits, "_" and "-")', {
+        description: "The agent that speaks (Retell's override_agent_id); without it, the number's own outbound agent.",
+      }),
+    ),
+    agent_version: Type.Optional(Type.Integer({ minimum: 0, description: "The agent's version (override_agent_version)." })),
+    api_key_env: Type.Optional(
+      checkedString(
+        (value) => API_KEY_ENV_NAME.test(value),
+        'api_key_env must be the name of an environment variable starting with RETELL_ (uppercase letters, digits, underscores)',
+        { description: `The environment variable holding the API key, which also signs Retell's webhooks (default ${DEFAULT_API_KEY_ENV}).` },
+      ),
+    ),
+    disposition_field: fieldName('disposition_field', "the disposition, a short code of the client's own (default disposition)"),
+    callback_at_field: fieldName('callback_at_field', 'when the person asked to be called again, RFC 3339 with an offset (default callback_at)'),
+    opt_out_field: fieldName('opt_out_field', 'whether the person asked not to be contacted again, a boolean (default opt_out)'),
   },
-  api_key_env: checkedString(
-    (value) => API_KEY_ENV_NAME.test(value),
-    'api_key_env must be the name of an environment variable starting with RETELL_ (uppercase letters, digits, underscores)',
-  ),
-  disposition_field: fieldName('disposition_field'),
-  callback_at_field: fieldName('callback_at_field'),
-  opt_out_field: fieldName('opt_out_field'),
-}
+  { additionalProperties: false },
+)
 
-/** A string field whose value must pass `valid`, refused with a `value_error` saying `message` when it does not. */
-function checkedString(valid: (value: string) => boolean, message: string, maxLength?: number) {
-  return (value: unknown, loc: Loc): ErrorDetail | undefined => {
-    if (typeof value !== 'string') return { type: 'string_type', loc, msg: 'Input should be a valid string', input: value }
-    if (maxLength !== undefined && [...value].length > maxLength) {
-      return { type: 'string_too_long', loc, msg: `String should have at most ${maxLength} characters`, input: value, ctx: { max_length: maxLength } }
-    }
-    return valid(value) ? undefined : valueError(loc, value, message)
-  }
-}
-
-/** A config that `checkRetellConfig` accepted, with its defaults filled in. */
-export function readRetellConfig(config: JsonObject): RetellConfig {
-  const optional = <T>(field: Field) => (config[field] as T | null | undefined) ?? undefined
-  return {
-    fromNumber: config.from_number as string,
-    agentId: optional<string>('agent_id'),
-    agentVersion: optional<number>('agent_version'),
-    apiKeyEnv: optional<string>('api_key_env') ?? DEFAULT_API_KEY_ENV,
-    dispositionField: optional<string>('disposition_field') ?? 'disposition',
-    callbackAtField: optional<string>('callback_at_field') ?? 'callback_at',
-    optOutField: optional<string>('opt_out_field') ?? 'opt_out',
-  }
-}
+/** A stored config, normalized, with its defaults filled in. */
+export const readRetellConfig = storedConfigReader(
+  RetellConfigSchema,
+  (value): RetellConfig => ({
+    fromNumber: value.from_number,
+    agentId: value.agent_id,
+    agentVersion: value.agent_version,
+    apiKeyEnv: value.api_key_env ?? DEFAULT_API_KEY_ENV,
+    dispositionField: value.disposition_field ?? 'disposition',
+    callbackAtField: value.callback_at_field ?? 'callback_at',
+    optOutField: value.opt_out_field ?? 'opt_out',
+  }),
+)

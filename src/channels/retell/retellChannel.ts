@@ -27,14 +27,26 @@
  */
 import type { Channel, InteractionProgress, OutboundAttempt, ProviderReport, SettledInteraction, StartResult } from '../channel.ts'
 import { agentVariables } from '../../domain/agentVariables.ts'
-import type { ErrorDetail } from '../../domain/errors.ts'
-import type { InteractionStatus, JsonObject } from '../../domain/types.ts'
+import type { JsonObject } from '../../domain/types.ts'
+import type { CallCallback, ClaimedInteraction } from '../callbacks.ts'
 import { type ProviderAnswer, requestProvider } from '../providerHttp.ts'
 import { retryAfterMs } from '../retryAfter.ts'
-import { callDurationS, callEndedAt, callOutcome, callResult, callStartedAt, endedForGood, type RetellCall, type RetellWebhook } from './calls.ts'
-import { checkRetellConfig, readRetellConfig } from './config.ts'
+import {
+  callDurationS,
+  callEndedAt,
+  callOutcome,
+  callResult,
+  callStartedAt,
+  endedForGood,
+  interactionIdOf,
+  type RetellCall,
+  type RetellWebhook,
+  readRetellWebhook,
+  verifyRetellSignature,
+} from './calls.ts'
+import { readRetellConfig, RetellConfigSchema } from './config.ts'
 
-export { interactionIdOf, readRetellWebhook, verifyRetellSignature } from './calls.ts'
+export { verifyRetellSignature } from './calls.ts'
 
 export interface RetellChannelOptions {
   /** Default https://api.retellai.com; tests point it at a fake. */
@@ -61,6 +73,7 @@ const MAX_REASON_MESSAGE = 300
 export class RetellChannel implements Channel {
   readonly provider = 'retell'
   readonly channel = 'voice'
+  readonly configSchema = RetellConfigSchema
   readonly #apiBaseUrl: string
   readonly #secret: (envName: string) => string | undefined
   readonly #timeoutMs: number
@@ -73,19 +86,30 @@ export class RetellChannel implements Channel {
     this.#now = options.now ?? Date.now
   }
 
-  checkConfig(config: unknown, prefix: (string | number)[]): ErrorDetail[] {
-    return checkRetellConfig(config, prefix)
+  /** The API key of a campaign: what its calls are created with and its webhooks signed with. Undefined when unset or empty. */
+  /**
+   * Its webhook (POST /providers/retell/webhook), signed in
+   * `x-retell-signature` with the campaign's API key over the raw body.
+   */
+  readonly webhook: CallCallback<RetellWebhook> = {
+    provider: 'retell',
+    parse: (request) => readRetellWebhook(request.json),
+    claim: (webhook) => ({ ref: webhook.call.call_id, interactionId: interactionIdOf(webhook.call) }),
+    verify: (_, request, config, now) => {
+      const apiKey = this.#apiKey(config)
+      return apiKey !== undefined && verifyRetellSignature(apiKey, request.raw, request.header('x-retell-signature'), now)
+    },
+    report: (webhook, interaction, now) => this.#reportFor(webhook, interaction, now),
   }
 
-  /** The API key of a campaign: what its calls are created with and its webhooks signed with. Undefined when unset or empty. */
-  apiKeyFor(config: JsonObject): string | undefined {
+  #apiKey(config: JsonObject): string | undefined {
     const key = this.#secret(readRetellConfig(config).apiKeyEnv)
     return key === '' ? undefined : key
   }
 
   async start(attempt: OutboundAttempt): Promise<StartResult> {
     const config = readRetellConfig(attempt.config)
-    const apiKey = this.apiKeyFor(attempt.config)
+    const apiKey = this.#apiKey(attempt.config)
     if (apiKey === undefined) return { kind: 'refused', permanent: true, reason: `no Retell API key: environment variable ${config.apiKeyEnv} is not set` }
     // Retell publishes no bound on the variables; it takes strings only.
     const { variables, leftOut } = agentVariables(attempt, { stringsOnly: true })
@@ -125,7 +149,7 @@ export class RetellChannel implements Channel {
    */
   async settle(progress: InteractionProgress): Promise<SettledInteraction> {
     const callId = progress.providerRef
-    const apiKey = this.apiKeyFor(progress.config)
+    const apiKey = this.#apiKey(progress.config)
     if (callId === null || apiKey === undefined) return { outcome: 'failed' }
     const answer = await this.#request('GET', `/v2/get-call/${encodeURIComponent(callId)}`, apiKey)
     // A 5xx or a 429 says nothing of the call: throw, and it is asked again later.
@@ -145,10 +169,14 @@ export class RetellChannel implements Channel {
    * (transcript_updated, transfers...); `now` stands for a time Retell leaves
    * out. See the header for which event is the end and which the result.
    */
-  reportFor(webhook: RetellWebhook, interaction: { status: InteractionStatus; providerConfig: JsonObject }, now: number): ProviderReport | undefined {
+  #reportFor(webhook: RetellWebhook, interaction: ClaimedInteraction, now: number): ProviderReport | undefined {
     const { event, call } = webhook
     const providerRef = call.call_id
-    if (event === 'call_started') return { kind: 'progress', providerRef, status: 'ongoing', at: callStartedAt(call) ?? now }
+    if (event === 'call_started') {
+      // Progress says nothing new of a call already over.
+      const live = interaction.status === 'starting' || interaction.status === 'active'
+      return live ? { kind: 'progress', providerRef, status: 'ongoing', at: callStartedAt(call) ?? now } : undefined
+    }
     if (event !== 'call_ended' && event !== 'call_analyzed') return undefined
     const outcome = callOutcome(call)
     const at = callEndedAt(call) ?? now

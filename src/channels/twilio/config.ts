@@ -8,15 +8,15 @@
  * voicemail.ts).
  *
  * The auth token is never part of the document, only the name of the
- * environment variable that holds it. Types are checked strictly (no "30"
- * for 30, no "true" for true) because the document is stored as sent and read
- * back as it is when a call is placed.
+ * environment variable that holds it. A TypeBox schema, checked and read as
+ * every provider's (channels/providerConfig.ts).
  */
+import { Type } from '@sinclair/typebox'
 import { normalizePhone } from '../../domain/contact.ts'
-import { type ErrorDetail, valueError } from '../../domain/errors.ts'
-import type { JsonObject } from '../../domain/types.ts'
-import { hasScheme, isHttpsUrl } from '../../validation/fields.ts'
-import { checkVoicemail, readVoicemail, type VoicemailSettings } from './voicemail.ts'
+import { checkedString, hasScheme, httpsUrl, OneOf } from '../../validation/fields.ts'
+import { type ModelProblem, refineModel } from '../../validation/model.ts'
+import { storedConfigReader } from '../providerConfig.ts'
+import { readVoicemail, type VoicemailSettings, VoicemailSchema } from './voicemail.ts'
 
 export const HANDOFFS = ['redirect', 'stream'] as const
 export type HandoffMode = (typeof HANDOFFS)[number]
@@ -41,6 +41,8 @@ const DEFAULT_RING_TIMEOUT_S = 30
 const MIN_RING_TIMEOUT_S = 5
 const MAX_RING_TIMEOUT_S = 600
 const MAX_URL_LENGTH = 2048
+/** What each handoff needs besides: where the conversation is. */
+const NEEDED_BY = { redirect: 'answer_url', stream: 'stream_url' } as const
 
 /** Twilio's own pattern for an account SID. */
 const ACCOUNT_SID = /^AC[0-9a-fA-F]{32}$/
@@ -51,112 +53,65 @@ const ACCOUNT_SID = /^AC[0-9a-fA-F]{32}$/
  */
 const TOKEN_ENV_NAME = /^TWILIO_[A-Z0-9_]{1,92}$/
 
-const FIELDS = ['account_sid', 'from', 'handoff', 'answer_url', 'stream_url', 'auth_token_env', 'machine_detection', 'ring_timeout_s', 'voicemail'] as const
-const REQUIRED: ReadonlySet<string> = new Set(['account_sid', 'from'])
-/** What each handoff needs besides: where the conversation is. */
-const NEEDED_BY: Record<HandoffMode, (typeof FIELDS)[number]> = { redirect: 'answer_url', stream: 'stream_url' }
-
-type Loc = ErrorDetail['loc']
-
-/** 422 entries for a provider_config, in field order and then extra keys, as pydantic reports a model with `extra="forbid"`. */
-export function checkTwilioConfig(config: unknown, prefix: Loc): ErrorDetail[] {
-  if (typeof config !== 'object' || config === null || Array.isArray(config)) {
-    return [
-      {
-        type: 'model_attributes_type',
-        loc: [...prefix],
-        msg: 'Input should be a valid dictionary or object to extract fields from',
-        input: config,
-      },
-    ]
-  }
-  const input = config as Record<string, unknown>
-  const errors: ErrorDetail[] = []
-  for (const field of FIELDS) {
-    const value = Object.hasOwn(input, field) ? input[field] : undefined
-    // An optional field sent as null counts as not sent, as elsewhere in the API.
-    if (value === undefined || (value === null && !REQUIRED.has(field))) {
-      if (REQUIRED.has(field)) errors.push({ type: 'missing', loc: [...prefix, field], msg: 'Field required', input })
-      continue
-    }
-    if (field === 'voicemail') {
-      errors.push(...checkVoicemail(value, [...prefix, field], input.machine_detection))
-      continue
-    }
-    const problem = FIELD_CHECKS[field](value, [...prefix, field])
-    if (problem !== undefined) errors.push(problem)
-  }
-  const handoff = input.handoff ?? 'redirect'
-  const needed = NEEDED_BY[handoff as HandoffMode]
-  if (needed !== undefined && (input[needed] === undefined || input[needed] === null)) {
-    errors.push({ type: 'missing', loc: [...prefix, needed], msg: 'Field required', input })
-  }
-  for (const key of Object.keys(input)) {
-    if (!(FIELDS as readonly string[]).includes(key)) {
-      errors.push({ type: 'extra_forbidden', loc: [...prefix, key], msg: 'Extra inputs are not permitted', input: input[key] })
-    }
-  }
-  return errors
-}
-
-const FIELD_CHECKS: Record<Exclude<(typeof FIELDS)[number], 'voicemail'>, (value: unknown, loc: Loc) => ErrorDetail | undefined> = {
-  account_sid: checkedString((value) => ACCOUNT_SID.test(value), 'account_sid must be "AC" followed by 32 hexadecimal digits'),
-  from: checkedString((value) => normalizePhone(value) === value, 'from must be a valid phone number in E.164 form, such as +14155552671'),
-  handoff: (value, loc) =>
-    HANDOFFS.includes(value as HandoffMode)
-      ? undefined
-      : { type: 'literal_error', loc, msg: "Input should be 'redirect' or 'stream'", input: value, ctx: { expected: "'redirect' or 'stream'" } },
-  answer_url: checkedString(isHttpsUrl, 'answer_url must be an https URL', MAX_URL_LENGTH),
-  // Twilio's <Stream> connects over wss only, and its url takes no query string: values go as <Parameter>s.
-  stream_url: checkedString(
-    (value) => hasScheme(value, 'wss:') && !value.includes('?'),
-    'stream_url must be a wss URL without a query string (Twilio passes the context as stream parameters instead)',
-    MAX_URL_LENGTH,
+export const TwilioConfigSchema = refineModel(
+  Type.Object(
+    {
+      account_sid: checkedString((value) => ACCOUNT_SID.test(value), 'account_sid must be "AC" followed by 32 hexadecimal digits', {
+        description: 'The Twilio account the calls are placed from.',
+      }),
+      from: checkedString((value) => normalizePhone(value) === value, 'from must be a valid phone number in E.164 form, such as +14155552671', {
+        description: "The caller id: a number of the account's, in E.164 form.",
+      }),
+      handoff: Type.Optional(OneOf(HANDOFFS)),
+      answer_url: Type.Optional(httpsUrl('answer_url', MAX_URL_LENGTH, "The app's TwiML, for handoff redirect.")),
+      // Twilio's <Stream> connects over wss only, and its url takes no query string: values go as <Parameter>s.
+      stream_url: Type.Optional(
+        checkedString(
+          (value) => hasScheme(value, 'wss:') && !value.includes('?'),
+          'stream_url must be a wss URL without a query string (Twilio passes the context as stream parameters instead)',
+          { maxLength: MAX_URL_LENGTH, description: "The agent's WebSocket, for handoff stream." },
+        ),
+      ),
+      auth_token_env: Type.Optional(
+        checkedString(
+          (value) => TOKEN_ENV_NAME.test(value),
+          'auth_token_env must be the name of an environment variable starting with TWILIO_ (uppercase letters, digits, underscores)',
+          { description: `The environment variable holding the account's auth token (default ${DEFAULT_AUTH_TOKEN_ENV}).` },
+        ),
+      ),
+      machine_detection: Type.Optional(Type.Boolean({ description: 'Answering-machine detection (default true).' })),
+      ring_timeout_s: Type.Optional(Type.Integer({ minimum: MIN_RING_TIMEOUT_S, maximum: MAX_RING_TIMEOUT_S, description: `How long to let the phone ring (default ${DEFAULT_RING_TIMEOUT_S}).` })),
+      voicemail: Type.Optional(VoicemailSchema),
+    },
+    { additionalProperties: false },
   ),
-  auth_token_env: checkedString(
-    (value) => TOKEN_ENV_NAME.test(value),
-    'auth_token_env must be the name of an environment variable starting with TWILIO_ (uppercase letters, digits, underscores)',
-  ),
-  machine_detection: (value, loc) =>
-    typeof value === 'boolean' ? undefined : { type: 'bool_type', loc, msg: 'Input should be a valid boolean', input: value },
-  ring_timeout_s: (value, loc) => integerProblem(value, loc, MIN_RING_TIMEOUT_S, MAX_RING_TIMEOUT_S),
-}
+  (value, input) => {
+    const problems: ModelProblem[] = []
+    // What each handoff needs besides: where the conversation is (a URL refused on its own is not reported again).
+    const needed = NEEDED_BY[value.handoff ?? 'redirect']
+    if (input[needed] == null && (input.handoff == null || value.handoff !== undefined)) {
+      problems.push({ path: [needed], message: `handoff ${value.handoff ?? 'redirect'} needs ${needed}`, missing: true })
+    }
+    // Detection is what tells the greeting's end; a campaign that turned it off cannot leave a message.
+    if (value.voicemail?.policy === 'leave_message' && value.machine_detection === false) {
+      problems.push({ path: ['voicemail', 'policy'], message: 'leave_message needs answering-machine detection: remove machine_detection: false' })
+    }
+    return problems
+  },
+)
 
-/** A string field whose value must pass `valid`, refused with a `value_error` saying `message` when it does not. */
-function checkedString(valid: (value: string) => boolean, message: string, maxLength?: number) {
-  return (value: unknown, loc: Loc): ErrorDetail | undefined =>
-    stringProblem(value, loc, maxLength) ?? (valid(value as string) ? undefined : valueError(loc, value, message))
-}
-
-function stringProblem(value: unknown, loc: Loc, maxLength?: number): ErrorDetail | undefined {
-  if (typeof value !== 'string') return { type: 'string_type', loc, msg: 'Input should be a valid string', input: value }
-  if (maxLength !== undefined && [...value].length > maxLength) {
-    return { type: 'string_too_long', loc, msg: `String should have at most ${maxLength} characters`, input: value, ctx: { max_length: maxLength } }
-  }
-  return undefined
-}
-
-function integerProblem(value: unknown, loc: Loc, min: number, max: number): ErrorDetail | undefined {
-  if (typeof value !== 'number') return { type: 'int_type', loc, msg: 'Input should be a valid integer', input: value }
-  if (!Number.isInteger(value)) {
-    return { type: 'int_from_float', loc, msg: 'Input should be a valid integer, got a number with a fractional part', input: value }
-  }
-  if (value < min) return { type: 'greater_than_equal', loc, msg: `Input should be greater than or equal to ${min}`, input: value, ctx: { ge: min } }
-  if (value > max) return { type: 'less_than_equal', loc, msg: `Input should be less than or equal to ${max}`, input: value, ctx: { le: max } }
-  return undefined
-}
-
-/** A config that `checkTwilioConfig` accepted, with its defaults filled in. */
-export function readTwilioConfig(config: JsonObject): TwilioConfig {
-  return {
-    accountSid: config.account_sid as string,
-    from: config.from as string,
-    handoff: (config.handoff as HandoffMode | null | undefined) ?? 'redirect',
-    answerUrl: (config.answer_url as string | null | undefined) ?? undefined,
-    streamUrl: (config.stream_url as string | null | undefined) ?? undefined,
-    authTokenEnv: (config.auth_token_env as string | null | undefined) ?? DEFAULT_AUTH_TOKEN_ENV,
-    machineDetection: (config.machine_detection as boolean | null | undefined) ?? true,
-    ringTimeoutS: (config.ring_timeout_s as number | null | undefined) ?? DEFAULT_RING_TIMEOUT_S,
-    voicemail: readVoicemail(config.voicemail),
-  }
-}
+/** A stored config, normalized, with its defaults filled in. */
+export const readTwilioConfig = storedConfigReader(
+  TwilioConfigSchema,
+  (value): TwilioConfig => ({
+    accountSid: value.account_sid,
+    from: value.from,
+    handoff: value.handoff ?? 'redirect',
+    answerUrl: value.answer_url,
+    streamUrl: value.stream_url,
+    authTokenEnv: value.auth_token_env ?? DEFAULT_AUTH_TOKEN_ENV,
+    machineDetection: value.machine_detection ?? true,
+    ringTimeoutS: value.ring_timeout_s ?? DEFAULT_RING_TIMEOUT_S,
+    voicemail: readVoicemail(value.voicemail),
+  }),
+)

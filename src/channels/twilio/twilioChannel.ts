@@ -9,13 +9,12 @@
  * body `{code, message, more_info, status}`.
  */
 import type { Channel, InteractionOutcome, InteractionProgress, OutboundAttempt, SettledInteraction, StartResult } from '../channel.ts'
-import type { ErrorDetail } from '../../domain/errors.ts'
 import type { SenderPace } from '../../domain/pacing.ts'
 import type { JsonObject, LeftOut } from '../../domain/types.ts'
 import { retryAfterMs } from '../retryAfter.ts'
-import { checkTwilioConfig, readTwilioConfig } from './config.ts'
+import { readTwilioConfig, TwilioConfigSchema } from './config.ts'
 import { type AnsweredCall, handoffTwiml } from './twiml.ts'
-import { readVoicemail, voicemailTwiml } from './voicemail.ts'
+import { voicemailTwiml } from './voicemail.ts'
 import { amdCallbackUrl, answerUrl, finalOutcome, MESSAGE_LEFT_STATUS, outcomeWithMessageLeft, statusCallbackUrl } from './webhooks.ts'
 import type { MessageValues } from '../../domain/voicemailMessage.ts'
 
@@ -64,6 +63,7 @@ interface TwilioAnswer {
 export class TwilioChannel implements Channel {
   readonly provider = 'twilio'
   readonly channel = 'voice'
+  readonly configSchema = TwilioConfigSchema
   readonly #apiBaseUrl: string
   readonly #publicBaseUrl: string
   readonly #secret: (envName: string) => string | undefined
@@ -76,10 +76,6 @@ export class TwilioChannel implements Channel {
     this.#secret = options.secret
     this.#timeoutMs = options.timeoutMs ?? 10_000
     this.#now = options.now ?? Date.now
-  }
-
-  checkConfig(config: unknown, prefix: (string | number)[]): ErrorDetail[] {
-    return checkTwilioConfig(config, prefix)
   }
 
   /** The auth token of a campaign's account: what Twilio's callbacks for it are signed with. Undefined when unset or empty. */
@@ -105,7 +101,7 @@ export class TwilioChannel implements Channel {
 
   /** Whether the campaign leaves a message on a voicemail (its calls are placed with asynchronous detection). */
   leavesMessage(config: JsonObject): boolean {
-    return readVoicemail(config.voicemail).policy === 'leave_message'
+    return readTwilioConfig(config).voicemail.policy === 'leave_message'
   }
 
   /**

@@ -6,15 +6,12 @@
  * last, and which fields of the assistant's structured data carry the
  * client's disposition, a callback time and an opt-out.
  *
- * Declared once as a TypeBox schema and checked by the API's own validator
- * (validation/model.ts), so a campaign gets pydantic's 422 entries per
- * field; `readVapiConfig` reads a stored config through the same schema,
- * so that what lax validation accepted ("600" for 600) is read normalized.
+ * A TypeBox schema, checked and read as every provider's
+ * (channels/providerConfig.ts).
  */
-import { type Static, Type } from '@sinclair/typebox'
-import type { ErrorDetail } from '../../domain/errors.ts'
-import type { JsonObject } from '../../domain/types.ts'
-import { validate } from '../../validation/model.ts'
+import { Type } from '@sinclair/typebox'
+import { checkedString } from '../../validation/fields.ts'
+import { storedConfigReader } from '../providerConfig.ts'
 
 export const DEFAULT_API_KEY_ENV = 'VAPI_API_KEY'
 export const DEFAULT_WEBHOOK_SECRET_ENV = 'VAPI_WEBHOOK_SECRET'
@@ -34,7 +31,13 @@ const MAX_DURATION_S = 43_200
  * otherwise a campaign could send another secret of the service (the
  * database URL, the operator token) to Vapi as its key.
  */
-const ENV_NAME = '^VAPI_[A-Z0-9_]{1,100}$'
+const ENV_NAME = /^VAPI_[A-Z0-9_]{1,100}$/
+const envName = (field: string, holds: string, fallback: string) =>
+  Type.Optional(
+    checkedString((value) => ENV_NAME.test(value), `${field} must be the name of an environment variable starting with VAPI_ (uppercase letters, digits, underscores)`, {
+      description: `The environment variable holding ${holds} (default ${fallback}).`,
+    }),
+  )
 /** Vapi's ids are UUIDs; the bound only keeps a stored config small. */
 const VAPI_ID = Type.String({ minLength: 1, maxLength: 100, pattern: '^[A-Za-z0-9_-]+$' })
 const FIELD_NAME = (what: string) =>
@@ -44,8 +47,8 @@ export const VapiConfigSchema = Type.Object(
   {
     assistant_id: VAPI_ID,
     phone_number_id: VAPI_ID,
-    api_key_env: Type.Optional(Type.String({ maxLength: 105, pattern: ENV_NAME })),
-    webhook_secret_env: Type.Optional(Type.String({ maxLength: 105, pattern: ENV_NAME })),
+    api_key_env: envName('api_key_env', 'the private API key', DEFAULT_API_KEY_ENV),
+    webhook_secret_env: envName('webhook_secret_env', "the secret of the server URL's HMAC credential", DEFAULT_WEBHOOK_SECRET_ENV),
     max_duration_s: Type.Optional(Type.Integer({ minimum: MIN_DURATION_S, maximum: MAX_DURATION_S })),
     disposition_field: FIELD_NAME('the disposition, a short code of the client’s own'),
     callback_at_field: FIELD_NAME('when the person asked to be called again (RFC 3339 with an offset)'),
@@ -53,8 +56,6 @@ export const VapiConfigSchema = Type.Object(
   },
   { additionalProperties: false },
 )
-type VapiConfigInput = Static<typeof VapiConfigSchema>
-
 export interface VapiConfig {
   assistantId: string
   phoneNumberId: string
@@ -66,16 +67,10 @@ export interface VapiConfig {
   optOutField: string | undefined
 }
 
-/** 422 entries for a provider_config, `loc` starting at `prefix`; empty when valid. */
-export function checkVapiConfig(config: unknown, prefix: ErrorDetail['loc']): ErrorDetail[] {
-  return validate(VapiConfigSchema, config, prefix).errors
-}
-
-/** A config that `checkVapiConfig` accepted, normalized, with its defaults filled in. */
-export function readVapiConfig(config: JsonObject): VapiConfig {
-  const { value } = validate<VapiConfigInput>(VapiConfigSchema, config, [])
-  if (value === undefined) throw new Error('a Vapi provider_config that its check refused')
-  return {
+/** A stored config, normalized, with its defaults filled in. */
+export const readVapiConfig = storedConfigReader(
+  VapiConfigSchema,
+  (value): VapiConfig => ({
     assistantId: value.assistant_id,
     phoneNumberId: value.phone_number_id,
     apiKeyEnv: value.api_key_env ?? DEFAULT_API_KEY_ENV,
@@ -84,5 +79,5 @@ export function readVapiConfig(config: JsonObject): VapiConfig {
     dispositionField: value.disposition_field,
     callbackAtField: value.callback_at_field,
     optOutField: value.opt_out_field,
-  }
-}
+  }),
+)

@@ -17,16 +17,26 @@
  * src/http/routes/providers/vapi.ts.
  */
 import { agentVariables } from '../../domain/agentVariables.ts'
-import type { ErrorDetail } from '../../domain/errors.ts'
 import type { JsonObject } from '../../domain/types.ts'
+import type { CallCallback } from '../callbacks.ts'
 import type { Channel, InteractionProgress, OutboundAttempt, SettledInteraction, StartResult } from '../channel.ts'
 import { type ProviderAnswer, requestProvider } from '../providerHttp.ts'
 import { retryAfterMs } from '../retryAfter.ts'
-import { checkVapiConfig, readVapiConfig, type VapiConfig } from './config.ts'
-import { endOfCall, isObject, LIVE_STATUSES } from './serverMessages.ts'
+import { readVapiConfig, type VapiConfig, VapiConfigSchema } from './config.ts'
+import {
+  endOfCall,
+  isObject,
+  LIVE_STATUSES,
+  reportOfMessage,
+  type ServerMessage,
+  serverMessageOf,
+  SIGNATURE_HEADER,
+  TIMESTAMP_HEADER,
+  verifyVapiSignature,
+} from './serverMessages.ts'
 
 export { readVapiConfig, type VapiConfig } from './config.ts'
-export { interactionIdOf, reportOfMessage, serverMessageOf, SIGNATURE_HEADER, TIMESTAMP_HEADER, verifyVapiSignature } from './serverMessages.ts'
+export { verifyVapiSignature } from './serverMessages.ts'
 
 export interface VapiChannelOptions {
   /** Default https://api.vapi.ai; tests point it at a fake. */
@@ -58,6 +68,7 @@ const PASSING_REFUSAL = /concurren|limit|too many|rate/i
 export class VapiChannel implements Channel {
   readonly provider = 'vapi'
   readonly channel = 'voice'
+  readonly configSchema = VapiConfigSchema
   readonly #apiBaseUrl: string
   readonly #secret: (envName: string) => string | undefined
   readonly #timeoutMs: number
@@ -70,12 +81,23 @@ export class VapiChannel implements Channel {
     this.#now = options.now ?? Date.now
   }
 
-  checkConfig(config: unknown, prefix: (string | number)[]): ErrorDetail[] {
-    return checkVapiConfig(config, prefix)
+  /**
+   * Its server messages (POST /providers/vapi/webhook), signed with the HMAC
+   * credential of the campaign's server URL over the timestamp and the raw body.
+   */
+  readonly serverMessages: CallCallback<ServerMessage> = {
+    provider: 'vapi',
+    parse: (request) => serverMessageOf(request.json),
+    claim: (message) => ({ ref: message.callId, interactionId: message.interactionId }),
+    verify: (_, request, config, now) => {
+      const secret = this.#webhookSecret(config)
+      return secret !== undefined && verifyVapiSignature(secret, request.raw, request.header(SIGNATURE_HEADER), request.header(TIMESTAMP_HEADER), now)
+    },
+    report: (message, interaction, now) => reportOfMessage(message, readVapiConfig(interaction.providerConfig), now),
   }
 
   /** The secret of the server URL's HMAC credential for a campaign: what its server messages are signed with. Undefined when unset or empty. */
-  webhookSecretFor(config: JsonObject): string | undefined {
+  #webhookSecret(config: JsonObject): string | undefined {
     return this.#credential(readVapiConfig(config).webhookSecretEnv)
   }
 

@@ -6,11 +6,10 @@
  * The Cloud API has no endpoint to look a message's status up, so an
  * interaction without a final report is settled from the last status it had.
  */
-import type { ErrorDetail } from '../../domain/errors.ts'
 import type { SenderPace } from '../../domain/pacing.ts'
 import type { JsonObject } from '../../domain/types.ts'
 import type { Channel, InteractionOutcome, InteractionProgress, OutboundAttempt, SettledInteraction, StartResult } from '../channel.ts'
-import { checkWhatsAppCloudConfig, isObject, readWhatsAppCloudConfig } from './config.ts'
+import { isObject, readWhatsAppCloudConfig, WhatsAppCloudConfigSchema } from './config.ts'
 import { retryAfterMs } from '../retryAfter.ts'
 import { describeGraphError, graphErrorOf, isPermanent, isThrottling, NOT_ON_WHATSAPP_CODE } from './graphErrors.ts'
 
@@ -33,6 +32,7 @@ export interface WhatsAppCloudChannelOptions {
 export class WhatsAppCloudChannel implements Channel {
   readonly provider = 'whatsapp_cloud'
   readonly channel = 'whatsapp'
+  readonly configSchema = WhatsAppCloudConfigSchema
   readonly #apiBaseUrl: string
   readonly #apiVersion: string
   readonly #secret: (envName: string) => string | undefined
@@ -45,10 +45,6 @@ export class WhatsAppCloudChannel implements Channel {
     this.#secret = options.secret
     this.#timeoutMs = options.timeoutMs ?? 15_000
     this.#now = options.now ?? Date.now
-  }
-
-  checkConfig(config: unknown, prefix: (string | number)[]): ErrorDetail[] {
-    return checkWhatsAppCloudConfig(config, prefix)
   }
 
   async start(attempt: OutboundAttempt): Promise<StartResult> {

@@ -30,7 +30,7 @@ import type { Authenticator } from '../../../services/authenticator.ts'
 import type { CampaignDirectory } from '../../../services/campaignDirectory.ts'
 import { type CampaignPauses, PAUSE_ACTIONS, type PauseAction } from '../../../services/campaignPauses.ts'
 import { refine, refineModel } from '../../../validation/model.ts'
-import { MAX_MESSAGE_TEXT, VOICEMAIL_POLICIES } from '../../../channels/twilio/voicemail.ts'
+import { VoicemailSchema } from '../../../channels/twilio/voicemail.ts'
 import { ContactInput } from '../triggers.ts'
 import { actorOf, requireOperator } from '../../auth.ts'
 import { adminDocs, OrgParams } from './shared.ts'
@@ -265,34 +265,8 @@ export const UpdateCampaignBody = Type.Object(settingsFields, {
   description: 'Each field sent replaces the current one; `max_concurrent: null` removes the limit, `fallback: null` the fallback step.',
 })
 
-/**
- * A Twilio campaign's voicemail policy, as its provider_config holds it:
- * documented here, checked with the rest of the provider's settings
- * (channels/twilio/voicemail.ts), whose 422s name each field.
- */
-const TwilioVoicemailSchema = component(
-  'TwilioVoicemail',
-  Type.Object(
-    {
-      policy: { ...OneOf(VOICEMAIL_POLICIES), description: 'hang_up (the default): a machine ends the call voicemail. leave_message: the message is left after the greeting, and the call ends voicemail_left.' },
-      message: Type.Optional(
-        Type.Object(
-          {
-            text: Type.Optional(
-              Type.Union([Type.String({ maxLength: MAX_MESSAGE_TEXT }), Type.Record(Type.String(), Type.String({ maxLength: MAX_MESSAGE_TEXT }), { maxProperties: 20 })], {
-                description:
-                  'One text, spoken in contact.language, or texts by BCP 47 tag ("*" for any other language). Placeholders: {{first_name}}, {{last_name}}, {{language}}, {{context.KEY}}; unknown ones are left empty.',
-              }),
-            ),
-            audio_url: Type.Optional(Type.String({ maxLength: 2048, description: 'An https recording to play instead of a text.' })),
-          },
-          { description: 'With leave_message: a text or an audio_url, not both.' },
-        ),
-      ),
-    },
-    { description: "provider_config.voicemail of a twilio campaign: what a call answered by a machine does." },
-  ),
-)
+/** A Twilio campaign's voicemail policy, as its provider_config holds it: the schema its provider checks (channels/twilio/voicemail.ts). */
+const TwilioVoicemailSchema = component('TwilioVoicemail', VoicemailSchema)
 
 const CampaignSchema = component('Campaign', Type.Object({
   id: Type.String(),

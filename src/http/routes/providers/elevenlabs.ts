@@ -22,20 +22,10 @@
  * of a body is logged.
  */
 import type { FastifyInstance } from 'fastify'
-import {
-  type ElevenLabsChannel,
-  readElevenLabsConfig,
-  reportFromWebhook,
-  verifyElevenLabsSignature,
-  type WebhookEvent,
-  webhookEvent,
-} from '../../../channels/elevenlabs/elevenlabsChannel.ts'
+import type { ElevenLabsChannel } from '../../../channels/elevenlabs/elevenlabsChannel.ts'
 import { ApiError } from '../../../domain/errors.ts'
-import { isId } from '../../../domain/ids.ts'
-import type { TaskLifecycle } from '../../../services/taskLifecycle.ts'
-import type { Database } from '../../../store/database.ts'
-import { findInteractionByProviderRef, findInteractionWithConfig, type InteractionWithConfig } from '../../../store/interactions.ts'
-import { headerOf, keepRawBodies, signedBody } from './signedBodies.ts'
+import type { ProviderCallbacks } from '../../../services/providerCallbacks.ts'
+import { keepRawBodies, signedRequest } from './signedBodies.ts'
 
 /**
  * 4 MiB: a result keeps at most 256 KiB of transcript (RESULT_LIMITS), but
@@ -44,13 +34,8 @@ import { headerOf, keepRawBodies, signedBody } from './signedBodies.ts'
  */
 export const WEBHOOK_BODY_LIMIT = 4 * 1024 * 1024
 
-export async function elevenlabsRoutes(
-  app: FastifyInstance,
-  deps: { db: Database; elevenlabs: ElevenLabsChannel; lifecycle: TaskLifecycle; now: () => number },
-) {
-  const { db, elevenlabs, lifecycle, now } = deps
-  const refused = () => new ApiError('forbidden', 'The webhook is not signed by ElevenLabs for a conversation of this service.')
-
+export async function elevenlabsRoutes(app: FastifyInstance, deps: { elevenlabs: ElevenLabsChannel; callbacks: ProviderCallbacks }) {
+  const { elevenlabs, callbacks } = deps
   keepRawBodies(app, WEBHOOK_BODY_LIMIT)
 
   app.post(
@@ -58,25 +43,10 @@ export async function elevenlabsRoutes(
     // Called by ElevenLabs: in neither OpenAPI document.
     { bodyLimit: WEBHOOK_BODY_LIMIT, schema: { hide: true, summary: 'ElevenLabs post-call webhook' } },
     async (request, reply) => {
-      const { raw, json } = signedBody(request)
-      const event = webhookEvent(json)
-      const interaction = event === undefined ? undefined : await interactionOf(event)
-      if (event === undefined || interaction === undefined) return reply.code(200).send()
-      const secret = elevenlabs.webhookSecretFor(interaction.providerConfig)
-      if (secret === undefined || !verifyElevenLabsSignature(secret, raw, headerOf(request, 'elevenlabs-signature'), now())) throw refused()
-      const config = readElevenLabsConfig(interaction.providerConfig)
-      if (event.agentId !== undefined && event.agentId !== config.agentId) throw refused()
-      await lifecycle.report(interaction, reportFromWebhook(event, config, now()))
+      const received = await callbacks.receive(elevenlabs.postCallWebhook, signedRequest(request))
+      // About no conversation of this service (or an event not read): 200 and ignored, as ElevenLabs wants.
+      if (received.kind === 'refused') throw new ApiError('forbidden', 'The webhook is not signed by ElevenLabs for a conversation of this service.')
       return reply.code(200).send()
     },
   )
-
-  /** The interaction a webhook is about: by its conversation, else (a start whose answer was lost) by the interaction id the agent was given. */
-  async function interactionOf(event: WebhookEvent): Promise<InteractionWithConfig | undefined> {
-    const started = await findInteractionByProviderRef(db, 'elevenlabs', event.conversationId)
-    if (started !== undefined) return started
-    const id = event.interactionId
-    const unconfirmed = id !== undefined && isId('interaction', id) ? await findInteractionWithConfig(db, id) : undefined
-    return unconfirmed?.provider === 'elevenlabs' && unconfirmed.providerRef === null ? unconfirmed : undefined
-  }
 }

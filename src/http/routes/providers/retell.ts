@@ -13,51 +13,28 @@
  * result are recorded once), and the answer, 204, comes as soon as the report
  * is recorded. Bodies are bounded by the service's body limit (1 MiB: an
  * hour's transcript, with its words' timings, is about half that), 413
- * beyond. Nothing of the body is logged but the event, the ids, and the
- * names of the variables the agent did not receive.
+ * beyond. Nothing of the body is logged but the ids
+ * (services/providerCallbacks.ts applies it; channels/retell/retellChannel.ts reads it).
  */
 import type { FastifyInstance } from 'fastify'
-import { interactionIdOf, readRetellWebhook, type RetellChannel, verifyRetellSignature } from '../../../channels/retell/retellChannel.ts'
+import type { RetellChannel } from '../../../channels/retell/retellChannel.ts'
 import { ApiError } from '../../../domain/errors.ts'
-import { isId } from '../../../domain/ids.ts'
-import type { TaskLifecycle } from '../../../services/taskLifecycle.ts'
-import type { Database } from '../../../store/database.ts'
-import { findInteractionByProviderRef, findInteractionWithConfig, type InteractionWithConfig } from '../../../store/interactions.ts'
+import type { ProviderCallbacks } from '../../../services/providerCallbacks.ts'
 import { MAX_BODY_BYTES } from '../../limits.ts'
-import { headerOf, keepRawBodies, signedBody } from './signedBodies.ts'
+import { keepRawBodies, signedRequest } from './signedBodies.ts'
 
-export async function retellRoutes(app: FastifyInstance, deps: { db: Database; retell: RetellChannel; lifecycle: TaskLifecycle; now: () => number }) {
-  const { db, retell, lifecycle, now } = deps
-  const refused = () => new ApiError('forbidden', 'The request is not a verified Retell webhook for a call of this service.')
-
+export async function retellRoutes(app: FastifyInstance, deps: { retell: RetellChannel; callbacks: ProviderCallbacks }) {
+  const { retell, callbacks } = deps
   keepRawBodies(app)
-
-  /** The interaction a call is of: by its call id, or by the interaction its metadata names while its creation is unconfirmed. */
-  async function interactionOf(callId: string, named: string | undefined): Promise<InteractionWithConfig | undefined> {
-    const known = await findInteractionByProviderRef(db, 'retell', callId)
-    if (known !== undefined) return known
-    const interaction = named !== undefined && isId('interaction', named) ? await findInteractionWithConfig(db, named) : undefined
-    return interaction?.provider === 'retell' && interaction.providerRef === null ? interaction : undefined
-  }
 
   app.post(
     '/providers/retell/webhook',
     // Called by Retell: in neither OpenAPI document.
     { bodyLimit: MAX_BODY_BYTES, schema: { hide: true, summary: 'Retell call webhook' } },
     async (request, reply) => {
-      const { raw, json } = signedBody(request)
-      const webhook = readRetellWebhook(json)
-      if (webhook === undefined) throw refused()
-      const interaction = await interactionOf(webhook.call.call_id, interactionIdOf(webhook.call))
-      const apiKey = interaction === undefined ? undefined : retell.apiKeyFor(interaction.providerConfig)
-      if (interaction === undefined || apiKey === undefined || !verifyRetellSignature(apiKey, raw, headerOf(request, 'x-retell-signature'), now())) {
-        throw refused()
-      }
-      request.log.info({ interaction: interaction.id, call: webhook.call.call_id, event: webhook.event }, 'Retell webhook')
-      const report = retell.reportFor(webhook, interaction, now())
-      // Progress says nothing new of a call already over.
-      const stale = report?.kind === 'progress' && interaction.status !== 'starting' && interaction.status !== 'active'
-      if (report !== undefined && !stale) await lifecycle.report(interaction, report)
+      const received = await callbacks.receive(retell.webhook, signedRequest(request))
+      if (received.kind !== 'applied') throw new ApiError('forbidden', 'The request is not a verified Retell webhook for a call of this service.')
+      request.log.info({ interaction: received.interactionId, call: received.ref }, 'Retell webhook')
       return reply.code(204).send()
     },
   )

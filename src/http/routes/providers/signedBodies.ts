@@ -7,6 +7,7 @@
  * (9 % of the API process's CPU end to end through Vapi, in a profile).
  */
 import type { FastifyInstance, FastifyRequest } from 'fastify'
+import type { SignedRequest } from '../../../channels/callbacks.ts'
 
 /** Bodies of every content type reach this scope's routes as the bytes sent. */
 export function keepRawBodies(app: FastifyInstance, bodyLimit?: number): void {
@@ -28,4 +29,9 @@ export function signedBody(request: FastifyRequest): { raw: Buffer; json: unknow
 export function headerOf(request: FastifyRequest, name: string): string | undefined {
   const value = request.headers[name]
   return typeof value === 'string' ? value : undefined
+}
+
+/** The request as a provider's callback reads it (channels/callbacks.ts): its bytes, their JSON, its headers. */
+export function signedRequest(request: FastifyRequest): SignedRequest {
+  return { ...signedBody(request), header: (name) => headerOf(request, name) }
 }

@@ -1,0 +1,44 @@
+/**
+ * The inbound half of the port for a provider whose callbacks are about one
+ * call each (the agent platforms: Vapi's server messages, Retell's and
+ * ElevenLabs' webhooks): the adapter reads the bytes, names the call, checks
+ * the signature with its campaign's secret and says what the callback tells;
+ * services/providerCallbacks.ts finds the interaction, in the one way every
+ * such provider shares, and applies what it tells. An adapter never touches
+ * the store.
+ */
+import type { Provider } from '../domain/campaignSettings.ts'
+import type { InteractionStatus, JsonObject } from '../domain/types.ts'
+import type { ProviderReport } from './channel.ts'
+
+/** A callback's request as it came: the exact bytes signed, their JSON, and its headers. */
+export interface SignedRequest {
+  raw: Buffer
+  /** Undefined when the bytes are not JSON. */
+  json: unknown
+  /** A header sent once; undefined when absent or repeated. */
+  header(name: string): string | undefined
+}
+
+/** The call a callback is about: its provider reference, and the interaction the call's metadata names (its start's answer may not be recorded yet). */
+export interface CallClaim {
+  ref: string
+  interactionId: string | undefined
+}
+
+/** What of the interaction a callback's report reads. */
+export interface ClaimedInteraction {
+  status: InteractionStatus
+  providerConfig: JsonObject
+}
+
+export interface CallCallback<Message> {
+  readonly provider: Provider
+  /** The message the request holds, read into bounded values (domain/boundedReaders.ts); undefined when it is none of the platform's. */
+  parse(request: SignedRequest): Message | undefined
+  claim(message: Message): CallClaim
+  /** Whether the request is signed as the platform signs for this campaign (and names what only its calls name, such as its agent). */
+  verify(message: Message, request: SignedRequest, config: JsonObject, now: number): boolean
+  /** What the message tells of the interaction; undefined when nothing new. */
+  report(message: Message, interaction: ClaimedInteraction, now: number): ProviderReport | undefined
+}

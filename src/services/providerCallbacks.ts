@@ -1,0 +1,56 @@
+/**
+ * A provider's callback about one of its calls, applied (channels/callbacks.ts
+ * for the adapter's half): the interaction is the one whose provider_ref is
+ * the call's, or, while its start's answer is not recorded, the one the
+ * call's metadata names, of that provider and with no provider_ref yet. The
+ * callback is believed only when it verifies with that interaction's
+ * campaign's settings; what it then tells is applied through the task's
+ * lifecycle, idempotently (a finalized interaction stays as it is), so that
+ * a platform's retries are harmless. Nothing is changed before the check.
+ */
+import type { CallCallback, SignedRequest } from '../channels/callbacks.ts'
+import { isId } from '../domain/ids.ts'
+import type { Database } from '../store/database.ts'
+import { findInteractionByProviderRef, findInteractionWithConfig, type InteractionWithConfig } from '../store/interactions.ts'
+import type { TaskLifecycle } from './taskLifecycle.ts'
+
+export type CallbackOutcome =
+  /** Not a message of the platform's: nothing read further. */
+  | { kind: 'unreadable' }
+  /** About no call of this service. */
+  | { kind: 'unknown' }
+  /** About one, but not verified with its campaign's settings: nothing changed. */
+  | { kind: 'refused' }
+  | { kind: 'applied'; interactionId: string; ref: string }
+
+export class ProviderCallbacks {
+  readonly #db: Database
+  readonly #lifecycle: TaskLifecycle
+  readonly #now: () => number
+
+  constructor(deps: { db: Database; lifecycle: TaskLifecycle; now: () => number }) {
+    this.#db = deps.db
+    this.#lifecycle = deps.lifecycle
+    this.#now = deps.now
+  }
+
+  async receive<Message>(callback: CallCallback<Message>, request: SignedRequest): Promise<CallbackOutcome> {
+    const message = callback.parse(request)
+    if (message === undefined) return { kind: 'unreadable' }
+    const claim = callback.claim(message)
+    const interaction = await this.#claimed(callback.provider, claim.ref, claim.interactionId)
+    if (interaction === undefined) return { kind: 'unknown' }
+    const now = this.#now()
+    if (!callback.verify(message, request, interaction.providerConfig, now)) return { kind: 'refused' }
+    const report = callback.report(message, interaction, now)
+    if (report !== undefined) await this.#lifecycle.report(interaction, report)
+    return { kind: 'applied', interactionId: interaction.id, ref: claim.ref }
+  }
+
+  async #claimed(provider: InteractionWithConfig['provider'], ref: string, named: string | undefined): Promise<InteractionWithConfig | undefined> {
+    const started = await findInteractionByProviderRef(this.#db, provider, ref)
+    if (started !== undefined) return started
+    const unconfirmed = named !== undefined && isId('interaction', named) ? await findInteractionWithConfig(this.#db, named) : undefined
+    return unconfirmed?.provider === provider && unconfirmed.providerRef === null ? unconfirmed : undefined
+  }
+}
