@@ -22,12 +22,24 @@ export function runCli(args: string[], env: NodeJS.ProcessEnv): Promise<CliResul
   })
 }
 
-/** Whether curl is on the PATH: the samples of the README and of the manual run with it, as a reader runs them. */
-export const hasCurl = (() => {
+/** Whether `command` runs: it is on the PATH. */
+export function installed(command: string, args = ['--version']): boolean {
   try {
-    execFileSync('curl', ['--version'], { stdio: 'ignore' })
+    execFileSync(command, args, { stdio: 'ignore' })
     return true
   } catch {
     return false
   }
-})()
+}
+
+/** Whether curl is on the PATH: the samples of the README and of the manual run with it, as a reader runs them. */
+export const hasCurl = installed('curl')
+
+/**
+ * A test's `skip` for one that needs a tool of the machine: none where it is
+ * installed, nor under CI=true (.ci/run installs it, and a test without it
+ * fails there rather than pass unchecked); elsewhere the line naming what to install.
+ */
+export function skipUnlessInstalled(command: string, install: string): false | string {
+  return installed(command) || process.env.CI === 'true' ? false : `${command} is missing (${install}): skipped`
+}
