@@ -202,7 +202,7 @@ export async function buildApp(options: AppOptions, deps: AppDeps): Promise<Fast
   contactabilityRoutes(app, { ops: services.contactability, authenticator })
   contactRoutes(app, { ops: services.erasure, authenticator })
   dailyCountRoutes(app, { db: deps.db, authenticator })
-  twilioRoutes(app, { db: deps.db, twilio: deps.channels.twilio, lifecycle, conversations: services.conversations, now })
+  twilioRoutes(app, { twilioCalls: services.twilioCalls })
   await app.register(whatsappRoutes, { db: deps.db, channels: deps.channels, lifecycle })
   await app.register(elevenlabsRoutes, { elevenlabs: deps.channels.elevenlabs, callbacks: providerCallbacks })
   await app.register(retellRoutes, { retell: deps.channels.retell, callbacks: providerCallbacks })

@@ -27,6 +27,7 @@ import type { ContactabilityOperations } from './contactability.ts'
 import type { RegistryOperations } from './registries.ts'
 import { TaskLifecycle } from './taskLifecycle.ts'
 import { ProviderCallbacks } from './providerCallbacks.ts'
+import { TwilioCalls } from './twilioCalls.ts'
 import { TriggerAcceptance } from './triggerAcceptance.ts'
 import { TriggerIntake } from './triggerIntake.ts'
 import { Wake } from './wake.ts'
@@ -68,6 +69,7 @@ export interface Services {
   settlement: Settlement
   lifecycle: TaskLifecycle
   providerCallbacks: ProviderCallbacks
+  twilioCalls: TwilioCalls
   conversations: Conversations
   dispatch: Dispatch
   admin: Operations
@@ -107,6 +109,7 @@ export function createServices(deps: ServiceDeps): Services {
   const acceptance = new TriggerAcceptance({ db, authenticator, campaigns, sources, intake, now, metrics: deps.metrics })
   const settlement = new Settlement({ db, now, wake, metrics: deps.metrics })
   const lifecycle = new TaskLifecycle({ db, channels: channels.registry, settlement, wake, now, metrics: deps.metrics })
+  const conversations = new Conversations({ db, now, settlement, wake, metrics: deps.metrics })
   const law = new CallingLaw({ now })
   const dispatch = new Dispatch({ db, channels: channels.registry, settlement, wake, now, log: deps.log, metrics: deps.metrics, phoneHashKey: deps.phoneHashKey, law })
   return {
@@ -124,7 +127,8 @@ export function createServices(deps: ServiceDeps): Services {
     settlement,
     lifecycle,
     providerCallbacks: new ProviderCallbacks({ db, lifecycle, now }),
-    conversations: new Conversations({ db, now, settlement, wake, metrics: deps.metrics }),
+    conversations,
+    twilioCalls: new TwilioCalls({ db, twilio: channels.twilio, lifecycle, conversations, now }),
     dispatch,
     admin: { db, now, channels: channels.registry },
     webhooks: { db, now, allowPrivateWebhookUrls: deps.allowPrivateWebhookUrls, onRedeliver: () => wake.deliveries() },

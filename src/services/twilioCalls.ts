@@ -1,0 +1,127 @@
+/**
+ * Twilio's requests about a call the service placed, form-encoded and signed
+ * with X-Twilio-Signature over the exact URL Twilio was given for the call
+ * (its path names the interaction; http/routes/providers/twilio.ts passes
+ * them here as they came):
+ * - the answer (the call's `Url`): answered with the TwiML that hands the
+ *   call to the campaign's conversation (channels/twilio/twiml.ts), and the
+ *   handoff recorded;
+ * - its status callbacks: reported through the task's lifecycle;
+ * - its asynchronous answering-machine detection's verdict (campaigns whose
+ *   voicemail policy is `leave_message`): when a machine's greeting has
+ *   ended, the live call is given the TwiML that leaves the campaign's
+ *   message, once.
+ * A request is believed only when its signature verifies with the auth token
+ * of the campaign's account, and it names that account and call: otherwise
+ * it is refused (undefined or false) and nothing changes.
+ */
+import { greetingEnded, HANG_UP_TWIML, MESSAGE_LEFT_STATUS, reportFromStatusCallback, type TwilioChannel, verifyTwilioSignature, withMessageLeft } from '../channels/twilio/twilioChannel.ts'
+import { readTwilioConfig } from '../channels/twilio/config.ts'
+import { isId } from '../domain/ids.ts'
+import type { Database } from '../store/database.ts'
+import { claimVoicemailHandoff, findInteractionWithConfig, type InteractionWithConfig, releaseVoicemailHandoff } from '../store/interactions.ts'
+import type { Conversations } from './conversations.ts'
+import type { TaskLifecycle } from './taskLifecycle.ts'
+
+/** One of Twilio's requests about a call: the interaction its URL names, its form body, its signature. */
+export interface TwilioCallRequest {
+  interactionId: string
+  /** The form-encoded body, as sent. */
+  form: string
+  signature: string | undefined
+}
+
+export class TwilioCalls {
+  readonly #db: Database
+  readonly #twilio: TwilioChannel
+  readonly #lifecycle: TaskLifecycle
+  readonly #conversations: Conversations
+  readonly #now: () => number
+
+  constructor(deps: { db: Database; twilio: TwilioChannel; lifecycle: TaskLifecycle; conversations: Conversations; now: () => number }) {
+    this.#db = deps.db
+    this.#twilio = deps.twilio
+    this.#lifecycle = deps.lifecycle
+    this.#conversations = deps.conversations
+    this.#now = deps.now
+  }
+
+  /** The TwiML an answered call is given; undefined when the request is refused. */
+  async answered(request: TwilioCallRequest): Promise<string | undefined> {
+    const verified = await this.#verified(request, (id) => this.#twilio.answerUrl(id))
+    if (verified === undefined) return undefined
+    const { interaction, params } = verified
+    const now = this.#now()
+    // Twilio has the call, though its answer to the start may have been lost: this confirms it.
+    const report = reportFromStatusCallback(params, now)
+    if (interaction.status === 'starting' && report?.kind === 'progress') await this.#lifecycle.report(interaction, report)
+    const context = interaction.status === 'finalized' ? undefined : await this.#conversations.contextForProvider(interaction.id)
+    // Settled meanwhile (a start taken for failed): no conversation waits for the call.
+    if (context === undefined) return HANG_UP_TWIML
+    const { mode, twiml, leftOut } = this.#twilio.handoff(interaction.providerConfig, {
+      interactionId: interaction.id,
+      taskId: interaction.taskId,
+      attempt: interaction.attempt,
+      language: context.contact?.language,
+      firstName: context.contact?.first_name,
+      context: context.context,
+    })
+    await this.#conversations.recordHandoff(interaction.id, { mode, at: new Date(now).toISOString(), left_out: leftOut })
+    return twiml
+  }
+
+  /** Applies a status callback; false when the request is refused. */
+  async statusReported(request: TwilioCallRequest): Promise<boolean> {
+    const verified = await this.#verified(request, (id) => this.#twilio.statusCallbackUrl(id))
+    if (verified === undefined) return false
+    const { interaction, params } = verified
+    const report = reportFromStatusCallback(params, this.#now())
+    if (report !== undefined) await this.#lifecycle.report(interaction, withMessageLeft(report, interaction.handoffMode === 'voicemail'))
+    return true
+  }
+
+  /**
+   * Applies the detection's verdict; false when the request is refused. Only
+   * calls of leave_message campaigns are placed with an AMD callback: a
+   * campaign without it costs nothing here. With it, a machine whose
+   * greeting ended costs one small transaction (the claim) and one request to Twilio.
+   */
+  async machineDetected(request: TwilioCallRequest): Promise<boolean> {
+    const verified = await this.#verified(request, (id) => this.#twilio.amdCallbackUrl(id))
+    if (verified === undefined) return false
+    const { interaction, params } = verified
+    const callSid = params.CallSid
+    // A person (or a fax, or no verdict) goes on as any answered call: the conversation has it already.
+    if (!greetingEnded(params.AnsweredBy) || callSid === undefined || !this.#twilio.leavesMessage(interaction.providerConfig)) return true
+    if (interaction.status === 'finalized' || interaction.handoffMode === 'voicemail') return true
+    const context = await this.#conversations.contextForProvider(interaction.id)
+    if (context === undefined) return true
+    // Claimed before Twilio is asked, so that a repeated callback leaves no second message.
+    const claimed = await claimVoicemailHandoff(this.#db, interaction.id, { mode: 'voicemail', at: new Date(this.#now()).toISOString(), left_out: [] }, MESSAGE_LEFT_STATUS)
+    if (claimed === undefined) return true
+    const values = { firstName: context.contact?.first_name, lastName: context.contact?.last_name, language: context.contact?.language, context: context.context }
+    let left: boolean
+    try {
+      left = await this.#twilio.leaveMessage(interaction.providerConfig, callSid, values)
+    } catch (error) {
+      await releaseVoicemailHandoff(this.#db, interaction.id, claimed)
+      throw error
+    }
+    // The call ended before the message could be left (Twilio refused the update): it ends as a machine's call.
+    if (!left) await releaseVoicemailHandoff(this.#db, interaction.id, claimed)
+    return true
+  }
+
+  /** The interaction a request names, with the request's parameters, when Twilio signed it for the URL it was given for the call. */
+  async #verified(request: TwilioCallRequest, urlOf: (interactionId: string) => string): Promise<{ interaction: InteractionWithConfig; params: Record<string, string> } | undefined> {
+    const { interactionId } = request
+    const interaction = isId('interaction', interactionId) ? await findInteractionWithConfig(this.#db, interactionId) : undefined
+    if (interaction === undefined || interaction.provider !== 'twilio') return undefined
+    const params = Object.fromEntries(new URLSearchParams(request.form))
+    const token = this.#twilio.authTokenFor(interaction.providerConfig)
+    if (token === undefined || !verifyTwilioSignature(token, urlOf(interactionId), params, request.signature)) return undefined
+    if (params.AccountSid !== readTwilioConfig(interaction.providerConfig).accountSid) return undefined
+    if (interaction.providerRef !== null && params.CallSid !== interaction.providerRef) return undefined
+    return { interaction, params }
+  }
+}
