@@ -203,7 +203,7 @@ export async function buildApp(options: AppOptions, deps: AppDeps): Promise<Fast
   contactRoutes(app, { ops: services.erasure, authenticator })
   dailyCountRoutes(app, { db: deps.db, authenticator })
   twilioRoutes(app, { twilioCalls: services.twilioCalls })
-  await app.register(whatsappRoutes, { db: deps.db, channels: deps.channels, lifecycle })
+  await app.register(whatsappRoutes, { whatsapp: services.whatsappNotifications })
   await app.register(elevenlabsRoutes, { elevenlabs: deps.channels.elevenlabs, callbacks: providerCallbacks })
   await app.register(retellRoutes, { retell: deps.channels.retell, callbacks: providerCallbacks })
   await app.register(vapiRoutes, { vapi: deps.channels.vapi, callbacks: providerCallbacks })

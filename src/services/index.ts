@@ -28,6 +28,7 @@ import type { RegistryOperations } from './registries.ts'
 import { TaskLifecycle } from './taskLifecycle.ts'
 import { ProviderCallbacks } from './providerCallbacks.ts'
 import { TwilioCalls } from './twilioCalls.ts'
+import { WhatsAppNotifications } from './whatsappNotifications.ts'
 import { TriggerAcceptance } from './triggerAcceptance.ts'
 import { TriggerIntake } from './triggerIntake.ts'
 import { Wake } from './wake.ts'
@@ -70,6 +71,7 @@ export interface Services {
   lifecycle: TaskLifecycle
   providerCallbacks: ProviderCallbacks
   twilioCalls: TwilioCalls
+  whatsappNotifications: WhatsAppNotifications
   conversations: Conversations
   dispatch: Dispatch
   admin: Operations
@@ -129,6 +131,7 @@ export function createServices(deps: ServiceDeps): Services {
     providerCallbacks: new ProviderCallbacks({ db, lifecycle, now }),
     conversations,
     twilioCalls: new TwilioCalls({ db, twilio: channels.twilio, lifecycle, conversations, now }),
+    whatsappNotifications: new WhatsAppNotifications({ db, secret: channels.secret, lifecycle }),
     dispatch,
     admin: { db, now, channels: channels.registry },
     webhooks: { db, now, allowPrivateWebhookUrls: deps.allowPrivateWebhookUrls, onRedeliver: () => wake.deliveries() },

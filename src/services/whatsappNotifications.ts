@@ -1,0 +1,105 @@
+/**
+ * WhatsApp Cloud's webhooks, applied: the subscription handshake
+ * (WHATSAPP_VERIFY_TOKEN), and the notifications, signed with the app secret
+ * in X-Hub-Signature-256 over the raw body (http/routes/providers/whatsapp.ts
+ * passes them as they came).
+ *
+ * A notification is believed only when it verifies with the app secret of a
+ * campaign sending from the number it names, and only that number's changes
+ * are applied. Meta retries anything but a 200 and repeats and reorders
+ * notifications, so every change applies idempotently and a status never
+ * moves back (read > delivered > sent).
+ */
+import type { SignedRequest } from '../channels/callbacks.ts'
+import {
+  notificationsFromWebhook,
+  readWhatsAppCloudConfig,
+  verifyWebhookSubscription,
+  verifyWhatsAppSignature,
+  type WhatsAppNotification,
+} from '../channels/whatsappCloud/whatsappCloudChannel.ts'
+import { storableId } from '../domain/boundedReaders.ts'
+import { asksToStop } from '../domain/optOut.ts'
+import type { Campaign } from '../domain/types.ts'
+import { findCampaignsByWhatsAppNumber } from '../store/campaigns.ts'
+import type { Database } from '../store/database.ts'
+import { findInteractionByProviderRef, findLatestInteractionWith, type InteractionWithConfig } from '../store/interactions.ts'
+import { type PersonMessage, type TaskLifecycle, turnsOf } from './taskLifecycle.ts'
+
+const VERIFY_TOKEN_ENV = 'WHATSAPP_VERIFY_TOKEN'
+const STATUS_RANK: Record<string, number> = { sent: 1, delivered: 2, read: 3 }
+
+export class WhatsAppNotifications {
+  readonly #db: Database
+  readonly #secret: (name: string) => string | undefined
+  readonly #lifecycle: TaskLifecycle
+
+  constructor(deps: { db: Database; secret: (name: string) => string | undefined; lifecycle: TaskLifecycle }) {
+    this.#db = deps.db
+    this.#secret = deps.secret
+    this.#lifecycle = deps.lifecycle
+  }
+
+  /** The challenge to answer Meta's subscription request with; undefined when it does not carry the verify token. */
+  subscribed(query: Record<string, string | undefined>): string | undefined {
+    return verifyWebhookSubscription(query, this.#secret(VERIFY_TOKEN_ENV))
+  }
+
+  /** Applies a webhook's notifications; false when it names numbers but verifies with the app secret of no campaign sending from them. */
+  async receive(request: SignedRequest): Promise<boolean> {
+    const notifications = notificationsFromWebhook(request.json)
+    // A number id no number can have (a NUL in it) is looked up for none: it is refused as an unknown number is.
+    const numbers = [...new Set(notifications.flatMap((notification) => storableId(notification.phoneNumberId) ?? []))]
+    const campaigns = numbers.length === 0 ? [] : await findCampaignsByWhatsAppNumber(this.#db, numbers)
+    const signature = request.header('x-hub-signature-256')
+    const verified = campaigns.filter((campaign) => {
+      const secret = this.#secret(readWhatsAppCloudConfig(campaign.providerConfig).appSecretEnv)
+      return secret !== undefined && verifyWhatsAppSignature(secret, request.raw, signature)
+    })
+    if (verified.length === 0 && notifications.length > 0) return false
+    for (const notification of notifications) {
+      const senders = verified.filter((campaign) => campaign.providerConfig.phone_number_id === notification.phoneNumberId)
+      if (senders.length > 0) await this.#apply(notification, senders)
+    }
+    return true
+  }
+
+  /** Applies one notification; only interactions of the campaigns whose secret verified it are touched. */
+  async #apply(notification: WhatsAppNotification, senders: Campaign[]): Promise<void> {
+    const campaignIds = senders.map((campaign) => campaign.id)
+    const ours = (interaction: InteractionWithConfig | undefined) =>
+      interaction !== undefined && campaignIds.includes(interaction.campaignId) ? interaction : undefined
+    const sent = async (wamid: string | undefined) =>
+      wamid === undefined ? undefined : ours(await findInteractionByProviderRef(this.#db, 'whatsapp_cloud', wamid))
+
+    if (notification.kind === 'report') {
+      const { report } = notification
+      const interaction = await sent(report.providerRef)
+      if (interaction === undefined) return
+      if (report.kind === 'progress' && (STATUS_RANK[report.status] ?? 0) <= (STATUS_RANK[interaction.providerStatus ?? ''] ?? 0)) return
+      await this.#lifecycle.report(interaction, report)
+      return
+    }
+    // A reply: to the message it names, else to the latest conversation with its sender from this number
+    // (a running one first). One that answers nothing running is an inbound interaction of its own.
+    const message: PersonMessage = { provider: 'whatsapp_cloud', id: notification.messageId, from: notification.from, at: notification.at, text: notification.text }
+    const optOut = asksToStop(notification.text)
+    const answered = (await sent(notification.replyTo)) ?? ours(await findLatestInteractionWith(this.#db, senders, notification.from))
+    if (answered !== undefined && answered.status !== 'finalized') {
+      const orgId = senders.find((campaign) => campaign.id === answered.campaignId)!.orgId
+      // Added to its transcript; one that waits for its result waits on, unless the person wrote STOP.
+      await this.#lifecycle.finalize({
+        interactionId: answered.id,
+        outcome: 'replied',
+        at: notification.at,
+        message: { provider: message.provider, id: message.id },
+        turns: turnsOf(message) ?? undefined,
+        optOut: optOut ? { orgId, phone: notification.from, reason: 'reply' } : undefined,
+        closesWait: optOut,
+      })
+    } else {
+      const campaign = senders.find((candidate) => candidate.id === answered?.campaignId) ?? senders[0]!
+      await this.#lifecycle.recordInbound(campaign, message, answered?.taskId ?? null, optOut)
+    }
+  }
+}
