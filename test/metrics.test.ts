@@ -5,7 +5,7 @@
  * client's ids, an expiry at dispatch or while its campaign is paused), each
  * interaction finalized once by provider and outcome, and the tasks in
  * progress as the database holds them. Provider replies and opt-outs are
- * counted in providers.test.ts, the other families in webhooks.test.ts.
+ * counted in providers/throughTheService.test.ts, the other families in webhooks.test.ts.
  */
 import assert from 'node:assert/strict'
 import { after, before, describe, test } from 'node:test'

@@ -8,12 +8,12 @@ import { randomBytes } from 'node:crypto'
 import { createServer, type IncomingHttpHeaders } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { after, before, beforeEach, describe, test } from 'node:test'
-import type { OutboundAttempt } from '../src/channels/channel.ts'
-import { checkProviderConfig } from '../src/channels/providerConfig.ts'
-import { readTwilioConfig } from '../src/channels/twilio/config.ts'
-import { reportFromStatusCallback, TwilioChannel, verifyTwilioSignature } from '../src/channels/twilio/twilioChannel.ts'
-import type { JsonObject } from '../src/domain/types.ts'
-import { type AnsweredBy, type FakeTwilio, type FinalCallStatus, startFakeTwilio } from './fakes/twilio.ts'
+import type { OutboundAttempt } from '../../src/channels/channel.ts'
+import { checkProviderConfig } from '../../src/channels/providerConfig.ts'
+import { readTwilioConfig } from '../../src/channels/twilio/config.ts'
+import { reportFromStatusCallback, TwilioChannel, verifyTwilioSignature } from '../../src/channels/twilio/twilioChannel.ts'
+import type { JsonObject } from '../../src/domain/types.ts'
+import { type AnsweredBy, type FakeTwilio, type FinalCallStatus, startFakeTwilio } from '../fakes/twilio.ts'
 
 const ACCOUNT = `AC${randomBytes(16).toString('hex')}`
 const TOKEN = `token-${randomBytes(16).toString('hex')}`

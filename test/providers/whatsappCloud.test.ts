@@ -8,8 +8,8 @@ import assert from 'node:assert/strict'
 import { type IncomingHttpHeaders, type Server, createServer } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { after, before, beforeEach, describe, test } from 'node:test'
-import type { InteractionProgress, OutboundAttempt } from '../src/channels/channel.ts'
-import { checkProviderConfig } from '../src/channels/providerConfig.ts'
+import type { InteractionProgress, OutboundAttempt } from '../../src/channels/channel.ts'
+import { checkProviderConfig } from '../../src/channels/providerConfig.ts'
 import {
   WhatsAppCloudChannel,
   notificationsFromWebhook,
@@ -17,9 +17,9 @@ import {
   templateLanguageOf,
   verifyWebhookSubscription,
   verifyWhatsAppSignature,
-} from '../src/channels/whatsappCloud/whatsappCloudChannel.ts'
-import type { JsonObject } from '../src/domain/types.ts'
-import { type FakeWhatsAppCloud, startFakeWhatsAppCloud } from './fakes/whatsappCloud.ts'
+} from '../../src/channels/whatsappCloud/whatsappCloudChannel.ts'
+import type { JsonObject } from '../../src/domain/types.ts'
+import { type FakeWhatsAppCloud, startFakeWhatsAppCloud } from '../fakes/whatsappCloud.ts'
 
 const TOKEN = 'EAAGtestTOKEN0123456789abcdef'
 const APP_SECRET = 'app-secret-0123456789abcdef'

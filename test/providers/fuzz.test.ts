@@ -13,14 +13,14 @@
 import assert from 'node:assert/strict'
 import { createHmac } from 'node:crypto'
 import { after, before, test } from 'node:test'
-import { statusCallbackUrl, answerUrl, amdCallbackUrl } from '../src/channels/twilio/webhooks.ts'
-import type { JsonObject } from '../src/domain/types.ts'
-import { type FakeElevenLabs, startFakeElevenLabs } from './fakes/elevenlabs.ts'
-import { type FakeRetell, startFakeRetell } from './fakes/retell.ts'
-import { type FakeTwilio, startFakeTwilio, twilioSignature } from './fakes/twilio.ts'
-import { type FakeVapi, startFakeVapi } from './fakes/vapi.ts'
-import { type FakeWhatsAppCloud, startFakeWhatsAppCloud } from './fakes/whatsappCloud.ts'
-import { bearer, json, OPERATOR_TOKEN, seedOrganization, startCalledBackService, taskOf, type TestService } from './support/service.ts'
+import { statusCallbackUrl, answerUrl, amdCallbackUrl } from '../../src/channels/twilio/webhooks.ts'
+import type { JsonObject } from '../../src/domain/types.ts'
+import { type FakeElevenLabs, startFakeElevenLabs } from '../fakes/elevenlabs.ts'
+import { type FakeRetell, startFakeRetell } from '../fakes/retell.ts'
+import { type FakeTwilio, startFakeTwilio, twilioSignature } from '../fakes/twilio.ts'
+import { type FakeVapi, startFakeVapi } from '../fakes/vapi.ts'
+import { type FakeWhatsAppCloud, startFakeWhatsAppCloud } from '../fakes/whatsappCloud.ts'
+import { bearer, json, OPERATOR_TOKEN, seedOrganization, startCalledBackService, taskOf, type TestService } from '../support/service.ts'
 
 const SEED = 20261202
 const ACCOUNT_SID = `AC${'0123456789abcdef'.repeat(2)}`

@@ -6,13 +6,13 @@
 import assert from 'node:assert/strict'
 import { createHmac } from 'node:crypto'
 import { after, before, describe, test } from 'node:test'
-import { createChannels } from '../src/channels/index.ts'
-import { withdrawAttempts } from '../src/store/tasks.ts'
-import { type FakeTwilio, startFakeTwilio } from './fakes/twilio.ts'
-import { type FakeWhatsAppCloud, startFakeWhatsAppCloud } from './fakes/whatsappCloud.ts'
-import { sampleValue } from './support/prometheus.ts'
-import { bearer, freePort, json, OPERATOR_TOKEN, scrapeMetrics, seedOrganization, startService, tablesHolding, taskOf, type TestService } from './support/service.ts'
-import { eventsOfTask, eventsOfTasklessInteractions } from './support/events.ts'
+import { createChannels } from '../../src/channels/index.ts'
+import { withdrawAttempts } from '../../src/store/tasks.ts'
+import { type FakeTwilio, startFakeTwilio } from '../fakes/twilio.ts'
+import { type FakeWhatsAppCloud, startFakeWhatsAppCloud } from '../fakes/whatsappCloud.ts'
+import { sampleValue } from '../support/prometheus.ts'
+import { bearer, freePort, json, OPERATOR_TOKEN, scrapeMetrics, seedOrganization, startService, tablesHolding, taskOf, type TestService } from '../support/service.ts'
+import { eventsOfTask, eventsOfTasklessInteractions } from '../support/events.ts'
 
 const ACCOUNT_SID = `AC${'0123456789abcdef'.repeat(2)}`
 const SECRETS: Record<string, string> = {
