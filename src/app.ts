@@ -23,10 +23,8 @@ import { campaignPauseRoutes } from './http/routes/campaigns.ts'
 import { consoleRoutes } from './http/routes/console.ts'
 import { healthRoutes } from './http/routes/health.ts'
 import { interactionRoutes } from './http/routes/interactions.ts'
-import { elevenlabsRoutes } from './http/routes/providers/elevenlabs.ts'
-import { retellRoutes } from './http/routes/providers/retell.ts'
+import { callCallbackRoutes } from './http/routes/providers/callCallbacks.ts'
 import { twilioRoutes } from './http/routes/providers/twilio.ts'
-import { vapiRoutes } from './http/routes/providers/vapi.ts'
 import { whatsappRoutes } from './http/routes/providers/whatsapp.ts'
 import { metricsRoutes } from './http/routes/metrics.ts'
 import { suppressionRoutes } from './http/routes/suppressions.ts'
@@ -204,9 +202,7 @@ export async function buildApp(options: AppOptions, deps: AppDeps): Promise<Fast
   dailyCountRoutes(app, { db: deps.db, authenticator })
   twilioRoutes(app, { twilioCalls: services.twilioCalls })
   await app.register(whatsappRoutes, { whatsapp: services.whatsappNotifications })
-  await app.register(elevenlabsRoutes, { elevenlabs: deps.channels.elevenlabs, callbacks: providerCallbacks })
-  await app.register(retellRoutes, { retell: deps.channels.retell, callbacks: providerCallbacks })
-  await app.register(vapiRoutes, { vapi: deps.channels.vapi, callbacks: providerCallbacks })
+  await callCallbackRoutes(app, { callbacks: providerCallbacks, served: deps.channels.callCallbacks })
   adminRoutes(app, {
     ops: services.admin,
     authenticator,

@@ -32,8 +32,24 @@ export interface ClaimedInteraction {
   providerConfig: JsonObject
 }
 
+/** Where a callback is served, and how it is answered (http/routes/providers/callCallbacks.ts serves every one). */
+export interface CallbackRoute {
+  /** POST, at this path; in neither OpenAPI document. */
+  path: string
+  summary: string
+  /** The largest body taken; 413 beyond. */
+  bodyLimit: number
+  /** The status of a callback applied (and, with `ignoresUnknown`, of one about no call of the service). */
+  answer: 200 | 204
+  /** A callback about no call of the service (or not one the service reads) is answered `answer` and ignored, where the platform would disable a URL that keeps failing; else 403. */
+  ignoresUnknown: boolean
+  /** What a 403 says. */
+  refusal: string
+}
+
 export interface CallCallback<Message> {
   readonly provider: Provider
+  readonly route: CallbackRoute
   /** The message the request holds, read into bounded values (domain/boundedReaders.ts); undefined when it is none of the platform's. */
   parse(request: SignedRequest): Message | undefined
   claim(message: Message): CallClaim

@@ -1,5 +1,6 @@
 /** Every channel this service offers, configured from the service's configuration. */
 import type { Config } from '../config.ts'
+import type { CallCallback } from './callbacks.ts'
 import { ElevenLabsChannel } from './elevenlabs/elevenlabsChannel.ts'
 import { ChannelRegistry } from './registry.ts'
 import { RetellChannel } from './retell/retellChannel.ts'
@@ -20,6 +21,8 @@ export interface Channels {
   vapi: VapiChannel
   retell: RetellChannel
   elevenlabs: ElevenLabsChannel
+  /** The agent platforms' callbacks about their calls, each served at its own path (http/routes/providers/callCallbacks.ts). */
+  callCallbacks: readonly CallCallback<unknown>[]
   /** Reads a credential by the environment variable name a campaign's provider_config gives. */
   secret: (name: string) => string | undefined
 }
@@ -37,6 +40,7 @@ export function createChannels(settings: ChannelSettings, secret: (name: string)
     vapi,
     retell,
     elevenlabs,
+    callCallbacks: [vapi.serverMessages, retell.webhook, elevenlabs.postCallWebhook],
     secret,
   }
 }

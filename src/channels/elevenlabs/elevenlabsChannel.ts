@@ -86,12 +86,31 @@ export class ElevenLabsChannel implements Channel {
   }
 
   /**
-   * Its post-call webhook (POST /providers/elevenlabs/webhook), signed in
-   * `ElevenLabs-Signature` with the webhook's HMAC secret over the exact
-   * bytes, and believed only for the campaign's agent.
+   * Its post-call webhook: POST /providers/elevenlabs/webhook, the URL set on
+   * the workspace's webhook (Settings > Webhooks) that the agent's post-call
+   * webhook uses, signed in `ElevenLabs-Signature` with that webhook's HMAC
+   * secret over the exact bytes, and believed only for the campaign's agent
+   * (otherwise 403, and nothing changes). A `post_call_transcription` ends its
+   * interaction with its transcript and analysis as the result; a
+   * `call_initiation_failure` ends it as busy, not answered or failed; other
+   * events (`post_call_audio`) are not read. ElevenLabs expects a 200 and
+   * disables a webhook that keeps failing, so one about no conversation of
+   * this service (a call from the dashboard, an inbound call) is answered 200
+   * and ignored; its retries send the same report again, which a finalized
+   * interaction ignores. A transcript with its per-turn details (tool calls,
+   * timings, LLM usage: several times the words, where a result keeps at
+   * most 256 KiB) can exceed the API's 1 MiB bodies: up to 4 MiB are taken.
    */
   readonly postCallWebhook: CallCallback<WebhookEvent> = {
     provider: 'elevenlabs',
+    route: {
+      path: '/providers/elevenlabs/webhook',
+      summary: 'ElevenLabs post-call webhook',
+      bodyLimit: 4 * 1024 * 1024,
+      answer: 200,
+      ignoresUnknown: true,
+      refusal: 'The webhook is not signed by ElevenLabs for a conversation of this service.',
+    },
     parse: (request) => webhookEvent(request.json),
     claim: (event) => ({ ref: event.conversationId, interactionId: event.interactionId }),
     verify: (event, request, config, now) => {

@@ -88,11 +88,26 @@ export class RetellChannel implements Channel {
 
   /** The API key of a campaign: what its calls are created with and its webhooks signed with. Undefined when unset or empty. */
   /**
-   * Its webhook (POST /providers/retell/webhook), signed in
-   * `x-retell-signature` with the campaign's API key over the raw body.
+   * Its webhook: POST /providers/retell/webhook, the URL set as the agent's
+   * webhook (or the account's), receives `{"event", "call"}` for every call
+   * of the agent, signed in `x-retell-signature` with the campaign's API key
+   * over the raw body. One about no call of the service, or not verified, is
+   * refused with 403 and changes nothing. Retell retries a webhook not
+   * answered 2xx within 10 s, up to three times, and may deliver one twice:
+   * every report applies idempotently, and the answer, 204, comes as soon as
+   * the report is recorded. Bodies are bounded by the service's body limit
+   * (1 MiB: an hour's transcript, with its words' timings, is about half that).
    */
   readonly webhook: CallCallback<RetellWebhook> = {
     provider: 'retell',
+    route: {
+      path: '/providers/retell/webhook',
+      summary: 'Retell call webhook',
+      bodyLimit: 1024 * 1024,
+      answer: 204,
+      ignoresUnknown: false,
+      refusal: 'The request is not a verified Retell webhook for a call of this service.',
+    },
     parse: (request) => readRetellWebhook(request.json),
     claim: (webhook) => ({ ref: webhook.call.call_id, interactionId: interactionIdOf(webhook.call) }),
     verify: (_, request, config, now) => {

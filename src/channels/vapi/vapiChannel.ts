@@ -13,8 +13,8 @@
  *   a server message by default (`server.backoffPlan` unset), so this is
  *   what recovers a lost one, with its transcript and analysis.
  * Both with `Authorization: Bearer` and the organization's private API key.
- * The results come to the server URL (serverMessages.ts), whose route is
- * src/http/routes/providers/vapi.ts.
+ * The results come to the server URL (serverMessages.ts; `serverMessages`
+ * below says how it is served).
  */
 import { agentVariables } from '../../domain/agentVariables.ts'
 import type { JsonObject } from '../../domain/types.ts'
@@ -82,11 +82,29 @@ export class VapiChannel implements Channel {
   }
 
   /**
-   * Its server messages (POST /providers/vapi/webhook), signed with the HMAC
-   * credential of the campaign's server URL over the timestamp and the raw body.
+   * Its server URL: POST /providers/vapi/webhook, set as the assistant's (or
+   * its phone number's) server URL in Vapi, receives the server messages of
+   * the service's calls, signed with the HMAC credential of the campaign's
+   * server URL over the timestamp and the raw body. A message about no call
+   * of the service, or not verified, is refused with 403 and changes nothing.
+   * It is answered as soon as it is applied (Vapi waits 20 s by default,
+   * server.timeoutSeconds), and applying the same message twice changes
+   * nothing more, so a retry Vapi's backoffPlan makes is harmless. An
+   * end-of-call-report carries the transcript three times (the text,
+   * `messages`, `messagesOpenAIFormatted`) beside the whole Call and its
+   * assistant: an hour's call (about 60 kB of transcript) makes some 300 kB,
+   * so 2 MiB leaves room for calls of several hours.
    */
   readonly serverMessages: CallCallback<ServerMessage> = {
     provider: 'vapi',
+    route: {
+      path: '/providers/vapi/webhook',
+      summary: 'Vapi server messages',
+      bodyLimit: 2 * 1024 * 1024,
+      answer: 204,
+      ignoresUnknown: false,
+      refusal: 'The request is not a verified Vapi server message for a call of this service.',
+    },
     parse: (request) => serverMessageOf(request.json),
     claim: (message) => ({ ref: message.callId, interactionId: message.interactionId }),
     verify: (_, request, config, now) => {
