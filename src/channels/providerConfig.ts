@@ -20,9 +20,10 @@ export function checkProviderConfig(schema: TObject, config: unknown, prefix: Er
 /**
  * A reader of stored configs: each read through `schema` and made into the
  * adapter's own settings by `read` (its defaults filled in). Kept per config
- * object, since an attempt's start, its settle time and each callback about
- * it read the campaign's one object again. A stored config its schema
- * refuses is a fault (every config was checked before it was kept): it throws.
+ * object, since one request or attempt reads it several times (a start, its
+ * settle time; a callback's secret, then its report). A stored config its
+ * schema refuses is a fault (every config was checked before it was kept):
+ * it throws StoredConfigRefused.
  */
 export function storedConfigReader<S extends TObject, T>(schema: S, read: (value: Static<S>) => T): (config: JsonObject) => T {
   const kept = new WeakMap<JsonObject, T>()
@@ -30,10 +31,18 @@ export function storedConfigReader<S extends TObject, T>(schema: S, read: (value
     let settings = kept.get(config)
     if (settings === undefined) {
       const { value, errors } = validate<Static<S>>(schema, config, [])
-      if (value === undefined) throw new Error(`a stored provider_config that its schema refuses: ${errors.map((error) => `${error.loc.join('.')}: ${error.msg}`).join('; ')}`)
+      if (value === undefined) throw new StoredConfigRefused(errors.map((error) => `${error.loc.join('.')}: ${error.msg}`).join('; '))
       settings = read(value)
       kept.set(config, settings)
     }
     return settings
   }
 }
+
+/** A stored provider_config that its provider's schema refuses: one kept before a rule of the schema was (a Retell agent_version past 2^53, a language tag of over 100 characters). */
+export class StoredConfigRefused extends Error {
+  constructor(problems: string) {
+    super(`a stored provider_config that its schema refuses: ${problems}`)
+  }
+}
+

@@ -247,8 +247,8 @@ function holidayAt(entry: { names: Map<string, string> }, zones: readonly string
 export type AttemptNature = Pick<ContactabilityInput, 'profiles' | 'jurisdictions' | 'purpose' | 'channel' | 'artificialVoice'>
 
 export interface RulesBinding {
-  applicable: CallingLawProfile[]
-  bound: BoundRule[]
+  applicable: readonly CallingLawProfile[]
+  bound: readonly BoundRule[]
 }
 
 /**
@@ -272,9 +272,10 @@ export function rulesBinding(nature: AttemptNature, at: number): RulesBinding {
   const applicable = nature.profiles.filter((profile) => jurisdictionMatches(profile, nature.jurisdictions))
   const bound = applicable.flatMap((profile) => profile.rules.filter((rule) => binds(rule, nature, at)).map((rule) => ({ rule, profile })))
   const instants = applicable.flatMap((profile) => profile.rules.map(effectiveFrom))
+  // Shared by every decision of the nature: frozen, so that none can change what the next one reads.
   const entry = {
-    applicable,
-    bound,
+    applicable: Object.freeze(applicable),
+    bound: Object.freeze(bound),
     from: Math.max(-Infinity, ...instants.filter((instant) => instant <= at)),
     until: Math.min(Infinity, ...instants.filter((instant) => instant > at)),
   }

@@ -1,18 +1,19 @@
 /**
  * A provider's callback about one of its calls, applied (channels/callbacks.ts
- * for the adapter's half): the interaction is the one the call's metadata
- * names, of that provider, whose provider_ref is the call's or not recorded
- * yet (its start's answer is on its way); else the one whose provider_ref is
- * the call's. The
+ * for the adapter's half): the interaction is the one whose provider_ref is
+ * the call's, or, while its start's answer is not recorded, the one the
+ * call's metadata names, of that provider and with no provider_ref yet. The
  * callback is believed only when it verifies with that interaction's
  * campaign's settings; what it then tells is applied through the task's
  * lifecycle, idempotently (a finalized interaction stays as it is), so that
  * a platform's retries are harmless. Nothing is changed before the check.
  */
+import type { FastifyBaseLogger } from 'fastify'
 import type { CallCallback, SignedRequest } from '../channels/callbacks.ts'
+import { StoredConfigRefused } from '../channels/providerConfig.ts'
 import { isId } from '../domain/ids.ts'
 import type { Database } from '../store/database.ts'
-import { findInteractionByProviderRef, findInteractionWithConfig, type InteractionWithConfig } from '../store/interactions.ts'
+import { findCalledInteraction } from '../store/interactions.ts'
 import type { TaskLifecycle } from './taskLifecycle.ts'
 
 export type CallbackOutcome =
@@ -28,36 +29,46 @@ export class ProviderCallbacks {
   readonly #db: Database
   readonly #lifecycle: TaskLifecycle
   readonly #now: () => number
+  readonly #log: FastifyBaseLogger
 
-  constructor(deps: { db: Database; lifecycle: TaskLifecycle; now: () => number }) {
+  constructor(deps: { db: Database; lifecycle: TaskLifecycle; now: () => number; log: FastifyBaseLogger }) {
     this.#db = deps.db
     this.#lifecycle = deps.lifecycle
     this.#now = deps.now
+    this.#log = deps.log
   }
 
   async receive<Message>(callback: CallCallback<Message>, request: SignedRequest): Promise<CallbackOutcome> {
     const message = callback.parse(request)
     if (message === undefined) return { kind: 'unreadable' }
     const claim = callback.claim(message)
-    const interaction = await this.#claimed(callback.provider, claim.ref, claim.interactionId)
+    // One read: read by reference, then by the named id, a report that came while its start's answer was being
+    // recorded found the reference set between the two (74 of 1,666 end-of-call-reports refused end to end through Vapi).
+    const named = claim.interactionId !== undefined && isId('interaction', claim.interactionId) ? claim.interactionId : undefined
+    const interaction = await findCalledInteraction(this.#db, callback.provider, claim.ref, named)
     if (interaction === undefined) return { kind: 'unknown' }
     const now = this.#now()
-    if (!callback.verify(message, request, interaction.providerConfig, now)) return { kind: 'refused' }
+    // A stored config its schema refuses cannot verify anything: refused (and logged), never a 500 the platform retries.
+    if (!readableConfig(this.#log, interaction.campaignId, () => callback.verify(message, request, interaction.providerConfig, now))) return { kind: 'refused' }
     const report = callback.report(message, interaction, now)
     if (report !== undefined) await this.#lifecycle.report(interaction, report)
     return { kind: 'applied', interactionId: interaction.id, ref: claim.ref }
   }
 
-  /**
-   * The interaction a callback names is read first, in one read: the start's
-   * answer may be recorded at any moment (a platform reports a call as soon as
-   * it has created it), and a read by reference that finds nothing, then one by
-   * the named id that finds the reference set meanwhile, refused 74 of 1,666
-   * reports end to end through Vapi. By the reference alone when none is named.
-   */
-  async #claimed(provider: InteractionWithConfig['provider'], ref: string, named: string | undefined): Promise<InteractionWithConfig | undefined> {
-    const interaction = named !== undefined && isId('interaction', named) ? await findInteractionWithConfig(this.#db, named) : undefined
-    if (interaction?.provider === provider && (interaction.providerRef === null || interaction.providerRef === ref)) return interaction
-    return findInteractionByProviderRef(this.#db, provider, ref)
+}
+
+/**
+ * What `check` answers of a campaign's stored config, false when the config
+ * cannot be read (StoredConfigRefused, logged with the campaign so that its
+ * operator can save it again): a callback about it is refused, never answered
+ * 500, which a platform would retry into the same fault.
+ */
+export function readableConfig(log: FastifyBaseLogger, campaignId: string, check: () => boolean): boolean {
+  try {
+    return check()
+  } catch (error) {
+    if (!(error instanceof StoredConfigRefused)) throw error
+    log.error({ err: error, campaign: campaignId }, "a campaign's stored provider_config cannot be read: its callbacks are refused until it is saved again")
+    return false
   }
 }

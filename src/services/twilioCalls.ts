@@ -15,12 +15,14 @@
  * of the campaign's account, and it names that account and call: otherwise
  * it is refused (undefined or false) and nothing changes.
  */
+import type { FastifyBaseLogger } from 'fastify'
 import { greetingEnded, HANG_UP_TWIML, MESSAGE_LEFT_STATUS, reportFromStatusCallback, type TwilioChannel, verifyTwilioSignature, withMessageLeft } from '../channels/twilio/twilioChannel.ts'
 import { readTwilioConfig } from '../channels/twilio/config.ts'
 import { isId } from '../domain/ids.ts'
 import type { Database } from '../store/database.ts'
 import { claimVoicemailHandoff, findInteractionWithConfig, type InteractionWithConfig, releaseVoicemailHandoff } from '../store/interactions.ts'
 import type { Conversations } from './conversations.ts'
+import { readableConfig } from './providerCallbacks.ts'
 import type { TaskLifecycle } from './taskLifecycle.ts'
 
 /** One of Twilio's requests about a call: the interaction its URL names, its form body, its signature. */
@@ -37,8 +39,10 @@ export class TwilioCalls {
   readonly #lifecycle: TaskLifecycle
   readonly #conversations: Conversations
   readonly #now: () => number
+  readonly #log: FastifyBaseLogger
 
-  constructor(deps: { db: Database; twilio: TwilioChannel; lifecycle: TaskLifecycle; conversations: Conversations; now: () => number }) {
+  constructor(deps: { db: Database; twilio: TwilioChannel; lifecycle: TaskLifecycle; conversations: Conversations; now: () => number; log: FastifyBaseLogger }) {
+    this.#log = deps.log
     this.#db = deps.db
     this.#twilio = deps.twilio
     this.#lifecycle = deps.lifecycle
@@ -118,10 +122,12 @@ export class TwilioCalls {
     const interaction = isId('interaction', interactionId) ? await findInteractionWithConfig(this.#db, interactionId) : undefined
     if (interaction === undefined || interaction.provider !== 'twilio') return undefined
     const params = Object.fromEntries(new URLSearchParams(request.form))
-    const token = this.#twilio.authTokenFor(interaction.providerConfig)
-    if (token === undefined || !verifyTwilioSignature(token, urlOf(interactionId), params, request.signature)) return undefined
-    if (params.AccountSid !== readTwilioConfig(interaction.providerConfig).accountSid) return undefined
-    if (interaction.providerRef !== null && params.CallSid !== interaction.providerRef) return undefined
+    const verified = readableConfig(this.#log, interaction.campaignId, () => {
+      const token = this.#twilio.authTokenFor(interaction.providerConfig)
+      if (token === undefined || !verifyTwilioSignature(token, urlOf(interactionId), params, request.signature)) return false
+      return params.AccountSid === readTwilioConfig(interaction.providerConfig).accountSid
+    })
+    if (!verified || (interaction.providerRef !== null && params.CallSid !== interaction.providerRef)) return undefined
     return { interaction, params }
   }
 }

@@ -10,6 +10,7 @@
  * notifications, so every change applies idempotently and a status never
  * moves back (read > delivered > sent).
  */
+import type { FastifyBaseLogger } from 'fastify'
 import type { SignedRequest } from '../channels/callbacks.ts'
 import {
   notificationsFromWebhook,
@@ -24,6 +25,7 @@ import type { Campaign } from '../domain/types.ts'
 import { findCampaignsByWhatsAppNumber } from '../store/campaigns.ts'
 import type { Database } from '../store/database.ts'
 import { findInteractionByProviderRef, findLatestInteractionWith, type InteractionWithConfig } from '../store/interactions.ts'
+import { readableConfig } from './providerCallbacks.ts'
 import { type PersonMessage, type TaskLifecycle, turnsOf } from './taskLifecycle.ts'
 
 const VERIFY_TOKEN_ENV = 'WHATSAPP_VERIFY_TOKEN'
@@ -33,8 +35,10 @@ export class WhatsAppNotifications {
   readonly #db: Database
   readonly #secret: (name: string) => string | undefined
   readonly #lifecycle: TaskLifecycle
+  readonly #log: FastifyBaseLogger
 
-  constructor(deps: { db: Database; secret: (name: string) => string | undefined; lifecycle: TaskLifecycle }) {
+  constructor(deps: { db: Database; secret: (name: string) => string | undefined; lifecycle: TaskLifecycle; log: FastifyBaseLogger }) {
+    this.#log = deps.log
     this.#db = deps.db
     this.#secret = deps.secret
     this.#lifecycle = deps.lifecycle
@@ -52,10 +56,13 @@ export class WhatsAppNotifications {
     const numbers = [...new Set(notifications.flatMap((notification) => storableId(notification.phoneNumberId) ?? []))]
     const campaigns = numbers.length === 0 ? [] : await findCampaignsByWhatsAppNumber(this.#db, numbers)
     const signature = request.header('x-hub-signature-256')
-    const verified = campaigns.filter((campaign) => {
-      const secret = this.#secret(readWhatsAppCloudConfig(campaign.providerConfig).appSecretEnv)
-      return secret !== undefined && verifyWhatsAppSignature(secret, request.raw, signature)
-    })
+    // A campaign whose stored config cannot be read verifies nothing; the others of the number still may.
+    const verified = campaigns.filter((campaign) =>
+      readableConfig(this.#log, campaign.id, () => {
+        const secret = this.#secret(readWhatsAppCloudConfig(campaign.providerConfig).appSecretEnv)
+        return secret !== undefined && verifyWhatsAppSignature(secret, request.raw, signature)
+      }),
+    )
     if (verified.length === 0 && notifications.length > 0) return false
     for (const notification of notifications) {
       const senders = verified.filter((campaign) => campaign.providerConfig.phone_number_id === notification.phoneNumberId)

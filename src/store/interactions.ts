@@ -174,6 +174,28 @@ export async function findInteractionByProviderRef(
   return rows[0] && toWithConfig(rows[0])
 }
 
+/**
+ * The interaction a provider's callback about a call is of, in one read (a
+ * start's answer may be recorded at any moment, between two reads): the one
+ * the provider knows by `providerRef`; else the one the call's metadata
+ * names (`namedId`), of this provider and with no provider_ref yet (its
+ * start's answer is on its way).
+ */
+export async function findCalledInteraction(
+  db: Queryable,
+  provider: Provider,
+  providerRef: string,
+  namedId: string | undefined,
+): Promise<InteractionWithConfig | undefined> {
+  const rows = await db.query<WithConfigRow>(
+    `SELECT ${WITH_CONFIG} FROM interactions
+     WHERE (provider = $1 AND provider_ref = $2) OR (id = $3 AND provider = $1 AND provider_ref IS NULL)
+     ORDER BY provider_ref IS NULL LIMIT 1`,
+    [provider, providerRef, namedId ?? null],
+  )
+  return rows[0] && toWithConfig(rows[0])
+}
+
 /** The campaigns with interactions running (`running`), from the index they are settled by. */
 const RUNNING_CAMPAIGNS = distinctKeys('running', { table: 'interactions', column: 'campaign_id', where: "status <> 'finalized'" })
 

@@ -7,7 +7,8 @@
  * The schemas use a small subset of JSON Schema: objects with `properties`
  * (models, closed to unknown keys by `additionalProperties: false`), objects
  * with only `patternProperties` (dictionaries), arrays, strings, integers,
- * booleans, unions of literals, and `{}` for any JSON value. What a
+ * booleans, unions of literals, of models told apart by a tag, or of schemas
+ * of different JSON types (a text, or texts by language), and `{}` for any JSON value. What a
  * schema cannot say (trimming, lowercasing, checking a phone number) is
  * attached with {@link refine}, and what relates a model's fields (an end
  * after its start) with {@link refineModel}, under symbols so they stay out
@@ -25,12 +26,10 @@ const REFINE_MODEL = Symbol('refineModel')
 const REFINE_KEYS = Symbol('refineKeys')
 
 /** A relation between a model's fields that its value breaks: where (from the model) and why. */
-export interface ModelProblem {
-  path: (string | number)[]
-  message: string
-  /** A field that the others make required and that is not there: pydantic's `missing`, with the model as its input (`message` unused). */
-  missing?: true
-}
+export type ModelProblem =
+  | { path: (string | number)[]; message: string }
+  /** A field that the others make required and that is not there: pydantic's `missing`, with the model as its input. */
+  | { path: (string | number)[]; missing: true }
 
 /**
  * Attaches a normalization to a string schema. `transform` runs before the
@@ -103,12 +102,17 @@ export function inFieldOrder(schema: TSchema, errors: ErrorDetail[]): ErrorDetai
   return errors.map((error, index) => ({ error, index })).sort((a, b) => rank(a.error) - rank(b.error) || a.index - b.index).map(({ error }) => error)
 }
 
-/**
- * One validation: the errors found so far and the path to the value being
- * checked, kept as one stack (pushed and popped) so that a valid body costs no
- * path allocations; an error takes a copy.
- */
 const isLiteralUnion = (schema: SchemaNode) => (schema.anyOf as SchemaNode[]).every((option) => option.const !== undefined)
+
+/** A union's options, each of a JSON type of its own and none a literal: what #ofType can tell apart; any other union is a fault of the schema. */
+const unionOfTypes = perSchema((schema): SchemaNode[] => {
+  const options = schema.anyOf as SchemaNode[]
+  const types = options.map((option) => option.type)
+  if (options.some((option) => option.const !== undefined || option.type === undefined) || new Set(types).size !== types.length) {
+    throw new Error('validation supports unions of literals, of models told apart by a tag, or of schemas of different JSON types')
+  }
+  return options
+})
 
 /** Whether the input is of the JSON type the schema checks (a number for an integer; an object for a model or a dictionary). */
 function jsonTypeMatches(schema: SchemaNode, input: unknown): boolean {
@@ -152,6 +156,11 @@ function tagOf(schema: SchemaNode): string | undefined {
   })
 }
 
+/**
+ * One validation: the errors found so far and the path to the value being
+ * checked, kept as one stack (pushed and popped) so that a valid body costs no
+ * path allocations; an error takes a copy.
+ */
 class Walk {
   readonly errors: ErrorDetail[] = []
   readonly #path: Loc
@@ -225,10 +234,11 @@ class Walk {
     }
     const relations = schema[REFINE_MODEL]
     if (relations !== undefined) {
-      for (const { path, message, missing } of relations(output, input)) {
+      for (const problem of relations(output, input)) {
+        const { path } = problem
         this.#path.push(...path)
-        if (missing) this.fail('missing', 'Field required', valueAt(input, path.slice(0, -1)))
-        else this.#valueError(valueAt(input, path), message)
+        if ('missing' in problem) this.fail('missing', 'Field required', valueAt(input, path.slice(0, -1)))
+        else this.#valueError(valueAt(input, path), problem.message)
         this.#path.length -= path.length
       }
     }
@@ -414,10 +424,17 @@ class Walk {
    * entry for each, under its name ('str', 'dict[str,str]').
    */
   #ofType(schema: SchemaNode, input: unknown): unknown {
-    const options = schema.anyOf as SchemaNode[]
+    const options = unionOfTypes(schema)
     const chosen = options.find((option) => jsonTypeMatches(option, input))
     if (chosen !== undefined) return this.check(chosen, input)
-    for (const option of options) this.#at(typeName(option), option, input)
+    // None of the input's type: the first that takes it in lax mode ("30" for an integer), else an entry for each.
+    const tries = options.map((option) => {
+      const walk = new Walk([...this.#path, typeName(option)])
+      return { value: walk.check(option, input), errors: walk.errors }
+    })
+    const taken = tries.find((attempt) => attempt.errors.length === 0)
+    if (taken !== undefined) return taken.value
+    for (const attempt of tries) this.errors.push(...attempt.errors)
     return undefined
   }
 

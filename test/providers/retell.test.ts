@@ -505,6 +505,18 @@ describe('through the service', () => {
     assert.equal(before.interactions[0].status, 'active')
   })
 
+  test("a stored provider_config its schema refuses (one kept before a rule was) refuses the call's webhooks with 403, logged with its campaign, never a 500", async () => {
+    const { task_id: taskId, interactionId, callId } = await calling({}, { contact: { phone: '+44 20 7946 0109' } })
+    const before = await task(taskId)
+    // A version past 2^53 - 1, which the schema's integer now refuses.
+    await service.db.query(`UPDATE interactions SET provider_config = provider_config || '{"agent_version": 1e300}' WHERE id = $1`, [interactionId])
+    Object.assign(fake.call(callId)!, { call_status: 'ended', disconnection_reason: 'user_hangup', duration_ms: 5000 })
+    assert.equal(await fake.send('call_ended', callId), 403)
+    assert.deepEqual(await task(taskId), before)
+    const [row] = await service.db.query<{ campaign_id: string }>('SELECT campaign_id FROM interactions WHERE id = $1', [interactionId])
+    assert.ok(service.logs.some((line) => line.includes("a campaign's stored provider_config cannot be read") && line.includes(row!.campaign_id)))
+  })
+
   test('a body over 1 MiB is refused with 413', async () => {
     const response = await fetch(`${baseUrl}/providers/retell/webhook`, {
       method: 'POST',

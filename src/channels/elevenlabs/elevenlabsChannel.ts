@@ -41,8 +41,6 @@ import { retryAfterMs } from '../retryAfter.ts'
 import { ElevenLabsConfigSchema, readElevenLabsConfig } from './config.ts'
 import { conversationEnd, isObject, reportFromWebhook, verifyElevenLabsSignature, webhookEvent, type WebhookEvent } from './conversation.ts'
 
-export { verifyElevenLabsSignature } from './conversation.ts'
-export { readElevenLabsConfig } from './config.ts'
 
 export interface ElevenLabsChannelOptions {
   /** Default https://api.elevenlabs.io; tests point it at a fake. */

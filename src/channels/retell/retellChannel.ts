@@ -86,7 +86,6 @@ export class RetellChannel implements Channel {
     this.#now = options.now ?? Date.now
   }
 
-  /** The API key of a campaign: what its calls are created with and its webhooks signed with. Undefined when unset or empty. */
   /**
    * Its webhook: POST /providers/retell/webhook, the URL set as the agent's
    * webhook (or the account's), receives `{"event", "call"}` for every call
@@ -103,6 +102,7 @@ export class RetellChannel implements Channel {
     route: {
       path: '/providers/retell/webhook',
       summary: 'Retell call webhook',
+      // As the service's own body limit (http/limits.ts MAX_BODY_BYTES).
       bodyLimit: 1024 * 1024,
       answer: 204,
       ignoresUnknown: false,
@@ -117,6 +117,7 @@ export class RetellChannel implements Channel {
     report: (webhook, interaction, now) => this.#reportFor(webhook, interaction, now),
   }
 
+  /** The API key of a campaign: what its calls are created with and its webhooks signed with. Undefined when unset or empty. */
   #apiKey(config: JsonObject): string | undefined {
     const key = this.#secret(readRetellConfig(config).apiKeyEnv)
     return key === '' ? undefined : key

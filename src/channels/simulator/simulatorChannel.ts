@@ -74,7 +74,11 @@ export class SimulatorChannel implements Channel {
     return result === undefined ? { outcome } : { outcome, result }
   }
 
-  /** Read as stored, without its schema: the campaign keeps it normalized, and reading it through the schema at every call cost what resultOf's note says. */
+  /**
+   * Read as stored, without its schema: every stored config was checked when
+   * it was saved (and is kept normalized since the schema checks it), and
+   * reading it through the schema at every call cost what resultOf's note says.
+   */
   #config(config: JsonObject): SimulatorConfig {
     return {
       outcomes: (config.outcomes as InteractionOutcome[] | undefined) ?? [DEFAULT_OUTCOME[this.channel]],

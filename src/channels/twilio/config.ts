@@ -90,7 +90,7 @@ export const TwilioConfigSchema = refineModel(
     // What each handoff needs besides: where the conversation is (a URL refused on its own is not reported again).
     const needed = NEEDED_BY[value.handoff ?? 'redirect']
     if (input[needed] == null && (input.handoff == null || value.handoff !== undefined)) {
-      problems.push({ path: [needed], message: `handoff ${value.handoff ?? 'redirect'} needs ${needed}`, missing: true })
+      problems.push({ path: [needed], missing: true })
     }
     // Detection is what tells the greeting's end; a campaign that turned it off cannot leave a message.
     if (value.voicemail?.policy === 'leave_message' && value.machine_detection === false) {

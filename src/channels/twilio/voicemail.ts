@@ -75,7 +75,7 @@ export const VoicemailSchema = refineModel(
     { additionalProperties: false, title: 'VoicemailPolicy', description: 'provider_config.voicemail of a twilio campaign: what a call answered by a machine does.' },
   ),
   (value, input) =>
-    value.policy === 'leave_message' && input.message == null ? [{ path: ['message'], message: 'leave_message needs a message', missing: true }]
+    value.policy === 'leave_message' && input.message == null ? [{ path: ['message'], missing: true }]
     : value.policy === 'leave_message' && isObject(input.message) && input.message.text == null && input.message.audio_url == null
       ? [{ path: ['message'], message: 'leave_message needs a text to speak or an audio_url to play' }]
       : [],

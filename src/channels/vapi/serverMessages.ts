@@ -78,7 +78,7 @@ export function serverMessageOf(body: unknown): ServerMessage | undefined {
 }
 
 /** The interaction id the service gave a call (in a server message's `call`, or the Call a GET answers). */
-export function interactionIdOf(call: Record<string, unknown> | undefined): string | undefined {
+function interactionIdOf(call: Record<string, unknown> | undefined): string | undefined {
   const overrides = isObject(call?.assistantOverrides) ? call.assistantOverrides : undefined
   const metadata = isObject(overrides?.metadata) ? overrides.metadata : undefined
   return typeof metadata?.interaction_id === 'string' ? metadata.interaction_id : undefined

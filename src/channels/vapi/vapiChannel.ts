@@ -35,7 +35,7 @@ import {
   verifyVapiSignature,
 } from './serverMessages.ts'
 
-export { readVapiConfig, type VapiConfig } from './config.ts'
+export { readVapiConfig } from './config.ts'
 export { verifyVapiSignature } from './serverMessages.ts'
 
 export interface VapiChannelOptions {

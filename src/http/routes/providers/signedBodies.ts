@@ -16,7 +16,7 @@ export function keepRawBodies(app: FastifyInstance, bodyLimit?: number): void {
 }
 
 /** The body's bytes and its JSON: undefined when it is not JSON, which no provider sends. */
-export function signedBody(request: FastifyRequest): { raw: Buffer; json: unknown } {
+function signedBody(request: FastifyRequest): { raw: Buffer; json: unknown } {
   const raw = Buffer.isBuffer(request.body) ? request.body : Buffer.alloc(0)
   try {
     return { raw, json: JSON.parse(raw.toString('utf8')) as unknown }
@@ -26,7 +26,7 @@ export function signedBody(request: FastifyRequest): { raw: Buffer; json: unknow
 }
 
 /** A header sent once; undefined when absent or repeated. */
-export function headerOf(request: FastifyRequest, name: string): string | undefined {
+function headerOf(request: FastifyRequest, name: string): string | undefined {
   const value = request.headers[name]
   return typeof value === 'string' ? value : undefined
 }
