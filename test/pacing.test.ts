@@ -110,7 +110,12 @@ describe('a WhatsApp number at 80 messages a second, two workers on one database
     const t0 = now
 
     const round = () => Promise.all([service.app.workers!.dispatcher.runOnce(), peer.workers!.dispatcher.runOnce()])
-    await round()
+    // A dispatcher's round ends at a short batch, and of two racing for the same due tasks one's batch comes short
+    // (the rows the other locked are skipped after the batch's limit): 235 held after one round, once. Their loops
+    // go on at once; here, rounds until nothing is due at this instant.
+    const dueNow = async () => (await service.db.query(`SELECT 1 FROM tasks WHERE status = 'pending' AND due_at <= $1 LIMIT 1`, [new Date(now)])).length > 0
+    do await round()
+    while (await dueNow())
     const held = await service.db.query<{ id: string }>(`SELECT id FROM tasks WHERE status = 'pending' AND held_by = 'sender' ORDER BY due_at`)
     assert.ok(held.length >= TASKS - 80, `${held.length} held`)
     for (const { id } of [held[0]!, held.at(-1)!]) {
