@@ -19,6 +19,7 @@ async function createOrg(name = 'Clinic North') {
     created_at: string
     rate_limit: { per_second: number | null; burst: number | null }
     retention_days: number | null
+    callback_window_days: number
   }
 }
 
@@ -29,7 +30,8 @@ after(() => service.close())
 
 test('creates an organization', async () => {
   const org = await createOrg('Clinic North')
-  assert.deepEqual(Object.keys(org).sort(), ['contact_cap', 'created_at', 'id', 'name', 'rate_limit', 'retention_days'])
+  assert.deepEqual(Object.keys(org).sort(), ['callback_window_days', 'contact_cap', 'created_at', 'id', 'name', 'rate_limit', 'retention_days'])
+  assert.equal(org.callback_window_days, 14, 'a call back lands on a task completed up to two weeks before')
   assert.deepEqual(org.rate_limit, { per_second: null, burst: null }, 'the default until the operator sets one')
   assert.equal(org.retention_days, null, 'the default until the operator sets one')
   assert.match(org.id, /^org_[0-9a-z]{26}$/)

@@ -87,6 +87,8 @@ export interface Organization {
   retentionDays: number | null
   /** Its cap on attempts to one number across its campaigns; each figure null for no such rule (both: no cap). */
   contactCap: ContactCap
+  /** Days after its task completed that a person's call back still lands on it (services/inboundCalls.ts); 0: open tasks only. */
+  callbackWindowDays: number
 }
 
 export interface ApiKey {
@@ -295,9 +297,10 @@ export interface Task {
  * its provider, which turned its start away for now (a throttle of its own,
  * or a moment's outage) without spending the attempt, or the law of the
  * number's jurisdictions (calling hours, holidays, a cap per number: the
- * task's decision says which, domain/contactability.ts).
+ * task's decision says which, domain/contactability.ts), or the person's own
+ * call back, running (store/inboundCalls.ts).
  */
-export const TASK_HOLDS = ['sender', 'contact_cap', 'provider', 'law'] as const
+export const TASK_HOLDS = ['sender', 'contact_cap', 'provider', 'law', 'callback'] as const
 export type TaskHold = (typeof TASK_HOLDS)[number]
 
 export interface Trigger extends TriggerContent {

@@ -17,6 +17,7 @@ import {
   type Schedule,
 } from '../domain/campaignSettings.ts'
 import type { Actor } from '../domain/audit.ts'
+import { DEFAULT_CALLBACK_WINDOW_DAYS } from '../domain/callbacks.ts'
 import { ApiError, type ErrorDetail, ValidationFailed, valueError } from '../domain/errors.ts'
 import { type OpenPeriod, openPeriods, scheduleProblems } from '../domain/schedule.ts'
 import { zonesOfPhone } from '../domain/timezones.ts'
@@ -59,6 +60,7 @@ export async function createOrganization(ops: Operations, actor: Actor, name: st
     rateLimit: { perSecond: null, burst: null },
     retentionDays: null,
     contactCap: { per_24h: null, per_local_day: null },
+    callbackWindowDays: DEFAULT_CALLBACK_WINDOW_DAYS,
   }
   return audited(ops, actor, async (tx) => {
     await insertOrganization(tx, organization)
@@ -83,7 +85,13 @@ export async function requireOrganization(ops: Operations, orgId: string): Promi
   return organization
 }
 
-export type OrganizationChanges = { name?: string; rateLimit?: Organization['rateLimit']; retentionDays?: number; contactCap?: Organization['contactCap'] }
+export type OrganizationChanges = {
+  name?: string
+  rateLimit?: Organization['rateLimit']
+  retentionDays?: number
+  contactCap?: Organization['contactCap']
+  callbackWindowDays?: number
+}
 
 /**
  * Renames an organization, sets its own rate limit (each figure null for
@@ -101,6 +109,7 @@ export async function changeOrganization(ops: Operations, actor: Actor, orgId: s
       ...(changes.rateLimit !== undefined && { rate_limit: { per_second: changes.rateLimit.perSecond, burst: changes.rateLimit.burst } }),
       ...(changes.retentionDays !== undefined && { retention_days: changes.retentionDays }),
       ...(changes.contactCap !== undefined && { contact_cap: changes.contactCap }),
+      ...(changes.callbackWindowDays !== undefined && { callback_window_days: changes.callbackWindowDays }),
     }
     return { result: changed, audit: changed && { orgId, action: 'organization.changed', target: orgId, details } }
   })

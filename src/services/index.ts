@@ -28,6 +28,7 @@ import type { RegistryOperations } from './registries.ts'
 import { TaskLifecycle } from './taskLifecycle.ts'
 import { ProviderCallbacks } from './providerCallbacks.ts'
 import { TwilioCalls } from './twilioCalls.ts'
+import { InboundCalls } from './inboundCalls.ts'
 import { WhatsAppNotifications } from './whatsappNotifications.ts'
 import { TriggerAcceptance } from './triggerAcceptance.ts'
 import { TriggerIntake } from './triggerIntake.ts'
@@ -130,7 +131,7 @@ export function createServices(deps: ServiceDeps): Services {
     lifecycle,
     providerCallbacks: new ProviderCallbacks({ db, lifecycle, now, log: deps.log }),
     conversations,
-    twilioCalls: new TwilioCalls({ db, twilio: channels.twilio, lifecycle, conversations, now, log: deps.log }),
+    twilioCalls: new TwilioCalls({ db, twilio: channels.twilio, lifecycle, conversations, inboundCalls: new InboundCalls({ db, conversations, now }), now, log: deps.log }),
     whatsappNotifications: new WhatsAppNotifications({ db, secret: channels.secret, lifecycle, log: deps.log }),
     dispatch,
     admin: { db, now, channels: channels.registry },

@@ -16,6 +16,7 @@
  */
 import type { ServiceMetrics } from './metrics.ts'
 import { conversationTookPlace, type FallbackPlan, stepAfterInteraction } from '../domain/attemptPolicy.ts'
+import { stepAfterCallBack } from '../domain/callbacks.ts'
 import type { Provider, Schedule } from '../domain/campaignSettings.ts'
 import type { ConversationResult, TranscriptTurn } from '../domain/conversationResult.ts'
 import {
@@ -32,6 +33,7 @@ import { findFallbackSchedules } from '../store/campaigns.ts'
 import type { Database, Queryable } from '../store/database.ts'
 import type { ClaimedDelivery } from '../store/deliveries.ts'
 import { type HandOff, insertEvents, type WrittenDeliveries } from '../store/events.ts'
+import { releaseCallbackHolds } from '../store/inboundCalls.ts'
 import { finalizeInteractions, recordProviderMessage } from '../store/interactions.ts'
 import { rolledBack } from '../store/rows.ts'
 import { suppress, type SuppressionReason } from '../store/suppressions.ts'
@@ -209,6 +211,7 @@ export async function settleEndings(tx: Queryable, endings: readonly Interaction
   const completions: TaskCompletion[] = []
   const retries: { taskId: string; dueAt: number }[] = []
   const moves: FallBack[] = []
+  const releases: { taskId: string; dueAt: number }[] = []
   for (const index of live) {
     const ending = endings[index]!
     const ended = byId.get(ending.interactionId)
@@ -249,7 +252,13 @@ export async function settleEndings(tx: Queryable, endings: readonly Interaction
       },
       now,
     )
-    if (step.kind === 'complete') {
+    if (interaction.direction === 'inbound') {
+      const callBack = stepAfterCallBack(step, conversationTookPlace(interaction.outcome), now)
+      if (callBack.kind === 'complete') {
+        completions.push({ task, outcome: callBack.outcome, result })
+        task.status = 'completed'
+      } else releases.push({ taskId: task.id, dueAt: callBack.dueAt })
+    } else if (step.kind === 'complete') {
       completions.push({ task, outcome: step.outcome, result })
       task.status = 'completed'
     } else if (step.kind === 'fall_back') {
@@ -270,6 +279,7 @@ export async function settleEndings(tx: Queryable, endings: readonly Interaction
   const tasks = await completeAndReport(tx, completions, now, events)
   await scheduleNextAttempts(tx, retries, now)
   await fallBackTasks(tx, moves, now)
+  await releaseCallbackHolds(tx, releases, now)
   return { results, tasks, interactions, endedCampaigns, written: await insertEvents(tx, events, handOff) }
 }
 

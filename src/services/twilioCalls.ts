@@ -11,19 +11,36 @@
  *   voicemail policy is `leave_message`): when a machine's greeting has
  *   ended, the live call is given the TwiML that leaves the campaign's
  *   message, once.
+ * And the requests of a campaign's number about a call the person made
+ * (docs/callbacks.md), signed over the number's webhook URLs:
+ * - its voice webhook ("A call comes in"): the call landed on the person's
+ *   task (services/inboundCalls.ts) and answered with the TwiML of the
+ *   campaign's handoff, with the task's context and `direction=inbound`;
+ * - its status callback: the call's end, reported as an outbound call's.
  * A request is believed only when its signature verifies with the auth token
  * of the campaign's account, and it names that account and call: otherwise
  * it is refused (undefined or false) and nothing changes.
  */
 import type { FastifyBaseLogger } from 'fastify'
-import { greetingEnded, HANG_UP_TWIML, MESSAGE_LEFT_STATUS, reportFromStatusCallback, type TwilioChannel, verifyTwilioSignature, withMessageLeft } from '../channels/twilio/twilioChannel.ts'
+import { greetingEnded, HANG_UP_TWIML, isCallSid, MESSAGE_LEFT_STATUS, reportFromStatusCallback, type TwilioChannel, verifyTwilioSignature, withMessageLeft } from '../channels/twilio/twilioChannel.ts'
 import { readTwilioConfig } from '../channels/twilio/config.ts'
+import { storableId } from '../domain/boundedReaders.ts'
 import { isId } from '../domain/ids.ts'
+import type { JsonObject } from '../domain/types.ts'
 import type { Database } from '../store/database.ts'
-import { claimVoicemailHandoff, findInteractionWithConfig, type InteractionWithConfig, releaseVoicemailHandoff } from '../store/interactions.ts'
+import { findCampaignsByNumber } from '../store/campaigns.ts'
+import { claimVoicemailHandoff, findCalledInteraction, findInteractionWithConfig, type InteractionWithConfig, releaseVoicemailHandoff } from '../store/interactions.ts'
 import type { Conversations } from './conversations.ts'
+import type { InboundCalls } from './inboundCalls.ts'
 import { readableConfig } from './providerCallbacks.ts'
 import type { TaskLifecycle } from './taskLifecycle.ts'
+
+/** One of Twilio's requests about a call the person made, to a campaign's number: its form body, its signature. */
+export interface TwilioInboundRequest {
+  /** The form-encoded body, as sent. */
+  form: string
+  signature: string | undefined
+}
 
 /** One of Twilio's requests about a call: the interaction its URL names, its form body, its signature. */
 export interface TwilioCallRequest {
@@ -38,15 +55,25 @@ export class TwilioCalls {
   readonly #twilio: TwilioChannel
   readonly #lifecycle: TaskLifecycle
   readonly #conversations: Conversations
+  readonly #inboundCalls: InboundCalls
   readonly #now: () => number
   readonly #log: FastifyBaseLogger
 
-  constructor(deps: { db: Database; twilio: TwilioChannel; lifecycle: TaskLifecycle; conversations: Conversations; now: () => number; log: FastifyBaseLogger }) {
+  constructor(deps: {
+    db: Database
+    twilio: TwilioChannel
+    lifecycle: TaskLifecycle
+    conversations: Conversations
+    inboundCalls: InboundCalls
+    now: () => number
+    log: FastifyBaseLogger
+  }) {
     this.#log = deps.log
     this.#db = deps.db
     this.#twilio = deps.twilio
     this.#lifecycle = deps.lifecycle
     this.#conversations = deps.conversations
+    this.#inboundCalls = deps.inboundCalls
     this.#now = deps.now
   }
 
@@ -116,17 +143,71 @@ export class TwilioCalls {
     return true
   }
 
+  /**
+   * The TwiML a call to a campaign's number is answered with; undefined when
+   * the request is refused (no campaign calls from the number it names, or
+   * it verifies with the account of none of them). Twilio repeats nothing
+   * that it had an answer to; a call it asks about again (its fallback URL
+   * set to the same one) is answered for the interaction recorded first.
+   */
+  async inbound(request: TwilioInboundRequest): Promise<string | undefined> {
+    const params = Object.fromEntries(new URLSearchParams(request.form))
+    const to = storableId(params.To)
+    const callSid = storableId(params.CallSid)
+    if (to === undefined || callSid === undefined || !isCallSid(callSid)) return undefined
+    const url = this.#twilio.inboundUrls().call
+    const campaigns = (await findCampaignsByNumber(this.#db, 'twilio', 'from', to)).filter((campaign) =>
+      readableConfig(this.#log, campaign.id, () => this.#signedFor(campaign.providerConfig, url, params, request.signature)),
+    )
+    if (campaigns.length === 0) return undefined
+    const landed = await this.#inboundCalls.land(campaigns, {
+      ref: callSid,
+      from: storableId(params.From),
+      settleAfterMs: (campaign) => this.#twilio.settleAfterMs(campaign.providerConfig),
+    })
+    if (landed === undefined) return HANG_UP_TWIML
+    const { interactionId, campaign, context } = landed
+    const { mode, twiml, leftOut } = this.#twilio.handoff(campaign.providerConfig, {
+      interactionId,
+      taskId: context.interaction.taskId,
+      attempt: null,
+      direction: 'inbound',
+      language: context.contact?.language,
+      firstName: context.contact?.first_name,
+      context: context.context,
+    })
+    await this.#conversations.recordHandoff(interactionId, { mode, at: new Date(this.#now()).toISOString(), left_out: leftOut })
+    return twiml
+  }
+
+  /** Applies a status callback of a call the person made; false when the request is refused (about no call the service answered, or not signed for it). */
+  async inboundStatusReported(request: TwilioInboundRequest): Promise<boolean> {
+    const params = Object.fromEntries(new URLSearchParams(request.form))
+    const callSid = storableId(params.CallSid)
+    if (callSid === undefined || !isCallSid(callSid)) return false
+    const interaction = await findCalledInteraction(this.#db, 'twilio', callSid, undefined)
+    if (interaction === undefined) return false
+    const url = this.#twilio.inboundUrls().status
+    if (!readableConfig(this.#log, interaction.campaignId, () => this.#signedFor(interaction.providerConfig, url, params, request.signature))) return false
+    const report = reportFromStatusCallback(params, this.#now())
+    if (report !== undefined) await this.#lifecycle.report(interaction, report)
+    return true
+  }
+
+  /** Whether Twilio signed these parameters for `url` with the auth token of the config's account, naming that account. */
+  #signedFor(config: JsonObject, url: string, params: Record<string, string>, signature: string | undefined): boolean {
+    const token = this.#twilio.authTokenFor(config)
+    if (token === undefined || !verifyTwilioSignature(token, url, params, signature)) return false
+    return params.AccountSid === readTwilioConfig(config).accountSid
+  }
+
   /** The interaction a request names, with the request's parameters, when Twilio signed it for the URL it was given for the call. */
   async #verified(request: TwilioCallRequest, urlOf: (interactionId: string) => string): Promise<{ interaction: InteractionWithConfig; params: Record<string, string> } | undefined> {
     const { interactionId } = request
     const interaction = isId('interaction', interactionId) ? await findInteractionWithConfig(this.#db, interactionId) : undefined
     if (interaction === undefined || interaction.provider !== 'twilio') return undefined
     const params = Object.fromEntries(new URLSearchParams(request.form))
-    const verified = readableConfig(this.#log, interaction.campaignId, () => {
-      const token = this.#twilio.authTokenFor(interaction.providerConfig)
-      if (token === undefined || !verifyTwilioSignature(token, urlOf(interactionId), params, request.signature)) return false
-      return params.AccountSid === readTwilioConfig(interaction.providerConfig).accountSid
-    })
+    const verified = readableConfig(this.#log, interaction.campaignId, () => this.#signedFor(interaction.providerConfig, urlOf(interactionId), params, request.signature))
     if (!verified || (interaction.providerRef !== null && params.CallSid !== interaction.providerRef)) return undefined
     return { interaction, params }
   }

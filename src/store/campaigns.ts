@@ -149,6 +149,20 @@ export async function findCampaignsByWhatsAppNumber(db: Queryable, phoneNumberId
   return rows.map(toCampaign)
 }
 
+/**
+ * The campaigns of a provider whose provider_config names this number (or
+ * the provider's id of it) in `field`: the campaigns a call to it is for.
+ * Campaigns are few (a read of them all costs less than keeping an index
+ * current for every provider's field).
+ */
+export async function findCampaignsByNumber(db: Queryable, provider: Provider, field: string, number: string): Promise<Campaign[]> {
+  const rows = await db.query<CampaignRow>(
+    `SELECT ${COLUMNS} FROM campaigns WHERE provider = $1 AND provider_config->>$2 = $3 ORDER BY id`,
+    [provider, field, number],
+  )
+  return rows.map(toCampaign)
+}
+
 /** Which of an organization's campaigns: one by id, or a routing key's, on one channel or on all of them. */
 export type CampaignSelection = { id: string } | { routingKey: string; channel?: Channel }
 

@@ -11,9 +11,10 @@ interface OrganizationRow {
   retention_days: number | null
   contact_cap_per_24h: number | null
   contact_cap_per_local_day: number | null
+  callback_window_days: number
 }
 
-const COLUMNS = 'id, name, created_at, rate_limit_per_s, rate_limit_burst, retention_days, contact_cap_per_24h, contact_cap_per_local_day'
+const COLUMNS = 'id, name, created_at, rate_limit_per_s, rate_limit_burst, retention_days, contact_cap_per_24h, contact_cap_per_local_day, callback_window_days'
 
 const toOrganization = (row: OrganizationRow): Organization => ({
   id: row.id,
@@ -22,10 +23,11 @@ const toOrganization = (row: OrganizationRow): Organization => ({
   rateLimit: { perSecond: row.rate_limit_per_s, burst: row.rate_limit_burst },
   retentionDays: row.retention_days,
   contactCap: { per_24h: row.contact_cap_per_24h, per_local_day: row.contact_cap_per_local_day },
+  callbackWindowDays: row.callback_window_days,
 })
 
 export async function insertOrganization(db: Queryable, org: Organization): Promise<void> {
-  await db.query(`INSERT INTO organizations (${COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`, [
+  await db.query(`INSERT INTO organizations (${COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`, [
     org.id,
     org.name,
     org.createdAt,
@@ -34,6 +36,7 @@ export async function insertOrganization(db: Queryable, org: Organization): Prom
     org.retentionDays,
     org.contactCap.per_24h,
     org.contactCap.per_local_day,
+    org.callbackWindowDays,
   ])
 }
 
@@ -50,7 +53,7 @@ export async function findOrganization(db: Queryable, id: string): Promise<Organ
 export async function updateOrganization(
   db: Queryable,
   id: string,
-  changes: { name?: string; rateLimit?: Organization['rateLimit']; retentionDays?: number; contactCap?: Organization['contactCap'] },
+  changes: { name?: string; rateLimit?: Organization['rateLimit']; retentionDays?: number; contactCap?: Organization['contactCap']; callbackWindowDays?: number },
 ): Promise<Organization | undefined> {
   const rows = await db.query<OrganizationRow>(
     `UPDATE organizations SET name = COALESCE($2, name),
@@ -59,7 +62,8 @@ export async function updateOrganization(
        retention_days = CASE WHEN $6 THEN $7::int ELSE retention_days END,
        history_due_at = CASE WHEN $6 THEN NULL ELSE history_due_at END,
        contact_cap_per_24h = CASE WHEN $8 THEN $9::int ELSE contact_cap_per_24h END,
-       contact_cap_per_local_day = CASE WHEN $8 THEN $10::int ELSE contact_cap_per_local_day END
+       contact_cap_per_local_day = CASE WHEN $8 THEN $10::int ELSE contact_cap_per_local_day END,
+       callback_window_days = COALESCE($11::int, callback_window_days)
      WHERE id = $1
      RETURNING ${COLUMNS}`,
     [
@@ -73,6 +77,7 @@ export async function updateOrganization(
       changes.contactCap !== undefined,
       changes.contactCap?.per_24h ?? null,
       changes.contactCap?.per_local_day ?? null,
+      changes.callbackWindowDays ?? null,
     ],
   )
   return rows[0] && toOrganization(rows[0])

@@ -48,7 +48,7 @@ export interface CallResource {
   status: 'queued' | 'ringing' | 'in-progress' | FinalCallStatus
   price: null
   price_unit: 'USD'
-  direction: 'outbound-api'
+  direction: 'outbound-api' | 'inbound'
   answered_by: AnsweredBy | null
   api_version: '2010-04-01'
   forwarded_from: null
@@ -98,6 +98,14 @@ export interface FakeTwilio {
    * Resolves the HTTP status it got.
    */
   detectMachine(callSid: string, answeredBy: AnsweredBy, options?: { signature?: string }): Promise<number>
+  /**
+   * A person calls one of the account's numbers, whose voice webhook is
+   * `voiceUrl` (and status callback `statusCallback`, when set): Twilio
+   * requests the call's instructions from it with POST, signed, or with
+   * `signature` as given (null: none). Resolves the call's SID with the
+   * request and its answer; {@link finishCall} ends it.
+   */
+  receiveCall(call: { accountSid: string; from: string; to: string; voiceUrl: string; statusCallback?: string; signature?: string | null }): Promise<{ callSid: string; answer: AnswerRequest }>
   /** Every TwiML a call was updated with (Update a Call's `Twiml`), in order. */
   twimlOf(callSid: string): string[]
   /** Ends a call and sends its `completed` event callback, as {@link progressCall}; with `lost`, the callback never arrives (null). */
@@ -213,10 +221,30 @@ export async function startFakeTwilio(options: { accounts: Record<string, string
     if (!E164.test(from)) return [400, twilioError(400, 21212, `The 'From' number ${from} is not a valid phone number.`)]
     if (!isHttpUrl(url)) return [400, twilioError(400, 21205, `Url is not a valid URL: ${url}`)]
 
+    const resource = callResource(accountSid, { to, from, direction: 'outbound-api', status: 'queued' })
+    const events = form.getAll('StatusCallbackEvent').flatMap((value) => value.split(' '))
+    const machineDetection = form.get('MachineDetection')
+    const asyncAmd = form.get('AsyncAmd') === 'true'
+    if (asyncAmd && !form.get('AsyncAmdStatusCallback')) return [400, twilioError(400, 21262, 'No AMD status callback URL provided')]
+    calls.set(resource.sid, {
+      resource,
+      url,
+      method: form.get('Method') ?? 'POST',
+      statusCallback: form.get('StatusCallback') ?? undefined,
+      events: new Set(events.length > 0 ? events : ['completed']),
+      machineDetection: !asyncAmd && (machineDetection === 'Enable' || machineDetection === 'DetectMessageEnd'),
+      asyncAmdCallback: asyncAmd ? (form.get('AsyncAmdStatusCallback') ?? undefined) : undefined,
+      twiml: [],
+      sequence: 0,
+    })
+    return [201, resource]
+  }
+
+  function callResource(accountSid: string, call: Pick<CallResource, 'to' | 'from' | 'direction' | 'status'>): CallResource {
     const sid = `CA${randomBytes(16).toString('hex')}`
     const now = rfc2822(new Date())
     const uri = `/2010-04-01/Accounts/${accountSid}/Calls/${sid}`
-    const resource: CallResource = {
+    return {
       sid,
       account_sid: accountSid,
       parent_call_sid: null,
@@ -225,15 +253,15 @@ export async function startFakeTwilio(options: { accounts: Record<string, string
       start_time: null,
       end_time: null,
       duration: null,
-      to,
-      to_formatted: to,
-      from,
-      from_formatted: from,
+      to: call.to,
+      to_formatted: call.to,
+      from: call.from,
+      from_formatted: call.from,
       phone_number_sid: `PN${randomBytes(16).toString('hex')}`,
-      status: 'queued',
+      status: call.status,
       price: null,
       price_unit: 'USD',
-      direction: 'outbound-api',
+      direction: call.direction,
       answered_by: null,
       api_version: '2010-04-01',
       forwarded_from: null,
@@ -254,22 +282,6 @@ export async function startFakeTwilio(options: { accounts: Record<string, string
         user_defined_messages: `${uri}/UserDefinedMessages.json`,
       },
     }
-    const events = form.getAll('StatusCallbackEvent').flatMap((value) => value.split(' '))
-    const machineDetection = form.get('MachineDetection')
-    const asyncAmd = form.get('AsyncAmd') === 'true'
-    if (asyncAmd && !form.get('AsyncAmdStatusCallback')) return [400, twilioError(400, 21262, 'No AMD status callback URL provided')]
-    calls.set(sid, {
-      resource,
-      url,
-      method: form.get('Method') ?? 'POST',
-      statusCallback: form.get('StatusCallback') ?? undefined,
-      events: new Set(events.length > 0 ? events : ['completed']),
-      machineDetection: !asyncAmd && (machineDetection === 'Enable' || machineDetection === 'DetectMessageEnd'),
-      asyncAmdCallback: asyncAmd ? (form.get('AsyncAmdStatusCallback') ?? undefined) : undefined,
-      twiml: [],
-      sequence: 0,
-    })
-    return [201, resource]
   }
 
   /** Update a Call in progress: only a live call takes new TwiML (error 21220 otherwise). */
@@ -304,7 +316,7 @@ export async function startFakeTwilio(options: { accounts: Record<string, string
       CallStatus: resource.status,
       Called: resource.to,
       Caller: resource.from,
-      Direction: 'outbound-api',
+      Direction: resource.direction,
       From: resource.from,
       To: resource.to,
       ToCountry: '',
@@ -349,7 +361,7 @@ export async function startFakeTwilio(options: { accounts: Record<string, string
       CallerCountry: '',
       CallerState: '',
       CallerZip: '',
-      Direction: 'outbound-api',
+      Direction: resource.direction,
       From: resource.from,
       FromCity: '',
       FromCountry: '',
@@ -433,6 +445,24 @@ export async function startFakeTwilio(options: { accounts: Record<string, string
       })
       await response.arrayBuffer()
       return response.status
+    },
+    receiveCall: async (incoming) => {
+      const resource = callResource(incoming.accountSid, { to: incoming.to, from: incoming.from, direction: 'inbound', status: 'ringing' })
+      const call: FakeCall = {
+        resource,
+        url: incoming.voiceUrl,
+        method: 'POST',
+        statusCallback: incoming.statusCallback,
+        events: new Set(['completed']),
+        machineDetection: false,
+        asyncAmdCallback: undefined,
+        twiml: [],
+        sequence: 0,
+      }
+      calls.set(resource.sid, call)
+      resource.status = 'in-progress'
+      resource.start_time = rfc2822(new Date())
+      return { callSid: resource.sid, answer: await requestInstructions(call, call.url, call.method, callParams(call), incoming.signature) }
     },
     twimlOf: (callSid) => [...(calls.get(callSid)?.twiml ?? [])],
     finishCall: (callSid, result) => {

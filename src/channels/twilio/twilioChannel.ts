@@ -15,7 +15,7 @@ import { retryAfterMs } from '../retryAfter.ts'
 import { readTwilioConfig, TwilioConfigSchema } from './config.ts'
 import { type AnsweredCall, handoffTwiml } from './twiml.ts'
 import { voicemailTwiml } from './voicemail.ts'
-import { amdCallbackUrl, answerUrl, finalOutcome, MESSAGE_LEFT_STATUS, outcomeWithMessageLeft, statusCallbackUrl } from './webhooks.ts'
+import { amdCallbackUrl, answerUrl, finalOutcome, inboundCallUrl, inboundStatusUrl, MESSAGE_LEFT_STATUS, outcomeWithMessageLeft, statusCallbackUrl } from './webhooks.ts'
 import type { MessageValues } from '../../domain/voicemailMessage.ts'
 
 export { HANG_UP_TWIML } from './twiml.ts'
@@ -48,6 +48,9 @@ const MAX_CALL_S = 4 * 60 * 60
  */
 const SETTLE_MARGIN_MS = 15 * 60 * 1000
 const CALL_SID = /^CA[0-9a-fA-F]{32}$/
+
+/** Whether this is a call SID as Twilio makes them. */
+export const isCallSid = (value: string): boolean => CALL_SID.test(value)
 /** An account's calls per second unless its owner raised it (a campaign's `pacing` then says so). */
 const TWILIO_DEFAULT_CPS = 1
 /** Twilio's messages are short; anything longer is not one of them and stays out of the reason. */
@@ -92,6 +95,11 @@ export class TwilioChannel implements Channel {
   /** The `Url` this channel gives Twilio for an interaction's call, which the signature of Twilio's request for it covers. */
   answerUrl(interactionId: string): string {
     return answerUrl(this.#publicBaseUrl, interactionId)
+  }
+
+  /** Where a campaign's number sends a call the person makes (its voice webhook), and that call's status changes. */
+  inboundUrls(): { call: string; status: string } {
+    return { call: inboundCallUrl(this.#publicBaseUrl), status: inboundStatusUrl(this.#publicBaseUrl) }
   }
 
   /** The AsyncAmdStatusCallback URL this channel gives Twilio for an interaction's call, which the AMD callback's signature covers. */

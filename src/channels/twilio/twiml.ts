@@ -2,7 +2,8 @@
  * The TwiML that hands an answered call to its conversation, in one of two
  * ways (the campaign's `handoff`):
  * - `redirect`: <Redirect> to the app's TwiML at `answer_url`, with
- *   `interaction_id`, `task_id` and `attempt` added to its query, so that the
+ *   `interaction_id`, `task_id` and `attempt` (or, for a call the person
+ *   made, `direction=inbound`) added to its query, so that the
  *   app reads the rest of the context from GET /api/v2/interactions/{id};
  * - `stream`: <Connect><Stream> to an agent's WebSocket at `stream_url`, with
  *   the context as <Parameter> elements, which Twilio hands the agent in the
@@ -24,6 +25,8 @@ export interface AnsweredCall {
   interactionId: string
   taskId: string | null
   attempt: number | null
+  /** Given only for a call the person made (docs/callbacks.md): the conversation is told `direction=inbound`. */
+  direction?: 'inbound'
   language: string | undefined
   firstName: string | undefined
   context: JsonObject
@@ -58,6 +61,7 @@ function redirectTwiml(answerUrl: string, call: AnsweredCall): string {
   url.searchParams.set('interaction_id', call.interactionId)
   if (call.taskId !== null) url.searchParams.set('task_id', call.taskId)
   if (call.attempt !== null) url.searchParams.set('attempt', String(call.attempt))
+  if (call.direction !== undefined) url.searchParams.set('direction', call.direction)
   return `${XML_DECLARATION}<Response><Redirect method="POST">${escapeXml(url.href)}</Redirect></Response>`
 }
 
@@ -72,6 +76,7 @@ export function streamParameters(call: AnsweredCall): { parameters: [string, str
     ['interaction_id', call.interactionId],
     ['task_id', call.taskId ?? undefined],
     ['attempt', call.attempt === null ? undefined : String(call.attempt)],
+    ['direction', call.direction],
     ['language', call.language],
     ['first_name', call.firstName],
   ]

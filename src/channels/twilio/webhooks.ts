@@ -35,6 +35,16 @@ export function amdCallbackUrl(publicBaseUrl: string, interactionId: string): st
   return `${callPath(publicBaseUrl, interactionId)}/amd`
 }
 
+/** The URL a Twilio number's voice webhook is set to ("A call comes in"): a person calling a campaign's number (docs/callbacks.md). */
+export function inboundCallUrl(publicBaseUrl: string): string {
+  return `${publicBaseUrl.replace(/\/+$/, '')}/providers/twilio/voice/inbound`
+}
+
+/** The URL a Twilio number's call status changes are sent to: the end of a call the person made. */
+export function inboundStatusUrl(publicBaseUrl: string): string {
+  return `${inboundCallUrl(publicBaseUrl)}/status`
+}
+
 function callPath(publicBaseUrl: string, interactionId: string): string {
   return `${publicBaseUrl.replace(/\/+$/, '')}/providers/twilio/calls/${encodeURIComponent(interactionId)}`
 }

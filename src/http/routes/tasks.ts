@@ -107,7 +107,7 @@ const TaskSchema = component('Task', Type.Object({
       },
       {
         description:
-          "Present while the task is pending and held past its window by something other than its campaign: what (`sender`: its sender's pace, the campaign's `pacing` or its provider's documented rate, let other attempts start first; `contact_cap`: its organization's cap on attempts to one number across campaigns; `provider`: its provider turned its start away for now, throttling or in a moment's outage, and asked it to come back later; `law`: the calling law of the number's jurisdictions, its hours, holidays or cap per number, as `decision` says), and when it is due again (its `next_attempt_at`). Its attempts are not spent meanwhile, and it still expires at `expires_at`.",
+          "Present while the task is pending and held past its window by something other than its campaign: what (`sender`: its sender's pace, the campaign's `pacing` or its provider's documented rate, let other attempts start first; `contact_cap`: its organization's cap on attempts to one number across campaigns; `provider`: its provider turned its start away for now, throttling or in a moment's outage, and asked it to come back later; `law`: the calling law of the number's jurisdictions, its hours, holidays or cap per number, as `decision` says; `callback`: the person called a campaign's number and that call runs, docs/callbacks.md), and when it is due again (its `next_attempt_at`). Its attempts are not spent meanwhile, and it still expires at `expires_at`.",
       },
     ),
   ),

@@ -2,6 +2,7 @@ import { type Static, Type } from '@sinclair/typebox'
 import { DEFAULT_RATE_LIMIT, MAX_RATE_LIMIT } from '../../../domain/rateLimit.ts'
 import { DEFAULT_RETENTION_DAYS, MAX_RETENTION_DAYS } from '../../../domain/retention.ts'
 import { MAX_CONTACT_CAP } from '../../../domain/contactCap.ts'
+import { DEFAULT_CALLBACK_WINDOW_DAYS, MAX_CALLBACK_WINDOW_DAYS } from '../../../domain/callbacks.ts'
 import type { FastifyInstance } from 'fastify'
 import type { Organization } from '../../../domain/types.ts'
 import { changeOrganization, createOrganization, listOrganizations, type Operations, requireOrganization } from '../../../services/administration.ts'
@@ -17,6 +18,8 @@ const BURST = 'Requests at once, after a quiet spell.'
 const RETENTION =
   "Days the personal data of a completed task (its contact's name, phone, email and the context sent) is kept after it completed; then it is erased as by POST /api/v2/contacts/erase, and the task and its outcome kept."
 const RATE_LIMIT = `The organization's own rate limit on /api/v2; the service's default (${DEFAULT_RATE_LIMIT.perSecond} a second, bursts of ${DEFAULT_RATE_LIMIT.burst}, unless it is set otherwise) where null.`
+
+const CALLBACK_WINDOW = `Days after a task completed that the person's call to a campaign's number still lands on it (docs/callbacks.md); an open task always does. 0: open tasks only. Default ${DEFAULT_CALLBACK_WINDOW_DAYS}.`
 
 const PER_24H = 'At most this many attempts started to one number in any 24 hours (a rolling day), across all campaigns; null: no such rule.'
 const PER_LOCAL_DAY =
@@ -38,6 +41,7 @@ export const OrganizationSchema = component('Organization', Type.Object({
   ),
   retention_days: Type.Union([Type.Integer(), Type.Null()], { description: `${RETENTION} Null: the default, ${DEFAULT_RETENTION_DAYS} days.` }),
   contact_cap: ContactCapSchema,
+  callback_window_days: Type.Integer({ description: CALLBACK_WINDOW }),
 }))
 
 export const RateLimitBody = Type.Object(
@@ -65,6 +69,7 @@ const ChangeOrganizationBody = Type.Object({
   rate_limit: Type.Optional(RateLimitBody),
   retention_days: Type.Optional(RetentionDays),
   contact_cap: Type.Optional(ContactCapBody),
+  callback_window_days: Type.Optional(Type.Integer({ minimum: 0, maximum: MAX_CALLBACK_WINDOW_DAYS, description: CALLBACK_WINDOW })),
 })
 
 export const CreateOrganizationBody = Type.Object({ name: Type.String({ minLength: 1, maxLength: 200 }) })
@@ -82,6 +87,7 @@ export const presentOrganization = (org: Organization) => ({
   rate_limit: { per_second: org.rateLimit.perSecond, burst: org.rateLimit.burst },
   retention_days: org.retentionDays,
   contact_cap: { per_24h: org.contactCap.per_24h, per_local_day: org.contactCap.per_local_day },
+  callback_window_days: org.callbackWindowDays,
 })
 
 export function organizationRoutes(app: FastifyInstance, deps: { ops: Operations; authenticator: Authenticator }) {
@@ -152,7 +158,7 @@ export function organizationRoutes(app: FastifyInstance, deps: { ops: Operations
         operationId: 'updateOrganization',
         summary: 'Change an organization',
         description:
-          'Its name, its own rate limit (`rate_limit`, both figures), how long it keeps personal data (`retention_days`), or its cap on attempts to one number across its campaigns (`contact_cap`). Every API process applies a new limit from its next lease of tokens: within a tenth of a second for an organization sending at its limit; the dispatchers apply a new cap from their next batch.',
+          'Its name, its own rate limit (`rate_limit`, both figures), how long it keeps personal data (`retention_days`), its cap on attempts to one number across its campaigns (`contact_cap`), or how long after a task completed a call back still lands on it (`callback_window_days`). Every API process applies a new limit from its next lease of tokens: within a tenth of a second for an organization sending at its limit; the dispatchers apply a new cap from their next batch.',
         ...adminDocs,
         params: OrgParams,
         body: ChangeOrganizationBody,
@@ -161,12 +167,13 @@ export function organizationRoutes(app: FastifyInstance, deps: { ops: Operations
     },
     async (request, reply) => {
       const { org_id } = request.params as { org_id: string }
-      const { name, rate_limit, retention_days, contact_cap } = request.body as Static<typeof ChangeOrganizationBody>
+      const { name, rate_limit, retention_days, contact_cap, callback_window_days } = request.body as Static<typeof ChangeOrganizationBody>
       const changes = {
         name,
         rateLimit: rate_limit === undefined ? undefined : { perSecond: rate_limit.per_second, burst: rate_limit.burst },
         retentionDays: retention_days,
         contactCap: contact_cap === undefined ? undefined : { per_24h: contact_cap.per_24h ?? null, per_local_day: contact_cap.per_local_day ?? null },
+        callbackWindowDays: callback_window_days,
       }
       return reply.send(envelope(request, presentOrganization(await changeOrganization(deps.ops, actorOf(request), org_id, changes))))
     },

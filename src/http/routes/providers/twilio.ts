@@ -9,6 +9,12 @@
  *   answering-machine detection's verdict (campaigns whose voicemail policy
  *   is `leave_message`): when a machine's greeting has ended, the live call
  *   is given the TwiML that leaves the campaign's message, once.
+ * And a campaign's number's webhooks, about a call the person made
+ * (docs/callbacks.md):
+ * - POST /providers/twilio/voice/inbound, its voice webhook: answered with
+ *   the TwiML that hands the call, landed on the person's task, to the
+ *   campaign's conversation;
+ * - POST /providers/twilio/voice/inbound/status, its status callback.
  * A request is believed only when its signature verifies with the auth token
  * of the campaign's account over the exact URL Twilio was given, and it names
  * that account and call (services/twilioCalls.ts): otherwise 403.
@@ -16,7 +22,7 @@
 import { Type } from '@sinclair/typebox'
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import { ApiError } from '../../../domain/errors.ts'
-import type { TwilioCallRequest, TwilioCalls } from '../../../services/twilioCalls.ts'
+import type { TwilioCallRequest, TwilioCalls, TwilioInboundRequest } from '../../../services/twilioCalls.ts'
 
 export function twilioRoutes(app: FastifyInstance, deps: { twilioCalls: TwilioCalls }) {
   const { twilioCalls } = deps
@@ -35,6 +41,22 @@ export function twilioRoutes(app: FastifyInstance, deps: { twilioCalls: TwilioCa
       signature: typeof signature === 'string' ? signature : undefined,
     }
   }
+
+  const inboundRequest = (request: FastifyRequest): TwilioInboundRequest => {
+    const signature = request.headers['x-twilio-signature']
+    return { form: typeof request.body === 'string' ? request.body : '', signature: typeof signature === 'string' ? signature : undefined }
+  }
+
+  app.post('/providers/twilio/voice/inbound', { schema: { summary: 'Twilio incoming call to a campaign number', hide: true } }, async (request, reply) => {
+    const twiml = await twilioCalls.inbound(inboundRequest(request))
+    if (twiml === undefined) throw new ApiError('forbidden', 'The request is not a verified Twilio request for a campaign number.')
+    return reply.type('text/xml; charset=utf-8').send(twiml)
+  })
+
+  app.post('/providers/twilio/voice/inbound/status', { schema: { summary: 'Twilio status callback of an incoming call', hide: true } }, async (request, reply) => {
+    if (!(await twilioCalls.inboundStatusReported(inboundRequest(request)))) throw refused()
+    return reply.code(204).send()
+  })
 
   app.post('/providers/twilio/calls/:interaction_id/answer', { schema: schema('Twilio answered call') }, async (request, reply) => {
     const twiml = await twilioCalls.answered(callRequest(request))

@@ -1,0 +1,38 @@
+/**
+ * A person calling back a number that called them (services/inboundCalls.ts):
+ * the call lands on their open task of the organization, or on one completed
+ * within the organization's window, the most recent first.
+ */
+import type { NextStep } from './attemptPolicy.ts'
+
+/** The window a new organization has: a person may call back within two weeks of the task's end, the span a retry ladder and a voicemail's "call us back" cover. */
+export const DEFAULT_CALLBACK_WINDOW_DAYS = 14
+/** As long as the default retention keeps a task's personal data (domain/retention.ts): a callback past it could not be matched anyway. */
+export const MAX_CALLBACK_WINDOW_DAYS = 365
+
+/** How an inbound call is handed to the conversation: with the task it landed on, or none (an unknown caller, the campaign's inbound default). */
+export interface InboundCall {
+  interactionId: string
+  taskId: string | null
+  /** The caller, in E.164; undefined when withheld or not a phone number. */
+  from: string | undefined
+}
+
+/** What the end of a call back does to the task it landed on. */
+export type CallBackStep = { kind: 'complete'; outcome: 'reached' | 'opted_out' } | { kind: 'release'; dueAt: number }
+
+/**
+ * A call back steers its task as an outbound attempt's conversation does
+ * (the attempt policy's `step`, from stepAfterInteraction): a person reached
+ * completes it `reached`, an opt-out `opted_out`, a callback time asked for
+ * makes it due then. A call back that reached no conversation (the caller
+ * hung up before it was handed over) is no attempt of the task's: it spends
+ * none, falls back to nothing, completes nothing, and the task, held while
+ * the call ran, is due again now, where it was before.
+ */
+export function stepAfterCallBack(step: NextStep, reached: boolean, now: number): CallBackStep {
+  if (step.kind === 'complete' && step.outcome === 'opted_out') return { kind: 'complete', outcome: 'opted_out' }
+  if (!reached) return { kind: 'release', dueAt: now }
+  if (step.kind === 'retry') return { kind: 'release', dueAt: step.dueAt }
+  return { kind: 'complete', outcome: 'reached' }
+}

@@ -1,0 +1,72 @@
+/**
+ * A person calling a campaign's number, landed: the call is matched to the
+ * person's task by their number (store/inboundCalls.ts: an open task of the
+ * organization first, then one completed within its callback window, the
+ * most recent first), recorded as an active inbound interaction on it, the
+ * task held while the call runs, and handed to the conversation with the
+ * task's context, as an outbound call's is. A caller with no such task (or
+ * who withholds their number) gets the campaign's conversation without a
+ * task: an inbound interaction of the campaign alone.
+ *
+ * The call's end (the platform's report, or the settlement at its settle
+ * time) steers the task as an outbound conversation does (domain/callbacks.ts).
+ * The platform adapters (services/twilioCalls.ts for Twilio) verify the
+ * request with the campaigns of the number called before anything is landed.
+ */
+import { newId } from '../domain/ids.ts'
+import { normalizePhone } from '../domain/contact.ts'
+import type { Campaign, InteractionContext } from '../domain/types.ts'
+import type { Database } from '../store/database.ts'
+import { findCallbackTask, recordInboundCall } from '../store/inboundCalls.ts'
+import type { Conversations } from './conversations.ts'
+
+/** A call landed: its interaction, the campaign it is handled by, and what its conversation is to know. */
+export interface LandedCall {
+  interactionId: string
+  campaign: Campaign
+  /** The interaction with its task's contact, context and ids (none without a task). */
+  context: InteractionContext
+}
+
+export class InboundCalls {
+  readonly #db: Database
+  readonly #conversations: Conversations
+  readonly #now: () => number
+
+  constructor(deps: { db: Database; conversations: Conversations; now: () => number }) {
+    this.#db = deps.db
+    this.#conversations = deps.conversations
+    this.#now = deps.now
+  }
+
+  /**
+   * Lands a call to the number of these campaigns (each verified as the
+   * platform's for it; none empty) from `from` (undefined when withheld),
+   * known to the platform as `ref`. A repeat of the same call lands on the
+   * interaction recorded for it. Undefined only for a repeat so late that
+   * the call's interaction is gone with the history.
+   */
+  async land(campaigns: readonly Campaign[], call: { ref: string; from: string | undefined; settleAfterMs: (campaign: Campaign) => number }): Promise<LandedCall | undefined> {
+    const now = this.#now()
+    const from = call.from === undefined ? null : normalizePhone(call.from)
+    const orgIds = [...new Set(campaigns.map((campaign) => campaign.orgId))]
+    const task = from === null ? undefined : await findCallbackTask(this.#db, orgIds, from, now)
+    // The task's own campaign when the number is its; else a campaign of the task's organization with this number.
+    const campaign =
+      campaigns.find((candidate) => candidate.id === task?.campaignId) ?? campaigns.find((candidate) => candidate.orgId === task?.orgId) ?? campaigns[0]!
+    const recorded = await this.#db.transaction((tx) =>
+      recordInboundCall(tx, {
+        interactionId: newId('interaction', now),
+        campaign,
+        task,
+        from: from ?? '',
+        providerRef: call.ref,
+        at: now,
+        settleAt: now + call.settleAfterMs(campaign),
+      }),
+    )
+    if (recorded === undefined) return undefined
+    const context = await this.#conversations.contextForProvider(recorded.interactionId)
+    return context && { interactionId: recorded.interactionId, campaign: campaigns.find((candidate) => candidate.id === recorded.campaignId) ?? campaign, context }
+  }
+}

@@ -1,0 +1,114 @@
+/**
+ * Inbound calls (services/inboundCalls.ts): the task a caller's number has
+ * with an organization, and the call recorded as an inbound interaction on
+ * it, once however often the platform repeats its webhook.
+ */
+import type { Campaign } from '../domain/types.ts'
+import type { Queryable } from './database.ts'
+import { insertInteraction, recordProviderMessage, recordStarts } from './interactions.ts'
+
+/** A task a caller's call lands on. */
+export interface CalledBackTask {
+  taskId: string
+  orgId: string
+  campaignId: string
+  testMode: boolean
+}
+
+/**
+ * The task of one of these organizations that reaches this number (the
+ * tester's, in test mode) and is open, or completed within its
+ * organization's callback window: an open one first, then the most recently
+ * triggered. By triggers_by_phone (org_id, phone): a number has a handful of
+ * triggers with an organization, however large its history.
+ */
+export async function findCallbackTask(db: Queryable, orgIds: readonly string[], phone: string, now: number): Promise<CalledBackTask | undefined> {
+  const rows = await db.query<{ id: string; org_id: string; campaign_id: string; test_mode: boolean }>(
+    `SELECT t.id, t.org_id, t.campaign_id, t.test_mode
+     FROM triggers tr
+     JOIN tasks t ON t.id = tr.task_id
+     JOIN organizations o ON o.id = tr.org_id
+     WHERE tr.org_id = ANY($1::text[]) AND tr.phone = $2
+       AND (t.status <> 'completed' OR t.completed_at >= $3::timestamptz - make_interval(days => o.callback_window_days))
+     ORDER BY t.status = 'completed', tr.created_at DESC, t.id DESC
+     LIMIT 1`,
+    [orgIds, phone, new Date(now)],
+  )
+  const row = rows[0]
+  return row && { taskId: row.id, orgId: row.org_id, campaignId: row.campaign_id, testMode: row.test_mode }
+}
+
+export interface InboundCallRecord {
+  interactionId: string
+  /** The campaign whose number was called: the interaction is its. */
+  campaign: Campaign
+  task: CalledBackTask | undefined
+  /** The caller's number ('' when withheld). */
+  from: string
+  /** The platform's id of the call: the interaction's provider_ref. */
+  providerRef: string
+  at: number
+  settleAt: number
+}
+
+/**
+ * Records the call as an active inbound interaction (on its task, when it
+ * has one), or finds the one recorded for it already: a platform repeats a
+ * webhook it had no answer to in time, and each repeat must hand the call to
+ * the same interaction. A pending task is held until the call is settled
+ * (held_by 'callback'), so that no attempt dials the person while they talk;
+ * the call's end steps it on (services/settlement.ts).
+ */
+export async function recordInboundCall(tx: Queryable, call: InboundCallRecord): Promise<{ interactionId: string; campaignId: string } | undefined> {
+  const key = `call:${call.providerRef}`
+  if (!(await recordProviderMessage(tx, call.campaign.provider, key, call.interactionId, call.at))) {
+    const rows = await tx.query<{ id: string; campaign_id: string }>(
+      `SELECT i.id, i.campaign_id FROM provider_messages m JOIN interactions i ON i.id = m.interaction_id
+       WHERE m.provider = $1 AND m.message_id = $2`,
+      [call.campaign.provider, key],
+    )
+    // Undefined only once the call's interaction is swept with the history: a repeat that late hands nothing over.
+    return rows[0] && { interactionId: rows[0].id, campaignId: rows[0].campaign_id }
+  }
+  const taskId = call.task?.taskId ?? null
+  if (taskId !== null) {
+    await tx.query(
+      `UPDATE tasks SET due_at = greatest(due_at, $2), held_by = 'callback', updated_at = $3 WHERE id = $1 AND status = 'pending'`,
+      [taskId, new Date(call.settleAt), new Date(call.at)],
+    )
+  }
+  await insertInteraction(tx, {
+    id: call.interactionId,
+    orgId: call.campaign.orgId,
+    taskId,
+    campaignId: call.campaign.id,
+    channel: call.campaign.channel,
+    provider: call.campaign.provider,
+    providerConfig: call.campaign.providerConfig,
+    direction: 'inbound',
+    attempt: null,
+    toPhone: call.from,
+    testMode: call.task?.testMode ?? false,
+    settleAt: call.settleAt,
+    startedBy: null,
+    startedAt: call.at,
+  })
+  await recordStarts(tx, [{ id: call.interactionId, providerRef: call.providerRef, settleAt: call.settleAt }])
+  return { interactionId: call.interactionId, campaignId: call.campaign.id }
+}
+
+/**
+ * Tasks held by a call back that ended without completing them: pending
+ * again, due at `dueAt` (the attempt policy's next step after the call).
+ * A task no longer held (completed, or an outbound attempt that was already
+ * running) is left as it is.
+ */
+export async function releaseCallbackHolds(tx: Queryable, releases: readonly { taskId: string; dueAt: number }[], now: number): Promise<void> {
+  if (releases.length === 0) return
+  await tx.query(
+    `UPDATE tasks t SET due_at = v.due_at, held_by = NULL, updated_at = $3
+     FROM unnest($1::text[], $2::timestamptz[]) AS v(id, due_at)
+     WHERE t.id = v.id AND t.status = 'pending' AND t.held_by = 'callback'`,
+    [releases.map((r) => r.taskId), releases.map((r) => new Date(r.dueAt)), new Date(now)],
+  )
+}

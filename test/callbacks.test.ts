@@ -1,0 +1,244 @@
+/**
+ * Calls back through the whole service, on the Twilio fake: a person calls a
+ * campaign's number (its voice webhook, signed as Twilio signs), the call
+ * lands on their task and is handed to the conversation with the task's
+ * context and direction=inbound; its end steers the task as an outbound
+ * conversation's does, and the client hears of it with its ids.
+ */
+import assert from 'node:assert/strict'
+import { after, before, describe, test } from 'node:test'
+import { stepAfterCallBack } from '../src/domain/callbacks.ts'
+import { type FakeTwilio, startFakeTwilio, twilioSignature } from './fakes/twilio.ts'
+import { eventsOfTask, eventsOfTasklessInteractions } from './support/events.ts'
+import { acceptedTrigger, bearer, createCampaign, json, OPERATOR_TOKEN, startCalledBackService, taskOf, type TestService } from './support/service.ts'
+
+const ACCOUNT_SID = `AC${'0123456789abcdef'.repeat(2)}`
+const TOKEN = 'twilio-auth-token-for-callback-tests'
+const OTHER_ACCOUNT_SID = `AC${'fedcba9876543210'.repeat(2)}`
+const CAMPAIGN_NUMBER = '+14155550100'
+const ALWAYS_OPEN = { timezone: 'contact', windows: [{ days: ['mon', 'tue', 'wed', 'thu', 'fri', 'sat', 'sun'], start: '00:00', end: '24:00' }] }
+const DAY_MS = 24 * 60 * 60 * 1000
+
+let service: TestService
+let twilio: FakeTwilio
+let org: Awaited<ReturnType<typeof startCalledBackService>>['org']
+let baseUrl: string
+let now = Date.parse('2026-06-01T10:00:00Z')
+let people = 0
+let routingKey: string
+
+before(async () => {
+  twilio = await startFakeTwilio({ accounts: { [ACCOUNT_SID]: TOKEN, [OTHER_ACCOUNT_SID]: 'another-accounts-token' } })
+  ;({ service, baseUrl, org } = await startCalledBackService({ now: () => now, apiBaseUrls: { twilioApiBaseUrl: twilio.url }, secrets: { TWILIO_AUTH_TOKEN: TOKEN } }))
+  routingKey = (
+    await createCampaign(service.app, org.orgId, {
+      routing_key: 'interviews',
+      channel: 'voice',
+      schedule: ALWAYS_OPEN,
+      context: { company: 'Acme' },
+      provider: 'twilio',
+      provider_config: { account_sid: ACCOUNT_SID, from: CAMPAIGN_NUMBER, answer_url: 'https://agent.example.com/twiml' },
+      attempts: { max: 3, retry_delays_s: { no_answer: 3600, busy: 3600, failed: 3600, voicemail: 3600 } },
+      pacing: { per_second: 1_000_000 },
+    })
+  ).routing_key
+})
+after(async () => {
+  await service.close()
+  await twilio.close()
+})
+
+/** A new person's number, in Ofcom's drama range. */
+const nextPhone = () => `+44207946${String(++people).padStart(4, '0')}`
+
+/** A task whose first call went unanswered: pending, its retry an hour away. */
+async function taskAfterMissedCall(phone: string, value: string) {
+  const trigger = await acceptedTrigger(service.app, org.key, {
+    campaign: routingKey,
+    ids: [{ source: 'ats', type: 'candidate', value }],
+    contact: { phone, first_name: 'Ada', language: 'en-GB' },
+    context: { role: 'nurse' },
+  })
+  await service.app.workers!.dispatcher.runOnce()
+  const task = await taskOf(service.app, org.key, trigger.task_id)
+  const [row] = await service.db.query<{ provider_ref: string }>('SELECT provider_ref FROM interactions WHERE id = $1', [task.interactions[0].id])
+  assert.equal(await twilio.finishCall(row!.provider_ref, { status: 'no-answer' }), 204)
+  const missed = await taskOf(service.app, org.key, trigger.task_id)
+  assert.equal(missed.status, 'pending')
+  return { taskId: trigger.task_id, triggerId: trigger.id }
+}
+
+const voiceUrl = () => `${baseUrl}/providers/twilio/voice/inbound`
+const statusUrl = () => `${baseUrl}/providers/twilio/voice/inbound/status`
+const callsCreated = () => twilio.requests.filter((request) => request.method === 'POST' && request.path.endsWith('/Calls.json')).length
+const interactionCount = async () => Number((await service.db.query<{ n: string }>('SELECT count(*) AS n FROM interactions'))[0]!.n)
+
+function callBack(from: string, options: { signature?: string | null; accountSid?: string } = {}) {
+  return twilio.receiveCall({ accountSid: options.accountSid ?? ACCOUNT_SID, from, to: CAMPAIGN_NUMBER, voiceUrl: voiceUrl(), statusCallback: statusUrl(), signature: options.signature })
+}
+
+/** The query of the <Redirect> the TwiML answers with. */
+function redirectQuery(twiml: string): URLSearchParams {
+  const match = /<Redirect method="POST">([^<]+)<\/Redirect>/.exec(twiml)
+  assert.ok(match, twiml)
+  return new URL(match[1]!.replaceAll('&amp;', '&')).searchParams
+}
+
+describe('a person calls back a campaign number', () => {
+  test('the call lands on their open task: handed over with the ids and direction=inbound, the task held; its end completes the task reached and the retry never dials', async () => {
+    const phone = nextPhone()
+    const { taskId } = await taskAfterMissedCall(phone, 'c-open')
+    const { callSid, answer } = await callBack(phone)
+    assert.equal(answer.status, 200, answer.body)
+    assert.match(answer.contentType ?? '', /^text\/xml/)
+    const query = redirectQuery(answer.body)
+    assert.equal(query.get('task_id'), taskId)
+    assert.equal(query.get('direction'), 'inbound')
+    assert.equal(query.get('attempt'), null)
+    const interactionId = query.get('interaction_id')!
+
+    const held = await taskOf(service.app, org.key, taskId)
+    assert.equal(held.status, 'pending')
+    assert.equal(held.waiting.for, 'callback')
+    assert.equal(held.attempts, 1, 'a call back is no attempt')
+    const inbound = held.interactions.find((interaction: { id: string }) => interaction.id === interactionId)
+    assert.equal(inbound.direction, 'inbound')
+    assert.equal(inbound.status, 'active')
+
+    // The conversation reads whom it serves and why.
+    const read = await service.app.inject({ method: 'GET', url: `/api/v2/interactions/${interactionId}`, headers: bearer(org.key) })
+    assert.equal(read.statusCode, 200, read.body)
+    const context = json(read).data
+    assert.deepEqual(context.ids, [{ source: 'ats', type: 'candidate', value: 'c-open' }])
+    assert.equal(context.contact.first_name, 'Ada')
+    assert.deepEqual(context.context, { company: 'Acme', role: 'nurse' })
+
+    assert.equal(await twilio.finishCall(callSid, { status: 'completed', duration: 95 }), 204)
+    const done = await taskOf(service.app, org.key, taskId)
+    assert.equal(done.status, 'completed')
+    assert.equal(done.outcome, 'reached')
+    const events = await eventsOfTask(service.db, taskId)
+    const finalized = events.filter((event) => event.type === 'interaction.finalized').at(-1)
+    assert.equal(finalized.data.interaction_id, interactionId)
+    assert.equal(finalized.data.direction, 'inbound')
+    assert.equal(finalized.data.outcome, 'completed')
+    assert.deepEqual(finalized.data.ids, [{ source: 'ats', type: 'candidate', value: 'c-open' }])
+    assert.equal(events.at(-1).type, 'task.completed')
+    assert.equal(events.at(-1).data.outcome, 'reached')
+
+    // The hour of the retry passes: nothing dials the person again.
+    const before = callsCreated()
+    now += 2 * 3600 * 1000
+    await service.app.workers!.dispatcher.runOnce()
+    assert.equal(callsCreated(), before)
+  })
+
+  test('Twilio asking again about the same call is answered for the interaction recorded first', async () => {
+    const phone = nextPhone()
+    await taskAfterMissedCall(phone, 'c-repeat')
+    const { callSid, answer } = await callBack(phone)
+    const first = redirectQuery(answer.body).get('interaction_id')
+    const params = { AccountSid: ACCOUNT_SID, CallSid: callSid, From: phone, To: CAMPAIGN_NUMBER, CallStatus: 'ringing', Direction: 'inbound', ApiVersion: '2010-04-01' }
+    const count = await interactionCount()
+    const again = await fetch(voiceUrl(), {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded', 'x-twilio-signature': twilioSignature(TOKEN, voiceUrl(), params) },
+      body: new URLSearchParams(params).toString(),
+    })
+    assert.equal(again.status, 200)
+    assert.equal(redirectQuery(await again.text()).get('interaction_id'), first)
+    assert.equal(await interactionCount(), count)
+    await twilio.finishCall(callSid, { status: 'completed', duration: 10 })
+  })
+
+  test('a caller with no task gets the campaign conversation without one, recorded as an inbound interaction of the campaign', async () => {
+    const { callSid, answer } = await callBack(nextPhone())
+    assert.equal(answer.status, 200, answer.body)
+    const query = redirectQuery(answer.body)
+    assert.equal(query.get('task_id'), null)
+    assert.equal(query.get('direction'), 'inbound')
+    assert.equal(await twilio.finishCall(callSid, { status: 'completed', duration: 30 }), 204)
+    const [event] = await eventsOfTasklessInteractions(service.db)
+    assert.equal(event.data.interaction_id, query.get('interaction_id'))
+    assert.equal(event.data.direction, 'inbound')
+    assert.equal(event.data.task_id, null)
+  })
+
+  test('a call back to a task completed within the window lands on it without reopening it; past the window, the caller is unknown', async () => {
+    const phone = nextPhone()
+    const { taskId } = await taskAfterMissedCall(phone, 'c-window')
+    const cancelled = await service.app.inject({ method: 'POST', url: `/api/v2/tasks/${taskId}/cancel`, headers: bearer(org.key) })
+    assert.equal(cancelled.statusCode, 200, cancelled.body)
+
+    now += 3 * DAY_MS
+    const within = await callBack(phone)
+    assert.equal(redirectQuery(within.answer.body).get('task_id'), taskId)
+    await twilio.finishCall(within.callSid, { status: 'completed', duration: 20 })
+    const task = await taskOf(service.app, org.key, taskId)
+    assert.equal(task.outcome, 'cancelled')
+    const finalized = (await eventsOfTask(service.db, taskId)).filter((event) => event.type === 'interaction.finalized').at(-1)
+    assert.equal(finalized.data.direction, 'inbound')
+
+    const tooLong = await service.app.inject({ method: 'PATCH', url: `/admin/v1/organizations/${org.orgId}`, headers: bearer(OPERATOR_TOKEN), payload: { callback_window_days: 366 } })
+    assert.equal(tooLong.statusCode, 422, tooLong.body)
+    assert.deepEqual(json(tooLong).detail[0].loc, ['body', 'callback_window_days'])
+    const window = await service.app.inject({ method: 'PATCH', url: `/admin/v1/organizations/${org.orgId}`, headers: bearer(OPERATOR_TOKEN), payload: { callback_window_days: 2 } })
+    assert.equal(window.statusCode, 200, window.body)
+    assert.equal(json(window).data.callback_window_days, 2)
+    const past = await callBack(phone)
+    assert.equal(redirectQuery(past.answer.body).get('task_id'), null)
+    await twilio.finishCall(past.callSid, { status: 'completed', duration: 5 })
+    const restored = await service.app.inject({ method: 'PATCH', url: `/admin/v1/organizations/${org.orgId}`, headers: bearer(OPERATOR_TOKEN), payload: { callback_window_days: 14 } })
+    assert.equal(restored.statusCode, 200)
+  })
+
+  test('a caller who hangs up before the handoff spends no attempt: the task is due again at once', async () => {
+    const phone = nextPhone()
+    const { taskId } = await taskAfterMissedCall(phone, 'c-hangup')
+    const { callSid } = await callBack(phone)
+    assert.equal(await twilio.finishCall(callSid, { status: 'canceled' }), 204)
+    const task = await taskOf(service.app, org.key, taskId)
+    assert.equal(task.status, 'pending')
+    assert.equal(task.waiting, undefined)
+    assert.equal(task.attempts, 1)
+    assert.equal(Date.parse(task.next_attempt_at), now)
+  })
+
+  test('a forged, unsigned or other account’s request is refused 403 and records nothing', async () => {
+    const phone = nextPhone()
+    await taskAfterMissedCall(phone, 'c-forged')
+    const count = await interactionCount()
+    for (const options of [{ signature: null }, { signature: twilioSignature('not-the-token', voiceUrl(), { To: CAMPAIGN_NUMBER }) }, { accountSid: OTHER_ACCOUNT_SID }]) {
+      const { answer } = await callBack(phone, options)
+      assert.equal(answer.status, 403, JSON.stringify(options))
+    }
+    // A number no campaign calls from.
+    const stranger = await twilio.receiveCall({ accountSid: ACCOUNT_SID, from: phone, to: '+14155550199', voiceUrl: voiceUrl() })
+    assert.equal(stranger.answer.status, 403)
+    assert.equal(await interactionCount(), count)
+    // A status callback about a call the service never answered.
+    const params = { AccountSid: ACCOUNT_SID, CallSid: `CA${'ab'.repeat(16)}`, CallStatus: 'completed' }
+    const status = await fetch(statusUrl(), {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded', 'x-twilio-signature': twilioSignature(TOKEN, statusUrl(), params) },
+      body: new URLSearchParams(params).toString(),
+    })
+    assert.equal(status.status, 403)
+  })
+})
+
+describe('stepAfterCallBack', () => {
+  const NOW = Date.parse('2026-06-01T10:00:00Z')
+  const LATER = NOW + 3600_000
+  const cases = [
+    { name: 'reached: completes reached', step: { kind: 'complete', outcome: 'reached' }, reached: true, expected: { kind: 'complete', outcome: 'reached' } },
+    { name: 'an opt-out completes opted_out', step: { kind: 'complete', outcome: 'opted_out' }, reached: true, expected: { kind: 'complete', outcome: 'opted_out' } },
+    { name: 'a callback time asked for: due then', step: { kind: 'retry', dueAt: LATER }, reached: true, expected: { kind: 'release', dueAt: LATER } },
+    { name: 'no conversation: due now, not at the ladder', step: { kind: 'retry', dueAt: LATER }, reached: false, expected: { kind: 'release', dueAt: NOW } },
+    { name: 'no conversation with attempts spent: no unreachable', step: { kind: 'complete', outcome: 'unreachable' }, reached: false, expected: { kind: 'release', dueAt: NOW } },
+    { name: 'no conversation: no fallback', step: { kind: 'fall_back', campaignId: 'cmp_1', condition: 'undelivered', dueAt: LATER }, reached: false, expected: { kind: 'release', dueAt: NOW } },
+  ] as const
+  for (const { name, step, reached, expected } of cases) {
+    test(name, () => assert.deepEqual(stepAfterCallBack(step, reached, NOW), expected))
+  }
+})
