@@ -8,7 +8,7 @@
  * the store.
  */
 import type { Provider } from '../domain/campaignSettings.ts'
-import type { InteractionStatus, JsonObject } from '../domain/types.ts'
+import type { ExternalId, InteractionStatus, JsonObject } from '../domain/types.ts'
 import type { ProviderReport } from './channel.ts'
 
 /** A callback's request as it came: the exact bytes signed, their JSON, and its headers. */
@@ -47,6 +47,37 @@ export interface CallbackRoute {
   refusal: string
 }
 
+/** A request to be told how to answer a call the person made to a campaign's number (Vapi's assistant-request). */
+export interface InboundCallAsk {
+  /** The platform's id of the call: the interaction's provider_ref from now on. */
+  ref: string
+  /** The caller's number as the platform gives it; undefined when withheld. */
+  from: string | undefined
+  /** The provider_config field that names the number called in a campaign's config, and the number (or the platform's id of it). */
+  number: { field: string; value: string }
+}
+
+/** What the conversation of a call the person made is given: the agent platform's variables are made of it (domain/agentVariables.ts). */
+export interface InboundHandoff {
+  interactionId: string
+  /** The task it landed on; null for an unknown caller. */
+  taskId: string | null
+  firstName: string | undefined
+  language: string | undefined
+  ids: readonly ExternalId[]
+  context: JsonObject
+}
+
+/** The inbound half of a platform that asks the service how to answer a call to a campaign's number. */
+export interface InboundCallbacks<Message> {
+  /** The ask a message makes; undefined for any other message. */
+  ask(message: Message): InboundCallAsk | undefined
+  /** How long the call may run before it is settled (as the channel's settleAfterMs). */
+  settleAfterMs(config: JsonObject): number
+  /** The answer's JSON body, for the campaign's config. */
+  answer(handoff: InboundHandoff, config: JsonObject): unknown
+}
+
 export interface CallCallback<Message> {
   readonly provider: Provider
   readonly route: CallbackRoute
@@ -57,4 +88,6 @@ export interface CallCallback<Message> {
   verify(message: Message, request: SignedRequest, config: JsonObject, now: number): boolean
   /** What the message tells of the interaction; undefined when nothing new. */
   report(message: Message, interaction: ClaimedInteraction, now: number): ProviderReport | undefined
+  /** Where the platform asks how to answer a call the person made (docs/callbacks.md). */
+  readonly inbound?: InboundCallbacks<Message>
 }

@@ -11,8 +11,12 @@ import type { ExternalId, JsonObject, LeftOut } from './types.ts'
 /** The attempt as the variables are made of it (an OutboundAttempt is one). */
 export interface AgentAttempt {
   interactionId: string
-  taskId: string
-  attempt: number
+  /** Null for a call the person made that answers no task. */
+  taskId: string | null
+  /** Null for a call the person made: no attempt of the task's. */
+  attempt: number | null
+  /** Given only for a call the person made (docs/callbacks.md). */
+  direction?: 'inbound'
   firstName: string | undefined
   language: string | undefined
   ids: readonly ExternalId[]
@@ -44,7 +48,9 @@ export interface AgentVariables {
  * rules, in this order:
  *
  * 1. The service's own: `interaction_id`, `task_id`, `attempt` (a number),
- *    then `first_name` and `language` when the trigger gave them.
+ *    or for a call the person made `task_id` (when it landed on one) and
+ *    `direction` ("inbound"), then `first_name` and `language` when the
+ *    trigger gave them.
  * 2. Each external id of the trigger as its type => its value, in the
  *    trigger's order (an id {source: "ats", type: "candidate_id", value:
  *    "C-17"} gives candidate_id: "C-17"); when two ids share a type, the
@@ -93,8 +99,9 @@ export function agentVariables(attempt: AgentAttempt, options: AgentVariableOpti
   }
 
   add('interaction_id', attempt.interactionId)
-  add('task_id', attempt.taskId)
-  add('attempt', attempt.attempt)
+  if (attempt.taskId !== null) add('task_id', attempt.taskId)
+  if (attempt.attempt !== null) add('attempt', attempt.attempt)
+  if (attempt.direction !== undefined) add('direction', attempt.direction)
   if (attempt.firstName !== undefined) add('first_name', attempt.firstName)
   if (attempt.language !== undefined) add('language', attempt.language)
   const types = new Set<string>()

@@ -10,14 +10,6 @@ export const DEFAULT_CALLBACK_WINDOW_DAYS = 14
 /** As long as the default retention keeps a task's personal data (domain/retention.ts): a callback past it could not be matched anyway. */
 export const MAX_CALLBACK_WINDOW_DAYS = 365
 
-/** How an inbound call is handed to the conversation: with the task it landed on, or none (an unknown caller, the campaign's inbound default). */
-export interface InboundCall {
-  interactionId: string
-  taskId: string | null
-  /** The caller, in E.164; undefined when withheld or not a phone number. */
-  from: string | undefined
-}
-
 /** What the end of a call back does to the task it landed on. */
 export type CallBackStep = { kind: 'complete'; outcome: 'reached' | 'opted_out' } | { kind: 'release'; dueAt: number }
 

@@ -113,6 +113,7 @@ export function createServices(deps: ServiceDeps): Services {
   const settlement = new Settlement({ db, now, wake, metrics: deps.metrics })
   const lifecycle = new TaskLifecycle({ db, channels: channels.registry, settlement, wake, now, metrics: deps.metrics })
   const conversations = new Conversations({ db, now, settlement, wake, metrics: deps.metrics })
+  const inboundCalls = new InboundCalls({ db, conversations, now })
   const law = new CallingLaw({ now })
   const dispatch = new Dispatch({ db, channels: channels.registry, settlement, wake, now, log: deps.log, metrics: deps.metrics, phoneHashKey: deps.phoneHashKey, law })
   return {
@@ -129,9 +130,9 @@ export function createServices(deps: ServiceDeps): Services {
     acceptance,
     settlement,
     lifecycle,
-    providerCallbacks: new ProviderCallbacks({ db, lifecycle, now, log: deps.log }),
+    providerCallbacks: new ProviderCallbacks({ db, lifecycle, inboundCalls, now, log: deps.log }),
     conversations,
-    twilioCalls: new TwilioCalls({ db, twilio: channels.twilio, lifecycle, conversations, inboundCalls: new InboundCalls({ db, conversations, now }), now, log: deps.log }),
+    twilioCalls: new TwilioCalls({ db, twilio: channels.twilio, lifecycle, conversations, inboundCalls, now, log: deps.log }),
     whatsappNotifications: new WhatsAppNotifications({ db, secret: channels.secret, lifecycle, log: deps.log }),
     dispatch,
     admin: { db, now, channels: channels.registry },

@@ -9,11 +9,13 @@
  * a platform's retries are harmless. Nothing is changed before the check.
  */
 import type { FastifyBaseLogger } from 'fastify'
-import type { CallCallback, SignedRequest } from '../channels/callbacks.ts'
+import type { CallCallback, InboundCallAsk, InboundCallbacks, SignedRequest } from '../channels/callbacks.ts'
 import { StoredConfigRefused } from '../channels/providerConfig.ts'
 import { isId } from '../domain/ids.ts'
 import type { Database } from '../store/database.ts'
+import { findCampaignsByNumber } from '../store/campaigns.ts'
 import { findCalledInteraction } from '../store/interactions.ts'
+import type { InboundCalls } from './inboundCalls.ts'
 import type { TaskLifecycle } from './taskLifecycle.ts'
 
 export type CallbackOutcome =
@@ -24,16 +26,20 @@ export type CallbackOutcome =
   /** About one, but not verified with its campaign's settings: nothing changed. */
   | { kind: 'refused' }
   | { kind: 'applied'; interactionId: string; ref: string }
+  /** A call the person made, landed (services/inboundCalls.ts): the platform is answered with `body`. */
+  | { kind: 'answered'; body: unknown }
 
 export class ProviderCallbacks {
   readonly #db: Database
   readonly #lifecycle: TaskLifecycle
+  readonly #inboundCalls: InboundCalls
   readonly #now: () => number
   readonly #log: FastifyBaseLogger
 
-  constructor(deps: { db: Database; lifecycle: TaskLifecycle; now: () => number; log: FastifyBaseLogger }) {
+  constructor(deps: { db: Database; lifecycle: TaskLifecycle; inboundCalls: InboundCalls; now: () => number; log: FastifyBaseLogger }) {
     this.#db = deps.db
     this.#lifecycle = deps.lifecycle
+    this.#inboundCalls = deps.inboundCalls
     this.#now = deps.now
     this.#log = deps.log
   }
@@ -41,6 +47,8 @@ export class ProviderCallbacks {
   async receive<Message>(callback: CallCallback<Message>, request: SignedRequest): Promise<CallbackOutcome> {
     const message = callback.parse(request)
     if (message === undefined) return { kind: 'unreadable' }
+    const ask = callback.inbound?.ask(message)
+    if (ask !== undefined) return this.#answerInbound(callback, callback.inbound!, message, request, ask)
     const claim = callback.claim(message)
     // One read: read by reference, then by the named id, a report that came while its start's answer was being
     // recorded found the reference set between the two (74 of 1,666 end-of-call-reports refused end to end through Vapi).
@@ -53,6 +61,37 @@ export class ProviderCallbacks {
     const report = callback.report(message, interaction, now)
     if (report !== undefined) await this.#lifecycle.report(interaction, report)
     return { kind: 'applied', interactionId: interaction.id, ref: claim.ref }
+  }
+
+  /**
+   * A call to a campaign's number: believed only when it verifies with the
+   * settings of a campaign of that number, then landed on the caller's task
+   * and answered with what the conversation is to know.
+   */
+  async #answerInbound<Message>(
+    callback: CallCallback<Message>,
+    inbound: InboundCallbacks<Message>,
+    message: Message,
+    request: SignedRequest,
+    ask: InboundCallAsk,
+  ): Promise<CallbackOutcome> {
+    const now = this.#now()
+    const candidates = await findCampaignsByNumber(this.#db, callback.provider, ask.number.field, ask.number.value)
+    if (candidates.length === 0) return { kind: 'unknown' }
+    const campaigns = candidates.filter((campaign) => readableConfig(this.#log, campaign.id, () => callback.verify(message, request, campaign.providerConfig, now)))
+    if (campaigns.length === 0) return { kind: 'refused' }
+    const landed = await this.#inboundCalls.land(campaigns, { ref: ask.ref, from: ask.from, settleAfterMs: (campaign) => inbound.settleAfterMs(campaign.providerConfig) })
+    if (landed === undefined) return { kind: 'unknown' }
+    const { context } = landed
+    const handoff = {
+      interactionId: landed.interactionId,
+      taskId: context.interaction.taskId,
+      firstName: context.contact?.first_name,
+      language: context.contact?.language,
+      ids: context.ids,
+      context: context.context,
+    }
+    return { kind: 'answered', body: inbound.answer(handoff, landed.campaign.providerConfig) }
   }
 
 }

@@ -57,6 +57,14 @@ export interface FakeVapi {
    * default); otherwise resolves the status the server URL answered.
    */
   endCall(id: string, end: CallEnd, options?: { send?: boolean }): Promise<number | null>
+  /**
+   * A person calls one of the phone numbers, which has no assistant of its
+   * own: Vapi sends the server URL an `assistant-request`, signed (or with
+   * `signature` as given; null: none), and the call goes on with the
+   * assistant and overrides the answer names (a later endCall reports them
+   * on the call). Resolves the call's id, the HTTP status and the answer.
+   */
+  receiveCall(call: { phoneNumberId: string; from: string; signature?: string | null }): Promise<{ callId: string; status: number; answer: any }>
   /** Sends a message body as given, signed with `secret` (default: the configured one) at `timestampMs`. */
   post(body: string, options?: { secret?: string; signature?: string | null; timestampMs?: number }): Promise<number>
   close(): Promise<void>
@@ -137,6 +145,11 @@ export async function startFakeVapi(options: { apiKey: string; webhookSecret: st
   }
 
   async function post(body: string, postOptions: { secret?: string; signature?: string | null; timestampMs?: number } = {}): Promise<number> {
+    const response = await postForAnswer(body, postOptions)
+    return response.status
+  }
+
+  async function postForAnswer(body: string, postOptions: { secret?: string; signature?: string | null; timestampMs?: number } = {}): Promise<{ status: number; text: string }> {
     if (serverUrl === undefined) throw new Error('no server URL set')
     const timestamp = String(postOptions.timestampMs ?? options.now())
     const signature =
@@ -146,8 +159,7 @@ export async function startFakeVapi(options: { apiKey: string; webhookSecret: st
     const headers: Record<string, string> = { 'content-type': 'application/json', 'x-timestamp': timestamp }
     if (signature !== null) headers['x-signature'] = signature
     const response = await fetch(serverUrl, { method: 'POST', headers, body })
-    await response.arrayBuffer()
-    return response.status
+    return { status: response.status, text: await response.text() }
   }
 
   const message = (call: Record<string, any>, fields: Record<string, unknown>) =>
@@ -198,6 +210,26 @@ export async function startFakeVapi(options: { apiKey: string; webhookSecret: st
           analysis,
         }),
       )
+    },
+    async receiveCall(incoming) {
+      const at = new Date(options.now()).toISOString()
+      const call: Record<string, any> = {
+        id: randomUUID(),
+        orgId: randomUUID(),
+        type: 'inboundPhoneCall',
+        status: 'ringing',
+        createdAt: at,
+        updatedAt: at,
+        phoneNumberId: incoming.phoneNumberId,
+        customer: { number: incoming.from },
+        phoneCallProvider: 'twilio',
+        phoneCallTransport: 'pstn',
+      }
+      calls.set(call.id, call)
+      const response = await postForAnswer(message(call, { type: 'assistant-request' }), { signature: incoming.signature })
+      const answer = response.text === '' ? undefined : JSON.parse(response.text)
+      if (response.status === 200 && typeof answer?.assistantId === 'string') Object.assign(call, { assistantId: answer.assistantId, assistantOverrides: answer.assistantOverrides, status: 'in-progress' })
+      return { callId: call.id as string, status: response.status, answer }
     },
     post,
     close: () => new Promise<void>((resolve) => server.close(() => resolve())),

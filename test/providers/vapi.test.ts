@@ -517,4 +517,64 @@ describe('through the service', () => {
       now -= 20_000
     }
   })
+  describe('a person calls back the campaign number (assistant-request)', () => {
+    test("Vapi is answered with the campaign's assistant and the task's variables with direction inbound; the end-of-call-report completes the task reached", async () => {
+      const routingKey = await campaign()
+      const phone = '+44 20 7946 0111'
+      const { task_id: taskId, callId: outboundCallId } = await startedCall(routingKey, phone)
+      assert.equal(await fake.endCall(outboundCallId, { endedReason: 'customer-did-not-answer' }), 204)
+      assert.equal((await task(taskId)).status, 'pending')
+
+      const { callId, status, answer } = await fake.receiveCall({ phoneNumberId: PHONE_NUMBER_ID, from: '+442079460111' })
+      assert.equal(status, 200)
+      assert.equal(answer.assistantId, ASSISTANT_ID)
+      const { variableValues, metadata } = answer.assistantOverrides
+      const interactionId = metadata.interaction_id as string
+      assert.deepEqual(metadata, { interaction_id: interactionId, task_id: taskId, direction: 'inbound' })
+      assert.deepEqual(variableValues, { interaction_id: interactionId, task_id: taskId, direction: 'inbound', first_name: 'Ana', candidate: 'c-1', job_title: 'Nurse', slot: 'Monday' })
+      const held = await task(taskId)
+      assert.equal(held.waiting.for, 'callback')
+      assert.equal(held.interactions.find((interaction: { id: string }) => interaction.id === interactionId).direction, 'inbound')
+
+      assert.equal(await fake.endCall(callId, { ...END, structuredData: { disposition: 'interested' } }), 204)
+      const done = await task(taskId)
+      assert.equal(done.status, 'completed')
+      assert.equal(done.outcome, 'reached')
+      assert.equal(done.attempts, 1, 'the call back spent no attempt')
+      const finalized = (await eventsOfTask(service.db, taskId)).filter((event) => event.type === 'interaction.finalized').at(-1)
+      assert.equal(finalized.data.interaction_id, interactionId)
+      assert.equal(finalized.data.direction, 'inbound')
+      assert.deepEqual(finalized.data.ids, [{ source: 'ats', type: 'candidate', value: 'c-1' }])
+      assert.equal(finalized.data.result.summary, END.summary)
+    })
+
+    test('a call back whose result asks for a callback time makes the task due then, as an outbound conversation does', async () => {
+      const routingKey = await campaign()
+      const { task_id: taskId, callId: outboundCallId } = await startedCall(routingKey, '+44 20 7946 0112')
+      await fake.endCall(outboundCallId, { endedReason: 'customer-did-not-answer' })
+      const { callId } = await fake.receiveCall({ phoneNumberId: PHONE_NUMBER_ID, from: '+442079460112' })
+      assert.equal(await fake.endCall(callId, END), 204)
+      const due = await task(taskId)
+      assert.equal(due.status, 'pending')
+      assert.equal(due.waiting, undefined)
+      assert.equal(due.next_attempt_at, END.structuredData.callback_at.replace('Z', '.000Z'))
+    })
+
+    test('an unknown caller gets the assistant without a task; an unsigned or wrongly signed request is refused 403 and records nothing', async () => {
+      await campaign()
+      const unknown = await fake.receiveCall({ phoneNumberId: PHONE_NUMBER_ID, from: '+442079460999' })
+      assert.equal(unknown.status, 200)
+      assert.equal(unknown.answer.assistantOverrides.variableValues.task_id, undefined)
+      assert.equal(unknown.answer.assistantOverrides.variableValues.direction, 'inbound')
+      const count = async () => Number((await service.db.query<{ n: string }>('SELECT count(*) AS n FROM interactions'))[0]!.n)
+      const before = await count()
+      for (const signature of [null, 'ab'.repeat(32)]) {
+        const refused = await fake.receiveCall({ phoneNumberId: PHONE_NUMBER_ID, from: '+442079460111', signature })
+        assert.equal(refused.status, 403)
+      }
+      // A number of no campaign's.
+      assert.equal((await fake.receiveCall({ phoneNumberId: 'f0f0f0f0-0000-4000-8000-000000000000', from: '+442079460111' })).status, 403)
+      assert.equal(await count(), before)
+    })
+  })
 })

@@ -22,6 +22,7 @@ import { createHmac, timingSafeEqual } from 'node:crypto'
 import { durationSeconds, instantOfMs, instantOfText, storableId } from '../../domain/boundedReaders.ts'
 import type { ReportedResult, TranscriptTurn } from '../../domain/conversationResult.ts'
 import { providerResult } from '../../validation/conversationResult.ts'
+import type { InboundCallAsk } from '../callbacks.ts'
 import type { ProviderReport, SettledInteraction } from '../channel.ts'
 import type { VapiConfig } from './config.ts'
 import { outcomeOfEndedReason } from './endedReason.ts'
@@ -82,6 +83,23 @@ function interactionIdOf(call: Record<string, unknown> | undefined): string | un
   const overrides = isObject(call?.assistantOverrides) ? call.assistantOverrides : undefined
   const metadata = isObject(overrides?.metadata) ? overrides.metadata : undefined
   return typeof metadata?.interaction_id === 'string' ? metadata.interaction_id : undefined
+}
+
+/**
+ * The ask of an `assistant-request`: Vapi's id of the call, the caller
+ * (`customer.number`), and the phone number called, by its Vapi id (a
+ * campaign's `phone_number_id`). Undefined for any other message, or one
+ * that names no number.
+ */
+export function inboundCallAsk(message: ServerMessage): InboundCallAsk | undefined {
+  if (message.type !== 'assistant-request') return undefined
+  const body = message.message
+  const call = isObject(body.call) ? body.call : {}
+  const phoneNumber = isObject(body.phoneNumber) ? body.phoneNumber : {}
+  const customer = isObject(call.customer) ? call.customer : isObject(body.customer) ? body.customer : {}
+  const number = storableId(call.phoneNumberId) ?? storableId(phoneNumber.id)
+  if (number === undefined) return undefined
+  return { ref: message.callId, from: storableId(customer.number), number: { field: 'phone_number_id', value: number } }
 }
 
 /** The statuses of a call not over yet (the Call's `status` enum, but ended and the two failures of a lookup). */

@@ -25,6 +25,7 @@ import { retryAfterMs } from '../retryAfter.ts'
 import { readVapiConfig, type VapiConfig, VapiConfigSchema } from './config.ts'
 import {
   endOfCall,
+  inboundCallAsk,
   isObject,
   LIVE_STATUSES,
   reportOfMessage,
@@ -112,6 +113,25 @@ export class VapiChannel implements Channel {
       return secret !== undefined && verifyVapiSignature(secret, request.raw, request.header(SIGNATURE_HEADER), request.header(TIMESTAMP_HEADER), now)
     },
     report: (message, interaction, now) => reportOfMessage(message, readVapiConfig(interaction.providerConfig), now),
+    // A call to a campaign's number whose phone number has no assistant of its own: Vapi asks the server URL which
+    // assistant takes it (https://docs.vapi.ai/server-url/events, "Assistant Request"), and waits 7.5 s for the answer.
+    inbound: {
+      ask: inboundCallAsk,
+      settleAfterMs: (config) => this.settleAfterMs(config),
+      answer: (handoff, config) => {
+        const settings = readVapiConfig(config)
+        const { variables } = agentVariables({ ...handoff, attempt: null, direction: 'inbound' })
+        return {
+          assistantId: settings.assistantId,
+          assistantOverrides: {
+            variableValues: variables,
+            // Vapi keeps the overrides on the call: its server messages name the interaction as an outbound call's do.
+            metadata: { interaction_id: handoff.interactionId, task_id: handoff.taskId, direction: 'inbound' },
+            maxDurationSeconds: settings.maxDurationS,
+          },
+        }
+      },
+    },
   }
 
   /** The secret of the server URL's HMAC credential for a campaign: what its server messages are signed with. Undefined when unset or empty. */

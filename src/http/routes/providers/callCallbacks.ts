@@ -19,6 +19,7 @@ export async function callCallbackRoutes(app: FastifyInstance, deps: { callbacks
       keepRawBodies(scope, bodyLimit)
       scope.post(path, { bodyLimit, schema: { hide: true, summary } }, async (request, reply) => {
         const received = await deps.callbacks.receive(callback, signedRequest(request))
+        if (received.kind === 'answered') return reply.code(200).send(received.body)
         if (received.kind === 'applied' || (ignoresUnknown && received.kind !== 'refused')) return reply.code(answer).send()
         throw new ApiError('forbidden', refusal)
       })
