@@ -6,6 +6,7 @@
  * conversation's does, and the client hears of it with its ids.
  */
 import assert from 'node:assert/strict'
+import { readFileSync } from 'node:fs'
 import { after, before, describe, test } from 'node:test'
 import { stepAfterCallBack } from '../src/domain/callbacks.ts'
 import { type FakeTwilio, startFakeTwilio, twilioSignature } from './fakes/twilio.ts'
@@ -96,6 +97,9 @@ describe('a person calls back a campaign number', () => {
     assert.equal(query.get('direction'), 'inbound')
     assert.equal(query.get('attempt'), null)
     const interactionId = query.get('interaction_id')!
+    // docs/callbacks.md shows this TwiML, but for its ids.
+    const documented = /```xml\n\s*([\s\S]*?)```/.exec(readFileSync(new URL('../docs/callbacks.md', import.meta.url), 'utf8'))![1]!.replace(/\n\s+/g, '\n').trim()
+    assert.equal(answer.body.replaceAll(interactionId, 'int_...').replaceAll(taskId, 'tsk_...'), documented)
 
     const held = await taskOf(service.app, org.key, taskId)
     assert.equal(held.status, 'pending')

@@ -5,6 +5,7 @@
  * to /providers/vapi/webhook over HTTP.
  */
 import assert from 'node:assert/strict'
+import { readFileSync } from 'node:fs'
 import { after, before, beforeEach, describe, test } from 'node:test'
 import type { OutboundAttempt } from '../../src/channels/channel.ts'
 import { outcomeOfEndedReason } from '../../src/channels/vapi/endedReason.ts'
@@ -532,6 +533,11 @@ describe('through the service', () => {
       const interactionId = metadata.interaction_id as string
       assert.deepEqual(metadata, { interaction_id: interactionId, task_id: taskId, direction: 'inbound' })
       assert.deepEqual(variableValues, { interaction_id: interactionId, task_id: taskId, direction: 'inbound', first_name: 'Ana', candidate: 'c-1', job_title: 'Nurse', slot: 'Monday' })
+      // docs/callbacks.md shows this answer: the same, but for its ids and the trigger's slot.
+      const documented = JSON.parse(/```json\n([\s\S]*?)```/.exec(readFileSync(new URL('../../docs/callbacks.md', import.meta.url), 'utf8'))![1]!)
+      const ids = (text: string) => text.replaceAll(interactionId, 'int_...').replaceAll(taskId, 'tsk_...')
+      const { slot: _slot, ...shown } = variableValues
+      assert.deepEqual(documented, JSON.parse(ids(JSON.stringify({ ...answer, assistantOverrides: { ...answer.assistantOverrides, variableValues: shown } }))))
       const held = await task(taskId)
       assert.equal(held.waiting.for, 'callback')
       assert.equal(held.interactions.find((interaction: { id: string }) => interaction.id === interactionId).direction, 'inbound')
