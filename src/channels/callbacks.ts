@@ -47,10 +47,16 @@ export interface CallbackRoute {
   refusal: string
 }
 
-/** A request to be told how to answer a call the person made to a campaign's number (Vapi's assistant-request). */
+/** A request to be told how to answer a call the person made to a campaign's number (Vapi's assistant-request, Retell's call_inbound). */
 export interface InboundCallAsk {
-  /** The platform's id of the call: the interaction's provider_ref from now on. */
-  ref: string
+  /**
+   * The platform's id of the call: the interaction's provider_ref from now
+   * on. Undefined where the platform names the call only later (Retell: its
+   * first webhook, by the interaction its metadata names).
+   */
+  ref: string | undefined
+  /** Where `ref` is undefined: what a repeat of the same request has too (a digest of its body), for the platform's retries. */
+  repeatKey?: string
   /** The caller's number as the platform gives it; undefined when withheld. */
   from: string | undefined
   /** The provider_config field that names the number called in a campaign's config, and the number (or the platform's id of it). */
@@ -69,9 +75,13 @@ export interface InboundHandoff {
 }
 
 /** The inbound half of a platform that asks the service how to answer a call to a campaign's number. */
-export interface InboundCallbacks<Message> {
-  /** The ask a message makes; undefined for any other message. */
-  ask(message: Message): InboundCallAsk | undefined
+export interface InboundCallbacks {
+  /** Where the platform asks at a URL of its own (Retell's inbound webhook); without one, it asks at its callbacks' route (Vapi). */
+  readonly route?: CallbackRoute
+  /** The ask a request makes, read into bounded values; undefined for any other request. */
+  ask(request: SignedRequest): InboundCallAsk | undefined
+  /** Whether the request is signed as the platform signs for this campaign. */
+  verify(request: SignedRequest, config: JsonObject, now: number): boolean
   /** How long the call may run before it is settled (as the channel's settleAfterMs). */
   settleAfterMs(config: JsonObject): number
   /** The answer's JSON body, for the campaign's config. */
@@ -89,5 +99,5 @@ export interface CallCallback<Message> {
   /** What the message tells of the interaction; undefined when nothing new. */
   report(message: Message, interaction: ClaimedInteraction, now: number): ProviderReport | undefined
   /** Where the platform asks how to answer a call the person made (docs/callbacks.md). */
-  readonly inbound?: InboundCallbacks<Message>
+  readonly inbound?: InboundCallbacks
 }

@@ -42,11 +42,15 @@ export class InboundCalls {
   /**
    * Lands a call to the number of these campaigns (each verified as the
    * platform's for it; none empty) from `from` (undefined when withheld),
-   * known to the platform as `ref`. A repeat of the same call lands on the
+   * known to the platform as `ref` (or, where the platform names it later,
+   * a request with `repeatKey`). A repeat of the same call lands on the
    * interaction recorded for it. Undefined only for a repeat so late that
    * the call's interaction is gone with the history.
    */
-  async land(campaigns: readonly Campaign[], call: { ref: string; from: string | undefined; settleAfterMs: (campaign: Campaign) => number }): Promise<LandedCall | undefined> {
+  async land(
+    campaigns: readonly Campaign[],
+    call: { ref: string | undefined; repeatKey?: string; from: string | undefined; settleAfterMs: (campaign: Campaign) => number },
+  ): Promise<LandedCall | undefined> {
     const now = this.#now()
     const from = call.from === undefined ? null : normalizePhone(call.from)
     const orgIds = [...new Set(campaigns.map((campaign) => campaign.orgId))]
@@ -61,6 +65,7 @@ export class InboundCalls {
         task,
         from: from ?? '',
         providerRef: call.ref,
+        repeatKey: call.repeatKey,
         at: now,
         settleAt: now + call.settleAfterMs(campaign),
       }),

@@ -10,6 +10,7 @@
  */
 import type { FastifyBaseLogger } from 'fastify'
 import type { CallCallback, InboundCallAsk, InboundCallbacks, SignedRequest } from '../channels/callbacks.ts'
+import type { Provider } from '../domain/campaignSettings.ts'
 import { StoredConfigRefused } from '../channels/providerConfig.ts'
 import { isId } from '../domain/ids.ts'
 import type { Database } from '../store/database.ts'
@@ -47,8 +48,11 @@ export class ProviderCallbacks {
   async receive<Message>(callback: CallCallback<Message>, request: SignedRequest): Promise<CallbackOutcome> {
     const message = callback.parse(request)
     if (message === undefined) return { kind: 'unreadable' }
-    const ask = callback.inbound?.ask(message)
-    if (ask !== undefined) return this.#answerInbound(callback, callback.inbound!, message, request, ask)
+    // Asked at this route (Vapi's assistant-request comes with its server messages).
+    if (callback.inbound !== undefined && callback.inbound.route === undefined) {
+      const ask = callback.inbound.ask(request)
+      if (ask !== undefined) return this.#answer(callback.provider, callback.inbound, request, ask)
+    }
     const claim = callback.claim(message)
     // One read: read by reference, then by the named id, a report that came while its start's answer was being
     // recorded found the reference set between the two (74 of 1,666 end-of-call-reports refused end to end through Vapi).
@@ -63,24 +67,29 @@ export class ProviderCallbacks {
     return { kind: 'applied', interactionId: interaction.id, ref: claim.ref }
   }
 
+  /** A platform's ask at its inbound route of its own (services/providerCallbacks.ts serves it): answered as {@link receive} answers one at the callbacks' route. */
+  async answerInbound(provider: Provider, inbound: InboundCallbacks, request: SignedRequest): Promise<CallbackOutcome> {
+    const ask = inbound.ask(request)
+    return ask === undefined ? { kind: 'unreadable' } : this.#answer(provider, inbound, request, ask)
+  }
+
   /**
    * A call to a campaign's number: believed only when it verifies with the
    * settings of a campaign of that number, then landed on the caller's task
    * and answered with what the conversation is to know.
    */
-  async #answerInbound<Message>(
-    callback: CallCallback<Message>,
-    inbound: InboundCallbacks<Message>,
-    message: Message,
-    request: SignedRequest,
-    ask: InboundCallAsk,
-  ): Promise<CallbackOutcome> {
+  async #answer(provider: Provider, inbound: InboundCallbacks, request: SignedRequest, ask: InboundCallAsk): Promise<CallbackOutcome> {
     const now = this.#now()
-    const candidates = await findCampaignsByNumber(this.#db, callback.provider, ask.number.field, ask.number.value)
+    const candidates = await findCampaignsByNumber(this.#db, provider, ask.number.field, ask.number.value)
     if (candidates.length === 0) return { kind: 'unknown' }
-    const campaigns = candidates.filter((campaign) => readableConfig(this.#log, campaign.id, () => callback.verify(message, request, campaign.providerConfig, now)))
+    const campaigns = candidates.filter((campaign) => readableConfig(this.#log, campaign.id, () => inbound.verify(request, campaign.providerConfig, now)))
     if (campaigns.length === 0) return { kind: 'refused' }
-    const landed = await this.#inboundCalls.land(campaigns, { ref: ask.ref, from: ask.from, settleAfterMs: (campaign) => inbound.settleAfterMs(campaign.providerConfig) })
+    const landed = await this.#inboundCalls.land(campaigns, {
+      ref: ask.ref,
+      repeatKey: ask.repeatKey,
+      from: ask.from,
+      settleAfterMs: (campaign) => inbound.settleAfterMs(campaign.providerConfig),
+    })
     if (landed === undefined) return { kind: 'unknown' }
     const { context } = landed
     const handoff = {

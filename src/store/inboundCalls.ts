@@ -45,31 +45,46 @@ export interface InboundCallRecord {
   task: CalledBackTask | undefined
   /** The caller's number ('' when withheld). */
   from: string
-  /** The platform's id of the call: the interaction's provider_ref. */
-  providerRef: string
+  /** The platform's id of the call: the interaction's provider_ref. Undefined where the platform names the call later. */
+  providerRef: string | undefined
+  /** Without `providerRef`: what a repeat of the platform's request has too. */
+  repeatKey: string | undefined
   at: number
   settleAt: number
 }
 
 /**
- * Records the call as an active inbound interaction (on its task, when it
- * has one), or finds the one recorded for it already: a platform repeats a
- * webhook it had no answer to in time, and each repeat must hand the call to
- * the same interaction. A pending task is held until the call is settled
- * (held_by 'callback'), so that no attempt dials the person while they talk;
- * the call's end steps it on (services/settlement.ts).
+ * How long a platform that names no call in its request repeats it (Retell:
+ * up to 3 more times, 10 s apart): a request with the same key within this
+ * span is the same call; after it, another call of the same person.
+ */
+const REPEAT_SPAN_MS = 60_000
+
+/**
+ * Records the call as an inbound interaction (on its task, when it has one),
+ * or finds the one recorded for it already: a platform repeats a webhook it
+ * had no answer to in time, and each repeat must hand the call to the same
+ * interaction. Known by its `providerRef`, it is active at once; otherwise
+ * it is starting until the platform's first report about it names it (by
+ * the interaction in its metadata), as an outbound start whose answer was
+ * lost. A pending task is held until the call is settled (held_by
+ * 'callback'), so that no attempt dials the person while they talk; the
+ * call's end steps it on (services/settlement.ts).
  */
 export async function recordInboundCall(tx: Queryable, call: InboundCallRecord): Promise<{ interactionId: string; campaignId: string } | undefined> {
-  const key = `call:${call.providerRef}`
-  if (!(await recordProviderMessage(tx, call.campaign.provider, key, call.interactionId, call.at))) {
-    const rows = await tx.query<{ id: string; campaign_id: string }>(
-      `SELECT i.id, i.campaign_id FROM provider_messages m JOIN interactions i ON i.id = m.interaction_id
-       WHERE m.provider = $1 AND m.message_id = $2`,
-      [call.campaign.provider, key],
-    )
-    // Undefined only once the call's interaction is swept with the history: a repeat that late hands nothing over.
-    return rows[0] && { interactionId: rows[0].id, campaignId: rows[0].campaign_id }
+  const { provider } = call.campaign
+  let key: string
+  if (call.providerRef !== undefined) key = `call:${call.providerRef}`
+  else {
+    // Keyed by the span it falls in, and looked for in the one before too: a repeat across a boundary is still one call.
+    const span = Math.floor(call.at / REPEAT_SPAN_MS)
+    const keys = [span, span - 1].map((each) => `inbound:${call.repeatKey ?? ''}:${each}`)
+    const earlier = await recordedFor(tx, provider, keys, call.at - REPEAT_SPAN_MS)
+    if (earlier !== undefined) return earlier
+    key = keys[0]!
   }
+  // Undefined only once the call's interaction is swept with the history: a repeat that late hands nothing over.
+  if (!(await recordProviderMessage(tx, provider, key, call.interactionId, call.at))) return recordedFor(tx, provider, [key], 0)
   const taskId = call.task?.taskId ?? null
   if (taskId !== null) {
     await tx.query(
@@ -83,7 +98,7 @@ export async function recordInboundCall(tx: Queryable, call: InboundCallRecord):
     taskId,
     campaignId: call.campaign.id,
     channel: call.campaign.channel,
-    provider: call.campaign.provider,
+    provider,
     providerConfig: call.campaign.providerConfig,
     direction: 'inbound',
     attempt: null,
@@ -93,8 +108,19 @@ export async function recordInboundCall(tx: Queryable, call: InboundCallRecord):
     startedBy: null,
     startedAt: call.at,
   })
-  await recordStarts(tx, [{ id: call.interactionId, providerRef: call.providerRef, settleAt: call.settleAt }])
+  if (call.providerRef !== undefined) await recordStarts(tx, [{ id: call.interactionId, providerRef: call.providerRef, settleAt: call.settleAt }])
   return { interactionId: call.interactionId, campaignId: call.campaign.id }
+}
+
+/** The interaction recorded for the first of these keys received since `since`. */
+async function recordedFor(tx: Queryable, provider: string, keys: readonly string[], since: number): Promise<{ interactionId: string; campaignId: string } | undefined> {
+  const rows = await tx.query<{ id: string; campaign_id: string }>(
+    `SELECT i.id, i.campaign_id FROM provider_messages m JOIN interactions i ON i.id = m.interaction_id
+     WHERE m.provider = $1 AND m.message_id = ANY($2::text[]) AND m.received_at >= $3
+     ORDER BY m.received_at LIMIT 1`,
+    [provider, keys, new Date(since)],
+  )
+  return rows[0] && { interactionId: rows[0].id, campaignId: rows[0].campaign_id }
 }
 
 /**

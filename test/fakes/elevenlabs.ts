@@ -46,7 +46,7 @@ export interface Conversation {
     call_duration_secs: number
     termination_reason: string
     error: { code: number; reason: string } | null
-    phone_call: { type: 'twilio' | 'sip_trunking'; direction: 'outbound'; agent_number: string; external_number: string; call_sid: string }
+    phone_call: { type: 'twilio' | 'sip_trunking'; direction: 'outbound' | 'inbound'; agent_number: string; external_number: string; call_sid: string }
   }
   analysis: {
     call_successful: 'success' | 'failure' | 'unknown'
@@ -91,6 +91,16 @@ export interface FakeElevenLabs {
   dropNext(): void
   /** Where the workspace's webhook posts. */
   setWebhookUrl(url: string): void
+  /** The workspace's conversation initiation webhook: its URL and the headers it sends (`request_headers`). */
+  setInitiationWebhook(url: string, headers: Record<string, string>): void
+  /**
+   * A person calls the agent's Twilio number: the initiation webhook is asked
+   * for the conversation's data (caller_id, agent_id, called_number,
+   * call_sid), with the configured headers (or `headers` as given), and the
+   * conversation starts with the dynamic variables answered. Resolves the
+   * HTTP status, the answer, and the conversation's id once started.
+   */
+  receiveCall(call: { agentId: string; callerId: string; calledNumber: string; headers?: Record<string, string> }): Promise<{ status: number; answer: any; conversationId: string | undefined }>
   /**
    * Ends a conversation (analysis done) and posts its `post_call_transcription`,
    * signed; resolves the HTTP status it got, or null when `deliver` is false
@@ -118,6 +128,7 @@ export async function startFakeElevenLabs(options: {
   const requests: RecordedRequest[] = []
   let plan: { kind: 'fail'; status: number; body: unknown; retryAfter?: string } | { kind: 'drop' } | undefined
   let webhookUrl: string | undefined
+  let initiation: { url: string; headers: Record<string, string> } | undefined
   let lastWebhook: string | undefined
   const seconds = () => Math.floor(options.now() / 1000)
 
@@ -235,6 +246,43 @@ export async function startFakeElevenLabs(options: {
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
     requests,
     conversation: (id) => conversations.get(id),
+    setInitiationWebhook: (url, headers) => {
+      initiation = { url, headers }
+    },
+    receiveCall: async (incoming) => {
+      if (initiation === undefined) throw new Error('no initiation webhook set on the fake ElevenLabs')
+      const callSid = `CA${randomBytes(16).toString('hex')}`
+      const response = await fetch(initiation.url, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', ...(incoming.headers ?? initiation.headers) },
+        body: JSON.stringify({ caller_id: incoming.callerId, agent_id: incoming.agentId, called_number: incoming.calledNumber, call_sid: callSid }),
+      })
+      const text = await response.text()
+      const answer = text === '' ? undefined : JSON.parse(text)
+      // Without its data the agent does not take the call (the variables its prompt names would be missing).
+      if (response.status !== 200 || answer?.type !== 'conversation_initiation_client_data') return { status: response.status, answer, conversationId: undefined }
+      const id = `conv_${randomBytes(12).toString('hex')}`
+      conversations.set(id, {
+        agent_id: incoming.agentId,
+        conversation_id: id,
+        status: 'in-progress',
+        user_id: null,
+        transcript: [],
+        metadata: {
+          start_time_unix_secs: seconds(),
+          call_duration_secs: 0,
+          termination_reason: '',
+          error: null,
+          phone_call: { type: 'twilio', direction: 'inbound', agent_number: incoming.calledNumber, external_number: incoming.callerId, call_sid: callSid },
+        },
+        analysis: null,
+        conversation_initiation_client_data: { dynamic_variables: answer.dynamic_variables ?? {} },
+        has_audio: false,
+        has_user_audio: false,
+        has_response_audio: false,
+      })
+      return { status: response.status, answer, conversationId: id }
+    },
     conversationFor: (interactionId) =>
       [...conversations.values()].find((conversation) => conversation.conversation_initiation_client_data.dynamic_variables.interaction_id === interactionId)
         ?.conversation_id,

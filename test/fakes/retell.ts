@@ -61,7 +61,7 @@ export interface RetellCallObject {
   agent_id: string
   agent_version: number
   call_status: 'registered' | 'not_connected' | 'ongoing' | 'ended' | 'error'
-  direction: 'outbound'
+  direction: 'outbound' | 'inbound'
   from_number: string
   to_number: string
   metadata?: unknown
@@ -89,6 +89,16 @@ export interface FakeRetell {
   failNext(error: { status: number; message: string; retryAfter?: string }): void
   /** The next API request is handled (a call is created) but its connection destroyed without an answer. */
   dropNext(): void
+  /** Where a number's inbound webhook is posted (its inbound_webhook_url). */
+  setInboundWebhookUrl(url: string): void
+  /**
+   * A person calls one of the numbers: Retell posts `call_inbound` to the
+   * number's inbound webhook URL, signed (or with `signature` as given; null:
+   * none), and the call connects with the agent, dynamic variables and
+   * metadata its answer gives (none: the number's own agent). Resolves the
+   * HTTP status, the answer, and the call's id once it connected.
+   */
+  receiveCall(call: { from: string; to: string; signature?: string | null }): Promise<{ status: number; answer: any; callId: string | undefined }>
   /** The person picks up: the call is ongoing, and `call_started` is sent. Resolves the webhook's HTTP status. */
   startCall(callId: string): Promise<number>
   /** The call ends; `call_ended` is sent (without analysis). */
@@ -116,6 +126,7 @@ export async function startFakeRetell(options: {
   const calls = new Map<string, RetellCallObject>()
   const requests: RecordedRequest[] = []
   let webhookUrl: string | undefined
+  let inboundWebhookUrl: string | undefined
   let plan: { kind: 'fail'; status: number; message: string; retryAfter?: string } | { kind: 'drop' } | undefined
 
   const server = createServer((req, res) => {
@@ -195,14 +206,18 @@ export async function startFakeRetell(options: {
     // call_ended carries the whole call object but its analysis; call_analyzed all of it.
     const { call_analysis: analysis, ...rest } = call
     const body = JSON.stringify({ event, call: event === 'call_analyzed' ? { ...rest, call_analysis: analysis } : rest })
+    const response = await postSigned(webhookUrl, body, sendOptions)
+    await response.arrayBuffer()
+    return response.status
+  }
+
+  function postSigned(url: string, body: string, sendOptions: { signature?: string | null; mutate?: (body: string) => string }): Promise<Response> {
     const timestamp = String(options.now())
     const signature = `v=${timestamp},d=${createHmac('sha256', options.apiKey).update(body + timestamp).digest('hex')}`
     const headers: Record<string, string> = { 'content-type': 'application/json' }
     const given = sendOptions.signature === undefined ? signature : sendOptions.signature
     if (given !== null) headers['x-retell-signature'] = given
-    const response = await fetch(webhookUrl, { method: 'POST', headers, body: sendOptions.mutate === undefined ? body : sendOptions.mutate(body) })
-    await response.arrayBuffer()
-    return response.status
+    return fetch(url, { method: 'POST', headers, body: sendOptions.mutate === undefined ? body : sendOptions.mutate(body) })
   }
 
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
@@ -211,6 +226,35 @@ export async function startFakeRetell(options: {
     requests,
     setWebhookUrl: (url) => {
       webhookUrl = url
+    },
+    setInboundWebhookUrl: (url) => {
+      inboundWebhookUrl = url
+    },
+    receiveCall: async (incoming) => {
+      if (inboundWebhookUrl === undefined) throw new Error('no inbound webhook URL set')
+      const boundAgent = options.numbers[incoming.to]
+      const inbound = { from_number: incoming.from, to_number: incoming.to, ...(boundAgent === undefined ? {} : { agent_id: boundAgent, agent_version: 0 }) }
+      const response = await postSigned(inboundWebhookUrl, JSON.stringify({ event: 'call_inbound', call_inbound: inbound }), { signature: incoming.signature })
+      const text = await response.text()
+      const answer = text === '' ? undefined : JSON.parse(text)
+      const given = answer?.call_inbound
+      const agent = typeof given?.override_agent_id === 'string' ? given.override_agent_id : boundAgent
+      // No agent to take it: Retell disconnects the call.
+      if (response.status !== 200 || agent === undefined) return { status: response.status, answer, callId: undefined }
+      const call: RetellCallObject = {
+        call_type: 'phone_call',
+        call_id: randomBytes(16).toString('base64url'),
+        agent_id: agent,
+        agent_version: typeof given?.override_agent_version === 'number' ? given.override_agent_version : 0,
+        call_status: 'registered',
+        direction: 'inbound',
+        from_number: incoming.from,
+        to_number: incoming.to,
+        ...(given?.metadata === undefined ? {} : { metadata: given.metadata }),
+        ...(given?.dynamic_variables === undefined ? {} : { retell_llm_dynamic_variables: given.dynamic_variables }),
+      }
+      calls.set(call.call_id, call)
+      return { status: response.status, answer, callId: call.call_id }
     },
     call: (callId) => calls.get(callId),
     callIdFor: (interactionId) => [...calls.values()].find((call) => (call.metadata as { interaction_id?: string } | undefined)?.interaction_id === interactionId)?.call_id,

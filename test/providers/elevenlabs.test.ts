@@ -621,4 +621,38 @@ describe('through the service', () => {
     const logs = service.logs.join('\n')
     assert.doesNotMatch(logs, /interested in the Nurse role|Please never call me again|7946/)
   })
+  test("a person calls back the agent's number: the initiation webhook answers the task's variables with direction inbound; the post-call webhook completes the task reached", async () => {
+    fake.setInitiationWebhook(`${baseUrl}/providers/elevenlabs/conversation-initiation`, { authorization: `Bearer ${SECRETS.ELEVENLABS_WEBHOOK_SECRET}` })
+    const routingKey = await campaign()
+    const { created, conversationId: outbound } = await startedCall(routingKey, { contact: { phone: '+44 20 7946 0411', first_name: 'Ada' } })
+    assert.equal(await fake.failCall(outbound, 'no-answer'), 200)
+    assert.equal((await task(created.task_id)).status, 'pending')
+
+    const count = async () => Number((await service.db.query<{ n: string }>('SELECT count(*) AS n FROM interactions'))[0]!.n)
+    const before = await count()
+    for (const headers of [{}, { authorization: 'Bearer not-the-secret' }] as Record<string, string>[]) {
+      assert.equal((await fake.receiveCall({ agentId: AGENT, callerId: '+442079460411', calledNumber: '+14155550100', headers })).status, 403)
+    }
+    assert.equal(await count(), before)
+    const { status, answer, conversationId } = await fake.receiveCall({ agentId: AGENT, callerId: '+442079460411', calledNumber: '+14155550100' })
+    assert.equal(status, 200)
+    const interactionId = answer.dynamic_variables.interaction_id as string
+    assert.deepEqual(answer, {
+      type: 'conversation_initiation_client_data',
+      dynamic_variables: { task_id: created.task_id, attempt: '', interaction_id: interactionId, direction: 'inbound', first_name: 'Ada', candidate_id: 'C-17', job_title: 'Nurse' },
+    })
+    assert.equal((await task(created.task_id)).waiting.for, 'callback')
+
+    assert.equal(await fake.endCall(conversationId!, { turns: ['Hi Ada.', 'Yes, I am interested.'], summary: 'Ada is interested.', data: { disposition: 'interested' }, durationS: 40 }), 200)
+    const done = await task(created.task_id)
+    assert.equal(done.status, 'completed')
+    assert.equal(done.outcome, 'reached')
+    const inbound = done.interactions.find((interaction: { id: string }) => interaction.id === interactionId)
+    assert.equal(inbound.direction, 'inbound')
+    assert.equal(inbound.provider_ref, conversationId)
+    const finalized = (await events(created.task_id)).filter((event) => event.type === 'interaction.finalized').at(-1)
+    assert.equal(finalized.data.interaction_id, interactionId)
+    assert.equal(finalized.data.direction, 'inbound')
+    assert.deepEqual(finalized.data.ids, [{ source: 'ats', type: 'candidate_id', value: 'C-17' }])
+  })
 })

@@ -32,7 +32,9 @@
  * again by the same request: refused for good. A 200 with `success: false`
  * placed no call: refused for now.
  */
-import { agentVariables } from '../../domain/agentVariables.ts'
+import { createHash, timingSafeEqual } from 'node:crypto'
+import { type AgentAttempt, agentVariables } from '../../domain/agentVariables.ts'
+import { storableId } from '../../domain/boundedReaders.ts'
 import type { JsonObject, LeftOut } from '../../domain/types.ts'
 import type { CallCallback } from '../callbacks.ts'
 import type { Channel, InteractionProgress, OutboundAttempt, SettledInteraction, StartResult } from '../channel.ts'
@@ -117,6 +119,46 @@ export class ElevenLabsChannel implements Channel {
       return event.agentId === undefined || event.agentId === readElevenLabsConfig(config).agentId
     },
     report: (event, interaction, now) => reportFromWebhook(event, readElevenLabsConfig(interaction.providerConfig), now),
+    // A call to one of the agent's numbers, with "fetch initiation data" enabled and the workspace's conversation
+    // initiation webhook set to the service: ElevenLabs asks for the conversation's dynamic variables
+    // (customization/personalization/twilio-personalization). The webhook is not signed: it carries the headers the
+    // workspace set, here `Authorization: Bearer <the campaign's webhook secret>`. The conversation is named by its
+    // post-call webhook, whose initiation data holds the interaction answered here.
+    inbound: {
+      route: {
+        path: '/providers/elevenlabs/conversation-initiation',
+        summary: 'ElevenLabs conversation initiation webhook',
+        bodyLimit: 64 * 1024,
+        answer: 200,
+        ignoresUnknown: false,
+        refusal: "The request does not carry the webhook secret of a campaign of the agent it names.",
+      },
+      ask: (request) => {
+        const body = isObject(request.json) ? request.json : undefined
+        const agentId = storableId(body?.agent_id)
+        if (agentId === undefined) return undefined
+        const callSid = storableId(body?.call_sid)
+        return {
+          ref: undefined,
+          repeatKey: callSid ?? createHash('sha256').update(request.raw).digest('base64url'),
+          from: storableId(body?.caller_id),
+          number: { field: 'agent_id', value: agentId },
+        }
+      },
+      verify: (request, config) => {
+        const secret = this.#webhookSecret(config)
+        const given = /^Bearer (.+)$/.exec(request.header('authorization') ?? '')?.[1]
+        if (secret === undefined || given === undefined) return false
+        const [a, b] = [createHash('sha256').update(given).digest(), createHash('sha256').update(secret).digest()]
+        return timingSafeEqual(a, b)
+      },
+      settleAfterMs: (config) => this.settleAfterMs(config),
+      answer: (handoff) => {
+        const { variables } = this.variables({ ...handoff, attempt: null, direction: 'inbound' })
+        // ElevenLabs wants every variable the agent's prompt names: one written for outbound calls names these too.
+        return { type: 'conversation_initiation_client_data', dynamic_variables: { task_id: '', attempt: '', ...variables } }
+      },
+    },
   }
 
   /** The HMAC secret of a campaign's post-call webhook. Undefined when unset or empty. */
@@ -125,7 +167,7 @@ export class ElevenLabsChannel implements Channel {
   }
 
   /** The variables an attempt's agent receives, and what of the attempt is not among them (with why). */
-  variables(attempt: OutboundAttempt): { variables: Record<string, string | number | boolean>; leftOut: LeftOut[] } {
+  variables(attempt: AgentAttempt): { variables: Record<string, string | number | boolean>; leftOut: LeftOut[] } {
     const made = agentVariables(attempt)
     const variables: Record<string, string | number | boolean> = {}
     const leftOut = [...made.leftOut]

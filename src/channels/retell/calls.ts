@@ -70,6 +70,18 @@ export function readRetellWebhook(body: unknown): RetellWebhook | undefined {
   return { event: body.event, call: body.call as unknown as RetellCall }
 }
 
+/**
+ * A phone number's inbound webhook (https://docs.retellai.com/features/inbound-call-webhook):
+ * `{"event": "call_inbound", "call_inbound": {"from_number", "to_number",
+ * "agent_id"?, "agent_version"?}}`, sent before the call connects, so with
+ * no call id. Undefined for any other body, or one without a number called.
+ */
+export function readRetellInbound(body: unknown): { from: string | undefined; to: string } | undefined {
+  if (!isRecord(body) || body.event !== 'call_inbound' || !isRecord(body.call_inbound)) return undefined
+  const to = storableId(body.call_inbound.to_number)
+  return to === undefined ? undefined : { from: storableId(body.call_inbound.from_number), to }
+}
+
 /** When the call started, Unix ms; undefined when Retell does not say or says an instant no one can keep. */
 export function callStartedAt(call: RetellCall): number | undefined {
   return instantOfMs(call.start_timestamp)

@@ -25,6 +25,7 @@
  * Errors are `{"status": "error", "message"}` with 400, 401, 402, 422, 429
  * or 500 (docs/providers/voice-platforms.md, section 1).
  */
+import { createHash } from 'node:crypto'
 import type { Channel, InteractionProgress, OutboundAttempt, ProviderReport, SettledInteraction, StartResult } from '../channel.ts'
 import { agentVariables } from '../../domain/agentVariables.ts'
 import type { JsonObject } from '../../domain/types.ts'
@@ -41,6 +42,7 @@ import {
   interactionIdOf,
   type RetellCall,
   type RetellWebhook,
+  readRetellInbound,
   readRetellWebhook,
   verifyRetellSignature,
 } from './calls.ts'
@@ -115,6 +117,41 @@ export class RetellChannel implements Channel {
       return apiKey !== undefined && verifyRetellSignature(apiKey, request.raw, request.header('x-retell-signature'), now)
     },
     report: (webhook, interaction, now) => this.#reportFor(webhook, interaction, now),
+    // A call to a campaign's number, whose inbound webhook URL is the service's: Retell asks which agent takes it and
+    // with what variables, waits 10 s, and repeats up to 3 times. The call has no id yet: its first webhook names the
+    // interaction by the metadata answered here.
+    inbound: {
+      route: {
+        path: '/providers/retell/inbound',
+        summary: 'Retell inbound call webhook',
+        bodyLimit: 64 * 1024,
+        answer: 200,
+        ignoresUnknown: false,
+        refusal: "The request is not a verified Retell inbound webhook for a campaign's number.",
+      },
+      ask: (request) => {
+        const inbound = readRetellInbound(request.json)
+        if (inbound === undefined) return undefined
+        return { ref: undefined, repeatKey: createHash('sha256').update(request.raw).digest('base64url'), from: inbound.from, number: { field: 'from_number', value: inbound.to } }
+      },
+      verify: (request, config, now) => {
+        const apiKey = this.#apiKey(config)
+        return apiKey !== undefined && verifyRetellSignature(apiKey, request.raw, request.header('x-retell-signature'), now)
+      },
+      settleAfterMs: () => this.settleAfterMs(),
+      answer: (handoff, config) => {
+        const settings = readRetellConfig(config)
+        const { variables } = agentVariables({ ...handoff, attempt: null, direction: 'inbound' }, { stringsOnly: true })
+        return {
+          call_inbound: {
+            ...(settings.agentId === undefined ? {} : { override_agent_id: settings.agentId }),
+            ...(settings.agentVersion === undefined ? {} : { override_agent_version: settings.agentVersion }),
+            dynamic_variables: variables,
+            metadata: { interaction_id: handoff.interactionId, task_id: handoff.taskId, direction: 'inbound' },
+          },
+        }
+      },
+    },
   }
 
   /** The API key of a campaign: what its calls are created with and its webhooks signed with. Undefined when unset or empty. */

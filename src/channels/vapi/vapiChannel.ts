@@ -18,7 +18,7 @@
  */
 import { agentVariables } from '../../domain/agentVariables.ts'
 import type { JsonObject } from '../../domain/types.ts'
-import type { CallCallback } from '../callbacks.ts'
+import type { CallCallback, SignedRequest } from '../callbacks.ts'
 import type { Channel, InteractionProgress, OutboundAttempt, SettledInteraction, StartResult } from '../channel.ts'
 import { type ProviderAnswer, requestProvider } from '../providerHttp.ts'
 import { retryAfterMs } from '../retryAfter.ts'
@@ -108,15 +108,16 @@ export class VapiChannel implements Channel {
     },
     parse: (request) => serverMessageOf(request.json),
     claim: (message) => ({ ref: message.callId, interactionId: message.interactionId }),
-    verify: (_, request, config, now) => {
-      const secret = this.#webhookSecret(config)
-      return secret !== undefined && verifyVapiSignature(secret, request.raw, request.header(SIGNATURE_HEADER), request.header(TIMESTAMP_HEADER), now)
-    },
+    verify: (_, request, config, now) => this.#verifiedServerMessage(request, config, now),
     report: (message, interaction, now) => reportOfMessage(message, readVapiConfig(interaction.providerConfig), now),
     // A call to a campaign's number whose phone number has no assistant of its own: Vapi asks the server URL which
     // assistant takes it (https://docs.vapi.ai/server-url/events, "Assistant Request"), and waits 7.5 s for the answer.
     inbound: {
-      ask: inboundCallAsk,
+      ask: (request) => {
+        const message = serverMessageOf(request.json)
+        return message === undefined ? undefined : inboundCallAsk(message)
+      },
+      verify: (request, config, now) => this.#verifiedServerMessage(request, config, now),
       settleAfterMs: (config) => this.settleAfterMs(config),
       answer: (handoff, config) => {
         const settings = readVapiConfig(config)
@@ -132,6 +133,12 @@ export class VapiChannel implements Channel {
         }
       },
     },
+  }
+
+  /** Whether a server URL request is signed with the campaign's HMAC credential. */
+  #verifiedServerMessage(request: SignedRequest, config: JsonObject, now: number): boolean {
+    const secret = this.#webhookSecret(config)
+    return secret !== undefined && verifyVapiSignature(secret, request.raw, request.header(SIGNATURE_HEADER), request.header(TIMESTAMP_HEADER), now)
   }
 
   /** The secret of the server URL's HMAC credential for a campaign: what its server messages are signed with. Undefined when unset or empty. */
