@@ -17,6 +17,7 @@ import { ElevenLabsChannel } from '../../src/channels/elevenlabs/elevenlabsChann
 import type { JsonObject } from '../../src/domain/types.ts'
 import { type FakeElevenLabs, startFakeElevenLabs } from '../fakes/elevenlabs.ts'
 import { eventsOfTask } from '../support/events.ts'
+import { assertShown, documentedAnswers } from '../support/callbackDocs.ts'
 import { bearer, json, OPERATOR_TOKEN, scrapeMetrics, seedOrganization, startCalledBackService, type TestService } from '../support/service.ts'
 import { sampleValue } from '../support/prometheus.ts'
 
@@ -642,6 +643,7 @@ describe('through the service', () => {
       dynamic_variables: { task_id: created.task_id, attempt: '', interaction_id: interactionId, direction: 'inbound', first_name: 'Ada', candidate_id: 'C-17', job_title: 'Nurse' },
     })
     assert.equal((await task(created.task_id)).waiting.for, 'callback')
+    assertShown(documentedAnswers()[2], answer)
 
     assert.equal(await fake.endCall(conversationId!, { turns: ['Hi Ada.', 'Yes, I am interested.'], summary: 'Ada is interested.', data: { disposition: 'interested' }, durationS: 40 }), 200)
     const done = await task(created.task_id)

@@ -308,7 +308,7 @@ test('Vapi server messages', async () => {
   )
 })
 
-test('Retell webhooks', async () => {
+test('Retell webhooks and its inbound webhook', async () => {
   const config = { from_number: RETELL_FROM, disposition_field: 'disposition', callback_at_field: 'callback_at', opt_out_field: 'opt_out' }
   const active = await startedInteraction('voice', 'retell', config)
   const lost = await startedInteraction('voice', 'retell', config, { lost: () => retell.dropNext() })
@@ -331,15 +331,17 @@ test('Retell webhooks', async () => {
   // Sent first to an interaction still running: its result is stored, not only read.
   const said = { name: 'call_analyzed with a NUL in every text', body: JSON.stringify(nulInTextsUnder(bodiesOf(fresh, 2)[2]!.body, ['call', 'transcript_object'], ['call', 'call_analysis'])) }
   const bodies = [active, lost].flatMap(bodiesOf)
-  await assertSurvives('retell', () =>
-    fuzz(
-      [said, ...bodies.flatMap(({ name, body }) => jsonMutations(name, body))],
-      (body, signed) => post('/providers/retell/webhook', signed ? { 'x-retell-signature': `v=${now},d=${hmacHex(SECRETS.RETELL_API_KEY!, body + now)}` } : {}, body),
-    ),
-  )
+  const signature = (body: string) => ({ 'x-retell-signature': `v=${now},d=${hmacHex(SECRETS.RETELL_API_KEY!, body + now)}` })
+  // A call to the campaign's number, which the service lands and answers with the agent.
+  const inbound = { event: 'call_inbound', call_inbound: { agent_id: 'agent_bound', agent_version: 0, from_number: '+447700900123', to_number: config.from_number } }
+  await assertSurvives('retell', async () => {
+    const webhooks = await fuzz([said, ...bodies.flatMap(({ name, body }) => jsonMutations(name, body))], (body, signed) => post('/providers/retell/webhook', signed ? signature(body) : {}, body))
+    const asked = await fuzz(jsonMutations('call_inbound', inbound), (body, signed) => post('/providers/retell/inbound', signed ? signature(body) : {}, body))
+    return { failures: [...webhooks.failures, ...asked.failures], sent: webhooks.sent + asked.sent }
+  })
 })
 
-test('ElevenLabs post-call webhooks', async () => {
+test('ElevenLabs post-call and conversation initiation webhooks', async () => {
   const config = { agent_id: ELEVENLABS_AGENT, agent_phone_number_id: ELEVENLABS_NUMBER, disposition_field: 'disposition', callback_at_field: 'callback_at' }
   const active = await startedInteraction('voice', 'elevenlabs', config)
   const lost = await startedInteraction('voice', 'elevenlabs', config, { lost: () => elevenlabs.dropNext() })
@@ -372,12 +374,18 @@ test('ElevenLabs post-call webhooks', async () => {
   // Sent first to an interaction still running: its result is stored, not only read.
   const said = { name: 'post_call_transcription with a NUL in every text', body: JSON.stringify(nulInTextsUnder(bodiesOf(fresh, 2)[0]!.body, ['data', 'transcript'], ['data', 'analysis'])) }
   const bodies = [active, lost].flatMap(bodiesOf)
-  await assertSurvives('elevenlabs', () =>
-    fuzz(
+  // A call to the agent's number: "signed" is the workspace's header with the campaign's secret.
+  const initiation = { caller_id: '+447700900123', agent_id: ELEVENLABS_AGENT, called_number: '+14155550100', call_sid: `CA${'7d'.repeat(16)}` }
+  await assertSurvives('elevenlabs', async () => {
+    const webhooks = await fuzz(
       [said, ...bodies.flatMap(({ name, body }) => jsonMutations(name, body))],
       (body, signed) => post('/providers/elevenlabs/webhook', signed ? { 'elevenlabs-signature': `t=${nowS},v0=${hmacHex(SECRETS.ELEVENLABS_WEBHOOK_SECRET!, `${nowS}.${body}`)}` } : {}, body),
-    ),
-  )
+    )
+    const asked = await fuzz(jsonMutations('conversation initiation', initiation), (body, signed) =>
+      post('/providers/elevenlabs/conversation-initiation', signed ? { authorization: `Bearer ${SECRETS.ELEVENLABS_WEBHOOK_SECRET}` } : {}, body),
+    )
+    return { failures: [...webhooks.failures, ...asked.failures], sent: webhooks.sent + asked.sent }
+  })
 })
 
 test('WhatsApp notifications and subscription handshake', async () => {

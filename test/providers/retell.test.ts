@@ -16,6 +16,7 @@ import { RetellChannel, verifyRetellSignature } from '../../src/channels/retell/
 import type { JsonObject } from '../../src/domain/types.ts'
 import { type FakeRetell, startFakeRetell } from '../fakes/retell.ts'
 import { eventsOfTask } from '../support/events.ts'
+import { assertShown, documentedAnswers } from '../support/callbackDocs.ts'
 import { bearer, json, OPERATOR_TOKEN, seedOrganization, startCalledBackService, taskOf, type TestService } from '../support/service.ts'
 
 const API_KEY = 'key_0123456789abcdef0123456789ab'
@@ -669,6 +670,7 @@ describe('through the service', () => {
     const interactionId = metadata.interaction_id as string
     assert.deepEqual(metadata, { interaction_id: interactionId, task_id: taskId, direction: 'inbound' })
     assert.deepEqual(variables, { interaction_id: interactionId, task_id: taskId, direction: 'inbound', first_name: 'Ana', candidate_id: 'C-17' })
+    assertShown(documentedAnswers()[1], answer)
     // Retell repeats a webhook it had no answer to within 10 s: the same call, the same interaction.
     assert.equal((await fake.receiveCall({ from: '+442079460311', to: FROM })).answer.call_inbound.metadata.interaction_id, interactionId)
     assert.equal(await count(), before + 1)
