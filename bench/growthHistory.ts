@@ -58,6 +58,7 @@
  * (bench/privatePostgres.ts) after building the history there.
  */
 import { execFileSync } from 'node:child_process'
+import { randomBytes } from 'node:crypto'
 import { readdirSync, readFileSync } from 'node:fs'
 import { readFile } from 'node:fs/promises'
 import http from 'node:http'
@@ -69,6 +70,8 @@ import { listOrganizationTasks } from '../src/services/taskListing.ts'
 import { listDailyCounts } from '../src/store/dailyCounts.ts'
 import { openDatabase, type Queryable } from '../src/store/database.ts'
 import { findPersonRecords } from '../src/store/erasure.ts'
+import { findCallbackTask } from '../src/store/inboundCalls.ts'
+import { twilioSignature } from '../test/fakes/twilio.ts'
 import { findLatestInteractionWith } from '../src/store/interactions.ts'
 import { lockOpenTasksByExternalIds, type TaskFilter } from '../src/store/tasks.ts'
 import { generateBodies } from './bodies.ts'
@@ -118,6 +121,12 @@ import type { Section } from './report.ts'
 export const GROWN_RATIO_GOAL = 0.9
 /** Every read's p99 at most this. */
 export const READ_P99_GOAL_MS = 50
+/** A platform's inbound webhook (a call to a campaign's number, docs/callbacks.md) answered within this at p99: Vapi waits 7.5 s at most, Retell 10 s, Twilio 15 s, all of it call setup the person hears ringing. */
+export const INBOUND_P99_GOAL_MS = 100
+/** The big organization's Twilio campaign that the inbound call read calls: its account, auth token and number. */
+const INBOUND_ACCOUNT_SID = `AC${'b3'.repeat(16)}`
+const INBOUND_AUTH_TOKEN = 'growth-bench-twilio-auth-token'
+const INBOUND_NUMBER = '+14155550177'
 /** Calls of each read measured, after READ_WARM_UP_CALLS not measured. */
 export const READ_CALLS = 100
 /**
@@ -223,6 +232,8 @@ export interface ReadResult {
   maxMs: number
   /** What the last call found, e.g. "50 tasks". */
   answer: string
+  /** Its p99 goal. */
+  goalMs: number
   /** The statements of the last call, each under a forced generic plan. */
   plans: ExplainedStatement[]
   met: boolean
@@ -384,7 +395,7 @@ async function run(options: HistoryBenchOptions): Promise<HistoryBenchResult> {
   const of = (name: DatabaseName) => rounds.filter((round) => round.database === name).map((round) => round.round)
   const pairRatios = Array.from({ length: options.rounds }, (_, index) => pairRatio(rounds, index + 1)).filter((ratio) => ratio !== undefined)
   for (const read of reads.filter((candidate) => !candidate.met)) {
-    log(`read over ${READ_P99_GOAL_MS} ms at p99: ${read.name}, p99 ${read.p99Ms.toFixed(1)} ms; its statements under a generic plan:`)
+    log(`read over ${read.goalMs} ms at p99: ${read.name}, p99 ${read.p99Ms.toFixed(1)} ms; its statements under a generic plan:`)
     for (const statement of read.plans) process.stderr.write(`${statement.sql}\n${statement.plan}\n\n`)
   }
   return {
@@ -423,7 +434,7 @@ function layoutOf(name: DatabaseName): Layout {
 
 /** The API process, ready (it applies any migration due), then the worker process, ready. */
 async function startLayout(name: DatabaseName, databaseUrl: string, workDir: string): Promise<Server[]> {
-  const env = { DATABASE_URL: databaseUrl, OPERATOR_TOKEN, PHONE_HASH_KEY, LOG_LEVEL: 'info', ALLOW_PRIVATE_WEBHOOK_URLS: 'true' }
+  const env = { DATABASE_URL: databaseUrl, OPERATOR_TOKEN, PHONE_HASH_KEY, LOG_LEVEL: 'info', ALLOW_PRIVATE_WEBHOOK_URLS: 'true', TWILIO_AUTH_TOKEN: INBOUND_AUTH_TOKEN }
   const servers: Server[] = []
   try {
     for (const { name: processName, args } of layoutOf(name).processes) {
@@ -571,6 +582,8 @@ interface Recorded {
 interface Read {
   name: string
   via: 'HTTP' | 'store'
+  /** Its p99 goal, READ_P99_GOAL_MS unless said. */
+  goalMs?: number
   call(i: number): Promise<string>
   statements(i: number): Promise<Recorded[]>
 }
@@ -725,6 +738,45 @@ async function measureReads(
         statements: (i) => recordOn((tx) => find(tx, i)),
       })
     }
+    {
+      // A person of the history calling the big organization's Twilio number: the webhook Twilio posts, signed over the
+      // URL the service knows itself by (PUBLIC_BASE_URL's default, http://localhost:<port>), answered with TwiML.
+      await adminPost(api.baseUrl, `/admin/v1/organizations/${orgId}/campaigns`, {
+        routing_key: 'callbacks',
+        channel: 'voice',
+        provider: 'twilio',
+        provider_config: { account_sid: INBOUND_ACCOUNT_SID, from: INBOUND_NUMBER, answer_url: 'https://agent.example.com/twiml' },
+      })
+      const person = peopleFor()
+      const route = '/providers/twilio/voice/inbound'
+      const signedUrl = `http://localhost:${new URL(api.baseUrl).port}${route}`
+      reads.push({
+        name: `Twilio incoming call from a person of the history: POST ${route}`,
+        via: 'HTTP',
+        goalMs: INBOUND_P99_GOAL_MS,
+        call: async (i) => {
+          const params: Record<string, string> = {
+            AccountSid: INBOUND_ACCOUNT_SID,
+            ApiVersion: '2010-04-01',
+            CallSid: `CA${randomBytes(16).toString('hex')}`,
+            CallStatus: 'ringing',
+            Direction: 'inbound',
+            From: person(i).phone,
+            To: INBOUND_NUMBER,
+          }
+          const body = new URLSearchParams(params).toString()
+          const headers = {
+            'content-type': 'application/x-www-form-urlencoded',
+            'content-length': String(Buffer.byteLength(body)),
+            'x-twilio-signature': twilioSignature(INBOUND_AUTH_TOKEN, signedUrl, params),
+          }
+          const answer = await requestWith(agent, `${api.baseUrl}${route}`, 'POST', apiKey, requestId, body, headers)
+          if (answer.status !== 200) throw new Error(`POST ${route} answered ${answer.status}: ${answer.text.slice(0, 500)}`)
+          return answer.text.includes('task_id=') ? 'landed on a task' : 'no task in the window'
+        },
+        statements: (i) => recordOn((tx) => findCallbackTask(tx, [orgId], person(i).phone, Date.now())),
+      })
+    }
     reads.push({
       name: `GET /api/v2/daily-counts?from=${yearFrom}&to=${yearTo}`,
       via: 'HTTP',
@@ -755,7 +807,8 @@ async function measureReads(
         maxMs: Math.max(...latencies),
         answer,
         plans,
-        met: p99Ms <= READ_P99_GOAL_MS,
+        goalMs: read.goalMs ?? READ_P99_GOAL_MS,
+        met: p99Ms <= (read.goalMs ?? READ_P99_GOAL_MS),
         elsewhereCpus: machine.cpus,
         diskReadMiB: machine.diskReadMiB,
         service: undefined as ReadResult['service'],
@@ -967,7 +1020,7 @@ export function historyVerdicts(result: HistoryBenchResult): HistoryVerdict[] {
       met: ratio !== undefined && ratio >= GROWN_RATIO_GOAL,
     },
     ...result.reads.map((read) => ({
-      goal: `${read.name}: at most ${READ_P99_GOAL_MS} ms at p99`,
+      goal: `${read.name}: at most ${read.goalMs} ms at p99`,
       measured: `p99 ${read.p99Ms.toFixed(1)} ms`,
       met: read.met,
     })),
@@ -1060,7 +1113,7 @@ ${markdownTable(['database', 'service, before the warm-up', 'PostgreSQL, before 
 
 Reads of the big organization on the grown database (${READ_CALLS} calls each, after ${READ_WARM_UP_CALLS}; "generic plan" is the summed execution time of the read's statements under \`plan_cache_mode = force_generic_plan\`, from \`EXPLAIN (ANALYZE, BUFFERS)\` of its last call, on another connection with the service's session settings, \`jit\` ${result.explainJit}):
 
-${markdownTable(['read', 'via', 'p50 (ms)', 'p99 (ms)', 'max (ms)', 'service p99 (ms)', 'last answer', 'generic plan (ms)', 'CPUs busy elsewhere', 'disk read (MiB)', `p99 ≤ ${READ_P99_GOAL_MS} ms`], result.reads.map((read) => [
+${markdownTable(['read', 'via', 'p50 (ms)', 'p99 (ms)', 'max (ms)', 'service p99 (ms)', 'last answer', 'generic plan (ms)', 'CPUs busy elsewhere', 'disk read (MiB)', 'p99 goal'], result.reads.map((read) => [
   read.name.replaceAll('|', '\\|'),
   read.via,
   read.p50Ms.toFixed(1),
@@ -1071,13 +1124,13 @@ ${markdownTable(['read', 'via', 'p50 (ms)', 'p99 (ms)', 'max (ms)', 'service p99
   read.plans.every((plan) => plan.executionMs !== undefined) ? read.plans.reduce((sum, plan) => sum + plan.executionMs!, 0).toFixed(1) : '—',
   figure(read.elsewhereCpus, 2),
   read.diskReadMiB.toFixed(1),
-  read.met ? 'met' : '**not met**',
+  `${read.goalMs} ms, ${read.met ? 'met' : '**not met**'}`,
 ]))}
 
 Targets (the project's):
 
 - ${verdicts[0]!.goal} — ${verdicts[0]!.measured}, **${verdicts[0]!.met ? 'met' : 'not met'}**
-- every read of the big organization above at most ${READ_P99_GOAL_MS} ms at p99 — ${readsMet} of ${result.reads.length} within it${readsMet === result.reads.length ? '' : ` (over it: ${result.reads.filter((read) => !read.met).map((read) => `${read.name}, ${read.p99Ms.toFixed(1)} ms`).join('; ')})`}, **${readsMet === result.reads.length ? 'met' : 'not met'}**
+- every read of the big organization above within its goal at p99 (${READ_P99_GOAL_MS} ms; a platform's inbound webhook ${INBOUND_P99_GOAL_MS} ms) — ${readsMet} of ${result.reads.length} within it${readsMet === result.reads.length ? '' : ` (over it: ${result.reads.filter((read) => !read.met).map((read) => `${read.name}, ${read.p99Ms.toFixed(1)} ms`).join('; ')})`}, **${readsMet === result.reads.length ? 'met' : 'not met'}**
 `
   return { heading: 'Growth: the trigger path and the reads on a year of history', body }
 }

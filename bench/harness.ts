@@ -197,7 +197,7 @@ export function postTriggerWith(agent: http.Agent, url: URL, apiKey: string, bod
   return requestWith(agent, url, 'POST', apiKey, requestId, body)
 }
 
-/** One request through `agent` with the API key and request id, a JSON body if any, its answer read whole. */
+/** One request through `agent` with the API key and request id, a JSON body if any (`headers` over those), its answer read whole. */
 export function requestWith(
   agent: http.Agent,
   url: URL | string,
@@ -205,6 +205,7 @@ export function requestWith(
   apiKey: string,
   requestId: string,
   body?: string,
+  headers: Record<string, string> = {},
 ): Promise<{ status: number; text: string }> {
   return new Promise((resolve, reject) => {
     const request = http.request(
@@ -216,6 +217,7 @@ export function requestWith(
           authorization: `Bearer ${apiKey}`,
           'x-request-id': requestId,
           ...(body === undefined ? {} : { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) }),
+          ...headers,
         },
       },
       (response) => {

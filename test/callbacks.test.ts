@@ -208,6 +208,43 @@ describe('a person calls back a campaign number', () => {
     assert.equal(Date.parse(task.next_attempt_at), now)
   })
 
+  test('a call back while an outbound attempt to the person is being placed wins: the attempt is given back and its end steers nothing; one conversation', async () => {
+    const phone = nextPhone()
+    const trigger = await acceptedTrigger(service.app, org.key, { campaign: routingKey, ids: [{ source: 'ats', type: 'candidate', value: 'c-race' }], contact: { phone } })
+    // Twilio takes the Create Call, and answers it only after the person's own call has come in.
+    twilio.delayNext(300)
+    const round = service.app.workers!.dispatcher.runOnce()
+    let starting: { id: string }[] = []
+    while (starting.length === 0) {
+      await new Promise((resolve) => setTimeout(resolve, 5))
+      starting = await service.db.query<{ id: string }>(`SELECT id FROM interactions WHERE task_id = $1 AND direction = 'outbound' AND status = 'starting'`, [trigger.task_id])
+    }
+    const { callSid, answer } = await callBack(phone)
+    assert.equal(redirectQuery(answer.body).get('task_id'), trigger.task_id)
+    await round
+    const held = await taskOf(service.app, org.key, trigger.task_id)
+    assert.equal(held.status, 'pending')
+    assert.equal(held.waiting.for, 'callback')
+    assert.equal(held.attempts, 0, 'the outbound attempt is given back')
+
+    // The person is on the line with the call back: the outbound call finds them busy, which moves the task no further.
+    const [outbound] = await service.db.query<{ provider_ref: string }>('SELECT provider_ref FROM interactions WHERE id = $1', [starting[0]!.id])
+    assert.equal(await twilio.finishCall(outbound!.provider_ref, { status: 'busy' }), 204)
+    const still = await taskOf(service.app, org.key, trigger.task_id)
+    assert.equal(still.status, 'pending')
+    assert.equal(still.waiting.for, 'callback')
+    assert.equal(still.attempts, 0)
+
+    assert.equal(await twilio.finishCall(callSid, { status: 'completed', duration: 60 }), 204)
+    const done = await taskOf(service.app, org.key, trigger.task_id)
+    assert.equal(done.outcome, 'reached')
+    assert.equal(done.attempts, 0)
+    assert.deepEqual(
+      done.interactions.map((interaction: { direction: string; outcome: string }) => [interaction.direction, interaction.outcome]),
+      [['outbound', 'busy'], ['inbound', 'completed']],
+    )
+  })
+
   test('a forged, unsigned or other account’s request is refused 403 and records nothing', async () => {
     const phone = nextPhone()
     await taskAfterMissedCall(phone, 'c-forged')

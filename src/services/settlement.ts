@@ -230,6 +230,8 @@ export async function settleEndings(tx: Queryable, endings: readonly Interaction
     // Cancelled (or otherwise completed) while the interaction ran: nothing follows. A cancellation
     // that commits from now on is seen by the conditional updates that complete or reschedule the task.
     if (task === null || task.status === 'completed') continue
+    // The person called back as this attempt was placed: the call back has the task, and this attempt was given back.
+    if (interaction.direction === 'outbound' && task.status === 'pending' && task.heldBy === 'callback') continue
     const earlierAttempts = attemptsOfEarlierSteps(task.steps)
     const step = stepAfterInteraction(
       {

@@ -67,8 +67,7 @@ const REPEAT_SPAN_MS = 60_000
  * interaction. Known by its `providerRef`, it is active at once; otherwise
  * it is starting until the platform's first report about it names it (by
  * the interaction in its metadata), as an outbound start whose answer was
- * lost. A pending task is held until the call is settled (held_by
- * 'callback'), so that no attempt dials the person while they talk; the
+ * lost. Its task is held until the call is settled (holdForCallBack); the
  * call's end steps it on (services/settlement.ts).
  */
 export async function recordInboundCall(tx: Queryable, call: InboundCallRecord): Promise<{ interactionId: string; campaignId: string } | undefined> {
@@ -86,12 +85,7 @@ export async function recordInboundCall(tx: Queryable, call: InboundCallRecord):
   // Undefined only once the call's interaction is swept with the history: a repeat that late hands nothing over.
   if (!(await recordProviderMessage(tx, provider, key, call.interactionId, call.at))) return recordedFor(tx, provider, [key], 0)
   const taskId = call.task?.taskId ?? null
-  if (taskId !== null) {
-    await tx.query(
-      `UPDATE tasks SET due_at = greatest(due_at, $2), held_by = 'callback', updated_at = $3 WHERE id = $1 AND status = 'pending'`,
-      [taskId, new Date(call.settleAt), new Date(call.at)],
-    )
-  }
+  if (taskId !== null) await holdForCallBack(tx, taskId, call.settleAt, call.at)
   await insertInteraction(tx, {
     id: call.interactionId,
     orgId: call.campaign.orgId,
@@ -110,6 +104,31 @@ export async function recordInboundCall(tx: Queryable, call: InboundCallRecord):
   })
   if (call.providerRef !== undefined) await recordStarts(tx, [{ id: call.interactionId, providerRef: call.providerRef, settleAt: call.settleAt }])
   return { interactionId: call.interactionId, campaignId: call.campaign.id }
+}
+
+/**
+ * Holds a task for a call back until `until` (held_by 'callback'), so that
+ * no attempt dials the person while they talk: a pending one, and one whose
+ * outbound attempt is starting or running (the person called as it was
+ * placed). The call back wins that race: the attempt is given back (the
+ * task's attempts one fewer, as a withdrawn start's), and its end steers the
+ * task no more (services/settlement.ts); the call back's end does. A task
+ * whose conversation took place and waits for its result, or that has
+ * completed, is left as it is.
+ */
+async function holdForCallBack(tx: Queryable, taskId: string, until: number, now: number): Promise<void> {
+  // Locked first, then read by a statement of its own: one that waited for a dispatcher's lock sees the attempt it
+  // began (an UPDATE's own recheck would read the interactions as of before the wait).
+  await tx.query('SELECT 1 FROM tasks WHERE id = $1 FOR UPDATE', [taskId])
+  await tx.query(
+    `UPDATE tasks t
+     SET attempts = CASE WHEN t.status = 'in_progress' THEN t.attempts - 1 ELSE t.attempts END,
+         due_at = CASE WHEN t.status = 'pending' THEN greatest(t.due_at, $2) ELSE $2 END,
+         status = 'pending', held_by = 'callback', updated_at = $3
+     WHERE t.id = $1 AND (t.status = 'pending' OR (t.status = 'in_progress' AND EXISTS (
+       SELECT 1 FROM interactions i WHERE i.id = ANY(t.interaction_ids) AND i.direction = 'outbound' AND i.status IN ('starting', 'active'))))`,
+    [taskId, new Date(until), new Date(now)],
+  )
 }
 
 /** The interaction recorded for the first of these keys received since `since`. */

@@ -338,6 +338,8 @@ export interface TaskForUpdate {
   orgId: string
   triggerId: string
   status: TaskStatus
+  /** What holds it, pending (tasks.held_by). */
+  heldBy: TaskHold | null
   attempts: number
   testMode: boolean
   /** The contact's candidate zones. */
@@ -350,7 +352,7 @@ export interface TaskForUpdate {
 }
 
 /** The columns of a TaskForUpdate, from tasks `t`, its trigger `tr` and its campaign `c`, as {@link toTaskForUpdate} reads them. */
-export const TASK_FOR_UPDATE_COLUMNS = `t.id AS task_id, t.org_id AS task_org_id, t.trigger_id AS task_trigger_id, t.status AS task_status,
+export const TASK_FOR_UPDATE_COLUMNS = `t.id AS task_id, t.org_id AS task_org_id, t.trigger_id AS task_trigger_id, t.status AS task_status, t.held_by AS task_held_by,
   t.attempts AS task_attempts, t.test_mode AS task_test_mode, t.timezones AS task_timezones, t.expires_at AS task_expires_at, tr.ids AS task_ids,
   c.id AS task_campaign_id, c.routing_key AS task_routing_key, c.channel AS task_channel, c.schedule AS task_schedule, c.attempts AS task_attempt_policy,
   t.steps AS task_steps, c.fallback AS task_fallback`
@@ -366,6 +368,7 @@ export interface TaskForUpdateRow {
   task_org_id: string
   task_trigger_id: string
   task_status: TaskStatus
+  task_held_by: TaskHold | null
   task_attempts: number
   task_test_mode: boolean
   task_timezones: string[]
@@ -385,6 +388,7 @@ export const toTaskForUpdate = (row: TaskForUpdateRow): TaskForUpdate => ({
   orgId: row.task_org_id,
   triggerId: row.task_trigger_id,
   status: row.task_status,
+  heldBy: row.task_held_by,
   attempts: row.task_attempts,
   testMode: row.task_test_mode,
   timezones: row.task_timezones,
