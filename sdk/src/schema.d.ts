@@ -1019,6 +1019,8 @@ export interface components {
                 /** @description At most this many attempts started to one number on one calendar day of the contact's time zone (in every zone the contact may be in), across all campaigns; null: no such rule. */
                 per_local_day: number | null;
             };
+            /** @description Days after a task completed that the person's call to a campaign's number still lands on it (docs/callbacks.md); an open task always does. 0: open tasks only. Default 14. */
+            callback_window_days: number;
         };
         TriggerRequest: {
             /** @description Routing key of the target campaign. */
@@ -1307,9 +1309,9 @@ export interface components {
             completed_at: string | null;
             /** @description True while the task waits for its paused campaign: no attempt starts until the campaign is resumed. False while an attempt runs and once the task has completed. */
             campaign_paused: boolean;
-            /** @description Present while the task is pending and held past its window by something other than its campaign: what (`sender`: its sender's pace, the campaign's `pacing` or its provider's documented rate, let other attempts start first; `contact_cap`: its organization's cap on attempts to one number across campaigns; `provider`: its provider turned its start away for now, throttling or in a moment's outage, and asked it to come back later; `law`: the calling law of the number's jurisdictions, its hours, holidays or cap per number, as `decision` says), and when it is due again (its `next_attempt_at`). Its attempts are not spent meanwhile, and it still expires at `expires_at`. */
+            /** @description Present while the task is pending and held past its window by something other than its campaign: what (`sender`: its sender's pace, the campaign's `pacing` or its provider's documented rate, let other attempts start first; `contact_cap`: its organization's cap on attempts to one number across campaigns; `provider`: its provider turned its start away for now, throttling or in a moment's outage, and asked it to come back later; `law`: the calling law of the number's jurisdictions, its hours, holidays or cap per number, as `decision` says; `callback`: the person called a campaign's number and that call runs, docs/callbacks.md), and when it is due again (its `next_attempt_at`). Its attempts are not spent meanwhile, and it still expires at `expires_at`. */
             waiting?: {
-                for: "sender" | "contact_cap" | "provider" | "law";
+                for: "sender" | "contact_cap" | "provider" | "law" | "callback";
                 /**
                  * Format: date-time
                  * @description UTC, ISO 8601 with Z
