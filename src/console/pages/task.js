@@ -29,6 +29,7 @@ const WAITING_FOR = {
   contact_cap: "Held by the organization's cap on attempts to this number across campaigns",
   provider: "Its provider turned its last start away for now, throttling or in a moment's outage; it waits, its attempts not spent,",
   law: "Waiting for the law of the number's jurisdictions, as the decision below says (its attempts not spent),",
+  callback: 'The person called back: while that call runs no attempt dials them (its attempts not spent), at the longest',
 }
 
 /** A decision's reasons in words, by code (the decision's `reasons[].code`). */
@@ -268,7 +269,7 @@ function Interactions({ task }) {
       ${task.interactions.map(
         (interaction) => html`<li key=${interaction.id} class=${`step step-${interaction.status}`}>
           <div class="step-head">
-            <strong>${interaction.direction === 'inbound' ? 'Inbound' : `Attempt ${interaction.attempt}`}</strong>
+            <strong>${interaction.direction === 'outbound' ? `Attempt ${interaction.attempt}` : interaction.channel === 'voice' ? 'Called back' : 'Inbound'}</strong>
             <${Badge} value=${interaction.status} />
             ${interaction.outcome === null ? null : html`<${Badge} value=${interaction.outcome} kind="outcome" />`}
             ${interaction.test_mode ? html`<${Badge} value="test" />` : null}
