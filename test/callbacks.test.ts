@@ -196,16 +196,17 @@ describe('a person calls back a campaign number', () => {
     assert.equal(restored.statusCode, 200)
   })
 
-  test('a caller who hangs up before the handoff spends no attempt: the task is due again at once', async () => {
+  test('a caller who hangs up before the handoff spends no attempt: the task is due again when it was before the call', async () => {
     const phone = nextPhone()
     const { taskId } = await taskAfterMissedCall(phone, 'c-hangup')
+    const due = (await taskOf(service.app, org.key, taskId)).next_attempt_at
     const { callSid } = await callBack(phone)
     assert.equal(await twilio.finishCall(callSid, { status: 'canceled' }), 204)
     const task = await taskOf(service.app, org.key, taskId)
     assert.equal(task.status, 'pending')
     assert.equal(task.waiting, undefined)
     assert.equal(task.attempts, 1)
-    assert.equal(Date.parse(task.next_attempt_at), now)
+    assert.equal(task.next_attempt_at, due)
   })
 
   test('a call back while an outbound attempt to the person is being placed wins: the attempt is given back and its end steers nothing; one conversation', async () => {
@@ -245,6 +246,35 @@ describe('a person calls back a campaign number', () => {
     )
   })
 
+  test('an attempt given back to a call back that reached no one is made again, numbered as it was', async () => {
+    const phone = nextPhone()
+    const trigger = await acceptedTrigger(service.app, org.key, { campaign: routingKey, ids: [{ source: 'ats', type: 'candidate', value: 'c-race-2' }], contact: { phone } })
+    twilio.delayNext(300)
+    const round = service.app.workers!.dispatcher.runOnce()
+    let starting: { id: string }[] = []
+    while (starting.length === 0) {
+      await new Promise((resolve) => setTimeout(resolve, 5))
+      starting = await service.db.query<{ id: string }>(`SELECT id FROM interactions WHERE task_id = $1 AND direction = 'outbound' AND status = 'starting'`, [trigger.task_id])
+    }
+    const { callSid } = await callBack(phone)
+    await round
+    const [outbound] = await service.db.query<{ provider_ref: string }>('SELECT provider_ref FROM interactions WHERE id = $1', [starting[0]!.id])
+    assert.equal(await twilio.finishCall(callSid, { status: 'canceled' }), 204)
+    assert.equal(await twilio.finishCall(outbound!.provider_ref, { status: 'busy' }), 204)
+    const released = await taskOf(service.app, org.key, trigger.task_id)
+    assert.equal(released.status, 'pending')
+    assert.equal(released.attempts, 0)
+    assert.equal(Date.parse(released.next_attempt_at), now, 'due again at once, as a withdrawn start is')
+
+    await service.app.workers!.dispatcher.runOnce()
+    const again = await taskOf(service.app, org.key, trigger.task_id)
+    assert.equal(again.attempts, 1)
+    assert.deepEqual(
+      again.interactions.map((interaction: { direction: string; attempt: number | null }) => `${interaction.direction} ${interaction.attempt}`).sort(),
+      ['inbound null', 'outbound 1', 'outbound null'],
+    )
+  })
+
   test('a forged, unsigned or other account’s request is refused 403 and records nothing', async () => {
     const phone = nextPhone()
     await taskAfterMissedCall(phone, 'c-forged')
@@ -275,11 +305,11 @@ describe('stepAfterCallBack', () => {
     { name: 'reached: completes reached', step: { kind: 'complete', outcome: 'reached' }, reached: true, expected: { kind: 'complete', outcome: 'reached' } },
     { name: 'an opt-out completes opted_out', step: { kind: 'complete', outcome: 'opted_out' }, reached: true, expected: { kind: 'complete', outcome: 'opted_out' } },
     { name: 'a callback time asked for: due then', step: { kind: 'retry', dueAt: LATER }, reached: true, expected: { kind: 'release', dueAt: LATER } },
-    { name: 'no conversation: due now, not at the ladder', step: { kind: 'retry', dueAt: LATER }, reached: false, expected: { kind: 'release', dueAt: NOW } },
-    { name: 'no conversation with attempts spent: no unreachable', step: { kind: 'complete', outcome: 'unreachable' }, reached: false, expected: { kind: 'release', dueAt: NOW } },
-    { name: 'no conversation: no fallback', step: { kind: 'fall_back', campaignId: 'cmp_1', condition: 'undelivered', dueAt: LATER }, reached: false, expected: { kind: 'release', dueAt: NOW } },
+    { name: 'no conversation: due where it was, not at the ladder', step: { kind: 'retry', dueAt: LATER }, reached: false, expected: { kind: 'release', dueAt: null } },
+    { name: 'no conversation with attempts spent: no unreachable', step: { kind: 'complete', outcome: 'unreachable' }, reached: false, expected: { kind: 'release', dueAt: null } },
+    { name: 'no conversation: no fallback', step: { kind: 'fall_back', campaignId: 'cmp_1', condition: 'undelivered', dueAt: LATER }, reached: false, expected: { kind: 'release', dueAt: null } },
   ] as const
   for (const { name, step, reached, expected } of cases) {
-    test(name, () => assert.deepEqual(stepAfterCallBack(step, reached, NOW), expected))
+    test(name, () => assert.deepEqual(stepAfterCallBack(step, reached), expected))
   }
 })

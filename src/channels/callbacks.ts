@@ -50,13 +50,12 @@ export interface CallbackRoute {
 /** A request to be told how to answer a call the person made to a campaign's number (Vapi's assistant-request, Retell's call_inbound). */
 export interface InboundCallAsk {
   /**
-   * The platform's id of the call: the interaction's provider_ref from now
-   * on. Undefined where the platform names the call only later (Retell: its
-   * first webhook, by the interaction its metadata names).
+   * The platform's id of the call (the interaction's provider_ref from now
+   * on), or, where the platform names the call only later (Retell: its first
+   * webhook, by the interaction its metadata names), what a repeat of the same
+   * request has too, for the platform's retries (a digest of its body).
    */
-  ref: string | undefined
-  /** Where `ref` is undefined: what a repeat of the same request has too (a digest of its body), for the platform's retries. */
-  repeatKey?: string
+  call: { ref: string } | { repeatKey: string }
   /** The caller's number as the platform gives it; undefined when withheld. */
   from: string | undefined
   /** The provider_config field that names the number called in a campaign's config, and the number (or the platform's id of it). */
@@ -74,10 +73,13 @@ export interface InboundHandoff {
   context: JsonObject
 }
 
+/** Where a platform asks at a URL of its own: answered 200 with the answer, 403 when refused. */
+export type InboundRoute = Pick<CallbackRoute, 'path' | 'summary' | 'bodyLimit' | 'refusal'>
+
 /** The inbound half of a platform that asks the service how to answer a call to a campaign's number. */
 export interface InboundCallbacks {
   /** Where the platform asks at a URL of its own (Retell's inbound webhook); without one, it asks at its callbacks' route (Vapi). */
-  readonly route?: CallbackRoute
+  readonly route?: InboundRoute
   /** The ask a request makes, read into bounded values; undefined for any other request. */
   ask(request: SignedRequest): InboundCallAsk | undefined
   /** Whether the request is signed as the platform signs for this campaign. */

@@ -11,7 +11,7 @@ export const DEFAULT_CALLBACK_WINDOW_DAYS = 14
 export const MAX_CALLBACK_WINDOW_DAYS = 365
 
 /** What the end of a call back does to the task it landed on. */
-export type CallBackStep = { kind: 'complete'; outcome: 'reached' | 'opted_out' } | { kind: 'release'; dueAt: number }
+export type CallBackStep = { kind: 'complete'; outcome: 'reached' | 'opted_out' } | { kind: 'release'; dueAt: number | null }
 
 /**
  * A call back steers its task as an outbound attempt's conversation does
@@ -20,11 +20,11 @@ export type CallBackStep = { kind: 'complete'; outcome: 'reached' | 'opted_out' 
  * makes it due then. A call back that reached no conversation (the caller
  * hung up before it was handed over) is no attempt of the task's: it spends
  * none, falls back to nothing, completes nothing, and the task, held while
- * the call ran, is due again now, where it was before.
+ * the call ran, is due again when it was before (`dueAt` null).
  */
-export function stepAfterCallBack(step: NextStep, reached: boolean, now: number): CallBackStep {
+export function stepAfterCallBack(step: NextStep, reached: boolean): CallBackStep {
   if (step.kind === 'complete' && step.outcome === 'opted_out') return { kind: 'complete', outcome: 'opted_out' }
-  if (!reached) return { kind: 'release', dueAt: now }
+  if (!reached) return { kind: 'release', dueAt: null }
   if (step.kind === 'retry') return { kind: 'release', dueAt: step.dueAt }
   return { kind: 'complete', outcome: 'reached' }
 }

@@ -140,7 +140,8 @@ async function lateResult(
   )
   let tasks: TaskCompletion[] = []
   if (step.kind === 'complete') tasks = await completeAndReport(tx, [{ task: task!, outcome: step.outcome, result: reported }], now, events)
-  if (step.kind === 'reschedule') await postponeTasks(tx, [{ taskId: task!.id, dueAt: step.dueAt }], now)
+  // Not while the person's own call back holds the task: its end decides when the task is due.
+  if (step.kind === 'reschedule' && task!.heldBy !== 'callback') await postponeTasks(tx, [{ taskId: task!.id, dueAt: step.dueAt }], now)
   await insertEvents(tx, events)
   return { tasks, rescheduled: step.kind === 'reschedule' }
 }

@@ -17,7 +17,7 @@ import { newId } from '../domain/ids.ts'
 import { normalizePhone } from '../domain/contact.ts'
 import type { Campaign, InteractionContext } from '../domain/types.ts'
 import type { Database } from '../store/database.ts'
-import { findCallbackTask, recordInboundCall } from '../store/inboundCalls.ts'
+import { findCallbackTask, type InboundCallRecord, recordInboundCall } from '../store/inboundCalls.ts'
 import type { Conversations } from './conversations.ts'
 
 /** A call landed: its interaction, the campaign it is handled by, and what its conversation is to know. */
@@ -42,14 +42,14 @@ export class InboundCalls {
   /**
    * Lands a call to the number of these campaigns (each verified as the
    * platform's for it; none empty) from `from` (undefined when withheld),
-   * known to the platform as `ref` (or, where the platform names it later,
-   * a request with `repeatKey`). A repeat of the same call lands on the
+   * known to the platform by its reference (or, where the platform names it
+   * later, by a request's repeat key). A repeat of the same call lands on the
    * interaction recorded for it. Undefined only for a repeat so late that
    * the call's interaction is gone with the history.
    */
   async land(
     campaigns: readonly Campaign[],
-    call: { ref: string | undefined; repeatKey?: string; from: string | undefined; settleAfterMs: (campaign: Campaign) => number },
+    call: { call: InboundCallRecord['call']; from: string | undefined; settleAfterMs: (campaign: Campaign) => number },
   ): Promise<LandedCall | undefined> {
     const now = this.#now()
     const from = call.from === undefined ? null : normalizePhone(call.from)
@@ -64,8 +64,7 @@ export class InboundCalls {
         campaign,
         task,
         from: from ?? '',
-        providerRef: call.ref,
-        repeatKey: call.repeatKey,
+        call: call.call,
         at: now,
         settleAt: now + call.settleAfterMs(campaign),
       }),

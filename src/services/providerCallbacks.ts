@@ -85,8 +85,7 @@ export class ProviderCallbacks {
     const campaigns = candidates.filter((campaign) => readableConfig(this.#log, campaign.id, () => inbound.verify(request, campaign.providerConfig, now)))
     if (campaigns.length === 0) return { kind: 'refused' }
     const landed = await this.#inboundCalls.land(campaigns, {
-      ref: ask.ref,
-      repeatKey: ask.repeatKey,
+      call: ask.call,
       from: ask.from,
       settleAfterMs: (campaign) => inbound.settleAfterMs(campaign.providerConfig),
     })

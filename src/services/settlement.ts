@@ -211,7 +211,7 @@ export async function settleEndings(tx: Queryable, endings: readonly Interaction
   const completions: TaskCompletion[] = []
   const retries: { taskId: string; dueAt: number }[] = []
   const moves: FallBack[] = []
-  const releases: { taskId: string; dueAt: number }[] = []
+  const releases: { taskId: string; dueAt: number | null }[] = []
   for (const index of live) {
     const ending = endings[index]!
     const ended = byId.get(ending.interactionId)
@@ -230,8 +230,8 @@ export async function settleEndings(tx: Queryable, endings: readonly Interaction
     // Cancelled (or otherwise completed) while the interaction ran: nothing follows. A cancellation
     // that commits from now on is seen by the conditional updates that complete or reschedule the task.
     if (task === null || task.status === 'completed') continue
-    // The person called back as this attempt was placed: the call back has the task, and this attempt was given back.
-    if (interaction.direction === 'outbound' && task.status === 'pending' && task.heldBy === 'callback') continue
+    // The person called back as this attempt was placed: it was given back (numbered no attempt), and the call back has the task.
+    if (interaction.direction === 'outbound' && interaction.attempt === null) continue
     const earlierAttempts = attemptsOfEarlierSteps(task.steps)
     const step = stepAfterInteraction(
       {
@@ -255,7 +255,7 @@ export async function settleEndings(tx: Queryable, endings: readonly Interaction
       now,
     )
     if (interaction.direction === 'inbound') {
-      const callBack = stepAfterCallBack(step, conversationTookPlace(interaction.outcome), now)
+      const callBack = stepAfterCallBack(step, conversationTookPlace(interaction.outcome))
       if (callBack.kind === 'complete') {
         completions.push({ task, outcome: callBack.outcome, result })
         task.status = 'completed'

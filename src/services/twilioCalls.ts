@@ -161,7 +161,7 @@ export class TwilioCalls {
     )
     if (campaigns.length === 0) return undefined
     const landed = await this.#inboundCalls.land(campaigns, {
-      ref: callSid,
+      call: { ref: callSid },
       from: storableId(params.From),
       settleAfterMs: (campaign) => this.#twilio.settleAfterMs(campaign.providerConfig),
     })

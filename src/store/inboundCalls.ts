@@ -5,7 +5,7 @@
  */
 import type { Campaign } from '../domain/types.ts'
 import type { Queryable } from './database.ts'
-import { insertInteraction, recordProviderMessage, recordStarts } from './interactions.ts'
+import { insertInteraction, recordStarts } from './interactions.ts'
 
 /** A task a caller's call lands on. */
 export interface CalledBackTask {
@@ -45,10 +45,12 @@ export interface InboundCallRecord {
   task: CalledBackTask | undefined
   /** The caller's number ('' when withheld). */
   from: string
-  /** The platform's id of the call: the interaction's provider_ref. Undefined where the platform names the call later. */
-  providerRef: string | undefined
-  /** Without `providerRef`: what a repeat of the platform's request has too. */
-  repeatKey: string | undefined
+  /**
+   * The platform's id of the call (the interaction's provider_ref: a repeat
+   * of the same call names it too), or, where the platform names the call
+   * only later, what a repeat of the same request has (a digest of it).
+   */
+  call: { ref: string } | { repeatKey: string }
   at: number
   settleAt: number
 }
@@ -56,7 +58,8 @@ export interface InboundCallRecord {
 /**
  * How long a platform that names no call in its request repeats it (Retell:
  * up to 3 more times, 10 s apart): a request with the same key within this
- * span is the same call; after it, another call of the same person.
+ * span, whose interaction is not named by the platform yet, is the same
+ * call; otherwise another call of the same person.
  */
 const REPEAT_SPAN_MS = 60_000
 
@@ -64,26 +67,33 @@ const REPEAT_SPAN_MS = 60_000
  * Records the call as an inbound interaction (on its task, when it has one),
  * or finds the one recorded for it already: a platform repeats a webhook it
  * had no answer to in time, and each repeat must hand the call to the same
- * interaction. Known by its `providerRef`, it is active at once; otherwise
- * it is starting until the platform's first report about it names it (by
- * the interaction in its metadata), as an outbound start whose answer was
- * lost. Its task is held until the call is settled (holdForCallBack); the
- * call's end steps it on (services/settlement.ts).
+ * interaction. Known by its reference, it is active at once; otherwise it is
+ * starting until the platform's first report about it names it (by the
+ * interaction in its metadata), as an outbound start whose answer was lost.
+ * Its task is held until the call is settled (holdForCallBack); the call's
+ * end steps it on (services/settlement.ts).
  */
 export async function recordInboundCall(tx: Queryable, call: InboundCallRecord): Promise<{ interactionId: string; campaignId: string } | undefined> {
   const { provider } = call.campaign
-  let key: string
-  if (call.providerRef !== undefined) key = `call:${call.providerRef}`
-  else {
-    // Keyed by the span it falls in, and looked for in the one before too: a repeat across a boundary is still one call.
-    const span = Math.floor(call.at / REPEAT_SPAN_MS)
-    const keys = [span, span - 1].map((each) => `inbound:${call.repeatKey ?? ''}:${each}`)
-    const earlier = await recordedFor(tx, provider, keys, call.at - REPEAT_SPAN_MS)
-    if (earlier !== undefined) return earlier
-    key = keys[0]!
+  const key = 'ref' in call.call ? `call:${call.call.ref}` : `inbound:${call.call.repeatKey}`
+  // A key taken by another request: the same call, answered for its interaction; but a request without a reference
+  // takes the key over once the span is past or its interaction was named (the person called again).
+  const rows = await tx.query<{ interaction_id: string }>(
+    `INSERT INTO provider_messages (provider, message_id, received_at, interaction_id) VALUES ($1, $2, $3, $4)
+     ON CONFLICT (provider, message_id) DO UPDATE SET received_at = EXCLUDED.received_at, interaction_id = EXCLUDED.interaction_id
+       WHERE $5 AND (provider_messages.received_at < $6 OR NOT EXISTS (
+         SELECT 1 FROM interactions i WHERE i.id = provider_messages.interaction_id AND i.status = 'starting'))
+     RETURNING interaction_id`,
+    [provider, key, new Date(call.at), call.interactionId, !('ref' in call.call), new Date(call.at - REPEAT_SPAN_MS)],
+  )
+  if (rows.length === 0) {
+    const earlier = await tx.query<{ id: string; campaign_id: string }>(
+      `SELECT i.id, i.campaign_id FROM provider_messages m JOIN interactions i ON i.id = m.interaction_id WHERE m.provider = $1 AND m.message_id = $2`,
+      [provider, key],
+    )
+    // Undefined only once the call's interaction is swept with the history: a repeat that late hands nothing over.
+    return earlier[0] && { interactionId: earlier[0].id, campaignId: earlier[0].campaign_id }
   }
-  // Undefined only once the call's interaction is swept with the history: a repeat that late hands nothing over.
-  if (!(await recordProviderMessage(tx, provider, key, call.interactionId, call.at))) return recordedFor(tx, provider, [key], 0)
   const taskId = call.task?.taskId ?? null
   if (taskId !== null) await holdForCallBack(tx, taskId, call.settleAt, call.at)
   await insertInteraction(tx, {
@@ -102,58 +112,65 @@ export async function recordInboundCall(tx: Queryable, call: InboundCallRecord):
     startedBy: null,
     startedAt: call.at,
   })
-  if (call.providerRef !== undefined) await recordStarts(tx, [{ id: call.interactionId, providerRef: call.providerRef, settleAt: call.settleAt }])
+  if ('ref' in call.call) await recordStarts(tx, [{ id: call.interactionId, providerRef: call.call.ref, settleAt: call.settleAt }])
   return { interactionId: call.interactionId, campaignId: call.campaign.id }
 }
 
 /**
  * Holds a task for a call back until `until` (held_by 'callback'), so that
- * no attempt dials the person while they talk: a pending one, and one whose
- * outbound attempt is starting or running (the person called as it was
- * placed). The call back wins that race: the attempt is given back (the
- * task's attempts one fewer, as a withdrawn start's), and its end steers the
- * task no more (services/settlement.ts); the call back's end does. A task
- * whose conversation took place and waits for its result, or that has
- * completed, is left as it is.
+ * no attempt dials the person while they talk: a pending one (its due time
+ * kept in callback_resume_at, for when the hold ends), and one whose outbound
+ * attempt is starting or running (the person called as it was placed). The
+ * call back wins that race: the attempt is given back, as a withdrawn
+ * start's is (the task's attempts one fewer, and the interaction numbered no
+ * attempt: it then steers the task no more, services/settlement.ts), and the
+ * task is due again when the hold ends. A task whose conversation took
+ * place and waits for its result is not held (the call back's end may still
+ * complete it), nor one that completed.
+ *
+ * Locked in the order a settlement locks: the live outbound interactions,
+ * then the task; then read afresh, by statements of their own, so that an
+ * attempt a dispatcher began while it held the task is seen.
  */
 async function holdForCallBack(tx: Queryable, taskId: string, until: number, now: number): Promise<void> {
-  // Locked first, then read by a statement of its own: one that waited for a dispatcher's lock sees the attempt it
-  // began (an UPDATE's own recheck would read the interactions as of before the wait).
+  await tx.query(
+    `SELECT i.id FROM interactions i
+     WHERE i.id = ANY(ARRAY(SELECT unnest(interaction_ids) FROM tasks WHERE id = $1)) AND i.direction = 'outbound' AND i.status IN ('starting', 'active')
+     ORDER BY i.id FOR UPDATE OF i`,
+    [taskId],
+  )
   await tx.query('SELECT 1 FROM tasks WHERE id = $1 FOR UPDATE', [taskId])
   await tx.query(
-    `UPDATE tasks t
-     SET attempts = CASE WHEN t.status = 'in_progress' THEN t.attempts - 1 ELSE t.attempts END,
-         due_at = CASE WHEN t.status = 'pending' THEN greatest(t.due_at, $2) ELSE $2 END,
+    `WITH given_back AS (
+       UPDATE interactions i SET attempt = NULL
+       FROM tasks t
+       WHERE t.id = $1 AND t.status = 'in_progress' AND i.id = ANY(t.interaction_ids) AND i.direction = 'outbound' AND i.status IN ('starting', 'active')
+       RETURNING i.id
+     )
+     UPDATE tasks t
+     SET attempts = t.attempts - (SELECT count(*) FROM given_back),
+         callback_resume_at = CASE WHEN t.status = 'pending' THEN coalesce(t.callback_resume_at, t.due_at) ELSE $3 END,
+         due_at = greatest(t.due_at, $2),
          status = 'pending', held_by = 'callback', updated_at = $3
-     WHERE t.id = $1 AND (t.status = 'pending' OR (t.status = 'in_progress' AND EXISTS (
-       SELECT 1 FROM interactions i WHERE i.id = ANY(t.interaction_ids) AND i.direction = 'outbound' AND i.status IN ('starting', 'active'))))`,
+     WHERE t.id = $1 AND (t.status = 'pending' OR EXISTS (SELECT 1 FROM given_back))`,
     [taskId, new Date(until), new Date(now)],
   )
 }
 
-/** The interaction recorded for the first of these keys received since `since`. */
-async function recordedFor(tx: Queryable, provider: string, keys: readonly string[], since: number): Promise<{ interactionId: string; campaignId: string } | undefined> {
-  const rows = await tx.query<{ id: string; campaign_id: string }>(
-    `SELECT i.id, i.campaign_id FROM provider_messages m JOIN interactions i ON i.id = m.interaction_id
-     WHERE m.provider = $1 AND m.message_id = ANY($2::text[]) AND m.received_at >= $3
-     ORDER BY m.received_at LIMIT 1`,
-    [provider, keys, new Date(since)],
-  )
-  return rows[0] && { interactionId: rows[0].id, campaignId: rows[0].campaign_id }
-}
-
 /**
  * Tasks held by a call back that ended without completing them: pending
- * again, due at `dueAt` (the attempt policy's next step after the call).
- * A task no longer held (completed, or an outbound attempt that was already
- * running) is left as it is.
+ * again, due at `dueAt` (a callback time the person asked for), or, null,
+ * when they were before the hold (now at the earliest). Not while another
+ * call back of the task still runs. A task no longer held is left as it is.
  */
-export async function releaseCallbackHolds(tx: Queryable, releases: readonly { taskId: string; dueAt: number }[], now: number): Promise<void> {
+export async function releaseCallbackHolds(tx: Queryable, releases: readonly { taskId: string; dueAt: number | null }[], now: number): Promise<void> {
   if (releases.length === 0) return
   await tx.query(
-    `UPDATE tasks t SET due_at = v.due_at, held_by = NULL, updated_at = $3
+    `UPDATE tasks t
+     SET due_at = coalesce(v.due_at, greatest(t.callback_resume_at, $3)), held_by = NULL, callback_resume_at = NULL, updated_at = $3
      FROM unnest($1::text[], $2::timestamptz[]) AS v(id, due_at)
-     WHERE t.id = v.id AND t.status = 'pending' AND t.held_by = 'callback'`,
-    [releases.map((r) => r.taskId), releases.map((r) => new Date(r.dueAt)), new Date(now)],
+     WHERE t.id = v.id AND t.status = 'pending' AND t.held_by = 'callback'
+       AND NOT EXISTS (SELECT 1 FROM interactions i WHERE i.id = ANY(t.interaction_ids) AND i.direction = 'inbound' AND i.status IN ('starting', 'active'))`,
+    [releases.map((r) => r.taskId), releases.map((r) => (r.dueAt === null ? null : new Date(r.dueAt))), new Date(now)],
   )
 }

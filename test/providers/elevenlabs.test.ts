@@ -24,6 +24,7 @@ import { sampleValue } from '../support/prometheus.ts'
 const SECRETS: Record<string, string> = {
   ELEVENLABS_API_KEY: 'sk_elevenlabs-api-key-for-tests',
   ELEVENLABS_WEBHOOK_SECRET: 'wsec_elevenlabs-webhook-secret-for-tests',
+  ELEVENLABS_INITIATION_SECRET: 'elevenlabs-initiation-secret-for-tests',
   ELEVENLABS_EMPTY: '',
 }
 const AGENT = 'agent_01jz5xq4fzeq8ta2y6kpm0n8ab'
@@ -78,6 +79,7 @@ describe('provider_config', () => {
       telephony: 'twilio',
       apiKeyEnv: 'ELEVENLABS_API_KEY',
       webhookSecretEnv: 'ELEVENLABS_WEBHOOK_SECRET',
+      initiationSecretEnv: 'ELEVENLABS_INITIATION_SECRET',
       ringTimeoutS: 60,
       dispositionField: undefined,
       callbackAtField: undefined,
@@ -623,7 +625,7 @@ describe('through the service', () => {
     assert.doesNotMatch(logs, /interested in the Nurse role|Please never call me again|7946/)
   })
   test("a person calls back the agent's number: the initiation webhook answers the task's variables with direction inbound; the post-call webhook completes the task reached", async () => {
-    fake.setInitiationWebhook(`${baseUrl}/providers/elevenlabs/conversation-initiation`, { authorization: `Bearer ${SECRETS.ELEVENLABS_WEBHOOK_SECRET}` })
+    fake.setInitiationWebhook(`${baseUrl}/providers/elevenlabs/conversation-initiation`, { authorization: `Bearer ${SECRETS.ELEVENLABS_INITIATION_SECRET}` })
     const routingKey = await campaign()
     const { created, conversationId: outbound } = await startedCall(routingKey, { contact: { phone: '+44 20 7946 0411', first_name: 'Ada' } })
     assert.equal(await fake.failCall(outbound, 'no-answer'), 200)
@@ -631,7 +633,8 @@ describe('through the service', () => {
 
     const count = async () => Number((await service.db.query<{ n: string }>('SELECT count(*) AS n FROM interactions'))[0]!.n)
     const before = await count()
-    for (const headers of [{}, { authorization: 'Bearer not-the-secret' }] as Record<string, string>[]) {
+    // The post-call webhook's HMAC secret is not this webhook's.
+    for (const headers of [{}, { authorization: 'Bearer not-the-secret' }, { authorization: `Bearer ${SECRETS.ELEVENLABS_WEBHOOK_SECRET}` }] as Record<string, string>[]) {
       assert.equal((await fake.receiveCall({ agentId: AGENT, callerId: '+442079460411', calledNumber: '+14155550100', headers })).status, 403)
     }
     assert.equal(await count(), before)

@@ -40,6 +40,7 @@ const SECRETS: Record<string, string> = {
   RETELL_API_KEY: 'key_fuzzing0123456789abcdef0123',
   ELEVENLABS_API_KEY: 'sk_elevenlabs-api-key-for-fuzzing',
   ELEVENLABS_WEBHOOK_SECRET: 'wsec_elevenlabs-webhook-secret-for-fuzzing',
+  ELEVENLABS_INITIATION_SECRET: 'elevenlabs-initiation-secret-for-fuzzing',
 }
 const ALWAYS_OPEN = { timezone: 'contact', windows: [{ days: ['mon', 'tue', 'wed', 'thu', 'fri', 'sat', 'sun'], start: '00:00', end: '24:00' }] }
 /** Over every route's body limit (ElevenLabs' is the largest, 4 MiB). */
@@ -382,7 +383,7 @@ test('ElevenLabs post-call and conversation initiation webhooks', async () => {
       (body, signed) => post('/providers/elevenlabs/webhook', signed ? { 'elevenlabs-signature': `t=${nowS},v0=${hmacHex(SECRETS.ELEVENLABS_WEBHOOK_SECRET!, `${nowS}.${body}`)}` } : {}, body),
     )
     const asked = await fuzz(jsonMutations('conversation initiation', initiation), (body, signed) =>
-      post('/providers/elevenlabs/conversation-initiation', signed ? { authorization: `Bearer ${SECRETS.ELEVENLABS_WEBHOOK_SECRET}` } : {}, body),
+      post('/providers/elevenlabs/conversation-initiation', signed ? { authorization: `Bearer ${SECRETS.ELEVENLABS_INITIATION_SECRET}` } : {}, body),
     )
     return { failures: [...webhooks.failures, ...asked.failures], sent: webhooks.sent + asked.sent }
   })

@@ -26,6 +26,8 @@ export interface ElevenLabsConfig {
   telephony: Telephony
   apiKeyEnv: string
   webhookSecretEnv: string
+  /** The bearer token of the conversation initiation webhook (docs/callbacks.md). */
+  initiationSecretEnv: string
   ringTimeoutS: number
   /** The data collection item whose value is the result's disposition, if any. */
   dispositionField: string | undefined
@@ -37,6 +39,7 @@ export interface ElevenLabsConfig {
 
 export const DEFAULT_API_KEY_ENV = 'ELEVENLABS_API_KEY'
 export const DEFAULT_WEBHOOK_SECRET_ENV = 'ELEVENLABS_WEBHOOK_SECRET'
+export const DEFAULT_INITIATION_SECRET_ENV = 'ELEVENLABS_INITIATION_SECRET'
 /** As Twilio's own default ring time (its `Timeout`), which ElevenLabs' Twilio integration dials through. */
 const DEFAULT_RING_TIMEOUT_S = 60
 const MIN_RING_TIMEOUT_S = 5
@@ -85,6 +88,10 @@ export const ElevenLabsConfigSchema = Type.Object(
       'webhook_secret_env',
       `The environment variable holding the post-call webhook's HMAC secret: ELEVENLABS_ and uppercase letters, digits, underscores (default ${DEFAULT_WEBHOOK_SECRET_ENV}).`,
     ),
+    initiation_secret_env: envName(
+      'initiation_secret_env',
+      `The environment variable holding the secret the conversation initiation webhook sends as its bearer token, for calls to the agent's numbers (docs/callbacks.md): ELEVENLABS_ and uppercase letters, digits, underscores (default ${DEFAULT_INITIATION_SECRET_ENV}).`,
+    ),
     ring_timeout_s: Type.Optional(
       Type.Integer({
         minimum: MIN_RING_TIMEOUT_S,
@@ -108,6 +115,7 @@ export const readElevenLabsConfig = storedConfigReader(
     telephony: value.telephony ?? 'twilio',
     apiKeyEnv: value.api_key_env ?? DEFAULT_API_KEY_ENV,
     webhookSecretEnv: value.webhook_secret_env ?? DEFAULT_WEBHOOK_SECRET_ENV,
+    initiationSecretEnv: value.initiation_secret_env ?? DEFAULT_INITIATION_SECRET_ENV,
     ringTimeoutS: value.ring_timeout_s ?? DEFAULT_RING_TIMEOUT_S,
     dispositionField: value.disposition_field,
     callbackAtField: value.callback_at_field,

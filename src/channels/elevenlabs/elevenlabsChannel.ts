@@ -32,13 +32,14 @@
  * again by the same request: refused for good. A 200 with `success: false`
  * placed no call: refused for now.
  */
-import { createHash, timingSafeEqual } from 'node:crypto'
+import { createHash } from 'node:crypto'
 import { type AgentAttempt, agentVariables } from '../../domain/agentVariables.ts'
 import { storableId } from '../../domain/boundedReaders.ts'
 import type { JsonObject, LeftOut } from '../../domain/types.ts'
 import type { CallCallback } from '../callbacks.ts'
 import type { Channel, InteractionProgress, OutboundAttempt, SettledInteraction, StartResult } from '../channel.ts'
 import { type ProviderAnswer, requestProvider } from '../providerHttp.ts'
+import { sameSecret } from '../sameSecret.ts'
 import { retryAfterMs } from '../retryAfter.ts'
 import { ElevenLabsConfigSchema, readElevenLabsConfig } from './config.ts'
 import { conversationEnd, isObject, reportFromWebhook, verifyElevenLabsSignature, webhookEvent, type WebhookEvent } from './conversation.ts'
@@ -122,15 +123,13 @@ export class ElevenLabsChannel implements Channel {
     // A call to one of the agent's numbers, with "fetch initiation data" enabled and the workspace's conversation
     // initiation webhook set to the service: ElevenLabs asks for the conversation's dynamic variables
     // (customization/personalization/twilio-personalization). The webhook is not signed: it carries the headers the
-    // workspace set, here `Authorization: Bearer <the campaign's webhook secret>`. The conversation is named by its
+    // workspace set, here `Authorization: Bearer <the campaign's initiation secret>`. The conversation is named by its
     // post-call webhook, whose initiation data holds the interaction answered here.
     inbound: {
       route: {
         path: '/providers/elevenlabs/conversation-initiation',
         summary: 'ElevenLabs conversation initiation webhook',
         bodyLimit: 64 * 1024,
-        answer: 200,
-        ignoresUnknown: false,
         refusal: "The request does not carry the webhook secret of a campaign of the agent it names.",
       },
       ask: (request) => {
@@ -139,18 +138,16 @@ export class ElevenLabsChannel implements Channel {
         if (agentId === undefined) return undefined
         const callSid = storableId(body?.call_sid)
         return {
-          ref: undefined,
-          repeatKey: callSid ?? createHash('sha256').update(request.raw).digest('base64url'),
+          call: { repeatKey: callSid ?? createHash('sha256').update(request.raw).digest('base64url') },
           from: storableId(body?.caller_id),
           number: { field: 'agent_id', value: agentId },
         }
       },
+      // A secret of its own, not the post-call webhook's HMAC secret: whoever sees the workspace's headers could sign with that.
       verify: (request, config) => {
-        const secret = this.#webhookSecret(config)
+        const secret = this.#credential(readElevenLabsConfig(config).initiationSecretEnv)
         const given = /^Bearer (.+)$/.exec(request.header('authorization') ?? '')?.[1]
-        if (secret === undefined || given === undefined) return false
-        const [a, b] = [createHash('sha256').update(given).digest(), createHash('sha256').update(secret).digest()]
-        return timingSafeEqual(a, b)
+        return secret !== undefined && given !== undefined && sameSecret(given, secret)
       },
       settleAfterMs: (config) => this.settleAfterMs(config),
       answer: (handoff) => {

@@ -29,7 +29,7 @@ import { createHash } from 'node:crypto'
 import type { Channel, InteractionProgress, OutboundAttempt, ProviderReport, SettledInteraction, StartResult } from '../channel.ts'
 import { agentVariables } from '../../domain/agentVariables.ts'
 import type { JsonObject } from '../../domain/types.ts'
-import type { CallCallback, ClaimedInteraction } from '../callbacks.ts'
+import type { CallCallback, ClaimedInteraction, SignedRequest } from '../callbacks.ts'
 import { type ProviderAnswer, requestProvider } from '../providerHttp.ts'
 import { retryAfterMs } from '../retryAfter.ts'
 import {
@@ -112,10 +112,7 @@ export class RetellChannel implements Channel {
     },
     parse: (request) => readRetellWebhook(request.json),
     claim: (webhook) => ({ ref: webhook.call.call_id, interactionId: interactionIdOf(webhook.call) }),
-    verify: (_, request, config, now) => {
-      const apiKey = this.#apiKey(config)
-      return apiKey !== undefined && verifyRetellSignature(apiKey, request.raw, request.header('x-retell-signature'), now)
-    },
+    verify: (_, request, config, now) => this.#signed(request, config, now),
     report: (webhook, interaction, now) => this.#reportFor(webhook, interaction, now),
     // A call to a campaign's number, whose inbound webhook URL is the service's: Retell asks which agent takes it and
     // with what variables, waits 10 s, and repeats up to 3 times. The call has no id yet: its first webhook names the
@@ -125,19 +122,14 @@ export class RetellChannel implements Channel {
         path: '/providers/retell/inbound',
         summary: 'Retell inbound call webhook',
         bodyLimit: 64 * 1024,
-        answer: 200,
-        ignoresUnknown: false,
         refusal: "The request is not a verified Retell inbound webhook for a campaign's number.",
       },
       ask: (request) => {
         const inbound = readRetellInbound(request.json)
         if (inbound === undefined) return undefined
-        return { ref: undefined, repeatKey: createHash('sha256').update(request.raw).digest('base64url'), from: inbound.from, number: { field: 'from_number', value: inbound.to } }
+        return { call: { repeatKey: createHash('sha256').update(request.raw).digest('base64url') }, from: inbound.from, number: { field: 'from_number', value: inbound.to } }
       },
-      verify: (request, config, now) => {
-        const apiKey = this.#apiKey(config)
-        return apiKey !== undefined && verifyRetellSignature(apiKey, request.raw, request.header('x-retell-signature'), now)
-      },
+      verify: (request, config, now) => this.#signed(request, config, now),
       settleAfterMs: () => this.settleAfterMs(),
       answer: (handoff, config) => {
         const settings = readRetellConfig(config)
@@ -152,6 +144,12 @@ export class RetellChannel implements Channel {
         }
       },
     },
+  }
+
+  /** Whether a request is signed with the campaign's API key, as Retell signs its webhooks. */
+  #signed(request: SignedRequest, config: JsonObject, now: number): boolean {
+    const apiKey = this.#apiKey(config)
+    return apiKey !== undefined && verifyRetellSignature(apiKey, request.raw, request.header('x-retell-signature'), now)
   }
 
   /** The API key of a campaign: what its calls are created with and its webhooks signed with. Undefined when unset or empty. */

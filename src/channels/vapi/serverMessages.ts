@@ -99,7 +99,7 @@ export function inboundCallAsk(message: ServerMessage): InboundCallAsk | undefin
   const customer = isObject(call.customer) ? call.customer : isObject(body.customer) ? body.customer : {}
   const number = storableId(call.phoneNumberId) ?? storableId(phoneNumber.id)
   if (number === undefined) return undefined
-  return { ref: message.callId, from: storableId(customer.number), number: { field: 'phone_number_id', value: number } }
+  return { call: { ref: message.callId }, from: storableId(customer.number), number: { field: 'phone_number_id', value: number } }
 }
 
 /** The statuses of a call not over yet (the Call's `status` enum, but ended and the two failures of a lookup). */

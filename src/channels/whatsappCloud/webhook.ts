@@ -11,7 +11,8 @@
  * Meta retries a notification that is not answered 200, and may send one twice
  * or out of order, so what is read here must be applied idempotently.
  */
-import { createHash, createHmac, timingSafeEqual } from 'node:crypto'
+import { createHmac, timingSafeEqual } from 'node:crypto'
+import { sameSecret } from '../sameSecret.ts'
 import { instantOfSeconds, storableId, storableString } from '../../domain/boundedReaders.ts'
 import type { ProviderReport } from '../channel.ts'
 import { isObject } from './config.ts'
@@ -42,12 +43,6 @@ export function verifyWebhookSubscription(query: Record<string, string | undefin
   if (query['hub.mode'] !== 'subscribe' || challenge === undefined || challenge === '' || token === undefined) return undefined
   if (verifyToken === undefined || verifyToken === '') return undefined
   return sameSecret(token, verifyToken) ? challenge : undefined
-}
-
-/** Compares digests so that neither the content nor the length of the secret shows in the timing. */
-function sameSecret(given: string, expected: string): boolean {
-  const digest = (value: string) => createHash('sha256').update(value, 'utf8').digest()
-  return timingSafeEqual(digest(given), digest(expected))
 }
 
 const SIGNATURE = /^sha256=([0-9a-fA-F]{64})$/
