@@ -85,6 +85,11 @@ function interactionIdOf(call: Record<string, unknown> | undefined): string | un
   return typeof metadata?.interaction_id === 'string' ? metadata.interaction_id : undefined
 }
 
+/** Whether a server URL request's parsed body is an `assistant-request`. */
+export function isAssistantRequest(body: unknown): boolean {
+  return isObject(body) && isObject(body.message) && body.message.type === 'assistant-request'
+}
+
 /**
  * The ask of an `assistant-request`: Vapi's id of the call, the caller
  * (`customer.number`), and the phone number called, by its Vapi id (a

@@ -26,6 +26,7 @@ import { readVapiConfig, type VapiConfig, VapiConfigSchema } from './config.ts'
 import {
   endOfCall,
   inboundCallAsk,
+  isAssistantRequest,
   isObject,
   LIVE_STATUSES,
   reportOfMessage,
@@ -113,7 +114,9 @@ export class VapiChannel implements Channel {
     // A call to a campaign's number whose phone number has no assistant of its own: Vapi asks the server URL which
     // assistant takes it (https://docs.vapi.ai/server-url/events, "Assistant Request"), and waits 7.5 s for the answer.
     inbound: {
+      // Asked of every server message: its type is looked at before anything else is read.
       ask: (request) => {
+        if (!isAssistantRequest(request.json)) return undefined
         const message = serverMessageOf(request.json)
         return message === undefined ? undefined : inboundCallAsk(message)
       },
