@@ -61,7 +61,10 @@ export class TaskLifecycle {
    * already over (finalized) changes nothing, but an opt-out it carries.
    */
   async report(interaction: InteractionWithConfig, report: ProviderReport): Promise<void> {
-    if (interaction.status === 'starting') {
+    // A final report confirms the start in the statement that ends it (the interaction takes its reference there):
+    // a platform that reports as soon as the call is created (Vapi's end-of-call-report, end to end) finds it starting.
+    const confirmsStart = interaction.status === 'starting'
+    if (confirmsStart && report.kind !== 'final') {
       const channel = this.#channels.get(interaction.provider, interaction.channel)
       const settleAt = this.#now() + channel.settleAfterMs(interaction.providerConfig)
       await recordStarts(this.#db, [{ id: interaction.id, providerRef: report.providerRef, settleAt }])
@@ -79,6 +82,7 @@ export class TaskLifecycle {
         notOnChannel: report.notOnChannel,
         optOut,
         result,
+        providerRef: confirmsStart ? report.providerRef : undefined,
       })
     } else await this.#reportResult(interaction, recordedResult(report.result, this.#now()), report.at)
   }
