@@ -168,6 +168,40 @@ describe('a person calls back a campaign number', () => {
     assert.equal(event.data.task_id, null)
   })
 
+  test("a campaign with an unknown_caller_message says it to a caller with no task and hangs up; a known caller is handed over", async () => {
+    const number = '+14155550101'
+    const message = 'Thank you for calling Acme Recruiting & Co. Please write to jobs@example.com.'
+    const clinic = await createCampaign(service.app, org.orgId, {
+      routing_key: 'front-desk',
+      channel: 'voice',
+      schedule: ALWAYS_OPEN,
+      provider: 'twilio',
+      provider_config: { account_sid: ACCOUNT_SID, from: number, answer_url: 'https://agent.example.com/twiml', unknown_caller_message: message },
+      pacing: { per_second: 1_000_000 },
+    })
+    const unknown = await twilio.receiveCall({ accountSid: ACCOUNT_SID, from: nextPhone(), to: number, voiceUrl: voiceUrl(), statusCallback: statusUrl() })
+    assert.equal(unknown.answer.body, '<?xml version="1.0" encoding="UTF-8"?>\n<Response><Say>Thank you for calling Acme Recruiting &amp; Co. Please write to jobs@example.com.</Say><Hangup/></Response>')
+    assert.equal(await twilio.finishCall(unknown.callSid, { status: 'completed', duration: 6 }), 204)
+    const [event] = await eventsOfTasklessInteractions(service.db)
+    assert.equal(event.data.campaign, clinic.routing_key)
+    assert.equal(event.data.direction, 'inbound')
+
+    const phone = nextPhone()
+    const { taskId } = await taskAfterMissedCall(phone, 'c-front-desk')
+    const known = await twilio.receiveCall({ accountSid: ACCOUNT_SID, from: phone, to: number, voiceUrl: voiceUrl(), statusCallback: statusUrl() })
+    assert.equal(redirectQuery(known.answer.body).get('task_id'), taskId)
+    await twilio.finishCall(known.callSid, { status: 'completed', duration: 6 })
+
+    const tooLong = await service.app.inject({
+      method: 'PATCH',
+      url: `/admin/v1/organizations/${org.orgId}/campaigns/${clinic.id}`,
+      headers: bearer(OPERATOR_TOKEN),
+      payload: { provider_config: { account_sid: ACCOUNT_SID, from: number, answer_url: 'https://agent.example.com/twiml', unknown_caller_message: 'x'.repeat(1001) } },
+    })
+    assert.equal(tooLong.statusCode, 422, tooLong.body)
+    assert.deepEqual(json(tooLong).detail[0].loc, ['body', 'provider_config', 'unknown_caller_message'])
+  })
+
   test('a call back to a task completed within the window lands on it without reopening it; past the window, the caller is unknown', async () => {
     const phone = nextPhone()
     const { taskId } = await taskAfterMissedCall(phone, 'c-window')

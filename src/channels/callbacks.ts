@@ -7,6 +7,7 @@
  * such provider shares, and applies what it tells. An adapter never touches
  * the store.
  */
+import { Type } from '@sinclair/typebox'
 import type { Provider } from '../domain/campaignSettings.ts'
 import type { ExternalId, InteractionStatus, JsonObject } from '../domain/types.ts'
 import type { ProviderReport } from './channel.ts'
@@ -46,6 +47,21 @@ export interface CallbackRoute {
   /** What a 403 says. */
   refusal: string
 }
+
+/**
+ * What a campaign's number says to a caller it knows no task of, instead of
+ * handing them to the conversation, where the platform can speak and hang up
+ * (Twilio's <Say>, Vapi's assistant-request `error`): a provider_config's
+ * `unknown_caller_message`. Without it, the conversation takes the call
+ * without a task.
+ */
+export const UnknownCallerMessageSchema = Type.Optional(
+  Type.String({
+    minLength: 1,
+    maxLength: 1000,
+    description: "Said to a caller with no task of the organization's in its callback window, who is then hung up on (docs/callbacks.md); without it, the conversation takes the call without a task.",
+  }),
+)
 
 /** A request to be told how to answer a call the person made to a campaign's number (Vapi's assistant-request, Retell's call_inbound). */
 export interface InboundCallAsk {

@@ -22,7 +22,7 @@
  * it is refused (undefined or false) and nothing changes.
  */
 import type { FastifyBaseLogger } from 'fastify'
-import { greetingEnded, HANG_UP_TWIML, isCallSid, MESSAGE_LEFT_STATUS, reportFromStatusCallback, type TwilioChannel, verifyTwilioSignature, withMessageLeft } from '../channels/twilio/twilioChannel.ts'
+import { greetingEnded, HANG_UP_TWIML, isCallSid, sayAndHangUpTwiml, MESSAGE_LEFT_STATUS, reportFromStatusCallback, type TwilioChannel, verifyTwilioSignature, withMessageLeft } from '../channels/twilio/twilioChannel.ts'
 import { readTwilioConfig } from '../channels/twilio/config.ts'
 import { storableId } from '../domain/boundedReaders.ts'
 import { isId } from '../domain/ids.ts'
@@ -167,6 +167,8 @@ export class TwilioCalls {
     })
     if (landed === undefined) return HANG_UP_TWIML
     const { interactionId, campaign, context } = landed
+    const message = context.interaction.taskId === null ? readTwilioConfig(campaign.providerConfig).unknownCallerMessage : undefined
+    if (message !== undefined) return sayAndHangUpTwiml(message)
     const { mode, twiml, leftOut } = this.#twilio.handoff(campaign.providerConfig, {
       interactionId,
       taskId: context.interaction.taskId,

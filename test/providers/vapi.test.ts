@@ -96,6 +96,7 @@ describe('provider_config', () => {
       dispositionField: undefined,
       callbackAtField: undefined,
       optOutField: undefined,
+      unknownCallerMessage: undefined,
     })
   })
   test('each wrong field is one 422 entry at its place', () => {
@@ -185,6 +186,14 @@ describe('adapter', () => {
   before(() => {
     channel = new VapiChannel({ apiBaseUrl: fake.url, secret: (name) => SECRETS[name], timeoutMs: 2_000, now: () => now })
   })
+  test("an assistant-request from an unknown caller is answered with the campaign's unknown_caller_message as Vapi's error, which it speaks before ending the call; a caller with a task gets the assistant", () => {
+    const handoff = { interactionId: 'int_01J0ABCDEF', taskId: null, firstName: undefined, language: undefined, ids: [], context: {} }
+    const withMessage = config({ unknown_caller_message: 'Thank you for calling. Please call back in office hours.' })
+    assert.deepEqual(channel.serverMessages.inbound!.answer(handoff, withMessage), { error: 'Thank you for calling. Please call back in office hours.' })
+    assert.equal((channel.serverMessages.inbound!.answer({ ...handoff, taskId: 'tsk_1' }, withMessage) as { assistantId: string }).assistantId, ASSISTANT_ID)
+    assert.equal((channel.serverMessages.inbound!.answer(handoff, config()) as { assistantId: string }).assistantId, ASSISTANT_ID)
+  })
+
   const attempt = (overrides: Partial<OutboundAttempt> = {}): OutboundAttempt => ({
     interactionId: 'int_01J0ABCDEF',
     taskId: 'task_1',

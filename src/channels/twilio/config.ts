@@ -15,6 +15,7 @@ import { Type } from '@sinclair/typebox'
 import { normalizePhone } from '../../domain/contact.ts'
 import { checkedString, hasScheme, httpsUrl, OneOf } from '../../validation/fields.ts'
 import { type ModelProblem, refineModel } from '../../validation/model.ts'
+import { UnknownCallerMessageSchema } from '../callbacks.ts'
 import { storedConfigReader } from '../providerConfig.ts'
 import { readVoicemail, type VoicemailSettings, VoicemailSchema } from './voicemail.ts'
 
@@ -33,6 +34,8 @@ export interface TwilioConfig {
   machineDetection: boolean
   ringTimeoutS: number
   voicemail: VoicemailSettings
+  /** Said to an unknown caller before hanging up; undefined: the conversation takes the call. */
+  unknownCallerMessage: string | undefined
 }
 
 const DEFAULT_AUTH_TOKEN_ENV = 'TWILIO_AUTH_TOKEN'
@@ -82,6 +85,7 @@ export const TwilioConfigSchema = refineModel(
       machine_detection: Type.Optional(Type.Boolean({ description: 'Answering-machine detection (default true).' })),
       ring_timeout_s: Type.Optional(Type.Integer({ minimum: MIN_RING_TIMEOUT_S, maximum: MAX_RING_TIMEOUT_S, description: `How long to let the phone ring (default ${DEFAULT_RING_TIMEOUT_S}).` })),
       voicemail: Type.Optional(VoicemailSchema),
+      unknown_caller_message: UnknownCallerMessageSchema,
     },
     { additionalProperties: false },
   ),
@@ -113,5 +117,6 @@ export const readTwilioConfig = storedConfigReader(
     machineDetection: value.machine_detection ?? true,
     ringTimeoutS: value.ring_timeout_s ?? DEFAULT_RING_TIMEOUT_S,
     voicemail: readVoicemail(value.voicemail),
+    unknownCallerMessage: value.unknown_caller_message,
   }),
 )

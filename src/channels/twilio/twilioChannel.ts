@@ -18,7 +18,7 @@ import { voicemailTwiml } from './voicemail.ts'
 import { amdCallbackUrl, answerUrl, finalOutcome, inboundCallUrl, inboundStatusUrl, MESSAGE_LEFT_STATUS, outcomeWithMessageLeft, statusCallbackUrl } from './webhooks.ts'
 import type { MessageValues } from '../../domain/voicemailMessage.ts'
 
-export { HANG_UP_TWIML } from './twiml.ts'
+export { HANG_UP_TWIML, sayAndHangUpTwiml } from './twiml.ts'
 export { greetingEnded } from './voicemail.ts'
 export { MESSAGE_LEFT_STATUS, reportFromStatusCallback, verifyTwilioSignature, withMessageLeft } from './webhooks.ts'
 

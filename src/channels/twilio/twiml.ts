@@ -56,6 +56,11 @@ export function handoffTwiml(config: TwilioConfig, call: AnsweredCall): { twiml:
 /** What answers a call whose interaction is over: nothing to hand it to. */
 export const HANG_UP_TWIML = `${XML_DECLARATION}<Response><Hangup/></Response>`
 
+/** A message said, then the call hung up (a campaign's unknown_caller_message). */
+export function sayAndHangUpTwiml(text: string): string {
+  return `${XML_DECLARATION}<Response><Say>${escapeXml(text)}</Say><Hangup/></Response>`
+}
+
 function redirectTwiml(answerUrl: string, call: AnsweredCall): string {
   const url = new URL(answerUrl)
   url.searchParams.set('interaction_id', call.interactionId)

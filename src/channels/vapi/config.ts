@@ -11,6 +11,7 @@
  */
 import { Type } from '@sinclair/typebox'
 import { checkedString } from '../../validation/fields.ts'
+import { UnknownCallerMessageSchema } from '../callbacks.ts'
 import { storedConfigReader } from '../providerConfig.ts'
 
 export const DEFAULT_API_KEY_ENV = 'VAPI_API_KEY'
@@ -53,6 +54,7 @@ export const VapiConfigSchema = Type.Object(
     disposition_field: FIELD_NAME('the disposition, a short code of the client’s own'),
     callback_at_field: FIELD_NAME('when the person asked to be called again (RFC 3339 with an offset)'),
     opt_out_field: FIELD_NAME('whether the person asked not to be contacted again (a boolean)'),
+    unknown_caller_message: UnknownCallerMessageSchema,
   },
   { additionalProperties: false },
 )
@@ -65,6 +67,8 @@ export interface VapiConfig {
   dispositionField: string | undefined
   callbackAtField: string | undefined
   optOutField: string | undefined
+  /** Spoken to an unknown caller, whose call Vapi then ends; undefined: the assistant takes the call. */
+  unknownCallerMessage: string | undefined
 }
 
 /** A stored config, normalized, with its defaults filled in. */
@@ -79,5 +83,6 @@ export const readVapiConfig = storedConfigReader(
     dispositionField: value.disposition_field,
     callbackAtField: value.callback_at_field,
     optOutField: value.opt_out_field,
+    unknownCallerMessage: value.unknown_caller_message,
   }),
 )

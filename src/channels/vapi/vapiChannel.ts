@@ -124,6 +124,8 @@ export class VapiChannel implements Channel {
       settleAfterMs: (config) => this.settleAfterMs(config),
       answer: (handoff, config) => {
         const settings = readVapiConfig(config)
+        // Vapi speaks an `error` to the caller and ends the call.
+        if (handoff.taskId === null && settings.unknownCallerMessage !== undefined) return { error: settings.unknownCallerMessage }
         const { variables } = agentVariables({ ...handoff, attempt: null, direction: 'inbound' })
         return {
           assistantId: settings.assistantId,
