@@ -290,23 +290,35 @@ describe('a person calls back a campaign number', () => {
       await new Promise((resolve) => setTimeout(resolve, 5))
       starting = await service.db.query<{ id: string }>(`SELECT id FROM interactions WHERE task_id = $1 AND direction = 'outbound' AND status = 'starting'`, [trigger.task_id])
     }
-    const { callSid } = await callBack(phone)
+    const first = await callBack(phone)
     await round
-    const [outbound] = await service.db.query<{ provider_ref: string }>('SELECT provider_ref FROM interactions WHERE id = $1', [starting[0]!.id])
-    assert.equal(await twilio.finishCall(callSid, { status: 'canceled' }), 204)
-    assert.equal(await twilio.finishCall(outbound!.provider_ref, { status: 'busy' }), 204)
+    // The call back ends before the attempt it beat (still ringing a busy line): the attempt is made again at once.
+    assert.equal(await twilio.finishCall(first.callSid, { status: 'canceled' }), 204)
     const released = await taskOf(service.app, org.key, trigger.task_id)
     assert.equal(released.status, 'pending')
     assert.equal(released.attempts, 0)
     assert.equal(Date.parse(released.next_attempt_at), now, 'due again at once, as a withdrawn start is')
+    await service.app.workers!.dispatcher.runOnce()
+    assert.equal((await taskOf(service.app, org.key, trigger.task_id)).attempts, 1)
 
+    // The person calls again while both outbound calls are live: only the attempt that counts is given back.
+    const second = await callBack(phone)
+    assert.equal((await taskOf(service.app, org.key, trigger.task_id)).attempts, 0)
+    assert.equal(await twilio.finishCall(second.callSid, { status: 'canceled' }), 204)
     await service.app.workers!.dispatcher.runOnce()
     const again = await taskOf(service.app, org.key, trigger.task_id)
     assert.equal(again.attempts, 1)
     assert.deepEqual(
       again.interactions.map((interaction: { direction: string; attempt: number | null }) => `${interaction.direction} ${interaction.attempt}`).sort(),
-      ['inbound null', 'outbound 1', 'outbound null'],
+      ['inbound null', 'inbound null', 'outbound 1', 'outbound null', 'outbound null'],
     )
+    // The attempts given back end busy: the task, its third attempt running, is not moved by them.
+    for (const row of await service.db.query<{ provider_ref: string }>(`SELECT provider_ref FROM interactions WHERE task_id = $1 AND direction = 'outbound' AND attempt IS NULL`, [trigger.task_id])) {
+      assert.equal(await twilio.finishCall(row.provider_ref, { status: 'busy' }), 204)
+    }
+    const running = await taskOf(service.app, org.key, trigger.task_id)
+    assert.equal(running.status, 'in_progress')
+    assert.equal(running.attempts, 1)
   })
 
   test('a forged, unsigned or other account’s request is refused 403 and records nothing', async () => {

@@ -27,6 +27,7 @@ import { isId } from '../domain/ids.ts'
 import type { Handoff, InteractionContext } from '../domain/types.ts'
 import type { Database, Queryable } from '../store/database.ts'
 import { insertEvents } from '../store/events.ts'
+import { resumeCallbackHoldAt } from '../store/inboundCalls.ts'
 import { findInteractionContext, lockInteractionForResult, recordHandoff, writeResult } from '../store/interactions.ts'
 import { suppress } from '../store/suppressions.ts'
 import { lockTasks, postponeTasks } from '../store/tasks.ts'
@@ -140,8 +141,11 @@ async function lateResult(
   )
   let tasks: TaskCompletion[] = []
   if (step.kind === 'complete') tasks = await completeAndReport(tx, [{ task: task!, outcome: step.outcome, result: reported }], now, events)
-  // Not while the person's own call back holds the task: its end decides when the task is due.
-  if (step.kind === 'reschedule' && task!.heldBy !== 'callback') await postponeTasks(tx, [{ taskId: task!.id, dueAt: step.dueAt }], now)
+  if (step.kind === 'reschedule') {
+    // While the person's own call back holds the task, the time is kept for when the hold ends.
+    if (task!.heldBy === 'callback') await resumeCallbackHoldAt(tx, task!.id, step.dueAt)
+    else await postponeTasks(tx, [{ taskId: task!.id, dueAt: step.dueAt }], now)
+  }
   await insertEvents(tx, events)
   return { tasks, rescheduled: step.kind === 'reschedule' }
 }

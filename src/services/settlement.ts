@@ -172,11 +172,18 @@ export async function settleEndings(tx: Queryable, endings: readonly Interaction
   for (const [index, ending] of endings.entries()) {
     if (ending.message !== undefined && !(await recordProviderMessage(tx, ending.message.provider, ending.message.id, ending.interactionId, now))) continue
     if (ending.optOut !== undefined) await suppress(tx, ending.optOut.orgId, ending.optOut.phone, ending.optOut.reason, now)
-    // Two outcomes of one interaction in one batch: the first submitted counts, as if committed first;
-    // what the person wrote with either is kept.
+    // Two outcomes of one interaction in one batch: the first submitted counts, as if committed first, but
+    // for the settling sweep's guess at a start never confirmed, which gives way to the provider's own word
+    // (a report may now confirm the start in the statement that ends it); what the person wrote with either is kept.
     const earlier = first.get(ending.interactionId)
     if (earlier !== undefined) {
-      if (ending.turns !== undefined) turns.set(earlier, [...(turns.get(earlier) ?? []), ...ending.turns])
+      const merged = [...(turns.get(earlier) ?? []), ...(ending.turns ?? [])]
+      if (endings[earlier]!.onlyIfStarting === true && ending.onlyIfStarting !== true) {
+        live[live.indexOf(earlier)] = index
+        first.set(ending.interactionId, index)
+        turns.delete(earlier)
+        if (merged.length > 0) turns.set(index, merged)
+      } else if (ending.turns !== undefined) turns.set(earlier, merged)
       continue
     }
     first.set(ending.interactionId, index)

@@ -3,7 +3,7 @@
  * with an organization, and the call recorded as an inbound interaction on
  * it, once however often the platform repeats its webhook.
  */
-import type { Campaign } from '../domain/types.ts'
+import type { Campaign, InteractionStatus } from '../domain/types.ts'
 import type { Queryable } from './database.ts'
 import { insertInteraction, recordStarts } from './interactions.ts'
 
@@ -76,23 +76,26 @@ const REPEAT_SPAN_MS = 60_000
 export async function recordInboundCall(tx: Queryable, call: InboundCallRecord): Promise<{ interactionId: string; campaignId: string } | undefined> {
   const { provider } = call.campaign
   const key = 'ref' in call.call ? `call:${call.call.ref}` : `inbound:${call.call.repeatKey}`
-  // A key taken by another request: the same call, answered for its interaction; but a request without a reference
-  // takes the key over once the span is past or its interaction was named (the person called again).
-  const rows = await tx.query<{ interaction_id: string }>(
+  const inserted = await tx.query(
     `INSERT INTO provider_messages (provider, message_id, received_at, interaction_id) VALUES ($1, $2, $3, $4)
-     ON CONFLICT (provider, message_id) DO UPDATE SET received_at = EXCLUDED.received_at, interaction_id = EXCLUDED.interaction_id
-       WHERE $5 AND (provider_messages.received_at < $6 OR NOT EXISTS (
-         SELECT 1 FROM interactions i WHERE i.id = provider_messages.interaction_id AND i.status = 'starting'))
-     RETURNING interaction_id`,
-    [provider, key, new Date(call.at), call.interactionId, !('ref' in call.call), new Date(call.at - REPEAT_SPAN_MS)],
+     ON CONFLICT (provider, message_id) DO NOTHING RETURNING 1`,
+    [provider, key, new Date(call.at), call.interactionId],
   )
-  if (rows.length === 0) {
-    const earlier = await tx.query<{ id: string; campaign_id: string }>(
-      `SELECT i.id, i.campaign_id FROM provider_messages m JOIN interactions i ON i.id = m.interaction_id WHERE m.provider = $1 AND m.message_id = $2`,
+  if (inserted.length === 0) {
+    // The key is taken: read, locked, by a statement of its own, so that a request recorded concurrently is seen.
+    const [earlier] = await tx.query<{ received_at: Date; id: string | null; campaign_id: string | null; status: InteractionStatus | null }>(
+      `SELECT m.received_at, i.id, i.campaign_id, i.status
+       FROM provider_messages m LEFT JOIN interactions i ON i.id = m.interaction_id
+       WHERE m.provider = $1 AND m.message_id = $2
+       FOR UPDATE OF m`,
       [provider, key],
     )
+    // A call the platform names: the same call. A request without a reference: the same call while its interaction
+    // is unnamed and within the span; after that, the person calling again, who takes the key over.
+    const repeat = 'ref' in call.call || (earlier!.received_at.getTime() >= call.at - REPEAT_SPAN_MS && earlier!.status === 'starting')
     // Undefined only once the call's interaction is swept with the history: a repeat that late hands nothing over.
-    return earlier[0] && { interactionId: earlier[0].id, campaignId: earlier[0].campaign_id }
+    if (repeat) return earlier!.id === null ? undefined : { interactionId: earlier!.id, campaignId: earlier!.campaign_id! }
+    await tx.query('UPDATE provider_messages SET received_at = $3, interaction_id = $4 WHERE provider = $1 AND message_id = $2', [provider, key, new Date(call.at), call.interactionId])
   }
   const taskId = call.task?.taskId ?? null
   if (taskId !== null) await holdForCallBack(tx, taskId, call.settleAt, call.at)
@@ -145,16 +148,23 @@ async function holdForCallBack(tx: Queryable, taskId: string, until: number, now
        UPDATE interactions i SET attempt = NULL
        FROM tasks t
        WHERE t.id = $1 AND t.status = 'in_progress' AND i.id = ANY(t.interaction_ids) AND i.direction = 'outbound' AND i.status IN ('starting', 'active')
+         AND i.attempt IS NOT NULL
        RETURNING i.id
      )
      UPDATE tasks t
      SET attempts = t.attempts - (SELECT count(*) FROM given_back),
-         callback_resume_at = CASE WHEN t.status = 'pending' THEN coalesce(t.callback_resume_at, t.due_at) ELSE $3 END,
+         -- A hold that ended otherwise (its time passed, the dispatcher took the task) left its resume time behind.
+         callback_resume_at = CASE WHEN t.status <> 'pending' THEN $3 WHEN t.held_by = 'callback' THEN coalesce(t.callback_resume_at, t.due_at) ELSE t.due_at END,
          due_at = greatest(t.due_at, $2),
          status = 'pending', held_by = 'callback', updated_at = $3
      WHERE t.id = $1 AND (t.status = 'pending' OR EXISTS (SELECT 1 FROM given_back))`,
     [taskId, new Date(until), new Date(now)],
   )
+}
+
+/** A task held by a call back is due at `at` when the hold ends, unless the call back says otherwise (a callback time a late result asked for). */
+export async function resumeCallbackHoldAt(tx: Queryable, taskId: string, at: number): Promise<void> {
+  await tx.query(`UPDATE tasks SET callback_resume_at = $2 WHERE id = $1 AND status = 'pending' AND held_by = 'callback'`, [taskId, new Date(at)])
 }
 
 /**

@@ -317,7 +317,8 @@ export async function withdrawAttempts(db: Queryable, withdrawals: readonly { in
     `WITH withdrawn AS (
        DELETE FROM interactions i
        USING unnest($1::text[], $2::timestamptz[]) AS v(id, due_at)
-       WHERE i.id = v.id AND i.status || '' = 'starting'
+       -- Not one given back to a call back (numbered no attempt): its task has gone on without it.
+       WHERE i.id = v.id AND i.status || '' = 'starting' AND i.attempt IS NOT NULL
          AND EXISTS (SELECT 1 FROM tasks t WHERE t.id = i.task_id AND t.status = 'in_progress')
        RETURNING i.id, i.task_id, v.due_at
      )

@@ -269,7 +269,7 @@ function Interactions({ task }) {
       ${task.interactions.map(
         (interaction) => html`<li key=${interaction.id} class=${`step step-${interaction.status}`}>
           <div class="step-head">
-            <strong>${interaction.direction === 'outbound' ? `Attempt ${interaction.attempt}` : interaction.channel === 'voice' ? 'Called back' : 'Inbound'}</strong>
+            <strong>${interaction.direction === 'inbound' ? (interaction.channel === 'voice' ? 'Called back' : 'Inbound') : interaction.attempt === null ? 'Attempt given back to a call back' : `Attempt ${interaction.attempt}`}</strong>
             <${Badge} value=${interaction.status} />
             ${interaction.outcome === null ? null : html`<${Badge} value=${interaction.outcome} kind="outcome" />`}
             ${interaction.test_mode ? html`<${Badge} value="test" />` : null}
