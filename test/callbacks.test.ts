@@ -78,6 +78,23 @@ function callBack(from: string, options: { signature?: string | null; accountSid
   return twilio.receiveCall({ accountSid: options.accountSid ?? ACCOUNT_SID, from, to: CAMPAIGN_NUMBER, voiceUrl: voiceUrl(), statusCallback: statusUrl(), signature: options.signature })
 }
 
+/**
+ * A new task's first attempt, being placed: Twilio takes its Create Call and
+ * answers it only after 300 ms, time for the person's own call to come in.
+ * The dispatcher's round (to await), and the attempt's interaction, starting.
+ */
+async function attemptBeingPlaced(phone: string, value: string) {
+  const trigger = await acceptedTrigger(service.app, org.key, { campaign: routingKey, ids: [{ source: 'ats', type: 'candidate', value }], contact: { phone } })
+  twilio.delayNext(300)
+  const round = service.app.workers!.dispatcher.runOnce()
+  let starting: { id: string }[] = []
+  while (starting.length === 0) {
+    await new Promise((resolve) => setTimeout(resolve, 5))
+    starting = await service.db.query<{ id: string }>(`SELECT id FROM interactions WHERE task_id = $1 AND direction = 'outbound' AND status = 'starting'`, [trigger.task_id])
+  }
+  return { trigger, round, starting: starting[0]! }
+}
+
 /** The query of the <Redirect> the TwiML answers with. */
 function redirectQuery(twiml: string): URLSearchParams {
   const match = /<Redirect method="POST">([^<]+)<\/Redirect>/.exec(twiml)
@@ -245,15 +262,7 @@ describe('a person calls back a campaign number', () => {
 
   test('a call back while an outbound attempt to the person is being placed wins: the attempt is given back and its end steers nothing; one conversation', async () => {
     const phone = nextPhone()
-    const trigger = await acceptedTrigger(service.app, org.key, { campaign: routingKey, ids: [{ source: 'ats', type: 'candidate', value: 'c-race' }], contact: { phone } })
-    // Twilio takes the Create Call, and answers it only after the person's own call has come in.
-    twilio.delayNext(300)
-    const round = service.app.workers!.dispatcher.runOnce()
-    let starting: { id: string }[] = []
-    while (starting.length === 0) {
-      await new Promise((resolve) => setTimeout(resolve, 5))
-      starting = await service.db.query<{ id: string }>(`SELECT id FROM interactions WHERE task_id = $1 AND direction = 'outbound' AND status = 'starting'`, [trigger.task_id])
-    }
+    const { trigger, round, starting } = await attemptBeingPlaced(phone, 'c-race')
     const { callSid, answer } = await callBack(phone)
     assert.equal(redirectQuery(answer.body).get('task_id'), trigger.task_id)
     await round
@@ -263,7 +272,7 @@ describe('a person calls back a campaign number', () => {
     assert.equal(held.attempts, 0, 'the outbound attempt is given back')
 
     // The person is on the line with the call back: the outbound call finds them busy, which moves the task no further.
-    const [outbound] = await service.db.query<{ provider_ref: string }>('SELECT provider_ref FROM interactions WHERE id = $1', [starting[0]!.id])
+    const [outbound] = await service.db.query<{ provider_ref: string }>('SELECT provider_ref FROM interactions WHERE id = $1', [starting.id])
     assert.equal(await twilio.finishCall(outbound!.provider_ref, { status: 'busy' }), 204)
     const still = await taskOf(service.app, org.key, trigger.task_id)
     assert.equal(still.status, 'pending')
@@ -282,14 +291,7 @@ describe('a person calls back a campaign number', () => {
 
   test('an attempt given back to a call back that reached no one is made again, numbered as it was', async () => {
     const phone = nextPhone()
-    const trigger = await acceptedTrigger(service.app, org.key, { campaign: routingKey, ids: [{ source: 'ats', type: 'candidate', value: 'c-race-2' }], contact: { phone } })
-    twilio.delayNext(300)
-    const round = service.app.workers!.dispatcher.runOnce()
-    let starting: { id: string }[] = []
-    while (starting.length === 0) {
-      await new Promise((resolve) => setTimeout(resolve, 5))
-      starting = await service.db.query<{ id: string }>(`SELECT id FROM interactions WHERE task_id = $1 AND direction = 'outbound' AND status = 'starting'`, [trigger.task_id])
-    }
+    const { trigger, round } = await attemptBeingPlaced(phone, 'c-race-2')
     const first = await callBack(phone)
     await round
     // The call back ends before the attempt it beat (still ringing a busy line): the attempt is made again at once.

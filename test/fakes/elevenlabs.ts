@@ -193,28 +193,35 @@ export async function startFakeElevenLabs(options: {
     }
     const id = `conv_${randomBytes(12).toString('hex')}`
     const callSid = `CA${randomBytes(16).toString('hex')}`
-    conversations.set(id, {
-      agent_id: body.agent_id,
-      conversation_id: id,
+    startConversation(id, {
+      agentId: body.agent_id,
       status: 'initiated',
-      user_id: null,
-      transcript: [],
-      metadata: {
-        start_time_unix_secs: seconds(),
-        call_duration_secs: 0,
-        termination_reason: '',
-        error: null,
-        phone_call: { type: telephony === 'twilio' ? 'twilio' : 'sip_trunking', direction: 'outbound', agent_number: '+14155550100', external_number: body.to_number, call_sid: callSid },
-      },
-      analysis: null,
-      conversation_initiation_client_data: { dynamic_variables: variables },
-      has_audio: false,
-      has_user_audio: false,
-      has_response_audio: false,
+      phoneCall: { type: telephony === 'twilio' ? 'twilio' : 'sip_trunking', direction: 'outbound', agent_number: '+14155550100', external_number: body.to_number, call_sid: callSid },
+      variables,
     })
     return telephony === 'twilio'
       ? [200, { success: true, message: 'Success', conversation_id: id, callSid }]
       : [200, { success: true, message: 'Success', conversation_id: id, sip_call_id: callSid }]
+  }
+
+  /** A conversation begun, as Get Conversation answers it until it ends. */
+  function startConversation(
+    id: string,
+    start: { agentId: string; status: Conversation['status']; phoneCall: Conversation['metadata']['phone_call']; variables: Record<string, DynamicValue> },
+  ): void {
+    conversations.set(id, {
+      agent_id: start.agentId,
+      conversation_id: id,
+      status: start.status,
+      user_id: null,
+      transcript: [],
+      metadata: { start_time_unix_secs: seconds(), call_duration_secs: 0, termination_reason: '', error: null, phone_call: start.phoneCall },
+      analysis: null,
+      conversation_initiation_client_data: { dynamic_variables: start.variables },
+      has_audio: false,
+      has_user_audio: false,
+      has_response_audio: false,
+    })
   }
 
   function live(id: string): Conversation {
@@ -262,24 +269,11 @@ export async function startFakeElevenLabs(options: {
       // Without its data the agent does not take the call (the variables its prompt names would be missing).
       if (response.status !== 200 || answer?.type !== 'conversation_initiation_client_data') return { status: response.status, answer, conversationId: undefined }
       const id = `conv_${randomBytes(12).toString('hex')}`
-      conversations.set(id, {
-        agent_id: incoming.agentId,
-        conversation_id: id,
+      startConversation(id, {
+        agentId: incoming.agentId,
         status: 'in-progress',
-        user_id: null,
-        transcript: [],
-        metadata: {
-          start_time_unix_secs: seconds(),
-          call_duration_secs: 0,
-          termination_reason: '',
-          error: null,
-          phone_call: { type: 'twilio', direction: 'inbound', agent_number: incoming.calledNumber, external_number: incoming.callerId, call_sid: callSid },
-        },
-        analysis: null,
-        conversation_initiation_client_data: { dynamic_variables: answer.dynamic_variables ?? {} },
-        has_audio: false,
-        has_user_audio: false,
-        has_response_audio: false,
+        phoneCall: { type: 'twilio', direction: 'inbound', agent_number: incoming.calledNumber, external_number: incoming.callerId, call_sid: callSid },
+        variables: answer.dynamic_variables ?? {},
       })
       return { status: response.status, answer, conversationId: id }
     },
