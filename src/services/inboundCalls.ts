@@ -13,12 +13,16 @@
  * The platform adapters (services/twilioCalls.ts for Twilio) verify the
  * request with the campaigns of the number called before anything is landed.
  */
+import type { FastifyBaseLogger } from 'fastify'
+import type { Provider } from '../domain/campaignSettings.ts'
 import { newId } from '../domain/ids.ts'
 import { normalizePhone } from '../domain/contact.ts'
-import type { Campaign, InteractionContext } from '../domain/types.ts'
+import type { Campaign, InteractionContext, JsonObject } from '../domain/types.ts'
+import { findCampaignsByNumber } from '../store/campaigns.ts'
 import type { Database } from '../store/database.ts'
 import { findCallbackTask, type InboundCallRecord, recordInboundCall } from '../store/inboundCalls.ts'
 import type { Conversations } from './conversations.ts'
+import { readableConfig } from './providerCallbacks.ts'
 
 /** A call landed: its interaction, the campaign it is handled by, and what its conversation is to know. */
 export interface LandedCall {
@@ -32,26 +36,35 @@ export class InboundCalls {
   readonly #db: Database
   readonly #conversations: Conversations
   readonly #now: () => number
+  readonly #log: FastifyBaseLogger
 
-  constructor(deps: { db: Database; conversations: Conversations; now: () => number }) {
+  constructor(deps: { db: Database; conversations: Conversations; now: () => number; log: FastifyBaseLogger }) {
     this.#db = deps.db
     this.#conversations = deps.conversations
     this.#now = deps.now
+    this.#log = deps.log
   }
 
   /**
-   * Lands a call to the number of these campaigns (each verified as the
-   * platform's for it; none empty) from `from` (undefined when withheld),
+   * Lands a call to a number (`field` of a campaign's provider_config names
+   * it) of the campaigns whose settings `verify` the request: 'unknown' when
+   * no campaign has the number, 'refused' when the request is the platform's
+   * for none of them, and then nothing is changed. From `from` (undefined when withheld),
    * known to the platform by its reference (or, where the platform names it
    * later, by a request's repeat key). A repeat of the same call lands on the
    * interaction recorded for it. Undefined only for a repeat so late that
    * the call's interaction is gone with the history.
    */
   async land(
-    campaigns: readonly Campaign[],
+    number: { provider: Provider; field: string; value: string },
+    verify: (config: JsonObject, now: number) => boolean,
     call: { call: InboundCallRecord['call']; from: string | undefined; settleAfterMs: (campaign: Campaign) => number },
-  ): Promise<LandedCall | undefined> {
+  ): Promise<LandedCall | 'unknown' | 'refused' | undefined> {
     const now = this.#now()
+    const candidates = await findCampaignsByNumber(this.#db, number.provider, number.field, number.value)
+    // A campaign whose stored config cannot be read verifies nothing; the others of the number still may.
+    const campaigns = candidates.filter((candidate) => readableConfig(this.#log, candidate.id, () => verify(candidate.providerConfig, now)))
+    if (campaigns.length === 0) return candidates.length === 0 ? 'unknown' : 'refused'
     const from = call.from === undefined ? null : normalizePhone(call.from)
     const orgIds = [...new Set(campaigns.map((campaign) => campaign.orgId))]
     const task = from === null ? undefined : await findCallbackTask(this.#db, orgIds, from, now)

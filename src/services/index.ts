@@ -113,7 +113,7 @@ export function createServices(deps: ServiceDeps): Services {
   const settlement = new Settlement({ db, now, wake, metrics: deps.metrics })
   const lifecycle = new TaskLifecycle({ db, channels: channels.registry, settlement, wake, now, metrics: deps.metrics })
   const conversations = new Conversations({ db, now, settlement, wake, metrics: deps.metrics })
-  const inboundCalls = new InboundCalls({ db, conversations, now })
+  const inboundCalls = new InboundCalls({ db, conversations, now, log: deps.log })
   const law = new CallingLaw({ now })
   const dispatch = new Dispatch({ db, channels: channels.registry, settlement, wake, now, log: deps.log, metrics: deps.metrics, phoneHashKey: deps.phoneHashKey, law })
   return {

@@ -14,7 +14,6 @@ import type { Provider } from '../domain/campaignSettings.ts'
 import { StoredConfigRefused } from '../channels/providerConfig.ts'
 import { isId } from '../domain/ids.ts'
 import type { Database } from '../store/database.ts'
-import { findCampaignsByNumber } from '../store/campaigns.ts'
 import { findCalledInteraction } from '../store/interactions.ts'
 import type { InboundCalls } from './inboundCalls.ts'
 import type { TaskLifecycle } from './taskLifecycle.ts'
@@ -79,17 +78,13 @@ export class ProviderCallbacks {
    * and answered with what the conversation is to know.
    */
   async #answer(provider: Provider, inbound: InboundCallbacks, request: SignedRequest, ask: InboundCallAsk): Promise<CallbackOutcome> {
-    const now = this.#now()
-    const candidates = await findCampaignsByNumber(this.#db, provider, ask.number.field, ask.number.value)
-    if (candidates.length === 0) return { kind: 'unknown' }
-    const campaigns = candidates.filter((campaign) => readableConfig(this.#log, campaign.id, () => inbound.verify(request, campaign.providerConfig, now)))
-    if (campaigns.length === 0) return { kind: 'refused' }
-    const landed = await this.#inboundCalls.land(campaigns, {
+    const landed = await this.#inboundCalls.land({ provider, ...ask.number }, (config, now) => inbound.verify(request, config, now), {
       call: ask.call,
       from: ask.from,
       settleAfterMs: (campaign) => inbound.settleAfterMs(campaign.providerConfig),
     })
-    if (landed === undefined) return { kind: 'unknown' }
+    if (landed === 'refused') return { kind: 'refused' }
+    if (landed === 'unknown' || landed === undefined) return { kind: 'unknown' }
     const { context } = landed
     const handoff = {
       interactionId: landed.interactionId,

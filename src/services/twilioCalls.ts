@@ -28,7 +28,6 @@ import { storableId } from '../domain/boundedReaders.ts'
 import { isId } from '../domain/ids.ts'
 import type { JsonObject } from '../domain/types.ts'
 import type { Database } from '../store/database.ts'
-import { findCampaignsByNumber } from '../store/campaigns.ts'
 import { claimVoicemailHandoff, findCalledInteraction, findInteractionWithConfig, type InteractionWithConfig, releaseVoicemailHandoff } from '../store/interactions.ts'
 import type { Conversations } from './conversations.ts'
 import type { InboundCalls } from './inboundCalls.ts'
@@ -156,15 +155,12 @@ export class TwilioCalls {
     const callSid = storableId(params.CallSid)
     if (to === undefined || callSid === undefined || !isCallSid(callSid)) return undefined
     const url = this.#twilio.inboundUrls().call
-    const campaigns = (await findCampaignsByNumber(this.#db, 'twilio', 'from', to)).filter((campaign) =>
-      readableConfig(this.#log, campaign.id, () => this.#signedFor(campaign.providerConfig, url, params, request.signature)),
-    )
-    if (campaigns.length === 0) return undefined
-    const landed = await this.#inboundCalls.land(campaigns, {
+    const landed = await this.#inboundCalls.land({ provider: 'twilio', field: 'from', value: to }, (config) => this.#signedFor(config, url, params, request.signature), {
       call: { ref: callSid },
       from: storableId(params.From),
       settleAfterMs: (campaign) => this.#twilio.settleAfterMs(campaign.providerConfig),
     })
+    if (landed === 'unknown' || landed === 'refused') return undefined
     if (landed === undefined) return HANG_UP_TWIML
     const { interactionId, campaign, context } = landed
     const message = context.interaction.taskId === null ? readTwilioConfig(campaign.providerConfig).unknownCallerMessage : undefined
