@@ -704,6 +704,14 @@ describe('providerResult: a provider’s result made valid rather than lost', ()
     assert.ok(Buffer.byteLength(JSON.stringify(turns.slice(0, kept.length + 1).map((turn) => ({ ...turn, text: turn.text.slice(0, 10_000) })))) > 256 * 1024)
   })
 
+  test('sizes are JSON’s own, escapes counted: data of exactly 64 KiB is kept whole, a byte more loses its last key', () => {
+    // Each quote is written \" in JSON: four keys of 8,000 make 64,033 bytes, and the last key's value the rest.
+    const data = (filler: number) => ({ ...Object.fromEntries([0, 1, 2, 3].map((i) => [`k${i}`, '"'.repeat(8_000)])), k4: 'a'.repeat(filler) })
+    assert.equal(Buffer.byteLength(JSON.stringify(data(1_495))), 64 * 1024)
+    assert.deepEqual(Object.keys(providerResult({ data: data(1_495) })!.data!), ['k0', 'k1', 'k2', 'k3', 'k4'])
+    assert.deepEqual(Object.keys(providerResult({ data: data(1_496) })!.data!), ['k0', 'k1', 'k2', 'k3'])
+  })
+
   test('data over its bytes keeps the first keys that fit, to the byte', () => {
     const data = Object.fromEntries(Array.from({ length: 40 }, (_, i) => [`key ${i}`, 'é'.repeat(1_000 + i)]))
     const kept = providerResult({ data })!.data!

@@ -85,16 +85,18 @@ export function agentVariables(attempt: AgentAttempt, options: AgentVariableOpti
   const refusal = (key: string, raw: AgentVariableValue): string | undefined => {
     if (Object.hasOwn(variables, key)) return 'the name of an earlier variable'
     const value = options.stringsOnly === true && typeof raw !== 'string' ? JSON.stringify(raw) : raw
-    const text = typeof value === 'string' ? value : JSON.stringify(value)
-    if (options.maxValueLength !== undefined && [...text].length > options.maxValueLength) {
+    // Each bound measured only where the platform has it: a start for a platform with none (Vapi) measures nothing.
+    if (options.maxValueLength !== undefined && [...(typeof value === 'string' ? value : JSON.stringify(value))].length > options.maxValueLength) {
       return `longer than ${options.maxValueLength} characters`
     }
     if (options.maxVariables !== undefined && count >= options.maxVariables) return `more than ${options.maxVariables} variables`
-    const size = (count === 0 ? 0 : 1) + Buffer.byteLength(`${JSON.stringify(key)}:${JSON.stringify(value)}`, 'utf8')
-    if (options.maxTotalBytes !== undefined && bytes + size > options.maxTotalBytes) return `the variables would pass ${options.maxTotalBytes} bytes`
+    if (options.maxTotalBytes !== undefined) {
+      const size = (count === 0 ? 0 : 1) + Buffer.byteLength(`${JSON.stringify(key)}:${JSON.stringify(value)}`, 'utf8')
+      if (bytes + size > options.maxTotalBytes) return `the variables would pass ${options.maxTotalBytes} bytes`
+      bytes += size
+    }
     variables[key] = value
     count += 1
-    bytes += size
     return undefined
   }
 

@@ -5,6 +5,7 @@
  */
 import { Type } from '@sinclair/typebox'
 import { refuse } from '../domain/errors.ts'
+import { isIsoInstant } from '../domain/isoInstants.ts'
 import { parseInstant } from '../domain/triggerTiming.ts'
 import { refine } from './model.ts'
 
@@ -20,6 +21,8 @@ export function instant(field: string, description: string, { inQuery = false } 
   return refine(Type.String({ maxLength: 64, format: 'date-time', description, examples: ['2026-12-01T09:00:00+01:00'] }), {
     transform: inQuery ? (text) => text.replace(/ (?=[0-9]{2}:[0-9]{2}$)/, '+') : undefined,
     check: (text) => {
+      // Already in the form kept (as an agent platform's transcript times are made): kept as it is.
+      if (isIsoInstant(text)) return text
       const at = parseInstant(text)
       return at === undefined ? refuse(`${field} must be an RFC 3339 date-time with an offset, such as 2026-12-01T09:00:00+01:00 or 2026-12-01T08:00:00Z`) : new Date(at).toISOString()
     },

@@ -178,8 +178,9 @@ class Walk {
 
   check(schema: SchemaNode, input: unknown): unknown {
     if (schema.anyOf) {
-      if (tagOf(schema) !== undefined) return this.#tagged(schema, tagOf(schema)!, input)
-      return isLiteralUnion(schema) ? this.#literal(schema, input) : this.#ofType(schema, input)
+      const union = unionKindOf(schema)
+      if (union.tag !== undefined) return this.#tagged(schema, union.tag, input)
+      return union.literals ? this.#literal(schema, input) : this.#ofType(schema, input)
     }
     switch (schema.type) {
       case 'object':
@@ -326,7 +327,7 @@ class Walk {
         max_length: max,
       })
     }
-    if (schema.pattern !== undefined && !new RegExp(schema.pattern, 'u').test(value)) {
+    if (schema.pattern !== undefined && !patternOf(schema).test(value)) {
       return this.fail('string_pattern_mismatch', `String should match pattern '${schema.pattern}'`, input, {
         pattern: schema.pattern,
       })
@@ -468,6 +469,12 @@ function perSchema<T extends object>(derive: (schema: SchemaNode) => T): (schema
     return value
   }
 }
+
+/** How a union is checked: by its models' tag, as literals, or by JSON type (each transcript turn's role is one: derived once). */
+const unionKindOf = perSchema((schema): { tag: string | undefined; literals: boolean } => ({ tag: tagOf(schema), literals: isLiteralUnion(schema) }))
+
+/** A string schema's pattern, compiled once. */
+const patternOf = perSchema((schema): RegExp => new RegExp(schema.pattern as string, 'u'))
 
 /** A model's fields, in declaration order. */
 const fieldsOf = perSchema((schema): readonly Field[] => {

@@ -20,6 +20,7 @@
  * `initiated`, `in-progress` and `processing` (over, its analysis pending)
  * are not an end yet.
  */
+import { isoOfMs } from '../../domain/isoInstants.ts'
 import { createHmac, timingSafeEqual } from 'node:crypto'
 import { durationSeconds, instantAfter, instantOfSeconds, storableId } from '../../domain/boundedReaders.ts'
 import type { ReportedResult, TranscriptTurn } from '../../domain/conversationResult.ts'
@@ -139,7 +140,7 @@ export function conversationResult(conversation: Record<string, unknown>, config
     const role = turn.role === 'agent' ? 'agent' : turn.role === 'user' ? 'contact' : undefined
     if (role === undefined) continue
     const saidAt = instantAfter(startMs, turn.time_in_call_secs)
-    const at = saidAt === undefined ? undefined : new Date(saidAt).toISOString()
+    const at = saidAt === undefined ? undefined : isoOfMs(saidAt)
     transcript.push(at === undefined ? { role, text: turn.message } : { role, text: turn.message, at })
   }
   const data: JsonObject = {}

@@ -14,6 +14,7 @@
  * .../debug-outbound-call (what each reason means); summarized with their
  * sources in docs/providers/voice-platforms.md, sections 2 to 5.
  */
+import { isoOfMs } from '../../domain/isoInstants.ts'
 import { createHmac, timingSafeEqual } from 'node:crypto'
 import { durationSeconds, instantAfter, instantOfMs, storableId } from '../../domain/boundedReaders.ts'
 import type { ReportedResult, TranscriptTurn } from '../../domain/conversationResult.ts'
@@ -192,7 +193,7 @@ function transcriptOf(call: RetellCall): TranscriptTurn[] | undefined {
       // Words carry seconds from the call's start: the turn's first word says when it was said.
       const offsetS = Array.isArray(utterance.words) ? utterance.words[0]?.start : undefined
       const saidAt = instantAfter(callStartedAt(call), offsetS)
-      const at = saidAt === undefined ? undefined : new Date(saidAt).toISOString()
+      const at = saidAt === undefined ? undefined : isoOfMs(saidAt)
       turns.push(at === undefined ? { role, text: utterance.content } : { role, text: utterance.content, at })
     }
     return turns.length > 0 ? turns : undefined

@@ -19,6 +19,7 @@
  * value.
  */
 import { createHmac, timingSafeEqual } from 'node:crypto'
+import { isoOfMs } from '../../domain/isoInstants.ts'
 import { durationSeconds, instantOfMs, instantOfText, storableId } from '../../domain/boundedReaders.ts'
 import type { ReportedResult, TranscriptTurn } from '../../domain/conversationResult.ts'
 import { providerResult } from '../../validation/conversationResult.ts'
@@ -186,8 +187,9 @@ function transcriptOf(messages: unknown): TranscriptTurn[] | undefined {
     if (!isObject(message) || typeof message.role !== 'string' || typeof message.message !== 'string') continue
     const role = ROLES[message.role]
     if (role === undefined || message.message.trim() === '') continue
-    const at = instantOf(message.time)
-    turns.push(at === undefined ? { role, text: message.message } : { role, text: message.message, at: new Date(at).toISOString() })
+    const said = instantOf(message.time)
+    const at = said === undefined ? undefined : isoOfMs(said)
+    turns.push(at === undefined ? { role, text: message.message } : { role, text: message.message, at })
   }
   return turns.length === 0 ? undefined : turns
 }
