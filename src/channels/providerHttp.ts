@@ -1,6 +1,6 @@
 /**
- * One JSON request to a provider's REST API, as the agent platforms' adapters
- * make them: an answer of any status is returned (each adapter reads its own
+ * One request to a provider's REST API (a JSON body, or Twilio's form), as
+ * every adapter makes them: an answer of any status is returned (each adapter reads its own
  * refusals), and a request with no answer (a lost connection, a timeout, a
  * redirect) throws, since the provider may then have acted on it.
  *
@@ -23,9 +23,10 @@ export interface ProviderAnswer {
 
 export interface ProviderRequest {
   method: 'GET' | 'POST'
-  /** The provider's credential headers, and any others; JSON's are added. */
+  /** The provider's credential headers, and any others; the body's type and Accept are added. */
   headers: Record<string, string>
-  body?: object
+  /** Sent as JSON, or form-encoded when URLSearchParams. */
+  body?: object | URLSearchParams
   timeoutMs: number
   /** What the request is, in the error when no answer came (the provider and the path, without ids). */
   label: string
@@ -36,7 +37,8 @@ const providers = new Agent({ headersTimeout: 0, bodyTimeout: 0 })
 
 export async function requestProvider(url: string, options: ProviderRequest): Promise<ProviderAnswer> {
   const headers: Record<string, string> = { ...options.headers, accept: 'application/json' }
-  if (options.body !== undefined) headers['content-type'] = 'application/json'
+  const form = options.body instanceof URLSearchParams
+  if (options.body !== undefined) headers['content-type'] = form ? 'application/x-www-form-urlencoded' : 'application/json'
   // One deadline for the whole exchange, connection to last byte.
   const deadline = new AbortController()
   const timer = setTimeout(() => deadline.abort(), options.timeoutMs)
@@ -47,7 +49,7 @@ export async function requestProvider(url: string, options: ProviderRequest): Pr
     const response = await request(url, {
       method: options.method,
       headers,
-      body: options.body === undefined ? undefined : JSON.stringify(options.body),
+      body: options.body === undefined ? undefined : form ? options.body.toString() : JSON.stringify(options.body),
       signal: deadline.signal,
       dispatcher: providers,
     })

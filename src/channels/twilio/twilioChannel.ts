@@ -8,6 +8,7 @@
  * voicemail (voicemail.ts). Refusals are read from Twilio's REST error
  * body `{code, message, more_info, status}`.
  */
+import { type ProviderAnswer, requestProvider } from '../providerHttp.ts'
 import type { Channel, InteractionOutcome, InteractionProgress, OutboundAttempt, SettledInteraction, StartResult } from '../channel.ts'
 import type { SenderPace } from '../../domain/pacing.ts'
 import type { JsonObject, LeftOut } from '../../domain/types.ts'
@@ -55,13 +56,6 @@ export const isCallSid = (value: string): boolean => CALL_SID.test(value)
 const TWILIO_DEFAULT_CPS = 1
 /** Twilio's messages are short; anything longer is not one of them and stays out of the reason. */
 const MAX_REASON_MESSAGE = 300
-
-interface TwilioAnswer {
-  status: number
-  body: unknown
-  /** Its Retry-After header, if any. */
-  retryAfter: string | null
-}
 
 export class TwilioChannel implements Channel {
   readonly provider = 'twilio'
@@ -219,28 +213,10 @@ export class TwilioChannel implements Channel {
     return outcome === undefined ? 'failed' : outcomeWithMessageLeft(outcome, progress.providerStatus === MESSAGE_LEFT_STATUS)
   }
 
-  /** One REST request; throws when no answer came (network error, timeout), since Twilio may then have acted on it. */
-  async #request(method: 'GET' | 'POST', path: string, accountSid: string, token: string, form?: URLSearchParams): Promise<TwilioAnswer> {
-    const headers: Record<string, string> = {
-      authorization: `Basic ${Buffer.from(`${accountSid}:${token}`).toString('base64')}`,
-      accept: 'application/json',
-    }
-    if (form !== undefined) headers['content-type'] = 'application/x-www-form-urlencoded'
-    try {
-      const response = await fetch(this.#apiBaseUrl + path, {
-        method,
-        headers,
-        body: form?.toString(),
-        signal: AbortSignal.timeout(this.#timeoutMs),
-        // A redirect is not Twilio's; following it could carry the credentials elsewhere.
-        redirect: 'error',
-      })
-      const text = await response.text()
-      return { status: response.status, body: parseJson(text), retryAfter: response.headers.get('retry-after') }
-    } catch (error) {
-      const why = error instanceof Error && error.name === 'TimeoutError' ? `no answer within ${this.#timeoutMs} ms` : 'connection failed'
-      throw new Error(`Twilio ${method} ${path}: ${why}`, { cause: error })
-    }
+  /** One REST request (see providerHttp.ts); throws when no answer came (network error, timeout), since Twilio may then have acted on it. */
+  #request(method: 'GET' | 'POST', path: string, accountSid: string, token: string, form?: URLSearchParams): Promise<ProviderAnswer> {
+    const authorization = `Basic ${Buffer.from(`${accountSid}:${token}`).toString('base64')}`
+    return requestProvider(this.#apiBaseUrl + path, { method, headers: { authorization }, body: form, timeoutMs: this.#timeoutMs, label: `Twilio ${method} ${path}` })
   }
 }
 
@@ -257,7 +233,7 @@ function accountPath(accountSid: string): string {
  * numbers, bad credentials), which the same request meets again; only the
  * 31xxx connection errors are worth another attempt later.
  */
-function refusal(answer: TwilioAnswer, to: string, now: number): StartResult {
+function refusal(answer: ProviderAnswer, to: string, now: number): StartResult {
   const rawCode = field(answer.body, 'code')
   const code = typeof rawCode === 'number' ? rawCode : undefined
   const rawMessage = field(answer.body, 'message')
@@ -272,13 +248,6 @@ function refusal(answer: TwilioAnswer, to: string, now: number): StartResult {
   return { kind: 'refused', permanent: !transient, reason: `Twilio refused the call (${what})${said}` }
 }
 
-function parseJson(text: string): unknown {
-  try {
-    return JSON.parse(text)
-  } catch {
-    return undefined
-  }
-}
 
 function field(body: unknown, name: string): unknown {
   return typeof body === 'object' && body !== null && !Array.isArray(body) ? (body as Record<string, unknown>)[name] : undefined

@@ -6,6 +6,7 @@
  * The Cloud API has no endpoint to look a message's status up, so an
  * interaction without a final report is settled from the last status it had.
  */
+import { type ProviderAnswer, requestProvider } from '../providerHttp.ts'
 import type { SenderPace } from '../../domain/pacing.ts'
 import type { JsonObject } from '../../domain/types.ts'
 import type { Channel, InteractionOutcome, InteractionProgress, OutboundAttempt, SettledInteraction, StartResult } from '../channel.ts'
@@ -70,26 +71,19 @@ export class WhatsAppCloudChannel implements Channel {
 
     const redact = (text: string) => text.replaceAll(token, '[redacted]')
     const path = `/${this.#apiVersion}/${config.phoneNumberId}/messages`
-    let status: number
-    let text: string
-    let retryAfter: string | null
+    let answer: ProviderAnswer
     try {
-      const response = await fetch(`${this.#apiBaseUrl}${path}`, {
+      answer = await requestProvider(`${this.#apiBaseUrl}${path}`, {
         method: 'POST',
-        headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
-        body: JSON.stringify(message),
-        // A redirected POST would be replayed elsewhere, or turned into a GET.
-        redirect: 'error',
-        signal: AbortSignal.timeout(this.#timeoutMs),
+        headers: { authorization: `Bearer ${token}` },
+        body: message,
+        timeoutMs: this.#timeoutMs,
+        label: `WhatsApp Cloud API POST ${path}`,
       })
-      status = response.status
-      retryAfter = response.headers.get('retry-after')
-      text = await response.text()
     } catch (error) {
       throw new Error(redact(`WhatsApp Cloud API POST ${path} got no answer, so whether the message was sent is unknown: ${causeOf(error)}`), { cause: error })
     }
-
-    const body = parseJson(text)
+    const { status, body, retryAfter } = answer
     const graphError = graphErrorOf(body)
     if (status >= 500) {
       // Meta's own 5xx (code 1, 2, 131000, 131016) may come after the message went out.
@@ -182,17 +176,10 @@ export function templateLanguageOf(contactLanguage: string | undefined): string 
   return language === '' ? 'en' : language
 }
 
-function parseJson(text: string): unknown {
-  try {
-    return JSON.parse(text)
-  } catch {
-    return undefined
-  }
-}
 
-/** fetch reports a refused or cut connection as "fetch failed", with the reason in `cause`. */
+/** Why requestProvider got no answer (no answer in time, a redirect, a connection refused or cut, with its cause's message), without its label. */
 function causeOf(error: unknown): string {
   if (!(error instanceof Error)) return String(error)
   const cause = error.cause instanceof Error ? `: ${error.cause.message}` : ''
-  return `${error.name}: ${error.message}${cause}`
+  return `${error.message.slice(error.message.lastIndexOf(': ') + 2)}${cause}`
 }
