@@ -17,7 +17,7 @@ import {
   type Schedule,
 } from '../domain/campaignSettings.ts'
 import type { Actor } from '../domain/audit.ts'
-import { DEFAULT_CALLBACK_WINDOW_DAYS } from '../domain/callbacks.ts'
+import { callbackNumberOf, DEFAULT_CALLBACK_WINDOW_DAYS } from '../domain/callbacks.ts'
 import { ApiError, type ErrorDetail, ValidationFailed, valueError } from '../domain/errors.ts'
 import { type OpenPeriod, openPeriods, scheduleProblems } from '../domain/schedule.ts'
 import { zonesOfPhone } from '../domain/timezones.ts'
@@ -37,6 +37,7 @@ import {
   listCampaigns as listStoredCampaigns,
   updateCampaign as updateStoredCampaign,
 } from '../store/campaigns.ts'
+import { type CallbackNumber, listCallbackNumbers, replaceCallbackNumbers } from '../store/callbackNumbers.ts'
 import { findOrganization, insertOrganization, listOrganizations as listStoredOrganizations, updateOrganization } from '../store/organizations.ts'
 import { type QueueDepths, queueDepths } from '../store/queues.ts'
 import { deleteSource, insertSource, listSources, updateSource } from '../store/sources.ts'
@@ -115,6 +116,50 @@ export async function changeOrganization(ops: Operations, actor: Actor, orgId: s
   })
   if (organization === undefined) throw new ApiError('not_found', `No organization ${orgId} exists.`)
   return organization
+}
+
+export async function callbackNumbersOf(ops: Operations, orgId: string): Promise<CallbackNumber[]> {
+  await requireOrganization(ops, orgId)
+  return listCallbackNumbers(ops.db, orgId)
+}
+
+/**
+ * Makes these the organization's callback numbers (docs/callbacks.md), each
+ * answered through one of its campaigns on a platform that takes calls, in
+ * that platform's form (callbackNumberOf). Every problem is one 422 entry at
+ * its place: a campaign not the organization's, a number not of its
+ * platform's form, one given twice, one another organization has.
+ */
+export async function setCallbackNumbers(ops: Operations, actor: Actor, orgId: string, asked: readonly { number: string; campaign_id: string }[]): Promise<CallbackNumber[]> {
+  await requireOrganization(ops, orgId)
+  const campaigns = new Map((await listStoredCampaigns(ops.db, orgId)).map((campaign) => [campaign.id, campaign]))
+  const errors: ErrorDetail[] = []
+  const wanted: { number: string; provider: Provider; campaignId: string; index: number }[] = []
+  for (const [index, entry] of asked.entries()) {
+    const at = (field: string) => ['body', 'callback_numbers', index, field]
+    const campaign = campaigns.get(entry.campaign_id)
+    if (campaign === undefined) {
+      errors.push(valueError(at('campaign_id'), entry.campaign_id, `organization ${orgId} has no campaign ${entry.campaign_id}`))
+      continue
+    }
+    const kept = callbackNumberOf(campaign.provider, entry.number)
+    if ('problem' in kept) errors.push(valueError(at('number'), entry.number, kept.problem))
+    else if (wanted.some((other) => other.provider === campaign.provider && other.number === kept.number)) errors.push(valueError(at('number'), entry.number, 'this number is given twice'))
+    else wanted.push({ number: kept.number, provider: campaign.provider, campaignId: campaign.id, index })
+  }
+  if (errors.length > 0) throw new ValidationFailed(errors)
+  return audited(ops, actor, async (tx) => {
+    const replaced = await replaceCallbackNumbers(tx, orgId, wanted, ops.now())
+    if ('taken' in replaced) {
+      const taken = new Set(replaced.taken)
+      // Thrown inside the transaction: what it changed is rolled back.
+      throw new ValidationFailed(
+        wanted.filter((entry) => taken.has(entry.number)).map((entry) => valueError(['body', 'callback_numbers', entry.index, 'number'], asked[entry.index]!.number, 'this number is another organization’s callback number')),
+      )
+    }
+    const details = { callback_numbers: replaced.numbers.map((entry) => ({ number: entry.number, campaign_id: entry.campaignId })) }
+    return { result: replaced.numbers, audit: { orgId, action: 'organization.changed', target: orgId, details } }
+  })
 }
 
 /** Issues a key; the plaintext is returned here once and never stored. */

@@ -150,14 +150,19 @@ export async function findCampaignsByWhatsAppNumber(db: Queryable, phoneNumberId
 }
 
 /**
- * The campaigns of a provider whose provider_config names this number (or
- * the provider's id of it) in `field`: the campaigns a call to it is for.
- * Campaigns are few (a read of them all costs less than keeping an index
- * current for every provider's field).
+ * The campaigns a call to this number (or the provider's id of it) is for:
+ * those of the provider whose provider_config names it in `field`, and,
+ * when an organization names it as its callback number (store/callbackNumbers.ts),
+ * every campaign of that organization on the provider, the one the number
+ * is answered through first. Campaigns are few (a read of them all costs
+ * less than keeping an index current for every provider's field).
  */
 export async function findCampaignsByNumber(db: Queryable, provider: Provider, field: string, number: string): Promise<Campaign[]> {
   const rows = await db.query<CampaignRow>(
-    `SELECT ${COLUMNS} FROM campaigns WHERE provider = $1 AND provider_config->>$2 = $3 ORDER BY id`,
+    `WITH named AS (SELECT org_id, campaign_id FROM callback_numbers WHERE provider = $1 AND number = $3)
+     SELECT ${COLUMNS} FROM campaigns
+     WHERE provider = $1 AND (provider_config->>$2 = $3 OR org_id IN (SELECT org_id FROM named))
+     ORDER BY id IN (SELECT campaign_id FROM named) DESC, id`,
     [provider, field, number],
   )
   return rows.map(toCampaign)

@@ -591,5 +591,27 @@ describe('through the service', () => {
       assert.equal((await fake.receiveCall({ phoneNumberId: 'f0f0f0f0-0000-4000-8000-000000000000', from: '+442079460111' })).status, 403)
       assert.equal(await count(), before)
     })
+
+    test("a call to a phone number the organization names as its callback number lands on the caller's task", async () => {
+      const routingKey = await campaign()
+      const line = 'c4115b4c-0000-4000-8000-00000000ca11'
+      const campaignId = json(await service.app.inject({ method: 'GET', url: `/admin/v1/organizations/${org.orgId}/campaigns`, headers: bearer(OPERATOR_TOKEN) })).data.find(
+        (candidate: { routing_key: string }) => candidate.routing_key === routingKey,
+      ).id
+      const named = await service.app.inject({
+        method: 'PUT',
+        url: `/admin/v1/organizations/${org.orgId}/callback-numbers`,
+        headers: bearer(OPERATOR_TOKEN),
+        payload: { callback_numbers: [{ number: line, campaign_id: campaignId }] },
+      })
+      assert.equal(named.statusCode, 200, named.body)
+      const { task_id: taskId, callId: outboundCallId } = await startedCall(routingKey, '+44 20 7946 0113')
+      await fake.endCall(outboundCallId, { endedReason: 'customer-did-not-answer' })
+      const { callId, status, answer } = await fake.receiveCall({ phoneNumberId: line, from: '+442079460113' })
+      assert.equal(status, 200)
+      assert.equal(answer.assistantId, ASSISTANT_ID)
+      assert.equal(answer.assistantOverrides.metadata.task_id, taskId)
+      assert.equal(await fake.endCall(callId, END), 204)
+    })
   })
 })

@@ -5,7 +5,9 @@ import { MAX_CONTACT_CAP } from '../../../domain/contactCap.ts'
 import { DEFAULT_CALLBACK_WINDOW_DAYS, MAX_CALLBACK_WINDOW_DAYS } from '../../../domain/callbacks.ts'
 import type { FastifyInstance } from 'fastify'
 import type { Organization } from '../../../domain/types.ts'
-import { changeOrganization, createOrganization, listOrganizations, type Operations, requireOrganization } from '../../../services/administration.ts'
+import { callbackNumbersOf, changeOrganization, createOrganization, listOrganizations, type Operations, requireOrganization, setCallbackNumbers } from '../../../services/administration.ts'
+import type { CallbackNumber } from '../../../store/callbackNumbers.ts'
+import { CALLBACK_NUMBER_FORMS, MAX_CALLBACK_NUMBER_ID_LENGTH } from '../../../domain/callbacks.ts'
 import type { Authenticator } from '../../../services/authenticator.ts'
 import { actorOf, requireOperator } from '../../auth.ts'
 import { adminDocs, OrgParams } from './shared.ts'
@@ -43,6 +45,31 @@ export const OrganizationSchema = component('Organization', Type.Object({
   contact_cap: ContactCapSchema,
   callback_window_days: Type.Integer({ description: CALLBACK_WINDOW }),
 }))
+
+const CALLBACK_NUMBER =
+  'The number as the campaign’s platform names it: in international form for Twilio and Retell (+14155550100), the phone number’s id for Vapi, the agent’s id for ElevenLabs.'
+
+const CallbackNumberSchema = component('CallbackNumber', Type.Object({
+  number: Type.String({ description: CALLBACK_NUMBER }),
+  provider: Type.String({ description: 'The campaign’s platform, which the number is on.' }),
+  campaign_id: Type.String({ description: 'The campaign whose settings answer a caller without a task (its inbound default); a caller with a task is answered through the task’s own campaign where that campaign’s settings verify the call.' }),
+  created_at: Timestamp,
+}))
+
+const CallbackNumbersBody = Type.Object({
+  callback_numbers: Type.Array(
+    Type.Object(
+      {
+        number: Type.String({ minLength: 1, maxLength: MAX_CALLBACK_NUMBER_ID_LENGTH, description: CALLBACK_NUMBER }),
+        campaign_id: Type.String({ minLength: 1, maxLength: 64, description: `A campaign of the organization on ${Object.keys(CALLBACK_NUMBER_FORMS).join(', ')}.` }),
+      },
+      { additionalProperties: false },
+    ),
+    { maxItems: 100, description: 'Every callback number of the organization: those it had and are not here are removed. At most 100.' },
+  ),
+})
+
+const presentCallbackNumber = (entry: CallbackNumber) => ({ number: entry.number, provider: entry.provider, campaign_id: entry.campaignId, created_at: entry.createdAt })
 
 export const RateLimitBody = Type.Object(
   {
@@ -176,6 +203,47 @@ export function organizationRoutes(app: FastifyInstance, deps: { ops: Operations
         callbackWindowDays: callback_window_days,
       }
       return reply.send(envelope(request, presentOrganization(await changeOrganization(deps.ops, actorOf(request), org_id, changes))))
+    },
+  )
+
+  app.get(
+    '/admin/v1/organizations/:org_id/callback-numbers',
+    {
+      onRequest: requireOperator(deps.authenticator),
+      schema: {
+        operationId: 'listCallbackNumbers',
+        summary: "An organization's callback numbers",
+        description: 'The numbers besides its campaigns’ own where a call from a person lands on their task (docs/callbacks.md), by number.',
+        ...adminDocs,
+        params: OrgParams,
+        response: { 200: Envelope(Type.Array(CallbackNumberSchema)), ...authErrors, ...notFound },
+      },
+    },
+    async (request, reply) => {
+      const { org_id } = request.params as { org_id: string }
+      return reply.send(envelope(request, (await callbackNumbersOf(deps.ops, org_id)).map(presentCallbackNumber)))
+    },
+  )
+
+  app.put(
+    '/admin/v1/organizations/:org_id/callback-numbers',
+    {
+      onRequest: requireOperator(deps.authenticator),
+      schema: {
+        operationId: 'setCallbackNumbers',
+        summary: "Set an organization's callback numbers",
+        description:
+          'Numbers no campaign calls from (a published line, say) where a call from a person lands on their open or recently completed task of the organization, as a call to a campaign’s own number does (docs/callbacks.md). Each is answered through a campaign on a platform that takes calls; the list replaces the one before. A number is one organization’s.',
+        ...adminDocs,
+        params: OrgParams,
+        body: CallbackNumbersBody,
+        response: { 200: Envelope(Type.Array(CallbackNumberSchema)), ...authErrors, ...notFound, ...validationErrors },
+      },
+    },
+    async (request, reply) => {
+      const { org_id } = request.params as { org_id: string }
+      const { callback_numbers } = request.body as Static<typeof CallbackNumbersBody>
+      return reply.send(envelope(request, (await setCallbackNumbers(deps.ops, actorOf(request), org_id, callback_numbers)).map(presentCallbackNumber)))
     },
   )
 
