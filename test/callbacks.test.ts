@@ -8,7 +8,7 @@
 import assert from 'node:assert/strict'
 import { readFileSync } from 'node:fs'
 import { after, before, describe, test } from 'node:test'
-import { stepAfterCallBack } from '../src/domain/callbacks.ts'
+import { callbackNumberOf, stepAfterCallBack } from '../src/domain/callbacks.ts'
 import { type FakeTwilio, startFakeTwilio, twilioSignature } from './fakes/twilio.ts'
 import { eventsOfTask, eventsOfTasklessInteractions } from './support/events.ts'
 import { acceptedTrigger, bearer, createCampaign, json, OPERATOR_TOKEN, seedOrganization, startCalledBackService, taskOf, type TestService } from './support/service.ts'
@@ -434,5 +434,26 @@ describe('stepAfterCallBack', () => {
   ] as const
   for (const { name, step, reached, expected } of cases) {
     test(name, () => assert.deepEqual(stepAfterCallBack(step, reached), expected))
+  }
+})
+
+describe('callbackNumberOf', () => {
+  const TABLE: [name: string, provider: Parameters<typeof callbackNumberOf>[0], number: string, kept: string | RegExp][] = [
+    ['a Twilio number, normalized', 'twilio', '+1 (415) 555-0199', '+14155550199'],
+    ['a Retell number, normalized', 'retell', '+44 20 7946 0958', '+442079460958'],
+    ['a national number, refused', 'twilio', '(415) 555-0199', /international form/],
+    ['a Vapi phone number id, trimmed', 'vapi', ' c4115b4c-0000-4000-8000-00000000ca11 ', 'c4115b4c-0000-4000-8000-00000000ca11'],
+    ['an ElevenLabs agent id', 'elevenlabs', 'agent_7101k5k3d6zmf0xbyb5g5jyh3b1z', 'agent_7101k5k3d6zmf0xbyb5g5jyh3b1z'],
+    ['an id with a space, refused', 'vapi', 'front desk', /printable ASCII/],
+    ['an id too long, refused', 'elevenlabs', 'a'.repeat(257), /1 to 256/],
+    ['a platform that takes no calls', 'whatsapp_cloud', '+14155550199', /takes no calls/],
+    ['the simulator', 'simulator', '+14155550199', /takes no calls/],
+  ]
+  for (const [name, provider, number, kept] of TABLE) {
+    test(name, () => {
+      const read = callbackNumberOf(provider, number)
+      if (typeof kept === 'string') assert.deepEqual(read, { number: kept })
+      else assert.match('problem' in read ? read.problem : '', kept)
+    })
   }
 })
