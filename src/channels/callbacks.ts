@@ -9,7 +9,7 @@
  */
 import { Type } from '@sinclair/typebox'
 import type { Provider } from '../domain/campaignSettings.ts'
-import type { ExternalId, InteractionStatus, JsonObject } from '../domain/types.ts'
+import type { ExternalId, InteractionStatus, JsonObject, LeftOut } from '../domain/types.ts'
 import type { ProviderReport } from './channel.ts'
 
 /** A callback's request as it came: the exact bytes signed, their JSON, and its headers. */
@@ -102,8 +102,18 @@ export interface InboundCallbacks {
   verify(request: SignedRequest, config: JsonObject, now: number): boolean
   /** How long the call may run before it is settled (as the channel's settleAfterMs). */
   settleAfterMs(config: JsonObject): number
-  /** The answer's JSON body, for the campaign's config. */
-  answer(handoff: InboundHandoff, config: JsonObject): unknown
+  /** The answer, for the campaign's config. */
+  answer(handoff: InboundHandoff, config: JsonObject): InboundAnswer
+}
+
+/**
+ * An answer to a platform's ask: its JSON body, and, when it hands the call
+ * to the agent with the task's variables, what of the task is not among them
+ * (recorded as an outbound start's is: the interaction's `handoff`).
+ */
+export interface InboundAnswer {
+  body: unknown
+  leftOut?: LeftOut[]
 }
 
 export interface CallCallback<Message> {

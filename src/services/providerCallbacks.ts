@@ -14,7 +14,7 @@ import type { Provider } from '../domain/campaignSettings.ts'
 import { StoredConfigRefused } from '../channels/providerConfig.ts'
 import { isId } from '../domain/ids.ts'
 import type { Database } from '../store/database.ts'
-import { findCalledInteraction } from '../store/interactions.ts'
+import { findCalledInteraction, recordHandoff } from '../store/interactions.ts'
 import type { InboundCalls } from './inboundCalls.ts'
 import type { TaskLifecycle } from './taskLifecycle.ts'
 
@@ -94,7 +94,10 @@ export class ProviderCallbacks {
       ids: context.ids,
       context: context.context,
     }
-    return { kind: 'answered', body: inbound.answer(handoff, landed.campaign.providerConfig) }
+    const { body, leftOut } = inbound.answer(handoff, landed.campaign.providerConfig)
+    // What of the task the agent was not given, as an outbound start records it.
+    if (leftOut !== undefined) await recordHandoff(this.#db, landed.interactionId, { mode: 'variables', at: new Date(this.#now()).toISOString(), left_out: leftOut })
+    return { kind: 'answered', body }
   }
 
 }

@@ -189,9 +189,11 @@ describe('adapter', () => {
   test("an assistant-request from an unknown caller is answered with the campaign's unknown_caller_message as Vapi's error, which it speaks before ending the call; a caller with a task gets the assistant", () => {
     const handoff = { interactionId: 'int_01J0ABCDEF', taskId: null, firstName: undefined, language: undefined, ids: [], context: {} }
     const withMessage = config({ unknown_caller_message: 'Thank you for calling. Please call back in office hours.' })
-    assert.deepEqual(channel.serverMessages.inbound!.answer(handoff, withMessage), { error: 'Thank you for calling. Please call back in office hours.' })
-    assert.equal((channel.serverMessages.inbound!.answer({ ...handoff, taskId: 'tsk_1' }, withMessage) as { assistantId: string }).assistantId, ASSISTANT_ID)
-    assert.equal((channel.serverMessages.inbound!.answer(handoff, config()) as { assistantId: string }).assistantId, ASSISTANT_ID)
+    assert.deepEqual(channel.serverMessages.inbound!.answer(handoff, withMessage), { body: { error: 'Thank you for calling. Please call back in office hours.' } })
+    const known = channel.serverMessages.inbound!.answer({ ...handoff, taskId: 'tsk_1' }, withMessage)
+    assert.equal((known.body as { assistantId: string }).assistantId, ASSISTANT_ID)
+    assert.deepEqual(known.leftOut, [])
+    assert.equal((channel.serverMessages.inbound!.answer(handoff, config()).body as { assistantId: string }).assistantId, ASSISTANT_ID)
   })
 
   const attempt = (overrides: Partial<OutboundAttempt> = {}): OutboundAttempt => ({
@@ -549,7 +551,11 @@ describe('through the service', () => {
       assert.deepEqual(documented, JSON.parse(ids(JSON.stringify({ ...answer, assistantOverrides: { ...answer.assistantOverrides, variableValues: shown } }))))
       const held = await task(taskId)
       assert.equal(held.waiting.for, 'callback')
-      assert.equal(held.interactions.find((interaction: { id: string }) => interaction.id === interactionId).direction, 'inbound')
+      const inbound = held.interactions.find((interaction: { id: string }) => interaction.id === interactionId)
+      assert.equal(inbound.direction, 'inbound')
+      // Recorded as an outbound start's handoff is: nothing of the task was left out.
+      assert.equal(inbound.handoff.mode, 'variables')
+      assert.deepEqual(inbound.handoff.left_out, [])
 
       assert.equal(await fake.endCall(callId, { ...END, structuredData: { disposition: 'interested' } }), 204)
       const done = await task(taskId)

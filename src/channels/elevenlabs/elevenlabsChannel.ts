@@ -151,9 +151,9 @@ export class ElevenLabsChannel implements Channel {
       },
       settleAfterMs: (config) => this.settleAfterMs(config),
       answer: (handoff) => {
-        const { variables } = this.variables({ ...handoff, attempt: null, direction: 'inbound' })
+        const { variables, leftOut } = this.variables({ ...handoff, attempt: null, direction: 'inbound' })
         // ElevenLabs wants every variable the agent's prompt names: one written for outbound calls names these too.
-        return { type: 'conversation_initiation_client_data', dynamic_variables: { task_id: '', attempt: '', ...variables } }
+        return { body: { type: 'conversation_initiation_client_data', dynamic_variables: { task_id: '', attempt: '', ...variables } }, leftOut }
       },
     },
   }

@@ -133,8 +133,8 @@ export class RetellChannel implements Channel {
       settleAfterMs: () => this.settleAfterMs(),
       answer: (handoff, config) => {
         const settings = readRetellConfig(config)
-        const { variables } = agentVariables({ ...handoff, attempt: null, direction: 'inbound' }, { stringsOnly: true })
-        return {
+        const { variables, leftOut } = agentVariables({ ...handoff, attempt: null, direction: 'inbound' }, { stringsOnly: true })
+        const body = {
           call_inbound: {
             ...(settings.agentId === undefined ? {} : { override_agent_id: settings.agentId }),
             ...(settings.agentVersion === undefined ? {} : { override_agent_version: settings.agentVersion }),
@@ -142,6 +142,7 @@ export class RetellChannel implements Channel {
             metadata: { interaction_id: handoff.interactionId, task_id: handoff.taskId, direction: 'inbound' },
           },
         }
+        return { body, leftOut }
       },
     },
   }

@@ -125,9 +125,9 @@ export class VapiChannel implements Channel {
       answer: (handoff, config) => {
         const settings = readVapiConfig(config)
         // Vapi speaks an `error` to the caller and ends the call.
-        if (handoff.taskId === null && settings.unknownCallerMessage !== undefined) return { error: settings.unknownCallerMessage }
-        const { variables } = agentVariables({ ...handoff, attempt: null, direction: 'inbound' })
-        return {
+        if (handoff.taskId === null && settings.unknownCallerMessage !== undefined) return { body: { error: settings.unknownCallerMessage } }
+        const { variables, leftOut } = agentVariables({ ...handoff, attempt: null, direction: 'inbound' })
+        const body = {
           assistantId: settings.assistantId,
           assistantOverrides: {
             variableValues: variables,
@@ -136,6 +136,7 @@ export class VapiChannel implements Channel {
             maxDurationSeconds: settings.maxDurationS,
           },
         }
+        return { body, leftOut }
       },
     },
   }
