@@ -26,11 +26,21 @@ import { readableConfig } from './providerCallbacks.ts'
 
 /** A call landed: its interaction, the campaign it is handled by, and what its conversation is to know. */
 export interface LandedCall {
+  kind: 'landed'
   interactionId: string
   campaign: Campaign
   /** The interaction with its task's contact, context and ids (none without a task). */
   context: InteractionContext
 }
+
+export type Landing =
+  | LandedCall
+  /** No campaign has the number: nothing changed. */
+  | { kind: 'unknown' }
+  /** The request is the platform's for none of the number's campaigns: nothing changed. */
+  | { kind: 'refused' }
+  /** A repeat of a call so late that its interaction is gone with the history. */
+  | { kind: 'gone' }
 
 export class InboundCalls {
   readonly #db: Database
@@ -47,24 +57,22 @@ export class InboundCalls {
 
   /**
    * Lands a call to a number (`field` of a campaign's provider_config names
-   * it) of the campaigns whose settings `verify` the request: 'unknown' when
-   * no campaign has the number, 'refused' when the request is the platform's
-   * for none of them, and then nothing is changed. From `from` (undefined when withheld),
+   * it, or an organization's callback number) of the campaigns whose
+   * settings `verify` the request, from `from` (undefined when withheld),
    * known to the platform by its reference (or, where the platform names it
    * later, by a request's repeat key). A repeat of the same call lands on the
-   * interaction recorded for it. Undefined only for a repeat so late that
-   * the call's interaction is gone with the history.
+   * interaction recorded for it.
    */
   async land(
     number: { provider: Provider; field: string; value: string },
     verify: (config: JsonObject, now: number) => boolean,
     call: { call: InboundCallRecord['call']; from: string | undefined; settleAfterMs: (campaign: Campaign) => number },
-  ): Promise<LandedCall | 'unknown' | 'refused' | undefined> {
+  ): Promise<Landing> {
     const now = this.#now()
     const candidates = await findCampaignsByNumber(this.#db, number.provider, number.field, number.value)
     // A campaign whose stored config cannot be read verifies nothing; the others of the number still may.
     const campaigns = candidates.filter((candidate) => readableConfig(this.#log, candidate.id, () => verify(candidate.providerConfig, now)))
-    if (campaigns.length === 0) return candidates.length === 0 ? 'unknown' : 'refused'
+    if (campaigns.length === 0) return { kind: candidates.length === 0 ? 'unknown' : 'refused' }
     const from = call.from === undefined ? null : normalizePhone(call.from)
     const orgIds = [...new Set(campaigns.map((campaign) => campaign.orgId))]
     const task = from === null ? undefined : await findCallbackTask(this.#db, orgIds, from, now)
@@ -82,8 +90,8 @@ export class InboundCalls {
         settleAt: now + call.settleAfterMs(campaign),
       }),
     )
-    if (recorded === undefined) return undefined
-    const context = await this.#conversations.contextForProvider(recorded.interactionId)
-    return context && { interactionId: recorded.interactionId, campaign: campaigns.find((candidate) => candidate.id === recorded.campaignId) ?? campaign, context }
+    const context = recorded && (await this.#conversations.contextForProvider(recorded.interactionId))
+    if (recorded === undefined || context === undefined) return { kind: 'gone' }
+    return { kind: 'landed', interactionId: recorded.interactionId, campaign: campaigns.find((candidate) => candidate.id === recorded.campaignId) ?? campaign, context }
   }
 }

@@ -83,8 +83,8 @@ export class ProviderCallbacks {
       from: ask.from,
       settleAfterMs: (campaign) => inbound.settleAfterMs(campaign.providerConfig),
     })
-    if (landed === 'refused') return { kind: 'refused' }
-    if (landed === 'unknown' || landed === undefined) return { kind: 'unknown' }
+    if (landed.kind === 'refused') return { kind: 'refused' }
+    if (landed.kind !== 'landed') return { kind: 'unknown' }
     const { context } = landed
     const handoff = {
       interactionId: landed.interactionId,

@@ -160,8 +160,8 @@ export class TwilioCalls {
       from: storableId(params.From),
       settleAfterMs: (campaign) => this.#twilio.settleAfterMs(campaign.providerConfig),
     })
-    if (landed === 'unknown' || landed === 'refused') return undefined
-    if (landed === undefined) return HANG_UP_TWIML
+    if (landed.kind === 'unknown' || landed.kind === 'refused') return undefined
+    if (landed.kind === 'gone') return HANG_UP_TWIML
     const { interactionId, campaign, context } = landed
     const message = context.interaction.taskId === null ? readTwilioConfig(campaign.providerConfig).unknownCallerMessage : undefined
     if (message !== undefined) return sayAndHangUpTwiml(message)
