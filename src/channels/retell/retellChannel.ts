@@ -46,7 +46,7 @@ import {
   readRetellWebhook,
   verifyRetellSignature,
 } from './calls.ts'
-import { readRetellConfig, RetellConfigSchema } from './config.ts'
+import { readRetellConfig, type RetellConfig, RetellConfigSchema } from './config.ts'
 
 export { verifyRetellSignature } from './calls.ts'
 
@@ -136,8 +136,7 @@ export class RetellChannel implements Channel {
         const { variables, leftOut } = agentVariables({ ...handoff, attempt: null, direction: 'inbound' }, { stringsOnly: true })
         const body = {
           call_inbound: {
-            ...(settings.agentId === undefined ? {} : { override_agent_id: settings.agentId }),
-            ...(settings.agentVersion === undefined ? {} : { override_agent_version: settings.agentVersion }),
+            ...agentOverride(settings),
             dynamic_variables: variables,
             metadata: { interaction_id: handoff.interactionId, task_id: handoff.taskId, direction: 'inbound' },
           },
@@ -168,8 +167,7 @@ export class RetellChannel implements Channel {
     const body: JsonObject = {
       from_number: config.fromNumber,
       to_number: attempt.to,
-      ...(config.agentId === undefined ? {} : { override_agent_id: config.agentId }),
-      ...(config.agentVersion === undefined ? {} : { override_agent_version: config.agentVersion }),
+      ...agentOverride(config),
       retell_llm_dynamic_variables: variables,
       metadata: { interaction_id: attempt.interactionId, task_id: attempt.taskId, attempt: attempt.attempt },
     }
@@ -279,4 +277,12 @@ function refusal(answer: ProviderAnswer, to: string, now: number): StartResult {
 
 function field(body: unknown, name: string): unknown {
   return typeof body === 'object' && body !== null && !Array.isArray(body) ? (body as Record<string, unknown>)[name] : undefined
+}
+
+/** The campaign's agent (and version), where it names one rather than the number's own, as Create Phone Call and the inbound webhook's answer both take it. */
+function agentOverride(config: RetellConfig): { override_agent_id?: string; override_agent_version?: number } {
+  return {
+    ...(config.agentId === undefined ? {} : { override_agent_id: config.agentId }),
+    ...(config.agentVersion === undefined ? {} : { override_agent_version: config.agentVersion }),
+  }
 }

@@ -127,16 +127,9 @@ export class VapiChannel implements Channel {
         // Vapi speaks an `error` to the caller and ends the call.
         if (handoff.taskId === null && settings.unknownCallerMessage !== undefined) return { body: { error: settings.unknownCallerMessage } }
         const { variables, leftOut } = agentVariables({ ...handoff, attempt: null, direction: 'inbound' })
-        const body = {
-          assistantId: settings.assistantId,
-          assistantOverrides: {
-            variableValues: variables,
-            // Vapi keeps the overrides on the call: its server messages name the interaction as an outbound call's do.
-            metadata: { interaction_id: handoff.interactionId, task_id: handoff.taskId, direction: 'inbound' },
-            maxDurationSeconds: settings.maxDurationS,
-          },
-        }
-        return { body, leftOut }
+        // Vapi keeps the overrides on the call: its server messages name the interaction as an outbound call's do.
+        const metadata = { interaction_id: handoff.interactionId, task_id: handoff.taskId, direction: 'inbound' }
+        return { body: { assistantId: settings.assistantId, assistantOverrides: assistantOverrides(settings, variables, metadata) }, leftOut }
       },
     },
   }
@@ -162,11 +155,7 @@ export class VapiChannel implements Channel {
       assistantId: config.assistantId,
       phoneNumberId: config.phoneNumberId,
       customer: { number: attempt.to },
-      assistantOverrides: {
-        variableValues: variables,
-        metadata: { interaction_id: attempt.interactionId, task_id: attempt.taskId, attempt: attempt.attempt },
-        maxDurationSeconds: config.maxDurationS,
-      },
+      assistantOverrides: assistantOverrides(config, variables, { interaction_id: attempt.interactionId, task_id: attempt.taskId, attempt: attempt.attempt }),
     }
     const answer = await this.#request('POST', '/call', apiKey, body)
     if (answer.status >= 200 && answer.status < 300) {
@@ -246,3 +235,7 @@ function messageOf(body: unknown, to: string): string | undefined {
   return text.replaceAll(to, '[To]').slice(0, MAX_REASON_MESSAGE)
 }
 
+/** What a call's assistant is given, outbound (Create Call) or inbound (an assistant-request's answer): the variables, the service's metadata, the longest it may last. */
+function assistantOverrides(config: VapiConfig, variables: Record<string, unknown>, metadata: Record<string, unknown>) {
+  return { variableValues: variables, metadata, maxDurationSeconds: config.maxDurationS }
+}
