@@ -1,15 +1,16 @@
 /**
  * One request to a provider's REST API (a JSON body, or Twilio's form), as
- * every adapter makes them: an answer of any status is returned (each adapter reads its own
- * refusals), and a request with no answer (a lost connection, a timeout, a
- * redirect) throws, since the provider may then have acted on it.
+ * every adapter makes them: an answer of any status is returned (each
+ * adapter reads its own refusals), and a request with no answer (a lost
+ * connection, a timeout, a redirect) throws, since the provider may then
+ * have acted on it.
  *
  * undici's request() on one kept-alive Agent rather than the global fetch:
  * fetch builds a WHATWG Request, Headers and a ReadableStream for each call,
  * and a Create Call to a local server cost 700 µs of CPU through fetch against
  * 200 µs through request() (client and server in one process, 8 at once), a
  * Vapi start being the worker's costliest step end to end. The base URLs are
- * the operator's (environment), not a client's: no address check as the
+ * the operator's (environment), not a client's: no address check like the
  * webhook poster's.
  */
 import { Agent, request } from 'undici'
