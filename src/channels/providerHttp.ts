@@ -33,6 +33,17 @@ export interface ProviderRequest {
   label: string
 }
 
+/** A request with no answer: the provider may have acted on it. `why` says what went wrong (no answer in time, a redirect, a connection refused or cut). */
+export class ProviderUnanswered extends Error {
+  constructor(
+    label: string,
+    readonly why: string,
+    cause?: unknown,
+  ) {
+    super(`${label}: ${why}`, { cause })
+  }
+}
+
 /** Connections to the providers, kept alive between requests; each request's own deadline bounds it. */
 const providers = new Agent({ headersTimeout: 0, bodyTimeout: 0 })
 
@@ -58,12 +69,12 @@ export async function requestProvider(url: string, options: ProviderRequest): Pr
     retryAfter = response.headers['retry-after']
     text = await response.body.text()
   } catch (error) {
-    throw new Error(`${options.label}: ${deadline.signal.aborted ? `no answer within ${options.timeoutMs} ms` : 'connection failed'}`, { cause: error })
+    throw new ProviderUnanswered(options.label, deadline.signal.aborted ? `no answer within ${options.timeoutMs} ms` : 'connection failed', error)
   } finally {
     clearTimeout(timer)
   }
   // Without the redirect interceptor a 3xx is the answer: not the provider's, and following it could carry the credential elsewhere.
-  if (status >= 300 && status < 400) throw new Error(`${options.label}: answered HTTP ${status}, a redirect`)
+  if (status >= 300 && status < 400) throw new ProviderUnanswered(options.label, `answered HTTP ${status}, a redirect`)
   return { status, body: parseJson(text), retryAfter: (Array.isArray(retryAfter) ? retryAfter[0] : retryAfter) ?? null }
 }
 

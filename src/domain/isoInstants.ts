@@ -9,8 +9,8 @@
 
 const DAY_MS = 86_400_000
 /** Years 0001-9999, as RFC 3339, a Date's ISO string and PostgreSQL's timestamptz write alike. */
-const FIRST_MS = Date.parse('0001-01-01T00:00:00.000Z')
-const LAST_MS = Date.parse('9999-12-31T23:59:59.999Z')
+export const FIRST_MS = Date.parse('0001-01-01T00:00:00.000Z')
+export const LAST_MS = Date.parse('9999-12-31T23:59:59.999Z')
 
 /** `ms` as toISOString writes it; undefined outside years 0001-9999 or for a fraction of a millisecond. */
 export function isoOfMs(ms: number): string | undefined {
@@ -54,7 +54,8 @@ function digits(text: string, start: number, length: number): number {
   return value
 }
 
-function daysInMonth(year: number, month: number): number {
+/** Days in a month of the proleptic Gregorian calendar. */
+export function daysInMonth(year: number, month: number): number {
   if (month === 2) return (year % 4 === 0 && year % 100 !== 0) || year % 400 === 0 ? 29 : 28
   return month === 4 || month === 6 || month === 9 || month === 11 ? 30 : 31
 }

@@ -9,6 +9,8 @@
 /** How far ahead `not_before` may be: further is far more likely a mistyped year than a plan. */
 export const MAX_NOT_BEFORE_DAYS = 365
 
+import { daysInMonth, FIRST_MS, LAST_MS } from './isoInstants.ts'
+
 const DAY_MS = 86_400_000
 
 /**
@@ -17,14 +19,6 @@ const DAY_MS = 86_400_000
  * local time it would be is what the client means and we cannot guess.
  */
 const RFC_3339 = /^(\d{4})-(\d{2})-(\d{2})[Tt]([01]\d|2[0-3]):([0-5]\d):([0-5]\d)(?:\.(\d+))?(?:[Zz]|([+-])([01]\d|2[0-3]):([0-5]\d))$/
-
-/**
- * Instants in UTC years 0001 to 9999: what an ISO 8601 date of four-digit
- * year (which the database reads) can write. An offset can carry a date at
- * either end past them (0000-01-01T00:00:00+01:00 is in year -1).
- */
-const FIRST_INSTANT = Date.parse('0001-01-01T00:00:00.000Z')
-const LAST_INSTANT = Date.parse('9999-12-31T23:59:59.999Z')
 
 /**
  * The instant an RFC 3339 date-time names, in epoch ms (a fraction cut to
@@ -46,13 +40,10 @@ export function parseInstant(text: string): number | undefined {
   const local = date.setUTCHours(hour, minute, second, fraction === undefined ? 0 : Number(fraction.slice(0, 3).padEnd(3, '0')))
   const offsetMs = sign === undefined ? 0 : (sign === '-' ? -1 : 1) * (Number(offsetHours) * 60 + Number(offsetMinutes)) * 60_000
   const at = local - offsetMs
-  return at >= FIRST_INSTANT && at <= LAST_INSTANT ? at : undefined
+  // An offset can carry a date past years 0001-9999 UTC (0000-01-01T00:00:00+01:00 is in year -1).
+  return at >= FIRST_MS && at <= LAST_MS ? at : undefined
 }
 
-function daysInMonth(year: number, month: number): number {
-  if (month === 2) return (year % 4 === 0 && year % 100 !== 0) || year % 400 === 0 ? 29 : 28
-  return month === 4 || month === 6 || month === 9 || month === 11 ? 30 : 31
-}
 
 export interface TriggerTiming {
   notBefore?: number

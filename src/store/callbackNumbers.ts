@@ -36,13 +36,6 @@ export async function replaceCallbackNumbers(
   numbers: readonly { number: string; provider: Provider; campaignId: string }[],
   now: number,
 ): Promise<{ numbers: CallbackNumber[] } | { taken: string[] }> {
-  const taken = await db.query<{ number: string }>(
-    `SELECT number FROM callback_numbers
-     WHERE (provider, number) IN (SELECT * FROM unnest($2::text[], $3::text[])) AND org_id <> $1
-     ORDER BY number COLLATE "C"`,
-    [orgId, numbers.map((entry) => entry.provider), numbers.map((entry) => entry.number)],
-  )
-  if (taken.length > 0) return { taken: taken.map((row) => row.number) }
   const rows = await db.query<CallbackNumberRow>(
     `WITH wanted AS (
        SELECT * FROM unnest($2::text[], $3::text[], $4::text[]) AS w(provider, number, campaign_id)
@@ -55,7 +48,7 @@ export async function replaceCallbackNumbers(
      RETURNING number, provider, campaign_id, created_at`,
     [orgId, numbers.map((entry) => entry.provider), numbers.map((entry) => entry.number), numbers.map((entry) => entry.campaignId), new Date(now)],
   )
-  // One another organization named since the check above is not this one's: the caller's transaction is to be rolled back.
+  // A number another organization has is left as it is by the conflict's WHERE, and not returned: the caller's transaction is to be rolled back.
   const kept = new Set(rows.map((row) => `${row.provider} ${row.number}`))
   const lost = numbers.filter((entry) => !kept.has(`${entry.provider} ${entry.number}`)).map((entry) => entry.number)
   if (lost.length > 0) return { taken: lost }

@@ -16,6 +16,7 @@ import { type Channel as ChannelName, INTERACTION_OUTCOMES, type InteractionOutc
 import { ConversationResultInput } from '../../validation/conversationResult.ts'
 import { OneOf } from '../../validation/fields.ts'
 import { conversationTookPlace } from '../../domain/attemptPolicy.ts'
+import { isIsoInstant } from '../../domain/isoInstants.ts'
 import type { Channel, InteractionProgress, OutboundAttempt, SettledInteraction, StartResult } from '../channel.ts'
 
 const DEFAULT_OUTCOME: Record<ChannelName, InteractionOutcome> = { voice: 'completed', whatsapp: 'replied' }
@@ -106,7 +107,4 @@ function resultOf(config: JsonObject): ReportedResult | undefined {
 }
 
 /** A valid RFC 3339 date-time as the UTC instant it names ('t' and 'z' may be lowercase there, not for Date.parse). */
-const utc = (text: string): string => (CANONICAL_UTC.test(text) ? text : new Date(Date.parse(text.toUpperCase())).toISOString())
-
-/** An instant as the service writes one: it is its own UTC form. */
-const CANONICAL_UTC = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/
+const utc = (text: string): string => (isIsoInstant(text) ? text : new Date(Date.parse(text.toUpperCase())).toISOString())

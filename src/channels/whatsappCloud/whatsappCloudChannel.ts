@@ -6,7 +6,7 @@
  * The Cloud API has no endpoint to look a message's status up, so an
  * interaction without a final report is settled from the last status it had.
  */
-import { type ProviderAnswer, requestProvider } from '../providerHttp.ts'
+import { type ProviderAnswer, ProviderUnanswered, requestProvider } from '../providerHttp.ts'
 import type { SenderPace } from '../../domain/pacing.ts'
 import type { JsonObject } from '../../domain/types.ts'
 import type { Channel, InteractionOutcome, InteractionProgress, OutboundAttempt, SettledInteraction, StartResult } from '../channel.ts'
@@ -177,9 +177,9 @@ export function templateLanguageOf(contactLanguage: string | undefined): string 
 }
 
 
-/** Why requestProvider got no answer (no answer in time, a redirect, a connection refused or cut, with its cause's message), without its label. */
+/** Why requestProvider got no answer, with its cause's message (a refused connection's code). */
 function causeOf(error: unknown): string {
-  if (!(error instanceof Error)) return String(error)
+  if (!(error instanceof ProviderUnanswered)) return String(error)
   const cause = error.cause instanceof Error ? `: ${error.cause.message}` : ''
-  return `${error.message.slice(error.message.lastIndexOf(': ') + 2)}${cause}`
+  return `${error.why}${cause}`
 }
