@@ -123,7 +123,7 @@ test('the named resources a code generator makes types of', async () => {
 
 test('the webhooks a client receives, each event type with its payload and the Standard Webhooks headers', async () => {
   const document = await documentAt('/openapi.json')
-  assert.deepEqual(Object.keys(document.webhooks), ['task.completed', 'interaction.finalized', 'interaction.result_added', 'webhook.test'])
+  assert.deepEqual(Object.keys(document.webhooks), ['task.completed', 'interaction.finalized', 'interaction.result_added', 'interaction.message_received', 'webhook.test'])
   for (const [type, webhook] of Object.entries<any>(document.webhooks)) {
     const event = resolved(document, webhook.post.requestBody.content['application/json'].schema)
     assert.deepEqual(event.properties.type.enum, [type])

@@ -129,7 +129,7 @@ describe('delivery', () => {
     assert.throws(() => verifier.verify(first!.body.replace('AbC-001', 'AbC-002'), first!.headers as Record<string, string>))
   })
 
-  test('an inbound message that answers no task is delivered as interaction.finalized without ids', async () => {
+  test('an inbound message that answers no task is delivered as interaction.message_received, then interaction.finalized, without ids', async () => {
     const { orgId } = await setUp()
     const created = await service.app.inject({
       method: 'POST',
@@ -157,7 +157,11 @@ describe('delivery', () => {
     })
     assert.equal(posted.statusCode, 200)
     await deliver()
-    const [event] = payloads()
+    const [received, event] = payloads()
+    assert.equal(received.type, 'interaction.message_received')
+    assert.deepEqual(received.data.message, { id: 'wamid.inbound-1', text: 'Hello?', received_at: new Date(Math.floor(now / 1000) * 1000).toISOString() })
+    assert.equal(received.data.interaction_id, event.data.interaction_id)
+    assert.equal('ids' in received.data, false)
     assert.equal(event.type, 'interaction.finalized')
     assert.equal(event.data.task_id, null)
     assert.equal(event.data.direction, 'inbound')

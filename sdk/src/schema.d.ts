@@ -730,6 +730,26 @@ export interface webhooks {
         patch?: never;
         trace?: never;
     };
+    "interaction.message_received": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A message the person sent
+         * @description Sent to each enabled endpoint subscribed to the type, signed (Standard Webhooks), and retried with backoff until the endpoint answers a 2xx or the attempts run out. The same event may arrive more than once, and events may arrive out of order.
+         */
+        post: operations["onInteractionMessageReceived"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "webhook.test": {
         parameters: {
             query?: never;
@@ -929,6 +949,39 @@ export interface components {
             }[];
             result: components["schemas"]["ConversationResult"];
         };
+        /** @description interaction.message_received: a message the person sent, on the interaction it landed on (the one it answers, else an inbound one, on the task it answers), written as it lands: in order per interaction, before the interaction.finalized it may end in. */
+        InteractionMessageReceivedData: {
+            interaction_id: string;
+            /** @description Null for a message that answers no task. */
+            task_id: string | null;
+            trigger_id: string | null;
+            campaign: string;
+            channel: "voice" | "whatsapp";
+            direction: "outbound" | "inbound";
+            attempt: number | null;
+            /** @description What the message made of the interaction: `replied`. */
+            outcome: string;
+            test_mode: boolean;
+            /** @description Exactly when task_id is not null. */
+            ids?: {
+                source: string;
+                type: string;
+                value: string;
+            }[];
+            message: {
+                /** @description The provider's id of the message (WhatsApp's `wamid`): a message is reported once, however often the provider delivers it. */
+                id: string;
+                /** @description What the person wrote, or the label of the button or list row they chose; null for a message without text (an image, a location). */
+                text: string | null;
+                /**
+                 * Format: date-time
+                 * @description UTC, ISO 8601 with Z
+                 */
+                received_at: string;
+            };
+            /** @description WhatsApp: until when any message may be sent to the person, not only an approved template (24 hours from their latest message); null on a channel without such a window. */
+            window_closes_at: string | null;
+        };
         /** @description webhook.test: sent to one endpoint on request (POST .../webhook-endpoints/{id}/test). */
         WebhookTestData: {
             endpoint_id: string;
@@ -979,6 +1032,21 @@ export interface components {
              */
             timestamp: string;
             data: components["schemas"]["InteractionResultAddedData"];
+        };
+        InteractionMessageReceivedEvent: {
+            /**
+             * @description The webhook-id header of its every delivery.
+             * @example evt_01jd3y5v8m6m1r9cz8xk4j2h7q
+             */
+            id: string;
+            /** @enum {string} */
+            type: "interaction.message_received";
+            /**
+             * Format: date-time
+             * @description UTC, ISO 8601 with Z
+             */
+            timestamp: string;
+            data: components["schemas"]["InteractionMessageReceivedData"];
         };
         WebhookTestEvent: {
             /**
@@ -1432,6 +1500,8 @@ export interface components {
             duration_s: number | null;
             /** @description While it waits for its result (status `ended`): when the wait ends and it is reported without one. */
             result_due_by: string | null;
+            /** @description WhatsApp: until when any message may be sent to the person, not only an approved template (24 hours from their latest message on this interaction); null before they have written, and on other channels. */
+            window_closes_at: string | null;
             /** @description Your ids, as the trigger sent them. */
             ids: {
                 source: string;
@@ -1528,7 +1598,7 @@ export interface components {
             /** @description https, to a public address. */
             url: string;
             /** @description Default: every type. */
-            events?: ("task.completed" | "interaction.finalized" | "interaction.result_added")[];
+            events?: ("task.completed" | "interaction.finalized" | "interaction.result_added" | "interaction.message_received")[];
             /** @description Most webhooks in flight to the endpoint at once (default 4): the rest wait their turn, each sent as one ends. */
             max_in_flight?: number;
         };
@@ -1536,7 +1606,7 @@ export interface components {
             /** @example whe_01jd3y5v8m6m1r9cz8xk4j2h7q */
             id: string;
             url: string;
-            events: ("task.completed" | "interaction.finalized" | "interaction.result_added")[];
+            events: ("task.completed" | "interaction.finalized" | "interaction.result_added" | "interaction.message_received")[];
             enabled: boolean;
             /** @description Why the service disabled it (the receiver answered 410). */
             disabled_reason: string | null;
@@ -1559,7 +1629,7 @@ export interface components {
             /** @example whe_01jd3y5v8m6m1r9cz8xk4j2h7q */
             id: string;
             url: string;
-            events: ("task.completed" | "interaction.finalized" | "interaction.result_added")[];
+            events: ("task.completed" | "interaction.finalized" | "interaction.result_added" | "interaction.message_received")[];
             enabled: boolean;
             /** @description Why the service disabled it (the receiver answered 410). */
             disabled_reason: string | null;
@@ -1578,7 +1648,7 @@ export interface components {
         };
         WebhookEndpointUpdateRequest: {
             url?: string;
-            events?: ("task.completed" | "interaction.finalized" | "interaction.result_added")[];
+            events?: ("task.completed" | "interaction.finalized" | "interaction.result_added" | "interaction.message_received")[];
             /** @description true also lifts a disable by the service (after a 410). */
             enabled?: boolean;
             /** @description Most webhooks in flight to the endpoint at once (default 4): the rest wait their turn, each sent as one ends. */
@@ -1608,7 +1678,7 @@ export interface components {
             /** @description The last 10 failed attempts, newest first, whenever they were. */
             last_failures: {
                 event_id: string;
-                event_type: "task.completed" | "interaction.finalized" | "interaction.result_added" | "webhook.test";
+                event_type: "task.completed" | "interaction.finalized" | "interaction.result_added" | "interaction.message_received" | "webhook.test";
                 attempt: number;
                 /**
                  * Format: date-time
@@ -1626,7 +1696,7 @@ export interface components {
         SentEvent: {
             /** @description Also the webhook-id header of its deliveries. */
             id: string;
-            type: "task.completed" | "interaction.finalized" | "interaction.result_added" | "webhook.test";
+            type: "task.completed" | "interaction.finalized" | "interaction.result_added" | "interaction.message_received" | "webhook.test";
             /**
              * Format: date-time
              * @description UTC, ISO 8601 with Z
@@ -1640,7 +1710,7 @@ export interface components {
         Event: {
             /** @description Also the webhook-id header of its deliveries. */
             id: string;
-            type: "task.completed" | "interaction.finalized" | "interaction.result_added";
+            type: "task.completed" | "interaction.finalized" | "interaction.result_added" | "interaction.message_received";
             /**
              * Format: date-time
              * @description UTC, ISO 8601 with Z
@@ -1654,7 +1724,7 @@ export interface components {
         EventWithDeliveries: {
             /** @description Also the webhook-id header of its deliveries. */
             id: string;
-            type: "task.completed" | "interaction.finalized" | "interaction.result_added" | "webhook.test";
+            type: "task.completed" | "interaction.finalized" | "interaction.result_added" | "interaction.message_received" | "webhook.test";
             /**
              * Format: date-time
              * @description UTC, ISO 8601 with Z
@@ -3516,7 +3586,7 @@ export interface operations {
                             /** @example whe_01jd3y5v8m6m1r9cz8xk4j2h7q */
                             id: string;
                             url: string;
-                            events: ("task.completed" | "interaction.finalized" | "interaction.result_added")[];
+                            events: ("task.completed" | "interaction.finalized" | "interaction.result_added" | "interaction.message_received")[];
                             enabled: boolean;
                             /** @description Why the service disabled it (the receiver answered 410). */
                             disabled_reason: string | null;
@@ -3947,7 +4017,7 @@ export interface operations {
     listEvents: {
         parameters: {
             query?: {
-                type?: "task.completed" | "interaction.finalized" | "interaction.result_added";
+                type?: "task.completed" | "interaction.finalized" | "interaction.result_added" | "interaction.message_received";
                 /** @description The last event id of the previous page. */
                 after?: string;
                 /** @description The newest events instead, newest first (not with `after`): a reader that wants only the events recorded from now on reads on `after` the first of them. */
@@ -5767,6 +5837,49 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": components["schemas"]["InteractionResultAddedEvent"];
+            };
+        };
+        responses: {
+            /** @description Gone: the service disables the endpoint and sends it nothing more until it is enabled again. */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Received: the delivery succeeded. */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Anything else (or no answer within the timeout): the attempt failed, and is retried. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    onInteractionMessageReceived: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The event's id: the same on every attempt and redelivery. Deduplicate on it. */
+                "webhook-id": components["parameters"]["webhook-id"];
+                /** @description When this attempt was signed, in seconds since the epoch. Refuse one too far from your clock. */
+                "webhook-timestamp": components["parameters"]["webhook-timestamp"];
+                /** @description `v1,` and the base64 HMAC-SHA256 of `{webhook-id}.{webhook-timestamp}.{body}`, keyed by the endpoint's secret (Standard Webhooks); while a rotated secret is still valid, one signature per secret, separated by spaces. */
+                "webhook-signature": components["parameters"]["webhook-signature"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["InteractionMessageReceivedEvent"];
             };
         };
         responses: {

@@ -154,6 +154,35 @@ export function interactionResultAddedEvent(interaction: ReportedInteraction & {
   }
 }
 
+/** A message the person sent, as interaction.message_received reports it. */
+export interface ReceivedMessage {
+  /** The provider's id of it (WhatsApp's wamid): the same message delivered twice is reported once. */
+  id: string
+  /** What they wrote (a text, or the label of a button or list row they chose); null for a message without text. */
+  text: string | null
+  at: number
+}
+
+/**
+ * A message from the person, on the interaction it landed on, as it lands:
+ * the conversation's other side (the client's agent, a person) hears of it
+ * with the task's ids, and of the window it opened (domain/messagingWindow.ts:
+ * until when any message, not only a template, may be sent; null on a
+ * channel without one).
+ */
+export function interactionMessageReceivedEvent(interaction: ReportedInteraction, message: ReceivedMessage, windowClosesAt: number | null, now: number): OutboxEvent {
+  return {
+    id: newId('event', now),
+    type: 'interaction.message_received',
+    timestamp: new Date(now).toISOString(),
+    data: {
+      ...aboutInteraction(interaction),
+      message: { id: message.id, text: message.text, received_at: new Date(message.at).toISOString() },
+      window_closes_at: windowClosesAt === null ? null : new Date(windowClosesAt).toISOString(),
+    },
+  }
+}
+
 /** A webhook.test event, for one endpoint: signed and sent as any other, so that a receiver's handling and its check of signatures can be tried. */
 export function webhookTestEvent(endpointId: string, now: number): OutboxEvent {
   return {

@@ -25,7 +25,8 @@
  *   (domain/conversationResult.ts) that travels on the events with the
  *   client's ids and decides the task's next step.
  * - event: what the service reports to the client (task.completed,
- *   interaction.finalized, interaction.result_added), written in the
+ *   interaction.finalized, interaction.result_added,
+ *   interaction.message_received), written in the
  *   transaction of the change.
  * - webhook endpoint: a URL of an organization that receives its events,
  *   signed with the endpoint's secret (Standard Webhooks).
@@ -257,6 +258,8 @@ export interface InteractionContext {
   timezones: string[]
   /** While it waits for its result (status `ended`): until when. */
   resultDueBy: string | null
+  /** When the WhatsApp window the person's latest message opened closes (domain/messagingWindow.ts); null before they have written, and on other channels. */
+  windowClosesAt: string | null
 }
 
 export interface Task {
@@ -310,7 +313,7 @@ export interface Trigger extends TriggerContent {
   task: { id: string; status: TaskStatus }
 }
 
-export const EVENT_TYPES = ['task.completed', 'interaction.finalized', 'interaction.result_added'] as const
+export const EVENT_TYPES = ['task.completed', 'interaction.finalized', 'interaction.result_added', 'interaction.message_received'] as const
 export type EventType = (typeof EVENT_TYPES)[number]
 /** An event sent to one endpoint on request, to test that it receives: it reports nothing, and no endpoint subscribes to it. */
 export const TEST_EVENT_TYPE = 'webhook.test'

@@ -301,6 +301,11 @@ const WEBHOOK_DESCRIPTIONS: Record<string, { operationId: string; summary: strin
     summary: 'The result of an interaction reported without one',
     schema: 'InteractionResultAddedEvent',
   },
+  'interaction.message_received': {
+    operationId: 'onInteractionMessageReceived',
+    summary: 'A message the person sent',
+    schema: 'InteractionMessageReceivedEvent',
+  },
   [TEST_EVENT_TYPE]: { operationId: 'onWebhookTest', summary: 'A test event, sent on request', schema: 'WebhookTestEvent' },
 }
 

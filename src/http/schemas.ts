@@ -200,6 +200,33 @@ export const EventDataSchemas = [
         'interaction.result_added: the result of an interaction whose interaction.finalized was sent without one (it came after the wait). An interaction reports one result, on one of the two.',
     },
   ),
+  Type.Object(
+    {
+      interaction_id: Type.String(),
+      task_id: Type.Union([Type.String(), Type.Null()], { description: 'Null for a message that answers no task.' }),
+      trigger_id: Type.Union([Type.String(), Type.Null()]),
+      campaign: Type.String(),
+      channel: ChannelSchema,
+      direction: OneOf(['outbound', 'inbound'] as const),
+      attempt: Type.Union([Type.Integer(), Type.Null()]),
+      outcome: Type.String({ description: 'What the message made of the interaction: `replied`.' }),
+      test_mode: Type.Boolean(),
+      ids: Type.Optional({ ...IdsSchema, description: 'Exactly when task_id is not null.' }),
+      message: Type.Object({
+        id: Type.String({ description: "The provider's id of the message (WhatsApp's `wamid`): a message is reported once, however often the provider delivers it." }),
+        text: Type.Union([Type.String(), Type.Null()], { description: 'What the person wrote, or the label of the button or list row they chose; null for a message without text (an image, a location).' }),
+        received_at: Timestamp,
+      }),
+      window_closes_at: Type.Union([Timestamp, Type.Null()], {
+        description: "WhatsApp: until when any message may be sent to the person, not only an approved template (24 hours from their latest message); null on a channel without such a window.",
+      }),
+    },
+    {
+      $id: 'InteractionMessageReceivedData',
+      description:
+        "interaction.message_received: a message the person sent, on the interaction it landed on (the one it answers, else an inbound one, on the task it answers), written as it lands: in order per interaction, before the interaction.finalized it may end in.",
+    },
+  ),
 ]
 
 /** webhook.test's `data`: the endpoint tested. */
@@ -217,6 +244,7 @@ export const WebhookEventSchemas = (
     ['task.completed', 'TaskCompletedEvent', EventDataSchemas[0]!],
     ['interaction.finalized', 'InteractionFinalizedEvent', EventDataSchemas[1]!],
     ['interaction.result_added', 'InteractionResultAddedEvent', EventDataSchemas[2]!],
+    ['interaction.message_received', 'InteractionMessageReceivedEvent', EventDataSchemas[3]!],
     ['webhook.test', 'WebhookTestEvent', WebhookTestDataSchema],
   ] as const
 ).map(([type, $id, data]) =>

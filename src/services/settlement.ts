@@ -23,18 +23,21 @@ import {
   type CompletedTask,
   type FinalizedInteraction,
   interactionFinalizedEvent,
+  interactionMessageReceivedEvent,
   type OrganizationEvent,
+  type ReceivedMessage,
   type TaskCompletion,
   taskCompletedEvent,
 } from '../domain/events.ts'
 import { attemptsOfEarlierSteps } from '../domain/fallback.ts'
+import { windowClosesAt } from '../domain/messagingWindow.ts'
 import type { InteractionOutcome, TaskOutcome } from '../domain/types.ts'
 import { findFallbackSchedules } from '../store/campaigns.ts'
 import type { Database, Queryable } from '../store/database.ts'
 import type { ClaimedDelivery } from '../store/deliveries.ts'
 import { type HandOff, insertEvents, type WrittenDeliveries } from '../store/events.ts'
 import { releaseCallbackHolds } from '../store/inboundCalls.ts'
-import { finalizeInteractions, recordProviderMessage } from '../store/interactions.ts'
+import { finalizeInteractions, keepWindowsOpen, recordProviderMessage } from '../store/interactions.ts'
 import { rolledBack } from '../store/rows.ts'
 import { suppress, type SuppressionReason } from '../store/suppressions.ts'
 import { completeTasks, type FallBack, fallBackTasks, scheduleNextAttempts, type TaskForUpdate } from '../store/tasks.ts'
@@ -60,8 +63,8 @@ interface EndingDetails {
   onlyIfStarting?: boolean
   /** The provider's reference for it, when its start was confirmed only now (an attempt settled as soon as it started). */
   providerRef?: string
-  /** The provider's message that says so (a reply): counted once however often it is delivered. */
-  message?: { provider: Provider; id: string }
+  /** The provider's message that says so (a reply): counted once however often it is delivered, and reported (interaction.message_received) as it lands. */
+  message?: { provider: Provider; id: string; text: string | undefined }
   /**
    * The person opted out (wrote STOP, or the provider says so): the number is
    * suppressed even if the interaction was over already, and its task closes.
@@ -169,8 +172,12 @@ export async function settleEndings(tx: Queryable, endings: readonly Interaction
   const live: number[] = []
   const first = new Map<string, number>()
   const turns = new Map<number, TranscriptTurn[]>()
+  const messages: { interactionId: string; message: ReceivedMessage }[] = []
   for (const [index, ending] of endings.entries()) {
-    if (ending.message !== undefined && !(await recordProviderMessage(tx, ending.message.provider, ending.message.id, ending.interactionId, now))) continue
+    if (ending.message !== undefined) {
+      if (!(await recordProviderMessage(tx, ending.message.provider, ending.message.id, ending.interactionId, now))) continue
+      messages.push({ interactionId: ending.interactionId, message: { id: ending.message.id, text: ending.message.text ?? null, at: ending.at } })
+    }
     if (ending.optOut !== undefined) await suppress(tx, ending.optOut.orgId, ending.optOut.phone, ending.optOut.reason, now)
     // Two outcomes of one interaction in one batch: the first submitted counts, as if committed first, but
     // for the settling sweep's guess at a start never confirmed, which gives way to the provider's own word
@@ -212,7 +219,8 @@ export async function settleEndings(tx: Queryable, endings: readonly Interaction
   )
   const byId = new Map(finalized.map((each) => [each.interaction.id, each]))
   const fallbacks = await fallbackSchedulesOf(tx, finalized)
-  const events: OrganizationEvent[] = []
+  // The person's messages first, each as it landed, then what they ended.
+  const events: OrganizationEvent[] = await messagesReceived(tx, messages, byId, now)
   const interactions: FinalizedInteraction[] = []
   const endedCampaigns = new Set<string>()
   const completions: TaskCompletion[] = []
@@ -290,6 +298,33 @@ export async function settleEndings(tx: Queryable, endings: readonly Interaction
   await fallBackTasks(tx, moves, now)
   await releaseCallbackHolds(tx, releases, now)
   return { results, tasks, interactions, endedCampaigns, written: await insertEvents(tx, events, handOff) }
+}
+
+/**
+ * An interaction.message_received for each message that landed on an
+ * interaction this settlement ended, with the window it keeps open there.
+ */
+async function messagesReceived(
+  tx: Queryable,
+  messages: readonly { interactionId: string; message: ReceivedMessage }[],
+  ended: ReadonlyMap<string, { interaction: FinalizedInteraction }>,
+  now: number,
+): Promise<OrganizationEvent[]> {
+  const landed = messages.flatMap((each) => {
+    const interaction = ended.get(each.interactionId)?.interaction
+    return interaction === undefined ? [] : [{ ...each, interaction }]
+  })
+  const windows = await keepWindowsOpen(
+    tx,
+    landed.flatMap(({ interaction, message }) => {
+      const closesAt = windowClosesAt(interaction.channel, message.at, null)
+      return closesAt === null ? [] : [{ id: interaction.id, closesAt }]
+    }),
+  )
+  return landed.map(({ interaction, message }) => ({
+    orgId: interaction.orgId,
+    event: interactionMessageReceivedEvent(interaction, message, windows.get(interaction.id) ?? null, now),
+  }))
 }
 
 /**

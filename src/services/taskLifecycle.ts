@@ -12,7 +12,8 @@ import type { Provider } from '../domain/campaignSettings.ts'
 import { conversationTookPlace } from '../domain/attemptPolicy.ts'
 import { contactTurn, type ConversationResult, recordedResult, type TranscriptTurn } from '../domain/conversationResult.ts'
 import { ApiError, ValidationFailed, valueError } from '../domain/errors.ts'
-import { interactionFinalizedEvent, type OrganizationEvent } from '../domain/events.ts'
+import { interactionFinalizedEvent, interactionMessageReceivedEvent, type OrganizationEvent } from '../domain/events.ts'
+import { windowClosesAt } from '../domain/messagingWindow.ts'
 import { newId } from '../domain/ids.ts'
 import type { Campaign, Channel, ExternalId } from '../domain/types.ts'
 import { findCampaignsByRoutingKey } from '../store/campaigns.ts'
@@ -22,6 +23,7 @@ import {
   finalizeInteractions,
   insertInteraction,
   type InteractionWithConfig,
+  keepWindowsOpen,
   keepResultForEnd,
   recordProviderMessage,
   recordProviderStatus,
@@ -151,7 +153,13 @@ export class TaskLifecycle {
         now,
       )
       const { interaction } = finalized!
-      const events: OrganizationEvent[] = [{ orgId: campaign.orgId, event: interactionFinalizedEvent(interaction, now) }]
+      const opened = windowClosesAt(campaign.channel, message.at, null)
+      const windows = await keepWindowsOpen(tx, opened === null ? [] : [{ id: interactionId, closesAt: opened }])
+      const received = { id: message.id, text: message.text ?? null, at: message.at }
+      const events: OrganizationEvent[] = [
+        { orgId: campaign.orgId, event: interactionMessageReceivedEvent(interaction, received, windows.get(interactionId) ?? null, now) },
+        { orgId: campaign.orgId, event: interactionFinalizedEvent(interaction, now) },
+      ]
       if (optOut) await suppress(tx, campaign.orgId, message.from, 'reply', now)
       const open = task !== undefined && task.status !== 'completed'
       const tasks = open ? await completeAndReport(tx, [{ task, outcome: optOut ? 'opted_out' : 'reached' }], now, events) : []

@@ -99,7 +99,7 @@ export class WhatsAppNotifications {
         interactionId: answered.id,
         outcome: 'replied',
         at: notification.at,
-        message: { provider: message.provider, id: message.id },
+        message: { provider: message.provider, id: message.id, text: message.text },
         turns: turnsOf(message) ?? undefined,
         optOut: optOut ? { orgId, phone: notification.from, reason: 'reply' } : undefined,
         closesWait: optOut,

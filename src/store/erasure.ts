@@ -169,10 +169,26 @@ export async function erasePersonRecords(tx: Queryable, orgId: string, records: 
   return { tasks: tasks.length, contacts: contacts.length, interactions: ofTasks.length + replies.length }
 }
 
+/** Erases what the person said from an event: its result's fields, or the text of the message it reports; false when it held nothing of it. */
+function eraseFrom(event: OutboxEvent): boolean {
+  const { message, result } = event.data as { message?: { text: string | null }; result?: unknown }
+  if (event.type === 'interaction.message_received' && message !== undefined) {
+    if (message.text === null) return false
+    message.text = null
+    return true
+  }
+  if (typeof result !== 'object' || result === null) return false
+  const fields = result as Record<string, unknown>
+  if (ERASED_RESULT_FIELDS.every((field) => fields[field] === null || fields[field] === undefined)) return false
+  for (const field of ERASED_RESULT_FIELDS) fields[field] = null
+  return true
+}
+
 /**
  * Erases the results the events of the tasks, and of the interactions that
  * answered no task, carry (interaction.finalized, task.completed and
- * interaction.result_added of a conversation that reported something). Their
+ * interaction.result_added of a conversation that reported something), and
+ * the text of the messages they report (interaction.message_received). Their
  * bodies are deflated (store/eventBodies.ts): each is read, and written again
  * only when its result still holds something to erase, in id order, as a
  * redelivery locks events.
@@ -189,12 +205,7 @@ async function eraseEventResults(tx: Queryable, orgId: string, taskIds: readonly
   const erased: { id: string; body: string }[] = []
   for (const row of rows) {
     const event = JSON.parse(decodeEventBody(row.body)) as OutboxEvent
-    const result = event.data.result
-    if (typeof result !== 'object' || result === null) continue
-    const fields = result as Record<string, unknown>
-    if (ERASED_RESULT_FIELDS.every((field) => fields[field] === null || fields[field] === undefined)) continue
-    for (const field of ERASED_RESULT_FIELDS) fields[field] = null
-    erased.push({ id: row.id, body: encodeEventBody(JSON.stringify(event)).toString('base64') })
+    if (eraseFrom(event)) erased.push({ id: row.id, body: encodeEventBody(JSON.stringify(event)).toString('base64') })
   }
   if (erased.length === 0) return
   await tx.query(`UPDATE events e SET body = decode(v.body, 'base64') FROM unnest($1::text[], $2::text[]) AS v(id, body) WHERE e.id = v.id`, [

@@ -108,6 +108,22 @@ export async function recordProviderMessage(tx: Queryable, provider: Provider, m
   return rows.length === 1
 }
 
+/**
+ * Keeps each interaction's messaging window open until at least `closesAt`
+ * (domain/messagingWindow.ts: a later close it already has stays), and
+ * answers, by id, when each now closes.
+ */
+export async function keepWindowsOpen(tx: Queryable, windows: readonly { id: string; closesAt: number }[]): Promise<Map<string, number>> {
+  if (windows.length === 0) return new Map()
+  const rows = await tx.query<{ id: string; window_closes_at: Date }>(
+    `UPDATE interactions i SET window_closes_at = greatest(i.window_closes_at, w.closes_at)
+     FROM (SELECT id, max(closes_at) AS closes_at FROM unnest($1::text[], $2::timestamptz[]) AS v(id, closes_at) GROUP BY id) w
+     WHERE i.id = w.id
+     RETURNING i.id, i.window_closes_at`,
+    [windows.map((window) => window.id), windows.map((window) => new Date(window.closesAt))],
+  )
+  return new Map(rows.map((row) => [row.id, row.window_closes_at.getTime()]))
+}
 
 /** An interaction with the provider settings it started with, for a provider callback or a settlement. */
 export interface InteractionWithConfig {
@@ -438,6 +454,7 @@ export async function findLatestInteractionWith(
 interface ContextRow extends InteractionRow {
   to_phone: string
   settle_at: Date | null
+  window_closes_at: Date | null
   routing_key: string
   trigger_id: string | null
   contact: Contact | null
@@ -449,7 +466,7 @@ interface ContextRow extends InteractionRow {
 /** An interaction with what its conversation is to know: its task's contact, context and ids; only the organization's, when one is given. */
 export async function findInteractionContext(db: Queryable, id: string, orgId?: string): Promise<InteractionContext | undefined> {
   const rows = await db.query<ContextRow>(
-    `SELECT ${interactionColumns('i', { results: true })}, i.to_phone, i.settle_at,
+    `SELECT ${interactionColumns('i', { results: true })}, i.to_phone, i.settle_at, i.window_closes_at,
             c.routing_key, t.trigger_id, ${TASK_CONTACT} AS contact, ${TASK_CONTEXT} AS context, t.timezones, tr.ids
      FROM interactions i
      JOIN campaigns c ON c.id = i.campaign_id
@@ -476,6 +493,7 @@ export async function findInteractionContext(db: Queryable, id: string, orgId?: 
     context: row.context ?? {},
     timezones: row.timezones ?? [],
     resultDueBy: row.status === 'ended' && row.settle_at !== null ? iso(row.settle_at) : null,
+    windowClosesAt: row.window_closes_at === null ? null : iso(row.window_closes_at),
   }
 }
 

@@ -5,6 +5,7 @@
  */
 import assert from 'node:assert/strict'
 import { createHmac } from 'node:crypto'
+import { readFileSync } from 'node:fs'
 import { after, before, describe, test } from 'node:test'
 import { createChannels } from '../../src/channels/index.ts'
 import { withdrawAttempts } from '../../src/store/tasks.ts'
@@ -122,6 +123,13 @@ const postSigned = (body: string) =>
     },
     body,
   })
+
+/** A JSON value's keys and kinds, nested, without its values: what a documented sample must match. */
+function shapeOf(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(shapeOf)
+  if (value !== null && typeof value === 'object') return Object.fromEntries(Object.entries(value).map(([key, inner]) => [key, shapeOf(inner)]).sort(([a], [b]) => String(a).localeCompare(String(b))))
+  return value === null ? 'null' : typeof value
+}
 
 /** What /metrics has counted so far of tasks completed, interactions finalized and provider errors, by their labels. */
 async function counted() {
@@ -372,12 +380,18 @@ describe('whatsapp cloud', () => {
 
   test('a message that answers no task is an inbound interaction without a task', async () => {
     assert.equal(await whatsapp.sendReply({ from: '33142685300', text: 'Who is this?' }), 200)
-    const [event] = await eventsOfTasklessInteractions(service.db)
+    const [event, received] = await eventsOfTasklessInteractions(service.db)
     assert.equal(event.type, 'interaction.finalized')
     assert.equal(event.data.task_id, null)
     assert.equal(event.data.trigger_id, null)
     assert.equal(event.data.outcome, 'replied')
     assert.equal('ids' in event.data, false)
+    // Its message came first, with the window it opened.
+    assert.equal(received.type, 'interaction.message_received')
+    assert.equal(received.data.interaction_id, event.data.interaction_id)
+    assert.equal(received.data.message.text, 'Who is this?')
+    assert.equal('ids' in received.data, false)
+    assert.equal(Date.parse(received.data.window_closes_at) - Date.parse(received.data.message.received_at), 86_400_000)
   })
 
   test('without a reply, the conversation is settled when the reply window ends', async () => {
@@ -409,7 +423,7 @@ describe('whatsapp cloud', () => {
     const done = await task(created.task_id)
     assert.equal(done.outcome, 'reached')
     assert.equal(done.interactions.length, 1)
-    assert.equal((await eventsOf(created.task_id)).length, 2)
+    assert.deepEqual((await eventsOf(created.task_id)).map((event) => event.type), ['interaction.message_received', 'interaction.finalized', 'task.completed'])
     const after = await counted()
     assert.equal(after.interactions('whatsapp_cloud', 'replied') - before.interactions('whatsapp_cloud', 'replied'), 1)
     assert.equal(after.tasks('whatsapp', 'reached') - before.tasks('whatsapp', 'reached'), 1)
@@ -462,8 +476,13 @@ describe('whatsapp cloud', () => {
     assert.deepEqual(json(read).data.result.transcript, transcript)
     // A later message answers no running conversation: an inbound interaction of the task, its own transcript.
     assert.equal(await whatsapp.sendReply({ from: '442079460300', text: 'See you then', choice: 'button_reply', at: at + 60_000 }), 200)
-    const inbound = (await eventsOf(created.task_id)).find((event) => event.data.direction === 'inbound')
-    assert.deepEqual(inbound.data.result.transcript, [{ role: 'contact', text: 'See you then', at: new Date(at + 60_000).toISOString() }])
+    const inbound = (await eventsOf(created.task_id)).filter((event) => event.data.direction === 'inbound')
+    assert.deepEqual(
+      inbound.map((event) => event.type),
+      ['interaction.message_received', 'interaction.finalized'],
+    )
+    assert.equal(inbound[0].data.message.text, 'See you then')
+    assert.deepEqual(inbound[1].data.result.transcript, [{ role: 'contact', text: 'See you then', at: new Date(at + 60_000).toISOString() }])
   })
 
   test("with a wait for results, the person's messages gather until the app's result, which ends the wait and keeps them as the transcript", async () => {
@@ -477,7 +496,30 @@ describe('whatsapp cloud', () => {
     const waiting = await task(created.task_id)
     assert.equal(waiting.interactions.length, 1, 'both messages answer the conversation that waits for its result')
     assert.equal(waiting.interactions[0].status, 'ended')
-    assert.equal((await eventsOf(created.task_id)).length, 0)
+    // Each message reported as it lands, in order, with the ids and the window it keeps open (24 hours from the latest).
+    const received = await eventsOf(created.task_id)
+    assert.deepEqual(
+      received.map((event) => [event.type, event.data.message.text, event.data.message.received_at, event.data.window_closes_at]),
+      [
+        ['interaction.message_received', 'Friday?', new Date(at).toISOString(), new Date(at + 86_400_000).toISOString()],
+        ['interaction.message_received', 'Morning only', new Date(at + 1000).toISOString(), new Date(at + 1000 + 86_400_000).toISOString()],
+      ],
+    )
+    for (const event of received) {
+      assert.equal(event.data.interaction_id, interactionId)
+      assert.equal(event.data.task_id, created.task_id)
+      assert.equal(event.data.trigger_id, created.id)
+      assert.deepEqual(event.data.ids, [{ source: 'ats', type: 'candidate', value: 'c-1' }])
+      assert.match(event.data.message.id, /^wamid\./)
+    }
+    // docs/messaging.md shows the event as it is: every field, nested ones too, and no other.
+    const [documented] = [...readFileSync(new URL('../../docs/messaging.md', import.meta.url), 'utf8').matchAll(/```json\n([\s\S]*?)```/g)].map((match) => JSON.parse(match[1]!))
+    assert.deepEqual(shapeOf(received[0]), shapeOf(documented))
+    // An older message delivered late does not close the window earlier.
+    assert.equal(await whatsapp.sendReply({ from: '442079460301', text: 'Or Monday', at: at - 5000 }), 200)
+    const context = json(await service.app.inject({ method: 'GET', url: `/api/v2/interactions/${interactionId}`, headers: bearer(org.key) })).data
+    assert.equal(context.window_closes_at, new Date(at + 1000 + 86_400_000).toISOString())
+    assert.equal((await eventsOf(created.task_id)).at(-1).data.window_closes_at, context.window_closes_at)
 
     const appKey = json(
       await service.app.inject({ method: 'POST', url: `/admin/v1/organizations/${org.orgId}/api-keys`, headers: bearer(OPERATOR_TOKEN), payload: { name: 'bot', scopes: ['conversations:write'] } }),
@@ -489,12 +531,12 @@ describe('whatsapp cloud', () => {
       payload: { disposition: 'confirmed', data: { slot: 'Friday morning' } },
     })
     assert.equal(posted.statusCode, 200, posted.body)
-    const [finalized, completed] = await eventsOf(created.task_id)
+    const [finalized, completed] = (await eventsOf(created.task_id)).slice(3)
     assert.equal(finalized.data.outcome, 'replied')
     assert.equal(finalized.data.result.disposition, 'confirmed')
     assert.deepEqual(
       finalized.data.result.transcript.map((turn: { text: string }) => turn.text),
-      ['Friday?', 'Morning only'],
+      ['Friday?', 'Morning only', 'Or Monday'],
     )
     assert.equal(completed.data.outcome, 'reached')
     assert.deepEqual(completed.data.result, finalized.data.result)

@@ -44,6 +44,9 @@ const InteractionContextSchema = component('InteractionContext', Type.Object({
   ended_at: Type.Union([Timestamp, Type.Null()]),
   duration_s: Type.Union([Type.Integer(), Type.Null()]),
   result_due_by: Type.Union([Timestamp, Type.Null()], { description: 'While it waits for its result (status `ended`): when the wait ends and it is reported without one.' }),
+  window_closes_at: Type.Union([Timestamp, Type.Null()], {
+    description: "WhatsApp: until when any message may be sent to the person, not only an approved template (24 hours from their latest message on this interaction); null before they have written, and on other channels.",
+  }),
   ids: Type.Array(Type.Object({ source: Type.String(), type: Type.String(), value: Type.String() }), { description: "Your ids, as the trigger sent them." }),
   contact: Type.Union(
     [
@@ -82,6 +85,7 @@ const presentContext = (context: InteractionContext) => {
     ended_at: interaction.endedAt,
     duration_s: interactionDurationS(interaction),
     result_due_by: context.resultDueBy,
+    window_closes_at: context.windowClosesAt,
     ids: context.ids,
     contact: context.contact,
     context: context.context,

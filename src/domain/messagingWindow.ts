@@ -1,0 +1,23 @@
+/**
+ * WhatsApp's customer service window: for 24 hours from a person's latest
+ * message, a business may send them any message (text, interactive buttons
+ * or lists); outside it, only an approved template
+ * (https://developers.facebook.com/docs/whatsapp/conversation-types#customer-service-window).
+ * A message the business sends does not extend it; each message the person
+ * sends does. Meta's rule, not a law:
+ * it decides what the platform accepts, and changes only when Meta does.
+ */
+import type { Channel } from './types.ts'
+
+export const CUSTOMER_SERVICE_WINDOW_MS = 24 * 60 * 60 * 1000
+
+/**
+ * When the window closes once the person has written at `messageAt`, given
+ * when it closed before (null for none): the later of the two, since
+ * WhatsApp may deliver an older message after a newer one. Null for a
+ * channel without such a window.
+ */
+export function windowClosesAt(channel: Channel, messageAt: number, closedAt: number | null): number | null {
+  if (channel !== 'whatsapp') return null
+  return Math.max(messageAt + CUSTOMER_SERVICE_WINDOW_MS, closedAt ?? Number.NEGATIVE_INFINITY)
+}

@@ -1,0 +1,21 @@
+import assert from 'node:assert/strict'
+import { test } from 'node:test'
+import { CUSTOMER_SERVICE_WINDOW_MS, windowClosesAt } from '../src/domain/messagingWindow.ts'
+
+const at = Date.parse('2026-12-03T09:00:00Z')
+const DAY = 86_400_000
+
+test('the window is 24 hours', () => {
+  assert.equal(CUSTOMER_SERVICE_WINDOW_MS, DAY)
+})
+
+test('a message keeps the window open 24 hours from it, never closing it earlier than before', () => {
+  const cases: [string, Parameters<typeof windowClosesAt>, number | null][] = [
+    ['a first message opens it', ['whatsapp', at, null], at + DAY],
+    ['a later message extends it', ['whatsapp', at + 5 * 3_600_000, at + DAY], at + DAY + 5 * 3_600_000],
+    ['an older message delivered late leaves it as it was', ['whatsapp', at - 3_600_000, at + DAY], at + DAY],
+    ['one after it closed opens it again', ['whatsapp', at + 2 * DAY, at + DAY], at + 3 * DAY],
+    ['a call has no such window', ['voice', at, null], null],
+  ]
+  for (const [name, args, expected] of cases) assert.equal(windowClosesAt(...args), expected, name)
+})
