@@ -909,6 +909,13 @@ export interface components {
             attempt: number | null;
             /** @description voice: completed, no_answer, busy, voicemail (a machine answered), voicemail_left (the campaign's message was left on it), failed; WhatsApp: replied, read, delivered, undelivered, failed. */
             outcome: string;
+            test_mode: boolean;
+            /** @description Exactly when task_id is not null. */
+            ids?: {
+                source: string;
+                type: string;
+                value: string;
+            }[];
             /**
              * Format: date-time
              * @description UTC, ISO 8601 with Z
@@ -920,19 +927,13 @@ export interface components {
              */
             ended_at: string;
             duration_s: number;
-            test_mode: boolean;
-            /** @description Exactly when task_id is not null. */
-            ids?: {
-                source: string;
-                type: string;
-                value: string;
-            }[];
             /** @description Its conversation's result, as recorded; null when none came (before the campaign's results.wait_s ended). */
             result: components["schemas"]["ConversationResult"] | null;
         };
         /** @description interaction.result_added: the result of an interaction whose interaction.finalized was sent without one (it came after the wait). An interaction reports one result, on one of the two. */
         InteractionResultAddedData: {
             interaction_id: string;
+            /** @description Null for a message that answers no task. */
             task_id: string | null;
             trigger_id: string | null;
             campaign: string;

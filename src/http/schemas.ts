@@ -129,6 +129,20 @@ export const DecisionSchema = Type.Object(
   { $id: 'ContactabilityDecision' },
 )
 
+/** What every event about an interaction says of it (domain/events.ts aboutInteraction), with its outcome as the event describes it. */
+const aboutInteraction = (outcome: TSchema) => ({
+  interaction_id: Type.String(),
+  task_id: Type.Union([Type.String(), Type.Null()], { description: 'Null for a message that answers no task.' }),
+  trigger_id: Type.Union([Type.String(), Type.Null()]),
+  campaign: Type.String(),
+  channel: ChannelSchema,
+  direction: OneOf(['outbound', 'inbound'] as const),
+  attempt: Type.Union([Type.Integer(), Type.Null()]),
+  outcome,
+  test_mode: Type.Boolean(),
+  ids: Type.Optional({ ...IdsSchema, description: 'Exactly when task_id is not null.' }),
+})
+
 /**
  * What each event reports, as its `data` (the webhook body is `{id, type,
  * timestamp, data}`). Named in the OpenAPI document's components for clients
@@ -163,35 +177,19 @@ export const EventDataSchemas = [
   ),
   Type.Object(
     {
-      interaction_id: Type.String(),
-      task_id: Type.Union([Type.String(), Type.Null()], { description: 'Null for a message that answers no task.' }),
-      trigger_id: Type.Union([Type.String(), Type.Null()]),
-      campaign: Type.String(),
-      channel: ChannelSchema,
-      direction: OneOf(['outbound', 'inbound'] as const),
-      attempt: Type.Union([Type.Integer(), Type.Null()]),
-      outcome: Type.String({ description: 'voice: completed, no_answer, busy, voicemail (a machine answered), voicemail_left (the campaign\'s message was left on it), failed; WhatsApp: replied, read, delivered, undelivered, failed.' }),
+      ...aboutInteraction(
+        Type.String({ description: 'voice: completed, no_answer, busy, voicemail (a machine answered), voicemail_left (the campaign\'s message was left on it), failed; WhatsApp: replied, read, delivered, undelivered, failed.' }),
+      ),
       started_at: Timestamp,
       ended_at: Timestamp,
       duration_s: Type.Integer(),
-      test_mode: Type.Boolean(),
-      ids: Type.Optional({ ...IdsSchema, description: 'Exactly when task_id is not null.' }),
       result: { ...NullableResult, description: "Its conversation's result, as recorded; null when none came (before the campaign's results.wait_s ended)." },
     },
     { $id: 'InteractionFinalizedData', description: 'interaction.finalized: an attempt (or a message that answers no task) ended.' },
   ),
   Type.Object(
     {
-      interaction_id: Type.String(),
-      task_id: Type.Union([Type.String(), Type.Null()]),
-      trigger_id: Type.Union([Type.String(), Type.Null()]),
-      campaign: Type.String(),
-      channel: ChannelSchema,
-      direction: OneOf(['outbound', 'inbound'] as const),
-      attempt: Type.Union([Type.Integer(), Type.Null()]),
-      outcome: Type.String(),
-      test_mode: Type.Boolean(),
-      ids: Type.Optional({ ...IdsSchema, description: 'Exactly when task_id is not null.' }),
+      ...aboutInteraction(Type.String()),
       result: Type.Ref(ConversationResultSchema.$id!),
     },
     {
@@ -202,16 +200,7 @@ export const EventDataSchemas = [
   ),
   Type.Object(
     {
-      interaction_id: Type.String(),
-      task_id: Type.Union([Type.String(), Type.Null()], { description: 'Null for a message that answers no task.' }),
-      trigger_id: Type.Union([Type.String(), Type.Null()]),
-      campaign: Type.String(),
-      channel: ChannelSchema,
-      direction: OneOf(['outbound', 'inbound'] as const),
-      attempt: Type.Union([Type.Integer(), Type.Null()]),
-      outcome: Type.String({ description: 'What the message made of the interaction: `replied`.' }),
-      test_mode: Type.Boolean(),
-      ids: Type.Optional({ ...IdsSchema, description: 'Exactly when task_id is not null.' }),
+      ...aboutInteraction(Type.String({ description: 'What the message made of the interaction: `replied`.' })),
       message: Type.Object({
         id: Type.String({ description: "The provider's id of the message (WhatsApp's `wamid`): a message is reported once, however often the provider delivers it." }),
         text: Type.Union([Type.String(), Type.Null()], { description: 'What the person wrote, or the label of the button or list row they chose; null for a message without text (an image, a location).' }),
