@@ -192,7 +192,7 @@ export async function buildApp(options: AppOptions, deps: AppDeps): Promise<Fast
   accountRoutes(app, { ops: services.admin, authenticator })
   triggerRoutes(app, { db: deps.db, authenticator, acceptance: services.acceptance })
   taskRoutes(app, { db: deps.db, authenticator, lifecycle })
-  interactionRoutes(app, { authenticator, conversations: services.conversations })
+  interactionRoutes(app, { authenticator, conversations: services.conversations, sessionMessages: services.sessionMessages })
   campaignPauseRoutes(app, { authenticator, pauses: services.pauses })
   webhookRoutes(app, { ops: services.webhooks, authenticator })
   suppressionRoutes(app, { ops: services.suppressions, authenticator })

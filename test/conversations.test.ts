@@ -140,6 +140,7 @@ describe('context', () => {
         duration_s: null,
         result_due_by: null,
         window_closes_at: null,
+        messages: [],
         ids: CLIENT_IDS,
         contact: { first_name: 'Ada', last_name: 'Lovelace', language: 'en-GB', phone: '+442079460958' },
         context: { company: 'Acme', job_title: 'Analyst' },

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
-import { CUSTOMER_SERVICE_WINDOW_MS, windowClosesAt } from '../src/domain/messagingWindow.ts'
+import { CUSTOMER_SERVICE_WINDOW_MS, windowClosesAt, windowOpen } from '../src/domain/messagingWindow.ts'
 
 const at = Date.parse('2026-12-03T09:00:00Z')
 const DAY = 86_400_000
@@ -18,4 +18,14 @@ test('a message keeps the window open 24 hours from it, never closing it earlier
     ['a call has no such window', ['voice', at, null], null],
   ]
   for (const [name, args, expected] of cases) assert.equal(windowClosesAt(...args), expected, name)
+})
+
+test('open until the instant it closes, never before a message opened it', () => {
+  const cases: [string, number | null, number, boolean][] = [
+    ['never opened', null, at, false],
+    ['a millisecond before it closes', at + DAY, at + DAY - 1, true],
+    ['at the instant it closes', at + DAY, at + DAY, false],
+    ['after', at + DAY, at + 2 * DAY, false],
+  ]
+  for (const [name, closesAt, now, expected] of cases) assert.equal(windowOpen(closesAt, now), expected, name)
 })

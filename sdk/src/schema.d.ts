@@ -204,6 +204,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v2/interactions/{id}/messages": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Send the person a message in their open window
+         * @description A text, up to three reply buttons, or a list, to the person of a WhatsApp interaction, while the customer service window their latest message opened there is open (`window_closes_at`, 24 hours from it; docs/messaging.md): 409 once it has closed, or before they have written, and nothing is sent (only a template can reach them then: a new trigger sends the campaign's). Sent at once, at the pace of the campaign's sender (429 with Retry-After when its pace is taken); answered with the message once WhatsApp took it (`accepted`), whose statuses then follow on the interaction's `messages`. With an Idempotency-Key, the same request again answers the first one's message (`Idempotent-Replayed: true`) and sends nothing; the key with another message is 409 `idempotency_key_reused`. 502 `provider_error` when WhatsApp refused it (nothing was sent) or gave no answer (the message is kept `unknown`, and not sent again by itself). Scope `messages:send`.
+         */
+        post: operations["sendInteractionMessage"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v2/campaigns/{routing_key}/pause": {
         parameters: {
             query?: never;
@@ -1501,6 +1521,8 @@ export interface components {
             duration_s: number | null;
             /** @description While it waits for its result (status `ended`): when the wait ends and it is reported without one. */
             result_due_by: string | null;
+            /** @description The messages sent to the person on it (POST .../messages), oldest first, each with its status. */
+            messages: components["schemas"]["SessionMessage"][];
             /** @description WhatsApp: until when any message may be sent to the person, not only an approved template (24 hours from their latest message on this interaction); null before they have written, and on other channels. */
             window_closes_at: string | null;
             /** @description Your ids, as the trigger sent them. */
@@ -1538,6 +1560,62 @@ export interface components {
                 }[];
             } | null;
             result: components["schemas"]["ConversationResult"] | null;
+        };
+        SessionMessage: {
+            /** @example msg_01jd3y5v8m6m1r9cz8xk4j2h7q */
+            id: string;
+            interaction_id: string;
+            /** @description `accepted` once WhatsApp took it, then `sent`, `delivered`, `read` as WhatsApp reports them (never back), or `failed`; `sending` while the service waits for WhatsApp's answer; `unknown` when WhatsApp gave none: whether it was sent is not known, and it is not sent again by itself. */
+            status: "sending" | "accepted" | "sent" | "delivered" | "read" | "failed" | "unknown";
+            /** @description What was sent; null once the person is erased. */
+            content: {
+                /** @description A text message. */
+                text?: string;
+                /** @description Reply buttons: the person taps one, and its title comes back as their message. */
+                buttons?: {
+                    /** @description The message above the buttons. */
+                    body: string;
+                    options: {
+                        /** @description Sent back as the reply’s id when the person taps it. */
+                        id: string;
+                        /** @description What the button says. */
+                        title: string;
+                    }[];
+                };
+                /** @description A list the person opens and chooses one row of; its title comes back as their message. */
+                list?: {
+                    /** @description The message above the list’s button. */
+                    body: string;
+                    /** @description What the button that opens the list says. */
+                    button: string;
+                    sections: {
+                        /** @description Required once there are several sections. */
+                        title?: string;
+                        rows: {
+                            /** @description Sent back as the reply’s id when the person chooses it. */
+                            id: string;
+                            /** @description What the row says. */
+                            title: string;
+                            /** @description A line under the title. */
+                            description?: string;
+                        }[];
+                    }[];
+                };
+            } | null;
+            /** @description WhatsApp's id of it (`wamid...`), once it took it. */
+            provider_message_id: string | null;
+            /** @description Why it failed, or why its fate is unknown. */
+            error: string | null;
+            /**
+             * Format: date-time
+             * @description UTC, ISO 8601 with Z
+             */
+            created_at: string;
+            /**
+             * Format: date-time
+             * @description UTC, ISO 8601 with Z
+             */
+            status_at: string;
         };
         ConversationResultReport: {
             /**
@@ -1982,7 +2060,7 @@ export interface operations {
                             name: string;
                             /** @description The public start of the key, to recognize it. */
                             prefix: string;
-                            scopes: ("triggers:write" | "triggers:read" | "webhooks:manage" | "suppressions:manage" | "campaigns:manage" | "contacts:erase" | "conversations:read" | "conversations:write" | "consents:manage")[];
+                            scopes: ("triggers:write" | "triggers:read" | "webhooks:manage" | "suppressions:manage" | "campaigns:manage" | "contacts:erase" | "conversations:read" | "conversations:write" | "messages:send" | "consents:manage")[];
                             /**
                              * Format: date-time
                              * @description UTC, ISO 8601 with Z
@@ -2908,6 +2986,170 @@ export interface operations {
                 };
             };
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    sendInteractionMessage: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Your id for this request (up to 200 characters, no control characters): echoed in the X-Request-ID response header and in `metadata.request_id`, and logged. Without it, the service makes one. */
+                "X-Request-ID"?: components["parameters"]["X-Request-ID"];
+                /** @description Up to 255 printable ASCII characters without spaces, kept 24 hours per organization: a retry with the same key and body answers the first result again (with `Idempotent-Replayed: true`) and records nothing; the same key with another body is 409 `idempotency_key_reused`, and while the first request is in flight 409 `idempotency_key_in_use`. */
+                "Idempotency-Key"?: components["parameters"]["Idempotency-Key"];
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        /** @description Exactly one of `text`, `buttons` (reply buttons) or `list`. */
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description A text message. */
+                    text?: string;
+                    /** @description Reply buttons: the person taps one, and its title comes back as their message. */
+                    buttons?: {
+                        /** @description The message above the buttons. */
+                        body: string;
+                        options: {
+                            /** @description Sent back as the reply’s id when the person taps it. */
+                            id: string;
+                            /** @description What the button says. */
+                            title: string;
+                        }[];
+                    };
+                    /** @description A list the person opens and chooses one row of; its title comes back as their message. */
+                    list?: {
+                        /** @description The message above the list’s button. */
+                        body: string;
+                        /** @description What the button that opens the list says. */
+                        button: string;
+                        sections: {
+                            /** @description Required once there are several sections. */
+                            title?: string;
+                            rows: {
+                                /** @description Sent back as the reply’s id when the person chooses it. */
+                                id: string;
+                                /** @description What the row says. */
+                                title: string;
+                                /** @description A line under the title. */
+                                description?: string;
+                            }[];
+                        }[];
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description Created */
+            201: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["SessionMessage"];
+                        metadata: {
+                            request_id: string;
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            /** @description Every error other than 422. */
+            401: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Every error other than 422. */
+            403: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Every error other than 422. */
+            404: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Every error other than 422. */
+            409: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            413: components["responses"]["PayloadTooLarge"];
+            /** @description Request validation failed (pydantic v2 / FastAPI shape). All problems are listed. */
+            422: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationErrorResponse"];
+                };
+            };
+            /** @description The organization's rate limit: send it again after Retry-After seconds. */
+            429: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            500: components["responses"]["InternalError"];
+            /** @description `provider_error`: the provider refused the request, or gave no answer; the message says which. */
+            502: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
             503: components["responses"]["ServiceUnavailable"];
         };
     };

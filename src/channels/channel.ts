@@ -14,6 +14,7 @@ import type { Provider } from '../domain/campaignSettings.ts'
 import type { ReportedResult } from '../domain/conversationResult.ts'
 import type { SenderPace } from '../domain/pacing.ts'
 import type { Channel as ChannelName, ExternalId, InteractionOutcome, JsonObject, LeftOut } from '../domain/types.ts'
+import type { SessionMessageContent } from './sessionMessages.ts'
 
 export type { InteractionOutcome, VoiceOutcome, WhatsAppOutcome } from '../domain/types.ts'
 
@@ -152,6 +153,12 @@ export interface Channel {
    * (domain/pacing.ts); a campaign's `pacing` overrides the rate.
    */
   senderPace(config: JsonObject): SenderPace | undefined
+  /**
+   * Sends a message in a conversation the person keeps open (WhatsApp's
+   * session messages, docs/messaging.md), answered as `start` is; absent on
+   * a channel that has none.
+   */
+  sendSessionMessage?(config: JsonObject, to: string, content: SessionMessageContent): Promise<StartResult>
   /**
    * How long after starting an attempt without a final report it is settled
    * (the reply window of a message, the longest a call may last).

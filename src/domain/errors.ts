@@ -16,6 +16,7 @@ export type ErrorCode =
   | 'idempotency_key_in_use'
   | 'payload_too_large'
   | 'rate_limited'
+  | 'provider_error'
   | 'internal_error'
   | 'service_unavailable'
 
@@ -29,6 +30,7 @@ export const STATUS_BY_CODE: Record<ErrorCode, number> = {
   idempotency_key_in_use: 409,
   payload_too_large: 413,
   rate_limited: 429,
+  provider_error: 502,
   internal_error: 500,
   service_unavailable: 503,
 }
@@ -37,6 +39,8 @@ export class ApiError extends Error {
   constructor(
     readonly code: ErrorCode,
     message: string,
+    /** Sent as Retry-After (seconds): when the request may succeed if sent again. */
+    readonly retryAfterS?: number,
   ) {
     super(message)
   }

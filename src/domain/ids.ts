@@ -23,6 +23,7 @@ export const ID_PREFIXES = {
   registry: 'reg',
   request: 'req',
   worker: 'wrk',
+  sessionMessage: 'msg',
 } as const
 
 export type IdKind = keyof typeof ID_PREFIXES

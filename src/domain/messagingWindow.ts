@@ -21,3 +21,8 @@ export function windowClosesAt(channel: Channel, messageAt: number, closedAt: nu
   if (channel !== 'whatsapp') return null
   return Math.max(messageAt + CUSTOMER_SERVICE_WINDOW_MS, closedAt ?? Number.NEGATIVE_INFINITY)
 }
+
+/** Whether a window that closes at `closesAt` (null: never opened) is open at `now`. */
+export function windowOpen(closesAt: number | null, now: number): boolean {
+  return closesAt !== null && now < closesAt
+}

@@ -57,6 +57,7 @@ export const SCOPES = [
   'contacts:erase',
   'conversations:read',
   'conversations:write',
+  'messages:send',
   'consents:manage',
 ] as const
 export type Scope = (typeof SCOPES)[number]
@@ -260,6 +261,26 @@ export interface InteractionContext {
   resultDueBy: string | null
   /** When the WhatsApp window the person's latest message opened closes (domain/messagingWindow.ts); null before they have written, and on other channels. */
   windowClosesAt: string | null
+  /** The session messages sent to the person on it, oldest first (none on a channel without them). */
+  messages: SessionMessage[]
+}
+
+/** What became of a session message: handed to the provider (`sending`, no answer yet), its statuses, or `unknown` (no answer: whether it was sent is not known). */
+export const SESSION_MESSAGE_STATUSES = ['sending', 'accepted', 'sent', 'delivered', 'read', 'failed', 'unknown'] as const
+export type SessionMessageStatus = (typeof SESSION_MESSAGE_STATUSES)[number]
+
+/** A message the client sent the person within their window (POST /api/v2/interactions/{id}/messages). */
+export interface SessionMessage {
+  id: string
+  interactionId: string
+  status: SessionMessageStatus
+  /** What was sent (channels/sessionMessages.ts); null once the person is erased. */
+  content: JsonObject | null
+  providerMessageId: string | null
+  /** Why it failed, or why its fate is unknown. */
+  error: string | null
+  createdAt: string
+  statusAt: string
 }
 
 export interface Task {

@@ -132,6 +132,7 @@ const STATUS_DESCRIPTIONS: Record<string, string> = {
   409: '`conflict`: see the operation for when.',
   422: 'The request is not valid: every problem, each at its place (`loc`).',
   429: "`rate_limited`: the organization's rate limit; send the request again after Retry-After seconds.",
+  502: '`provider_error`: the provider refused the request, or gave no answer; the message says which.',
   503: 'Unavailable',
 }
 

@@ -27,7 +27,10 @@ const CLIENT_ERRORS: Record<string, { code: ErrorCode; message?: (request: Fasti
 
 export function installErrorHandling(app: FastifyInstance, authenticator: Authenticator) {
   app.setErrorHandler(async (error: FastifyError, request, reply) => {
-    if (error instanceof ApiError) return sendError(request, reply, error.code, error.message)
+    if (error instanceof ApiError) {
+      if (error.retryAfterS !== undefined) reply.header('retry-after', String(error.retryAfterS))
+      return sendError(request, reply, error.code, error.message)
+    }
     const clientError = CLIENT_ERRORS[error.code]
     if (error instanceof ValidationFailed || clientError !== undefined) {
       // A refused body is no reason to answer a revoked key with anything but 401.

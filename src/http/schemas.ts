@@ -304,6 +304,10 @@ export const conflict = {
   409: ref(ErrorResponse),
 }
 
+export const providerError = {
+  502: { ...ref(ErrorResponse), description: '`provider_error`: the provider refused the request, or gave no answer; the message says which.' },
+}
+
 export const rateLimited = {
   429: { ...ref(ErrorResponse), description: "The organization's rate limit: send it again after Retry-After seconds." },
 }

@@ -15,6 +15,7 @@ import { Authenticator } from './authenticator.ts'
 import { CampaignDirectory } from './campaignDirectory.ts'
 import { CampaignPauses } from './campaignPauses.ts'
 import { Conversations } from './conversations.ts'
+import { SessionMessages } from './sessionMessages.ts'
 import { Dispatch } from './dispatch.ts'
 import type { ErasureOperations } from './erasure.ts'
 import { HistorySweep } from './history.ts'
@@ -74,6 +75,7 @@ export interface Services {
   twilioCalls: TwilioCalls
   whatsappNotifications: WhatsAppNotifications
   conversations: Conversations
+  sessionMessages: SessionMessages
   dispatch: Dispatch
   admin: Operations
   webhooks: WebhookOperations
@@ -132,6 +134,7 @@ export function createServices(deps: ServiceDeps): Services {
     lifecycle,
     providerCallbacks: new ProviderCallbacks({ db, lifecycle, inboundCalls, now, log: deps.log }),
     conversations,
+    sessionMessages: new SessionMessages({ db, channels: channels.registry, now }),
     twilioCalls: new TwilioCalls({ db, twilio: channels.twilio, lifecycle, conversations, inboundCalls, now, log: deps.log }),
     whatsappNotifications: new WhatsAppNotifications({ db, secret: channels.secret, lifecycle, log: deps.log }),
     dispatch,

@@ -25,11 +25,14 @@ import type { Campaign } from '../domain/types.ts'
 import { findCampaignsByWhatsAppNumber } from '../store/campaigns.ts'
 import type { Database } from '../store/database.ts'
 import { findInteractionByProviderRef, findLatestInteractionWith, type InteractionWithConfig } from '../store/interactions.ts'
+import { recordMessageStatus } from '../store/sessionMessages.ts'
+import type { ProviderReport } from '../channels/channel.ts'
 import { readableConfig } from './providerCallbacks.ts'
 import { type PersonMessage, type TaskLifecycle, turnsOf } from './taskLifecycle.ts'
 
 const VERIFY_TOKEN_ENV = 'WHATSAPP_VERIFY_TOKEN'
 const STATUS_RANK: Record<string, number> = { sent: 1, delivered: 2, read: 3 }
+const SESSION_STATUSES: ReadonlySet<string> = new Set(Object.keys(STATUS_RANK))
 
 export class WhatsAppNotifications {
   readonly #db: Database
@@ -71,6 +74,14 @@ export class WhatsAppNotifications {
     return true
   }
 
+  /** A status of a session message of these campaigns' interactions, applied forward only. */
+  async #sessionMessageStatus(report: ProviderReport, campaignIds: readonly string[]): Promise<void> {
+    if (report.kind === 'progress' ? !SESSION_STATUSES.has(report.status) : report.kind !== 'final') return
+    const status = report.kind === 'progress' ? (report.status as 'sent' | 'delivered' | 'read') : 'failed'
+    const error = report.kind === 'final' ? `WhatsApp reports it ${report.outcome}${report.optedOut ? ': the person has stopped marketing messages' : ''}` : null
+    await recordMessageStatus(this.#db, 'whatsapp_cloud', report.providerRef, campaignIds, status, error, report.at)
+  }
+
   /** Applies one notification; only interactions of the campaigns whose secret verified it are touched. */
   async #apply(notification: WhatsAppNotification, senders: Campaign[]): Promise<void> {
     const campaignIds = senders.map((campaign) => campaign.id)
@@ -82,7 +93,11 @@ export class WhatsAppNotifications {
     if (notification.kind === 'report') {
       const { report } = notification
       const interaction = await sent(report.providerRef)
-      if (interaction === undefined) return
+      // Not an attempt's template: maybe a session message sent on one (services/sessionMessages.ts).
+      if (interaction === undefined) {
+        await this.#sessionMessageStatus(report, campaignIds)
+        return
+      }
       if (report.kind === 'progress' && (STATUS_RANK[report.status] ?? 0) <= (STATUS_RANK[interaction.providerStatus ?? ''] ?? 0)) return
       await this.#lifecycle.report(interaction, report)
       return

@@ -149,7 +149,7 @@ export async function erasePersonRecords(tx: Queryable, orgId: string, records: 
      WHERE id = ANY($1::text[]) AND (contact IS DISTINCT FROM '{}' OR context IS DISTINCT FROM '{}') RETURNING id`,
     [records.taskIds],
   )
-  const ofTasks = await tx.query(
+  const ofTasks = await tx.query<{ id: string }>(
     `UPDATE interactions SET ${ERASED_INTERACTION} WHERE task_id = ANY($1::text[]) AND ${HOLDS_PERSONAL_DATA} RETURNING id`,
     [records.taskIds],
   )
@@ -159,6 +159,10 @@ export async function erasePersonRecords(tx: Queryable, orgId: string, records: 
     [orgId, records.phones],
   )
   await eraseEventResults(tx, orgId, records.taskIds, replies.map((row) => row.id))
+  // What was sent to them in their window (a session message can be sent to no erased person: it has no number).
+  await tx.query(`UPDATE session_messages SET content = NULL WHERE interaction_id = ANY($1::text[]) AND content IS NOT NULL`, [
+    [...ofTasks, ...replies].map((row) => row.id),
+  ])
   await tx.query(
     `DELETE FROM contact_ids c USING jsonb_array_elements($3::jsonb) AS e(id)
      WHERE c.org_id = $1 AND c.source = e.id->>'source' AND c.type = e.id->>'type' AND c.value = e.id->>'value'

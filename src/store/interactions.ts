@@ -5,6 +5,7 @@ import type { FinalizedInteraction } from '../domain/events.ts'
 import type { Channel, Contact, Direction, ExternalId, Handoff, InteractionContext, InteractionOutcome, InteractionStatus, JsonObject } from '../domain/types.ts'
 import type { Database, Queryable } from './database.ts'
 import { distinctKeys } from './distinctKeys.ts'
+import { listSessionMessages } from './sessionMessages.ts'
 import { interactionColumns, type InteractionRow, iso, toInteraction } from './rows.ts'
 import { TASK_CONTACT, TASK_CONTEXT, TASK_FOR_UPDATE_COLUMNS, type TaskForUpdate, type TaskForUpdateRow, toTaskForUpdate } from './tasks.ts'
 
@@ -494,6 +495,7 @@ export async function findInteractionContext(db: Queryable, id: string, orgId?: 
     timezones: row.timezones ?? [],
     resultDueBy: row.status === 'ended' && row.settle_at !== null ? iso(row.settle_at) : null,
     windowClosesAt: row.window_closes_at === null ? null : iso(row.window_closes_at),
+    messages: interaction.channel === 'whatsapp' ? await listSessionMessages(db, interaction.id) : [],
   }
 }
 

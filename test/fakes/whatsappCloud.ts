@@ -9,8 +9,10 @@
  *   handshake, and `whatsapp_business_account` notifications (message statuses,
  *   inbound messages) signed with `X-Hub-Signature-256` over the raw body,
  *   which Meta serializes with non-ASCII and `/` escaped.
- * It sends template messages only; anything else is refused as an unsupported
- * message type.
+ * It sends template messages, and text and interactive (reply buttons, list)
+ * session messages within 24 hours of the person's last message to the
+ * number (131047 "Re-engagement message" outside); anything else is refused
+ * as an unsupported message type.
  */
 import { createHmac, randomBytes, randomInt } from 'node:crypto'
 import { type IncomingHttpHeaders, type IncomingMessage, type ServerResponse, createServer } from 'node:http'
@@ -34,6 +36,8 @@ export interface FakeWhatsAppCloudOptions {
    * unless given.
    */
   throughput?: { perSecond: number; now: () => number }
+  /** The clock the customer service window is kept by (a reply's time opens it); default Date.now. */
+  now?: () => number
 }
 
 export interface RecordedRequest {
@@ -44,6 +48,16 @@ export interface RecordedRequest {
   rawBody: string
   /** The parsed JSON body, or undefined when it was not JSON. */
   body: unknown
+}
+
+/** A session message the fake accepted: a text or an interactive message, within the person's window. */
+export interface SentSessionMessage {
+  wamid: string
+  phoneNumberId: string
+  to: string
+  type: 'text' | 'interactive'
+  /** The message's `text` or `interactive` object, as sent. */
+  body: Record<string, unknown>
 }
 
 /** A message the fake accepted (including one whose answer `dropNext` cut). */
@@ -101,6 +115,8 @@ export interface FakeWhatsAppCloud {
   /** Every request to the Graph API side, in arrival order. */
   readonly requests: RecordedRequest[]
   readonly sent: SentMessage[]
+  /** The text and interactive messages it accepted, in order. */
+  readonly sessionSent: SentSessionMessage[]
   /** The next send is refused with this Graph API error. Calls queue up, one send each, with `dropNext` and `delayNext`. */
   failNext(failure: InjectedFailure): void
   /** The next send is accepted, then its connection is cut before the answer. */
@@ -140,6 +156,9 @@ const FAILURE_TITLES: Record<number, string> = {
 export async function startFakeWhatsAppCloud(options: FakeWhatsAppCloudOptions): Promise<FakeWhatsAppCloud> {
   const requests: RecordedRequest[] = []
   const sent: SentMessage[] = []
+  const sessionSent: SentSessionMessage[] = []
+  /** When each person (`${phoneNumberId}:${wa_id}`) last wrote: the customer service window opens from it. */
+  const lastInbound = new Map<string, number>()
   const behaviours: Behaviour[] = []
   const sendsPerSecond = new Map<string, number>()
   const timers = new Set<NodeJS.Timeout>()
@@ -201,6 +220,7 @@ export async function startFakeWhatsAppCloud(options: FakeWhatsAppCloudOptions):
     if (typeof message.to !== 'string' || !/^\+?[0-9]{6,15}$/.test(message.to)) {
       return graphError(400, 131009, '(#131009) Parameter value is not valid', { details: 'The parameter to is not a valid phone number' })
     }
+    if (message.type === 'text' || message.type === 'interactive') return sendSession(phoneNumberId, message.to, message.type, message)
     if (message.type !== 'template') return graphError(400, 131051, '(#131051) Unsupported message type', { details: `Message type ${String(message.type)} is not supported` })
     const template = message.template
     if (!isObject(template)) return required('template')
@@ -244,6 +264,35 @@ export async function startFakeWhatsAppCloud(options: FakeWhatsAppCloudOptions):
     }
   }
 
+  /** A text or interactive message: taken only within 24 hours of the person's last message (131047 outside), and only as Meta shapes it. */
+  function sendSession(phoneNumberId: string, to: string, type: 'text' | 'interactive', message: Record<string, unknown>): GraphAnswer {
+    const waId = to.replace(/^\+/, '')
+    const wrote = lastInbound.get(`${phoneNumberId}:${waId}`)
+    if (wrote === undefined || (options.now ?? Date.now)() - wrote > 86_400_000) {
+      return graphError(400, 131047, '(#131047) Re-engagement message', {
+        details: 'Message failed to send because more than 24 hours have passed since the customer last replied to this number.',
+      })
+    }
+    const body = message[type]
+    if (!isObject(body)) return required(type)
+    if (type === 'text' && (typeof body.body !== 'string' || body.body === '' || body.body.length > 4096)) return graphError(400, 100, "(#100) Param text['body'] is required and at most 4096 characters")
+    if (type === 'interactive') {
+      const action = isObject(body.action) ? body.action : undefined
+      const bodyText = isObject(body.body) ? body.body.text : undefined
+      if (typeof bodyText !== 'string' || bodyText === '') return required("interactive['body']['text']")
+      if (body.type === 'button' && !(Array.isArray(action?.buttons) && action.buttons.length >= 1 && action.buttons.length <= 3)) {
+        return graphError(400, 131009, '(#131009) Parameter value is not valid', { details: 'Buttons count should be between 1 and 3' })
+      }
+      if (body.type === 'list' && !(typeof action?.button === 'string' && Array.isArray(action.sections) && action.sections.length >= 1)) {
+        return graphError(400, 131009, '(#131009) Parameter value is not valid', { details: "interactive['action'] needs a button and sections" })
+      }
+      if (body.type !== 'button' && body.type !== 'list') return graphError(400, 131009, '(#131009) Parameter value is not valid', { details: `Interactive type ${String(body.type)} is not supported here` })
+    }
+    const wamid = newWamid(waId)
+    sessionSent.push({ wamid, phoneNumberId, to: waId, type, body })
+    return { status: 200, body: { messaging_product: 'whatsapp', contacts: [{ input: to, wa_id: waId }], messages: [{ id: wamid }] } }
+  }
+
   async function notify(phoneNumberId: string, value: Record<string, unknown>): Promise<number> {
     if (webhookUrl === undefined) throw new Error('setWebhookUrl first')
     const payload = {
@@ -281,6 +330,7 @@ export async function startFakeWhatsAppCloud(options: FakeWhatsAppCloudOptions):
     url: `http://127.0.0.1:${port}`,
     requests,
     sent,
+    sessionSent,
     failNext: (failure) => void behaviours.push({ kind: 'fail', failure }),
     dropNext: () => void behaviours.push({ kind: 'drop' }),
     delayNext: (ms) => void behaviours.push({ kind: 'delay', ms }),
@@ -288,7 +338,7 @@ export async function startFakeWhatsAppCloud(options: FakeWhatsAppCloudOptions):
       webhookUrl = url
     },
     sendStatus(wamid, status, statusOptions = {}) {
-      const message = sent.find((candidate) => candidate.wamid === wamid)
+      const message = sent.find((candidate) => candidate.wamid === wamid) ?? sessionSent.find((candidate) => candidate.wamid === wamid)
       const recipientId = statusOptions.recipientId ?? message?.to
       const phoneNumberId = statusOptions.phoneNumberId ?? message?.phoneNumberId
       if (recipientId === undefined || phoneNumberId === undefined) throw new Error(`the fake did not send ${wamid}: give recipientId and phoneNumberId`)
@@ -309,6 +359,8 @@ export async function startFakeWhatsAppCloud(options: FakeWhatsAppCloudOptions):
     sendReply(reply) {
       const phoneNumberId = reply.phoneNumberId ?? options.phoneNumberIds[0]
       if (phoneNumberId === undefined) throw new Error('the fake has no phone number IDs')
+      const key = `${phoneNumberId}:${reply.from}`
+      lastInbound.set(key, Math.max(lastInbound.get(key) ?? 0, reply.at ?? (options.now ?? Date.now)()))
       const message: Record<string, unknown> = {
         from: reply.from,
         id: newWamid(reply.from),

@@ -542,6 +542,148 @@ describe('whatsapp cloud', () => {
     assert.deepEqual(completed.data.result, finalized.data.result)
   })
 
+  test('within the window the client sends the person messages, once per Idempotency-Key, and their statuses come back; once it has closed, 409 and nothing is sent', async () => {
+    const routingKey = await whatsappCampaign()
+    const created = await trigger(routingKey, { context: { slot: 'Monday' }, contact: { phone: '+44 20 7946 0400' } })
+    await service.app.workers!.dispatcher.runOnce()
+    const interactionId = (await task(created.task_id)).interactions[0].id
+    const agentKey = json(
+      await service.app.inject({ method: 'POST', url: `/admin/v1/organizations/${org.orgId}/api-keys`, headers: bearer(OPERATOR_TOKEN), payload: { name: 'agent', scopes: ['messages:send'] } }),
+    ).data.key
+    const send = (payload: object, headers: Record<string, string> = {}, key = agentKey) =>
+      service.app.inject({ method: 'POST', url: `/api/v2/interactions/${interactionId}/messages`, headers: { ...bearer(key), ...headers }, payload })
+
+    // Before the person has written, no window is open.
+    const early = await send({ text: 'Hello?' })
+    assert.equal(early.statusCode, 409, early.body)
+    assert.match(json(early).error.message, /has not opened/)
+    assert.equal(whatsapp.sessionSent.length, 0)
+
+    const at = Math.floor(now / 1000) * 1000
+    assert.equal(await whatsapp.sendReply({ from: '442079460400', text: 'Which Monday?', at }), 200)
+    const first = await send({ text: 'Monday 7 December, 10:00.' }, { 'idempotency-key': 'reply-1' })
+    assert.equal(first.statusCode, 201, first.body)
+    const message = json(first).data
+    const wire = whatsapp.sessionSent.at(-1)!
+    assert.deepEqual({ to: wire.to, type: wire.type, body: wire.body }, { to: '442079460400', type: 'text', body: { body: 'Monday 7 December, 10:00.', preview_url: false } })
+    assert.deepEqual(
+      { status: message.status, provider_message_id: message.provider_message_id, content: message.content, interaction_id: message.interaction_id },
+      { status: 'accepted', provider_message_id: wire.wamid, content: { text: 'Monday 7 December, 10:00.' }, interaction_id: interactionId },
+    )
+    // The same request again answers the first message, and sends nothing; the key with another message is refused.
+    const again = await send({ text: 'Monday 7 December, 10:00.' }, { 'idempotency-key': 'reply-1' })
+    assert.equal(again.statusCode, 201)
+    assert.equal(again.headers['idempotent-replayed'], 'true')
+    assert.equal(json(again).data.id, message.id)
+    assert.equal((await send({ text: 'Something else' }, { 'idempotency-key': 'reply-1' })).statusCode, 409)
+    assert.equal(whatsapp.sessionSent.length, 1)
+
+    const buttons = await send({ buttons: { body: 'Does it suit you?', options: [{ id: 'yes', title: 'Yes' }, { id: 'no', title: 'Another day' }] } })
+    assert.equal(buttons.statusCode, 201, buttons.body)
+    assert.deepEqual(whatsapp.sessionSent.at(-1)!.body, {
+      type: 'button',
+      body: { text: 'Does it suit you?' },
+      action: { buttons: [{ type: 'reply', reply: { id: 'yes', title: 'Yes' } }, { type: 'reply', reply: { id: 'no', title: 'Another day' } }] },
+    })
+    // docs/messaging.md's request, as it is written there.
+    const page = readFileSync(new URL('../../docs/messaging.md', import.meta.url), 'utf8')
+    const documented = await send(JSON.parse(/-d '([\s\S]*?)'/.exec(page)![1]!), { 'idempotency-key': /Idempotency-Key: ([^']+)'/.exec(page)![1]! })
+    assert.equal(documented.statusCode, 201, documented.body)
+    assert.equal(whatsapp.sessionSent.at(-1)!.type, 'interactive')
+    // WhatsApp's bounds, each at its field; nothing sent.
+    const tooMany = await send({ buttons: { body: 'Pick', options: ['a', 'b', 'c', 'd'].map((id) => ({ id, title: id })) } })
+    assert.equal(tooMany.statusCode, 422)
+    const twice = await send({ buttons: { body: 'Pick', options: [{ id: 'a', title: 'A' }, { id: 'a', title: 'B' }] } })
+    assert.equal(twice.statusCode, 422)
+    assert.deepEqual(json(twice).detail.map((entry: { loc: unknown }) => entry.loc), [['body', 'buttons', 'options', 1, 'id']])
+    assert.equal(whatsapp.sessionSent.length, 3)
+    assert.equal((await send({ text: 'x' }, {}, org.key)).statusCode, 403)
+
+    // Its statuses come back on the interaction, forward only.
+    assert.equal(await whatsapp.sendStatus(wire.wamid, 'delivered'), 200)
+    assert.equal(await whatsapp.sendStatus(wire.wamid, 'read'), 200)
+    assert.equal(await whatsapp.sendStatus(wire.wamid, 'delivered'), 200)
+    const context = json(await service.app.inject({ method: 'GET', url: `/api/v2/interactions/${interactionId}`, headers: bearer(org.key) })).data
+    assert.deepEqual(
+      context.messages.map((each: { id: string; status: string }) => [each.id, each.status]),
+      [
+        [message.id, 'read'],
+        [json(buttons).data.id, 'accepted'],
+        [json(documented).data.id, 'accepted'],
+      ],
+    )
+
+    // A day after the person's message the window has closed.
+    now += 86_400_000
+    try {
+      const late = await send({ text: 'Are you still there?' })
+      assert.equal(late.statusCode, 409, late.body)
+      assert.match(json(late).error.message, /closed at .*only an approved template/)
+      assert.equal(whatsapp.sessionSent.length, 3)
+    } finally {
+      now -= 86_400_000
+    }
+
+    // What was sent to the person is erased with them, and nothing more can be sent.
+    const eraser = json(
+      await service.app.inject({ method: 'POST', url: `/admin/v1/organizations/${org.orgId}/api-keys`, headers: bearer(OPERATOR_TOKEN), payload: { name: 'dpo', scopes: ['contacts:erase'] } }),
+    ).data.key
+    assert.equal((await service.app.inject({ method: 'POST', url: '/api/v2/contacts/erase', headers: bearer(eraser), payload: { phone: '+44 20 7946 0400' } })).statusCode, 200)
+    assert.deepEqual(await tablesHolding(service.db, 'Monday 7 December'), [])
+    assert.deepEqual(await tablesHolding(service.db, 'Does it suit you?'), [])
+    const afterErasure = await send({ text: 'Hello again' })
+    assert.equal(afterErasure.statusCode, 409)
+    assert.match(json(afterErasure).error.message, /erased/)
+  })
+
+  test("a session message WhatsApp refuses is not kept; one it throttles is 429 with Retry-After; one it never answers is kept unknown, never sent again", async () => {
+    const routingKey = await whatsappCampaign()
+    const created = await trigger(routingKey, { context: { slot: 'Tuesday' }, contact: { phone: '+44 20 7946 0500' } })
+    await service.app.workers!.dispatcher.runOnce()
+    const interactionId = (await task(created.task_id)).interactions[0].id
+    const agentKey = json(
+      await service.app.inject({ method: 'POST', url: `/admin/v1/organizations/${org.orgId}/api-keys`, headers: bearer(OPERATOR_TOKEN), payload: { name: 'agent', scopes: ['messages:send'] } }),
+    ).data.key
+    const send = (text: string, key?: string) =>
+      service.app.inject({
+        method: 'POST',
+        url: `/api/v2/interactions/${interactionId}/messages`,
+        headers: { ...bearer(agentKey), ...(key === undefined ? {} : { 'idempotency-key': key }) },
+        payload: { text },
+      })
+    const messages = async () => json(await service.app.inject({ method: 'GET', url: `/api/v2/interactions/${interactionId}`, headers: bearer(org.key) })).data.messages
+    assert.equal(await whatsapp.sendReply({ from: '442079460500', text: 'Tuesday when?', at: Math.floor(now / 1000) * 1000 }), 200)
+
+    whatsapp.failNext({ httpStatus: 400, code: 131026, message: 'Message undeliverable' })
+    const refused = await send('At 9:00', 'try-1')
+    assert.equal(refused.statusCode, 502, refused.body)
+    assert.match(json(refused).error.message, /refused the message, which was not sent/)
+    assert.deepEqual(await messages(), [])
+    // Nothing was sent under the key: it may be used again.
+    assert.equal((await send('At 9:00', 'try-1')).statusCode, 201)
+
+    whatsapp.failNext({ httpStatus: 400, code: 130429, message: '(#130429) Rate limit hit' })
+    const throttled = await send('At 9:30')
+    assert.equal(throttled.statusCode, 429, throttled.body)
+    assert.ok(Number(throttled.headers['retry-after']) >= 1)
+
+    whatsapp.dropNext()
+    const lost = await send('At 10:00', 'try-2')
+    assert.equal(lost.statusCode, 502, lost.body)
+    assert.match(json(lost).error.message, /status unknown/)
+    const kept = (await messages()).map((message: { status: string; content: { text: string } }) => [message.content.text, message.status])
+    assert.deepEqual(kept, [
+      ['At 9:00', 'accepted'],
+      ['At 10:00', 'unknown'],
+    ])
+    // The same request again answers the message kept, and sends nothing more.
+    const sentBefore = whatsapp.sessionSent.length
+    const again = await send('At 10:00', 'try-2')
+    assert.equal(again.statusCode, 201)
+    assert.equal(json(again).data.status, 'unknown')
+    assert.equal(whatsapp.sessionSent.length, sentBefore)
+  })
+
   test('a message that answers no task is erased with its number, and swept by retention: what the person wrote leaves every table', async () => {
     const at = Math.floor(now / 1000) * 1000
     assert.equal(await whatsapp.sendReply({ from: '33142685399', text: 'Who is this? Yusuf-Q-4471', at }), 200)

@@ -10,7 +10,9 @@ import { type ProviderAnswer, ProviderUnanswered, requestProvider } from '../pro
 import type { SenderPace } from '../../domain/pacing.ts'
 import type { JsonObject } from '../../domain/types.ts'
 import type { Channel, InteractionOutcome, InteractionProgress, OutboundAttempt, SettledInteraction, StartResult } from '../channel.ts'
-import { isObject, readWhatsAppCloudConfig, WhatsAppCloudConfigSchema } from './config.ts'
+import { isObject, readWhatsAppCloudConfig, type WhatsAppCloudConfig, WhatsAppCloudConfigSchema } from './config.ts'
+import type { SessionMessageContent } from '../sessionMessages.ts'
+import { sessionMessagePayload } from './sessionMessages.ts'
 import { retryAfterMs } from '../retryAfter.ts'
 import { describeGraphError, graphErrorOf, isPermanent, isThrottling, NOT_ON_WHATSAPP_CODE } from './graphErrors.ts'
 
@@ -67,8 +69,26 @@ export class WhatsAppCloudChannel implements Channel {
       language: { code: config.templateLanguage ?? templateLanguageOf(attempt.language) },
     }
     if (parameters.length > 0) template.components = [{ type: 'body', parameters }]
-    const message = { messaging_product: 'whatsapp', recipient_type: 'individual', to: attempt.to.replace(/^\+/, ''), type: 'template', template }
+    return this.#send(config, token, { messaging_product: 'whatsapp', recipient_type: 'individual', to: attempt.to.replace(/^\+/, ''), type: 'template', template })
+  }
 
+  /**
+   * A message within the window the person's latest message opened
+   * (docs/messaging.md), answered as a start is: `started` with its wamid,
+   * `refused` or `deferred` when WhatsApp certainly did not send it; throws
+   * when that is unknown.
+   */
+  async sendSessionMessage(config: JsonObject, to: string, content: SessionMessageContent): Promise<StartResult> {
+    const read = readWhatsAppCloudConfig(config)
+    const token = this.#secret(read.accessTokenEnv)
+    if (token === undefined || token === '') {
+      return refused(true, `the WhatsApp Cloud API access token is not configured: environment variable ${read.accessTokenEnv} is not set`)
+    }
+    return this.#send(read, token, sessionMessagePayload(to, content))
+  }
+
+  /** POSTs one message from the campaign's number, and reads Meta's answer. */
+  async #send(config: WhatsAppCloudConfig, token: string, message: Record<string, unknown>): Promise<StartResult> {
     const redact = (text: string) => text.replaceAll(token, '[redacted]')
     const path = `/${this.#apiVersion}/${config.phoneNumberId}/messages`
     let answer: ProviderAnswer

@@ -6,9 +6,13 @@
 import { Type } from '@sinclair/typebox'
 import type { FastifyInstance } from 'fastify'
 import { interactionDurationS } from '../../domain/interactionDuration.ts'
-import type { InteractionContext } from '../../domain/types.ts'
+import { type InteractionContext, SESSION_MESSAGE_STATUSES, type SessionMessage } from '../../domain/types.ts'
 import type { Authenticator } from '../../services/authenticator.ts'
 import type { Conversations } from '../../services/conversations.ts'
+import type { SessionMessages } from '../../services/sessionMessages.ts'
+import { type SessionMessageContent, SessionMessageSchema } from '../../channels/sessionMessages.ts'
+import { ValidationFailed } from '../../domain/errors.ts'
+import { idempotencyKeyOf } from '../idempotencyKey.ts'
 import { ConversationResultInput } from '../../validation/conversationResult.ts'
 import { organizationOf, requireOrganizationKey } from '../auth.ts'
 import { envelope } from '../reply.ts'
@@ -22,10 +26,37 @@ import {
   NullableHandoff,
   NullableResult,
   OneOf,
+  providerError,
+  rateLimited,
   Timestamp,
   validationErrors,
 } from '../schemas.ts'
-import { component } from '../openapi.ts'
+import { component, routeHeaders } from '../openapi.ts'
+
+const SessionMessageResource = component('SessionMessage', Type.Object({
+  id: Type.String({ examples: ['msg_01jd3y5v8m6m1r9cz8xk4j2h7q'] }),
+  interaction_id: Type.String(),
+  status: Type.Union(SESSION_MESSAGE_STATUSES.map((status) => Type.Literal(status)), {
+    description:
+      '`accepted` once WhatsApp took it, then `sent`, `delivered`, `read` as WhatsApp reports them (never back), or `failed`; `sending` while the service waits for WhatsApp\'s answer; `unknown` when WhatsApp gave none: whether it was sent is not known, and it is not sent again by itself.',
+  }),
+  content: Type.Union([SessionMessageSchema, Type.Null()], { description: 'What was sent; null once the person is erased.' }),
+  provider_message_id: Type.Union([Type.String(), Type.Null()], { description: "WhatsApp's id of it (`wamid...`), once it took it." }),
+  error: Type.Union([Type.String(), Type.Null()], { description: 'Why it failed, or why its fate is unknown.' }),
+  created_at: Timestamp,
+  status_at: Timestamp,
+}))
+
+const presentMessage = (message: SessionMessage) => ({
+  id: message.id,
+  interaction_id: message.interactionId,
+  status: message.status,
+  content: message.content,
+  provider_message_id: message.providerMessageId,
+  error: message.error,
+  created_at: message.createdAt,
+  status_at: message.statusAt,
+})
 
 const InteractionContextSchema = component('InteractionContext', Type.Object({
   id: Type.String({ examples: ['int_01jd3y5v8m6m1r9cz8xk4j2h7q'] }),
@@ -44,6 +75,7 @@ const InteractionContextSchema = component('InteractionContext', Type.Object({
   ended_at: Type.Union([Timestamp, Type.Null()]),
   duration_s: Type.Union([Type.Integer(), Type.Null()]),
   result_due_by: Type.Union([Timestamp, Type.Null()], { description: 'While it waits for its result (status `ended`): when the wait ends and it is reported without one.' }),
+  messages: Type.Array(SessionMessageResource, { description: 'The messages sent to the person on it (POST .../messages), oldest first, each with its status.' }),
   window_closes_at: Type.Union([Timestamp, Type.Null()], {
     description: "WhatsApp: until when any message may be sent to the person, not only an approved template (24 hours from their latest message on this interaction); null before they have written, and on other channels.",
   }),
@@ -86,6 +118,7 @@ const presentContext = (context: InteractionContext) => {
     duration_s: interactionDurationS(interaction),
     result_due_by: context.resultDueBy,
     window_closes_at: context.windowClosesAt,
+    messages: context.messages.map(presentMessage),
     ids: context.ids,
     contact: context.contact,
     context: context.context,
@@ -97,8 +130,8 @@ const presentContext = (context: InteractionContext) => {
 
 const InteractionParams = Type.Object({ id: Type.String({ maxLength: 40 }) })
 
-export function interactionRoutes(app: FastifyInstance, deps: { authenticator: Authenticator; conversations: Conversations }) {
-  const { authenticator, conversations } = deps
+export function interactionRoutes(app: FastifyInstance, deps: { authenticator: Authenticator; conversations: Conversations; sessionMessages: SessionMessages }) {
+  const { authenticator, conversations, sessionMessages } = deps
   const docs = { tags: ['conversations'], security: [{ apiKey: [] }] }
 
   app.get(
@@ -145,6 +178,37 @@ export function interactionRoutes(app: FastifyInstance, deps: { authenticator: A
       const { id } = request.params as { id: string }
       const result = request.body as ConversationResultInput
       return reply.send(envelope(request, presentContext(await conversations.recordResult(organizationOf(request).orgId, id, result))))
+    },
+  )
+
+  app.post(
+    '/api/v2/interactions/:id/messages',
+    {
+      attachValidation: true,
+      onRequest: requireOrganizationKey(authenticator, 'messages:send'),
+      schema: {
+        ...docs,
+        operationId: 'sendInteractionMessage',
+        summary: 'Send the person a message in their open window',
+        description:
+          "A text, up to three reply buttons, or a list, to the person of a WhatsApp interaction, while the customer service window their latest message opened there is open (`window_closes_at`, 24 hours from it; docs/messaging.md): 409 once it has closed, or before they have written, and nothing is sent (only a template can reach them then: a new trigger sends the campaign's). " +
+          "Sent at once, at the pace of the campaign's sender (429 with Retry-After when its pace is taken); answered with the message once WhatsApp took it (`accepted`), whose statuses then follow on the interaction's `messages`. " +
+          'With an Idempotency-Key, the same request again answers the first one\'s message (`Idempotent-Replayed: true`) and sends nothing; the key with another message is 409 `idempotency_key_reused`. ' +
+          '502 `provider_error` when WhatsApp refused it (nothing was sent) or gave no answer (the message is kept `unknown`, and not sent again by itself). Scope `messages:send`.',
+        params: InteractionParams,
+        body: SessionMessageSchema,
+        ...routeHeaders({ request: ['Idempotency-Key'], responses: { 201: ['Idempotent-Replayed'] } }),
+        response: { 201: Envelope(SessionMessageResource), ...authErrors, ...notFound, ...conflict, ...validationErrors, ...rateLimited, ...providerError },
+      },
+    },
+    async (request, reply) => {
+      const errors = request.validationError instanceof ValidationFailed ? [...request.validationError.detail] : []
+      const key = idempotencyKeyOf(request.headers['idempotency-key'], errors)
+      if (errors.length > 0) throw new ValidationFailed(errors)
+      const { id } = request.params as { id: string }
+      const { message, replayed } = await sessionMessages.send(organizationOf(request).orgId, id, request.body as SessionMessageContent, key)
+      if (replayed) reply.header('idempotent-replayed', 'true')
+      return reply.code(201).send(envelope(request, presentMessage(message)))
     },
   )
 }

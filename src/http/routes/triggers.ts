@@ -15,6 +15,7 @@ import type { Acceptance, AcceptedData, TriggerAcceptance } from '../../services
 import { findTrigger } from '../../store/triggers.ts'
 import type { Database } from '../../store/database.ts'
 import { inFieldOrder, refine, validate } from '../../validation/model.ts'
+import { idempotencyKey, idempotencyKeyOf } from '../idempotencyKey.ts'
 import { MAX_BODY_BYTES } from '../limits.ts'
 import { confirmBeforeAnswering, organizationOf, requireOrganizationKey } from '../auth.ts'
 import { component, routeHeaders } from '../openapi.ts'
@@ -156,16 +157,6 @@ const TriggerSchema = component('Trigger', Type.Object({
   task: Type.Object({ id: Type.String(), status: Type.String() }),
 }))
 
-const MAX_IDEMPOTENCY_KEY_LENGTH = 255
-
-/** An Idempotency-Key, as the header or a batch item's field (named `name` in its refusal). */
-const idempotencyKey = (name: string, description?: string) =>
-  refine(Type.String({ minLength: 1, maxLength: MAX_IDEMPOTENCY_KEY_LENGTH, description }), {
-    check: (key) => (/^[\x21-\x7e]+$/.test(key) ? key : refuse(`${name} must be 1 to 255 printable ASCII characters without spaces`)),
-  })
-
-const IdempotencyKeyHeader = idempotencyKey('Idempotency-Key')
-
 /** Most triggers in one batch request, and the largest body it may have. */
 export const MAX_BATCH_TRIGGERS = 1000
 const MAX_BATCH_BODY_BYTES = 16 * 1024 * 1024
@@ -206,17 +197,6 @@ const BatchResultSchema = component('BatchTriggerResult', Type.Object({
   detail: Type.Optional(Type.Array(ValidationErrorEntry)),
   error: Type.Optional(ErrorBody),
 }))
-
-/**
- * The Idempotency-Key header; when it is not one we can keep, its 422 entries
- * (at the header, as FastAPI reports a header) are added with the body's.
- */
-function idempotencyKeyOf(header: string | string[] | undefined, errors: ErrorDetail[]): string | undefined {
-  if (header === undefined) return undefined
-  const checked = validate<string>(IdempotencyKeyHeader, header, ['header', 'idempotency-key'])
-  errors.unshift(...checked.errors)
-  return checked.value
-}
 
 export function triggerRoutes(app: FastifyInstance, deps: { db: Database; authenticator: Authenticator; acceptance: TriggerAcceptance }) {
   const { db, authenticator, acceptance } = deps

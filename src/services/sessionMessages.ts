@@ -1,0 +1,114 @@
+/**
+ * Session messages (docs/messaging.md): a client's message to the person of
+ * an interaction, sent while the window the person's latest message opened
+ * is open (domain/messagingWindow.ts), at the pace of the campaign's sender
+ * (domain/pacing.ts), and at most once per Idempotency-Key.
+ *
+ * It is recorded (`sending`) before it is handed to the provider, so that a
+ * process that dies meanwhile leaves it known rather than lost; then it takes
+ * the provider's answer: its id (`accepted`, its statuses following by the
+ * provider's webhooks), or, when the provider certainly did not send it,
+ * nothing is kept and the request is refused; when whether it was sent is
+ * unknown (no answer), it is `unknown` and never sent again by itself.
+ */
+import { createHash } from 'node:crypto'
+import type { ChannelRegistry } from '../channels/registry.ts'
+import { type SessionMessageContent, sessionMessageProblems } from '../channels/sessionMessages.ts'
+import { ApiError, ValidationFailed } from '../domain/errors.ts'
+import { newId } from '../domain/ids.ts'
+import { windowOpen } from '../domain/messagingWindow.ts'
+import { takeSlot } from '../domain/pacing.ts'
+import type { Database } from '../store/database.ts'
+import { lockSenderPaces, saveSenderPaces } from '../store/senderPaces.ts'
+import {
+  deleteUnsentMessage,
+  findMessageByKey,
+  findMessageTarget,
+  insertSessionMessage,
+  recordHandedMessage,
+} from '../store/sessionMessages.ts'
+import type { SessionMessage } from '../domain/types.ts'
+
+export class SessionMessages {
+  readonly #db: Database
+  readonly #channels: ChannelRegistry
+  readonly #now: () => number
+
+  constructor(deps: { db: Database; channels: ChannelRegistry; now: () => number }) {
+    this.#db = deps.db
+    this.#channels = deps.channels
+    this.#now = deps.now
+  }
+
+  /** Sends `content` to the person of the organization's interaction; a repeated Idempotency-Key answers the message its first request made. */
+  async send(orgId: string, interactionId: string, content: SessionMessageContent, key: string | undefined): Promise<{ message: SessionMessage; replayed: boolean }> {
+    const problems = sessionMessageProblems(content)
+    if (problems.length > 0) {
+      throw new ValidationFailed(problems.map(({ loc, refusal }) => ({ type: 'value_error', loc: ['body', ...loc], msg: refusal.msg, input: valueAt(content, loc), ctx: refusal.ctx })))
+    }
+    const requestHash = createHash('sha256').update(interactionId).update('\n').update(JSON.stringify(content)).digest()
+    if (key !== undefined) {
+      const earlier = await findMessageByKey(this.#db, orgId, key)
+      if (earlier !== undefined) return replayed(earlier, requestHash)
+    }
+    const target = await findMessageTarget(this.#db, orgId, interactionId)
+    if (target === undefined) throw new ApiError('not_found', `No interaction ${interactionId} exists.`)
+    const channel = this.#channels.get(target.provider, target.channel)
+    if (channel.sendSessionMessage === undefined) {
+      throw new ApiError('conflict', `Interaction ${interactionId} is a ${target.channel} interaction through ${target.provider}, which takes no messages: only WhatsApp conversations do.`)
+    }
+    if (target.toPhone === '') throw new ApiError('conflict', `The person of interaction ${interactionId} has been erased: nothing can be sent to them.`)
+    const now = this.#now()
+    if (!windowOpen(target.windowClosesAt, now)) {
+      const closed = target.windowClosesAt === null ? 'has not opened: the person has not written on this interaction' : `closed at ${new Date(target.windowClosesAt).toISOString()}, 24 hours after the person's latest message`
+      throw new ApiError('conflict', `WhatsApp's customer service window of interaction ${interactionId} ${closed}; only an approved template can reach them now (a new trigger sends the campaign's).`)
+    }
+    const id = newId('sessionMessage', now)
+    const recorded = await this.#db.transaction(async (tx) => {
+      const pace = channel.senderPace(target.providerConfig)
+      const perSecond = target.pacing.per_second ?? pace?.perSecond
+      if (perSecond !== undefined) {
+        const sender = pace?.sender ?? `campaign:${target.campaignId}`
+        const slots = (await lockSenderPaces(tx, [sender])).get(sender)!
+        const decision = takeSlot(slots, perSecond, now)
+        // Told to wait, a message takes no place in the line of the tasks that wait for the sender: it is asked again.
+        if (!decision.start) {
+          const waitS = Math.max(1, Math.ceil((decision.until - now) / 1000))
+          throw new ApiError('rate_limited', `The campaign's sender sends ${perSecond} messages a second, all taken now; send this one again in ${waitS} s.`, waitS)
+        }
+        await saveSenderPaces(tx, new Map([[sender, decision.slots]]))
+      }
+      return insertSessionMessage(tx, { id, orgId, interactionId, provider: target.provider, content, key, requestHash, at: now })
+    })
+    // A request with the same key recorded its message in the meantime: that one is the answer.
+    if (!recorded) return replayed((await findMessageByKey(this.#db, orgId, key!))!, requestHash)
+
+    let started
+    try {
+      started = await channel.sendSessionMessage(target.providerConfig, target.toPhone, content)
+    } catch (error) {
+      const message = await recordHandedMessage(this.#db, id, { status: 'unknown', error: error instanceof Error ? error.message : String(error) }, this.#now())
+      throw new ApiError('provider_error', `${message.error} The message is kept as ${id}, status unknown, and is not sent again by itself.`)
+    }
+    if (started.kind === 'started') return { message: await recordHandedMessage(this.#db, id, { status: 'accepted', providerMessageId: started.providerRef }, this.#now()), replayed: false }
+    await deleteUnsentMessage(this.#db, id)
+    if (started.kind === 'deferred') {
+      const waitS = Math.max(1, Math.ceil(started.retryAfterMs / 1000))
+      throw new ApiError('rate_limited', `WhatsApp asks for a pause (${started.reason}); send this message again in ${waitS} s.`, waitS)
+    }
+    throw new ApiError('provider_error', `WhatsApp refused the message, which was not sent: ${started.reason}`)
+  }
+}
+
+/** The message an earlier request with the same key made, if it was the same request. */
+function replayed(earlier: { message: SessionMessage; requestHash: Buffer }, requestHash: Buffer): { message: SessionMessage; replayed: true } {
+  if (!earlier.requestHash.equals(requestHash)) throw new ApiError('idempotency_key_reused', 'This Idempotency-Key was used with another message or interaction.')
+  return { message: earlier.message, replayed: true }
+}
+
+/** The value at `loc` in the message, as a 422 entry shows it. */
+function valueAt(content: SessionMessageContent, loc: readonly (string | number)[]): unknown {
+  let value: unknown = content
+  for (const step of loc) value = value !== null && typeof value === 'object' ? (value as Record<string | number, unknown>)[step] : undefined
+  return value
+}

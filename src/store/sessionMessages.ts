@@ -1,0 +1,152 @@
+/** Session messages (migration 047): what a client sent a person within their window, with what became of it. */
+import type { SessionMessageContent } from '../channels/sessionMessages.ts'
+import type { PacingSettings, Provider } from '../domain/campaignSettings.ts'
+import type { Channel, JsonObject, SessionMessage, SessionMessageStatus } from '../domain/types.ts'
+import type { Queryable } from './database.ts'
+
+interface Row {
+  id: string
+  interaction_id: string
+  status: SessionMessageStatus
+  content: JsonObject | null
+  provider_message_id: string | null
+  error: string | null
+  created_at: Date
+  status_at: Date
+  request_hash: Uint8Array | null
+}
+
+const COLUMNS = 'id, interaction_id, status, content, provider_message_id, error, created_at, status_at, request_hash'
+
+const toMessage = (row: Row): SessionMessage => ({
+  id: row.id,
+  interactionId: row.interaction_id,
+  status: row.status,
+  content: row.content,
+  providerMessageId: row.provider_message_id,
+  error: row.error,
+  createdAt: row.created_at.toISOString(),
+  statusAt: row.status_at.toISOString(),
+})
+
+/** The interaction a message is to go to, as sending one reads it: only the organization's. */
+export interface MessageTarget {
+  id: string
+  campaignId: string
+  channel: Channel
+  provider: Provider
+  providerConfig: JsonObject
+  /** E.164; empty once the person is erased. */
+  toPhone: string
+  windowClosesAt: number | null
+  pacing: PacingSettings
+}
+
+export async function findMessageTarget(db: Queryable, orgId: string, interactionId: string): Promise<MessageTarget | undefined> {
+  const rows = await db.query<{
+    id: string
+    campaign_id: string
+    channel: Channel
+    provider: Provider
+    provider_config: JsonObject
+    to_phone: string
+    window_closes_at: Date | null
+    pacing: PacingSettings
+  }>(
+    `SELECT i.id, i.campaign_id, i.channel, i.provider, i.provider_config, i.to_phone, i.window_closes_at, c.pacing
+     FROM interactions i JOIN campaigns c ON c.id = i.campaign_id
+     WHERE i.id = $1 AND i.org_id = $2`,
+    [interactionId, orgId],
+  )
+  const row = rows[0]
+  if (row === undefined) return undefined
+  return {
+    id: row.id,
+    campaignId: row.campaign_id,
+    channel: row.channel,
+    provider: row.provider,
+    providerConfig: row.provider_config,
+    toPhone: row.to_phone,
+    windowClosesAt: row.window_closes_at === null ? null : row.window_closes_at.getTime(),
+    pacing: row.pacing,
+  }
+}
+
+/** The message an organization's request with this Idempotency-Key made, with the hash of that request's body. */
+export async function findMessageByKey(db: Queryable, orgId: string, key: string): Promise<{ message: SessionMessage; requestHash: Buffer } | undefined> {
+  const rows = await db.query<Row>(`SELECT ${COLUMNS} FROM session_messages WHERE org_id = $1 AND idempotency_key = $2`, [orgId, key])
+  const row = rows[0]
+  return row === undefined ? undefined : { message: toMessage(row), requestHash: Buffer.from(row.request_hash ?? []) }
+}
+
+/** Records a message about to be handed to its provider (`sending`); false when a request with its Idempotency-Key has recorded one meanwhile. */
+export async function insertSessionMessage(
+  tx: Queryable,
+  message: { id: string; orgId: string; interactionId: string; provider: Provider; content: SessionMessageContent; key: string | undefined; requestHash: Buffer; at: number },
+): Promise<boolean> {
+  const rows = await tx.query(
+    `INSERT INTO session_messages (id, org_id, interaction_id, provider, content, status, idempotency_key, request_hash, created_at, status_at)
+     VALUES ($1, $2, $3, $4, $5, 'sending', $6, $7, $8, $8)
+     ON CONFLICT (org_id, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
+     RETURNING id`,
+    [message.id, message.orgId, message.interactionId, message.provider, JSON.stringify(message.content), message.key ?? null, message.requestHash, new Date(message.at)],
+  )
+  return rows.length === 1
+}
+
+/** What the provider answered a message handed to it: its id and `accepted`, or `unknown` (no answer) with why. */
+export async function recordHandedMessage(
+  db: Queryable,
+  id: string,
+  outcome: { status: 'accepted'; providerMessageId: string } | { status: 'unknown'; error: string },
+  at: number,
+): Promise<SessionMessage> {
+  const rows = await db.query<Row>(
+    `UPDATE session_messages SET status = $2, provider_message_id = $3, error = $4, status_at = $5 WHERE id = $1 RETURNING ${COLUMNS}`,
+    [id, outcome.status, outcome.status === 'accepted' ? outcome.providerMessageId : null, outcome.status === 'unknown' ? outcome.error : null, new Date(at)],
+  )
+  return toMessage(rows[0]!)
+}
+
+/** Forgets a message its provider certainly did not send: its Idempotency-Key may be used again. */
+export async function deleteUnsentMessage(db: Queryable, id: string): Promise<void> {
+  await db.query(`DELETE FROM session_messages WHERE id = $1 AND status = 'sending'`, [id])
+}
+
+/** The interaction's session messages, oldest first. */
+export async function listSessionMessages(db: Queryable, interactionId: string): Promise<SessionMessage[]> {
+  const rows = await db.query<Row>(`SELECT ${COLUMNS} FROM session_messages WHERE interaction_id = $1 ORDER BY id`, [interactionId])
+  return rows.map(toMessage)
+}
+
+/**
+ * A status the provider reports of a message, by its id, applied only to a
+ * message of these campaigns' interactions and only forward (accepted < sent
+ * < delivered < read; failed ends it): Meta repeats and reorders statuses.
+ * False when it names no such message.
+ */
+export async function recordMessageStatus(
+  db: Queryable,
+  provider: Provider,
+  providerMessageId: string,
+  campaignIds: readonly string[],
+  status: 'sent' | 'delivered' | 'read' | 'failed',
+  error: string | null,
+  at: number,
+): Promise<boolean> {
+  const rows = await db.query<{ found: boolean }>(
+    `WITH target AS (
+       SELECT m.id, m.status FROM session_messages m JOIN interactions i ON i.id = m.interaction_id
+       WHERE m.provider = $1 AND m.provider_message_id = $2 AND i.campaign_id = ANY($3::text[])
+     ), moved AS (
+       UPDATE session_messages m SET status = $4, error = $5, status_at = $6
+       FROM target t
+       WHERE m.id = t.id AND t.status NOT IN ('failed', 'read')
+         AND array_position(ARRAY['sending', 'unknown', 'accepted', 'sent', 'delivered', 'read'], t.status)
+             < coalesce(array_position(ARRAY['sending', 'unknown', 'accepted', 'sent', 'delivered', 'read'], $4), 7)
+     )
+     SELECT EXISTS (SELECT 1 FROM target) AS found`,
+    [provider, providerMessageId, [...campaignIds], status, error, new Date(at)],
+  )
+  return rows[0]?.found === true
+}
