@@ -124,6 +124,20 @@ const postSigned = (body: string) =>
     body,
   })
 
+/** A WhatsApp conversation sent to `phone`, and a key for the agent that answers in it (scope messages:send). */
+async function conversationWithAgent(phone: string): Promise<{ interactionId: string; agentKey: string }> {
+  const created = await trigger(await whatsappCampaign(), { context: { slot: 'Monday' }, contact: { phone } })
+  await service.app.workers!.dispatcher.runOnce()
+  const interactionId = (await task(created.task_id)).interactions[0].id
+  const issued = await service.app.inject({
+    method: 'POST',
+    url: `/admin/v1/organizations/${org.orgId}/api-keys`,
+    headers: bearer(OPERATOR_TOKEN),
+    payload: { name: 'agent', scopes: ['messages:send'] },
+  })
+  return { interactionId, agentKey: json(issued).data.key }
+}
+
 /** A JSON value's keys and kinds, nested, without its values: what a documented sample must match. */
 function shapeOf(value: unknown): unknown {
   if (Array.isArray(value)) return value.map(shapeOf)
@@ -543,13 +557,7 @@ describe('whatsapp cloud', () => {
   })
 
   test('within the window the client sends the person messages, once per Idempotency-Key, and their statuses come back; once it has closed, 409 and nothing is sent', async () => {
-    const routingKey = await whatsappCampaign()
-    const created = await trigger(routingKey, { context: { slot: 'Monday' }, contact: { phone: '+44 20 7946 0400' } })
-    await service.app.workers!.dispatcher.runOnce()
-    const interactionId = (await task(created.task_id)).interactions[0].id
-    const agentKey = json(
-      await service.app.inject({ method: 'POST', url: `/admin/v1/organizations/${org.orgId}/api-keys`, headers: bearer(OPERATOR_TOKEN), payload: { name: 'agent', scopes: ['messages:send'] } }),
-    ).data.key
+    const { interactionId, agentKey } = await conversationWithAgent('+44 20 7946 0400')
     const send = (payload: object, headers: Record<string, string> = {}, key = agentKey) =>
       service.app.inject({ method: 'POST', url: `/api/v2/interactions/${interactionId}/messages`, headers: { ...bearer(key), ...headers }, payload })
 
@@ -637,13 +645,7 @@ describe('whatsapp cloud', () => {
   })
 
   test("a session message WhatsApp refuses is not kept; one it throttles is 429 with Retry-After; one it never answers is kept unknown, never sent again", async () => {
-    const routingKey = await whatsappCampaign()
-    const created = await trigger(routingKey, { context: { slot: 'Tuesday' }, contact: { phone: '+44 20 7946 0500' } })
-    await service.app.workers!.dispatcher.runOnce()
-    const interactionId = (await task(created.task_id)).interactions[0].id
-    const agentKey = json(
-      await service.app.inject({ method: 'POST', url: `/admin/v1/organizations/${org.orgId}/api-keys`, headers: bearer(OPERATOR_TOKEN), payload: { name: 'agent', scopes: ['messages:send'] } }),
-    ).data.key
+    const { interactionId, agentKey } = await conversationWithAgent('+44 20 7946 0500')
     const send = (text: string, key?: string) =>
       service.app.inject({
         method: 'POST',
