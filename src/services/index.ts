@@ -134,7 +134,7 @@ export function createServices(deps: ServiceDeps): Services {
     lifecycle,
     providerCallbacks: new ProviderCallbacks({ db, lifecycle, inboundCalls, now, log: deps.log }),
     conversations,
-    sessionMessages: new SessionMessages({ db, channels: channels.registry, now }),
+    sessionMessages: new SessionMessages({ db, channels: channels.registry, now, phoneHashKey: deps.phoneHashKey }),
     twilioCalls: new TwilioCalls({ db, twilio: channels.twilio, lifecycle, conversations, inboundCalls, now, log: deps.log }),
     whatsappNotifications: new WhatsAppNotifications({ db, secret: channels.secret, lifecycle, log: deps.log }),
     dispatch,

@@ -2,7 +2,8 @@
  * Session messages (docs/messaging.md): a client's message to the person of
  * an interaction, sent while the window the person's latest message opened
  * is open (domain/messagingWindow.ts), at the pace of the campaign's sender
- * (domain/pacing.ts), and at most once per Idempotency-Key.
+ * (domain/pacing.ts), at most once per Idempotency-Key, and never to a
+ * number on the organization's suppression list or a person erased.
  *
  * It is recorded (`sending`) before it is handed to the provider, so that a
  * process that dies meanwhile leaves it known rather than lost; then it takes
@@ -20,11 +21,13 @@ import { windowOpen } from '../domain/messagingWindow.ts'
 import { takeSlot } from '../domain/pacing.ts'
 import type { Database } from '../store/database.ts'
 import { lockSenderPaces, saveSenderPaces } from '../store/senderPaces.ts'
+import { findSuppression } from '../store/suppressions.ts'
 import {
   deleteUnsentMessage,
   findMessageByKey,
   findMessageTarget,
   insertSessionMessage,
+  lockReachableInteraction,
   recordHandedMessage,
 } from '../store/sessionMessages.ts'
 import type { SessionMessage } from '../domain/types.ts'
@@ -33,11 +36,13 @@ export class SessionMessages {
   readonly #db: Database
   readonly #channels: ChannelRegistry
   readonly #now: () => number
+  readonly #phoneHashKey: Buffer
 
-  constructor(deps: { db: Database; channels: ChannelRegistry; now: () => number }) {
+  constructor(deps: { db: Database; channels: ChannelRegistry; now: () => number; phoneHashKey: Buffer }) {
     this.#db = deps.db
     this.#channels = deps.channels
     this.#now = deps.now
+    this.#phoneHashKey = deps.phoneHashKey
   }
 
   /** Sends `content` to the person of the organization's interaction; a repeated Idempotency-Key answers the message its first request made. */
@@ -57,7 +62,11 @@ export class SessionMessages {
     if (channel.sendSessionMessage === undefined) {
       throw new ApiError('conflict', `Interaction ${interactionId} is a ${target.channel} interaction through ${target.provider}, which takes no messages: only WhatsApp conversations do.`)
     }
-    if (target.toPhone === '') throw new ApiError('conflict', `The person of interaction ${interactionId} has been erased: nothing can be sent to them.`)
+    if (target.toPhone === '') throw erased(interactionId)
+    const suppression = await findSuppression(this.#db, this.#phoneHashKey, orgId, target.toPhone)
+    if (suppression !== undefined) {
+      throw new ApiError('conflict', `The number of interaction ${interactionId} is on the organization's suppression list (${suppression.reason}): it is not contacted, not even within its window.`)
+    }
     const now = this.#now()
     if (!windowOpen(target.windowClosesAt, now)) {
       const closed = target.windowClosesAt === null ? 'has not opened: the person has not written on this interaction' : `closed at ${new Date(target.windowClosesAt).toISOString()}, 24 hours after the person's latest message`
@@ -65,6 +74,7 @@ export class SessionMessages {
     }
     const id = newId('sessionMessage', now)
     const recorded = await this.#db.transaction(async (tx) => {
+      if (!(await lockReachableInteraction(tx, interactionId))) throw erased(interactionId)
       const pace = channel.senderPace(target.providerConfig)
       const perSecond = target.pacing.per_second ?? pace?.perSecond
       if (perSecond !== undefined) {
@@ -80,15 +90,18 @@ export class SessionMessages {
       }
       return insertSessionMessage(tx, { id, orgId, interactionId, provider: target.provider, content, key, requestHash, at: now })
     })
-    // A request with the same key recorded its message in the meantime: that one is the answer.
-    if (!recorded) return replayed((await findMessageByKey(this.#db, orgId, key!))!, requestHash)
+    // A request with the same key recorded its message in the meantime: that one is the answer, once it has one.
+    if (!recorded) {
+      const earlier = await findMessageByKey(this.#db, orgId, key!)
+      if (earlier === undefined) throw keyInUse()
+      return replayed(earlier, requestHash)
+    }
 
     let started
     try {
       started = await channel.sendSessionMessage(target.providerConfig, target.toPhone, content)
     } catch (error) {
-      const message = await recordHandedMessage(this.#db, id, { status: 'unknown', error: error instanceof Error ? error.message : String(error) }, this.#now())
-      throw new ApiError('provider_error', `${message.error} The message is kept as ${id}, status unknown, and is not sent again by itself.`)
+      throw unknownFate(await recordHandedMessage(this.#db, id, { status: 'unknown', error: error instanceof Error ? error.message : String(error) }, this.#now()))
     }
     if (started.kind === 'started') return { message: await recordHandedMessage(this.#db, id, { status: 'accepted', providerMessageId: started.providerRef }, this.#now()), replayed: false }
     await deleteUnsentMessage(this.#db, id)
@@ -101,10 +114,26 @@ export class SessionMessages {
 }
 
 /** The message an earlier request with the same key made, if it was the same request. */
+/**
+ * What an earlier request with the same key answered, if it was the same
+ * request: its message once WhatsApp took it; while that request still
+ * waits for WhatsApp, a moment's wait; when WhatsApp gave it no answer, the
+ * same 502 (it may have reached the person, and is not sent twice).
+ */
 function replayed(earlier: { message: SessionMessage; requestHash: Buffer }, requestHash: Buffer): { message: SessionMessage; replayed: true } {
   if (!earlier.requestHash.equals(requestHash)) throw new ApiError('idempotency_key_reused', 'This Idempotency-Key was used with another message or interaction.')
-  return { message: earlier.message, replayed: true }
+  const { message } = earlier
+  if (message.status === 'sending') throw keyInUse()
+  if (message.status === 'unknown') throw unknownFate(message)
+  return { message, replayed: true }
 }
+
+const keyInUse = () => new ApiError('idempotency_key_in_use', 'A request with this Idempotency-Key is still being sent; retry in a moment.', 1)
+
+const erased = (interactionId: string) => new ApiError('conflict', `The person of interaction ${interactionId} has been erased: nothing can be sent to them.`)
+
+const unknownFate = (message: SessionMessage) =>
+  new ApiError('provider_error', `${message.error} The message is kept as ${message.id}, status unknown, and is not sent again by itself.`)
 
 /** The value at `loc` in the message, as a 422 entry shows it. */
 function valueAt(content: SessionMessageContent, loc: readonly (string | number)[]): unknown {

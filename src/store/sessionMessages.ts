@@ -53,7 +53,11 @@ export async function findMessageTarget(db: Queryable, orgId: string, interactio
     window_closes_at: Date | null
     pacing: PacingSettings
   }>(
-    `SELECT i.id, i.campaign_id, i.channel, i.provider, i.provider_config, i.to_phone, i.window_closes_at, c.pacing
+    // The window is the person's on the task, whichever of its interactions their latest message landed on (a
+    // reply after the first is an inbound interaction of the task), and this interaction's own without a task.
+    `SELECT i.id, i.campaign_id, i.channel, i.provider, i.provider_config, i.to_phone, c.pacing,
+            (SELECT max(w.window_closes_at) FROM interactions w
+             WHERE w.id = ANY(ARRAY(SELECT unnest(t.interaction_ids) FROM tasks t WHERE t.id = i.task_id) || i.id)) AS window_closes_at
      FROM interactions i JOIN campaigns c ON c.id = i.campaign_id
      WHERE i.id = $1 AND i.org_id = $2`,
     [interactionId, orgId],
@@ -70,6 +74,16 @@ export async function findMessageTarget(db: Queryable, orgId: string, interactio
     windowClosesAt: row.window_closes_at === null ? null : row.window_closes_at.getTime(),
     pacing: row.pacing,
   }
+}
+
+/**
+ * Locks the interaction against an erasure until the message is recorded (an
+ * erasure of its person then waits, and erases the message with the rest);
+ * false when its person has been erased meanwhile, or it is gone.
+ */
+export async function lockReachableInteraction(tx: Queryable, interactionId: string): Promise<boolean> {
+  const rows = await tx.query(`SELECT 1 FROM interactions WHERE id = $1 AND to_phone <> '' FOR SHARE`, [interactionId])
+  return rows.length === 1
 }
 
 /** The message an organization's request with this Idempotency-Key made, with the hash of that request's body. */

@@ -678,12 +678,38 @@ describe('whatsapp cloud', () => {
       ['At 9:00', 'accepted'],
       ['At 10:00', 'unknown'],
     ])
-    // The same request again answers the message kept, and sends nothing more.
+    // The same request again answers as the first did, and sends nothing more: the message may have reached the person.
     const sentBefore = whatsapp.sessionSent.length
     const again = await send('At 10:00', 'try-2')
-    assert.equal(again.statusCode, 201)
-    assert.equal(json(again).data.status, 'unknown')
+    assert.equal(again.statusCode, 502)
+    assert.match(json(again).error.message, /status unknown/)
     assert.equal(whatsapp.sessionSent.length, sentBefore)
+  })
+
+  test("the window is the person's on the task, whichever of its interactions their latest message landed on; a suppressed number gets nothing", async () => {
+    const { interactionId, agentKey } = await conversationWithAgent('+44 20 7946 0600')
+    const send = (text: string) =>
+      service.app.inject({ method: 'POST', url: `/api/v2/interactions/${interactionId}/messages`, headers: bearer(agentKey), payload: { text } })
+    const at = Math.floor(now / 1000) * 1000
+    assert.equal(await whatsapp.sendReply({ from: '442079460600', text: 'Yes', at }), 200)
+    // The first reply ended the conversation; the next one is an inbound interaction of the task, and keeps the window open.
+    assert.equal(await whatsapp.sendReply({ from: '442079460600', text: 'One more thing', at: at + 20 * 3_600_000 }), 200)
+    now += 30 * 3_600_000
+    try {
+      const answered = await send('Tell me')
+      assert.equal(answered.statusCode, 201, answered.body)
+      const manager = json(
+        await service.app.inject({ method: 'POST', url: `/admin/v1/organizations/${org.orgId}/api-keys`, headers: bearer(OPERATOR_TOKEN), payload: { name: 'dnc', scopes: ['suppressions:manage'] } }),
+      ).data.key
+      const suppressed = await service.app.inject({ method: 'POST', url: '/api/v2/suppressions', headers: bearer(manager), payload: { phone: '+44 20 7946 0600' } })
+      assert.ok(suppressed.statusCode < 300, suppressed.body)
+      const refused = await send('Still there?')
+      assert.equal(refused.statusCode, 409)
+      assert.match(json(refused).error.message, /suppression list/)
+      assert.equal(whatsapp.sessionSent.filter((message) => message.to === '442079460600').length, 1)
+    } finally {
+      now -= 30 * 3_600_000
+    }
   })
 
   test('a message that answers no task is erased with its number, and swept by retention: what the person wrote leaves every table', async () => {

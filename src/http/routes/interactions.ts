@@ -193,12 +193,21 @@ export function interactionRoutes(app: FastifyInstance, deps: { authenticator: A
         description:
           "A text, up to three reply buttons, or a list, to the person of a WhatsApp interaction, while the customer service window their latest message opened there is open (`window_closes_at`, 24 hours from it; docs/messaging.md): 409 once it has closed, or before they have written, and nothing is sent (only a template can reach them then: a new trigger sends the campaign's). " +
           "Sent at once, at the pace of the campaign's sender (429 with Retry-After when its pace is taken); answered with the message once WhatsApp took it (`accepted`), whose statuses then follow on the interaction's `messages`. " +
-          'With an Idempotency-Key, the same request again answers the first one\'s message (`Idempotent-Replayed: true`) and sends nothing; the key with another message is 409 `idempotency_key_reused`. ' +
+          '409 too for a number on the suppression list, and for a person erased. ' +
+          'With an Idempotency-Key, the same request again answers as the first did and sends nothing (its message, with `Idempotent-Replayed: true`; 409 `idempotency_key_in_use` while the first still waits for WhatsApp; the same 502 when WhatsApp gave it no answer); the key with another message is 409 `idempotency_key_reused`. ' +
           '502 `provider_error` when WhatsApp refused it (nothing was sent) or gave no answer (the message is kept `unknown`, and not sent again by itself). Scope `messages:send`.',
         params: InteractionParams,
         body: SessionMessageSchema,
         ...routeHeaders({ request: ['Idempotency-Key'], responses: { 201: ['Idempotent-Replayed'] } }),
-        response: { 201: Envelope(SessionMessageResource), ...authErrors, ...notFound, ...conflict, ...validationErrors, ...rateLimited, ...providerError },
+        response: {
+          201: Envelope(SessionMessageResource),
+          ...authErrors,
+          ...notFound,
+          ...conflict,
+          ...validationErrors,
+          429: { ...rateLimited[429], description: "The organization's rate limit, the campaign's sender with no slot free now, or WhatsApp asking for a pause: send it again after Retry-After seconds." },
+          ...providerError,
+        },
       },
     },
     async (request, reply) => {
