@@ -136,7 +136,7 @@ export function createServices(deps: ServiceDeps): Services {
     conversations,
     sessionMessages: new SessionMessages({ db, channels: channels.registry, now, phoneHashKey: deps.phoneHashKey }),
     twilioCalls: new TwilioCalls({ db, twilio: channels.twilio, lifecycle, conversations, inboundCalls, now, log: deps.log }),
-    whatsappNotifications: new WhatsAppNotifications({ db, secret: channels.secret, lifecycle, log: deps.log }),
+    whatsappNotifications: new WhatsAppNotifications({ db, secret: channels.secret, lifecycle, now, log: deps.log }),
     dispatch,
     admin: { db, now, channels: channels.registry },
     webhooks: { db, now, allowPrivateWebhookUrls: deps.allowPrivateWebhookUrls, onRedeliver: () => wake.deliveries() },

@@ -39,9 +39,11 @@ export class WhatsAppNotifications {
   readonly #secret: (name: string) => string | undefined
   readonly #lifecycle: TaskLifecycle
   readonly #log: FastifyBaseLogger
+  readonly #now: () => number
 
-  constructor(deps: { db: Database; secret: (name: string) => string | undefined; lifecycle: TaskLifecycle; log: FastifyBaseLogger }) {
+  constructor(deps: { db: Database; secret: (name: string) => string | undefined; lifecycle: TaskLifecycle; now: () => number; log: FastifyBaseLogger }) {
     this.#log = deps.log
+    this.#now = deps.now
     this.#db = deps.db
     this.#secret = deps.secret
     this.#lifecycle = deps.lifecycle
@@ -52,8 +54,14 @@ export class WhatsAppNotifications {
     return verifyWebhookSubscription(query, this.#secret(VERIFY_TOKEN_ENV))
   }
 
-  /** Applies a webhook's notifications; false when it names numbers but verifies with the app secret of no campaign sending from them. */
-  async receive(request: SignedRequest): Promise<boolean> {
+  /**
+   * Applies a webhook's notifications: `refused` when it names numbers but
+   * verifies with the app secret of no campaign sending from them; `again`
+   * when a status in it may be of a session message still waiting for
+   * WhatsApp's answer (the status came first): the rest is applied, and Meta,
+   * answered non-2xx, delivers it all again, idempotently.
+   */
+  async receive(request: SignedRequest): Promise<'applied' | 'refused' | 'again'> {
     const notifications = notificationsFromWebhook(request.json)
     // A number id no number can have (a NUL in it) is looked up for none: it is refused as an unknown number is.
     const numbers = [...new Set(notifications.flatMap((notification) => storableId(notification.phoneNumberId) ?? []))]
@@ -66,24 +74,26 @@ export class WhatsAppNotifications {
         return secret !== undefined && verifyWhatsAppSignature(secret, request.raw, signature)
       }),
     )
-    if (verified.length === 0 && notifications.length > 0) return false
+    if (verified.length === 0 && notifications.length > 0) return 'refused'
+    let again = false
     for (const notification of notifications) {
       const senders = verified.filter((campaign) => campaign.providerConfig.phone_number_id === notification.phoneNumberId)
-      if (senders.length > 0) await this.#apply(notification, senders)
+      if (senders.length > 0 && (await this.#apply(notification, senders)) === 'again') again = true
     }
-    return true
+    return again ? 'again' : 'applied'
   }
 
-  /** A status of a session message of these campaigns' interactions, applied forward only. */
-  async #sessionMessageStatus(report: ProviderReport, campaignIds: readonly string[]): Promise<void> {
-    if (report.kind === 'progress' ? !SESSION_STATUSES.has(report.status) : report.kind !== 'final') return
+  /** A status of a session message of these campaigns' interactions, applied forward only; `again` when it may be of one still waiting for WhatsApp's answer. */
+  async #sessionMessageStatus(report: ProviderReport, campaignIds: readonly string[]): Promise<'again' | undefined> {
+    if (report.kind === 'progress' ? !SESSION_STATUSES.has(report.status) : report.kind !== 'final') return undefined
     const status = report.kind === 'progress' ? (report.status as 'sent' | 'delivered' | 'read') : 'failed'
     const error = report.kind === 'final' ? `WhatsApp reports it ${report.outcome}${report.optedOut ? ': the person has stopped marketing messages' : ''}` : null
-    await recordMessageStatus(this.#db, 'whatsapp_cloud', report.providerRef, campaignIds, status, error, report.at)
+    const applied = await recordMessageStatus(this.#db, 'whatsapp_cloud', report.providerRef, campaignIds, status, error, report.at, this.#now())
+    return applied === 'awaited' ? 'again' : undefined
   }
 
   /** Applies one notification; only interactions of the campaigns whose secret verified it are touched. */
-  async #apply(notification: WhatsAppNotification, senders: Campaign[]): Promise<void> {
+  async #apply(notification: WhatsAppNotification, senders: Campaign[]): Promise<'again' | undefined> {
     const campaignIds = senders.map((campaign) => campaign.id)
     const ours = (interaction: InteractionWithConfig | undefined) =>
       interaction !== undefined && campaignIds.includes(interaction.campaignId) ? interaction : undefined
@@ -94,13 +104,10 @@ export class WhatsAppNotifications {
       const { report } = notification
       const interaction = await sent(report.providerRef)
       // Not an attempt's template: maybe a session message sent on one (services/sessionMessages.ts).
-      if (interaction === undefined) {
-        await this.#sessionMessageStatus(report, campaignIds)
-        return
-      }
-      if (report.kind === 'progress' && (STATUS_RANK[report.status] ?? 0) <= (STATUS_RANK[interaction.providerStatus ?? ''] ?? 0)) return
+      if (interaction === undefined) return this.#sessionMessageStatus(report, campaignIds)
+      if (report.kind === 'progress' && (STATUS_RANK[report.status] ?? 0) <= (STATUS_RANK[interaction.providerStatus ?? ''] ?? 0)) return undefined
       await this.#lifecycle.report(interaction, report)
-      return
+      return undefined
     }
     // A reply: to the message it names, else to the latest conversation with its sender from this number
     // (a running one first). One that answers nothing running is an inbound interaction of its own.

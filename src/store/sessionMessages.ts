@@ -134,10 +134,20 @@ export async function listSessionMessages(db: Queryable, interactionId: string):
 }
 
 /**
+ * How long a message handed to its provider is waited for: past the provider
+ * request's own deadline (15 s), a `sending` one was left by a process that
+ * stopped, and a status is no longer asked for again on its account.
+ */
+const AWAITED_FOR_MS = 60_000
+
+/**
  * A status the provider reports of a message, by its id, applied only to a
  * message of these campaigns' interactions and only forward (accepted < sent
  * < delivered < read; failed ends it): Meta repeats and reorders statuses.
- * False when it names no such message.
+ * `awaited` when it names no such message while one of these campaigns'
+ * messages still waits for the provider's answer, which may name it: the
+ * status came first, and is to be delivered again; `unknown` when it names
+ * none at all.
  */
 export async function recordMessageStatus(
   db: Queryable,
@@ -147,8 +157,9 @@ export async function recordMessageStatus(
   status: 'sent' | 'delivered' | 'read' | 'failed',
   error: string | null,
   at: number,
-): Promise<boolean> {
-  const rows = await db.query<{ found: boolean }>(
+  now: number,
+): Promise<'applied' | 'awaited' | 'unknown'> {
+  const rows = await db.query<{ found: boolean; awaited: boolean }>(
     `WITH target AS (
        SELECT m.id, m.status FROM session_messages m JOIN interactions i ON i.id = m.interaction_id
        WHERE m.provider = $1 AND m.provider_message_id = $2 AND i.campaign_id = ANY($3::text[])
@@ -159,8 +170,11 @@ export async function recordMessageStatus(
          AND array_position(ARRAY['sending', 'unknown', 'accepted', 'sent', 'delivered', 'read'], t.status)
              < coalesce(array_position(ARRAY['sending', 'unknown', 'accepted', 'sent', 'delivered', 'read'], $4), 7)
      )
-     SELECT EXISTS (SELECT 1 FROM target) AS found`,
-    [provider, providerMessageId, [...campaignIds], status, error, new Date(at)],
+     SELECT EXISTS (SELECT 1 FROM target) AS found,
+            EXISTS (SELECT 1 FROM session_messages m JOIN interactions i ON i.id = m.interaction_id
+                    WHERE m.status = 'sending' AND m.provider = $1 AND i.campaign_id = ANY($3::text[]) AND m.status_at > $7) AS awaited`,
+    [provider, providerMessageId, [...campaignIds], status, error, new Date(at), new Date(now - AWAITED_FOR_MS)],
   )
-  return rows[0]?.found === true
+  const row = rows[0]!
+  return row.found ? 'applied' : row.awaited ? 'awaited' : 'unknown'
 }

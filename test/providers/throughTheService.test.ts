@@ -678,6 +678,19 @@ describe('whatsapp cloud', () => {
       ['At 9:00', 'accepted'],
       ['At 10:00', 'unknown'],
     ])
+    // A status that comes before WhatsApp's answer to the send is asked for again (Meta redelivers until a 200), then applied.
+    const sentSoFar = whatsapp.sessionSent.length
+    whatsapp.delayNext(500)
+    const early = send('At 11:00')
+    while (whatsapp.sessionSent.length === sentSoFar) await new Promise((resolve) => setImmediate(resolve))
+    const earlyWamid = whatsapp.sessionSent.at(-1)!.wamid
+    assert.equal(await whatsapp.sendStatus(earlyWamid, 'sent'), 503)
+    assert.equal((await early).statusCode, 201)
+    assert.equal(await whatsapp.sendStatus(earlyWamid, 'sent'), 200)
+    assert.equal((await messages()).find((message: { provider_message_id: string }) => message.provider_message_id === earlyWamid).status, 'sent')
+    // With nothing waiting for WhatsApp, a status of no message of ours is taken and ignored.
+    assert.equal(await whatsapp.sendStatus('wamid.unknown', 'sent', { recipientId: '442079460500', phoneNumberId: PHONE_NUMBER_ID }), 200)
+
     // The same request again answers as the first did, and sends nothing more: the message may have reached the person.
     const sentBefore = whatsapp.sessionSent.length
     const again = await send('At 10:00', 'try-2')

@@ -24,3 +24,6 @@ CREATE TABLE session_messages (
 CREATE UNIQUE INDEX session_messages_by_provider_id ON session_messages (provider, provider_message_id) WHERE provider_message_id IS NOT NULL;
 CREATE INDEX session_messages_of_interaction ON session_messages (interaction_id, id);
 CREATE UNIQUE INDEX session_messages_by_key ON session_messages (org_id, idempotency_key) WHERE idempotency_key IS NOT NULL;
+-- The messages still waiting for WhatsApp's answer: a status that names no
+-- message yet may be one of theirs, come before the answer (store/sessionMessages.ts).
+CREATE INDEX session_messages_sending ON session_messages (interaction_id) WHERE status = 'sending';

@@ -23,9 +23,10 @@ export async function whatsappRoutes(app: FastifyInstance, deps: { whatsapp: Wha
   })
 
   app.post('/providers/whatsapp/webhook', { schema: { ...docs, summary: 'WhatsApp notifications' } }, async (request, reply) => {
-    if (!(await whatsapp.receive(signedRequest(request)))) {
-      throw new ApiError('forbidden', 'The notification is not signed with the app secret of a campaign sending from its number.')
-    }
+    const received = await whatsapp.receive(signedRequest(request))
+    if (received === 'refused') throw new ApiError('forbidden', 'The notification is not signed with the app secret of a campaign sending from its number.')
+    // Meta delivers a notification again until it is answered 200: a status that came before its message's send was answered.
+    if (received === 'again') throw new ApiError('service_unavailable', 'A message this status may be of still waits for WhatsApp\'s answer to its send; deliver it again.', 1)
     return reply.code(200).send()
   })
 }
