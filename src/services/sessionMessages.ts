@@ -113,7 +113,6 @@ export class SessionMessages {
   }
 }
 
-/** The message an earlier request with the same key made, if it was the same request. */
 /**
  * What an earlier request with the same key answered, if it was the same
  * request: its message once WhatsApp took it; while that request still

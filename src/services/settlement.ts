@@ -302,9 +302,9 @@ export async function settleEndings(tx: Queryable, endings: readonly Interaction
 
 /**
  * An interaction.message_received for each message that landed on an
- * interaction this settlement ended, with the window it keeps open there.
+ * interaction this transaction ended, with the window it keeps open there.
  */
-async function messagesReceived(
+export async function messagesReceived(
   tx: Queryable,
   messages: readonly { interactionId: string; message: ReceivedMessage }[],
   ended: ReadonlyMap<string, { interaction: FinalizedInteraction }>,

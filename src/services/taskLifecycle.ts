@@ -12,8 +12,7 @@ import type { Provider } from '../domain/campaignSettings.ts'
 import { conversationTookPlace } from '../domain/attemptPolicy.ts'
 import { contactTurn, type ConversationResult, recordedResult, type TranscriptTurn } from '../domain/conversationResult.ts'
 import { ApiError, ValidationFailed, valueError } from '../domain/errors.ts'
-import { interactionFinalizedEvent, interactionMessageReceivedEvent, type OrganizationEvent } from '../domain/events.ts'
-import { windowClosesAt } from '../domain/messagingWindow.ts'
+import { interactionFinalizedEvent, type OrganizationEvent } from '../domain/events.ts'
 import { newId } from '../domain/ids.ts'
 import type { Campaign, Channel, ExternalId } from '../domain/types.ts'
 import { findCampaignsByRoutingKey } from '../store/campaigns.ts'
@@ -23,7 +22,6 @@ import {
   finalizeInteractions,
   insertInteraction,
   type InteractionWithConfig,
-  keepWindowsOpen,
   keepResultForEnd,
   recordProviderMessage,
   recordProviderStatus,
@@ -32,7 +30,7 @@ import {
 import { suppress } from '../store/suppressions.ts'
 import { lockOpenTasksByExternalIds, lockTasks } from '../store/tasks.ts'
 import type { ServiceMetrics } from './metrics.ts'
-import { completeAllAs, completeAndReport, type InteractionEnding, type Settlement } from './settlement.ts'
+import { completeAllAs, completeAndReport, type InteractionEnding, messagesReceived, type Settlement } from './settlement.ts'
 import type { Wake } from './wake.ts'
 
 export class TaskLifecycle {
@@ -153,11 +151,9 @@ export class TaskLifecycle {
         now,
       )
       const { interaction } = finalized!
-      const opened = windowClosesAt(campaign.channel, message.at, null)
-      const windows = await keepWindowsOpen(tx, opened === null ? [] : [{ id: interactionId, closesAt: opened }])
-      const received = { id: message.id, text: message.text ?? null, at: message.at }
+      const received = { interactionId, message: { id: message.id, text: message.text ?? null, at: message.at } }
       const events: OrganizationEvent[] = [
-        { orgId: campaign.orgId, event: interactionMessageReceivedEvent(interaction, received, windows.get(interactionId) ?? null, now) },
+        ...(await messagesReceived(tx, [received], new Map([[interactionId, finalized!]]), now)),
         { orgId: campaign.orgId, event: interactionFinalizedEvent(interaction, now) },
       ]
       if (optOut) await suppress(tx, campaign.orgId, message.from, 'reply', now)
