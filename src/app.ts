@@ -200,7 +200,7 @@ export async function buildApp(options: AppOptions, deps: AppDeps): Promise<Fast
   contactabilityRoutes(app, { ops: services.contactability, authenticator })
   contactRoutes(app, { ops: services.erasure, authenticator })
   dailyCountRoutes(app, { db: deps.db, authenticator })
-  twilioRoutes(app, { twilioCalls: services.twilioCalls })
+  twilioRoutes(app, { twilioCalls: services.twilioCalls, twilioMessages: services.twilioMessages })
   await app.register(whatsappRoutes, { whatsapp: services.whatsappNotifications })
   await callCallbackRoutes(app, { callbacks: providerCallbacks, served: deps.channels.callCallbacks })
   adminRoutes(app, {

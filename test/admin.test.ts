@@ -108,7 +108,7 @@ test('creates and lists campaigns; one routing key once per channel', async () =
 
 test('campaign input is validated', async () => {
   const org = await createOrg()
-  const response = await call('POST', `/admin/v1/organizations/${org.id}/campaigns`, { routing_key: 'has space', channel: 'sms', context: [] })
+  const response = await call('POST', `/admin/v1/organizations/${org.id}/campaigns`, { routing_key: 'has space', channel: 'fax', context: [] })
   assert.equal(response.statusCode, 422)
   assert.deepEqual(
     json(response).detail.map((entry: { type: string; loc: string[] }) => [entry.type, entry.loc.join('.')]),

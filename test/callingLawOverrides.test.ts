@@ -35,7 +35,7 @@ test('a rule replaced applies at once, its profile versioned anew; disabled, it 
   const shipped = json(await service.app.inject({ method: 'GET', url: '/admin/v1/calling-law', headers: admin })).data
   assert.match(shipped.disclaimer, /counsel/)
   assert.deepEqual(shipped.overrides, [])
-  assert.equal(shipped.profiles.find((profile: { id: string }) => profile.id === 'us-fl').version, '2026-12-01')
+  assert.equal(shipped.profiles.find((profile: { id: string }) => profile.id === 'us-fl').version, '2026-12-04')
   assert.equal((await dryRun()).decision, 'allowed', "08:30 is inside Florida's 08:00-20:00")
 
   const replaced = await put('us-fl.hours', {
@@ -46,7 +46,7 @@ test('a rule replaced applies at once, its profile versioned anew; disabled, it 
   const deferred = await dryRun()
   assert.equal(deferred.decision, 'deferred')
   assert.equal(deferred.not_before, '2026-01-05T14:00:00.000Z')
-  assert.ok(deferred.profiles.includes('us-fl@2026-12-01+20260105T133000Z'), deferred.profiles.join())
+  assert.ok(deferred.profiles.includes('us-fl@2026-12-04+20260105T133000Z'), deferred.profiles.join())
   assert.deepEqual(deferred.reasons.map((reason: { rule: string; source: string }) => [reason.rule, reason.source]), [['us-fl.hours', SOURCE.citation]])
 
   // The dispatcher applies it too.
@@ -63,7 +63,7 @@ test('a rule replaced applies at once, its profile versioned anew; disabled, it 
   assert.equal(removed.statusCode, 204)
   const back = await dryRun()
   assert.equal(back.decision, 'allowed')
-  assert.ok(back.profiles.includes('us-fl@2026-12-01'))
+  assert.ok(back.profiles.includes('us-fl@2026-12-04'))
   assert.equal((await service.app.inject({ method: 'DELETE', url: '/admin/v1/calling-law/rules/us-fl.hours/override', headers: admin })).statusCode, 404)
 
   const log = json(await service.app.inject({ method: 'GET', url: '/admin/v1/audit-log', headers: admin })).data

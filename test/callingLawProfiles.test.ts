@@ -16,7 +16,7 @@ import { CHANNELS } from '../src/domain/types.ts'
 const data: CallingLawProfiles = JSON.parse(readFileSync(new URL('../src/domain/data/calling-law-profiles.json', import.meta.url), 'utf8'))
 
 /** The day these profiles were reviewed: no version and no rule may be dated after it. */
-const TODAY = '2026-12-01'
+const TODAY = '2026-12-04'
 
 const isCalendarDate = (text: unknown): boolean => typeof text === 'string' && SCHEDULE_FIELD_RULES.blackout_date(text) === undefined
 const duplicates = <T>(values: readonly T[]): T[] => values.filter((value, index) => values.indexOf(value) !== index)
@@ -185,7 +185,7 @@ const FACTS: Record<string, { jurisdiction: Jurisdiction; rules: Record<string, 
     rules: {
       'us-federal.telephone_solicitation_hours': {
         says: 'marketing calls and texts only 08:00–21:00 local, every day',
-        rule: { kind: 'hours', purposes: ['marketing'], channels: ['voice', 'whatsapp'], effective_from: '1992-12-20', windows: [{ days: EVERY_DAY, start: '08:00', end: '21:00' }] },
+        rule: { kind: 'hours', purposes: ['marketing'], channels: ['voice', 'whatsapp', 'sms'], effective_from: '1992-12-20', windows: [{ days: EVERY_DAY, start: '08:00', end: '21:00' }] },
         cites: '64.1200(c)(1)',
         host: 'www.ecfr.gov',
       },
@@ -208,13 +208,13 @@ const FACTS: Record<string, { jurisdiction: Jurisdiction; rules: Record<string, 
     rules: {
       'us-fl.hours': {
         says: 'marketing only 08:00–20:00 local, every day',
-        rule: { kind: 'hours', purposes: ['marketing'], channels: ['voice', 'whatsapp'], effective_from: '2021-07-01', windows: [{ days: EVERY_DAY, start: '08:00', end: '20:00' }] },
+        rule: { kind: 'hours', purposes: ['marketing'], channels: ['voice', 'whatsapp', 'sms'], effective_from: '2021-07-01', windows: [{ days: EVERY_DAY, start: '08:00', end: '20:00' }] },
         cites: '501.616(6)(a)',
         host: 'www.flsenate.gov',
       },
       'us-fl.cap': {
         says: 'at most 3 marketing attempts in 24 hours on the same subject',
-        rule: { kind: 'cap', purposes: ['marketing'], channels: ['voice', 'whatsapp'], effective_from: '2021-07-01', max_attempts: 3, per_hours: 24, scope: 'subject' },
+        rule: { kind: 'cap', purposes: ['marketing'], channels: ['voice', 'whatsapp', 'sms'], effective_from: '2021-07-01', max_attempts: 3, per_hours: 24, scope: 'subject' },
         cites: '501.616(6)(b)',
         host: 'www.flsenate.gov',
       },
@@ -225,13 +225,13 @@ const FACTS: Record<string, { jurisdiction: Jurisdiction; rules: Record<string, 
     rules: {
       'us-ok.hours': {
         says: 'marketing only 08:00–20:00 local, every day',
-        rule: { kind: 'hours', purposes: ['marketing'], channels: ['voice', 'whatsapp'], effective_from: '2022-11-01', windows: [{ days: EVERY_DAY, start: '08:00', end: '20:00' }] },
+        rule: { kind: 'hours', purposes: ['marketing'], channels: ['voice', 'whatsapp', 'sms'], effective_from: '2022-11-01', windows: [{ days: EVERY_DAY, start: '08:00', end: '20:00' }] },
         cites: '775C.4',
         host: 'www.oklegislature.gov',
       },
       'us-ok.cap': {
         says: 'at most 3 marketing attempts in 24 hours on the same subject',
-        rule: { kind: 'cap', purposes: ['marketing'], channels: ['voice', 'whatsapp'], effective_from: '2022-11-01', max_attempts: 3, per_hours: 24, scope: 'subject' },
+        rule: { kind: 'cap', purposes: ['marketing'], channels: ['voice', 'whatsapp', 'sms'], effective_from: '2022-11-01', max_attempts: 3, per_hours: 24, scope: 'subject' },
         cites: '775C.4',
         host: 'www.oklegislature.gov',
       },
@@ -242,13 +242,13 @@ const FACTS: Record<string, { jurisdiction: Jurisdiction; rules: Record<string, 
     rules: {
       'us-md.hours': {
         says: 'marketing only 08:00–20:00 local, every day',
-        rule: { kind: 'hours', purposes: ['marketing'], channels: ['voice', 'whatsapp'], effective_from: '2024-01-01', windows: [{ days: EVERY_DAY, start: '08:00', end: '20:00' }] },
+        rule: { kind: 'hours', purposes: ['marketing'], channels: ['voice', 'whatsapp', 'sms'], effective_from: '2024-01-01', windows: [{ days: EVERY_DAY, start: '08:00', end: '20:00' }] },
         cites: '14-4502',
         host: 'mgaleg.maryland.gov',
       },
       'us-md.cap': {
         says: 'at most 3 marketing attempts in 24 hours on the same subject',
-        rule: { kind: 'cap', purposes: ['marketing'], channels: ['voice', 'whatsapp'], effective_from: '2024-01-01', max_attempts: 3, per_hours: 24, scope: 'subject' },
+        rule: { kind: 'cap', purposes: ['marketing'], channels: ['voice', 'whatsapp', 'sms'], effective_from: '2024-01-01', max_attempts: 3, per_hours: 24, scope: 'subject' },
         cites: '14-4502',
         host: 'mgaleg.maryland.gov',
       },
@@ -259,7 +259,7 @@ const FACTS: Record<string, { jurisdiction: Jurisdiction; rules: Record<string, 
     rules: {
       'us-wa.hours': {
         says: 'marketing only 08:00–20:00 local, every day',
-        rule: { kind: 'hours', purposes: ['marketing'], channels: ['voice', 'whatsapp'], effective_from: '2022-06-09', windows: [{ days: EVERY_DAY, start: '08:00', end: '20:00' }] },
+        rule: { kind: 'hours', purposes: ['marketing'], channels: ['voice', 'whatsapp', 'sms'], effective_from: '2022-06-09', windows: [{ days: EVERY_DAY, start: '08:00', end: '20:00' }] },
         cites: 'RCW 80.36.390',
         host: 'app.leg.wa.gov',
       },
@@ -273,7 +273,7 @@ const FACTS: Record<string, { jurisdiction: Jurisdiction; rules: Record<string, 
         rule: {
           kind: 'hours',
           purposes: ['marketing'],
-          channels: ['voice', 'whatsapp'],
+          channels: ['voice', 'whatsapp', 'sms'],
           effective_from: '2009-04-01',
           windows: [
             { days: ['mon', 'tue', 'wed', 'thu', 'fri', 'sat'], start: '09:00', end: '21:00' },
@@ -323,6 +323,12 @@ const FACTS: Record<string, { jurisdiction: Jurisdiction; rules: Record<string, 
       'gb.electronic_mail_consent': {
         says: 'marketing messages need prior consent',
         rule: { kind: 'consent', purposes: ['marketing'], channels: ['whatsapp'], effective_from: '2003-12-11', consent_kinds: ['express', 'express_written', 'whatsapp_opt_in'] },
+        cites: 'reg. 22',
+        host: 'www.legislation.gov.uk',
+      },
+      'gb.text_message_consent': {
+        says: 'marketing texts need prior consent, a WhatsApp opt-in not counting',
+        rule: { kind: 'consent', purposes: ['marketing'], channels: ['sms'], effective_from: '2003-12-11', consent_kinds: ['express', 'express_written'] },
         cites: 'reg. 22',
         host: 'www.legislation.gov.uk',
       },
@@ -388,6 +394,12 @@ const FACTS: Record<string, { jurisdiction: Jurisdiction; rules: Record<string, 
         cites: 'L. 34-5',
         host: 'www.legifrance.gouv.fr',
       },
+      'fr.text_message_consent': {
+        says: 'marketing texts need prior consent, a WhatsApp opt-in not counting',
+        rule: { kind: 'consent', purposes: ['marketing'], channels: ['sms'], effective_from: '2016-07-01', consent_kinds: ['express', 'express_written'] },
+        cites: 'L. 34-5',
+        host: 'www.legifrance.gouv.fr',
+      },
     },
   },
   de: {
@@ -402,6 +414,12 @@ const FACTS: Record<string, { jurisdiction: Jurisdiction; rules: Record<string, 
       'de.electronic_mail_consent': {
         says: 'advertising messages need prior express consent',
         rule: { kind: 'consent', purposes: ['marketing'], channels: ['whatsapp'], effective_from: '2022-05-28', consent_kinds: ['express', 'express_written', 'whatsapp_opt_in'] },
+        cites: '§ 7 Abs. 2 Nr. 2',
+        host: 'www.gesetze-im-internet.de',
+      },
+      'de.text_message_consent': {
+        says: 'marketing texts need prior consent, a WhatsApp opt-in not counting',
+        rule: { kind: 'consent', purposes: ['marketing'], channels: ['sms'], effective_from: '2022-05-28', consent_kinds: ['express', 'express_written'] },
         cites: '§ 7 Abs. 2 Nr. 2',
         host: 'www.gesetze-im-internet.de',
       },

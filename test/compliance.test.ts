@@ -246,7 +246,7 @@ describe('a Florida number, on a marketing campaign open 07:00–22:00', () => {
     assert.equal(first.decision, null, 'the deferral is over: the interaction keeps the decision that allowed it')
     const allowed = first.interactions[0].decision
     assert.equal(allowed.decision, 'allowed')
-    assert.deepEqual(allowed.profiles, ['us-federal@2026-12-01', 'us-fl@2026-12-01'])
+    assert.deepEqual(allowed.profiles, ['us-federal@2026-12-04', 'us-fl@2026-12-04'])
     assert.ok(allowed.reasons.some((reason: { code: string; consent_id?: string }) => reason.code === 'consent_on_file' && reason.consent_id?.startsWith('cns_')))
     assert.ok(allowed.reasons.some((reason: { code: string; rule: string }) => reason.code === 'within_legal_hours' && reason.rule === 'us-fl.hours'))
 

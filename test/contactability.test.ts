@@ -244,10 +244,10 @@ describe('consent', () => {
   test('an allowed decision names the consent, hours and cap it relied on, and the profiles', () => {
     const decision = decide({ phone: NUMBERS.florida, requiredConsent: written, consents: [consent('express_written')] }, at)
     assert.equal(decision.decision, 'allowed')
-    assert.deepEqual(decision.profiles, ['us-federal@2026-12-01', 'us-fl@2026-12-01'])
+    assert.deepEqual(decision.profiles, ['us-federal@2026-12-04', 'us-fl@2026-12-04'])
     assert.deepEqual(
       decision.reasons.map((reason) => `${reason.code}:${reason.rule}:${reason.consent_id ?? reason.profile ?? ''}`),
-      ['consent_on_file:campaign.consent:cns_express_written', 'within_legal_hours:us-federal.telephone_solicitation_hours:us-federal@2026-12-01', 'within_legal_hours:us-fl.hours:us-fl@2026-12-01', 'under_legal_cap:us-fl.cap:us-fl@2026-12-01'],
+      ['consent_on_file:campaign.consent:cns_express_written', 'within_legal_hours:us-federal.telephone_solicitation_hours:us-federal@2026-12-04', 'within_legal_hours:us-fl.hours:us-fl@2026-12-04', 'under_legal_cap:us-fl.cap:us-fl@2026-12-04'],
     )
     assert.match(decision.reasons[2]!.source, /501\.616/)
   })

@@ -129,7 +129,7 @@ test('CLI admin commands, then serve: the key works until revoked', async () => 
   const refused = await runCli(['campaign', 'create', '--org', org.id, '--routing-key', 'bad key', '--channel', 'fax'])
   assert.equal(refused.code, 1)
   assert.match(refused.stderr, /--routing-key: String should match pattern/)
-  assert.match(refused.stderr, /--channel: Input should be 'voice' or 'whatsapp'/)
+  assert.match(refused.stderr, /--channel: Input should be 'voice', 'whatsapp' or 'sms'/)
   const limited = parse(await runCli(['org', 'rate-limit', '--org', org.id, '--per-second', '20', '--burst', '40']))
   assert.deepEqual(limited.rate_limit, { per_second: 20, burst: 40 })
   assert.equal(parse(await runCli(['org', 'retention', '--org', org.id, '--days', '30'])).retention_days, 30)

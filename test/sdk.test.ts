@@ -237,7 +237,7 @@ describe('consent', () => {
     const blocked = await client.checkContactability(ask)
     assert.equal(blocked.decision, 'blocked')
     assert.deepEqual(blocked.reasons.map((reason) => `${reason.code}:${reason.rule}`), ['consent_missing:campaign.consent'])
-    assert.deepEqual(blocked.profiles, ['gb@2026-12-01'])
+    assert.deepEqual(blocked.profiles, ['gb@2026-12-04'])
     // The dispatcher, at the same instant, decides what the dry run said.
     const accepted = await client.createTrigger({ campaign: 'offers', contact })
     await service.app.workers!.dispatcher.runOnce()
@@ -290,7 +290,7 @@ describe('errors and retries', () => {
 
   test('a 422 is an ApiError with every problem in details, sent once', async () => {
     const { client, requests, routingKey } = await organization()
-    const error: ApiError = await client.createTrigger({ campaign: routingKey, contact: { phone: '020 7946 0958' }, channel: 'sms' as 'voice' }).then(
+    const error: ApiError = await client.createTrigger({ campaign: routingKey, contact: { phone: '020 7946 0958' }, channel: 'fax' as 'voice' }).then(
       () => assert.fail('accepted'),
       (caught) => caught,
     )

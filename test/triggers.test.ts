@@ -199,9 +199,9 @@ describe('422: fields', () => {
       {
         type: 'literal_error',
         loc: ['body', 'channel'],
-        msg: "Input should be 'voice' or 'whatsapp'",
+        msg: "Input should be 'voice', 'whatsapp' or 'sms'",
         input: 5,
-        ctx: { expected: "'voice' or 'whatsapp'" },
+        ctx: { expected: "'voice', 'whatsapp' or 'sms'" },
       },
       { type: 'dict_type', loc: ['body', 'context'], msg: 'Input should be a valid dictionary', input: ['a'] },
       { type: 'bool_type', loc: ['body', 'test_mode'], msg: 'Input should be a valid boolean', input: [] },
@@ -246,13 +246,13 @@ describe('422: fields', () => {
   })
 
   test('a bad channel: literal_error', async () => {
-    assert.deepEqual(await detail({ ...VALID, channel: 'sms' }), [
+    assert.deepEqual(await detail({ ...VALID, channel: 'fax' }), [
       {
         type: 'literal_error',
         loc: ['body', 'channel'],
-        msg: "Input should be 'voice' or 'whatsapp'",
-        input: 'sms',
-        ctx: { expected: "'voice' or 'whatsapp'" },
+        msg: "Input should be 'voice', 'whatsapp' or 'sms'",
+        input: 'fax',
+        ctx: { expected: "'voice', 'whatsapp' or 'sms'" },
       },
     ])
   })

@@ -884,7 +884,7 @@ export interface components {
             trigger_id: string;
             /** @description Routing key. */
             campaign: string;
-            channel: "voice" | "whatsapp";
+            channel: "voice" | "whatsapp" | "sms";
             /** @enum {string} */
             status: "completed";
             outcome: "reached" | "unreachable" | "failed" | "cancelled" | "expired" | "opted_out" | "not_permitted";
@@ -908,7 +908,7 @@ export interface components {
                 campaign_id: string;
                 /** @description Routing key. */
                 campaign: string;
-                channel: "voice" | "whatsapp";
+                channel: "voice" | "whatsapp" | "sms";
                 /** @description Why the step ended: the fallback condition it met (`undelivered`, `not_on_whatsapp`, `no_reply`), or, for the last step, the task's outcome. */
                 outcome: string;
                 /** @description Attempts the step made, counted under its campaign's attempt policy. */
@@ -924,7 +924,7 @@ export interface components {
             task_id: string | null;
             trigger_id: string | null;
             campaign: string;
-            channel: "voice" | "whatsapp";
+            channel: "voice" | "whatsapp" | "sms";
             direction: "outbound" | "inbound";
             attempt: number | null;
             /** @description voice: completed, no_answer, busy, voicemail (a machine answered), voicemail_left (the campaign's message was left on it), failed; WhatsApp: replied, read, delivered, undelivered, failed. */
@@ -957,7 +957,7 @@ export interface components {
             task_id: string | null;
             trigger_id: string | null;
             campaign: string;
-            channel: "voice" | "whatsapp";
+            channel: "voice" | "whatsapp" | "sms";
             direction: "outbound" | "inbound";
             attempt: number | null;
             outcome: string;
@@ -977,7 +977,7 @@ export interface components {
             task_id: string | null;
             trigger_id: string | null;
             campaign: string;
-            channel: "voice" | "whatsapp";
+            channel: "voice" | "whatsapp" | "sms";
             direction: "outbound" | "inbound";
             attempt: number | null;
             /** @description What the message made of the interaction: `replied`. */
@@ -1142,7 +1142,7 @@ export interface components {
                 timezone?: string;
             };
             /** @description Needed when the routing key has campaigns on more than one channel. */
-            channel?: "voice" | "whatsapp";
+            channel?: "voice" | "whatsapp" | "sms";
             /** @description Merged over the campaign's default context. */
             context?: {
                 [key: string]: unknown;
@@ -1232,7 +1232,7 @@ export interface components {
                 timezone?: string;
             };
             /** @description Needed when the routing key has campaigns on more than one channel. */
-            channel?: "voice" | "whatsapp";
+            channel?: "voice" | "whatsapp" | "sms";
             /** @description Merged over the campaign's default context. */
             context?: {
                 [key: string]: unknown;
@@ -1311,7 +1311,7 @@ export interface components {
             /** @enum {string} */
             status: "accepted";
             campaign: string;
-            channel: "voice" | "whatsapp";
+            channel: "voice" | "whatsapp" | "sms";
             ids: {
                 source: string;
                 type: string;
@@ -1350,7 +1350,7 @@ export interface components {
             trigger_id: string;
             /** @description Routing key. */
             campaign: string;
-            channel: "voice" | "whatsapp";
+            channel: "voice" | "whatsapp" | "sms";
             status: "pending" | "in_progress" | "completed";
             /** @description Set once completed. */
             outcome: ("reached" | "unreachable" | "failed" | "cancelled" | "expired" | "opted_out" | "not_permitted") | null;
@@ -1412,7 +1412,7 @@ export interface components {
                 campaign_id: string;
                 /** @description Routing key. */
                 campaign: string;
-                channel: "voice" | "whatsapp";
+                channel: "voice" | "whatsapp" | "sms";
                 /** @description Why the step ended: the fallback condition it met (`undelivered`, `not_on_whatsapp`, `no_reply`), or, for the last step, the task's outcome. */
                 outcome: string;
                 /** @description Attempts the step made, counted under its campaign's attempt policy. */
@@ -1476,7 +1476,7 @@ export interface components {
             trigger_id: string;
             /** @description Routing key. */
             campaign: string;
-            channel: "voice" | "whatsapp";
+            channel: "voice" | "whatsapp" | "sms";
             /** @enum {string} */
             status: "completed";
             /** @enum {string} */
@@ -1502,7 +1502,7 @@ export interface components {
             attempt: number | null;
             /** @description Routing key. */
             campaign: string;
-            channel: "voice" | "whatsapp";
+            channel: "voice" | "whatsapp" | "sms";
             direction: "outbound" | "inbound";
             provider: string;
             /** @description The provider's own reference (Twilio's call SID, WhatsApp's message id). */
@@ -1667,7 +1667,7 @@ export interface components {
         CampaignState: {
             /** @example screening */
             routing_key: string;
-            channel: "voice" | "whatsapp";
+            channel: "voice" | "whatsapp" | "sms";
             /** @description True while no attempt of the campaign starts. */
             paused: boolean;
             /** @description When it was paused; null while it runs. */
@@ -1846,7 +1846,7 @@ export interface components {
             id: string;
             /** @description E.164; null once the person was erased (the consent is then a revocation only). */
             phone: string | null;
-            channel: "voice" | "whatsapp";
+            channel: "voice" | "whatsapp" | "sms";
             purpose: "informational" | "transactional" | "healthcare" | "marketing";
             kind: "express" | "express_written" | "whatsapp_opt_in";
             /** @description How it was captured; `erased` once the person was erased. */
@@ -1914,7 +1914,7 @@ export interface components {
             day: string;
             /** @description Routing key. */
             campaign: string;
-            channel: "voice" | "whatsapp";
+            channel: "voice" | "whatsapp" | "sms";
             test_mode: boolean;
             /** @description Tasks completed that day, in all and by outcome (every outcome named, 0 where none). */
             tasks: {
@@ -1929,7 +1929,7 @@ export interface components {
             };
             /** @description The attempts those tasks took, in all. */
             task_attempts: number;
-            /** @description Outbound attempts (calls, WhatsApp conversations) that ended that day, in all and by outcome (every outcome of the campaign's channel named). */
+            /** @description Outbound attempts (calls, WhatsApp conversations, texts) that ended that day, in all and by outcome (every outcome of the campaign's channel named). */
             attempts: {
                 total: number;
                 completed?: number;
@@ -1942,6 +1942,7 @@ export interface components {
                 read?: number;
                 delivered?: number;
                 undelivered?: number;
+                sent?: number;
             };
             /** @description How long those attempts lasted, in seconds: a call from its answer to its end. */
             attempt_seconds: number;
@@ -3157,7 +3158,7 @@ export interface operations {
         parameters: {
             query?: {
                 /** @description Only the routing key's campaign on this channel; without it, every one of its campaigns. */
-                channel?: "voice" | "whatsapp";
+                channel?: "voice" | "whatsapp" | "sms";
             };
             header?: {
                 /** @description Your id for this request (up to 200 characters, no control characters): echoed in the X-Request-ID response header and in `metadata.request_id`, and logged. Without it, the service makes one. */
@@ -3260,7 +3261,7 @@ export interface operations {
         parameters: {
             query?: {
                 /** @description Only the routing key's campaign on this channel; without it, every one of its campaigns. */
-                channel?: "voice" | "whatsapp";
+                channel?: "voice" | "whatsapp" | "sms";
             };
             header?: {
                 /** @description Your id for this request (up to 200 characters, no control characters): echoed in the X-Request-ID response header and in `metadata.request_id`, and logged. Without it, the service makes one. */
@@ -5127,7 +5128,7 @@ export interface operations {
                     /** @example +1 305 555 0123 */
                     phone: string;
                     /** @description The channel the person agreed to be contacted on. */
-                    channel: "voice" | "whatsapp";
+                    channel: "voice" | "whatsapp" | "sms";
                     /** @description What they agreed to be contacted for. */
                     purpose: "informational" | "transactional" | "healthcare" | "marketing";
                     /** @description express (prior express consent: the person gave the number for this purpose), express_written (prior express written consent: a signed agreement, e-sign included, naming the organization and the number; it counts as express too), whatsapp_opt_in (an opt-in to WhatsApp messages: channel whatsapp only). */
@@ -5254,7 +5255,7 @@ export interface operations {
                         /** @example +1 305 555 0123 */
                         phone: string;
                         /** @description The channel the person agreed to be contacted on. */
-                        channel: "voice" | "whatsapp";
+                        channel: "voice" | "whatsapp" | "sms";
                         /** @description What they agreed to be contacted for. */
                         purpose: "informational" | "transactional" | "healthcare" | "marketing";
                         /** @description express (prior express consent: the person gave the number for this purpose), express_written (prior express written consent: a signed agreement, e-sign included, naming the organization and the number; it counts as express too), whatsapp_opt_in (an opt-in to WhatsApp messages: channel whatsapp only). */
@@ -5556,7 +5557,7 @@ export interface operations {
                 "application/json": {
                     /** @example +1 305 555 0123 */
                     phone: string;
-                    channel?: "voice" | "whatsapp";
+                    channel?: "voice" | "whatsapp" | "sms";
                     purpose?: "informational" | "transactional" | "healthcare" | "marketing";
                 };
             };
@@ -5665,7 +5666,7 @@ export interface operations {
                 "application/json": {
                     /** @example +1 305 555 0123 */
                     phone: string;
-                    channel: "voice" | "whatsapp";
+                    channel: "voice" | "whatsapp" | "sms";
                     /** @description A campaign's routing key: its purpose, consent, voice and schedule apply. */
                     campaign?: string;
                     /** @description Without a campaign: the purpose's default consent, and no campaign window. */

@@ -33,6 +33,8 @@ export interface OutboundAttempt {
   language: string | undefined
   /** The contact's first name, when the trigger gave one. */
   firstName: string | undefined
+  /** The contact's last name, when the trigger gave one. */
+  lastName: string | undefined
   /** The trigger's external ids (the client's own names for the person: candidate, application...), in the trigger's order. */
   ids: ExternalId[]
   /** The campaign's provider_config, as its adapter's `configSchema` accepted it. */
@@ -58,6 +60,8 @@ export type StartResult =
       reason: string
       /** The provider says the number is not on its channel at all (WhatsApp's 131026): a campaign's fallback step for it goes on at once. */
       notOnChannel?: boolean
+      /** The provider says the person has opted out of its messages (Twilio's 21610, after a STOP): the number is suppressed. */
+      optedOut?: boolean
     }
   /**
    * The provider certainly did not start it, for a reason of its own that

@@ -5,6 +5,7 @@ import { ElevenLabsChannel } from './elevenlabs/elevenlabsChannel.ts'
 import { ChannelRegistry } from './registry.ts'
 import { RetellChannel } from './retell/retellChannel.ts'
 import { SimulatorChannel } from './simulator/simulatorChannel.ts'
+import { TwilioMessagingChannel } from './twilio/messagingChannel.ts'
 import { TwilioChannel } from './twilio/twilioChannel.ts'
 import { VapiChannel } from './vapi/vapiChannel.ts'
 import { WhatsAppCloudChannel } from './whatsappCloud/whatsappCloudChannel.ts'
@@ -17,6 +18,7 @@ export interface Channels {
   registry: ChannelRegistry
   /** The provider adapters by name, for their callback routes. */
   twilio: TwilioChannel
+  twilioMessaging: TwilioMessagingChannel
   whatsappCloud: WhatsAppCloudChannel
   vapi: VapiChannel
   retell: RetellChannel
@@ -29,13 +31,15 @@ export interface Channels {
 
 export function createChannels(settings: ChannelSettings, secret: (name: string) => string | undefined): Channels {
   const twilio = new TwilioChannel({ apiBaseUrl: settings.twilioApiBaseUrl, publicBaseUrl: settings.publicBaseUrl, secret })
+  const twilioMessaging = new TwilioMessagingChannel({ apiBaseUrl: settings.twilioApiBaseUrl, publicBaseUrl: settings.publicBaseUrl, secret })
   const whatsappCloud = new WhatsAppCloudChannel({ apiBaseUrl: settings.whatsappApiBaseUrl, secret })
   const vapi = new VapiChannel({ apiBaseUrl: settings.vapiApiBaseUrl, secret })
   const retell = new RetellChannel({ apiBaseUrl: settings.retellApiBaseUrl, secret })
   const elevenlabs = new ElevenLabsChannel({ apiBaseUrl: settings.elevenlabsApiBaseUrl, secret })
   return {
-    registry: new ChannelRegistry([new SimulatorChannel('voice'), new SimulatorChannel('whatsapp'), twilio, whatsappCloud, vapi, retell, elevenlabs]),
+    registry: new ChannelRegistry([new SimulatorChannel('voice'), new SimulatorChannel('whatsapp'), new SimulatorChannel('sms'), twilio, twilioMessaging, whatsappCloud, vapi, retell, elevenlabs]),
     twilio,
+    twilioMessaging,
     whatsappCloud,
     vapi,
     retell,

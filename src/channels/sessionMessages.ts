@@ -89,3 +89,13 @@ export function sessionMessageProblems(content: SessionMessageContent): { loc: (
   }
   return problems
 }
+
+/** What of a message a text channel (SMS) cannot carry: anything but `text`, and a text past its limit. */
+export function textOnlyProblems(content: SessionMessageContent, maxLength: number): { loc: (string | number)[]; refusal: Refusal }[] {
+  const problems: { loc: (string | number)[]; refusal: Refusal }[] = []
+  for (const kind of ['buttons', 'list'] as const) {
+    if (content[kind] !== undefined) problems.push({ loc: [kind], refusal: refuse(`an SMS carries text only: send the ${kind === 'buttons' ? 'buttons' : 'list'} as text`) })
+  }
+  if (content.text !== undefined && [...content.text].length > maxLength) problems.push({ loc: ['text'], refusal: refuse(`an SMS holds at most ${maxLength} characters`) })
+  return problems
+}

@@ -31,9 +31,11 @@ const RETRY_DELAY_FOR: Record<Exclude<InteractionOutcome, 'completed' | 'replied
   busy: 'busy',
   voicemail: 'voicemail',
   failed: 'failed',
-  // A message that was delivered or read but not answered is an unanswered call.
+  // A message that was delivered or read but not answered is an unanswered call;
+  // a text the carrier took without a receipt, most likely delivered, too.
   delivered: 'no_answer',
   read: 'no_answer',
+  sent: 'no_answer',
   undelivered: 'failed',
 }
 

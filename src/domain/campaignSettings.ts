@@ -112,7 +112,7 @@ export type Provider = (typeof PROVIDERS)[number]
 export const FALLBACK_CONDITIONS = ['undelivered', 'not_on_whatsapp', 'no_reply'] as const
 export type FallbackCondition = (typeof FALLBACK_CONDITIONS)[number]
 
-/** A campaign's fallback step: another campaign of its organization, on the other channel, that its tasks go on to. */
+/** A campaign's fallback step: another campaign of its organization, on another channel, that its tasks go on to. */
 export interface FallbackSettings {
   campaign_id: string
   when: FallbackCondition[]

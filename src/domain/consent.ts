@@ -85,16 +85,16 @@ export const DEFAULT_PURPOSE: Purpose = 'informational'
 
 /**
  * What a campaign requires by default, by purpose and channel: marketing by
- * voice needs written consent (what the TCPA asks of a marketing call by an
- * artificial voice, the strictest of the shipped profiles), marketing on
- * WhatsApp the person's opt-in; other purposes nothing beyond what the law
+ * voice or text needs written consent (what the TCPA asks of a marketing call
+ * by an artificial voice, the strictest of the shipped profiles; the FCC
+ * holds a text to be a call), marketing on WhatsApp the person's opt-in; other purposes nothing beyond what the law
  * of the number's jurisdictions asks (the profiles).
  */
 export const DEFAULT_CONSENT: Record<Purpose, Record<Channel, ConsentKind[]>> = {
-  informational: { voice: [], whatsapp: [] },
-  transactional: { voice: [], whatsapp: [] },
-  healthcare: { voice: [], whatsapp: [] },
-  marketing: { voice: ['express_written'], whatsapp: ['whatsapp_opt_in'] },
+  informational: { voice: [], whatsapp: [], sms: [] },
+  transactional: { voice: [], whatsapp: [], sms: [] },
+  healthcare: { voice: [], whatsapp: [], sms: [] },
+  marketing: { voice: ['express_written'], whatsapp: ['whatsapp_opt_in'], sms: ['express_written'] },
 }
 
 const ARTIFICIAL_VOICE_PROVIDERS: ReadonlySet<Provider> = new Set(['vapi', 'retell', 'elevenlabs'])

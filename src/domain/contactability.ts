@@ -49,7 +49,7 @@ export interface DecisionReason {
   rule: string | null
   /** Where the rule comes from (a citation), or what it is (the campaign's setting, the registry's name). */
   source: string
-  /** The profile and its version, "us-fl@2026-12-01", for a profile's rule. */
+  /** The profile and its version, "us-fl@2026-12-04", for a profile's rule. */
   profile?: string
   /** The consent relied on, revoked or expired. */
   consent_id?: string

@@ -9,7 +9,7 @@
  */
 import type { OutboxEvent } from './events.ts'
 import { compareCodeUnits } from './text.ts'
-import { type Channel, INTERACTION_OUTCOMES, TASK_OUTCOMES } from './types.ts'
+import { type Channel, INTERACTION_OUTCOMES, isChannel, TASK_OUTCOMES } from './types.ts'
 
 export type CountKind = 'task' | 'outbound' | 'inbound'
 
@@ -64,7 +64,7 @@ export function countEvents(events: readonly OutboxEvent[]): DailyCount[] {
 /** What an event is counted under: the UTC day of `at`, its campaign, test mode and outcome. */
 function keyOf(data: Record<string, unknown>, at: unknown, kind: CountKind): CountKey | undefined {
   const { campaign, channel, outcome } = data
-  if (typeof campaign !== 'string' || (channel !== 'voice' && channel !== 'whatsapp') || typeof outcome !== 'string') return undefined
+  if (typeof campaign !== 'string' || !isChannel(channel) || typeof outcome !== 'string') return undefined
   const day = typeof at === 'string' && /^\d{4}-\d{2}-\d{2}T/.test(at) ? at.slice(0, 10) : undefined
   return day === undefined ? undefined : { day, campaign, channel, testMode: data.test_mode === true, kind, outcome }
 }
@@ -89,6 +89,7 @@ const NO_TASKS: Readonly<Record<string, number>> = { total: 0, ...Object.fromEnt
 const NO_ATTEMPTS: Readonly<Record<Channel, Readonly<Record<string, number>>>> = {
   voice: { total: 0, ...Object.fromEntries(INTERACTION_OUTCOMES.voice.map((outcome) => [outcome, 0])) },
   whatsapp: { total: 0, ...Object.fromEntries(INTERACTION_OUTCOMES.whatsapp.map((outcome) => [outcome, 0])) },
+  sms: { total: 0, ...Object.fromEntries(INTERACTION_OUTCOMES.sms.map((outcome) => [outcome, 0])) },
 }
 
 /**

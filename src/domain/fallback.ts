@@ -70,7 +70,7 @@ export function noReplyDeadline(
   startedAt: number,
 ): number | null {
   // A call is over when it ends; only a message waits for an answer.
-  if (task.channel !== 'whatsapp' || fallback === null || fallback.no_reply_minutes === undefined || !fallback.when.includes('no_reply')) return null
+  if (task.channel === 'voice' || fallback === null || fallback.no_reply_minutes === undefined || !fallback.when.includes('no_reply')) return null
   const zones = scheduleZones(task.schedule, task.timezones)
   if (zones.length === 0) return null
   return afterOpenMinutes(task.schedule, zones, startedAt, fallback.no_reply_minutes, task.expiresAt) ?? task.expiresAt

@@ -18,8 +18,13 @@ export const CUSTOMER_SERVICE_WINDOW_MS = 24 * 60 * 60 * 1000
  * channel without such a window.
  */
 export function windowClosesAt(channel: Channel, messageAt: number, closedAt: number | null): number | null {
-  if (channel !== 'whatsapp') return null
+  if (!hasMessagingWindow(channel)) return null
   return Math.max(messageAt + CUSTOMER_SERVICE_WINDOW_MS, closedAt ?? Number.NEGATIVE_INFINITY)
+}
+
+/** Whether the channel has such a window: WhatsApp does; a text (SMS) may be sent whenever the person has not opted out. */
+export function hasMessagingWindow(channel: Channel): boolean {
+  return channel === 'whatsapp'
 }
 
 /** Whether a window that closes at `closesAt` (null: never opened) is open at `now`. */

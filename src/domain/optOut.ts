@@ -46,3 +46,25 @@ export function asksToStop(text: string | undefined): boolean {
   const once = words.replace(/^(.+?)(?: \1)+$/, '$1')
   return OPT_OUT_WORDS.has(once)
 }
+
+/**
+ * The carriers' keywords of a text message (CTIA's Messaging Principles, and
+ * Twilio's default opt-out handling, which acts on them itself): a whole
+ * message of one of them, in any case, spaces around it trimmed. `stop`:
+ * STOP, STOPALL, UNSUBSCRIBE, CANCEL, END, QUIT (and OPTOUT, REVOKE, which
+ * Twilio adds); Twilio then refuses every later text to the number from the
+ * sender (error 21610), so the number is suppressed, CANCEL included (which
+ * {@link asksToStop} does not count on WhatsApp). `start`: START, UNSTOP,
+ * YES, which opt back in. `help`: HELP, INFO.
+ */
+export type SmsKeyword = 'stop' | 'start' | 'help'
+
+const SMS_KEYWORDS: ReadonlyMap<string, SmsKeyword> = new Map([
+  ...['stop', 'stopall', 'unsubscribe', 'cancel', 'end', 'quit', 'optout', 'revoke'].map((word) => [word, 'stop'] as const),
+  ...['start', 'unstop', 'yes'].map((word) => [word, 'start'] as const),
+  ...['help', 'info'].map((word) => [word, 'help'] as const),
+])
+
+export function smsKeyword(text: string | undefined): SmsKeyword | undefined {
+  return text === undefined ? undefined : SMS_KEYWORDS.get(text.trim().toLowerCase())
+}

@@ -45,8 +45,9 @@ import type { ContactCap } from './contactCap.ts'
 import type { ComplianceSettings } from './consent.ts'
 import type { RecordedDecision } from './contactability.ts'
 
-export const CHANNELS = ['voice', 'whatsapp'] as const
+export const CHANNELS = ['voice', 'whatsapp', 'sms'] as const
 export type Channel = (typeof CHANNELS)[number]
+export const isChannel = (value: unknown): value is Channel => (CHANNELS as readonly unknown[]).includes(value)
 
 export const SCOPES = [
   'triggers:write',
@@ -123,7 +124,7 @@ export interface Campaign {
   results: ResultSettings
   /** Its own pace for its sender, over its provider's. */
   pacing: PacingSettings
-  /** The step its tasks go on to when its own ends without a reach, on the other channel; null for none. */
+  /** The step its tasks go on to when its own ends without a reach, on another channel; null for none. */
   fallback: FallbackSettings | null
   /** Its purpose, subject, voice and the consent it requires, as set (domain/consent.ts complianceOf applies the defaults). */
   compliance: ComplianceSettings
@@ -183,10 +184,13 @@ export type TaskOutcome = (typeof TASK_OUTCOMES)[number]
 export const INTERACTION_OUTCOMES = {
   voice: ['completed', 'no_answer', 'busy', 'voicemail', 'voicemail_left', 'failed'],
   whatsapp: ['replied', 'read', 'delivered', 'undelivered', 'failed'],
+  // `sent`: the carrier took the text and told nothing more (many send no delivery receipt).
+  sms: ['replied', 'delivered', 'sent', 'undelivered', 'failed'],
 } as const
 export type VoiceOutcome = (typeof INTERACTION_OUTCOMES.voice)[number]
 export type WhatsAppOutcome = (typeof INTERACTION_OUTCOMES.whatsapp)[number]
-export type InteractionOutcome = VoiceOutcome | WhatsAppOutcome
+export type SmsOutcome = (typeof INTERACTION_OUTCOMES.sms)[number]
+export type InteractionOutcome = VoiceOutcome | WhatsAppOutcome | SmsOutcome
 
 export type Direction = 'outbound' | 'inbound'
 

@@ -390,7 +390,7 @@ async function fallbackProblems(ops: Operations, campaign: Campaign, fallback: F
   if (fallback.campaign_id === campaign.id) errors.push(valueError(at('campaign_id'), fallback.campaign_id, 'a campaign cannot be its own fallback step'))
   else if (target === undefined) errors.push(valueError(at('campaign_id'), fallback.campaign_id, `the organization has no campaign ${fallback.campaign_id}`))
   else if (target.channel === campaign.channel) {
-    errors.push(valueError(at('campaign_id'), fallback.campaign_id, `the fallback step must be a campaign on the other channel than ${campaign.channel}`))
+    errors.push(valueError(at('campaign_id'), fallback.campaign_id, `the fallback step must be a campaign on another channel than ${campaign.channel}`))
   } else if (target.fallback !== null) {
     errors.push(valueError(at('campaign_id'), fallback.campaign_id, `campaign ${target.id} has a fallback step of its own: a task takes one fallback step at most`))
   }

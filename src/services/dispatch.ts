@@ -266,6 +266,7 @@ export class Dispatch {
           context: task.context,
           language: task.contact.language,
           firstName: task.contact.first_name,
+          lastName: task.contact.last_name,
           ids: task.ids,
           config,
         })
@@ -288,7 +289,8 @@ export class Dispatch {
       if (result.kind === 'refused') {
         this.#log.warn({ interaction: interactionId, reason: result.reason, permanent: result.permanent }, 'start refused by the provider')
         this.#metrics.providerErrors.inc({ provider: task.campaign.provider, kind: 'refused' })
-        await this.#settlement.end({ interactionId, outcome: 'failed', at: this.#now(), durationS: 0, permanent: result.permanent, notOnChannel: result.notOnChannel })
+        const optOut = result.optedOut ? { orgId: task.orgId, phone: task.contact.phone, reason: 'provider' as const } : undefined
+        await this.#settlement.end({ interactionId, outcome: 'failed', at: this.#now(), durationS: 0, permanent: result.permanent, notOnChannel: result.notOnChannel, optOut })
         return
       }
       // A message whose campaign's fallback step waits N open minutes for a reply is over then, not at the end of its reply

@@ -29,6 +29,7 @@ import type { RegistryOperations } from './registries.ts'
 import { TaskLifecycle } from './taskLifecycle.ts'
 import { ProviderCallbacks } from './providerCallbacks.ts'
 import { TwilioCalls } from './twilioCalls.ts'
+import { TwilioMessages } from './twilioMessages.ts'
 import { InboundCalls } from './inboundCalls.ts'
 import { WhatsAppNotifications } from './whatsappNotifications.ts'
 import { TriggerAcceptance } from './triggerAcceptance.ts'
@@ -73,6 +74,7 @@ export interface Services {
   lifecycle: TaskLifecycle
   providerCallbacks: ProviderCallbacks
   twilioCalls: TwilioCalls
+  twilioMessages: TwilioMessages
   whatsappNotifications: WhatsAppNotifications
   conversations: Conversations
   sessionMessages: SessionMessages
@@ -136,6 +138,7 @@ export function createServices(deps: ServiceDeps): Services {
     conversations,
     sessionMessages: new SessionMessages({ db, channels: channels.registry, now, phoneHashKey: deps.phoneHashKey }),
     twilioCalls: new TwilioCalls({ db, twilio: channels.twilio, lifecycle, conversations, inboundCalls, now, log: deps.log }),
+    twilioMessages: new TwilioMessages({ db, channel: channels.twilioMessaging, lifecycle, now, log: deps.log, phoneHashKey: deps.phoneHashKey }),
     whatsappNotifications: new WhatsAppNotifications({ db, secret: channels.secret, lifecycle, now, log: deps.log }),
     dispatch,
     admin: { db, now, channels: channels.registry },

@@ -1,7 +1,8 @@
 /**
  * Session messages (docs/messaging.md): a client's message to the person of
- * an interaction, sent while the window the person's latest message opened
- * is open (domain/messagingWindow.ts), at the pace of the campaign's sender
+ * an interaction, sent on WhatsApp while the window the person's latest
+ * message opened is open (domain/messagingWindow.ts), by SMS whenever (text
+ * only), at the pace of the campaign's sender
  * (domain/pacing.ts), at most once per Idempotency-Key, and never to a
  * number on the organization's suppression list or a person erased.
  *
@@ -14,10 +15,11 @@
  */
 import { createHash } from 'node:crypto'
 import type { ChannelRegistry } from '../channels/registry.ts'
-import { type SessionMessageContent, sessionMessageProblems } from '../channels/sessionMessages.ts'
-import { ApiError, ValidationFailed } from '../domain/errors.ts'
+import { type SessionMessageContent, sessionMessageProblems, textOnlyProblems } from '../channels/sessionMessages.ts'
+import { MAX_SMS_CHARACTERS } from '../channels/twilio/messagingConfig.ts'
+import { ApiError, type Refusal, ValidationFailed } from '../domain/errors.ts'
 import { newId } from '../domain/ids.ts'
-import { windowOpen } from '../domain/messagingWindow.ts'
+import { hasMessagingWindow, windowOpen } from '../domain/messagingWindow.ts'
 import { takeSlot } from '../domain/pacing.ts'
 import type { Database } from '../store/database.ts'
 import { lockSenderPaces, saveSenderPaces } from '../store/senderPaces.ts'
@@ -47,10 +49,7 @@ export class SessionMessages {
 
   /** Sends `content` to the person of the organization's interaction; a repeated Idempotency-Key answers the message its first request made. */
   async send(orgId: string, interactionId: string, content: SessionMessageContent, key: string | undefined): Promise<{ message: SessionMessage; replayed: boolean }> {
-    const problems = sessionMessageProblems(content)
-    if (problems.length > 0) {
-      throw new ValidationFailed(problems.map(({ loc, refusal }) => ({ type: 'value_error', loc: ['body', ...loc], msg: refusal.msg, input: valueAt(content, loc), ctx: refusal.ctx })))
-    }
+    refuseProblems(content, sessionMessageProblems(content))
     const requestHash = createHash('sha256').update(interactionId).update('\n').update(JSON.stringify(content)).digest()
     if (key !== undefined) {
       const earlier = await findMessageByKey(this.#db, orgId, key)
@@ -60,15 +59,17 @@ export class SessionMessages {
     if (target === undefined) throw new ApiError('not_found', `No interaction ${interactionId} exists.`)
     const channel = this.#channels.get(target.provider, target.channel)
     if (channel.sendSessionMessage === undefined) {
-      throw new ApiError('conflict', `Interaction ${interactionId} is a ${target.channel} interaction through ${target.provider}, which takes no messages: only WhatsApp conversations do.`)
+      throw new ApiError('conflict', `Interaction ${interactionId} is a ${target.channel} interaction through ${target.provider}, which takes no messages: only WhatsApp and SMS conversations do.`)
     }
+    if (target.channel === 'sms') refuseProblems(content, textOnlyProblems(content, MAX_SMS_CHARACTERS))
+    const providerName = PROVIDER_NAMES[target.provider] ?? target.provider
     if (target.toPhone === '') throw erased(interactionId)
     const suppression = await findSuppression(this.#db, this.#phoneHashKey, orgId, target.toPhone)
     if (suppression !== undefined) {
       throw new ApiError('conflict', `The number of interaction ${interactionId} is on the organization's suppression list (${suppression.reason}): it is not contacted, not even within its window.`)
     }
     const now = this.#now()
-    if (!windowOpen(target.windowClosesAt, now)) {
+    if (hasMessagingWindow(target.channel) && !windowOpen(target.windowClosesAt, now)) {
       const closed = target.windowClosesAt === null ? 'has not opened: the person has not written on this interaction' : `closed at ${new Date(target.windowClosesAt).toISOString()}, 24 hours after the person's latest message`
       throw new ApiError('conflict', `WhatsApp's customer service window of interaction ${interactionId} ${closed}; only an approved template can reach them now (a new trigger sends the campaign's).`)
     }
@@ -107,9 +108,9 @@ export class SessionMessages {
     await deleteUnsentMessage(this.#db, id)
     if (started.kind === 'deferred') {
       const waitS = Math.max(1, Math.ceil(started.retryAfterMs / 1000))
-      throw new ApiError('rate_limited', `WhatsApp asks for a pause (${started.reason}); send this message again in ${waitS} s.`, waitS)
+      throw new ApiError('rate_limited', `${providerName} asks for a pause (${started.reason}); send this message again in ${waitS} s.`, waitS)
     }
-    throw new ApiError('provider_error', `WhatsApp refused the message, which was not sent: ${started.reason}`)
+    throw new ApiError('provider_error', `${providerName} refused the message, which was not sent: ${started.reason}`)
   }
 }
 
@@ -125,6 +126,15 @@ function replayed(earlier: { message: SessionMessage; requestHash: Buffer }, req
   if (message.status === 'sending') throw keyInUse()
   if (message.status === 'unknown') throw unknownFate(message)
   return { message, replayed: true }
+}
+
+/** How a provider is named in an answer. */
+const PROVIDER_NAMES: Partial<Record<string, string>> = { whatsapp_cloud: 'WhatsApp', twilio: 'Twilio' }
+
+/** A 422 of a message's problems, if it has any. */
+function refuseProblems(content: SessionMessageContent, problems: { loc: (string | number)[]; refusal: Refusal }[]): void {
+  if (problems.length === 0) return
+  throw new ValidationFailed(problems.map(({ loc, refusal }) => ({ type: 'value_error', loc: ['body', ...loc], msg: refusal.msg, input: valueAt(content, loc), ctx: refusal.ctx })))
 }
 
 const keyInUse = () => new ApiError('idempotency_key_in_use', 'A request with this Idempotency-Key is still being sent; retry in a moment.', 1)

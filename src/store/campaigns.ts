@@ -150,6 +150,30 @@ export async function findCampaignsByWhatsAppNumber(db: Queryable, phoneNumberId
 }
 
 /**
+ * Every organization's Twilio SMS campaigns a text to this number reached:
+ * those sending from it, or through the Messaging Service it came in by.
+ */
+export async function findTextCampaignsByNumber(db: Queryable, number: string, messagingServiceSid: string | undefined): Promise<Campaign[]> {
+  const rows = await db.query<CampaignRow>(
+    `SELECT ${COLUMNS} FROM campaigns
+     WHERE provider = 'twilio' AND channel = 'sms'
+       AND (provider_config->>'from' = $1 OR provider_config->>'messaging_service_sid' = $2)
+     ORDER BY id`,
+    [number, messagingServiceSid ?? null],
+  )
+  return rows.map(toCampaign)
+}
+
+/** Every organization's Twilio SMS campaigns of an account. */
+export async function findTextCampaignsByAccount(db: Queryable, accountSid: string): Promise<Campaign[]> {
+  const rows = await db.query<CampaignRow>(
+    `SELECT ${COLUMNS} FROM campaigns WHERE provider = 'twilio' AND channel = 'sms' AND provider_config->>'account_sid' = $1 ORDER BY id`,
+    [accountSid],
+  )
+  return rows.map(toCampaign)
+}
+
+/**
  * The campaigns a call to this number (or the provider's id of it) is for:
  * those of the provider whose provider_config names it in `field`, and,
  * when an organization names it as its callback number (store/callbackNumbers.ts),

@@ -432,8 +432,10 @@ export async function finalizeInteractions(tx: Queryable, ends: readonly Interac
  * The latest outbound interaction of these campaigns with a phone, running
  * ones first, for a reply that names no message: read from the triggers
  * sent to the number (triggers_by_phone), through their tasks, which name
- * their interactions. (Looked for among interactions by number, it was a
- * scan of every organization's: 232 ms among 2 million.)
+ * their interactions, whichever campaign the trigger named (a fallback
+ * step's interaction is of another campaign than its trigger's). (Looked for
+ * among interactions by number, it was a scan of every organization's:
+ * 232 ms among 2 million.)
  */
 export async function findLatestInteractionWith(
   db: Queryable,
@@ -444,7 +446,7 @@ export async function findLatestInteractionWith(
     `SELECT ${WITH_CONFIG} FROM interactions
      WHERE id = ANY(ARRAY(
          SELECT unnest(t.interaction_ids) FROM triggers tr JOIN tasks t ON t.id = tr.task_id
-         WHERE tr.org_id = ANY($2::text[]) AND tr.phone = $3 AND tr.campaign_id = ANY($1::text[])))
+         WHERE tr.org_id = ANY($2::text[]) AND tr.phone = $3))
        AND direction = 'outbound' AND campaign_id = ANY($1::text[])
      ORDER BY status = 'finalized', started_at DESC LIMIT 1`,
     [campaigns.map((campaign) => campaign.id), [...new Set(campaigns.map((campaign) => campaign.orgId))], phone],
@@ -495,7 +497,7 @@ export async function findInteractionContext(db: Queryable, id: string, orgId?: 
     timezones: row.timezones ?? [],
     resultDueBy: row.status === 'ended' && row.settle_at !== null ? iso(row.settle_at) : null,
     windowClosesAt: row.window_closes_at === null ? null : iso(row.window_closes_at),
-    messages: interaction.channel === 'whatsapp' ? await listSessionMessages(db, interaction.id) : [],
+    messages: interaction.channel === 'voice' ? [] : await listSessionMessages(db, interaction.id),
   }
 }
 

@@ -7,7 +7,9 @@ import { Type } from '@sinclair/typebox'
 import { refuse } from '../domain/errors.ts'
 import { isIsoInstant } from '../domain/isoInstants.ts'
 import { parseInstant } from '../domain/triggerTiming.ts'
-import { refine } from './model.ts'
+import { normalizeLanguage } from '../domain/contact.ts'
+import { ANY_LANGUAGE } from '../domain/messageText.ts'
+import { refine, refineKeys } from './model.ts'
 
 /** One of a closed list of strings: pydantic's Literal[...]. */
 export const OneOf = <T extends string>(values: readonly T[]) => Type.Union(values.map((value) => Type.Literal(value)))
@@ -73,3 +75,18 @@ export function hasScheme(value: string, scheme: string): boolean {
     return false
   }
 }
+
+/**
+ * A campaign's own text to a person (domain/messageText.ts): one text of 1
+ * to `maxLength` characters, not blank, or texts by BCP 47 tag ("*" for any
+ * other language), at most 20 of them.
+ */
+export function messageTextSchema(maxLength: number, description: string) {
+  const text = refine(Type.String({ maxLength }), { check: (value) => (value.trim() === '' ? refuse('a message text must not be blank') : value) })
+  const byLanguage = refineKeys(
+    Type.Record(Type.String(), text, { minProperties: 1, maxProperties: MAX_TEXT_LANGUAGES }),
+    (tag) => (tag === ANY_LANGUAGE || normalizeLanguage(tag) !== null ? undefined : 'each key of text must be a BCP 47 language tag, such as en or de-AT, or * for any other language'),
+  )
+  return Type.Union([text, byLanguage], { description })
+}
+const MAX_TEXT_LANGUAGES = 20

@@ -9,6 +9,8 @@
  * "Webhooks security" page describes; asynchronous answering-machine
  * detection (`AsyncAmd=true`: the verdict posted to AsyncAmdStatusCallback)
  * and "Update a Call in progress" with `Twiml`. A test drives each call's life.
+ * Texts are served beside the calls, as Twilio serves both at one address
+ * (`messages`: twilioMessaging.ts).
  *
  * The signature is computed here independently of the service's verifier, so
  * that a test of one against the other checks the algorithm, not a copy of it.
@@ -16,6 +18,7 @@
 import { createHmac, randomBytes, randomUUID } from 'node:crypto'
 import { createServer, type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
+import { createFakeMessaging, type FakeMessaging } from './twilioMessaging.ts'
 
 export interface RecordedRequest {
   method: string
@@ -110,6 +113,8 @@ export interface FakeTwilio {
   twimlOf(callSid: string): string[]
   /** Ends a call and sends its `completed` event callback, as {@link progressCall}; with `lost`, the callback never arrives (null). */
   finishCall(callSid: string, result: { status: FinalCallStatus; answeredBy?: AnsweredBy; duration?: number; lost?: boolean }): Promise<number | null>
+  /** Its Programmable Messaging: texts sent, their statuses, people's texts to the account's numbers. */
+  messages: FakeMessaging
   close(): Promise<void>
 }
 
@@ -147,8 +152,20 @@ const E164 = /^\+[1-9][0-9]{1,14}$/
 const CALLS = /^\/2010-04-01\/Accounts\/([^/]+)\/Calls\.json$/
 const CALL = /^\/2010-04-01\/Accounts\/([^/]+)\/Calls\/([^/]+)\.json$/
 
-export async function startFakeTwilio(options: { accounts: Record<string, string> }): Promise<FakeTwilio> {
+export async function startFakeTwilio(options: { accounts: Record<string, string>; messagingServices?: Record<string, string[]> }): Promise<FakeTwilio> {
   const calls = new Map<string, FakeCall>()
+  const messaging = createFakeMessaging({
+    sign: (accountSid, url, params) => twilioSignature(options.accounts[accountSid] ?? '', url, params),
+    messagingServices: options.messagingServices ?? {},
+    async post(url, params, signature) {
+      const response = await fetch(url, {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-www-form-urlencoded', 'user-agent': 'TwilioProxy/1.1', 'x-twilio-signature': signature },
+        body: new URLSearchParams(params).toString(),
+      })
+      return { url, params, status: response.status, contentType: response.headers.get('content-type') ?? undefined, body: await response.text() }
+    },
+  })
   const requests: RecordedRequest[] = []
   const timers = new Set<NodeJS.Timeout>()
   let plan: Plan | undefined
@@ -185,6 +202,11 @@ export async function startFakeTwilio(options: { accounts: Record<string, string
   }
 
   function handle(method: string, path: string, authorization: string | undefined, form: URLSearchParams): [number, unknown] {
+    const messagingAccount = messaging.accountOf(path)
+    if (messagingAccount !== undefined) {
+      if (!authenticates(authorization, messagingAccount)) return [401, twilioError(401, 20003, 'Authenticate')]
+      return messaging.handle(method, path, messagingAccount, form) ?? notFound(path)
+    }
     const create = CALLS.exec(path)
     const fetchOne = CALL.exec(path)
     const accountSid = create?.[1] ?? fetchOne?.[1]
@@ -491,6 +513,7 @@ export async function startFakeTwilio(options: { accounts: Record<string, string
       if (result.lost === true) return Promise.resolve(null)
       return sendCallback(call, 'completed', extra)
     },
+    messages: messaging.api,
     close: async () => {
       for (const timer of timers) clearTimeout(timer)
       server.closeAllConnections()

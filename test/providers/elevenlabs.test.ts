@@ -50,6 +50,7 @@ function attempt(overrides: Partial<OutboundAttempt> = {}): OutboundAttempt {
     context: {},
     language: undefined,
     firstName: undefined,
+    lastName: undefined,
     ids: [],
     config: config(),
     ...overrides,

@@ -205,6 +205,7 @@ describe('adapter', () => {
     context: { job: { title: 'Nurse', site: null }, shifts: ['night'] },
     language: 'en-GB',
     firstName: 'Ana',
+    lastName: undefined,
     ids: [{ source: 'ats', type: 'candidate_id', value: 'C-17' }],
     config: config({ max_duration_s: 900 }),
     ...overrides,

@@ -67,6 +67,7 @@ function attempt(overrides: Partial<OutboundAttempt> = {}): OutboundAttempt {
     context: { first_name: 'Ada', slot: 'Tuesday 10:00' },
     language: undefined,
     firstName: undefined,
+    lastName: undefined,
     ids: [],
     config: REMINDER,
     ...overrides,

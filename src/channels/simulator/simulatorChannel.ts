@@ -19,7 +19,7 @@ import { conversationTookPlace } from '../../domain/attemptPolicy.ts'
 import { isIsoInstant } from '../../domain/isoInstants.ts'
 import type { Channel, InteractionProgress, OutboundAttempt, SettledInteraction, StartResult } from '../channel.ts'
 
-const DEFAULT_OUTCOME: Record<ChannelName, InteractionOutcome> = { voice: 'completed', whatsapp: 'replied' }
+const DEFAULT_OUTCOME: Record<ChannelName, InteractionOutcome> = { voice: 'completed', whatsapp: 'replied', sms: 'replied' }
 const DEFAULT_DURATION_MS = 200
 const MAX_DURATION_MS = 86_400_000
 const MAX_OUTCOMES = 20

@@ -8,7 +8,8 @@
  * voicemail (voicemail.ts). Refusals are read from Twilio's REST error
  * body `{code, message, more_info, status}`.
  */
-import { type ProviderAnswer, requestProvider } from '../providerHttp.ts'
+import type { ProviderAnswer } from '../providerHttp.ts'
+import { accountPath, field, isThrottled, twilioRefusal, twilioRequest, type TwilioRest } from './rest.ts'
 import type { Channel, InteractionOutcome, InteractionProgress, OutboundAttempt, SettledInteraction, StartResult } from '../channel.ts'
 import type { SenderPace } from '../../domain/pacing.ts'
 import type { JsonObject, LeftOut } from '../../domain/types.ts'
@@ -17,7 +18,7 @@ import { readTwilioConfig, TwilioConfigSchema } from './config.ts'
 import { type AnsweredCall, handoffTwiml } from './twiml.ts'
 import { voicemailTwiml } from './voicemail.ts'
 import { amdCallbackUrl, answerUrl, finalOutcome, inboundCallUrl, inboundStatusUrl, MESSAGE_LEFT_STATUS, outcomeWithMessageLeft, statusCallbackUrl } from './webhooks.ts'
-import type { MessageValues } from '../../domain/voicemailMessage.ts'
+import type { MessageValues } from '../../domain/messageText.ts'
 
 export { HANG_UP_TWIML, sayAndHangUpTwiml } from './twiml.ts'
 export { greetingEnded } from './voicemail.ts'
@@ -54,24 +55,20 @@ const CALL_SID = /^CA[0-9a-fA-F]{32}$/
 export const isCallSid = (value: string): boolean => CALL_SID.test(value)
 /** An account's calls per second unless its owner raised it (a campaign's `pacing` then says so). */
 const TWILIO_DEFAULT_CPS = 1
-/** Twilio's messages are short; anything longer is not one of them and stays out of the reason. */
-const MAX_REASON_MESSAGE = 300
 
 export class TwilioChannel implements Channel {
   readonly provider = 'twilio'
   readonly channel = 'voice'
   readonly configSchema = TwilioConfigSchema
-  readonly #apiBaseUrl: string
+  readonly #rest: TwilioRest
   readonly #publicBaseUrl: string
   readonly #secret: (envName: string) => string | undefined
-  readonly #timeoutMs: number
   readonly #now: () => number
 
   constructor(options: TwilioChannelOptions) {
-    this.#apiBaseUrl = (options.apiBaseUrl ?? 'https://api.twilio.com').replace(/\/+$/, '')
+    this.#rest = { apiBaseUrl: (options.apiBaseUrl ?? 'https://api.twilio.com').replace(/\/+$/, ''), timeoutMs: options.timeoutMs ?? 10_000 }
     this.#publicBaseUrl = options.publicBaseUrl
     this.#secret = options.secret
-    this.#timeoutMs = options.timeoutMs ?? 10_000
     this.#now = options.now ?? Date.now
   }
 
@@ -117,7 +114,7 @@ export class TwilioChannel implements Channel {
     const token = this.authTokenFor(config)
     if (token === undefined || !CALL_SID.test(callSid)) return false
     const form = new URLSearchParams({ Twiml: voicemailTwiml(settings.voicemail, values) })
-    const answer = await this.#request('POST', `${accountPath(settings.accountSid)}/Calls/${callSid}.json`, settings.accountSid, token, form)
+    const answer = await twilioRequest(this.#rest, 'POST', `${accountPath(settings.accountSid)}/Calls/${callSid}.json`, settings.accountSid, token, form)
     if (answer.status >= 200 && answer.status < 300) return true
     if (answer.status >= 400 && answer.status < 500 && answer.status !== 429) return false
     throw new Error(`Twilio answered HTTP ${answer.status} to Update Call`)
@@ -159,7 +156,7 @@ export class TwilioChannel implements Channel {
       form.append('MachineDetection', 'Enable')
     }
 
-    const answer = await this.#request('POST', `${accountPath(config.accountSid)}/Calls.json`, config.accountSid, token, form)
+    const answer = await twilioRequest(this.#rest, 'POST', `${accountPath(config.accountSid)}/Calls.json`, config.accountSid, token, form)
     if (answer.status >= 200 && answer.status < 300) {
       const sid = field(answer.body, 'sid')
       // Twilio has taken the call but we cannot name it: its outcome is unknown, not refused.
@@ -204,7 +201,7 @@ export class TwilioChannel implements Channel {
     const token = this.authTokenFor(progress.config)
     if (token === undefined) return 'failed'
     // No answer, a 5xx or a 429 says nothing of the call: throw, and it is asked again later.
-    const answer = await this.#request('GET', `${accountPath(config.accountSid)}/Calls/${callSid}.json`, config.accountSid, token)
+    const answer = await twilioRequest(this.#rest, 'GET', `${accountPath(config.accountSid)}/Calls/${callSid}.json`, config.accountSid, token)
     if (answer.status >= 500 || answer.status === 429) throw new Error(`Twilio answered HTTP ${answer.status} when asked about a call`)
     const status = field(answer.body, 'status')
     if (answer.status !== 200 || typeof status !== 'string') return 'failed'
@@ -212,16 +209,6 @@ export class TwilioChannel implements Channel {
     const outcome = finalOutcome(status, typeof answeredBy === 'string' ? answeredBy : null)
     return outcome === undefined ? 'failed' : outcomeWithMessageLeft(outcome, progress.providerStatus === MESSAGE_LEFT_STATUS)
   }
-
-  /** One REST request (see providerHttp.ts); throws when no answer came (network error, timeout), since Twilio may then have acted on it. */
-  #request(method: 'GET' | 'POST', path: string, accountSid: string, token: string, form?: URLSearchParams): Promise<ProviderAnswer> {
-    const authorization = `Basic ${Buffer.from(`${accountSid}:${token}`).toString('base64')}`
-    return requestProvider(this.#apiBaseUrl + path, { method, headers: { authorization }, body: form, timeoutMs: this.#timeoutMs, label: `Twilio ${method} ${path}` })
-  }
-}
-
-function accountPath(accountSid: string): string {
-  return `/2010-04-01/Accounts/${accountSid}`
 }
 
 /**
@@ -234,21 +221,9 @@ function accountPath(accountSid: string): string {
  * 31xxx connection errors are worth another attempt later.
  */
 function refusal(answer: ProviderAnswer, to: string, now: number): StartResult {
-  const rawCode = field(answer.body, 'code')
-  const code = typeof rawCode === 'number' ? rawCode : undefined
-  const rawMessage = field(answer.body, 'message')
-  // Twilio's messages quote the number called ("The 'To' number +1... is not valid"): keep contact data out of reasons.
-  const message = typeof rawMessage === 'string' ? rawMessage.replaceAll(to, '[To]').slice(0, MAX_REASON_MESSAGE) : undefined
-  const what = code === undefined ? `HTTP ${answer.status}` : `HTTP ${answer.status}, error ${code}`
-  const said = message === undefined ? '' : `: ${message}`
-  if (answer.status === 429 || code === 20429) {
-    return { kind: 'deferred', retryAfterMs: retryAfterMs(answer.retryAfter, now), reason: `Twilio is throttling calls (${what})${said}` }
-  }
+  const { code, what, said } = twilioRefusal(answer, to)
+  if (isThrottled(answer, code)) return { kind: 'deferred', retryAfterMs: retryAfterMs(answer.retryAfter, now), reason: `Twilio is throttling calls (${what})${said}` }
   const transient = code !== undefined && code >= 31000 && code < 32000
   return { kind: 'refused', permanent: !transient, reason: `Twilio refused the call (${what})${said}` }
 }
 
-
-function field(body: unknown, name: string): unknown {
-  return typeof body === 'object' && body !== null && !Array.isArray(body) ? (body as Record<string, unknown>)[name] : undefined
-}

@@ -17,7 +17,7 @@
  * and why in a comment, as the interaction's handoff record does.
  */
 import type { JsonObject, LeftOut } from '../../domain/types.ts'
-import { escapeXml } from '../../domain/voicemailMessage.ts'
+import { escapeXml } from '../../domain/messageText.ts'
 import type { TwilioConfig } from './config.ts'
 
 /** The call's part of its task, as the answer route reads it. */

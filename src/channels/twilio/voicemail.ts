@@ -13,11 +13,9 @@
  *   up, and the call ends `voicemail_left`.
  */
 import { type Static, Type } from '@sinclair/typebox'
-import { normalizeLanguage } from '../../domain/contact.ts'
-import { refuse } from '../../domain/errors.ts'
-import { ANY_LANGUAGE, chooseMessageText, escapeXml, type MessageText, type MessageValues, renderMessageText } from '../../domain/voicemailMessage.ts'
-import { httpsUrl, OneOf } from '../../validation/fields.ts'
-import { refine, refineKeys, refineModel } from '../../validation/model.ts'
+import { chooseMessageText, escapeXml, type MessageText, type MessageValues, renderMessageText } from '../../domain/messageText.ts'
+import { httpsUrl, messageTextSchema, OneOf } from '../../validation/fields.ts'
+import { refineModel } from '../../validation/model.ts'
 
 export const VOICEMAIL_POLICIES = ['hang_up', 'leave_message'] as const
 export type VoicemailPolicy = (typeof VOICEMAIL_POLICIES)[number]
@@ -36,25 +34,16 @@ export function greetingEnded(answeredBy: string | undefined): boolean {
 }
 
 const MAX_MESSAGE_TEXT = 1_000
-const MAX_LANGUAGES = 20
 const MAX_URL_LENGTH = 2048
-
-const blankRefused = (text: string) => (text.trim() === '' ? refuse('a message text must not be blank') : text)
-/** One text to speak, 1 to {@link MAX_MESSAGE_TEXT} characters, not blank; {{first_name}} and the context's values are filled in. */
-const MessageTextSchema = refine(Type.String({ maxLength: MAX_MESSAGE_TEXT }), { check: blankRefused })
-const TextsByLanguageSchema = refineKeys(
-  Type.Record(Type.String(), MessageTextSchema, { minProperties: 1, maxProperties: MAX_LANGUAGES }),
-  (tag) => (tag === ANY_LANGUAGE || normalizeLanguage(tag) !== null ? undefined : 'each key of text must be a BCP 47 language tag, such as en or de-AT, or * for any other language'),
-)
 
 const VoicemailMessageSchema = refineModel(
   Type.Object(
     {
       text: Type.Optional(
-        Type.Union([MessageTextSchema, TextsByLanguageSchema], {
-          description:
-            'One text, spoken in contact.language, or texts by BCP 47 tag ("*" for any other language). Placeholders: {{first_name}}, {{last_name}}, {{language}}, {{context.KEY}}; unknown ones are left empty.',
-        }),
+        messageTextSchema(
+          MAX_MESSAGE_TEXT,
+          'One text, spoken in contact.language, or texts by BCP 47 tag ("*" for any other language). Placeholders: {{first_name}}, {{last_name}}, {{language}}, {{context.KEY}}; unknown ones are left empty.',
+        ),
       ),
       audio_url: Type.Optional(httpsUrl('audio_url', MAX_URL_LENGTH, 'An https recording to play instead of a text.')),
     },

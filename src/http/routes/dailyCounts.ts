@@ -49,8 +49,8 @@ const CampaignDaySchema = component('CampaignDay', Type.Object({
   tasks: counts(TASK_OUTCOMES, 'Tasks completed that day, in all and by outcome (every outcome named, 0 where none).'),
   task_attempts: Type.Integer({ description: 'The attempts those tasks took, in all.' }),
   attempts: counts(
-    [...new Set([...INTERACTION_OUTCOMES.voice, ...INTERACTION_OUTCOMES.whatsapp])],
-    "Outbound attempts (calls, WhatsApp conversations) that ended that day, in all and by outcome (every outcome of the campaign's channel named).",
+    [...new Set(Object.values(INTERACTION_OUTCOMES).flat())],
+    "Outbound attempts (calls, WhatsApp conversations, texts) that ended that day, in all and by outcome (every outcome of the campaign's channel named).",
   ),
   attempt_seconds: Type.Integer({ description: 'How long those attempts lasted, in seconds: a call from its answer to its end.' }),
   inbound: Type.Integer({ description: 'Messages from people that answered no running conversation, that day.' }),

@@ -173,7 +173,7 @@ const PacingSchema = Type.Object(
 
 const FallbackSchema = Type.Object(
   {
-    campaign_id: Type.String({ minLength: 1, maxLength: 64, description: 'Another campaign of the organization, on the other channel, with no fallback step of its own.' }),
+    campaign_id: Type.String({ minLength: 1, maxLength: 64, description: 'Another campaign of the organization, on another channel, with no fallback step of its own.' }),
     when: Type.Array(OneOf(FALLBACK_CONDITIONS), {
       minItems: 1,
       maxItems: FALLBACK_CONDITIONS.length,
@@ -192,7 +192,7 @@ const FallbackSchema = Type.Object(
   {
     additionalProperties: false,
     description:
-      "A second step for the campaign's tasks: the same task (ids, contact, context, expiry) goes on to another campaign of the other channel, its attempts counted afresh under that campaign's policy, due at that campaign's next opening in the contact's zones. Once per task. `null` on a PATCH removes it (tasks that fell back already go on).",
+      "A second step for the campaign's tasks: the same task (ids, contact, context, expiry) goes on to another campaign on another channel, its attempts counted afresh under that campaign's policy, due at that campaign's next opening in the contact's zones. Once per task. `null` on a PATCH removes it (tasks that fell back already go on).",
   },
 )
 
@@ -216,11 +216,12 @@ const ComplianceSchema = component(
           {
             voice: Type.Optional(Type.Array(OneOf(CONSENT_KINDS), { maxItems: CONSENT_KINDS.length, uniqueItems: true })),
             whatsapp: Type.Optional(Type.Array(OneOf(CONSENT_KINDS), { maxItems: CONSENT_KINDS.length, uniqueItems: true })),
+            sms: Type.Optional(Type.Array(OneOf(CONSENT_KINDS), { maxItems: CONSENT_KINDS.length, uniqueItems: true })),
           },
           {
             additionalProperties: false,
             description:
-              'The consent kinds, any one of which must be on file for the number, the channel and the purpose, by channel ([] for none of its own; the law of the number may still require one). Default: marketing requires express_written by voice and whatsapp_opt_in on WhatsApp; other purposes none.',
+              'The consent kinds, any one of which must be on file for the number, the channel and the purpose, by channel ([] for none of its own; the law of the number may still require one). Default: marketing requires express_written by voice and by SMS, whatsapp_opt_in on WhatsApp; other purposes none.',
           },
         ),
       ),

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import { describe, test } from 'node:test'
 import { readVoicemail, voicemailTwiml } from '../src/channels/twilio/voicemail.ts'
-import { chooseMessageText, MAX_SPOKEN_CHARACTERS, type MessageValues, renderMessageText } from '../src/domain/voicemailMessage.ts'
+import { chooseMessageText, MAX_SPOKEN_CHARACTERS, type MessageValues, renderMessageText } from '../src/domain/messageText.ts'
 
 const values = (overrides: Partial<MessageValues> = {}): MessageValues => ({
   firstName: 'Ada',

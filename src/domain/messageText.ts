@@ -1,15 +1,16 @@
 /**
- * The message a campaign leaves on a voicemail: its text in the contact's
- * language, with the task's values put in its placeholders.
+ * A campaign's own text to a person (the message it leaves on a voicemail,
+ * the text it sends by SMS): its text in the contact's language, with the
+ * task's values put in its placeholders.
  *
  * Placeholders are `{{name}}` (spaces inside the braces allowed):
  * `{{first_name}}`, `{{last_name}}` and `{{language}}` read the contact;
  * `{{context.KEY}}` reads the task's context (the campaign's default merged
  * with the trigger's), `{{context.a.b}}` a nested value. A name that is
  * unknown, or a value that is not a string, number or boolean, renders as
- * nothing: a message is left whatever the trigger sent. The result is XML
- * character data, ready to go between TwiML tags: what the campaign wrote
- * and what the trigger sent are escaped alike.
+ * nothing: a message goes out whatever the trigger sent. For a voicemail the
+ * result is XML character data, ready to go between TwiML tags: what the
+ * campaign wrote and what the trigger sent are escaped alike.
  */
 import { compareCodeUnits } from './text.ts'
 import type { JsonObject } from './types.ts'
@@ -63,8 +64,12 @@ export function chooseMessageText(text: MessageText, language: string | undefine
 
 /** The text with its placeholders filled (see the header), as XML character data, at most {@link MAX_SPOKEN_CHARACTERS} characters before escaping. */
 export function renderMessageText(template: string, values: MessageValues): string {
-  const spoken = template.replace(PLACEHOLDER, (_whole, name: string) => valueOf(name, values))
-  return escapeXml([...spoken].slice(0, MAX_SPOKEN_CHARACTERS).join(''))
+  return escapeXml([...fillPlaceholders(template, values)].slice(0, MAX_SPOKEN_CHARACTERS).join(''))
+}
+
+/** The text with its placeholders filled (see the header), as plain text. */
+export function fillPlaceholders(template: string, values: MessageValues): string {
+  return template.replace(PLACEHOLDER, (_whole, name: string) => valueOf(name, values))
 }
 
 function valueOf(name: string, values: MessageValues): string {
