@@ -86,9 +86,21 @@ export interface ResultSettings {
    * result usually comes seconds after the call's last status.
    */
   wait_s: number
+  /**
+   * A WhatsApp or SMS campaign's conversation, open on purpose: an interaction
+   * the person replied on stays one interaction, gathering what they write,
+   * until the client's result ends it, their WhatsApp window closes (24 hours
+   * after their latest message), or this many seconds after their first
+   * reply have passed, whichever comes first; then it is reported, and its
+   * task moves on. Absent: `wait_s` applies, as for calls.
+   */
+  conversation_s?: number
 }
 
 export const DEFAULT_RESULTS: ResultSettings = { wait_s: 0 }
+/** The longest conversation a messaging campaign keeps open: a week, as the longest reply window. */
+export const MAX_CONVERSATION_S = 7 * 24 * 60 * 60
+export const MIN_CONVERSATION_S = 60
 
 /**
  * The campaign's own pace for its sender (domain/pacing.ts): starts per

@@ -249,7 +249,7 @@ export interface CampaignSettingsInput {
   provider?: Provider
   provider_config?: JsonObject
   max_concurrent?: number
-  results?: { wait_s?: number }
+  results?: { wait_s?: number; conversation_s?: number }
   pacing?: PacingSettings
   fallback?: FallbackSettings
   compliance?: ComplianceSettings
@@ -370,6 +370,10 @@ async function checkedSettings(ops: Operations, draft: Campaign): Promise<Campai
   if (campaign.channel !== 'voice' && campaign.attempts.voicemail_left !== undefined) {
     // A message reaches no voicemail: the rule would be kept and never apply.
     errors.push(valueError(['body', 'attempts', 'voicemail_left'], campaign.attempts.voicemail_left, 'voicemail_left applies to voice campaigns only'))
+  }
+  if (campaign.channel === 'voice' && campaign.results.conversation_s !== undefined) {
+    // A call is over when it hangs up: only a message thread stays open for more.
+    errors.push(valueError(['body', 'results', 'conversation_s'], campaign.results.conversation_s, 'conversation_s applies to WhatsApp and SMS campaigns only'))
   }
   if (campaign.fallback !== null) errors.push(...(await fallbackProblems(ops, campaign, campaign.fallback)))
   if (errors.length > 0) throw new ValidationFailed(errors)

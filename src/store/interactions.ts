@@ -2,6 +2,7 @@
 import type { Provider } from '../domain/campaignSettings.ts'
 import { type ConversationResult, interactionResult, type TranscriptTurn } from '../domain/conversationResult.ts'
 import type { FinalizedInteraction } from '../domain/events.ts'
+import { CUSTOMER_SERVICE_WINDOW_MS } from '../domain/messagingWindow.ts'
 import type { Channel, Contact, Direction, ExternalId, Handoff, InteractionContext, InteractionOutcome, InteractionStatus, JsonObject } from '../domain/types.ts'
 import type { Database, Queryable } from './database.ts'
 import { distinctKeys } from './distinctKeys.ts'
@@ -299,13 +300,35 @@ export interface FinalizedWithTask {
 
 /** The campaign's wait for results of interaction `i`, in seconds. */
 const RESULT_WAIT_S = `(SELECT coalesce((c.results->>'wait_s')::int, 0) FROM campaigns c WHERE c.id = i.campaign_id)`
+/** The longest conversation of interaction `i`'s campaign, in seconds (results.conversation_s), null for none. */
+const CONVERSATION_S = `(SELECT (c.results->>'conversation_s')::int FROM campaigns c WHERE c.id = i.campaign_id)`
+/** WhatsApp's window from a message of the person's (domain/messagingWindow.ts): a conversation of interaction `i` ends with it. */
+const WINDOW_AFTER = (at: string) =>
+  `CASE WHEN i.channel = 'whatsapp' THEN ${at} + ${CUSTOMER_SERVICE_WINDOW_MS / 1000} * interval '1 second' END`
 /**
  * Whether ending `v` makes running interaction `i` wait for its result: a
  * conversation took place, no result has come (with the end or before it),
- * and its campaign waits for one. In a CASE, so that the campaign is read
- * only when it matters.
+ * and its campaign waits for one, or keeps its conversations open. In a
+ * CASE, so that the campaign is read only when it matters.
  */
-const STARTS_WAITING = `CASE WHEN v.may_wait AND v.result IS NULL AND i.result IS NULL THEN ${RESULT_WAIT_S} > 0 ELSE false END`
+const STARTS_WAITING = `CASE WHEN v.may_wait AND v.result IS NULL AND i.result IS NULL THEN ${CONVERSATION_S} IS NOT NULL OR ${RESULT_WAIT_S} > 0 ELSE false END`
+/**
+ * When the wait `v` starts ends: a conversation kept open, its campaign's
+ * conversation_s after the person's reply or their window's close, whichever
+ * is first (least() passes over the NULL of a channel without a window);
+ * else results.wait_s from now.
+ */
+const WAIT_ENDS = `CASE WHEN ${CONVERSATION_S} IS NOT NULL THEN least(v.ended_at + ${CONVERSATION_S} * interval '1 second', ${WINDOW_AFTER('v.ended_at')})
+                        ELSE $10::timestamptz + ${RESULT_WAIT_S} * interval '1 second' END`
+/**
+ * When the wait of interaction `i`, ended, ends once the person writes again
+ * (`v`): a conversation kept open stays open to their new window's close,
+ * within its length from their first reply (`i.ended_at`); never sooner than
+ * it was (a message delivered late). Any other wait keeps its end.
+ */
+const WAIT_GOES_ON = `CASE WHEN i.channel = 'whatsapp' AND ${CONVERSATION_S} IS NOT NULL
+                           THEN greatest(i.settle_at, least(i.ended_at + ${CONVERSATION_S} * interval '1 second', ${WINDOW_AFTER('v.ended_at')}))
+                           ELSE i.settle_at END`
 
 /**
  * Finalizes running interactions with their outcomes, in one statement,
@@ -361,8 +384,8 @@ export async function finalizeInteractions(tx: Queryable, ends: readonly Interac
        UPDATE interactions i
        SET status = CASE WHEN i.status = 'ended' THEN CASE WHEN v.closes_wait THEN 'finalized' ELSE 'ended' END
                          WHEN ${STARTS_WAITING} THEN 'ended' ELSE 'finalized' END,
-           settle_at = CASE WHEN i.status = 'ended' THEN CASE WHEN v.closes_wait THEN NULL ELSE i.settle_at END
-                            WHEN ${STARTS_WAITING} THEN $10::timestamptz + ${RESULT_WAIT_S} * interval '1 second' END,
+           settle_at = CASE WHEN i.status = 'ended' THEN CASE WHEN v.closes_wait THEN NULL ELSE ${WAIT_GOES_ON} END
+                            WHEN ${STARTS_WAITING} THEN ${WAIT_ENDS} END,
            outcome = CASE WHEN i.status = 'ended' THEN i.outcome ELSE v.outcome END,
            ended_at = CASE WHEN i.status = 'ended' THEN i.ended_at ELSE greatest(v.ended_at, i.started_at) END,
            duration_s = CASE WHEN i.status = 'ended' THEN i.duration_s ELSE v.duration_s END,

@@ -248,6 +248,71 @@ describe("the carriers' keywords", () => {
   })
 })
 
+describe('a conversation kept open on purpose (results.conversation_s)', () => {
+  test("stays one interaction through the person's texts until the client's result, which completes the task", async () => {
+    const { routing_key } = await smsCampaign({}, { results: { conversation_s: 7200 } })
+    const created = await trigger(routing_key)
+    await run()
+    const firstAt = now
+    assert.equal((await personTexts(created.phone, 'Is there parking?')).status, 200)
+    now += 600_000
+    assert.equal((await personTexts(created.phone, 'And can I bring my CV on paper?')).status, 200)
+    const open = await task(created.task_id)
+    assert.equal(open.status, 'in_progress')
+    assert.equal(open.interactions.length, 1)
+    assert.equal(open.interactions[0].status, 'ended')
+    const interactionId = open.interactions[0].id
+    const context = json(await service.app.inject({ method: 'GET', url: `/api/v2/interactions/${interactionId}`, headers: bearer(org.key) })).data
+    assert.equal(context.result_due_by, new Date(firstAt + 7_200_000).toISOString(), 'open for conversation_s from the first reply; SMS has no window')
+
+    const appKey = json(
+      await service.app.inject({ method: 'POST', url: `/admin/v1/organizations/${org.orgId}/api-keys`, headers: bearer(OPERATOR_TOKEN), payload: { name: 'desk', scopes: ['conversations:write'] } }),
+    ).data.key
+    const posted = await service.app.inject({ method: 'POST', url: `/api/v2/interactions/${interactionId}/result`, headers: bearer(appKey), payload: { disposition: 'confirmed', summary: 'Parking on site; paper CV fine.' } })
+    assert.equal(posted.statusCode, 200, posted.body)
+    const done = await task(created.task_id)
+    assert.equal(done.outcome, 'reached')
+    const events = await eventsOfTask(service.db, created.task_id)
+    assert.deepEqual(events.map((event) => event.type), ['interaction.message_received', 'interaction.message_received', 'interaction.finalized', 'task.completed'])
+    assert.deepEqual(events[2].data.result.transcript.map((turn: { text: string }) => turn.text), ['Is there parking?', 'And can I bring my CV on paper?'])
+    assert.equal(events[3].data.result.disposition, 'confirmed')
+  })
+
+  test('without a result it is reported when its length has passed, and the task completes reached', async () => {
+    const { id, routing_key } = await smsCampaign()
+    // docs/messaging.md's PATCH, as it is written there, then a shorter length.
+    const page = readFileSync(new URL('../../docs/messaging.md', import.meta.url), 'utf8')
+    const documented = JSON.parse(/-d '([\s\S]*?)'/.exec(page.slice(page.indexOf('## A conversation kept open')))![1]!)
+    const patch = (payload: unknown) => service.app.inject({ method: 'PATCH', url: `/admin/v1/organizations/${org.orgId}/campaigns/${id}`, headers: bearer(OPERATOR_TOKEN), payload: payload as Record<string, unknown> })
+    const patched = await patch(documented)
+    assert.equal(patched.statusCode, 200, patched.body)
+    assert.deepEqual(json(patched).data.results, { wait_s: 0, conversation_s: 172800 })
+    assert.equal((await patch({ results: { conversation_s: 3600 } })).statusCode, 200)
+    const created = await trigger(routing_key)
+    await run()
+    assert.equal((await personTexts(created.phone, 'Who is this?')).status, 200)
+    now += 3_599_000
+    await run()
+    assert.equal((await task(created.task_id)).status, 'in_progress')
+    now += 1_000
+    await run()
+    const done = await task(created.task_id)
+    assert.equal(done.outcome, 'reached')
+    assert.equal(done.interactions[0].status, 'finalized')
+  })
+
+  test('a voice campaign cannot keep a conversation open: 422 at the field', async () => {
+    const response = await service.app.inject({
+      method: 'POST',
+      url: `/admin/v1/organizations/${org.orgId}/campaigns`,
+      headers: bearer(OPERATOR_TOKEN),
+      payload: { routing_key: `sms-${++routingKeys}`, channel: 'voice', results: { conversation_s: 3600 } },
+    })
+    assert.equal(response.statusCode, 422)
+    assert.deepEqual(json(response).detail.map((entry: { loc: unknown }) => entry.loc), [['body', 'results', 'conversation_s']])
+  })
+})
+
 describe('texts in the conversation', () => {
   test('the client texts the person through the API whenever, text only; its statuses come back on the interaction', async () => {
     const created = await trigger((await smsCampaign()).routing_key)

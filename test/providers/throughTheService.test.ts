@@ -556,6 +556,31 @@ describe('whatsapp cloud', () => {
     assert.deepEqual(completed.data.result, finalized.data.result)
   })
 
+  test('a conversation kept open (results.conversation_s) ends when the window the person keeps open closes, before its length has passed', async () => {
+    const routingKey = await whatsappCampaign({ results: { conversation_s: 3 * 86_400 } })
+    const created = await trigger(routingKey, { context: { slot: 'Friday' }, contact: { phone: '+44 20 7946 0302' } })
+    await service.app.workers!.dispatcher.runOnce()
+    const interactionId = (await task(created.task_id)).interactions[0].id
+    const at = Math.floor(now / 1000) * 1000
+    const dueBy = async () => json(await service.app.inject({ method: 'GET', url: `/api/v2/interactions/${interactionId}`, headers: bearer(org.key) })).data.result_due_by
+    assert.equal(await whatsapp.sendReply({ from: '442079460302', text: 'Friday?', at }), 200)
+    assert.equal(await dueBy(), new Date(at + 86_400_000).toISOString())
+    assert.equal(await whatsapp.sendReply({ from: '442079460302', text: 'After 10 please', at: at + 3_600_000 }), 200)
+    assert.equal(await dueBy(), new Date(at + 3_600_000 + 86_400_000).toISOString(), 'each message keeps it open to its window')
+    const saved = now
+    try {
+      now = at + 3_600_000 + 86_400_000
+      await service.app.workers!.dispatcher.runOnce()
+      const done = await task(created.task_id)
+      assert.equal(done.outcome, 'reached')
+      assert.equal(done.interactions.length, 1)
+      const finalized = (await eventsOf(created.task_id)).find((event) => event.type === 'interaction.finalized')
+      assert.deepEqual(finalized.data.result.transcript.map((turn: { text: string }) => turn.text), ['Friday?', 'After 10 please'])
+    } finally {
+      now = saved
+    }
+  })
+
   test('within the window the client sends the person messages, once per Idempotency-Key, and their statuses come back; once it has closed, 409 and nothing is sent', async () => {
     const { interactionId, agentKey } = await conversationWithAgent('+44 20 7946 0400')
     const send = (payload: object, headers: Record<string, string> = {}, key = agentKey) =>
@@ -594,7 +619,8 @@ describe('whatsapp cloud', () => {
       action: { buttons: [{ type: 'reply', reply: { id: 'yes', title: 'Yes' } }, { type: 'reply', reply: { id: 'no', title: 'Another day' } }] },
     })
     // docs/messaging.md's request, as it is written there.
-    const page = readFileSync(new URL('../../docs/messaging.md', import.meta.url), 'utf8')
+    const whole = readFileSync(new URL('../../docs/messaging.md', import.meta.url), 'utf8')
+    const page = whole.slice(whole.indexOf('## Answering within the window'))
     const documented = await send(JSON.parse(/-d '([\s\S]*?)'/.exec(page)![1]!), { 'idempotency-key': /Idempotency-Key: ([^']+)'/.exec(page)![1]! })
     assert.equal(documented.statusCode, 201, documented.body)
     assert.equal(whatsapp.sessionSent.at(-1)!.type, 'interactive')

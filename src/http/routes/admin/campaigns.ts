@@ -8,7 +8,9 @@ import {
   DEFAULT_VOICEMAIL_LEFT_RETRY_DELAY_S,
   FALLBACK_CONDITIONS,
   MAX_NO_REPLY_MINUTES,
+  MAX_CONVERSATION_S,
   MAX_RESULT_WAIT_S,
+  MIN_CONVERSATION_S,
   PROVIDERS,
   RETRY_OUTCOMES,
   type Schedule,
@@ -150,6 +152,14 @@ const ResultsSchema = Type.Object(
           "Seconds a call that completed (or a WhatsApp conversation that got a reply) waits for its conversation's result before interaction.finalized is sent without one; the result ends the wait at once. Default 0: reported at once, and a result that comes later is sent as interaction.result_added.",
       }),
     ),
+    conversation_s: Type.Optional(
+      Type.Integer({
+        minimum: MIN_CONVERSATION_S,
+        maximum: MAX_CONVERSATION_S,
+        description:
+          "WhatsApp and SMS campaigns: a conversation the person replied on stays one interaction, gathering their messages, until your result ends it, their WhatsApp window closes, or this many seconds after their first reply have passed (docs/messaging.md). Absent: wait_s applies.",
+      }),
+    ),
   },
   { additionalProperties: false, description: "What the campaign does with its conversations' results (POST /api/v2/interactions/{id}/result)." },
 )
@@ -283,7 +293,7 @@ const CampaignSchema = component('Campaign', Type.Object({
     { additionalProperties: true, description: "The provider's settings (see the README's Providers); a twilio campaign's may hold its voicemail policy." },
   ),
   max_concurrent: Type.Union([Type.Integer(), Type.Null()]),
-  results: Type.Object({ wait_s: Type.Integer() }),
+  results: Type.Object({ wait_s: Type.Integer(), conversation_s: Type.Optional(Type.Integer()) }),
   pacing: Type.Object({ per_second: Type.Optional(Type.Integer()) }, { description: 'As set; `{}`: the provider\'s documented rate.' }),
   fallback: Type.Union([FallbackSchema, Type.Null()]),
   compliance: ComplianceSchema,
