@@ -99,3 +99,10 @@ export function textOnlyProblems(content: SessionMessageContent, maxLength: numb
   if (content.text !== undefined && [...content.text].length > maxLength) problems.push({ loc: ['text'], refusal: refuse(`an SMS holds at most ${maxLength} characters`) })
   return problems
 }
+
+/** What a message says, as a transcript holds it: its text, or the body of its buttons or list with their choices. */
+export function sessionMessageText(content: SessionMessageContent): string {
+  if (content.buttons !== undefined) return `${content.buttons.body} [${content.buttons.options.map((option) => option.title).join(' | ')}]`
+  if (content.list !== undefined) return `${content.list.body} [${content.list.sections.flatMap((section) => section.rows.map((row) => row.title)).join(' | ')}]`
+  return content.text ?? ''
+}

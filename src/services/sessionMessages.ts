@@ -15,13 +15,14 @@
  */
 import { createHash } from 'node:crypto'
 import type { ChannelRegistry } from '../channels/registry.ts'
-import { type SessionMessageContent, sessionMessageProblems, textOnlyProblems } from '../channels/sessionMessages.ts'
+import { type SessionMessageContent, sessionMessageProblems, sessionMessageText, textOnlyProblems } from '../channels/sessionMessages.ts'
 import { MAX_SMS_CHARACTERS } from '../channels/twilio/messagingConfig.ts'
 import { ApiError, type Refusal, ValidationFailed } from '../domain/errors.ts'
 import { newId } from '../domain/ids.ts'
 import { hasMessagingWindow, windowOpen } from '../domain/messagingWindow.ts'
 import { takeSlot } from '../domain/pacing.ts'
 import type { Database } from '../store/database.ts'
+import { addAgentTurn } from '../store/interactions.ts'
 import { lockSenderPaces, saveSenderPaces } from '../store/senderPaces.ts'
 import { findSuppression } from '../store/suppressions.ts'
 import {
@@ -104,7 +105,12 @@ export class SessionMessages {
     } catch (error) {
       throw unknownFate(await recordHandedMessage(this.#db, id, { status: 'unknown', error: error instanceof Error ? error.message : String(error) }, this.#now()))
     }
-    if (started.kind === 'started') return { message: await recordHandedMessage(this.#db, id, { status: 'accepted', providerMessageId: started.providerRef }, this.#now()), replayed: false }
+    if (started.kind === 'started') {
+      const message = await recordHandedMessage(this.#db, id, { status: 'accepted', providerMessageId: started.providerRef }, this.#now())
+      // Its transcript holds both sides of the conversation while it runs (or is kept open: results.conversation_s).
+      await addAgentTurn(this.#db, interactionId, { role: 'agent', text: sessionMessageText(content), at: message.createdAt })
+      return { message, replayed: false }
+    }
     await deleteUnsentMessage(this.#db, id)
     if (started.kind === 'deferred') {
       const waitS = Math.max(1, Math.ceil(started.retryAfterMs / 1000))

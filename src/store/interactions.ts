@@ -97,6 +97,16 @@ export async function recordProviderStatus(db: Queryable, id: string, status: st
 }
 
 /**
+ * Adds a turn of the business's side (a message the client sent in the
+ * conversation) to the transcript of an interaction not finalized yet: a
+ * conversation kept open carries both sides. One finalized is left as it
+ * was reported.
+ */
+export async function addAgentTurn(db: Queryable, id: string, turn: TranscriptTurn): Promise<void> {
+  await db.query(`UPDATE interactions SET replies = coalesce(replies, '[]'::jsonb) || $2::jsonb WHERE id = $1 AND status <> 'finalized'`, [id, JSON.stringify([turn])])
+}
+
+/**
  * Records that a provider delivered this message, to the interaction it went
  * to (it is kept, and deleted, with that interaction); false when it had
  * already.

@@ -255,7 +255,14 @@ describe('a conversation kept open on purpose (results.conversation_s)', () => {
     await run()
     const firstAt = now
     assert.equal((await personTexts(created.phone, 'Is there parking?')).status, 200)
-    now += 600_000
+    const interactionOf = async () => (await task(created.task_id)).interactions[0].id
+    const agentKey = json(
+      await service.app.inject({ method: 'POST', url: `/admin/v1/organizations/${org.orgId}/api-keys`, headers: bearer(OPERATOR_TOKEN), payload: { name: 'desk-agent', scopes: ['messages:send'] } }),
+    ).data.key
+    now += 60_000
+    const answered = await service.app.inject({ method: 'POST', url: `/api/v2/interactions/${await interactionOf()}/messages`, headers: bearer(agentKey), payload: { text: 'Yes, behind the building.' } })
+    assert.equal(answered.statusCode, 201, answered.body)
+    now += 540_000
     assert.equal((await personTexts(created.phone, 'And can I bring my CV on paper?')).status, 200)
     const open = await task(created.task_id)
     assert.equal(open.status, 'in_progress')
@@ -274,7 +281,11 @@ describe('a conversation kept open on purpose (results.conversation_s)', () => {
     assert.equal(done.outcome, 'reached')
     const events = await eventsOfTask(service.db, created.task_id)
     assert.deepEqual(events.map((event) => event.type), ['interaction.message_received', 'interaction.message_received', 'interaction.finalized', 'task.completed'])
-    assert.deepEqual(events[2].data.result.transcript.map((turn: { text: string }) => turn.text), ['Is there parking?', 'And can I bring my CV on paper?'])
+    // Both sides, in the order they were written.
+    assert.deepEqual(
+      events[2].data.result.transcript.map((turn: { role: string; text: string }) => [turn.role, turn.text]),
+      [['contact', 'Is there parking?'], ['agent', 'Yes, behind the building.'], ['contact', 'And can I bring my CV on paper?']],
+    )
     assert.equal(events[3].data.result.disposition, 'confirmed')
   })
 
