@@ -51,7 +51,7 @@ const USAGE = `usage: cli <command> [options]
   key issue --org ORG_ID --name NAME [--scopes triggers:write,triggers:read]
   key list --org ORG_ID
   key revoke --org ORG_ID --key KEY_ID
-  campaign create --org ORG_ID --routing-key KEY --channel voice|whatsapp [SETTINGS]
+  campaign create --org ORG_ID --routing-key KEY --channel voice|whatsapp|sms [SETTINGS]
   campaign update --org ORG_ID --campaign CAMPAIGN_ID [SETTINGS]
   campaign list --org ORG_ID
   campaign pause --org ORG_ID --campaign CAMPAIGN_ID

@@ -12,8 +12,10 @@ import path from 'node:path'
 import { after, before, describe, test } from 'node:test'
 import type { Browser, BrowserContext, Page } from 'playwright-core'
 import { Webhook } from 'standardwebhooks'
+import { createChannels } from '../src/channels/index.ts'
+import { type FakeTwilio, startFakeTwilio } from './fakes/twilio.ts'
 import { type Receiver, startReceiver } from './support/receiver.ts'
-import { acceptedTrigger, bearer, createCampaign, json, OPERATOR_TOKEN, seedOrganization, startService, type TestService } from './support/service.ts'
+import { acceptedTrigger, bearer, createCampaign, freePort, json, OPERATOR_TOKEN, seedOrganization, startService, type TestService } from './support/service.ts'
 
 const CHROMIUM = '/usr/bin/chromium'
 const SCREENSHOTS = path.join(import.meta.dirname, '..', '.test-output', 'console')
@@ -26,11 +28,21 @@ let receiver: Receiver
 let baseUrl: string
 let key: string
 let orgId: string
+/** Texts go to Twilio's fake, whose signed requests reach the service at baseUrl. */
+let twilio: FakeTwilio
+const TWILIO_ACCOUNT = `AC${'0123456789abcdef'.repeat(2)}`
+const TWILIO_TOKEN = 'twilio-auth-token-for-console-tests'
 
 before(async () => {
-  service = await startService({ allowPrivateWebhookUrls: true })
+  twilio = await startFakeTwilio({ accounts: { [TWILIO_ACCOUNT]: TWILIO_TOKEN } })
+  const port = await freePort()
+  const channels = createChannels(
+    { publicBaseUrl: `http://127.0.0.1:${port}`, twilioApiBaseUrl: twilio.url, whatsappApiBaseUrl: 'http://127.0.0.1:9' },
+    (name) => ({ TWILIO_AUTH_TOKEN: TWILIO_TOKEN })[name],
+  )
+  service = await startService({ allowPrivateWebhookUrls: true, channels })
   receiver = await startReceiver()
-  baseUrl = await service.app.listen({ port: 0, host: '127.0.0.1' })
+  baseUrl = await service.app.listen({ port, host: '127.0.0.1' })
   const seeded = await seedOrganization(service.app, {
     scopes: ['triggers:write', 'triggers:read', 'webhooks:manage', 'suppressions:manage'],
     schedule: ALWAYS_OPEN,
@@ -46,6 +58,7 @@ after(async () => {
   await service.app.workers?.stop()
   await service.close()
   await receiver.close()
+  await twilio.close()
 })
 
 const trigger = (body: object) => acceptedTrigger(service.app, key, { campaign: 'screening', ...body })
@@ -544,6 +557,53 @@ describe('the console in a browser', { skip: existsSync(CHROMIUM) ? false : `no 
     }
   })
 
+  test('an SMS thread kept open reads as a chat of both sides, with until when it stays open and the status of what was sent', async () => {
+    await createCampaign(service.app, orgId, {
+      routing_key: 'sms-thread',
+      channel: 'sms',
+      schedule: ALWAYS_OPEN,
+      provider: 'twilio',
+      provider_config: { account_sid: TWILIO_ACCOUNT, from: '+14155550199', text: 'Hi {{first_name}}, your interview is on Monday. Questions? Just reply.' },
+      results: { conversation_s: 7200 },
+      pacing: { per_second: 1000 },
+    })
+    const sent = await acceptedTrigger(service.app, key, { campaign: 'sms-thread', contact: { first_name: 'Katherine', last_name: 'Johnson', phone: '+44 20 7946 0777' } })
+    await waitUntil('the text reaches Twilio', () => twilio.messages.sent().some((message) => message.to === '+442079460777'))
+    const text = { accountSid: TWILIO_ACCOUNT, from: '+442079460777', to: '+14155550199', webhookUrl: `${baseUrl}/providers/twilio/messages/inbound` }
+    assert.equal((await twilio.messages.receive({ ...text, body: 'Is there parking?' })).status, 200)
+    const agentKey = json(
+      await service.app.inject({ method: 'POST', url: `/admin/v1/organizations/${orgId}/api-keys`, headers: bearer(OPERATOR_TOKEN), payload: { name: 'desk', scopes: ['messages:send'] } }),
+    ).data.key
+    const interactionId = (await taskState(sent.task_id)).interactions[0].id
+    const answer = await service.app.inject({ method: 'POST', url: `/api/v2/interactions/${interactionId}/messages`, headers: bearer(agentKey), payload: { text: 'Yes, behind the building.' } })
+    assert.equal(answer.statusCode, 201, answer.body)
+    const reply = twilio.messages.sent().find((message) => message.body === 'Yes, behind the building.')!
+    assert.equal((await twilio.messages.advance(reply.sid, 'delivered'))!.status, 204)
+
+    const { context, page } = await signedIn(key)
+    try {
+      await page.goto(`${baseUrl}/console/#/tasks/${sent.task_id}`)
+      const transcript = page.getByRole('list', { name: 'Transcript' })
+      await transcript.getByText('Is there parking?').waitFor()
+      await transcript.getByText('Yes, behind the building.').waitFor()
+      assert.deepEqual(await transcript.locator('.turn').evaluateAll((turns) => turns.map((turn) => turn.className)), ['turn turn-contact', 'turn turn-agent'])
+      await page.getByText('The conversation is open').waitFor()
+      const thread = page.getByLabel('Thread')
+      await thread.getByText('Conversation open until').waitFor()
+      await thread.getByText('Window open until').waitFor()
+      await thread.getByRole('cell', { name: 'delivered' }).waitFor()
+      await shot(page, 'task-sms-thread')
+    } finally {
+      await context.close()
+    }
+    // Its result closes it, so that the service's queues are left empty.
+    const desk = json(
+      await service.app.inject({ method: 'POST', url: `/admin/v1/organizations/${orgId}/api-keys`, headers: bearer(OPERATOR_TOKEN), payload: { name: 'desk-result', scopes: ['conversations:write'] } }),
+    ).data.key
+    assert.equal((await service.app.inject({ method: 'POST', url: `/api/v2/interactions/${interactionId}/result`, headers: bearer(desk), payload: { disposition: 'answered' } })).statusCode, 200)
+    await waitUntil('the thread completes its task', async () => (await taskState(sent.task_id)).status === 'completed')
+  })
+
   test("a task that went on to its campaign's fallback step shows its steps; the campaign page names the step", async () => {
     // A simulated message that is not delivered, then a simulated call that reaches the person.
     const call = await createCampaign(service.app, orgId, { routing_key: 'reminder-call', channel: 'voice', schedule: ALWAYS_OPEN, provider_config: { outcomes: ['completed'], duration_ms: 0 } })
@@ -610,7 +670,7 @@ describe('the console in a browser', { skip: existsSync(CHROMIUM) ? false : `no 
       await reason.getByText('Consent missing', { exact: true }).waitFor()
       assert.equal(await reason.locator('code').first().textContent(), 'campaign.consent')
       await reason.getByText('the campaign requires express_written consent for marketing on voice').waitFor()
-      await decision.getByText('gb@2026-12-01').waitFor()
+      await decision.getByText('gb@2026-12-04').waitFor()
       assert.ok(await page.getByText('not_permitted', { exact: true }).isVisible())
       await shot(page, 'task-not-permitted')
 

@@ -15,6 +15,7 @@ test('a message keeps the window open 24 hours from it, never closing it earlier
     ['a later message extends it', ['whatsapp', at + 5 * 3_600_000, at + DAY], at + DAY + 5 * 3_600_000],
     ['an older message delivered late leaves it as it was', ['whatsapp', at - 3_600_000, at + DAY], at + DAY],
     ['one after it closed opens it again', ['whatsapp', at + 2 * DAY, at + DAY], at + 3 * DAY],
+    ['a text keeps the same window: the service’s rule for texts in a conversation', ['sms', at, null], at + DAY],
     ['a call has no such window', ['voice', at, null], null],
   ]
   for (const [name, args, expected] of cases) assert.equal(windowClosesAt(...args), expected, name)

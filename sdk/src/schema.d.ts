@@ -215,7 +215,7 @@ export interface paths {
         put?: never;
         /**
          * Send the person a message in their open window
-         * @description A text, up to three reply buttons, or a list, to the person of a WhatsApp interaction, while the customer service window their latest message opened there is open (`window_closes_at`, 24 hours from it; docs/messaging.md): 409 once it has closed, or before they have written, and nothing is sent (only a template can reach them then: a new trigger sends the campaign's). Sent at once, at the pace of the campaign's sender (429 with Retry-After when its pace is taken); answered with the message once WhatsApp took it (`accepted`), whose statuses then follow on the interaction's `messages`. 409 too for a number on the suppression list, and for a person erased. With an Idempotency-Key, the same request again answers as the first did and sends nothing (its message, with `Idempotent-Replayed: true`; 409 `idempotency_key_in_use` while the first still waits for WhatsApp; the same 502 when WhatsApp gave it no answer); the key with another message is 409 `idempotency_key_reused`. 502 `provider_error` when WhatsApp refused it (nothing was sent) or gave no answer (the message is kept `unknown`, and not sent again by itself). Scope `messages:send`.
+         * @description A text, up to three reply buttons, or a list, to the person of a WhatsApp interaction (a text only, of up to 1,600 characters, on an SMS one), while the window their latest message opened there is open (`window_closes_at`, 24 hours from it: WhatsApp's customer service window, and the same for a text; docs/messaging.md): 409 once it has closed, or before they have written, and nothing is sent (a new trigger sends the campaign's template or text). Sent at once, at the pace of the campaign's sender (429 with Retry-After when its pace is taken); answered with the message once the provider took it (`accepted`), whose statuses then follow on the interaction's `messages`. 409 too for a number on the suppression list (or one the provider says has opted out: it is suppressed then), and for a person erased. With an Idempotency-Key, the same request again answers as the first did and sends nothing (its message, with `Idempotent-Replayed: true`; 409 `idempotency_key_in_use` while the first still waits for the provider; the same 502 when the provider gave it no answer); the key with another message is 409 `idempotency_key_reused`. 502 `provider_error` when the provider refused it (nothing was sent) or gave no answer (the message is kept `unknown`, and not sent again by itself). Scope `messages:send`.
          */
         post: operations["sendInteractionMessage"];
         delete?: never;
@@ -927,7 +927,7 @@ export interface components {
             channel: "voice" | "whatsapp" | "sms";
             direction: "outbound" | "inbound";
             attempt: number | null;
-            /** @description voice: completed, no_answer, busy, voicemail (a machine answered), voicemail_left (the campaign's message was left on it), failed; WhatsApp: replied, read, delivered, undelivered, failed. */
+            /** @description voice: completed, no_answer, busy, voicemail (a machine answered), voicemail_left (the campaign's message was left on it), failed; WhatsApp: replied, read, delivered, undelivered, failed; SMS: replied, delivered, sent (the carrier took it, with no delivery receipt), undelivered, failed. */
             outcome: string;
             test_mode: boolean;
             /** @description Exactly when task_id is not null. */
@@ -1424,6 +1424,8 @@ export interface components {
         };
         Interaction: {
             id: string;
+            /** @description Its channel: the task's campaign's, or, for a task that went on to a fallback step, that step's. */
+            channel: "voice" | "whatsapp" | "sms";
             direction: "outbound" | "inbound";
             attempt: number | null;
             /** @description starting: recorded, the provider being asked; active: the provider has it; ended: over, waiting for its result (the campaign's results.wait_s); finalized: over and reported. */
@@ -1523,7 +1525,7 @@ export interface components {
             result_due_by: string | null;
             /** @description The messages sent to the person on it (POST .../messages), oldest first, each with its status. */
             messages: components["schemas"]["SessionMessage"][];
-            /** @description WhatsApp: until when any message may be sent to the person, not only an approved template (24 hours from their latest message on this interaction); null before they have written, and on other channels. */
+            /** @description WhatsApp and SMS: until when a message may be sent to the person in the conversation (on WhatsApp, not only an approved template): 24 hours from their latest message on this interaction; null before they have written, and for a call. */
             window_closes_at: string | null;
             /** @description Your ids, as the trigger sent them. */
             ids: {
@@ -1834,8 +1836,8 @@ export interface components {
         Suppression: {
             /** @description E.164; for a number erased since (POST /api/v2/contacts/erase), the keyed digest it is kept as ('sha256:...'): still suppressed, and found again by its number. */
             phone: string;
-            /** @description manual (added here), reply (the person wrote STOP), provider (the provider says they opted out), conversation (a conversation reported opt_out). */
-            reason: "manual" | "reply" | "provider" | "conversation";
+            /** @description manual (added here), reply (the person wrote STOP on WhatsApp, or an opt-out word in a text), keyword (the person texted one of the carriers' opt-out keywords, STOP...: their START lifts it; adding the number here makes it manual), provider (the provider says they opted out), conversation (a conversation reported opt_out). */
+            reason: "manual" | "reply" | "keyword" | "provider" | "conversation";
             /**
              * Format: date-time
              * @description UTC, ISO 8601 with Z

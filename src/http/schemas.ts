@@ -178,7 +178,7 @@ export const EventDataSchemas = [
   Type.Object(
     {
       ...aboutInteraction(
-        Type.String({ description: 'voice: completed, no_answer, busy, voicemail (a machine answered), voicemail_left (the campaign\'s message was left on it), failed; WhatsApp: replied, read, delivered, undelivered, failed.' }),
+        Type.String({ description: 'voice: completed, no_answer, busy, voicemail (a machine answered), voicemail_left (the campaign\'s message was left on it), failed; WhatsApp: replied, read, delivered, undelivered, failed; SMS: replied, delivered, sent (the carrier took it, with no delivery receipt), undelivered, failed.' }),
       ),
       started_at: Timestamp,
       ended_at: Timestamp,

@@ -33,6 +33,7 @@ import {
   campaignsFallingBackTo,
   findCampaign,
   findCampaignsByWhatsAppNumber,
+  findTextCampaignsByNumber,
   insertCampaign,
   listCampaigns as listStoredCampaigns,
   updateCampaign as updateStoredCampaign,
@@ -140,6 +141,10 @@ export async function setCallbackNumbers(ops: Operations, actor: Actor, orgId: s
     const campaign = campaigns.get(entry.campaign_id)
     if (campaign === undefined) {
       errors.push(valueError(at('campaign_id'), entry.campaign_id, `organization ${orgId} has no campaign ${entry.campaign_id}`))
+      continue
+    }
+    if (campaign.channel !== 'voice') {
+      errors.push(valueError(at('campaign_id'), entry.campaign_id, `campaign ${campaign.id} is a ${campaign.channel} campaign: a callback number answers calls through a voice campaign`))
       continue
     }
     const kept = callbackNumberOf(campaign.provider, entry.number)
@@ -365,6 +370,15 @@ async function checkedSettings(ops: Operations, draft: Campaign): Promise<Campai
     const sharing = await findCampaignsByWhatsAppNumber(ops.db, [number])
     if (sharing.some((other) => other.orgId !== campaign.orgId)) {
       errors.push(valueError(['body', 'provider_config', 'phone_number_id'], number, 'this WhatsApp number is used by another organization'))
+    }
+  }
+  if (errors.length === 0 && campaign.provider === 'twilio' && campaign.channel === 'sms') {
+    // A person's text to the sender lands on the organization that sends from it: one organization's only.
+    const { from, messaging_service_sid: service } = campaign.providerConfig as { from?: string; messaging_service_sid?: string }
+    const sender = from ?? service
+    const sharing = sender === undefined ? [] : await findTextCampaignsByNumber(ops.db, from ?? '', service)
+    if (sharing.some((other) => other.orgId !== campaign.orgId)) {
+      errors.push(valueError(['body', 'provider_config', from === undefined ? 'messaging_service_sid' : 'from'], sender, 'this sender is used by another organization'))
     }
   }
   if (campaign.channel !== 'voice' && campaign.attempts.voicemail_left !== undefined) {

@@ -1,8 +1,8 @@
 /**
  * Session messages (docs/messaging.md): a client's message to the person of
- * an interaction, sent on WhatsApp while the window the person's latest
- * message opened is open (domain/messagingWindow.ts), by SMS whenever (text
- * only), at the pace of the campaign's sender
+ * an interaction, sent while the window the person's latest message opened
+ * is open (domain/messagingWindow.ts: WhatsApp's, and the same for texts,
+ * which carry text only), at the pace of the campaign's sender
  * (domain/pacing.ts), at most once per Idempotency-Key, and never to a
  * number on the organization's suppression list or a person erased.
  *
@@ -19,12 +19,12 @@ import { type SessionMessageContent, sessionMessageProblems, sessionMessageText,
 import { MAX_SMS_CHARACTERS } from '../channels/twilio/messagingConfig.ts'
 import { ApiError, type Refusal, ValidationFailed } from '../domain/errors.ts'
 import { newId } from '../domain/ids.ts'
-import { hasMessagingWindow, windowOpen } from '../domain/messagingWindow.ts'
+import { windowOpen } from '../domain/messagingWindow.ts'
 import { takeSlot } from '../domain/pacing.ts'
 import type { Database } from '../store/database.ts'
 import { addAgentTurn } from '../store/interactions.ts'
 import { lockSenderPaces, saveSenderPaces } from '../store/senderPaces.ts'
-import { findSuppression } from '../store/suppressions.ts'
+import { findSuppression, suppress } from '../store/suppressions.ts'
 import {
   deleteUnsentMessage,
   findMessageByKey,
@@ -70,9 +70,14 @@ export class SessionMessages {
       throw new ApiError('conflict', `The number of interaction ${interactionId} is on the organization's suppression list (${suppression.reason}): it is not contacted, not even within its window.`)
     }
     const now = this.#now()
-    if (hasMessagingWindow(target.channel) && !windowOpen(target.windowClosesAt, now)) {
+    if (!windowOpen(target.windowClosesAt, now)) {
       const closed = target.windowClosesAt === null ? 'has not opened: the person has not written on this interaction' : `closed at ${new Date(target.windowClosesAt).toISOString()}, 24 hours after the person's latest message`
-      throw new ApiError('conflict', `WhatsApp's customer service window of interaction ${interactionId} ${closed}; only an approved template can reach them now (a new trigger sends the campaign's).`)
+      throw new ApiError(
+        'conflict',
+        target.channel === 'whatsapp'
+          ? `WhatsApp's customer service window of interaction ${interactionId} ${closed}; only an approved template can reach them now (a new trigger sends the campaign's).`
+          : `The conversation window of interaction ${interactionId} ${closed}: a text in the conversation answers the person; a new trigger sends the campaign's own, in its window.`,
+      )
     }
     const id = newId('sessionMessage', now)
     const recorded = await this.#db.transaction(async (tx) => {
@@ -112,6 +117,10 @@ export class SessionMessages {
       return { message, replayed: false }
     }
     await deleteUnsentMessage(this.#db, id)
+    if (started.kind === 'refused' && started.optedOut === true) {
+      await suppress(this.#db, orgId, target.toPhone, 'provider', this.#now())
+      throw new ApiError('conflict', `${providerName} says the person has opted out of the sender's messages (${started.reason}): nothing was sent, and the number is now on the organization's suppression list.`)
+    }
     if (started.kind === 'deferred') {
       const waitS = Math.max(1, Math.ceil(started.retryAfterMs / 1000))
       throw new ApiError('rate_limited', `${providerName} asks for a pause (${started.reason}); send this message again in ${waitS} s.`, waitS)

@@ -6,7 +6,7 @@
 import type { Actor } from '../domain/audit.ts'
 import { ApiError } from '../domain/errors.ts'
 import type { Database } from '../store/database.ts'
-import { findSuppression, suppress, type Suppression, unsuppress } from '../store/suppressions.ts'
+import { adoptKeywordOptOut, findSuppression, suppress, type Suppression, unsuppress } from '../store/suppressions.ts'
 import { audited } from './auditTrail.ts'
 
 export interface SuppressionOperations {
@@ -24,6 +24,10 @@ export interface SuppressionOperations {
 export async function addSuppression(ops: SuppressionOperations, actor: Actor, orgId: string, phone: string): Promise<Suppression> {
   return audited(ops, actor, async (tx) => {
     const existing = await findSuppression(tx, ops.phoneHashKey, orgId, phone)
+    // The person's keyword STOP becomes the organization's own: their START will not lift what it asked for.
+    if (existing?.reason === 'keyword' && (await adoptKeywordOptOut(tx, orgId, phone))) {
+      return { result: { ...existing, reason: 'manual' as const }, audit: { orgId, action: 'suppression.added', target: phone, details: { over: 'keyword' } } }
+    }
     if (existing !== undefined) return { result: existing, audit: undefined }
     // Added meanwhile by another transaction, the number is not added again, and the first one's answers.
     const added = await suppress(tx, orgId, phone, 'manual', ops.now())

@@ -27,7 +27,7 @@ import {
   recordProviderStatus,
   recordStarts,
 } from '../store/interactions.ts'
-import { suppress } from '../store/suppressions.ts'
+import { suppress, type SuppressionReason } from '../store/suppressions.ts'
 import { lockOpenTasksByExternalIds, lockTasks } from '../store/tasks.ts'
 import type { ServiceMetrics } from './metrics.ts'
 import { completeAllAs, completeAndReport, type InteractionEnding, messagesReceived, type Settlement } from './settlement.ts'
@@ -109,8 +109,9 @@ export class TaskLifecycle {
    * with the task it answers when there is one (a reply after its message's
    * conversation was settled: the person is reached after all), and
    * reported. The provider's message id makes a repeated delivery a no-op.
+   * `optOut`: why the message suppresses the number, when it asks to stop.
    */
-  async recordInbound(campaign: Campaign, message: PersonMessage, taskId: string | null, optOut: boolean): Promise<void> {
+  async recordInbound(campaign: Campaign, message: PersonMessage, taskId: string | null, optOut: SuppressionReason | undefined): Promise<void> {
     const now = this.#now()
     const interactionId = newId('interaction', now)
     const committed = await this.#db.transaction(async (tx) => {
@@ -156,9 +157,9 @@ export class TaskLifecycle {
         ...(await messagesReceived(tx, [received], new Map([[interactionId, finalized!]]), now)),
         { orgId: campaign.orgId, event: interactionFinalizedEvent(interaction, now) },
       ]
-      if (optOut) await suppress(tx, campaign.orgId, message.from, 'reply', now)
+      if (optOut !== undefined) await suppress(tx, campaign.orgId, message.from, optOut, now)
       const open = task !== undefined && task.status !== 'completed'
-      const tasks = open ? await completeAndReport(tx, [{ task, outcome: optOut ? 'opted_out' : 'reached' }], now, events) : []
+      const tasks = open ? await completeAndReport(tx, [{ task, outcome: optOut !== undefined ? 'opted_out' : 'reached' }], now, events) : []
       await insertEvents(tx, events)
       return { tasks, interactions: [interaction] }
     })

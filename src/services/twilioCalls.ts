@@ -203,7 +203,7 @@ export class TwilioCalls {
   async #verified(request: TwilioCallRequest, urlOf: (interactionId: string) => string): Promise<{ interaction: InteractionWithConfig; params: Record<string, string> } | undefined> {
     const { interactionId } = request
     const interaction = isId('interaction', interactionId) ? await findInteractionWithConfig(this.#db, interactionId) : undefined
-    if (interaction === undefined || interaction.provider !== 'twilio') return undefined
+    if (interaction === undefined || interaction.provider !== 'twilio' || interaction.channel !== 'voice') return undefined
     const params = Object.fromEntries(new URLSearchParams(request.form))
     const verified = readableConfig(this.#log, interaction.campaignId, () => this.#signedFor(interaction.providerConfig, urlOf(interactionId), params, request.signature))
     if (!verified || (interaction.providerRef !== null && params.CallSid !== interaction.providerRef)) return undefined

@@ -30,7 +30,7 @@ import { findTextCampaignsByAccount, findTextCampaignsByNumber } from '../store/
 import type { Database } from '../store/database.ts'
 import { findInteractionWithConfig, findLatestInteractionWith } from '../store/interactions.ts'
 import { recordMessageStatus } from '../store/sessionMessages.ts'
-import { findSuppression, unsuppress } from '../store/suppressions.ts'
+import { unsuppressKeywordOptOut } from '../store/suppressions.ts'
 import { audited } from './auditTrail.ts'
 import { readableConfig } from './providerCallbacks.ts'
 import { type PersonMessage, type TaskLifecycle, turnsOf } from './taskLifecycle.ts'
@@ -49,6 +49,7 @@ const THE_PERSON = { id: 'person', address: null }
 
 const SESSION_STATUS: Readonly<Record<string, 'sent' | 'delivered' | 'read' | 'failed'>> = {
   sent: 'sent',
+  partially_delivered: 'delivered',
   delivered: 'delivered',
   read: 'read',
   undelivered: 'failed',
@@ -131,7 +132,7 @@ export class TwilioMessages {
       return help === undefined ? EMPTY_MESSAGING_TWIML : `<?xml version="1.0" encoding="UTF-8"?>\n<Response><Message>${escapeXml(help)}</Message></Response>`
     }
     if (keyword === 'start' && (await this.#optedBackIn(campaign, text.from))) return EMPTY_MESSAGING_TWIML
-    const optOut = keyword === 'stop'
+    const optOut = keyword === 'stop' ? (isCarrierStop(text.text, text.optOutType) ? 'keyword' : 'reply') : undefined
     const message: PersonMessage = { provider: 'twilio', id: text.messageSid, from: text.from, at: this.#now(), text: text.text }
     if (answered !== undefined && answered.status !== 'finalized') {
       await this.#lifecycle.finalize({
@@ -140,8 +141,8 @@ export class TwilioMessages {
         at: message.at,
         message: { provider: message.provider, id: message.id, text: message.text },
         turns: turnsOf(message) ?? undefined,
-        optOut: optOut ? { orgId: campaign.orgId, phone: text.from, reason: 'reply' } : undefined,
-        closesWait: optOut,
+        optOut: optOut === undefined ? undefined : { orgId: campaign.orgId, phone: text.from, reason: optOut },
+        closesWait: optOut !== undefined,
       })
     } else {
       await this.#lifecycle.recordInbound(campaign, message, answered?.taskId ?? null, optOut)
@@ -150,22 +151,21 @@ export class TwilioMessages {
   }
 
   /**
-   * START from a person whose own STOP suppressed the number: they ask for
-   * the sender's texts again (Twilio sends them again from then on), so that
-   * suppression is lifted, in the audit log as theirs; true then. Otherwise
-   * (a YES that confirms an appointment, say) it is a message as any other.
-   * A suppression the client or the operator added, or a provider reported,
-   * stays; consents the STOP revoked stay revoked (a campaign that needs one
-   * needs it recorded anew).
+   * START from a person whose carriers' keyword STOP suppressed the number
+   * (reason `keyword`): they ask for the sender's texts again (Twilio sends
+   * them again from then on), so that suppression is lifted, in the audit log
+   * as theirs; true then. Otherwise (a YES that confirms an appointment, say)
+   * it is a message as any other. Any other suppression stays: a STOP on
+   * WhatsApp, an opt-out in other words, one the client or the operator
+   * added (adding a number suppressed by keyword makes it theirs), one a
+   * provider reported. Consents the STOP revoked stay revoked (a campaign
+   * that needs one needs it recorded anew).
    */
   async #optedBackIn(campaign: Campaign, phone: string): Promise<boolean> {
-    const suppression = await findSuppression(this.#db, this.#phoneHashKey, campaign.orgId, phone)
-    if (suppression?.reason !== 'reply') return false
-    await audited({ db: this.#db, now: this.#now }, THE_PERSON, async (tx) => {
-      await unsuppress(tx, this.#phoneHashKey, campaign.orgId, phone)
-      return { result: undefined, audit: { orgId: campaign.orgId, action: 'suppression.lifted', target: phone, details: { reason: 'reply', by: 'START' } } }
+    return audited({ db: this.#db, now: this.#now }, THE_PERSON, async (tx) => {
+      const lifted = await unsuppressKeywordOptOut(tx, campaign.orgId, phone)
+      return { result: lifted, audit: lifted ? { orgId: campaign.orgId, action: 'suppression.lifted', target: phone, details: { reason: 'keyword', by: 'START' } } : undefined }
     })
-    return true
   }
 
   /** Whether Twilio signed these parameters for `url` with the auth token of the config's account, naming that account. */
@@ -174,6 +174,11 @@ export class TwilioMessages {
     if (token === undefined || !verifyTwilioSignature(token, url, params, signature)) return false
     return params.AccountSid === readTwilioMessagingConfig(config).accountSid
   }
+}
+
+/** Whether a STOP is one of the carriers' own keywords (which Twilio acts on itself), not an opt-out in other words. */
+function isCarrierStop(text: string | undefined, optOutType: string | undefined): boolean {
+  return optOutType === 'STOP' || smsKeyword(text) === 'stop'
 }
 
 /** The carriers' keyword a text is, by Twilio's Advanced Opt-Out verdict when it gives one, else by its words (any language's STOP counts). */

@@ -128,7 +128,7 @@ export class WhatsAppNotifications {
       })
     } else {
       const campaign = senders.find((candidate) => candidate.id === answered?.campaignId) ?? senders[0]!
-      await this.#lifecycle.recordInbound(campaign, message, answered?.taskId ?? null, optOut)
+      await this.#lifecycle.recordInbound(campaign, message, answered?.taskId ?? null, optOut ? 'reply' : undefined)
     }
   }
 }

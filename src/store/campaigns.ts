@@ -174,8 +174,8 @@ export async function findTextCampaignsByAccount(db: Queryable, accountSid: stri
 }
 
 /**
- * The campaigns a call to this number (or the provider's id of it) is for:
- * those of the provider whose provider_config names it in `field`, and,
+ * The voice campaigns a call to this number (or the provider's id of it) is
+ * for: those of the provider whose provider_config names it in `field`, and,
  * when an organization names it as its callback number (store/callbackNumbers.ts),
  * every campaign of that organization on the provider, the one the number
  * is answered through first. Campaigns are few (a read of them all costs
@@ -185,7 +185,7 @@ export async function findCampaignsByNumber(db: Queryable, provider: Provider, f
   const rows = await db.query<CampaignRow>(
     `WITH named AS (SELECT org_id, campaign_id FROM callback_numbers WHERE provider = $1 AND number = $3)
      SELECT ${COLUMNS} FROM campaigns
-     WHERE provider = $1 AND (provider_config->>$2 = $3 OR org_id IN (SELECT org_id FROM named))
+     WHERE provider = $1 AND channel = 'voice' AND (provider_config->>$2 = $3 OR org_id IN (SELECT org_id FROM named))
      ORDER BY id IN (SELECT campaign_id FROM named) DESC, id`,
     [provider, field, number],
   )

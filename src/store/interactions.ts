@@ -312,9 +312,9 @@ export interface FinalizedWithTask {
 const RESULT_WAIT_S = `(SELECT coalesce((c.results->>'wait_s')::int, 0) FROM campaigns c WHERE c.id = i.campaign_id)`
 /** The longest conversation of interaction `i`'s campaign, in seconds (results.conversation_s), null for none. */
 const CONVERSATION_S = `(SELECT (c.results->>'conversation_s')::int FROM campaigns c WHERE c.id = i.campaign_id)`
-/** WhatsApp's window from a message of the person's (domain/messagingWindow.ts): a conversation of interaction `i` ends with it. */
+/** The window a message of the person's opens on a message channel (domain/messagingWindow.ts): a conversation of interaction `i` ends with it. */
 const WINDOW_AFTER = (at: string) =>
-  `CASE WHEN i.channel = 'whatsapp' THEN ${at} + ${CUSTOMER_SERVICE_WINDOW_MS / 1000} * interval '1 second' END`
+  `CASE WHEN i.channel <> 'voice' THEN ${at} + ${CUSTOMER_SERVICE_WINDOW_MS / 1000} * interval '1 second' END`
 /**
  * Whether ending `v` makes running interaction `i` wait for its result: a
  * conversation took place, no result has come (with the end or before it),
@@ -325,7 +325,7 @@ const STARTS_WAITING = `CASE WHEN v.may_wait AND v.result IS NULL AND i.result I
 /**
  * When the wait `v` starts ends: a conversation kept open, its campaign's
  * conversation_s after the person's reply or their window's close, whichever
- * is first (least() passes over the NULL of a channel without a window);
+ * is first;
  * else results.wait_s from now.
  */
 const WAIT_ENDS = `CASE WHEN ${CONVERSATION_S} IS NOT NULL THEN least(v.ended_at + ${CONVERSATION_S} * interval '1 second', ${WINDOW_AFTER('v.ended_at')})
@@ -336,7 +336,7 @@ const WAIT_ENDS = `CASE WHEN ${CONVERSATION_S} IS NOT NULL THEN least(v.ended_at
  * within its length from their first reply (`i.ended_at`); never sooner than
  * it was (a message delivered late). Any other wait keeps its end.
  */
-const WAIT_GOES_ON = `CASE WHEN i.channel = 'whatsapp' AND ${CONVERSATION_S} IS NOT NULL
+const WAIT_GOES_ON = `CASE WHEN ${CONVERSATION_S} IS NOT NULL
                            THEN greatest(i.settle_at, least(i.ended_at + ${CONVERSATION_S} * interval '1 second', ${WINDOW_AFTER('v.ended_at')}))
                            ELSE i.settle_at END`
 

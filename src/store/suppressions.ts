@@ -7,7 +7,13 @@ import type { RevocationMeans } from '../domain/consent.ts'
 import type { Queryable } from './database.ts'
 import { iso } from './rows.ts'
 
-export type SuppressionReason = 'manual' | 'reply' | 'provider' | 'conversation'
+/**
+ * Why a number is suppressed: added by hand (`manual`), the person asked by
+ * reply (`reply`: STOP on WhatsApp, or an opt-out word in a text), texted one
+ * of the carriers' opt-out keywords (`keyword`: the one their START lifts),
+ * the provider reported it (`provider`), or a conversation's result said so.
+ */
+export type SuppressionReason = 'manual' | 'reply' | 'keyword' | 'provider' | 'conversation'
 
 export interface Suppression {
   /** E.164, or the digest a suppression of an erased number keeps ('sha256:...'). */
@@ -32,7 +38,7 @@ export const SUPPRESSION_OF_TASK = (phone: string, keyParam: string) =>
   `SELECT 1 FROM suppressions s WHERE s.org_id = t.org_id AND s.phone IN (${phone}, phone_digest(${keyParam}, ${phone}))`
 
 /** How a consent is revoked by each kind of suppression: an opt-out revokes every consent of the number. */
-const REVOKED_BY: Record<SuppressionReason, RevocationMeans> = { manual: 'api', reply: 'reply', provider: 'provider', conversation: 'conversation' }
+const REVOKED_BY: Record<SuppressionReason, RevocationMeans> = { manual: 'api', reply: 'reply', keyword: 'reply', provider: 'provider', conversation: 'conversation' }
 
 /**
  * Adds a number; one already there keeps its first reason and date. The
@@ -69,6 +75,26 @@ export async function listSuppressions(db: Queryable, orgId: string, options: { 
     [orgId, options.after ?? null, options.limit],
   )
   return rows.map(toSuppression)
+}
+
+/**
+ * Lifts the number's suppression by the carriers' opt-out keyword, and only
+ * that one (in the clear: the person texting START is not erased). Answers
+ * whether there was one.
+ */
+export async function unsuppressKeywordOptOut(tx: Queryable, orgId: string, phone: string): Promise<boolean> {
+  const rows = await tx.query(`DELETE FROM suppressions WHERE org_id = $1 AND phone = $2 AND reason = 'keyword' RETURNING phone`, [orgId, phone])
+  return rows.length > 0
+}
+
+/**
+ * The organization's own suppression of a number the person opted out of
+ * by keyword: theirs from now on, so that the person's START no longer lifts
+ * it. Answers whether it changed one.
+ */
+export async function adoptKeywordOptOut(tx: Queryable, orgId: string, phone: string): Promise<boolean> {
+  const rows = await tx.query(`UPDATE suppressions SET reason = 'manual' WHERE org_id = $1 AND phone = $2 AND reason = 'keyword' RETURNING phone`, [orgId, phone])
+  return rows.length > 0
 }
 
 /** Lifts the number's suppression, in the clear and as its digest. */

@@ -9,7 +9,7 @@ import assert from 'node:assert/strict'
 import { readFileSync } from 'node:fs'
 import { after, before, describe, test } from 'node:test'
 import { createChannels } from '../../src/channels/index.ts'
-import { type FakeTwilio, startFakeTwilio } from '../fakes/twilio.ts'
+import { type FakeTwilio, startFakeTwilio, twilioSignature } from '../fakes/twilio.ts'
 import { type FakeWhatsAppCloud, startFakeWhatsAppCloud } from '../fakes/whatsappCloud.ts'
 import { eventsOfTask } from '../support/events.ts'
 import { bearer, freePort, json, OPERATOR_TOKEN, seedOrganization, startService, taskOf, type TestService } from '../support/service.ts'
@@ -161,9 +161,17 @@ describe('an SMS campaign', () => {
     const received = events[0]
     assert.equal(received.data.channel, 'sms')
     assert.equal(received.data.message.text, 'Monday works, see you then')
-    assert.equal(received.data.window_closes_at, null)
+    // The window a conversation's texts may go in: 24 hours from the person's latest message.
+    assert.equal(received.data.window_closes_at, new Date(Date.parse(received.data.message.received_at) + 86_400_000).toISOString())
     assert.deepEqual(received.data.ids, [{ source: 'ats', type: 'candidate', value: `c-${phones}` }])
-    // Twilio's request repeated changes nothing.
+    // Twilio's request made again (its retry after a timeout) changes nothing.
+    const again = await fetch(answer.url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded', 'x-twilio-signature': twilioSignature(SECRETS.TWILIO_AUTH_TOKEN!, answer.url, answer.params) },
+      body: new URLSearchParams(answer.params).toString(),
+    })
+    assert.equal(again.status, 200)
+    assert.equal((await eventsOfTask(service.db, created.task_id)).length, 3)
     const context = json(await service.app.inject({ method: 'GET', url: `/api/v2/interactions/${done.interactions[0].id}`, headers: bearer(org.key) })).data
     assert.deepEqual(context.result.transcript.map((turn: { text: string }) => turn.text), ['Monday works, see you then'])
   })
@@ -176,7 +184,7 @@ describe('an SMS campaign', () => {
     assert.equal(response.statusCode, 201, response.body)
     const created = await trigger(documented.routing_key)
     await run()
-    assert.equal(textsTo(created.phone)[0]!.body, 'Hi Ada, your interview is Monday 10:00. Reply YES to confirm, STOP to opt out.')
+    assert.equal(textsTo(created.phone)[0]!.body, 'Hi Ada, your interview is Monday 10:00. Reply C to confirm, STOP to opt out.')
     assert.match((await personTexts(created.phone, 'HELP')).body, /<Message>Acme Recruiting interview reminders\. Reply STOP to opt out\./)
     // YES from a number that never opted out is the person's answer.
     assert.equal((await personTexts(created.phone, 'Yes')).status, 200)
@@ -185,11 +193,19 @@ describe('an SMS campaign', () => {
     assert.deepEqual(done.interactions[0].result.transcript.map((turn: { text: string }) => turn.text), ['Yes'])
   })
 
-  test('a text to a number no campaign sends from, or signed with another token, is refused', async () => {
+  test('a text to a number no campaign sends from, or not signed with the account\'s token, is refused', async () => {
     const created = await trigger((await smsCampaign()).routing_key)
     await run()
     assert.equal((await personTexts(created.phone, 'hello', '+14155550000')).status, 403)
     assert.equal((await personTexts(created.phone, 'hello', SMS_FROM, { signature: 'Zm9yZ2Vk' })).status, 403)
+    const params = { AccountSid: ACCOUNT_SID, MessageSid: `SM${'ef'.repeat(16)}`, From: created.phone, To: SMS_FROM, Body: 'hello', NumMedia: '0' }
+    const url = `${baseUrl}/providers/twilio/messages/inbound`
+    const otherToken = await fetch(url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded', 'x-twilio-signature': twilioSignature('another-accounts-token', url, params) },
+      body: new URLSearchParams(params).toString(),
+    })
+    assert.equal(otherToken.status, 403)
     assert.equal((await task(created.task_id)).status, 'in_progress')
   })
 })
@@ -202,7 +218,7 @@ describe("the carriers' keywords", () => {
     assert.equal((await personTexts(created.phone, ' Stop ')).status, 200)
     const stopped = await task(created.task_id)
     assert.equal(stopped.outcome, 'opted_out')
-    assert.equal(await suppressionOf(created.phone), 'reply')
+    assert.equal(await suppressionOf(created.phone), 'keyword')
 
     const again = await trigger(routing_key, { contact: { phone: created.phone } })
     await run()
@@ -215,6 +231,28 @@ describe("the carriers' keywords", () => {
     await run()
     assert.equal((await task(third.task_id)).status, 'in_progress')
     assert.equal(textsTo(created.phone).length, 2)
+  })
+
+  test("START lifts only the carriers' keyword STOP: not an opt-out in other words, nor one the client added after", async () => {
+    const { routing_key } = await smsCampaign()
+    const inOtherWords = await trigger(routing_key)
+    await run()
+    assert.equal((await personTexts(inOtherWords.phone, 'Arrête !')).status, 200)
+    assert.equal(await suppressionOf(inOtherWords.phone), 'reply')
+    assert.equal((await personTexts(inOtherWords.phone, 'START')).status, 200)
+    assert.equal(await suppressionOf(inOtherWords.phone), 'reply', 'Twilio did not block the sender, so a START asks nothing of us')
+
+    const adopted = await trigger(routing_key)
+    await run()
+    assert.equal((await personTexts(adopted.phone, 'STOP')).status, 200)
+    const suppressor = json(
+      await service.app.inject({ method: 'POST', url: `/admin/v1/organizations/${org.orgId}/api-keys`, headers: bearer(OPERATOR_TOKEN), payload: { name: 'dnc', scopes: ['suppressions:manage'] } }),
+    ).data.key
+    const added = await service.app.inject({ method: 'POST', url: '/api/v2/suppressions', headers: bearer(suppressor), payload: { phone: adopted.phone } })
+    assert.ok(added.statusCode < 300, added.body)
+    assert.equal(json(added).data.reason, 'manual')
+    assert.equal((await personTexts(adopted.phone, 'START')).status, 200)
+    assert.equal(await suppressionOf(adopted.phone), 'manual')
   })
 
   test("HELP is answered with the campaign's help text and changes nothing else; without one, Twilio answers it", async () => {
@@ -325,13 +363,19 @@ describe('a conversation kept open on purpose (results.conversation_s)', () => {
 })
 
 describe('texts in the conversation', () => {
-  test('the client texts the person through the API whenever, text only; its statuses come back on the interaction', async () => {
+  test('the client texts the person through the API within 24 hours of their latest text, text only; its statuses come back on the interaction', async () => {
     const created = await trigger((await smsCampaign()).routing_key)
     await run()
     const interactionId = (await task(created.task_id)).interactions[0].id
     const issued = await service.app.inject({ method: 'POST', url: `/admin/v1/organizations/${org.orgId}/api-keys`, headers: bearer(OPERATOR_TOKEN), payload: { name: 'agent', scopes: ['messages:send'] } })
     const key = json(issued).data.key
     const send = (payload: Record<string, unknown>) => service.app.inject({ method: 'POST', url: `/api/v2/interactions/${interactionId}/messages`, headers: bearer(key), payload })
+    // Before the person has written, nothing is sent: a text in the conversation answers them.
+    const unasked = await send({ text: 'Hello?' })
+    assert.equal(unasked.statusCode, 409, unasked.body)
+    assert.match(json(unasked).error.message, /has not opened/)
+    assert.equal(textsTo(created.phone).length, 1)
+    assert.equal((await personTexts(created.phone, 'Could we move it?')).status, 200)
 
     const sent = await send({ text: 'Would Tuesday suit you better?' })
     assert.equal(sent.statusCode, 201, sent.body)
@@ -345,6 +389,13 @@ describe('texts in the conversation', () => {
     const buttons = await send({ buttons: { body: 'Pick', options: [{ id: 'a', title: 'A' }] } })
     assert.equal(buttons.statusCode, 422, buttons.body)
     assert.deepEqual(json(buttons).detail.map((entry: { loc: unknown }) => entry.loc), [['body', 'buttons']])
+    assert.equal(textsTo(created.phone).length, 2)
+
+    // A day after the person's text, the window has closed.
+    now += 86_400_000
+    const late = await send({ text: 'Still there?' })
+    assert.equal(late.statusCode, 409, late.body)
+    assert.match(json(late).error.message, /closed at/)
     assert.equal(textsTo(created.phone).length, 2)
   })
 })

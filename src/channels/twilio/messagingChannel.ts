@@ -84,8 +84,8 @@ export class TwilioMessagingChannel implements Channel {
   }
 
   /**
-   * A text in the conversation (docs/messaging.md): SMS has no window, so
-   * one may go whenever the person has not opted out. Text only: buttons
+   * A text in the conversation (docs/messaging.md), within the window the
+   * person's latest text opened (services/sessionMessages.ts). Text only: buttons
    * and lists are WhatsApp's (services/sessionMessages.ts refuses them).
    * Its statuses come to one URL for every such text, by its SID.
    */
@@ -149,6 +149,7 @@ export class TwilioMessagingChannel implements Channel {
 function outcomeOfStatus(status: string | null): InteractionOutcome {
   switch (status) {
     case 'delivered':
+    case 'partially_delivered':
     case 'read':
       return 'delivered'
     case 'sent':

@@ -30,7 +30,7 @@ export function inboundMessageUrl(publicBaseUrl: string): string {
 }
 
 /** Statuses on the way: kept as the interaction's provider status, in this order (a later one never goes back). */
-export const MESSAGE_STATUS_RANK: Readonly<Record<string, number>> = { accepted: 1, scheduled: 1, queued: 2, sending: 3, sent: 4, delivered: 5, read: 6 }
+export const MESSAGE_STATUS_RANK: Readonly<Record<string, number>> = { accepted: 1, scheduled: 1, queued: 2, sending: 3, sent: 4, partially_delivered: 5, delivered: 5, read: 6 }
 
 /**
  * Twilio's error codes that say the number cannot take a text at all, so

@@ -224,15 +224,64 @@ const CONVERSED = ['completed', 'replied']
 /** An interaction's result, or in words why there is none (yet). */
 function Outcome({ interaction, channel, zones }) {
   const result = interaction.result ?? null
-  if (result !== null) return html`<${Result} result=${result} zones=${zones} />`
-  if (interaction.status === 'ended') {
-    // Over, but held back until its conversation reports (the campaign's results.wait_s).
-    return html`<p class="step-note awaiting">${channel === 'whatsapp' ? 'The conversation' : 'The call'} is over; its result is awaited. The interaction is reported when it comes, or when the campaign's wait for it runs out.</p>`
-  }
+  // Over, but held back until its conversation reports (results.wait_s), or a message thread kept open (results.conversation_s).
+  const awaited =
+    interaction.status !== 'ended'
+      ? null
+      : channel === 'voice'
+        ? html`<p class="step-note awaiting">The call is over; its result is awaited. The interaction is reported when it comes, or when the campaign's wait for it runs out.</p>`
+        : html`<p class="step-note awaiting">The conversation is open: what the person writes lands here until its result comes, or it closes (below).</p>`
+  if (result !== null) return html`${awaited}<${Result} result=${result} zones=${zones} />`
+  if (awaited !== null) return awaited
   if (interaction.status === 'finalized' && interaction.direction === 'outbound' && CONVERSED.includes(interaction.outcome)) {
     return html`<p class="step-note muted">No result reported.</p>`
   }
   return null
+}
+
+/** What a message sent in the conversation said: its text, or the body of its buttons or list. */
+const messageText = (content) => content.text ?? content.buttons?.body ?? content.list?.body ?? ''
+
+/**
+ * A WhatsApp or SMS thread's state, read from the interaction's context
+ * (GET /api/v2/interactions/{id}): until when WhatsApp's window lets any
+ * message be sent, until when a conversation kept open stays open, and the
+ * messages sent in it with their statuses. Read again while it runs, since
+ * statuses change without the task changing.
+ */
+function Thread({ credential, interaction, zones }) {
+  const loaded = useLoad(() => call(credential.token, 'GET', `/api/v2/interactions/${encodeURIComponent(interaction.id)}`), [interaction.id, interaction.status])
+  const running = interaction.status !== 'finalized'
+  useEffect(() => {
+    if (!running || loaded.loading) return undefined
+    const timer = setTimeout(loaded.reload, REFRESH_MS)
+    return () => clearTimeout(timer)
+  }, [running, loaded.data, loaded.error])
+  if (loaded.data === undefined) return html`<${Failure} error=${loaded.error} />`
+  const context = loaded.data
+  const rows = [
+    ...(context.window_closes_at === null ? [] : [[Date.parse(context.window_closes_at) > Date.now() ? 'Window open until' : 'Window closed at', html`<${Instant} at=${context.window_closes_at} zones=${zones} />`]]),
+    ...(context.result_due_by === null ? [] : [['Conversation open until', html`<${Instant} at=${context.result_due_by} zones=${zones} />`]]),
+  ]
+  if (rows.length === 0 && context.messages.length === 0) return null
+  return html`<div class="thread" aria-label="Thread">
+    ${rows.length === 0 ? null : html`<${Facts} rows=${rows} />`}
+    ${context.messages.length === 0
+      ? null
+      : html`<h5>Sent in the conversation</h5>
+          <table class="attempts">
+            <thead><tr><th>Sent</th><th>Message</th><th>Status</th></tr></thead>
+            <tbody>
+              ${context.messages.map(
+                (message) => html`<tr key=${message.id}>
+                  <td><${Instant} at=${message.created_at} /></td>
+                  <td>${messageText(message.content)}</td>
+                  <td><${Badge} value=${message.status} kind=${message.status === 'failed' ? 'failed' : 'succeeded'} />${message.error === null ? null : html` <span class="muted">${message.error}</span>`}</td>
+                </tr>`,
+              )}
+            </tbody>
+          </table>`}
+  </div>`
 }
 
 const STEP_REASONS = { undelivered: 'the message was not delivered', not_on_whatsapp: 'the number is not on WhatsApp', no_reply: 'no reply came' }
@@ -258,7 +307,7 @@ function Steps({ task }) {
   </section>`
 }
 
-function Interactions({ task }) {
+function Interactions({ task, credential }) {
   if (task.interactions.length === 0) {
     return html`<section class="card"><h3>Interactions</h3><p class="muted">None yet. ${task.status === 'pending' ? 'The first starts at the next attempt time above.' : ''}</p></section>`
   }
@@ -285,7 +334,8 @@ function Interactions({ task }) {
           />
           ${interaction.decision === null || interaction.decision === undefined ? null : html`<${Placed} decision=${interaction.decision} />`}
           ${interaction.handoff === null || interaction.handoff === undefined ? null : html`<${Handoff} handoff=${interaction.handoff} zones=${zones} />`}
-          <${Outcome} interaction=${interaction} channel=${task.channel} zones=${zones} />
+          <${Outcome} interaction=${interaction} channel=${interaction.channel} zones=${zones} />
+          ${interaction.channel === 'voice' ? null : html`<${Thread} credential=${credential} interaction=${interaction} zones=${zones} />`}
         </li>`,
       )}
     </ol>
@@ -421,7 +471,7 @@ export function TaskPage({ credential, taskId }) {
           </p>`}
     </section>
     <${Steps} task=${task} />
-    <${Interactions} task=${task} />
+    <${Interactions} task=${task} credential=${credential} />
     <${Webhooks} events=${events} mayResend=${credential.key.scopes.includes('webhooks:manage')} onResend=${resend} />
     <${Trigger} trigger=${trigger} />
   </div>`

@@ -77,7 +77,7 @@ const InteractionContextSchema = component('InteractionContext', Type.Object({
   result_due_by: Type.Union([Timestamp, Type.Null()], { description: 'While it waits for its result (status `ended`): when the wait ends and it is reported without one.' }),
   messages: Type.Array(SessionMessageResource, { description: 'The messages sent to the person on it (POST .../messages), oldest first, each with its status.' }),
   window_closes_at: Type.Union([Timestamp, Type.Null()], {
-    description: "WhatsApp: until when any message may be sent to the person, not only an approved template (24 hours from their latest message on this interaction); null before they have written, and on other channels.",
+    description: "WhatsApp and SMS: until when a message may be sent to the person in the conversation (on WhatsApp, not only an approved template): 24 hours from their latest message on this interaction; null before they have written, and for a call.",
   }),
   ids: Type.Array(Type.Object({ source: Type.String(), type: Type.String(), value: Type.String() }), { description: "Your ids, as the trigger sent them." }),
   contact: Type.Union(
@@ -191,11 +191,11 @@ export function interactionRoutes(app: FastifyInstance, deps: { authenticator: A
         operationId: 'sendInteractionMessage',
         summary: 'Send the person a message in their open window',
         description:
-          "A text, up to three reply buttons, or a list, to the person of a WhatsApp interaction, while the customer service window their latest message opened there is open (`window_closes_at`, 24 hours from it; docs/messaging.md): 409 once it has closed, or before they have written, and nothing is sent (only a template can reach them then: a new trigger sends the campaign's). " +
-          "Sent at once, at the pace of the campaign's sender (429 with Retry-After when its pace is taken); answered with the message once WhatsApp took it (`accepted`), whose statuses then follow on the interaction's `messages`. " +
-          '409 too for a number on the suppression list, and for a person erased. ' +
-          'With an Idempotency-Key, the same request again answers as the first did and sends nothing (its message, with `Idempotent-Replayed: true`; 409 `idempotency_key_in_use` while the first still waits for WhatsApp; the same 502 when WhatsApp gave it no answer); the key with another message is 409 `idempotency_key_reused`. ' +
-          '502 `provider_error` when WhatsApp refused it (nothing was sent) or gave no answer (the message is kept `unknown`, and not sent again by itself). Scope `messages:send`.',
+          "A text, up to three reply buttons, or a list, to the person of a WhatsApp interaction (a text only, of up to 1,600 characters, on an SMS one), while the window their latest message opened there is open (`window_closes_at`, 24 hours from it: WhatsApp's customer service window, and the same for a text; docs/messaging.md): 409 once it has closed, or before they have written, and nothing is sent (a new trigger sends the campaign's template or text). " +
+          "Sent at once, at the pace of the campaign's sender (429 with Retry-After when its pace is taken); answered with the message once the provider took it (`accepted`), whose statuses then follow on the interaction's `messages`. " +
+          "409 too for a number on the suppression list (or one the provider says has opted out: it is suppressed then), and for a person erased. " +
+          'With an Idempotency-Key, the same request again answers as the first did and sends nothing (its message, with `Idempotent-Replayed: true`; 409 `idempotency_key_in_use` while the first still waits for the provider; the same 502 when the provider gave it no answer); the key with another message is 409 `idempotency_key_reused`. ' +
+          '502 `provider_error` when the provider refused it (nothing was sent) or gave no answer (the message is kept `unknown`, and not sent again by itself). Scope `messages:send`.',
         params: InteractionParams,
         body: SessionMessageSchema,
         ...routeHeaders({ request: ['Idempotency-Key'], responses: { 201: ['Idempotent-Replayed'] } }),

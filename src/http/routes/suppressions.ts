@@ -24,8 +24,8 @@ const SuppressionSchema = component('Suppression', Type.Object({
     description: "E.164; for a number erased since (POST /api/v2/contacts/erase), the keyed digest it is kept as ('sha256:...'): still suppressed, and found again by its number.",
   }),
   reason: {
-    ...OneOf(['manual', 'reply', 'provider', 'conversation'] as const),
-    description: 'manual (added here), reply (the person wrote STOP), provider (the provider says they opted out), conversation (a conversation reported opt_out).',
+    ...OneOf(['manual', 'reply', 'keyword', 'provider', 'conversation'] as const),
+    description: 'manual (added here), reply (the person wrote STOP on WhatsApp, or an opt-out word in a text), keyword (the person texted one of the carriers\' opt-out keywords, STOP...: their START lifts it; adding the number here makes it manual), provider (the provider says they opted out), conversation (a conversation reported opt_out).',
   },
   created_at: Timestamp,
 }))

@@ -44,6 +44,7 @@ const DEFAULT_TASKS_PAGE = 50
 
 const InteractionSchema = component('Interaction', Type.Object({
   id: Type.String(),
+  channel: { ...ChannelSchema, description: "Its channel: the task's campaign's, or, for a task that went on to a fallback step, that step's." },
   direction: OneOf(['outbound', 'inbound'] as const),
   attempt: Type.Union([Type.Integer(), Type.Null()]),
   status: InteractionStatusSchema,
@@ -147,6 +148,7 @@ const presentTask = (task: Task) => ({
   decision: task.decision,
   interactions: task.interactions.map((interaction) => ({
     id: interaction.id,
+    channel: interaction.channel,
     direction: interaction.direction,
     attempt: interaction.attempt,
     status: interaction.status,
