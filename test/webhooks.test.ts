@@ -159,7 +159,7 @@ describe('delivery', () => {
     await deliver()
     const [received, event] = payloads()
     assert.equal(received.type, 'interaction.message_received')
-    assert.deepEqual(received.data.message, { id: 'wamid.inbound-1', text: 'Hello?', received_at: new Date(Math.floor(now / 1000) * 1000).toISOString() })
+    assert.deepEqual(received.data.message, { id: 'wamid.inbound-1', text: 'Hello?', media: [], received_at: new Date(Math.floor(now / 1000) * 1000).toISOString() })
     assert.equal(received.data.interaction_id, event.data.interaction_id)
     assert.equal('ids' in received.data, false)
     assert.equal(event.type, 'interaction.finalized')

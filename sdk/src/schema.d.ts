@@ -990,17 +990,25 @@ export interface components {
                 value: string;
             }[];
             message: {
-                /** @description The provider's id of the message (WhatsApp's `wamid`): a message is reported once, however often the provider delivers it. */
+                /** @description The provider's id of the message (WhatsApp's `wamid`, Twilio's `SM...` or `MM...`): a message is reported once, however often the provider delivers it. */
                 id: string;
-                /** @description What the person wrote, or the label of the button or list row they chose; null for a message without text (an image, a location). */
+                /** @description What the person wrote, or the label of the button or list row they chose, or a file's caption; null for a message without text (an image without caption, a location). */
                 text: string | null;
+                /** @description The files the message carried; [] for none (and once the person is erased). */
+                media: {
+                    /** @description image, video, audio, document or sticker: WhatsApp's types, and an MMS file's by its content type (image, video, audio, else document). */
+                    type: string;
+                    /** @description What to fetch it by from the provider, with the campaign's credentials: WhatsApp's media id (Graph API GET /{media-id}), Twilio's MediaUrl. The service keeps no copy. */
+                    ref: string;
+                    mime_type: string | null;
+                }[];
                 /**
                  * Format: date-time
                  * @description UTC, ISO 8601 with Z
                  */
                 received_at: string;
             };
-            /** @description WhatsApp: until when any message may be sent to the person, not only an approved template (24 hours from their latest message); null on a channel without such a window. */
+            /** @description Until when a message may be sent to the person in the conversation (on WhatsApp, not only an approved template): 24 hours from their latest message. */
             window_closes_at: string | null;
         };
         /** @description webhook.test: sent to one endpoint on request (POST .../webhook-endpoints/{id}/test). */

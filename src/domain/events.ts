@@ -160,7 +160,21 @@ export interface ReceivedMessage {
   id: string
   /** What they wrote (a text, or the label of a button or list row they chose); null for a message without text. */
   text: string | null
+  /** What it carried besides text (an image, a document...), each by the provider's reference to fetch it by. */
+  media: MessageMedia[]
   at: number
+}
+
+/**
+ * A file a person sent, as a reference the client fetches it by from the
+ * provider with the campaign's credentials (the service keeps no copy):
+ * WhatsApp's media id (Graph API GET /{media-id}), or Twilio's MediaUrl.
+ */
+export interface MessageMedia {
+  /** image, video, audio, document or sticker (WhatsApp's types); a Twilio MMS file's by its content type. */
+  type: string
+  ref: string
+  mime_type: string | null
 }
 
 /**
@@ -177,7 +191,7 @@ export function interactionMessageReceivedEvent(interaction: ReportedInteraction
     timestamp: new Date(now).toISOString(),
     data: {
       ...aboutInteraction(interaction),
-      message: { id: message.id, text: message.text, received_at: new Date(message.at).toISOString() },
+      message: { id: message.id, text: message.text, media: message.media, received_at: new Date(message.at).toISOString() },
       window_closes_at: windowClosesAt === null ? null : new Date(windowClosesAt).toISOString(),
     },
   }

@@ -202,12 +202,20 @@ export const EventDataSchemas = [
     {
       ...aboutInteraction(Type.String({ description: 'What the message made of the interaction: `replied`.' })),
       message: Type.Object({
-        id: Type.String({ description: "The provider's id of the message (WhatsApp's `wamid`): a message is reported once, however often the provider delivers it." }),
-        text: Type.Union([Type.String(), Type.Null()], { description: 'What the person wrote, or the label of the button or list row they chose; null for a message without text (an image, a location).' }),
+        id: Type.String({ description: "The provider's id of the message (WhatsApp's `wamid`, Twilio's `SM...` or `MM...`): a message is reported once, however often the provider delivers it." }),
+        text: Type.Union([Type.String(), Type.Null()], { description: "What the person wrote, or the label of the button or list row they chose, or a file's caption; null for a message without text (an image without caption, a location)." }),
+        media: Type.Array(
+          Type.Object({
+            type: Type.String({ description: 'image, video, audio, document or sticker: WhatsApp\'s types, and an MMS file\'s by its content type (image, video, audio, else document).' }),
+            ref: Type.String({ description: "What to fetch it by from the provider, with the campaign's credentials: WhatsApp's media id (Graph API GET /{media-id}), Twilio's MediaUrl. The service keeps no copy." }),
+            mime_type: Type.Union([Type.String(), Type.Null()]),
+          }),
+          { description: 'The files the message carried; [] for none (and once the person is erased).' },
+        ),
         received_at: Timestamp,
       }),
       window_closes_at: Type.Union([Timestamp, Type.Null()], {
-        description: "WhatsApp: until when any message may be sent to the person, not only an approved template (24 hours from their latest message); null on a channel without such a window.",
+        description: "Until when a message may be sent to the person in the conversation (on WhatsApp, not only an approved template): 24 hours from their latest message.",
       }),
     },
     {

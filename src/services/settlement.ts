@@ -25,6 +25,7 @@ import {
   interactionFinalizedEvent,
   interactionMessageReceivedEvent,
   type OrganizationEvent,
+  type MessageMedia,
   type ReceivedMessage,
   type TaskCompletion,
   taskCompletedEvent,
@@ -64,7 +65,7 @@ interface EndingDetails {
   /** The provider's reference for it, when its start was confirmed only now (an attempt settled as soon as it started). */
   providerRef?: string
   /** The provider's message that says so (a reply): counted once however often it is delivered, and reported (interaction.message_received) as it lands. */
-  message?: { provider: Provider; id: string; text: string | undefined }
+  message?: { provider: Provider; id: string; text: string | undefined; media?: MessageMedia[] }
   /**
    * The person opted out (wrote STOP, or the provider says so): the number is
    * suppressed even if the interaction was over already, and its task closes.
@@ -176,7 +177,7 @@ export async function settleEndings(tx: Queryable, endings: readonly Interaction
   for (const [index, ending] of endings.entries()) {
     if (ending.message !== undefined) {
       if (!(await recordProviderMessage(tx, ending.message.provider, ending.message.id, ending.interactionId, now))) continue
-      messages.push({ interactionId: ending.interactionId, message: { id: ending.message.id, text: ending.message.text ?? null, at: ending.at } })
+      messages.push({ interactionId: ending.interactionId, message: { id: ending.message.id, text: ending.message.text ?? null, media: ending.message.media ?? [], at: ending.at } })
     }
     if (ending.optOut !== undefined) await suppress(tx, ending.optOut.orgId, ending.optOut.phone, ending.optOut.reason, now)
     // Two outcomes of one interaction in one batch: the first submitted counts, as if committed first, but

@@ -12,7 +12,7 @@ import type { Provider } from '../domain/campaignSettings.ts'
 import { conversationTookPlace } from '../domain/attemptPolicy.ts'
 import { contactTurn, type ConversationResult, recordedResult, type TranscriptTurn } from '../domain/conversationResult.ts'
 import { ApiError, ValidationFailed, valueError } from '../domain/errors.ts'
-import { interactionFinalizedEvent, type OrganizationEvent } from '../domain/events.ts'
+import { interactionFinalizedEvent, type MessageMedia, type OrganizationEvent } from '../domain/events.ts'
 import { newId } from '../domain/ids.ts'
 import type { Campaign, Channel, ExternalId } from '../domain/types.ts'
 import { findCampaignsByRoutingKey } from '../store/campaigns.ts'
@@ -152,7 +152,7 @@ export class TaskLifecycle {
         now,
       )
       const { interaction } = finalized!
-      const received = { interactionId, message: { id: message.id, text: message.text ?? null, at: message.at } }
+      const received = { interactionId, message: { id: message.id, text: message.text ?? null, media: message.media ?? [], at: message.at } }
       const events: OrganizationEvent[] = [
         ...(await messagesReceived(tx, [received], new Map([[interactionId, finalized!]]), now)),
         { orgId: campaign.orgId, event: interactionFinalizedEvent(interaction, now) },
@@ -216,11 +216,19 @@ export interface PersonMessage {
   at: number
   /** What they wrote (a text, or the label of a button they pressed), when it is text. */
   text: string | undefined
+  /** What it carried besides text, as the provider's references. */
+  media?: MessageMedia[]
 }
 
-/** A message's text as the conversation's transcript holds it. */
+/**
+ * A message as the conversation's transcript holds it: its text, or, for a
+ * file without a caption, what it was (`[image]`), so that it is in the
+ * conversation's story, and lands on one that waits for its result, as text does.
+ */
 export function turnsOf(message: PersonMessage): TranscriptTurn[] | null {
-  return message.text === undefined ? null : [contactTurn(message.text, message.at)]
+  const files = (message.media ?? []).map((file) => `[${file.type}]`).join(' ')
+  const said = message.text ?? (files === '' ? undefined : files)
+  return said === undefined ? null : [contactTurn(said, message.at)]
 }
 
 /** A task cancelled by its external ids, as the client is told of it. */

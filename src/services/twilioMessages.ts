@@ -133,13 +133,13 @@ export class TwilioMessages {
     }
     if (keyword === 'start' && (await this.#optedBackIn(campaign, text.from))) return EMPTY_MESSAGING_TWIML
     const optOut = keyword === 'stop' ? (isCarrierStop(text.text, text.optOutType) ? 'keyword' : 'reply') : undefined
-    const message: PersonMessage = { provider: 'twilio', id: text.messageSid, from: text.from, at: this.#now(), text: text.text }
+    const message: PersonMessage = { provider: 'twilio', id: text.messageSid, from: text.from, at: this.#now(), text: text.text, media: text.media }
     if (answered !== undefined && answered.status !== 'finalized') {
       await this.#lifecycle.finalize({
         interactionId: answered.id,
         outcome: 'replied',
         at: message.at,
-        message: { provider: message.provider, id: message.id, text: message.text },
+        message: { provider: message.provider, id: message.id, text: message.text, media: message.media },
         turns: turnsOf(message) ?? undefined,
         optOut: optOut === undefined ? undefined : { orgId: campaign.orgId, phone: text.from, reason: optOut },
         closesWait: optOut !== undefined,

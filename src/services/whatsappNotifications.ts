@@ -111,7 +111,7 @@ export class WhatsAppNotifications {
     }
     // A reply: to the message it names, else to the latest conversation with its sender from this number
     // (a running one first). One that answers nothing running is an inbound interaction of its own.
-    const message: PersonMessage = { provider: 'whatsapp_cloud', id: notification.messageId, from: notification.from, at: notification.at, text: notification.text }
+    const message: PersonMessage = { provider: 'whatsapp_cloud', id: notification.messageId, from: notification.from, at: notification.at, text: notification.text, media: notification.media }
     const optOut = asksToStop(notification.text)
     const answered = (await sent(notification.replyTo)) ?? ours(await findLatestInteractionWith(this.#db, senders, notification.from))
     if (answered !== undefined && answered.status !== 'finalized') {
@@ -121,7 +121,7 @@ export class WhatsAppNotifications {
         interactionId: answered.id,
         outcome: 'replied',
         at: notification.at,
-        message: { provider: message.provider, id: message.id, text: message.text },
+        message: { provider: message.provider, id: message.id, text: message.text, media: message.media },
         turns: turnsOf(message) ?? undefined,
         optOut: optOut ? { orgId, phone: notification.from, reason: 'reply' } : undefined,
         closesWait: optOut,

@@ -173,12 +173,14 @@ export async function erasePersonRecords(tx: Queryable, orgId: string, records: 
   return { tasks: tasks.length, contacts: contacts.length, interactions: ofTasks.length + replies.length }
 }
 
-/** Erases what the person said from an event: its result's fields, or the text of the message it reports; false when it held nothing of it. */
+/** Erases what the person said from an event: its result's fields, or the text and files of the message it reports; false when it held nothing of it. */
 function eraseFrom(event: OutboxEvent): boolean {
-  const { message, result } = event.data as { message?: { text: string | null }; result?: unknown }
+  const { message, result } = event.data as { message?: { text: string | null; media?: unknown[] }; result?: unknown }
   if (event.type === 'interaction.message_received' && message !== undefined) {
-    if (message.text === null) return false
+    // An event written before messages carried files has no media: it stays without.
+    if (message.text === null && (message.media ?? []).length === 0) return false
     message.text = null
+    if (message.media !== undefined) message.media = []
     return true
   }
   if (typeof result !== 'object' || result === null) return false

@@ -97,10 +97,12 @@ export interface StatusOptions {
 export interface InboundReply {
   /** The sender's WhatsApp ID: digits, no `+`. */
   from: string
-  /** A text message's body; or, with `choice`, the title of the button or list row chosen. */
+  /** A text message's body; or, with `choice`, the title of the button or list row chosen; or, with `media`, its caption ('' for none). */
   text: string
   /** The person chose a reply button or a list row of an interactive message, rather than typing. */
   choice?: 'button_reply' | 'list_reply'
+  /** The person sent a file: an image or a document, as Cloud API's webhook carries it (`{id, mime_type, sha256, caption?}`). */
+  media?: { type: 'image' | 'document'; mimeType: string }
   /** The wamid replied to, as WhatsApp sends it for a swipe-reply (`context`). */
   replyTo?: string
   /** Default: the first configured one. */
@@ -365,9 +367,14 @@ export async function startFakeWhatsAppCloud(options: FakeWhatsAppCloudOptions):
         from: reply.from,
         id: newWamid(reply.from),
         timestamp: unixSeconds(reply.at),
-        ...(reply.choice === undefined
-          ? { text: { body: reply.text }, type: 'text' }
-          : { interactive: { type: reply.choice, [reply.choice]: { id: `choice-${randomBytes(4).toString('hex')}`, title: reply.text } }, type: 'interactive' }),
+        ...(reply.media !== undefined
+          ? {
+              type: reply.media.type,
+              [reply.media.type]: { id: String(randomInt(100_000_000_000, 281_000_000_000_000)), mime_type: reply.media.mimeType, sha256: randomBytes(32).toString('base64'), ...(reply.text === '' ? {} : { caption: reply.text }) },
+            }
+          : reply.choice === undefined
+            ? { text: { body: reply.text }, type: 'text' }
+            : { interactive: { type: reply.choice, [reply.choice]: { id: `choice-${randomBytes(4).toString('hex')}`, title: reply.text } }, type: 'interactive' }),
       }
       if (reply.replyTo !== undefined) message.context = { from: displayNumber(phoneNumberId), id: reply.replyTo }
       return notify(phoneNumberId, { contacts: [{ profile: { name: 'Test Contact' }, wa_id: reply.from }], messages: [message] })

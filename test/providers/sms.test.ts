@@ -174,6 +174,12 @@ describe('an SMS campaign', () => {
     assert.equal((await eventsOfTask(service.db, created.task_id)).length, 3)
     const context = json(await service.app.inject({ method: 'GET', url: `/api/v2/interactions/${done.interactions[0].id}`, headers: bearer(org.key) })).data
     assert.deepEqual(context.result.transcript.map((turn: { text: string }) => turn.text), ['Monday works, see you then'])
+    // A picture by MMS afterwards: on the task, as Twilio's MediaUrl.
+    const picture = 'https://api.twilio.com/2010-04-01/Accounts/AC0/Messages/MM0/Media/ME0'
+    assert.equal((await personTexts(created.phone, '', SERVICE_NUMBER, { messagingServiceSid: MESSAGING_SERVICE_SID, media: [picture] })).status, 200)
+    const mms = (await eventsOfTask(service.db, created.task_id)).find((event) => event.type === 'interaction.message_received' && event.data.message.media.length > 0)
+    assert.deepEqual(mms.data.message.media, [{ type: 'image', ref: picture, mime_type: 'image/jpeg' }])
+    assert.equal(mms.data.message.text, null)
   })
 
   test("docs/messaging.md's campaign, as it is written there, sends its text and answers HELP with its help text", async () => {

@@ -567,6 +567,13 @@ describe('whatsapp cloud', () => {
     assert.equal(await dueBy(), new Date(at + 86_400_000).toISOString())
     assert.equal(await whatsapp.sendReply({ from: '442079460302', text: 'After 10 please', at: at + 3_600_000 }), 200)
     assert.equal(await dueBy(), new Date(at + 3_600_000 + 86_400_000).toISOString(), 'each message keeps it open to its window')
+    // A file without a caption lands too, as its media id, and keeps the window open as text does.
+    assert.equal(await whatsapp.sendReply({ from: '442079460302', text: '', media: { type: 'image', mimeType: 'image/jpeg' }, at: at + 3_600_000 }), 200)
+    const image = (await eventsOf(created.task_id)).at(-1)
+    assert.equal(image.type, 'interaction.message_received')
+    assert.equal(image.data.message.text, null)
+    assert.deepEqual(image.data.message.media.map((file: { type: string; mime_type: string }) => [file.type, file.mime_type]), [['image', 'image/jpeg']])
+    assert.match(image.data.message.media[0].ref, /^[0-9]+$/)
     const saved = now
     try {
       now = at + 3_600_000 + 86_400_000
@@ -575,7 +582,7 @@ describe('whatsapp cloud', () => {
       assert.equal(done.outcome, 'reached')
       assert.equal(done.interactions.length, 1)
       const finalized = (await eventsOf(created.task_id)).find((event) => event.type === 'interaction.finalized')
-      assert.deepEqual(finalized.data.result.transcript.map((turn: { text: string }) => turn.text), ['Friday?', 'After 10 please'])
+      assert.deepEqual(finalized.data.result.transcript.map((turn: { text: string }) => turn.text), ['Friday?', 'After 10 please', '[image]'])
     } finally {
       now = saved
     }

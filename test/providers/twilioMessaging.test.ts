@@ -138,9 +138,12 @@ describe("Twilio's requests", () => {
 
   test("an inbound text: its SID, sender, number, text (none for media alone), and Advanced Opt-Out's verdict", () => {
     assert.deepEqual(inboundText({ MessageSid: SID, From: TO, To: FROM, Body: 'Yes', NumMedia: '0', AccountSid: ACCOUNT }), {
-      messageSid: SID, accountSid: ACCOUNT, from: TO, to: FROM, messagingServiceSid: undefined, text: 'Yes', media: 0, optOutType: undefined,
+      messageSid: SID, accountSid: ACCOUNT, from: TO, to: FROM, messagingServiceSid: undefined, text: 'Yes', media: [], optOutType: undefined,
     })
-    assert.equal(inboundText({ MessageSid: `MM${'cd'.repeat(16)}`, From: TO, To: FROM, Body: '', NumMedia: '1', OptOutType: 'stop' })!.text, undefined)
+    const mms = inboundText({ MessageSid: `MM${'cd'.repeat(16)}`, From: TO, To: FROM, Body: '', NumMedia: '2', MediaUrl0: 'https://api.twilio.com/m/0', MediaContentType0: 'image/png', MediaUrl1: 'https://api.twilio.com/m/1', MediaContentType1: 'application/pdf', OptOutType: 'stop' })!
+    assert.equal(mms.text, undefined)
+    assert.equal(mms.optOutType, 'STOP')
+    assert.deepEqual(mms.media, [{ type: 'image', ref: 'https://api.twilio.com/m/0', mime_type: 'image/png' }, { type: 'document', ref: 'https://api.twilio.com/m/1', mime_type: 'application/pdf' }])
     assert.equal(inboundText({ MessageSid: 'CA123', From: TO, To: FROM, Body: 'x' }), undefined)
   })
 

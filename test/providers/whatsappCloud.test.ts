@@ -504,6 +504,7 @@ describe('notificationsFromWebhook', () => {
       messageId: swiped.messageId,
       replyTo: wamid,
       text: 'Yes, see you',
+      media: [],
       at: AT_S,
     })
 
@@ -512,6 +513,23 @@ describe('notificationsFromWebhook', () => {
     assert.ok(plain?.kind === 'inbound')
     assert.equal(plain.replyTo, undefined)
     assert.equal(plain.from, '+4915123456789')
+  })
+
+  test('a file is read as its media id, type and MIME type, its caption as the text', () => {
+    const metadata = (id: string) => ({ display_phone_number: '15550001111', phone_number_id: id })
+    const body = {
+      object: 'whatsapp_business_account',
+      entry: [{ id: '1', changes: [{ field: 'messages', value: { metadata: metadata('222'), messages: [
+        { from: '4915100000005', id: 'wamid.G', timestamp: '1700000006', type: 'image', image: { id: '1200000000000001', mime_type: 'image/jpeg', sha256: 'abc=', caption: 'My CV' } },
+        { from: '4915100000005', id: 'wamid.H', timestamp: '1700000007', type: 'document', document: { id: '1200000000000002', mime_type: 'application/pdf', sha256: 'def=', filename: 'cv.pdf' } },
+        { from: '4915100000005', id: 'wamid.I', timestamp: '1700000008', type: 'image', image: { mime_type: 'image/jpeg' } },
+      ] } }] }],
+    }
+    assert.deepEqual(notificationsFromWebhook(body).map((n) => (n.kind === 'inbound' ? [n.messageId, n.text, n.media] : undefined)), [
+      ['wamid.G', 'My CV', [{ type: 'image', ref: '1200000000000001', mime_type: 'image/jpeg' }]],
+      ['wamid.H', undefined, [{ type: 'document', ref: '1200000000000002', mime_type: 'application/pdf' }]],
+      ['wamid.I', undefined, []],
+    ])
   })
 
   test('several entries and changes, read in order; other fields and system messages skipped', () => {
@@ -563,8 +581,8 @@ describe('notificationsFromWebhook', () => {
     assert.deepEqual(notificationsFromWebhook(body), [
       { kind: 'report', phoneNumberId: '111', report: { kind: 'progress', providerRef: 'wamid.A', status: 'delivered', at: 1_700_000_000_000 } },
       { kind: 'report', phoneNumberId: '111', report: { kind: 'progress', providerRef: 'wamid.B', status: 'read', at: 1_700_000_001_000 } },
-      { kind: 'inbound', phoneNumberId: '222', from: '+4915100000003', messageId: 'wamid.C', replyTo: 'wamid.A', text: 'Yes', at: 1_700_000_002_000 },
-      { kind: 'inbound', phoneNumberId: '222', from: '+4915100000004', messageId: 'wamid.D', replyTo: 'wamid.B', text: undefined, at: 1_700_000_003_000 },
+      { kind: 'inbound', phoneNumberId: '222', from: '+4915100000003', messageId: 'wamid.C', replyTo: 'wamid.A', text: 'Yes', media: [], at: 1_700_000_002_000 },
+      { kind: 'inbound', phoneNumberId: '222', from: '+4915100000004', messageId: 'wamid.D', replyTo: 'wamid.B', text: undefined, media: [], at: 1_700_000_003_000 },
       { kind: 'report', phoneNumberId: '222', report: { kind: 'final', providerRef: 'wamid.F', outcome: 'undelivered', at: 1_700_000_005_000, notOnChannel: true } },
     ])
   })

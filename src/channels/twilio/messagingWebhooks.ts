@@ -5,7 +5,8 @@
  * messages people send to a campaign's number (`MessageSid`, `From`, `To`,
  * `Body`, `NumMedia`, `MessagingServiceSid`, `OptOutType`).
  */
-import { storableId } from '../../domain/boundedReaders.ts'
+import { storableId, storableText } from '../../domain/boundedReaders.ts'
+import type { MessageMedia } from '../../domain/events.ts'
 import type { SmsOutcome } from '../../domain/types.ts'
 import type { ProviderReport } from '../channel.ts'
 
@@ -78,6 +79,15 @@ export function errorCodeOf(value: string | number | null | undefined): number |
   return typeof value === 'string' && /^[0-9]{1,6}$/.test(value) ? Number(value) : undefined
 }
 
+/** A file's type as WhatsApp names them: image, video, audio by the content type, any other a document. */
+function fileType(mimeType: string | null): string {
+  const kind = mimeType?.split('/')[0]
+  return kind === 'image' || kind === 'video' || kind === 'audio' ? kind : 'document'
+}
+
+/** The longest MediaUrl kept: Twilio's are about 160 characters. */
+const MAX_MEDIA_URL = 2048
+
 /** A message a person sent to a campaign's number, as its webhook tells it. */
 export interface InboundText {
   messageSid: string
@@ -87,8 +97,8 @@ export interface InboundText {
   messagingServiceSid: string | undefined
   /** Undefined for a message of media alone. */
   text: string | undefined
-  /** How many media it carries (MMS). */
-  media: number
+  /** The files it carries (MMS), by their MediaUrl. */
+  media: MessageMedia[]
   /** Twilio's Advanced Opt-Out verdict on it, when the sender has it on: STOP, START or HELP. */
   optOutType: string | undefined
 }
@@ -100,7 +110,14 @@ export function inboundText(params: Record<string, string>): InboundText | undef
   const to = storableId(params.To)
   if (messageSid === undefined || !isMessageSid(messageSid) || from === undefined || to === undefined) return undefined
   const body = params.Body
-  const media = Number(params.NumMedia ?? '0')
+  const count = Number(params.NumMedia ?? '0')
+  const media: MessageMedia[] = []
+  // Twilio sends at most 10 files a message (MediaUrl0..9), each with its content type.
+  for (let index = 0; Number.isInteger(count) && index < Math.min(count, 10); index++) {
+    const ref = storableText(params[`MediaUrl${index}`], MAX_MEDIA_URL)
+    const mimeType = storableId(params[`MediaContentType${index}`]) ?? null
+    if (ref !== undefined) media.push({ type: fileType(mimeType), ref, mime_type: mimeType })
+  }
   return {
     messageSid,
     accountSid: params.AccountSid,
@@ -108,7 +125,7 @@ export function inboundText(params: Record<string, string>): InboundText | undef
     to,
     messagingServiceSid: storableId(params.MessagingServiceSid),
     text: body === undefined || body === '' ? undefined : body,
-    media: Number.isInteger(media) && media > 0 ? media : 0,
+    media,
     optOutType: params.OptOutType?.toUpperCase(),
   }
 }

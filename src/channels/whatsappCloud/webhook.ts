@@ -14,6 +14,7 @@
 import { createHmac, timingSafeEqual } from 'node:crypto'
 import { sameSecret } from '../sameSecret.ts'
 import { instantOfSeconds, storableId, storableString } from '../../domain/boundedReaders.ts'
+import type { MessageMedia } from '../../domain/events.ts'
 import type { ProviderReport } from '../channel.ts'
 import { isObject } from './config.ts'
 import { NOT_ON_WHATSAPP_CODE } from './graphErrors.ts'
@@ -28,8 +29,10 @@ export type WhatsAppNotification =
       messageId: string
       /** The wamid this message answers (a swipe-reply, a template button, a reaction), when WhatsApp says. */
       replyTo: string | undefined
-      /** What the person wrote (a text, or the label of a button or list row they chose), when it is text. */
+      /** What the person wrote (a text, or the label of a button or list row they chose, or a file's caption), when it is text. */
       text: string | undefined
+      /** A file they sent (an image, a document...), by its media id. */
+      media: MessageMedia[]
       at: number
     }
 
@@ -107,7 +110,8 @@ function readChange(value: Record<string, unknown>, into: WhatsAppNotification[]
     const at = instantOf(message.timestamp)
     // A system message (the user changed number) is WhatsApp speaking, not the person.
     if (typeof from !== 'string' || !/^[0-9]{1,20}$/.test(from) || id === undefined || at === undefined || type === 'system') continue
-    into.push({ kind: 'inbound', phoneNumberId, from: `+${from}`, messageId: id, replyTo: repliedTo(message), text: textOf(message), at })
+    const media = mediaOf(message)
+    into.push({ kind: 'inbound', phoneNumberId, from: `+${from}`, messageId: id, replyTo: repliedTo(message), text: textOf(message, media[0]), media, at })
   }
 }
 
@@ -125,13 +129,27 @@ function reportOf(status: Record<string, unknown>): ProviderReport | undefined {
   return codes.includes(OPTED_OUT_CODE) ? { ...report, optedOut: true } : report
 }
 
+/** The message types that carry a file, each as `{id, mime_type, caption?}` under its type's name (Cloud API's webhook reference). */
+const MEDIA_TYPES: ReadonlySet<string> = new Set(['image', 'video', 'audio', 'document', 'sticker'])
+
+/** The file a media message carries, by its media id: what the client fetches it by (Graph API GET /{media-id}). */
+function mediaOf(message: Record<string, unknown>): MessageMedia[] {
+  const type = message.type
+  if (typeof type !== 'string' || !MEDIA_TYPES.has(type)) return []
+  const file = message[type]
+  const ref = isObject(file) ? storableId(file.id) : undefined
+  if (!isObject(file) || ref === undefined) return []
+  return [{ type, ref, mime_type: typeof file.mime_type === 'string' ? (storableId(file.mime_type) ?? null) : null }]
+}
+
 /**
  * What the person wrote: a text message's body, or the label of what they
  * chose: a template's quick-reply button (`button.text`), an interactive
  * message's reply button or list row (`interactive.button_reply.title`,
- * `interactive.list_reply.title`).
+ * `interactive.list_reply.title`), or a file's caption.
  */
-function textOf(message: Record<string, unknown>): string | undefined {
+function textOf(message: Record<string, unknown>, media: MessageMedia | undefined): string | undefined {
+  const file = media === undefined ? undefined : message[media.type]
   const interactive = isObject(message.interactive) ? message.interactive : undefined
   const chosen = interactive === undefined ? undefined : isObject(interactive.button_reply) ? interactive.button_reply : interactive.list_reply
   const text = isObject(message.text)
@@ -140,7 +158,9 @@ function textOf(message: Record<string, unknown>): string | undefined {
       ? message.button.text
       : isObject(chosen)
         ? chosen.title
-        : undefined
+        : isObject(file)
+          ? file.caption
+          : undefined
   // Kept as the reply's transcript turn, which PostgreSQL refuses with a NUL in it.
   const said = typeof text === 'string' ? storableString(text) : ''
   return said !== '' ? said : undefined
