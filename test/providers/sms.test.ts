@@ -12,7 +12,7 @@ import { createChannels } from '../../src/channels/index.ts'
 import { type FakeTwilio, startFakeTwilio, twilioSignature } from '../fakes/twilio.ts'
 import { type FakeWhatsAppCloud, startFakeWhatsAppCloud } from '../fakes/whatsappCloud.ts'
 import { eventsOfTask } from '../support/events.ts'
-import { bearer, freePort, json, OPERATOR_TOKEN, seedOrganization, startService, taskOf, type TestService } from '../support/service.ts'
+import { bearer, freePort, json, OPERATOR_TOKEN, seedOrganization, startService, tablesHolding, taskOf, type TestService } from '../support/service.ts'
 
 const ACCOUNT_SID = `AC${'0123456789abcdef'.repeat(2)}`
 const MESSAGING_SERVICE_SID = `MG${'fedcba9876543210'.repeat(2)}`
@@ -331,6 +331,13 @@ describe('a conversation kept open on purpose (results.conversation_s)', () => {
       [['contact', 'Is there parking?'], ['agent', 'Yes, behind the building.'], ['contact', 'And can I bring my CV on paper?']],
     )
     assert.equal(events[3].data.result.disposition, 'confirmed')
+
+    // What both sides wrote is personal data: erasing the person leaves it in no table.
+    const eraser = json(
+      await service.app.inject({ method: 'POST', url: `/admin/v1/organizations/${org.orgId}/api-keys`, headers: bearer(OPERATOR_TOKEN), payload: { name: 'dpo', scopes: ['contacts:erase'] } }),
+    ).data.key
+    assert.equal((await service.app.inject({ method: 'POST', url: '/api/v2/contacts/erase', headers: bearer(eraser), payload: { phone: created.phone } })).statusCode, 200)
+    for (const said of ['Is there parking?', 'behind the building', 'CV on paper']) assert.deepEqual(await tablesHolding(service.db, said), [], said)
   })
 
   test('without a result it is reported when its length has passed, and the task completes reached', async () => {
