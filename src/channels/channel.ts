@@ -62,6 +62,8 @@ export type StartResult =
       notOnChannel?: boolean
       /** The provider says the person has opted out of its messages (Twilio's 21610, after a STOP): the number is suppressed. */
       optedOut?: boolean
+      /** A session message the provider says the person's window no longer allows (WhatsApp's 131047). */
+      windowClosed?: boolean
     }
   /**
    * The provider certainly did not start it, for a reason of its own that

@@ -117,6 +117,10 @@ export class SessionMessages {
       return { message, replayed: false }
     }
     await deleteUnsentMessage(this.#db, id)
+    if (started.kind === 'refused' && started.windowClosed === true) {
+      // The window as the provider keeps it closed before the service's (a message of the person's it never delivered): only a template now.
+      throw new ApiError('conflict', `${providerName} says the person's window is closed (${started.reason}): nothing was sent; a new trigger sends the campaign's template.`)
+    }
     if (started.kind === 'refused' && started.optedOut === true) {
       await suppress(this.#db, orgId, target.toPhone, 'provider', this.#now())
       throw new ApiError('conflict', `${providerName} says the person has opted out of the sender's messages (${started.reason}): nothing was sent, and the number is now on the organization's suppression list.`)

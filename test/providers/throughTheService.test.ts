@@ -694,6 +694,12 @@ describe('whatsapp cloud', () => {
     assert.equal(refused.statusCode, 502, refused.body)
     assert.match(json(refused).error.message, /refused the message, which was not sent/)
     assert.deepEqual(await messages(), [])
+    // WhatsApp's window closed before the service's (a message of the person's it never delivered): 409, as the service's own would be.
+    whatsapp.failNext({ httpStatus: 400, code: 131047, message: 'Re-engagement message' })
+    const outside = await send('At 9:00', 'try-1b')
+    assert.equal(outside.statusCode, 409, outside.body)
+    assert.match(json(outside).error.message, /window is closed/)
+    assert.deepEqual(await messages(), [])
     // Nothing was sent under the key: it may be used again.
     assert.equal((await send('At 9:00', 'try-1')).statusCode, 201)
 

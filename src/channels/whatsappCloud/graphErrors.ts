@@ -103,6 +103,8 @@ const THROTTLING_CODES = new Set([130429, 131056])
 
 /** Undeliverable: the number is not on WhatsApp (or has an old app, or has not accepted the terms); a call may still reach it. */
 export const NOT_ON_WHATSAPP_CODE = 131026
+/** 131047, "Re-engagement message": a message other than a template outside the person's customer service window. */
+export const WINDOW_CLOSED_CODE = 131047
 
 /** Whether the error is throttling a moment's wait gets past (the send is then deferred). */
 export function isThrottling(error: GraphError): boolean {

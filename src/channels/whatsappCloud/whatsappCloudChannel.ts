@@ -14,7 +14,7 @@ import { isObject, readWhatsAppCloudConfig, type WhatsAppCloudConfig, WhatsAppCl
 import type { SessionMessageContent } from '../sessionMessages.ts'
 import { sessionMessagePayload } from './sessionMessages.ts'
 import { retryAfterMs } from '../retryAfter.ts'
-import { describeGraphError, graphErrorOf, isPermanent, isThrottling, NOT_ON_WHATSAPP_CODE } from './graphErrors.ts'
+import { describeGraphError, graphErrorOf, isPermanent, isThrottling, NOT_ON_WHATSAPP_CODE, WINDOW_CLOSED_CODE } from './graphErrors.ts'
 
 export { DEFAULT_ACCESS_TOKEN_ENV, DEFAULT_APP_SECRET_ENV, readWhatsAppCloudConfig, type WhatsAppCloudConfig } from './config.ts'
 export { notificationsFromWebhook, verifyWebhookSubscription, verifyWhatsAppSignature, type WhatsAppNotification } from './webhook.ts'
@@ -121,6 +121,7 @@ export class WhatsAppCloudChannel implements Channel {
     if (graphError !== undefined) {
       const reason = redact(describeGraphError(status, graphError))
       if (graphError.code === NOT_ON_WHATSAPP_CODE) return { kind: 'refused', permanent: true, reason, notOnChannel: true }
+      if (graphError.code === WINDOW_CLOSED_CODE) return { kind: 'refused', permanent: true, reason, windowClosed: true }
       return refused(isPermanent(graphError), reason)
     }
     // A 4xx from something in front of the Graph API (a proxy, a gateway): the request went no further.
