@@ -32,6 +32,7 @@ import {
   insertSessionMessage,
   lockReachableInteraction,
   recordHandedMessage,
+  settleAbandonedMessage,
 } from '../store/sessionMessages.ts'
 import type { SessionMessage } from '../domain/types.ts'
 
@@ -54,7 +55,7 @@ export class SessionMessages {
     const requestHash = createHash('sha256').update(interactionId).update('\n').update(JSON.stringify(content)).digest()
     if (key !== undefined) {
       const earlier = await findMessageByKey(this.#db, orgId, key)
-      if (earlier !== undefined) return replayed(earlier, requestHash)
+      if (earlier !== undefined) return replayed({ ...earlier, message: await settleAbandonedMessage(this.#db, earlier.message, this.#now()) }, requestHash)
     }
     const target = await findMessageTarget(this.#db, orgId, interactionId)
     if (target === undefined) throw new ApiError('not_found', `No interaction ${interactionId} exists.`)

@@ -138,7 +138,22 @@ export async function listSessionMessages(db: Queryable, interactionId: string):
  * request's own deadline (15 s), a `sending` one was left by a process that
  * stopped, and a status is no longer asked for again on its account.
  */
-const AWAITED_FOR_MS = 60_000
+export const AWAITED_FOR_MS = 60_000
+
+/**
+ * A message left `sending` by a process that stopped before the provider's
+ * answer was recorded, made `unknown` (whether it reached the person cannot
+ * be told), so that a replay of its key answers as for a send that got no
+ * answer rather than waiting for ever; any other is answered as it is.
+ */
+export async function settleAbandonedMessage(db: Queryable, message: SessionMessage, now: number): Promise<SessionMessage> {
+  if (message.status !== 'sending' || Date.parse(message.statusAt) > now - AWAITED_FOR_MS) return message
+  const rows = await db.query<Row>(
+    `UPDATE session_messages SET status = 'unknown', error = $2, status_at = $3 WHERE id = $1 AND status = 'sending' RETURNING ${COLUMNS}`,
+    [message.id, 'The process sending it stopped before the provider answered.', new Date(now)],
+  )
+  return rows[0] === undefined ? message : toMessage(rows[0])
+}
 
 /**
  * A status the provider reports of a message, by its id, applied only to a

@@ -4,10 +4,11 @@
  * API, and the fakes' signed callbacks reach the service over HTTP.
  */
 import assert from 'node:assert/strict'
-import { createHmac } from 'node:crypto'
+import { createHash, createHmac } from 'node:crypto'
 import { readFileSync } from 'node:fs'
 import { after, before, describe, test } from 'node:test'
 import { createChannels } from '../../src/channels/index.ts'
+import { newId } from '../../src/domain/ids.ts'
 import { withdrawAttempts } from '../../src/store/tasks.ts'
 import { type FakeTwilio, startFakeTwilio } from '../fakes/twilio.ts'
 import { type FakeWhatsAppCloud, startFakeWhatsAppCloud } from '../fakes/whatsappCloud.ts'
@@ -675,6 +676,23 @@ describe('whatsapp cloud', () => {
     const afterErasure = await send({ text: 'Hello again' })
     assert.equal(afterErasure.statusCode, 409)
     assert.match(json(afterErasure).error.message, /erased/)
+  })
+
+  test('a message left sending by a process that stopped is unknown to a replay of its key a minute on, and is never sent again', async () => {
+    const { interactionId, agentKey } = await conversationWithAgent('+44 20 7946 0501')
+    assert.equal(await whatsapp.sendReply({ from: '442079460501', text: 'Hi?', at: Math.floor(now / 1000) * 1000 }), 200)
+    const content = { text: 'At 9:00' }
+    const requestHash = createHash('sha256').update(interactionId).update('\n').update(JSON.stringify(content)).digest()
+    await service.db.query(
+      `INSERT INTO session_messages (id, org_id, interaction_id, provider, content, status, idempotency_key, request_hash, created_at, status_at)
+       VALUES ($1, $2, $3, 'whatsapp_cloud', $4, 'sending', 'stuck-1', $5, $6, $6)`,
+      [newId('sessionMessage', now), org.orgId, interactionId, JSON.stringify(content), requestHash, new Date(now - 120_000)],
+    )
+    const sent = whatsapp.sessionSent.length
+    const replay = await service.app.inject({ method: 'POST', url: `/api/v2/interactions/${interactionId}/messages`, headers: { ...bearer(agentKey), 'idempotency-key': 'stuck-1' }, payload: content })
+    assert.equal(replay.statusCode, 502, replay.body)
+    assert.match(json(replay).error.message, /stopped before the provider answered.*status unknown/)
+    assert.equal(whatsapp.sessionSent.length, sent)
   })
 
   test("a session message WhatsApp refuses is not kept; one it throttles is 429 with Retry-After; one it never answers is kept unknown, never sent again", async () => {
