@@ -60,11 +60,12 @@ const SERVER_NODE_FLAGS = (process.env.BENCH_SERVER_NODE_FLAGS ?? '').split(' ')
 /**
  * Starts a server pinned to SERVER_CPU, with the service's node flags (the
  * bare route's too, so that the ratio to it compares like with like), its
- * output (the request log) going to a file.
+ * output (the request log) going to a file; on `port` when given (a service
+ * told its own address, PUBLIC_BASE_URL, before it starts), else one free now.
  */
-export async function startServer(name: string, args: string[], env: Record<string, string>, workDir: string): Promise<Server> {
+export async function startServer(name: string, args: string[], env: Record<string, string>, workDir: string, port?: number): Promise<Server> {
   const label = name.toLowerCase().replaceAll(' ', '-')
-  const port = await freePort()
+  port ??= await freePort()
   const logFile = path.join(workDir, `${label}.log`)
   const output = openSync(logFile, 'w')
   try {

@@ -210,7 +210,7 @@ function cells(row: TriggerRow): string[] {
 }
 
 /** The first column left-aligned, the figures right-aligned. */
-function markdownTable(columns: readonly string[], rows: readonly string[][]): string {
+export function markdownTable(columns: readonly string[], rows: readonly string[][]): string {
   const line = (values: readonly string[]) => `| ${values.join(' | ')} |`
   return [line(columns), line(columns.map((_, i) => (i === 0 ? '---' : '---:'))), ...rows.map(line)].join('\n')
 }
@@ -238,7 +238,7 @@ export function roundsTextTable(measured: Measured): string {
   return alignedTable(...roundsTable(measured))
 }
 
-function alignedTable(columns: readonly string[], rows: readonly string[][]): string {
+export function alignedTable(columns: readonly string[], rows: readonly string[][]): string {
   const table = [columns, ...rows]
   const widths = columns.map((_, i) => Math.max(...table.map((values) => values[i]!.length)))
   return table.map((values) => values.map((value, i) => (i === 0 ? value.padEnd(widths[i]!) : value.padStart(widths[i]!))).join('  ')).join('\n')

@@ -9,7 +9,9 @@
  * process), with simulated calls that report no result, simulated calls that each report a
  * conversation's result, and calls through a fake of Vapi's API and server URL that report the same one, in
  * rotating rounds of the same run; how long a new client's first request waits beside a steady
- * load; and growth (bench/growth.ts): the trigger path and the reads on a year of history, bytes per trigger and table
+ * load; messaging (bench/messaging.ts): a person's WhatsApp or SMS message from the provider's webhook to the client's, and
+ * session messages a second through POST /api/v2/interactions/{id}/messages, through the test suite's fakes of WhatsApp
+ * Cloud and Twilio; and growth (bench/growth.ts): the trigger path and the reads on a year of history, bytes per trigger and table
  * sizes under steady load while history is deleted, on a PostgreSQL server of the benchmark's own; printed and written
  * to BENCHMARKS.md.
  *
@@ -31,8 +33,10 @@
  * BENCH_FRESH_SECONDS (how long new connections are timed beside the load,
  * default 20), BENCH_REGISTRY_NUMBERS (the law section's registry, default 10,000,000; a smaller one for a quick
  * try), BENCH_ONLY, a comma-separated list of the sections to run
- * (triggers, batch, dispatcher, law, deliverer, e2e, fresh, growth), e.g. `BENCH_ONLY=e2e npm run bench` to iterate
- * on one (growth alone takes about 13 minutes: a quick run leaves it out; law about 2 minutes, half of it the registry's load), BENCH_E2E_LAYOUTS likewise for the
+ * (triggers, batch, dispatcher, law, deliverer, e2e, fresh, messaging, growth), e.g. `BENCH_ONLY=e2e npm run bench` to iterate
+ * on one (growth alone takes about 13 minutes: a quick run leaves it out; law about 2 minutes, half of it the registry's load;
+ * messaging about a minute and a half), BENCH_MESSAGING_MESSAGES (inbound messages measured per channel, default 1000), BENCH_MESSAGING_RATE
+ * (those posted a second, default 50), BENCH_MESSAGING_SECONDS (seconds of session messages measured, default 10), BENCH_E2E_LAYOUTS likewise for the
  * end-to-end layouts (postgres, embedded), growth's own (bench/growth.ts), and BENCH_SERVER_NODE_FLAGS, node flags for
  * the service's processes (e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`), and BENCH_POSTGRES_URL, the PostgreSQL
  * server to make the benchmark's databases on (default postgres://postgres@127.0.0.1:5432/postgres), and BENCH_TRACES=on,
@@ -65,6 +69,7 @@ import {
   poolsOpen,
   recordLawConsents,
 } from './dispatcher.ts'
+import { benchMessaging, messagingSection, messagingTextTable } from './messaging.ts'
 import { explainLawChecks, loadRegistryThroughCli, registryProbes, registrySizes, writeRegistryFile } from './registry.ts'
 import { freshConnectionMethod, freshConnectionVerdict, measureFreshConnections } from './freshConnection.ts'
 import { benchGrowth, GROWTH_PARTS, growthPartsToRun, growthSectionsWhole } from './growth.ts'
@@ -144,7 +149,7 @@ const LAW_ROUNDS = 7
 const LAW_OPEN_FOR_MS = 30 * 60_000
 /** Tasks of one dispatch batch (src/workers/dispatcher.ts): the statements explained are those of a batch this size. */
 const BATCH_TASKS = 256
-const SECTIONS = ['triggers', 'batch', 'dispatcher', 'law', 'deliverer', 'e2e', 'fresh', 'growth'] as const
+const SECTIONS = ['triggers', 'batch', 'dispatcher', 'law', 'deliverer', 'e2e', 'fresh', 'messaging', 'growth'] as const
 /** Triggers per second through batches over those through single requests. */
 const BATCH_GOAL = 3
 type SectionName = (typeof SECTIONS)[number]
@@ -183,6 +188,7 @@ async function main(workDir: string): Promise<void> {
     deliverer: async () => [await benchDelivererSection(workDir)],
     e2e: async () => [await benchEndToEndSection(load, workDir)],
     fresh: async () => [await benchFreshConnectionSection(load, workDir)],
+    messaging: async () => [await benchMessagingSection(workDir)],
     growth: () => benchGrowth(workDir),
   }
   const sections: Section[] = []
@@ -481,6 +487,13 @@ async function benchFreshConnectionSection(load: Load, workDir: string): Promise
   const verdict = freshConnectionVerdict(results)
   process.stdout.write(`\n${freshConnectionTextTable(results)}\n\n${verdict.goal}: ${verdict.measured}, ${verdict.met ? 'met' : 'NOT MET'}\n`)
   return freshConnectionSection(freshConnectionMethod(seconds), results, verdict)
+}
+
+/** Inbound messages by WhatsApp and SMS to the client's webhook, and session messages through the route, on PostgreSQL. */
+async function benchMessagingSection(workDir: string): Promise<Section> {
+  const result = await benchMessaging(workDir)
+  process.stdout.write(`\n${messagingTextTable(result)}\n`)
+  return messagingSection(result)
 }
 
 /** The bare route alone: a warm-up, then one measured run. */
