@@ -136,6 +136,8 @@ export interface SettledInteraction {
   durationS?: number
   /** The number cannot be reached at all, as a final report's `permanent`. */
   permanent?: boolean
+  /** The provider says the person opted out of its messages, as a final report's `optedOut`: the number is suppressed. */
+  optedOut?: boolean
 }
 
 export interface Channel {

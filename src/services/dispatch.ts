@@ -299,7 +299,7 @@ export class Dispatch {
         ? null
         : noReplyDeadline(task.campaign.fallback, { ...task.campaign, timezones: task.timezones, expiresAt: task.expiresAt }, startedAt)
       const settleAt = noReplyAt ?? startedAt + channel.settleAfterMs(config)
-      if (settleAt <= this.#now() && (await this.#settledAtOnce(channel, interactionId, result.providerRef, attempt, config))) return
+      if (settleAt <= this.#now() && (await this.#settledAtOnce(channel, interactionId, result.providerRef, attempt, config, { orgId: task.orgId, phone: task.contact.phone }))) return
       const handoff: Handoff | undefined =
         result.leftOut === undefined ? undefined : { mode: 'variables', at: new Date(this.#now()).toISOString(), left_out: result.leftOut }
       await this.#answers.submit({ id: interactionId, providerRef: result.providerRef, settleAt, handoff })
@@ -356,7 +356,7 @@ export class Dispatch {
    * be two writes of its row for nothing. False when the provider cannot tell
    * now: the start is then recorded, and the attempt settled later.
    */
-  async #settledAtOnce(channel: Channel, interactionId: string, providerRef: string, attempt: number, config: JsonObject): Promise<boolean> {
+  async #settledAtOnce(channel: Channel, interactionId: string, providerRef: string, attempt: number, config: JsonObject, person: { orgId: string; phone: string }): Promise<boolean> {
     let settled: SettledInteraction
     try {
       settled = await channel.settle({ providerRef, providerStatus: null, attempt, config })
@@ -364,7 +364,8 @@ export class Dispatch {
       return false
     }
     const { outcome, durationS, permanent } = settled
-    await this.#settlement.end({ interactionId, outcome, at: this.#now(), durationS, permanent, providerRef, result: this.#reportedResult(settled) })
+    const optOut = settled.optedOut ? { ...person, reason: 'provider' as const } : undefined
+    await this.#settlement.end({ interactionId, outcome, at: this.#now(), durationS, permanent, providerRef, result: this.#reportedResult(settled), optOut })
     return true
   }
 
@@ -426,6 +427,7 @@ export class Dispatch {
         at: this.#now(),
         durationS: confirmed ? settled.durationS : 0,
         permanent: confirmed && settled.permanent,
+        optOut: confirmed && settled.optedOut ? { orgId: interaction.orgId, phone: interaction.toPhone, reason: 'provider' } : undefined,
         onlyIfStarting: !confirmed,
         result: confirmed ? this.#reportedResult(settled) : undefined,
       })

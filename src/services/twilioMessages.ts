@@ -28,7 +28,7 @@ import { isId } from '../domain/ids.ts'
 import type { Campaign, JsonObject } from '../domain/types.ts'
 import { findTextCampaignsByAccount, findTextCampaignsByNumber } from '../store/campaigns.ts'
 import type { Database } from '../store/database.ts'
-import { findInteractionWithConfig, findLatestInteractionWith } from '../store/interactions.ts'
+import { findInteractionWithConfig, findLatestInteractionWith, recordProviderMessage } from '../store/interactions.ts'
 import { recordMessageStatus } from '../store/sessionMessages.ts'
 import { unsuppressKeywordOptOut } from '../store/suppressions.ts'
 import { audited } from './auditTrail.ts'
@@ -131,7 +131,7 @@ export class TwilioMessages {
       const help = readTwilioMessagingConfig(campaign.providerConfig).helpText
       return help === undefined ? EMPTY_MESSAGING_TWIML : `<?xml version="1.0" encoding="UTF-8"?>\n<Response><Message>${escapeXml(help)}</Message></Response>`
     }
-    if (keyword === 'start' && (await this.#optedBackIn(campaign, text.from))) return EMPTY_MESSAGING_TWIML
+    if (keyword === 'start' && (await this.#optedBackIn(campaign, text.from, text.messageSid))) return EMPTY_MESSAGING_TWIML
     const optOut = keyword === 'stop' ? (isCarrierStop(text.text, text.optOutType) ? 'keyword' : 'reply') : undefined
     const message: PersonMessage = { provider: 'twilio', id: text.messageSid, from: text.from, at: this.#now(), text: text.text, media: text.media }
     if (answered !== undefined && answered.status !== 'finalized') {
@@ -161,9 +161,11 @@ export class TwilioMessages {
    * provider reported. Consents the STOP revoked stay revoked (a campaign
    * that needs one needs it recorded anew).
    */
-  async #optedBackIn(campaign: Campaign, phone: string): Promise<boolean> {
+  async #optedBackIn(campaign: Campaign, phone: string, messageSid: string): Promise<boolean> {
     return audited({ db: this.#db, now: this.#now }, THE_PERSON, async (tx) => {
       const lifted = await unsuppressKeywordOptOut(tx, campaign.orgId, phone)
+      // Recorded by its SID, so that Twilio's retry of it (after a timeout) is not taken for a reply the second time.
+      if (lifted) await recordProviderMessage(tx, 'twilio', messageSid, null, this.#now())
       return { result: lifted, audit: lifted ? { orgId: campaign.orgId, action: 'suppression.lifted', target: phone, details: { reason: 'keyword', by: 'START' } } : undefined }
     })
   }

@@ -108,10 +108,11 @@ export async function addAgentTurn(db: Queryable, id: string, turn: TranscriptTu
 
 /**
  * Records that a provider delivered this message, to the interaction it went
- * to (it is kept, and deleted, with that interaction); false when it had
- * already.
+ * to (it is kept, and deleted, with that interaction; one that went to none,
+ * a carriers' keyword the service acted on, is kept a week: store/history.ts);
+ * false when it had already.
  */
-export async function recordProviderMessage(tx: Queryable, provider: Provider, messageId: string, interactionId: string, at: number): Promise<boolean> {
+export async function recordProviderMessage(tx: Queryable, provider: Provider, messageId: string, interactionId: string | null, at: number): Promise<boolean> {
   const rows = await tx.query(
     `INSERT INTO provider_messages (provider, message_id, received_at, interaction_id) VALUES ($1, $2, $3, $4)
      ON CONFLICT DO NOTHING RETURNING message_id`,

@@ -231,8 +231,20 @@ describe("the carriers' keywords", () => {
     assert.equal((await task(again.task_id)).outcome, 'opted_out')
     assert.equal(textsTo(created.phone).length, 1, 'nothing more was sent')
 
-    assert.equal((await personTexts(created.phone, 'START')).status, 200)
+    const start = await personTexts(created.phone, 'START')
+    assert.equal(start.status, 200)
     assert.equal(await suppressionOf(created.phone), undefined)
+    // Twilio's retry of the START (after a timeout) is not taken for a reply the second time.
+    const eventsBefore = (await eventsOfTask(service.db, again.task_id)).length
+    const retried = await fetch(start.url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded', 'x-twilio-signature': twilioSignature(SECRETS.TWILIO_AUTH_TOKEN!, start.url, start.params) },
+      body: new URLSearchParams(start.params).toString(),
+    })
+    assert.equal(retried.status, 200)
+    assert.equal((await eventsOfTask(service.db, again.task_id)).length, eventsBefore)
+    const [inbound] = await service.db.query<{ n: number }>(`SELECT count(*)::int AS n FROM interactions WHERE direction = 'inbound' AND to_phone = $1`, [created.phone])
+    assert.equal(inbound!.n, 0)
     const third = await trigger(routing_key, { contact: { phone: created.phone } })
     await run()
     assert.equal((await task(third.task_id)).status, 'in_progress')

@@ -108,8 +108,13 @@ describe('settling a text without its last callback', () => {
     const other = await channel.start(attempt())
     const otherSid = other.kind === 'started' ? other.providerRef : ''
     await fake.messages.advance(otherSid, 'undelivered', { errorCode: 30006, lost: true })
-    assert.deepEqual(await channel.settle({ ...progress, providerRef: otherSid }), { outcome: 'undelivered', permanent: true })
+    assert.deepEqual(await channel.settle({ ...progress, providerRef: otherSid }), { outcome: 'undelivered', permanent: true, optedOut: undefined })
     assert.deepEqual(await channel.settle({ ...progress, providerRef: null }), { outcome: 'failed' })
+    // A Messaging Service's send the person had stopped fails with 21610 after it was taken: an opt-out, the number suppressed.
+    const stopped = await channel.start(attempt())
+    const stoppedSid = stopped.kind === 'started' ? stopped.providerRef : ''
+    await fake.messages.advance(stoppedSid, 'failed', { errorCode: 21610, lost: true })
+    assert.deepEqual(await channel.settle({ ...progress, providerRef: stoppedSid }), { outcome: 'failed', permanent: undefined, optedOut: true })
   })
 })
 

@@ -141,7 +141,7 @@ export class TwilioMessagingChannel implements Channel {
     const status = field(answer.body, 'status')
     if (answer.status !== 200 || typeof status !== 'string') return { outcome: outcomeOfStatus(progress.providerStatus) }
     const end = messageEnd(status, errorCodeOf(field(answer.body, 'error_code') as string | number | null | undefined))
-    return end === undefined ? { outcome: outcomeOfStatus(status) } : { outcome: end.outcome, permanent: end.permanent || undefined }
+    return end === undefined ? { outcome: outcomeOfStatus(status) } : { outcome: end.outcome, permanent: end.permanent || undefined, optedOut: end.optedOut || undefined }
   }
 }
 
