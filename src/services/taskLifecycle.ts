@@ -30,7 +30,7 @@ import {
 import { suppress, type SuppressionReason } from '../store/suppressions.ts'
 import { lockOpenTasksByExternalIds, lockTasks } from '../store/tasks.ts'
 import type { ServiceMetrics } from './metrics.ts'
-import { completeAllAs, completeAndReport, type InteractionEnding, messagesReceived, type Settlement } from './settlement.ts'
+import { completeAllAs, completeAndReport, messagesReceived, type Settlement } from './settlement.ts'
 import type { Wake } from './wake.ts'
 
 export class TaskLifecycle {
@@ -98,9 +98,27 @@ export class TaskLifecycle {
     await this.#settlement.end({ interactionId: interaction.id, closesWait: true, at, result })
   }
 
-  /** Ends an interaction with an outcome a provider's message gives (a reply); false when it changed nothing. */
-  finalize(ending: InteractionEnding): Promise<boolean> {
-    return this.#settlement.end(ending)
+  /**
+   * A message a person sent to the number of `senders`, landed where it
+   * answers: on `answered`, the conversation it replies to, while it runs
+   * (added to its transcript: one that waits for its result waits on,
+   * unless the message asks to stop); else as an inbound interaction of
+   * that conversation's campaign and task (of the first sender and no task
+   * when it answers none). `optOut`: why it suppresses the number, when it
+   * asks to stop.
+   */
+  async landMessage(senders: readonly Campaign[], answered: InteractionWithConfig | undefined, message: PersonMessage, optOut: SuppressionReason | undefined): Promise<void> {
+    const campaign = senders.find((candidate) => candidate.id === answered?.campaignId) ?? senders[0]!
+    if (answered === undefined || answered.status === 'finalized') return this.recordInbound(campaign, message, answered?.taskId ?? null, optOut)
+    await this.#settlement.end({
+      interactionId: answered.id,
+      outcome: 'replied',
+      at: message.at,
+      message: { provider: message.provider, id: message.id, text: message.text, media: message.media },
+      turns: turnsOf(message) ?? undefined,
+      optOut: optOut === undefined ? undefined : { orgId: campaign.orgId, phone: message.from, reason: optOut },
+      closesWait: optOut !== undefined,
+    })
   }
 
   /**

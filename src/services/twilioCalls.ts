@@ -22,7 +22,8 @@
  * it is refused (undefined or false) and nothing changes.
  */
 import type { FastifyBaseLogger } from 'fastify'
-import { greetingEnded, HANG_UP_TWIML, isCallSid, sayAndHangUpTwiml, MESSAGE_LEFT_STATUS, reportFromStatusCallback, type TwilioChannel, verifyTwilioSignature, withMessageLeft } from '../channels/twilio/twilioChannel.ts'
+import { greetingEnded, HANG_UP_TWIML, isCallSid, sayAndHangUpTwiml, MESSAGE_LEFT_STATUS, reportFromStatusCallback, type TwilioChannel, withMessageLeft } from '../channels/twilio/twilioChannel.ts'
+import { signedByAccount } from '../channels/twilio/webhooks.ts'
 import { readTwilioConfig } from '../channels/twilio/config.ts'
 import { storableId } from '../domain/boundedReaders.ts'
 import { isId } from '../domain/ids.ts'
@@ -194,9 +195,7 @@ export class TwilioCalls {
 
   /** Whether Twilio signed these parameters for `url` with the auth token of the config's account, naming that account. */
   #signedFor(config: JsonObject, url: string, params: Record<string, string>, signature: string | undefined): boolean {
-    const token = this.#twilio.authTokenFor(config)
-    if (token === undefined || !verifyTwilioSignature(token, url, params, signature)) return false
-    return params.AccountSid === readTwilioConfig(config).accountSid
+    return signedByAccount({ accountSid: readTwilioConfig(config).accountSid, authToken: this.#twilio.authTokenFor(config) }, url, params, signature)
   }
 
   /** The interaction a request names, with the request's parameters, when Twilio signed it for the URL it was given for the call. */

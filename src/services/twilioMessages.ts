@@ -20,7 +20,7 @@ import type { FastifyBaseLogger } from 'fastify'
 import { readTwilioMessagingConfig } from '../channels/twilio/messagingConfig.ts'
 import type { TwilioMessagingChannel } from '../channels/twilio/messagingChannel.ts'
 import { errorCodeOf, inboundText, MESSAGE_STATUS_RANK, reportFromMessageStatus } from '../channels/twilio/messagingWebhooks.ts'
-import { verifyTwilioSignature } from '../channels/twilio/webhooks.ts'
+import { signedByAccount } from '../channels/twilio/webhooks.ts'
 import { storableId } from '../domain/boundedReaders.ts'
 import { escapeXml } from '../domain/messageText.ts'
 import { asksToStop, smsKeyword, type SmsKeyword } from '../domain/optOut.ts'
@@ -33,7 +33,7 @@ import { recordMessageStatus } from '../store/sessionMessages.ts'
 import { unsuppressKeywordOptOut } from '../store/suppressions.ts'
 import { audited } from './auditTrail.ts'
 import { readableConfig } from './providerCallbacks.ts'
-import { type PersonMessage, type TaskLifecycle, turnsOf } from './taskLifecycle.ts'
+import type { PersonMessage, TaskLifecycle } from './taskLifecycle.ts'
 
 /** One of Twilio's requests: its form body, as sent, and its signature. */
 export interface TwilioMessageRequest {
@@ -134,19 +134,7 @@ export class TwilioMessages {
     if (keyword === 'start' && (await this.#optedBackIn(campaign, text.from, text.messageSid))) return EMPTY_MESSAGING_TWIML
     const optOut = keyword === 'stop' ? (isCarrierStop(text.text, text.optOutType) ? 'keyword' : 'reply') : undefined
     const message: PersonMessage = { provider: 'twilio', id: text.messageSid, from: text.from, at: this.#now(), text: text.text, media: text.media }
-    if (answered !== undefined && answered.status !== 'finalized') {
-      await this.#lifecycle.finalize({
-        interactionId: answered.id,
-        outcome: 'replied',
-        at: message.at,
-        message: { provider: message.provider, id: message.id, text: message.text, media: message.media },
-        turns: turnsOf(message) ?? undefined,
-        optOut: optOut === undefined ? undefined : { orgId: campaign.orgId, phone: text.from, reason: optOut },
-        closesWait: optOut !== undefined,
-      })
-    } else {
-      await this.#lifecycle.recordInbound(campaign, message, answered?.taskId ?? null, optOut)
-    }
+    await this.#lifecycle.landMessage(senders, answered, message, optOut)
     return EMPTY_MESSAGING_TWIML
   }
 
@@ -172,9 +160,7 @@ export class TwilioMessages {
 
   /** Whether Twilio signed these parameters for `url` with the auth token of the config's account, naming that account. */
   #signedFor(config: JsonObject, url: string, params: Record<string, string>, signature: string | undefined): boolean {
-    const token = this.#channel.authTokenFor(config)
-    if (token === undefined || !verifyTwilioSignature(token, url, params, signature)) return false
-    return params.AccountSid === readTwilioMessagingConfig(config).accountSid
+    return signedByAccount({ accountSid: readTwilioMessagingConfig(config).accountSid, authToken: this.#channel.authTokenFor(config) }, url, params, signature)
   }
 }
 

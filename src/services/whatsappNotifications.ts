@@ -28,7 +28,7 @@ import { findInteractionByProviderRef, findLatestInteractionWith, type Interacti
 import { recordMessageStatus } from '../store/sessionMessages.ts'
 import type { ProviderReport } from '../channels/channel.ts'
 import { readableConfig } from './providerCallbacks.ts'
-import { type PersonMessage, type TaskLifecycle, turnsOf } from './taskLifecycle.ts'
+import type { PersonMessage, TaskLifecycle } from './taskLifecycle.ts'
 
 const VERIFY_TOKEN_ENV = 'WHATSAPP_VERIFY_TOKEN'
 const STATUS_RANK: Record<string, number> = { sent: 1, delivered: 2, read: 3 }
@@ -112,23 +112,7 @@ export class WhatsAppNotifications {
     // A reply: to the message it names, else to the latest conversation with its sender from this number
     // (a running one first). One that answers nothing running is an inbound interaction of its own.
     const message: PersonMessage = { provider: 'whatsapp_cloud', id: notification.messageId, from: notification.from, at: notification.at, text: notification.text, media: notification.media }
-    const optOut = asksToStop(notification.text)
     const answered = (await sent(notification.replyTo)) ?? ours(await findLatestInteractionWith(this.#db, senders, notification.from))
-    if (answered !== undefined && answered.status !== 'finalized') {
-      const orgId = senders.find((campaign) => campaign.id === answered.campaignId)!.orgId
-      // Added to its transcript; one that waits for its result waits on, unless the person wrote STOP.
-      await this.#lifecycle.finalize({
-        interactionId: answered.id,
-        outcome: 'replied',
-        at: notification.at,
-        message: { provider: message.provider, id: message.id, text: message.text, media: message.media },
-        turns: turnsOf(message) ?? undefined,
-        optOut: optOut ? { orgId, phone: notification.from, reason: 'reply' } : undefined,
-        closesWait: optOut,
-      })
-    } else {
-      const campaign = senders.find((candidate) => candidate.id === answered?.campaignId) ?? senders[0]!
-      await this.#lifecycle.recordInbound(campaign, message, answered?.taskId ?? null, optOut ? 'reply' : undefined)
-    }
+    await this.#lifecycle.landMessage(senders, answered, message, asksToStop(notification.text) ? 'reply' : undefined)
   }
 }

@@ -64,6 +64,15 @@ export function verifyTwilioSignature(authToken: string, url: string, params: Re
   return given.length === expected.length && timingSafeEqual(given, expected)
 }
 
+/**
+ * Whether Twilio signed these parameters for `url` with the account's auth
+ * token and named that account: what every request of Twilio's about a
+ * campaign (a call's, a text's) must be, to be believed.
+ */
+export function signedByAccount(account: { accountSid: string; authToken: string | undefined }, url: string, params: Record<string, string>, signature: string | undefined): boolean {
+  return account.authToken !== undefined && verifyTwilioSignature(account.authToken, url, params, signature) && params.AccountSid === account.accountSid
+}
+
 const PROGRESS_STATUSES: ReadonlySet<string> = new Set(['queued', 'initiated', 'ringing', 'in-progress'])
 
 /**
