@@ -3,13 +3,15 @@
  * newest event, forwards what is recorded from then on, in order, signed as
  * Standard Webhooks with its secret, tries a receiver that fails again after
  * 1, 2, 4 and 8 seconds (an injected wait) before skipping the event, takes a
- * 4xx as the receiver's verdict, and refuses a bad key at once.
+ * 4xx as the receiver's verdict, and refuses a bad key at once. Ten minutes
+ * idle (1,200 polls, each its real wait shortened) leave no listener behind.
  */
 import assert from 'node:assert/strict'
 import { after, afterEach, before, beforeEach, test } from 'node:test'
 import type { AddressInfo } from 'node:net'
 import { Webhook } from 'standardwebhooks'
-import { ForwarderError, LocalForwarder } from '../src/webhooks/localForwarder.ts'
+import { getEventListeners } from 'node:events'
+import { ForwarderError, LocalForwarder, wakeableSleep } from '../src/webhooks/localForwarder.ts'
 import { newWebhookSecret } from '../src/webhooks/signing.ts'
 import { type Receiver, startReceiver } from './support/receiver.ts'
 import { acceptedTrigger, bearer, freePort, json, seedOrganization, startService, type TestService } from './support/service.ts'
@@ -124,4 +126,45 @@ test('a receiver that is not there is named in the line; a key that is not valid
   const { forwarder: stranger } = forwarder('ctk_aaaaaaaaaaaa_' + 'a'.repeat(43))
   await assert.rejects(stranger.start(), (error: Error) => error instanceof ForwarderError && /answered 401/.test(error.message))
   await stranger.close()
+})
+
+test('ten idle minutes of listen (1,200 polls with their real wait, shortened) print no warning and leave no abort listener', async () => {
+  const org = await organization()
+  const warnings: Error[] = []
+  const onWarning = (warning: Error) => warnings.push(warning)
+  process.on('warning', onWarning)
+  const stop = new AbortController()
+  let polls = 0
+  const listen = new LocalForwarder({
+    baseUrl,
+    apiKey: org.key,
+    forwardTo: receiver.url,
+    secret: newWebhookSecret(),
+    types: [],
+    print: () => {},
+    // What listen waits between polls (500 ms), shortened to nothing: the same timer, the same signal.
+    sleep: async (_ms, signal) => {
+      if (++polls === 1_200) stop.abort()
+      await wakeableSleep(0, signal)
+    },
+  })
+  try {
+    await listen.run(stop.signal)
+    // A warning is emitted on the next tick.
+    await new Promise((resolve) => setImmediate(resolve))
+  } finally {
+    process.off('warning', onWarning)
+  }
+  assert.equal(polls, 1_200)
+  assert.deepEqual(warnings.map((warning) => warning.name), [])
+  assert.equal(getEventListeners(stop.signal, 'abort').length, 0)
+})
+
+test('the wait listen polls with ends at once when Ctrl-C aborts it', async () => {
+  const stop = new AbortController()
+  const started = performance.now()
+  const waited = wakeableSleep(60_000, stop.signal)
+  stop.abort()
+  await waited
+  assert.ok(performance.now() - started < 1_000)
 })
