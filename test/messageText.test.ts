@@ -63,23 +63,53 @@ describe('chooseMessageText', () => {
 })
 
 describe('voicemailTwiml', () => {
-  test('speaks the text in the chosen language, then hangs up', () => {
-    const settings = readVoicemail({ policy: 'leave_message', message: { text: { en: 'Hi {{first_name}}, see you at {{context.appointment_time}}.', de: 'Hallo {{first_name}}' } } })
+  test('speaks the text of the contact’s language in the contact’s locale (en-GB, never a bare "en"), then hangs up', () => {
+    const settings = readVoicemail({ policy: 'leave_message', message: { text: { en: 'Hi {{first_name}}, see you at {{context.appointment_time}}.', de: 'Hallo {{first_name}}', '*': 'Hi' } } })
     assert.equal(
-      voicemailTwiml(settings, values()),
-      '<?xml version="1.0" encoding="UTF-8"?>\n<Response><Say language="en">Hi Ada, see you at 10:30.</Say><Hangup/></Response>',
+      voicemailTwiml(settings, values(), 'GB'),
+      '<?xml version="1.0" encoding="UTF-8"?>\n<Response><Say language="en-GB">Hi Ada, see you at 10:30.</Say><Hangup/></Response>',
     )
   })
 
   test('one text without a contact language: no language attribute', () => {
     const settings = readVoicemail({ policy: 'leave_message', message: { text: 'Call us back.' } })
-    assert.equal(voicemailTwiml(settings, values({ language: undefined })), '<?xml version="1.0" encoding="UTF-8"?>\n<Response><Say>Call us back.</Say><Hangup/></Response>')
+    assert.equal(voicemailTwiml(settings, values({ language: undefined }), 'GB'), '<?xml version="1.0" encoding="UTF-8"?>\n<Response><Say>Call us back.</Say><Hangup/></Response>')
   })
+
+  // [contact's language, texts, country of the number, the <Say> language attribute (none: undefined)]
+  const spoken: [string | undefined, string | Record<string, string>, string | undefined, string | undefined][] = [
+    ['en-GB', 'Hi', 'US', 'en-GB'],
+    ['en', 'Hi', 'GB', 'en-GB'],
+    ['en', 'Hi', 'FR', 'en-US'],
+    ['en', 'Hi', undefined, 'en-US'],
+    ['EN-au', 'Hi', 'GB', 'en-AU'],
+    ['es', 'Hola', 'US', 'es-US'],
+    ['es', 'Hola', 'AR', 'es-ES'],
+    ['pt', 'Olá', 'PT', 'pt-PT'],
+    ['pt', 'Olá', undefined, 'pt-BR'],
+    ['de-CH', 'Hallo', 'CH', 'de-DE'],
+    ['de-CH', 'Hallo', 'AT', 'de-AT'],
+    ['zh-Hant', '你好', undefined, 'zh-TW'],
+    ['fil', 'Kumusta', undefined, 'fil-PH'],
+    // Twilio voices Arabic only in regions CLDR does not name likeliest: no guess of a dialect.
+    ['ar', 'مرحبا', 'EG', undefined],
+    ['tlh', 'nuqneH', undefined, undefined],
+    [undefined, { de: 'Hallo', en: 'Hi' }, 'GB', 'de-DE'],
+    ['ja', { en: 'Hi', '*': 'Hello' }, 'JP', undefined],
+    ['fr-CA', { fr: 'Bonjour', en: 'Hi' }, 'CA', 'fr-CA'],
+    ['fr-CH', { 'fr-FR': 'Bonjour' }, 'CH', 'fr-FR'],
+  ]
+  for (const [language, text, country, attribute] of spoken) {
+    test(`a ${language ?? 'language-less'} contact, texts ${JSON.stringify(Object.keys(typeof text === 'string' ? { one: text } : text))}, a number of ${country ?? 'no country'}: ${attribute ?? 'no language attribute'}`, () => {
+      const twiml = voicemailTwiml(readVoicemail({ policy: 'leave_message', message: { text } }), values({ language }), country)
+      assert.equal(/<Say(?: language="([^"]+)")?>/.exec(twiml)?.[1], attribute, twiml)
+    })
+  }
 
   test('plays the recording, its URL escaped', () => {
     const settings = readVoicemail({ policy: 'leave_message', message: { audio_url: 'https://cdn.example.com/msg.mp3?a=1&b=2' } })
     assert.equal(
-      voicemailTwiml(settings, values()),
+      voicemailTwiml(settings, values(), 'GB'),
       '<?xml version="1.0" encoding="UTF-8"?>\n<Response><Play>https://cdn.example.com/msg.mp3?a=1&amp;b=2</Play><Hangup/></Response>',
     )
   })

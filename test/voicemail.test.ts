@@ -108,7 +108,7 @@ describe('voicemail: leave_message', () => {
 
     assert.equal(await twilio.detectMachine(callSid, 'machine_end_beep'), 204)
     assert.deepEqual(twilio.twimlOf(callSid), [
-      '<?xml version="1.0" encoding="UTF-8"?>\n<Response><Say language="en">Hello Ada, this is North Clinic about your visit at 10:30 &amp; &lt;soon&gt;. Please call us back.</Say><Hangup/></Response>',
+      '<?xml version="1.0" encoding="UTF-8"?>\n<Response><Say language="en-GB">Hello Ada, this is North Clinic about your visit at 10:30 &amp; &lt;soon&gt;. Please call us back.</Say><Hangup/></Response>',
     ])
     const [update] = updatesOf(callSid)
     assert.equal(update!.headers.authorization, `Basic ${Buffer.from(`${ACCOUNT_SID}:${TOKEN}`).toString('base64')}`)
@@ -160,7 +160,7 @@ describe('voicemail: leave_message', () => {
     await twilio.answerCall(callSid)
     assert.equal(await twilio.detectMachine(callSid, 'machine_end_silence'), 204)
     assert.deepEqual(twilio.twimlOf(callSid), [
-      '<?xml version="1.0" encoding="UTF-8"?>\n<Response><Say language="de">Hallo Jörg, hier ist die Praxis Nord wegen Ihres Termins um 10:30 &amp; &lt;soon&gt;.</Say><Hangup/></Response>',
+      '<?xml version="1.0" encoding="UTF-8"?>\n<Response><Say language="de-AT">Hallo Jörg, hier ist die Praxis Nord wegen Ihres Termins um 10:30 &amp; &lt;soon&gt;.</Say><Hangup/></Response>',
     ])
   })
 

@@ -26,6 +26,7 @@ import { greetingEnded, HANG_UP_TWIML, isCallSid, sayAndHangUpTwiml, MESSAGE_LEF
 import { signedByAccount } from '../channels/twilio/webhooks.ts'
 import { readTwilioConfig } from '../channels/twilio/config.ts'
 import { storableId } from '../domain/boundedReaders.ts'
+import { phoneFacts } from '../domain/contact.ts'
 import { isId } from '../domain/ids.ts'
 import type { JsonObject } from '../domain/types.ts'
 import type { Database } from '../store/database.ts'
@@ -133,7 +134,7 @@ export class TwilioCalls {
     const values = { firstName: context.contact?.first_name, lastName: context.contact?.last_name, language: context.contact?.language, context: context.context }
     let left: boolean
     try {
-      left = await this.#twilio.leaveMessage(interaction.providerConfig, callSid, values)
+      left = await this.#twilio.leaveMessage(interaction.providerConfig, callSid, values, phoneFacts(interaction.toPhone)?.country)
     } catch (error) {
       await releaseVoicemailHandoff(this.#db, interaction.id, claimed)
       throw error

@@ -109,11 +109,11 @@ export class TwilioChannel implements Channel {
    * refused (the call is already over: error 21220, or gone); throws when no
    * answer or a 5xx says nothing of whether it did.
    */
-  async leaveMessage(config: JsonObject, callSid: string, values: MessageValues): Promise<boolean> {
+  async leaveMessage(config: JsonObject, callSid: string, values: MessageValues, numberCountry: string | undefined): Promise<boolean> {
     const settings = readTwilioConfig(config)
     const token = this.authTokenFor(config)
     if (token === undefined || !CALL_SID.test(callSid)) return false
-    const form = new URLSearchParams({ Twiml: voicemailTwiml(settings.voicemail, values) })
+    const form = new URLSearchParams({ Twiml: voicemailTwiml(settings.voicemail, values, numberCountry) })
     const answer = await twilioRequest(this.#rest, 'POST', `${accountPath(settings.accountSid)}/Calls/${callSid}.json`, settings.accountSid, token, form)
     if (answer.status >= 200 && answer.status < 300) return true
     if (answer.status >= 400 && answer.status < 500 && answer.status !== 429) return false

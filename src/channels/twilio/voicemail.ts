@@ -16,6 +16,7 @@ import { type Static, Type } from '@sinclair/typebox'
 import { chooseMessageText, escapeXml, type MessageText, type MessageValues, renderMessageText } from '../../domain/messageText.ts'
 import { httpsUrl, messageTextSchema, OneOf } from '../../validation/fields.ts'
 import { refineModel } from '../../validation/model.ts'
+import { twilioSayLanguage } from './sayLanguages.ts'
 
 export const VOICEMAIL_POLICIES = ['hang_up', 'leave_message'] as const
 export type VoicemailPolicy = (typeof VOICEMAIL_POLICIES)[number]
@@ -77,14 +78,31 @@ export function readVoicemail(value: Static<typeof VoicemailSchema> | undefined)
   return { policy: value?.policy ?? 'hang_up', text: value?.message?.text, audioUrl: value?.message?.audio_url }
 }
 
-/** The TwiML that leaves the message on a machine whose greeting has ended, then hangs up. */
-export function voicemailTwiml(settings: VoicemailSettings, values: MessageValues): string {
+/**
+ * The tag a text is spoken in: the contact's own when the text is of its
+ * language (the `en` text for an `en-GB` contact is spoken `en-GB`), else the
+ * text's (a contact of no language given the `de` text).
+ */
+function spokenTag(textTag: string | undefined, contactTag: string | undefined): string | undefined {
+  if (textTag === undefined || contactTag === undefined) return textTag
+  const primary = (tag: string) => tag.toLowerCase().split('-')[0]
+  return primary(textTag) === primary(contactTag) ? contactTag : textTag
+}
+
+/**
+ * The TwiML that leaves the message on a machine whose greeting has ended,
+ * then hangs up. Its <Say> speaks a language-locale pair Twilio voices, found
+ * from the text's language and the country of the number called (see
+ * twilioSayLanguage), or has no `language` and speaks in Twilio's default voice.
+ */
+export function voicemailTwiml(settings: VoicemailSettings, values: MessageValues, numberCountry: string | undefined): string {
   let verb: string
   if (settings.audioUrl !== undefined) {
     verb = `<Play>${escapeXml(settings.audioUrl)}</Play>`
   } else {
     const chosen = chooseMessageText(settings.text ?? '', values.language)
-    const language = chosen.language === undefined ? '' : ` language="${escapeXml(chosen.language)}"`
+    const voiced = twilioSayLanguage(spokenTag(chosen.language, values.language), numberCountry)
+    const language = voiced === undefined ? '' : ` language="${voiced}"`
     verb = `<Say${language}>${renderMessageText(chosen.text, values)}</Say>`
   }
   return `<?xml version="1.0" encoding="UTF-8"?>\n<Response>${verb}<Hangup/></Response>`
