@@ -7,11 +7,29 @@
  * the real fetch).
  */
 import assert from 'node:assert/strict'
+import { readFile } from 'node:fs/promises'
 import { after, afterEach, before, beforeEach, describe, test } from 'node:test'
 import type { OpenAPI3 } from 'openapi-typescript'
 import { Webhook } from 'standardwebhooks'
 import { staleSdkTypes } from '../scripts/sdkTypes.ts'
-import { ApiError, ConnectionError, ConversationTriggerClient, WebhookVerificationError, verifyWebhook, type WebhookEvent } from '../sdk/src/index.ts'
+import {
+  AbortedError,
+  ApiError,
+  AuthenticationError,
+  ConflictError,
+  ConnectionError,
+  ConversationTriggerClient,
+  ConversationTriggerError,
+  NotFoundError,
+  PermissionError,
+  RateLimitError,
+  ServerError,
+  TimeoutError,
+  ValidationError,
+  WebhookVerificationError,
+  verifyWebhook,
+  type WebhookEvent,
+} from '../sdk/src/index.ts'
 import { newWebhookSecret, signatureHeader } from '../src/webhooks/signing.ts'
 import { type Receiver, startReceiver } from './support/receiver.ts'
 import { bearer, createCampaign, freePort, OPERATOR_TOKEN, seedOrganization, startService, type TestService } from './support/service.ts'
@@ -65,9 +83,11 @@ function recordingFetch(log: Exchange[]): typeof fetch {
   }
 }
 
-/** An organization with a key that may also manage webhooks and consents, its always-open simulator campaign, and an SDK client of its key. */
-async function organization(clientOptions: { maxRetries?: number } = {}) {
-  const seeded = await seedOrganization(service.app, { scopes: ['triggers:write', 'triggers:read', 'webhooks:manage', 'consents:manage'], schedule: ALWAYS_OPEN })
+const ALL_SCOPES = ['triggers:write', 'triggers:read', 'webhooks:manage', 'consents:manage']
+
+/** An organization with a key that may also manage webhooks and consents (or has the scopes given), its always-open simulator campaign, and an SDK client of its key. */
+async function organization(clientOptions: { maxRetries?: number } = {}, scopes = ALL_SCOPES) {
+  const seeded = await seedOrganization(service.app, { scopes, schedule: ALWAYS_OPEN })
   await service.app.inject({
     method: 'PATCH',
     url: `/admin/v1/organizations/${seeded.orgId}/campaigns/${seeded.campaign.id}`,
@@ -174,7 +194,7 @@ describe('lists', () => {
     const withdrawn = await client.createTrigger({ campaign: routingKey, contact, ids, not_before: new Date(now + 86_400_000).toISOString() })
     const cancelled = await client.cancelTasksByIds({ ids })
     assert.deepEqual(cancelled.map((task) => [task.id, task.outcome]), [[withdrawn.task_id, 'cancelled']])
-    await assert.rejects(client.cancelTask(withdrawn.task_id), (error: ApiError) => error.status === 409 && error.code === 'conflict')
+    await assert.rejects(client.cancelTask(withdrawn.task_id), (error: ApiError) => error instanceof ConflictError && error.status === 409 && error.code === 'conflict')
 
     const events: string[] = []
     for await (const event of client.events({ limit: 1 })) events.push(`${event.type} ${String(event.data.task_id)}`)
@@ -200,8 +220,9 @@ describe('consent', () => {
     const refused: ApiError = await client
       .recordConsents([{ ...onTheForm(), channel: 'whatsapp', purpose: 'marketing', kind: 'whatsapp_opt_in' }, { ...onTheForm(), channel: 'voice', purpose: 'marketing', kind: 'whatsapp_opt_in' }])
       .then(() => assert.fail('recorded'), (caught) => caught)
+    assert.ok(refused instanceof ValidationError)
     assert.equal(refused.status, 422)
-    assert.deepEqual(refused.details.map((issue) => issue.loc.join('.')), ['body.consents.1.kind'])
+    assert.deepEqual(refused.detail.map((issue) => issue.loc.join('.')), ['body.consents.1.kind'])
     const batch = await client.recordConsents([
       { ...onTheForm(), channel: 'whatsapp', purpose: 'marketing', kind: 'whatsapp_opt_in' },
       { ...onTheForm(), channel: 'voice', purpose: 'informational', kind: 'express' },
@@ -227,7 +248,7 @@ describe('consent', () => {
     assert.deepEqual(await client.revokeConsentsOfNumber({ phone: contact.phone, channel: 'whatsapp' }), { revoked: [optIn!.id] })
     assert.deepEqual(await client.revokeConsentsOfNumber({ phone: contact.phone }), { revoked: [express!.id] })
     assert.equal((await client.getConsent(express!.id)).status, 'revoked')
-    await assert.rejects(client.getConsent('cns_01m8bn735m0q4qzt5yfbd0g3cn'), (error: ApiError) => error.status === 404 && error.code === 'not_found')
+    await assert.rejects(client.getConsent('cns_01m8bn735m0q4qzt5yfbd0g3cn'), (error: ApiError) => error instanceof NotFoundError && error.code === 'not_found')
   })
 
   test('the dry run: a marketing call without consent is blocked for consent_missing, as the dispatcher then decides; allowed once express written consent is on file', async () => {
@@ -258,7 +279,7 @@ describe('consent', () => {
 })
 
 describe('errors and retries', () => {
-  test('a 429 is waited out as its Retry-After says and sent again with the same Idempotency-Key; with no retries left it is an ApiError', async () => {
+  test('a 429 is waited out as its Retry-After says and sent again with the same Idempotency-Key; with no retries left it is a RateLimitError', async () => {
     const { client, requests, routingKey, orgId, key } = await organization({ maxRetries: 3 })
     const limited = await service.app.inject({
       method: 'PATCH',
@@ -270,10 +291,13 @@ describe('errors and retries', () => {
     // The allowance refills as real time passes, the time the SDK waits.
     clock = Date.now
     const impatient = new ConversationTriggerClient({ apiKey: key, baseUrl, maxRetries: 0 })
+    const refusedAt = Date.now()
     const refused = await drainAllowance(impatient)
+    assert.ok(refused instanceof RateLimitError)
     assert.equal(refused.status, 429)
     assert.equal(refused.code, 'rate_limited')
     assert.ok(refused.retryAfterSeconds !== undefined && refused.retryAfterSeconds >= 1)
+    assert.ok(refused.retryAt !== undefined && refused.retryAt.getTime() >= refusedAt + refused.retryAfterSeconds * 1000, 'retryAt: now and Retry-After')
     assert.match(refused.requestId!, /^req_/)
 
     requests.length = 0
@@ -288,36 +312,78 @@ describe('errors and retries', () => {
     }
   })
 
-  test('a 422 is an ApiError with every problem in details, sent once', async () => {
+  test('a 422 is a ValidationError with every problem in detail, as the body lists them, sent once', async () => {
     const { client, requests, routingKey } = await organization()
-    const error: ApiError = await client.createTrigger({ campaign: routingKey, contact: { phone: '020 7946 0958' }, channel: 'fax' as 'voice' }).then(
+    const error: ValidationError = await client.createTrigger({ campaign: routingKey, contact: { phone: '020 7946 0958' }, channel: 'fax' as 'voice' }).then(
       () => assert.fail('accepted'),
       (caught) => caught,
     )
-    assert.ok(error instanceof ApiError)
+    assert.ok(error instanceof ValidationError && error instanceof ApiError && error instanceof ConversationTriggerError)
     assert.equal(error.status, 422)
     assert.equal(error.code, 'validation_error')
-    assert.deepEqual(error.details.map((issue) => issue.loc), [['body', 'contact', 'phone'], ['body', 'channel']])
+    assert.deepEqual(error.detail.map((issue) => issue.loc), [['body', 'contact', 'phone'], ['body', 'channel']])
+    assert.deepEqual(error.detail, (error.body as { detail: unknown }).detail)
+    assert.deepEqual(error.details, error.detail)
+    assert.match(error.requestId!, /^req_/)
     assert.equal(requests.length, 1)
   })
 
-  test('a 404 and a 401 carry their code and request id, and are not retried', async () => {
+  test('a 404, a 403 and a 401 are each their own class, with their code, request id and body, and are not retried', async () => {
     const { client, requests, key } = await organization()
     await assert.rejects(client.getTask('tsk_01m8bn735m0q4qzt5yfbd0g3cn', { requestId: 'lookup-7' }), (error: ApiError) => {
+      assert.ok(error instanceof NotFoundError)
       assert.equal(error.status, 404)
       assert.equal(error.code, 'not_found')
       assert.equal(error.requestId, 'lookup-7')
+      assert.equal((error.body as { error: { code: string } }).error.code, 'not_found')
       return true
     })
     assert.equal(requests.length, 1)
+    const { client: readOnly } = await organization({}, ['triggers:read'])
+    await assert.rejects(readOnly.listWebhookEndpoints(), (error: ApiError) => error instanceof PermissionError && error.status === 403 && error.code === 'forbidden')
     const revoked = new ConversationTriggerClient({ apiKey: `${key}x`, baseUrl })
-    await assert.rejects(revoked.getTask('tsk_01m8bn735m0q4qzt5yfbd0g3cn'), (error: ApiError) => error.status === 401 && error.code === 'unauthorized')
+    await assert.rejects(
+      revoked.getTask('tsk_01m8bn735m0q4qzt5yfbd0g3cn'),
+      (error: ApiError) => error instanceof AuthenticationError && error.status === 401 && error.code === 'unauthorized' && /^req_/.test(error.requestId!),
+    )
+  })
+
+  test('a 5xx is a ServerError: a 503 is sent again after its Retry-After, a 500 is not', async () => {
+    const failing = await startReceiver()
+    try {
+      const attempts: Exchange[] = []
+      const client = new ConversationTriggerClient({ apiKey: 'ctk_unused_key', baseUrl: failing.url, fetch: recordingFetch(attempts), maxRetries: 1 })
+      failing.answer({ status: 503, headers: { 'retry-after': '0' } }, { status: 503, headers: { 'retry-after': '0' } })
+      await assert.rejects(client.getTask('tsk_01m8bn735m0q4qzt5yfbd0g3cn'), (error: ApiError) => {
+        assert.ok(error instanceof ServerError)
+        assert.deepEqual([error.status, error.code, error.retryAfterSeconds], [503, 'http_503', 0])
+        return true
+      })
+      assert.equal(attempts.length, 2)
+      attempts.length = 0
+      failing.answer({ status: 500 })
+      await assert.rejects(client.getTask('tsk_01m8bn735m0q4qzt5yfbd0g3cn'), (error: ApiError) => error instanceof ServerError && error.status === 500)
+      assert.equal(attempts.length, 1)
+
+      // The wait before a retry ends with the caller's abort too.
+      failing.answer({ status: 503, headers: { 'retry-after': '30' } })
+      const startedAt = performance.now()
+      await assert.rejects(client.getTask('tsk_01m8bn735m0q4qzt5yfbd0g3cn', { signal: AbortSignal.timeout(200) }), AbortedError)
+      assert.ok(performance.now() - startedAt < 5_000, 'not waited out')
+    } finally {
+      await failing.close()
+    }
   })
 
   test('a connection that fails is tried again when the request is safe to repeat, and is a ConnectionError once the retries are spent', async () => {
     const attempts: Exchange[] = []
     const client = new ConversationTriggerClient({ apiKey: 'ctk_unused_key', baseUrl: `http://127.0.0.1:${await freePort()}`, fetch: recordingFetch(attempts), maxRetries: 1 })
-    await assert.rejects(client.createTrigger({ campaign: 'screening', contact }), ConnectionError)
+    await assert.rejects(client.createTrigger({ campaign: 'screening', contact }, { requestId: 'ats-43' }), (error: ConnectionError) => {
+      assert.ok(error instanceof ConnectionError && !(error instanceof TimeoutError))
+      assert.equal(error.requestId, 'ats-43')
+      assert.ok(error.cause instanceof Error)
+      return true
+    })
     assert.equal(attempts.length, 2)
     assert.equal(attempts[0]!.headers.get('idempotency-key'), attempts[1]!.headers.get('idempotency-key'))
     // Cancelling again after a lost answer could report a conflict for a cancel that was done.
@@ -326,22 +392,35 @@ describe('errors and retries', () => {
     assert.equal(attempts.length, 1)
   })
 
-  test('a try that gets no answer within timeoutMs is abandoned and tried again; a caller\'s abort ends the call at once', async () => {
+  test('a try that gets no answer within timeoutMs is abandoned and tried again, then a TimeoutError; a caller\'s abort ends the call at once, an AbortedError', async () => {
     const silent = await startReceiver()
     try {
       silent.answerAll('hang')
       const attempts: Exchange[] = []
       const client = new ConversationTriggerClient({ apiKey: 'ctk_unused_key', baseUrl: silent.url, fetch: recordingFetch(attempts), timeoutMs: 100, maxRetries: 1 })
-      await assert.rejects(client.getTask('tsk_01m8bn735m0q4qzt5yfbd0g3cn'), (error: ConnectionError) => error instanceof ConnectionError && /no answer within 100 ms/.test(error.message))
+      await assert.rejects(
+        client.getTask('tsk_01m8bn735m0q4qzt5yfbd0g3cn'),
+        (error: TimeoutError) => error instanceof TimeoutError && error instanceof ConnectionError && /no answer within 100 ms/.test(error.message),
+      )
       assert.equal(attempts.length, 2)
 
       attempts.length = 0
       const patient = new ConversationTriggerClient({ apiKey: 'ctk_unused_key', baseUrl: silent.url, fetch: recordingFetch(attempts) })
       const caller = new AbortController()
       const call = patient.getTask('tsk_01m8bn735m0q4qzt5yfbd0g3cn', { signal: caller.signal })
-      setImmediate(() => caller.abort(new Error('the caller gave up')))
-      await assert.rejects(call, /the caller gave up/)
+      const reason = new Error('the caller gave up')
+      setImmediate(() => caller.abort(reason))
+      await assert.rejects(call, (error: AbortedError) => error instanceof AbortedError && error.cause === reason && /the caller gave up/.test(error.message))
       assert.equal(attempts.length, 1)
+
+      // Aborted before it is sent: nothing goes out.
+      attempts.length = 0
+      await assert.rejects(patient.getTask('tsk_01m8bn735m0q4qzt5yfbd0g3cn', { signal: AbortSignal.abort() }), (error: AbortedError) => {
+        assert.ok(error instanceof AbortedError && error instanceof ConversationTriggerError)
+        assert.equal((error.cause as DOMException).name, 'AbortError')
+        return true
+      })
+      assert.ok(attempts.every((attempt) => attempt.status === undefined), 'no answer read')
     } finally {
       await silent.close()
     }
@@ -420,9 +499,83 @@ describe('webhooks', () => {
     const rotated = await client.rotateWebhookSecret(created.id)
     assert.notEqual(rotated.secret, created.secret)
     assert.equal((await client.getWebhookEndpointHealth(created.id)).attempts, 0)
+    const since = new Date(now - 3_600_000).toISOString()
+    const recovery = await client.recoverWebhookEndpoint(created.id, { since })
+    assert.deepEqual([recovery.queued, recovery.since, recovery.until, recovery.next], [0, since, new Date(now).toISOString(), null])
     await client.deleteWebhookEndpoint(created.id)
     await assert.rejects(client.getWebhookEndpoint(created.id), (error: ApiError) => error.status === 404)
   })
+})
+
+const UNKNOWN_ID = 'xyz_01m8bn735m0q4qzt5yfbd0g3cn'
+
+/**
+ * A call of the client's method for each operation of the client API, by
+ * operationId: an operation the document adds without one here fails the
+ * test below, as does a call that sends another operation's request.
+ */
+const CLIENT_CALLS: Record<string, (client: ConversationTriggerClient, routingKey: string) => Promise<unknown>> = {
+  getCallingKey: (client) => client.describeApiKey(),
+  createTrigger: (client, campaign) => client.createTrigger({ campaign, contact }),
+  createTriggerBatch: (client, campaign) => client.createTriggerBatch([{ campaign, contact }]),
+  getTrigger: (client) => client.getTrigger(UNKNOWN_ID),
+  getTask: (client) => client.getTask(UNKNOWN_ID),
+  listTasks: (client) => client.listTasks(),
+  cancelTask: (client) => client.cancelTask(UNKNOWN_ID),
+  cancelTasksByIds: (client) => client.cancelTasksByIds({ ids: [{ source: 'ats', type: 'candidate', value: 'none' }] }),
+  getInteraction: (client) => client.getInteraction(UNKNOWN_ID),
+  reportInteractionResult: (client) => client.reportInteractionResult(UNKNOWN_ID, { summary: 'Nothing.' }),
+  sendInteractionMessage: (client) => client.sendInteractionMessage(UNKNOWN_ID, { text: 'Hello' }),
+  pauseCampaign: (client, routingKey) => client.pauseCampaign(routingKey),
+  resumeCampaign: (client, routingKey) => client.resumeCampaign(routingKey),
+  createWebhookEndpoint: (client) => client.createWebhookEndpoint({ url: 'https://example.com/hooks' }),
+  listWebhookEndpoints: (client) => client.listWebhookEndpoints(),
+  getWebhookEndpoint: (client) => client.getWebhookEndpoint(UNKNOWN_ID),
+  updateWebhookEndpoint: (client) => client.updateWebhookEndpoint(UNKNOWN_ID, { enabled: true }),
+  deleteWebhookEndpoint: (client) => client.deleteWebhookEndpoint(UNKNOWN_ID),
+  rotateWebhookEndpointSecret: (client) => client.rotateWebhookSecret(UNKNOWN_ID),
+  getWebhookEndpointHealth: (client) => client.getWebhookEndpointHealth(UNKNOWN_ID),
+  testWebhookEndpoint: (client) => client.sendTestWebhook(UNKNOWN_ID),
+  recoverWebhookEndpoint: (client) => client.recoverWebhookEndpoint(UNKNOWN_ID, { since: new Date(now - 60_000).toISOString() }),
+  listEvents: (client) => client.listEvents(),
+  getEvent: (client) => client.getEvent(UNKNOWN_ID),
+  listTaskEvents: (client) => client.listTaskEvents(UNKNOWN_ID),
+  redeliverEvent: (client) => client.redeliverEvent(UNKNOWN_ID),
+  createSuppression: (client) => client.addSuppression(contact.phone),
+  listSuppressions: (client) => client.listSuppressions(),
+  getSuppression: (client) => client.getSuppression(contact.phone),
+  deleteSuppression: (client) => client.removeSuppression(contact.phone),
+  createConsent: (client) =>
+    client.recordConsent({ phone: contact.phone, channel: 'voice', purpose: 'marketing', kind: 'express', source: 'web_form', captured_at: new Date(now - 60_000).toISOString() }),
+  listConsents: (client) => client.listConsents({ phone: contact.phone }),
+  createConsentBatch: (client) => client.recordConsents([]),
+  getConsent: (client) => client.getConsent(UNKNOWN_ID),
+  revokeConsent: (client) => client.revokeConsent(UNKNOWN_ID),
+  revokeConsentsOfNumber: (client) => client.revokeConsentsOfNumber({ phone: contact.phone }),
+  checkContactability: (client) => client.checkContactability({ phone: contact.phone, channel: 'voice' }),
+  eraseContact: (client) => client.eraseContact({ phone: '+44 20 7946 0999' }),
+  listDailyCounts: (client) => client.dailyCounts({ from: '2026-12-01', to: '2026-12-02' }),
+}
+
+test('every operation of the client API (sdk/openapi.json) has a client method, which sends that operation\'s method and path', async () => {
+  const document = JSON.parse(await readFile(new URL('../sdk/openapi.json', import.meta.url), 'utf8')) as OpenAPI3
+  const operations = Object.entries(document.paths ?? {}).flatMap(([path, item]) =>
+    Object.entries(item as Record<string, { operationId?: string }>).map(([method, operation]) => ({ method: method.toUpperCase(), path, operationId: operation.operationId! })),
+  )
+  assert.ok(operations.length >= 39, 'the document read has the client API')
+  assert.deepEqual(Object.keys(CLIENT_CALLS).sort(), operations.map((operation) => operation.operationId).sort(), 'a call for each operation, none for an operation gone')
+  const { client, requests, routingKey } = await organization({ maxRetries: 0 })
+  for (const operation of operations) {
+    requests.length = 0
+    // Only the request matters: an error answer (404 for an unknown id...) is still the operation's.
+    await CLIENT_CALLS[operation.operationId]!(client, routingKey).catch((error: unknown) => assert.ok(error instanceof ApiError, `${operation.operationId}: ${String(error)}`))
+    const pathPattern = new RegExp(`^${operation.path.replace(/\{[^}]+\}/g, '[^/]+')}$`)
+    assert.deepEqual(
+      requests.map((request) => [request.method, pathPattern.test(request.url.pathname)]),
+      [[operation.method, true]],
+      `${operation.operationId} sends ${operation.method} ${operation.path}, once: ${requests.map((request) => `${request.method} ${request.url.pathname}`).join(', ')}`,
+    )
+  }
 })
 
 /** Spends what is left of the organization's allowance, until a request is refused: that refusal. */

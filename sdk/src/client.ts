@@ -1,6 +1,19 @@
 import { randomUUID } from 'node:crypto'
 import { setTimeout as sleep } from 'node:timers/promises'
-import { ApiError, ConnectionError } from './errors.js'
+import {
+  AbortedError,
+  ApiError,
+  type ApiErrorInit,
+  AuthenticationError,
+  ConflictError,
+  ConnectionError,
+  NotFoundError,
+  PermissionError,
+  RateLimitError,
+  ServerError,
+  TimeoutError,
+  ValidationError,
+} from './errors.js'
 import type {
   ApiKeyDescription,
   BatchTriggerRequest,
@@ -28,6 +41,8 @@ import type {
   RedeliverQuery,
   RevokeConsentsRequest,
   RevokedConsents,
+  SessionMessage,
+  SessionMessageRequest,
   Suppression,
   SuppressionQuery,
   Task,
@@ -42,6 +57,8 @@ import type {
   WebhookEndpointHealth,
   WebhookEndpointRequest,
   WebhookEndpointWithSecret,
+  WebhookRecovery,
+  WebhookRecoveryRequest,
   WebhookTestEvent,
 } from './types.js'
 
@@ -65,15 +82,17 @@ export interface RequestOptions {
   signal?: AbortSignal
 }
 
-export interface CreateTriggerOptions extends RequestOptions {
+export interface IdempotentRequestOptions extends RequestOptions {
   /**
    * The Idempotency-Key; a random UUID when not given. The SDK sends the
    * same key on each of its own retries, so a retry never records a second
-   * trigger. Pass your own (the id of the record that caused the trigger)
-   * to make your own retries safe too.
+   * trigger (or sends a second message). Pass your own (the id of the
+   * record that caused it) to make your own retries safe too.
    */
   idempotencyKey?: string
 }
+
+export type CreateTriggerOptions = IdempotentRequestOptions
 
 /** One page of a list, and where the next one starts: `undefined` on the last page. */
 export interface Page<Item> {
@@ -112,7 +131,9 @@ interface Call {
 /**
  * A client of the Conversation Trigger Service's API (/api/v2), with an
  * organization API key. Each method returns the answer's `data` and throws
- * an ApiError for an error status, a ConnectionError when no answer came.
+ * an ApiError (of its status's subclass) for an error status, a
+ * ConnectionError (TimeoutError) when no answer came, an AbortedError when
+ * the caller's signal ended it.
  */
 export class ConversationTriggerClient {
   readonly #apiKey: string
@@ -189,6 +210,16 @@ export class ConversationTriggerClient {
   /** Reports a conversation's result (scope conversations:write). */
   reportInteractionResult(id: string, result: InteractionResultRequest, options?: RequestOptions): Promise<Interaction> {
     return this.#send({ method: 'POST', path: `/api/v2/interactions/${encodeURIComponent(id)}/result`, body: result, repeatable: false, options })
+  }
+
+  /**
+   * Sends the person of a WhatsApp or SMS interaction a message while the
+   * window their latest message opened is open (409 once it has closed),
+   * and answers it once the provider took it (scope messages:send).
+   */
+  sendInteractionMessage(id: string, message: SessionMessageRequest, options: IdempotentRequestOptions = {}): Promise<SessionMessage> {
+    const idempotencyKey = options.idempotencyKey ?? randomUUID()
+    return this.#send({ method: 'POST', path: `/api/v2/interactions/${encodeURIComponent(id)}/messages`, body: message, headers: { 'idempotency-key': idempotencyKey }, repeatable: true, options })
   }
 
   pauseCampaign(routingKey: string, query: CampaignQuery = {}, options?: RequestOptions): Promise<Campaign> {
@@ -268,6 +299,17 @@ export class ConversationTriggerClient {
   /** Sends the endpoint a webhook.test event now. */
   sendTestWebhook(id: string, options?: RequestOptions): Promise<WebhookTestEvent> {
     return this.#send({ method: 'POST', path: `/api/v2/webhook-endpoints/${encodeURIComponent(id)}/test`, repeatable: false, options })
+  }
+
+  /**
+   * After an outage of the receiver: sends again, once and in the order
+   * recorded, every event whose delivery to the endpoint failed or was given
+   * up in the window. A second call queues none of those already on their
+   * way, so it is safe to repeat. When `next` is not null, call again with
+   * it as `after` (and the same since and until) to go on.
+   */
+  recoverWebhookEndpoint(id: string, request: WebhookRecoveryRequest, options?: RequestOptions): Promise<WebhookRecovery> {
+    return this.#send({ method: 'POST', path: `/api/v2/webhook-endpoints/${encodeURIComponent(id)}/recover`, body: request, repeatable: true, options })
   }
 
   addSuppression(phone: string, options?: RequestOptions): Promise<Suppression> {
@@ -351,6 +393,10 @@ export class ConversationTriggerClient {
     if (call.options?.requestId !== undefined) headers['x-request-id'] = call.options.requestId
     const body = call.body === undefined ? undefined : JSON.stringify(call.body)
     const callerSignal = call.options?.signal
+    const sent = { requestId: call.options?.requestId }
+    const aborted = () => new AbortedError(`${call.method} ${call.path}: aborted (${failureOf(callerSignal?.reason)})`, { ...sent, cause: callerSignal?.reason })
+    /** The pause before a retry, which the caller's signal ends too. */
+    const pause = (ms: number) => sleep(ms, undefined, { signal: callerSignal }).catch(() => Promise.reject(aborted()))
     for (let retry = 0; ; retry++) {
       const timeout = AbortSignal.timeout(this.#timeoutMs)
       let response: Response
@@ -359,12 +405,12 @@ export class ConversationTriggerClient {
         response = await this.#fetch(url, { method: call.method, headers, body, signal: callerSignal === undefined ? timeout : AbortSignal.any([callerSignal, timeout]) })
         text = await response.text()
       } catch (error) {
-        if (callerSignal?.aborted) throw callerSignal.reason
+        if (callerSignal?.aborted) throw aborted()
         if (!call.repeatable || retry >= this.#maxRetries) {
-          const reason = timeout.aborted ? `no answer within ${this.#timeoutMs} ms` : failureOf(error)
-          throw new ConnectionError(`${call.method} ${call.path}: ${reason}`, { cause: error })
+          if (timeout.aborted) throw new TimeoutError(`${call.method} ${call.path}: no answer within ${this.#timeoutMs} ms`, { ...sent, cause: error })
+          throw new ConnectionError(`${call.method} ${call.path}: ${failureOf(error)}`, { ...sent, cause: error })
         }
-        await sleep(backoffMs(retry), undefined, { signal: callerSignal })
+        await pause(backoffMs(retry))
         continue
       }
       if (response.ok) return (text === '' ? undefined : (JSON.parse(text) as { data: Data }).data) as Data
@@ -372,7 +418,7 @@ export class ConversationTriggerClient {
       // A 429 or a 503 did nothing of the request: sending it again is always safe.
       const waitMs = error.retryAfterSeconds === undefined ? backoffMs(retry) : error.retryAfterSeconds * 1000
       if ((error.status !== 429 && error.status !== 503) || retry >= this.#maxRetries || waitMs > MAX_RETRY_AFTER_MS) throw error
-      await sleep(waitMs, undefined, { signal: callerSignal })
+      await pause(waitMs)
     }
   }
 }
@@ -410,21 +456,41 @@ function apiError(response: Response, text: string): ApiError {
   }
   const requestId = response.headers.get('x-request-id') ?? parsed.metadata?.request_id
   const retryAfterSeconds = retryAfter(response.headers.get('retry-after'))
+  const retryAt = retryAfterSeconds === undefined ? undefined : new Date(Date.now() + retryAfterSeconds * 1000)
+  const common = { status: response.status, requestId, retryAfterSeconds, retryAt, body }
   if (response.status === 422 && Array.isArray(parsed.detail)) {
     const first = parsed.detail[0]
     const where = first === undefined ? '' : ` at ${first.loc.join('.')}: ${first.msg}`
     const more = parsed.detail.length > 1 ? ` (and ${parsed.detail.length - 1} more)` : ''
-    return new ApiError({ status: 422, code: 'validation_error', message: `Invalid request${where}${more}`, requestId, details: parsed.detail, retryAfterSeconds, body })
+    return new ValidationError({ ...common, code: 'validation_error', message: `Invalid request${where}${more}`, details: parsed.detail })
   }
-  return new ApiError({
-    status: response.status,
+  return new (errorClassOf(response.status))({
+    ...common,
     code: parsed.error?.code ?? `http_${response.status}`,
     message: parsed.error?.message ?? `HTTP ${response.status} ${response.statusText}`,
-    requestId,
     details: [],
-    retryAfterSeconds,
-    body,
   })
+}
+
+/** The error class of a status a caller branches on; ApiError itself for the others (400, 413...). */
+function errorClassOf(status: number): new (init: ApiErrorInit) => ApiError {
+  if (status >= 500) return ServerError
+  switch (status) {
+    case 401:
+      return AuthenticationError
+    case 403:
+      return PermissionError
+    case 404:
+      return NotFoundError
+    case 409:
+      return ConflictError
+    case 422:
+      return ValidationError
+    case 429:
+      return RateLimitError
+    default:
+      return ApiError
+  }
 }
 
 /** Retry-After as seconds: a number of seconds, or an HTTP date. */

@@ -5,7 +5,7 @@
  * spells a path's response type out, and a change in how the document names
  * its shapes is a change of this file alone.
  */
-import type { components, paths } from './schema.js'
+import type { components, paths, webhooks } from './schema.js'
 
 type Method = 'get' | 'post' | 'patch' | 'delete'
 type Operation<Path extends keyof paths, M extends Method> = NonNullable<paths[Path][M]>
@@ -42,6 +42,9 @@ export type CancelledTask = ResponseData<'/api/v2/tasks/cancel', 'post', 200>[nu
 
 export type Interaction = ResponseData<'/api/v2/interactions/{id}', 'get', 200>
 export type InteractionResultRequest = RequestBody<'/api/v2/interactions/{id}/result', 'post'>
+/** A text, reply buttons or a list, to the person of a WhatsApp interaction (a text on an SMS one), in their open window. */
+export type SessionMessageRequest = RequestBody<'/api/v2/interactions/{id}/messages', 'post'>
+export type SessionMessage = ResponseData<'/api/v2/interactions/{id}/messages', 'post', 201>
 
 export type Campaign = ResponseData<'/api/v2/campaigns/{routing_key}/pause', 'post', 200>
 export type CampaignQuery = QueryOf<'/api/v2/campaigns/{routing_key}/pause', 'post'>
@@ -60,6 +63,9 @@ export type WebhookEndpointRequest = RequestBody<'/api/v2/webhook-endpoints', 'p
 export type WebhookEndpointChange = RequestBody<'/api/v2/webhook-endpoints/{id}', 'patch'>
 export type WebhookEndpointHealth = ResponseData<'/api/v2/webhook-endpoints/{id}/health', 'get', 200>
 export type WebhookTestEvent = ResponseData<'/api/v2/webhook-endpoints/{id}/test', 'post', 202>
+/** The window of failed deliveries to send again (`after`: the previous answer's `next`, to go on). */
+export type WebhookRecoveryRequest = RequestBody<'/api/v2/webhook-endpoints/{id}/recover', 'post'>
+export type WebhookRecovery = ResponseData<'/api/v2/webhook-endpoints/{id}/recover', 'post', 202>
 
 export type Suppression = ResponseData<'/api/v2/suppressions/{phone}', 'get', 200>
 export type SuppressionQuery = QueryOf<'/api/v2/suppressions', 'get'>
@@ -88,33 +94,22 @@ export type ErrorBody = ResponseBody<'/api/v2/triggers', 'post', 401>
 export type ValidationIssue = ResponseBody<'/api/v2/triggers', 'post', 422>['detail'][number]
 
 /*
- * Webhook events. The document does not describe the webhooks themselves
- * yet: their data are its named components (README, "Events and webhooks"),
- * and the envelope and webhook.test's data are written here from
- * src/domain/events.ts. Once the document has a `webhooks` section, these
- * come from it.
+ * Webhook events: the document's `webhooks` section describes each one the
+ * service sends, by its type, with its envelope and data; the union is made
+ * from it, so that a type the document adds is a case of WebhookEvent.
  */
+type WebhookBody<Type extends keyof webhooks> = webhooks[Type]['post'] extends { requestBody: { content: { 'application/json': infer Body } } } ? Body : never
+
+/** Every webhook the service sends, told apart by `type`: `switch (event.type)` narrows `event.data`. */
+export type WebhookEvent = { [Type in keyof webhooks]: WebhookBody<Type> }[keyof webhooks]
+/** Each event type the service sends: `task.completed`, `interaction.finalized`... */
+export type WebhookEventType = WebhookEvent['type']
+/** The event of one type, e.g. `WebhookEventOf<'task.completed'>`. */
+export type WebhookEventOf<Type extends WebhookEventType> = Extract<WebhookEvent, { type: Type }>
+
 export type ConversationResult = components['schemas']['ConversationResult']
 export type TaskCompletedData = components['schemas']['TaskCompletedData']
 export type InteractionFinalizedData = components['schemas']['InteractionFinalizedData']
 export type InteractionResultAddedData = components['schemas']['InteractionResultAddedData']
-export interface WebhookTestData {
-  endpoint_id: string
-  message: string
-}
-
-interface EventEnvelope<Type extends string, Data> {
-  /** evt_...; also the webhook-id header, the same on every retry: drop duplicates by it. */
-  id: string
-  type: Type
-  /** UTC, ISO 8601 with Z: when the change happened. */
-  timestamp: string
-  data: Data
-}
-
-/** Every webhook the service sends, told apart by `type`. */
-export type WebhookEvent =
-  | EventEnvelope<'task.completed', TaskCompletedData>
-  | EventEnvelope<'interaction.finalized', InteractionFinalizedData>
-  | EventEnvelope<'interaction.result_added', InteractionResultAddedData>
-  | EventEnvelope<'webhook.test', WebhookTestData>
+export type InteractionMessageReceivedData = components['schemas']['InteractionMessageReceivedData']
+export type WebhookTestData = components['schemas']['WebhookTestData']
