@@ -2,8 +2,9 @@
  * Recovery of an endpoint's failed deliveries (POST .../webhook-endpoints/{id}/recover):
  * the rules on the window asked for and the cursor as tables, then outages of
  * a real local receiver on an injected clock: deliveries given up when the
- * endpoint is disabled, and given up after the retry schedule; each event
- * sent again once, in the order recorded, with its own id.
+ * endpoint is disabled, and given up after the retry schedule, and waiting
+ * for a retry (brought forward); each event sent again once, in the order
+ * recorded, with its own id.
  */
 import assert from 'node:assert/strict'
 import { after, afterEach, before, beforeEach, describe, test } from 'node:test'
@@ -120,7 +121,7 @@ function recover(key: string, endpointId: string, body: object) {
   return service.app.inject({ method: 'POST', url: `/api/v2/webhook-endpoints/${endpointId}/recover`, headers: bearer(key), payload: body })
 }
 
-async function recovered(key: string, endpointId: string, body: object): Promise<{ queued: number; since: string; until: string; next: string | null }> {
+async function recovered(key: string, endpointId: string, body: object): Promise<{ queued: number; brought_forward: number; since: string; until: string; next: string | null }> {
   const response = await recover(key, endpointId, body)
   assert.equal(response.statusCode, 202, response.body)
   return json(response).data
@@ -168,7 +169,7 @@ describe('recovery after an outage', () => {
     now += MINUTE
     const before = receiver.received.length
     const recovery = await recovered(key, endpointId, { since: new Date(outageStart).toISOString() })
-    assert.deepEqual(recovery, { queued: failed.length, since: new Date(outageStart).toISOString(), until: new Date(now).toISOString(), next: null })
+    assert.deepEqual(recovery, { queued: failed.length, brought_forward: 0, since: new Date(outageStart).toISOString(), until: new Date(now).toISOString(), next: null })
     await deliver()
     assert.deepEqual(webhookIds(before), failed, 'each failed event once more, in the order recorded, with its id')
     for (const id of failed) assert.deepEqual(await deliveryStatuses(key, id), ['failed', 'succeeded'])
@@ -181,7 +182,7 @@ describe('recovery after an outage', () => {
     const recoveries = log.filter((entry: any) => entry.action === 'webhook_endpoint.recovered')
     assert.equal(recoveries.length, 1, 'a call that queued nothing changed nothing')
     assert.deepEqual(recoveries[0].target, endpointId)
-    assert.deepEqual(recoveries[0].details, { since: recovery.since, until: recovery.until, queued: failed.length })
+    assert.deepEqual(recoveries[0].details, { since: recovery.since, until: recovery.until, queued: failed.length, brought_forward: 0 })
   })
 
   test('deliveries given up after the retry schedule, one event twice: each sent again once, in order; one queued already is not queued again', async () => {
@@ -219,6 +220,50 @@ describe('recovery after an outage', () => {
     assert.deepEqual(webhookIds(before), [failed[3], ...failed.slice(0, 3)], 'the redelivery first, as it fell due first; then the others, in order')
     assert.deepEqual(await deliveryStatuses(key, failed[1]!), ['failed', 'failed', 'succeeded'])
     assert.equal((await recovered(key, endpointId, { since: new Date(outageStart).toISOString() })).queued, 0)
+  })
+
+  test('deliveries waiting for a retry hours away are brought forward and sent once; one whose last failure was before since waits on', async () => {
+    const { orgId, key, endpointId } = await setUp()
+    receiver.answerAll({ status: 500 })
+    const before = await event(orgId)
+    await deliver()
+    // The outage as the client tells it starts later: this event's three attempts failed before; its fourth is half an hour away.
+    for (const delayS of RETRY_DELAYS_S.slice(0, 2)) {
+      now += delayS * 1100
+      await deliver()
+    }
+    now += MINUTE
+    const outageStart = now
+    const waiting = [await event(orgId), await event(orgId)]
+    await deliver()
+    // Their second attempts fail too: the next is five minutes away, after the receiver is back.
+    now += RETRY_DELAYS_S[0]! * 1100
+    await deliver()
+    for (const id of waiting) assert.deepEqual(await deliveryStatuses(key, id), ['pending'])
+
+    now += MINUTE
+    receiver.answerAll({ status: 200 })
+    const sent = receiver.received.length
+    const recovery = await recovered(key, endpointId, { since: new Date(outageStart).toISOString() })
+    assert.deepEqual([recovery.queued, recovery.brought_forward, recovery.next], [2, 2, null])
+    await deliver()
+    assert.deepEqual(webhookIds(sent), waiting, 'sent now, in the order recorded, with their ids')
+    for (const id of waiting) {
+      const [delivery] = json(await service.app.inject({ method: 'GET', url: `/api/v2/events/${id}`, headers: bearer(key) })).data.deliveries
+      assert.deepEqual(await deliveryStatuses(key, id), ['succeeded'], 'no second delivery: the one waiting was sent')
+      assert.equal(delivery.attempts.length, 3, 'its attempts go on counting')
+    }
+    assert.deepEqual(await deliveryStatuses(key, before), ['pending'], 'outside the window, it waits for its retry')
+    assert.equal((await recovered(key, endpointId, { since: new Date(outageStart).toISOString() })).queued, 0, 'nothing is left to recover')
+
+    // When the retry the waiting deliveries were due for comes, nothing is sent twice; the one left waiting goes at its own.
+    const afterRecovery = receiver.received.length
+    now += RETRY_DELAYS_S[1]! * 1100
+    await deliver()
+    assert.deepEqual(webhookIds(afterRecovery), [])
+    now += RETRY_DELAYS_S[2]! * 1100
+    await deliver()
+    assert.deepEqual(webhookIds(afterRecovery), [before])
   })
 
   const most = MAX_RECOVERED_PER_CALL.toLocaleString('en')

@@ -4140,7 +4140,7 @@ export interface operations {
                 "application/json": {
                     /**
                      * Format: date-time
-                     * @description Recover the deliveries that failed or were given up at or after this instant: in the past, and within the history kept (the retention).
+                     * @description Recover what was not delivered since this instant: deliveries that failed or were given up at or after it, and those waiting for a retry after an attempt that failed at or after it (brought forward). In the past, and within the history kept (the retention).
                      * @example 2026-12-01T09:00:00+01:00
                      */
                     since: string;
@@ -4167,8 +4167,10 @@ export interface operations {
                 content: {
                     "application/json": {
                         data: {
-                            /** @description Events queued to be sent again. */
+                            /** @description Events queued to be sent now, each once. */
                             queued: number;
+                            /** @description Of those, how many were waiting for a retry: their pending delivery falls due now, and no second one is made. */
+                            brought_forward: number;
                             /**
                              * Format: date-time
                              * @description UTC, ISO 8601 with Z
@@ -4179,7 +4181,7 @@ export interface operations {
                              * @description The end of the window recovered: the one asked for, or the time of the call.
                              */
                             until: string;
-                            /** @description Null when the whole window was read. Otherwise the call stopped after 10,000 failed deliveries: call again with the same since and until and this as `after`. */
+                            /** @description Null when the whole window was read. Otherwise the call stopped after 10,000 deliveries of one kind (failed, or waiting for a retry): call again with the same since and until and this as `after`. */
                             next: string | null;
                         };
                         metadata: {

@@ -233,8 +233,10 @@ export async function redeliverEvent(
 }
 
 export interface Recovery {
-  /** Events queued to be sent again. */
+  /** Events queued to be sent now. */
   queued: number
+  /** Of those, how many were waiting for a retry and were brought forward (no second delivery). */
+  brought_forward: number
   since: string
   until: string
   /** Where the next call goes on from (as `after`), when this one stopped at its bound; null when it read the whole window. */
@@ -242,12 +244,14 @@ export interface Recovery {
 }
 
 /**
- * Sends again every event whose delivery to an enabled endpoint failed or was
- * given up at or after `since` (and before `until`, by default now), once
- * each and with its own id, in the order the events were recorded: at most
- * MAX_RECOVERED_PER_CALL failed deliveries are looked at a call, and a call
- * that stopped there answers `next`, for the next to go on from (`after`).
- * Recorded in the audit log when it queued any.
+ * Sends now every event not delivered to an enabled endpoint since `since`
+ * (and before `until`, by default now), once each and with its own id, in the
+ * order the events were recorded: those whose delivery failed or was given
+ * up in the window, and those waiting for a retry after an attempt that
+ * failed in it (brought forward: the delivery waiting is the one sent). At
+ * most MAX_RECOVERED_PER_CALL deliveries of each kind are read a call, and a
+ * call that stopped there answers `next`, for the next to go on from
+ * (`after`). Recorded in the audit log when it queued any.
  */
 export async function recoverEndpoint(
   ops: WebhookOperations,
@@ -268,11 +272,13 @@ export async function recoverEndpoint(
   if (problems.length > 0) {
     throw new ValidationFailed(problems.map((problem) => valueError(['body', problem.field], asked[problem.field], problem.message)))
   }
+  const from = recoveryStart(since, after)
   const recovery = await audited(ops, actor, async (tx) => {
     const recovered = await recoverFailedDeliveries(tx, {
       orgId,
       endpointId: endpoint.id,
-      from: recoveryStart(since, after),
+      since,
+      from,
       until,
       limit: MAX_RECOVERED_PER_CALL,
       now,
@@ -280,11 +286,13 @@ export async function recoverEndpoint(
     if (recovered === undefined) return { result: undefined, audit: undefined }
     const result: Recovery = {
       queued: recovered.queued,
+      brought_forward: recovered.broughtForward,
       since: new Date(since).toISOString(),
       until: new Date(until).toISOString(),
-      next: recovered.lookedAt === MAX_RECOVERED_PER_CALL ? recoveryCursor(recovered.last!) : null,
+      // Stopped at the bound of waiting deliveries alone, the next call reads the failed ones from where this one did.
+      next: recovered.full ? recoveryCursor(recovered.last ?? from) : null,
     }
-    const details = { since: result.since, until: result.until, queued: result.queued }
+    const details = { since: result.since, until: result.until, queued: result.queued, brought_forward: result.brought_forward }
     return { result, audit: recovered.queued === 0 ? undefined : { orgId, action: 'webhook_endpoint.recovered' as const, target: endpoint.id, details } }
   })
   // Disabled or deleted since it was read above.

@@ -407,34 +407,47 @@ export async function redeliver(db: Database, orgId: string, eventId: string, en
   })
 }
 
-/** What a recovery did: how many events it queued, and the last failed delivery it looked at (undefined when none). */
+/** What a recovery did: how many events it queued, and how far it read (undefined: it read nothing). */
 export interface Recovered {
   queued: number
-  /** How many failed deliveries it looked at: as many as it was allowed means more may follow. */
-  lookedAt: number
+  /** How many it brought forward of those queued: deliveries waiting for a retry, sent now instead of a new one. */
+  broughtForward: number
+  /** Whether it read as many deliveries as it was allowed, of either kind: more may follow. */
+  full: boolean
+  /** The last failed delivery it read, where the next call goes on from (undefined: none). */
   last: RecoveryPosition | undefined
 }
 
 /**
- * Sends again, in the transaction `tx`, each event whose delivery to the
- * endpoint failed (or was given up) in the window: the failed deliveries
- * after `from` in (completed_at, id) order and completed before `until`, at
- * most `limit` of them. Each event goes once, however many of its deliveries
- * there failed, and not at all when one of them succeeded or is pending
- * (another recovery's, a redelivery's), or when the endpoint no longer
- * receives its type. The new deliveries fall due now, a microsecond apart in
- * the order the events were recorded (commit order, as the events list), for
- * the claim takes an endpoint's due deliveries by due_at alone. Undefined,
- * doing nothing, when the endpoint no longer receives (disabled or deleted).
+ * Sends again, in the transaction `tx`, each event not delivered to the
+ * endpoint in the window, at most `limit` of each kind:
+ * - given up: the failed deliveries after `from` in (completed_at, id) order
+ *   and completed before `until`;
+ * - waiting for a retry: the pending deliveries that were attempted, whose
+ *   last attempt failed at or after `since` and before `until`, and which are
+ *   due later (a retry maybe hours away on the schedule) and held by no
+ *   claim. They are brought forward, not doubled: the delivery waiting is
+ *   the one that falls due now, and its attempts go on counting.
+ * Each event goes once, however many of its deliveries there failed, and not
+ * at all when one of them succeeded or is pending without a failed attempt
+ * to wait out (another recovery's, a redelivery's, one being attempted now),
+ * or when the endpoint no longer receives its type. What is queued falls due
+ * now, a microsecond apart in the order the events were recorded (commit
+ * order, as the events list), for the claim takes an endpoint's due
+ * deliveries by due_at alone. Undefined, doing nothing, when the endpoint no
+ * longer receives (disabled or deleted).
  *
  * Three statements. The first reads the failed deliveries through
- * deliveries_failed_by_endpoint_and_completion (migration 032), and locks
- * their events FOR UPDATE in id order, as a
- * redelivery locks its event before its endpoint: a redelivery or another
- * recovery of one of them waits for this to commit, and then sees what it
- * made. The second locks the endpoint FOR SHARE, so that a disable waits and
- * then gives up what this queued. The third, whose snapshot is taken with
- * those locks held, makes the deliveries.
+ * deliveries_failed_by_endpoint_and_completion (migration 032) and the
+ * waiting ones through deliveries_pending_by_endpoint (their last attempt by
+ * delivery_attempts' primary key), and locks their events FOR UPDATE in id
+ * order, as a redelivery locks its event before its endpoint: a redelivery
+ * or another recovery of one of them waits for this to commit, and then sees
+ * what it made. The second locks the endpoint FOR SHARE, so that a disable
+ * waits and then gives up what this queued. The third, whose snapshot is
+ * taken with those locks held, makes the deliveries and brings forward the
+ * waiting ones; a claim that took one meanwhile keeps it (the update
+ * requires no live lease), and that attempt is its sending.
  *
  * EXPLAIN ANALYZE on PostgreSQL 15 under plan_cache_mode = force_generic_plan,
  * 400,000 deliveries to 50 endpoints, 1,728 of one failed in the window: the
@@ -446,48 +459,77 @@ export interface Recovered {
  */
 export async function recoverFailedDeliveries(
   tx: Queryable,
-  request: { orgId: string; endpointId: string; from: RecoveryPosition; until: number; limit: number; now: number },
+  request: { orgId: string; endpointId: string; since: number; from: RecoveryPosition; until: number; limit: number; now: number },
 ): Promise<Recovered | undefined> {
-  const [read] = await tx.query<{ looked_at: number; last_completed_at: Date | null; last_id: string | null; event_ids: string[] }>(
+  const [read] = await tx.query<{ failed: number; waiting: number; last_completed_at: Date | null; last_id: string | null; event_ids: string[] }>(
     `WITH failed AS MATERIALIZED (
        SELECT d.id, d.event_id, d.completed_at FROM deliveries d
        WHERE d.endpoint_id = $1 AND d.status = 'failed' AND (d.completed_at, d.id) > ($2::timestamptz, $3::bigint) AND d.completed_at < $4
        ORDER BY d.completed_at, d.id
        LIMIT $5
+     ), waiting AS MATERIALIZED (
+       SELECT d.event_id FROM deliveries d
+       WHERE d.endpoint_id = $1 AND d.status = 'pending' AND d.due_at > $7 AND d.attempts > 0 AND (d.locked_until IS NULL OR d.locked_until <= $7)
+         AND EXISTS (SELECT 1 FROM delivery_attempts a WHERE a.delivery_id = d.id AND a.attempt = d.attempts AND a.attempted_at >= $8 AND a.attempted_at < $4)
+       ORDER BY d.due_at
+       LIMIT $5
      ), locked AS (
-       SELECT e.id FROM events e WHERE e.id IN (SELECT event_id FROM failed) AND e.org_id = $6 ORDER BY e.id FOR UPDATE
+       SELECT e.id FROM events e WHERE e.id IN (SELECT event_id FROM failed UNION SELECT event_id FROM waiting) AND e.org_id = $6 ORDER BY e.id FOR UPDATE
      ), last AS (
        SELECT completed_at, id FROM failed ORDER BY completed_at DESC, id DESC LIMIT 1
      )
-     SELECT (SELECT count(*)::int FROM failed) AS looked_at, (SELECT completed_at FROM last) AS last_completed_at, (SELECT id FROM last) AS last_id,
+     SELECT (SELECT count(*)::int FROM failed) AS failed, (SELECT count(*)::int FROM waiting) AS waiting,
+            (SELECT completed_at FROM last) AS last_completed_at, (SELECT id FROM last) AS last_id,
             ARRAY(SELECT id FROM locked) AS event_ids`,
-    [request.endpointId, new Date(request.from.completedAt), request.from.deliveryId, new Date(request.until), request.limit, request.orgId],
+    [
+      request.endpointId,
+      new Date(request.from.completedAt),
+      request.from.deliveryId,
+      new Date(request.until),
+      request.limit,
+      request.orgId,
+      new Date(request.now),
+      new Date(request.since),
+    ],
   )
   const [receiving] = await tx.query<{ events: string[] }>(
     'SELECT events FROM webhook_endpoints WHERE id = $1 AND org_id = $2 AND enabled AND deleted_at IS NULL FOR SHARE',
     [request.endpointId, request.orgId],
   )
   if (receiving === undefined) return undefined
-  const [made] = await tx.query<{ queued: number }>(
+  const [made] = await tx.query<{ queued: number; brought_forward: number }>(
     `WITH due AS (
-       SELECT e.id, row_number() OVER (ORDER BY e.txid, e.id) AS n, count(*) OVER () AS total
+       SELECT e.id, w.id AS waiting_id, row_number() OVER (ORDER BY e.txid, e.id) AS n, count(*) OVER () AS total
        FROM events e
+       LEFT JOIN LATERAL (
+         SELECT o.id FROM deliveries o
+         WHERE o.id = ANY(e.delivery_ids) AND o.endpoint_id = $1 AND o.status = 'pending' AND o.due_at > $3 AND o.attempts > 0
+           AND (o.locked_until IS NULL OR o.locked_until <= $3)
+         LIMIT 1
+       ) w ON true
        WHERE e.id = ANY($2::text[]) AND e.type = ANY($4::text[])
-         AND NOT EXISTS (SELECT 1 FROM deliveries o WHERE o.id = ANY(e.delivery_ids) AND o.endpoint_id = $1 AND o.status IN ('pending', 'succeeded'))
+         AND (w.id IS NOT NULL OR NOT EXISTS (SELECT 1 FROM deliveries o WHERE o.id = ANY(e.delivery_ids) AND o.endpoint_id = $1 AND o.status IN ('pending', 'succeeded')))
+     ), brought_forward AS (
+       UPDATE deliveries d SET due_at = $3::timestamptz - (due.total - due.n) * interval '1 microsecond'
+       FROM due
+       WHERE d.id = due.waiting_id AND d.status || '' = 'pending' AND (d.locked_until IS NULL OR d.locked_until <= $3)
+       RETURNING d.id
      ), made AS (
        INSERT INTO deliveries (event_id, endpoint_id, status, due_at, created_at)
-       SELECT id, $1, 'pending', $3::timestamptz - (total - n) * interval '1 microsecond', $3 FROM due ORDER BY n
+       SELECT id, $1, 'pending', $3::timestamptz - (total - n) * interval '1 microsecond', $3 FROM due WHERE waiting_id IS NULL ORDER BY n
        RETURNING id, event_id
      ), listed AS (
        UPDATE events e SET delivery_ids = e.delivery_ids || m.id FROM made m WHERE e.id = m.event_id
        RETURNING e.id
      )
-     SELECT count(*)::int AS queued FROM listed`,
+     SELECT (SELECT count(*)::int FROM listed) + (SELECT count(*)::int FROM brought_forward) AS queued,
+            (SELECT count(*)::int FROM brought_forward) AS brought_forward`,
     [request.endpointId, read!.event_ids, new Date(request.now), receiving.events],
   )
   return {
     queued: made!.queued,
-    lookedAt: read!.looked_at,
+    broughtForward: made!.brought_forward,
+    full: read!.failed === request.limit || read!.waiting === request.limit,
     last: read!.last_id === null ? undefined : { completedAt: read!.last_completed_at!.getTime(), deliveryId: Number(read!.last_id) },
   }
 }

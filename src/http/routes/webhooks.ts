@@ -159,17 +159,23 @@ const presentHealth = (health: EndpointHealth) => ({
 })
 
 const RecoverBody = Type.Object({
-  since: instant('since', 'Recover the deliveries that failed or were given up at or after this instant: in the past, and within the history kept (the retention).'),
+  since: instant(
+    'since',
+    'Recover what was not delivered since this instant: deliveries that failed or were given up at or after it, and those waiting for a retry after an attempt that failed at or after it (brought forward). In the past, and within the history kept (the retention).',
+  ),
   until: Type.Optional(instant('until', 'And before this instant (default: now); after since, not in the future.')),
   after: Type.Optional(Type.String({ maxLength: 64, description: 'The `next` of the previous answer, to go on where it stopped (with the same since and until).' })),
 })
 
 const RecoverySchema = Type.Object({
-  queued: Type.Integer({ description: 'Events queued to be sent again.' }),
+  queued: Type.Integer({ description: 'Events queued to be sent now, each once.' }),
+  brought_forward: Type.Integer({
+    description: 'Of those, how many were waiting for a retry: their pending delivery falls due now, and no second one is made.',
+  }),
   since: Timestamp,
   until: { ...Timestamp, description: 'The end of the window recovered: the one asked for, or the time of the call.' },
   next: Type.Union([Type.String(), Type.Null()], {
-    description: `Null when the whole window was read. Otherwise the call stopped after ${MAX_RECOVERED_PER_CALL.toLocaleString('en')} failed deliveries: call again with the same since and until and this as \`after\`.`,
+    description: `Null when the whole window was read. Otherwise the call stopped after ${MAX_RECOVERED_PER_CALL.toLocaleString('en')} deliveries of one kind (failed, or waiting for a retry): call again with the same since and until and this as \`after\`.`,
   }),
 })
 
