@@ -1,5 +1,6 @@
 /** The service's command line run as a process of its own (from the sources, through tsx), as an operator runs it. */
 import { execFileSync, spawn } from 'node:child_process'
+import { existsSync } from 'node:fs'
 import path from 'node:path'
 
 export const ROOT = path.resolve(import.meta.dirname, '..', '..')
@@ -36,10 +37,12 @@ export function installed(command: string, args = ['--version']): boolean {
 export const hasCurl = installed('curl')
 
 /**
- * A test's `skip` for one that needs a tool of the machine: none where it is
- * installed, nor under CI=true (.ci/run installs it, and a test without it
- * fails there rather than pass unchecked); elsewhere the line naming what to install.
+ * A test's `skip` for one that needs a tool of the machine (a command on the
+ * PATH, or a program at an absolute path): none where it is installed, nor
+ * under CI=true (.ci/run installs it, and a test without it fails there
+ * rather than pass unchecked); elsewhere the line naming what to install.
  */
 export function skipUnlessInstalled(command: string, install: string): false | string {
-  return installed(command) || process.env.CI === 'true' ? false : `${command} is missing (${install}): skipped`
+  const present = path.isAbsolute(command) ? existsSync(command) : installed(command)
+  return present || process.env.CI === 'true' ? false : `${command} is missing (${install}): skipped`
 }
