@@ -97,6 +97,6 @@ test('the voice app greets the person by the context it reads, and reports what 
 })
 
 test('the README shows the voice app as it is', async () => {
-  const [readme, example] = await Promise.all([readFile(new URL('../README.md', import.meta.url), 'utf8'), readFile(EXAMPLE, 'utf8')])
-  assert.ok(readme.includes(`\`\`\`js\n${example}\`\`\``), 'README.md holds examples/voice-app.js in a js block, unchanged')
+  const [readme, example] = await Promise.all([readFile(new URL('../docs/conversations.md', import.meta.url), 'utf8'), readFile(EXAMPLE, 'utf8')])
+  assert.ok(readme.includes(`\`\`\`js\n${example}\`\`\``), 'docs/conversations.md holds examples/voice-app.js in a js block, unchanged')
 })
