@@ -20,6 +20,8 @@
  *   NPM_COMMANDS; the command line (`npm run cli -- ...`, `node dist/cli.js
  *   ...`, `docker run ... conversation-trigger-service ...`) a command of
  *   src/cli.ts's usage with options it lists; `node FILE` a file that exists.
+ *   A variable given to the service (`NAME=... npm start`, `docker run -e
+ *   NAME=...`) must be one the configuration reference names.
  *   Any other program must be one of UNCHECKED_PROGRAMS, which says why it is
  *   not checked: nothing is skipped unnoticed.
  * - Configuration: the table of docs/configuration.md names exactly the
@@ -662,7 +664,28 @@ function depth(text: string): number {
   return open
 }
 
+/** The variables a command gives the service (`NAME=value npm start`, `docker run -e NAME=value ...`): each one the reference names. */
+function checkServiceVariables(command: Command): string[] {
+  const [program, ...args] = command.words
+  const service =
+    (program === 'npm' && (args[0] === 'start' || (args[0] === 'run' && ['cli', 'dev'].includes(args[1]!)))) ||
+    (program === 'node' && args.includes('dist/cli.js')) ||
+    (program === 'docker' && args[0] === 'run' && args.includes('conversation-trigger-service'))
+  if (!service) return []
+  const given = [
+    ...command.assignments.map((assignment) => assignment.split('=')[0]!),
+    ...args.flatMap((arg, i) => (args[i - 1] === '-e' && /^[A-Z_][A-Z0-9_]*=/.test(arg) ? [arg.split('=')[0]!] : [])),
+  ]
+  const documented = documentedVariables()
+  return given.filter((name) => !documented.has(name)).map((name) => `${name}: given to the service, but not in the configuration reference`)
+}
+
 function checkCommand(command: Command): string[] {
+  const problems = checkServiceVariables(command)
+  return problems.length > 0 ? problems : checkProgram(command)
+}
+
+function checkProgram(command: Command): string[] {
   const [program, ...args] = command.words
   if (program === undefined) return [] // assignments alone
   if (program === 'curl') return checkCurl(command)
@@ -691,6 +714,12 @@ function checkCommand(command: Command): string[] {
 }
 
 describe('the samples of the manual', () => {
+  test('a block that holds JSON says so (```json), so that it is checked', () => {
+    const unlabelled = PAGES.flatMap((page) =>
+      page.blocks.filter((block) => block.lang === '' && /^\s*[{[]\s*"/.test(block.text)).map((block) => `${page.file}:${block.line}`),
+    )
+    assert.deepEqual(unlabelled, [])
+  })
   for (const page of PAGES) {
     const jsonBlocks = page.blocks.filter((block) => block.lang === 'json')
     const shellBlocks = page.blocks.filter((block) => block.lang === 'sh' || block.lang === 'bash')
@@ -742,12 +771,17 @@ function variablesTheCodeReads(): Set<string> {
   return names
 }
 
-test('the configuration reference names exactly the environment variables the service reads', () => {
+/** The variables the configuration reference's table names (its first column). */
+function documentedVariables(): Set<string> {
   const page = pageOf('docs/configuration.md')!
   const start = page.prose.findIndex((line) => /^## Variables/.test(line))
   assert.ok(start >= 0, 'docs/configuration.md has a "## Variables" section')
   const rows = page.prose.slice(start + 1).filter((line, i, all) => line.startsWith('|') && !all.slice(0, i).some((before) => /^## /.test(before)))
-  const documented = new Set(rows.slice(2).flatMap((row) => [...row.split('|')[1]!.matchAll(/`([A-Z][A-Z0-9_]+)`/g)].map((match) => match[1]!)))
+  return new Set(rows.slice(2).flatMap((row) => [...row.split('|')[1]!.matchAll(/`([A-Z][A-Z0-9_]+)`/g)].map((match) => match[1]!)))
+}
+
+test('the configuration reference names exactly the environment variables the service reads', () => {
+  const documented = documentedVariables()
   const read = variablesTheCodeReads()
   for (const name of OTEL_SDK_VARIABLES) read.add(name)
   assert.deepEqual([...read].filter((name) => !documented.has(name)).sort(), [], 'read by the code but missing from the table')
@@ -772,5 +806,7 @@ describe('the checks themselves', () => {
     assert.notDeepEqual(curl('npm run cli -- org create --nom Acme'), [])
     assert.notDeepEqual(curl('npm run nothing'), [])
     assert.notDeepEqual(curl('rm -rf data'), [])
+    assert.notDeepEqual(curl('DATABASE_ADDRESS=postgres://db npm start'), [])
+    assert.deepEqual(curl('DATABASE_URL=postgres://db npm start'), [])
   })
 })
