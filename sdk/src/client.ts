@@ -394,7 +394,11 @@ export class ConversationTriggerClient {
     const body = call.body === undefined ? undefined : JSON.stringify(call.body)
     const callerSignal = call.options?.signal
     const sent = { requestId: call.options?.requestId }
-    const aborted = () => new AbortedError(`${call.method} ${call.path}: aborted (${failureOf(callerSignal?.reason)})`, { ...sent, cause: callerSignal?.reason })
+    const aborted = () => {
+      // A signal's reason is whatever its caller passed to abort(): an Error, or any value.
+      const reason: unknown = callerSignal?.reason
+      return new AbortedError(`${call.method} ${call.path}: aborted (${reason instanceof Error ? reason.message : String(reason)})`, { ...sent, cause: reason })
+    }
     /** The pause before a retry, which the caller's signal ends too. */
     const pause = (ms: number) => sleep(ms, undefined, { signal: callerSignal }).catch(() => Promise.reject(aborted()))
     for (let retry = 0; ; retry++) {
