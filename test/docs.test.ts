@@ -644,7 +644,7 @@ function checkCurl(command: Command): string[] {
 
 /** The answer among a command's comments: the first that starts with a status or `{`, and the lines that close its brackets. */
 function answerOf(comments: string[]): { status?: string; json?: string } | undefined {
-  const first = comments.findIndex((comment) => /^(\d{3}(\s|$)|\{)/.test(comment))
+  const first = comments.findIndex((comment) => /^(\d{3}\b|\{)/.test(comment))
   if (first === -1) return undefined
   const [, status, rest] = /^(\d{3})?\s*([\s\S]*)$/.exec(comments[first]!)!
   if (!rest!.startsWith('{')) return { status }
