@@ -2,7 +2,9 @@
  * The manual (README.md and every docs/**\/*.md), held to the code:
  *
  * - Links: every relative link resolves to a file or folder that exists, and
- *   every `#anchor` to a heading of its page (GitHub's slugs).
+ *   every `#anchor` to a heading of its page (GitHub's slugs); every page is
+ *   linked from the index (docs/README.md, or the providers' index), and the
+ *   index from the front page.
  * - JSON samples: every ```json block, and every answer written as a comment
  *   under a curl command (`# 201 {...}`, `# {"data": ...}`), is JSON once its
  *   elisions are read (the rule below), and is valid against the OpenAPI
@@ -10,8 +12,10 @@
  *   shape, an answer against its operation's response for its status, a
  *   request body against its operation's request body. A ```json block that is
  *   none of these names what it is in an HTML comment just before it
- *   (`<!-- answer: getTask 200 -->`, `<!-- schema: ContactabilityDecision -->`,
- *   `<!-- not the API: why -->`), or its page is one of FOREIGN_JSON.
+ *   (`<!-- answer: getTask 200 -->`, `<!-- request: createTrigger -->`,
+ *   `<!-- schema: ContactabilityDecision -->`, `<!-- not the API: why -->`), or
+ *   its page is one of FOREIGN_JSON. JSON in a block without a language is
+ *   refused, so that none goes unchecked.
  * - Commands: every ```sh and ```bash block is read as shell (continued lines,
  *   quotes, `$(...)`, pipes and `&&`). A curl command must name an operation
  *   of the client or the admin document (method and path; its query
@@ -23,12 +27,13 @@
  *   A variable given to the service (`NAME=... npm start`, `docker run -e
  *   NAME=...`) must be one the configuration reference names.
  *   Any other program must be one of UNCHECKED_PROGRAMS, which says why it is
- *   not checked: nothing is skipped unnoticed.
+ *   not checked: nothing is skipped unnoticed. A body read from a file
+ *   (`-d @file`) has no text to check; its method and path still are.
  * - Configuration: the table of docs/configuration.md names exactly the
  *   environment variables src/ reads (and the few the OpenTelemetry SDK reads
  *   in-process, named in OTEL_SDK_VARIABLES).
  *
- * Elisions in JSON samples: `{...}` is any object and `[...]` any array
+ * Elisions in JSON samples (`...` or `…`): `{...}` is any object and `[...]` any array
  * (nothing under them is checked); `...` where a member or an element would
  * be stands for more of them (an object with one is not held to `required`);
  * a string holding `...` or a shell variable (`"tsk_..."`, `"$VOICE_CAMPAIGN"`)
