@@ -128,7 +128,7 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
  * options set a parameter it does not track (1.20 and later) or that has
  * options at all (before). Behind a transaction-mode pooler a session setting
  * would hold for whichever server session ran it: there the pooler sets it on
- * each server connection it makes (PgBouncer's `connect_query`, README).
+ * each server connection it makes (PgBouncer's `connect_query`, docs/deploying.md).
  */
 const SESSION_SETTINGS = 'SET jit = off'
 

@@ -290,7 +290,7 @@ const CampaignSchema = component('Campaign', Type.Object({
   provider: OneOf(PROVIDERS),
   provider_config: Type.Object(
     { voicemail: Type.Optional(TwilioVoicemailSchema) },
-    { additionalProperties: true, description: "The provider's settings (see the README's Providers); a twilio campaign's may hold its voicemail policy." },
+    { additionalProperties: true, description: "The provider's settings (see the manual's docs/providers/); a twilio campaign's may hold its voicemail policy." },
   ),
   max_concurrent: Type.Union([Type.Integer(), Type.Null()]),
   results: Type.Object({ wait_s: Type.Integer(), conversation_s: Type.Optional(Type.Integer()) }),
