@@ -9,11 +9,16 @@
  */
 import assert from 'node:assert/strict'
 import { mkdirSync } from 'node:fs'
+import { createServer, type IncomingHttpHeaders } from 'node:http'
+import type { AddressInfo } from 'node:net'
 import path from 'node:path'
 import { after, before, describe, test } from 'node:test'
 import type { Browser, BrowserContext, Page } from 'playwright-core'
 import { Webhook } from 'standardwebhooks'
 import { createChannels } from '../src/channels/index.ts'
+import { EVENT_TYPES } from '../src/domain/types.ts'
+import { LocalForwarder } from '../src/webhooks/localForwarder.ts'
+import { newWebhookSecret } from '../src/webhooks/signing.ts'
 import { type FakeTwilio, startFakeTwilio } from './fakes/twilio.ts'
 import { skipUnlessInstalled } from './support/cli.ts'
 import { type Receiver, startReceiver } from './support/receiver.ts'
@@ -112,7 +117,7 @@ describe('the console is served', () => {
     assert.equal(page.headers['x-content-type-options'], 'nosniff')
     // Every script is a file of the console's own origin.
     assert.doesNotMatch(page.body, /<script(?![^>]*\bsrc=)[^>]*>/)
-    for (const file of ['app.js', 'api.js', 'ui.js', 'styles.css', 'pages/task.js', 'vendor/preact-htm.js']) {
+    for (const file of ['app.js', 'api.js', 'ui.js', 'styles.css', 'pages/task.js', 'pages/event.js', 'event-types.js', 'vendor/preact-htm.js']) {
       const response = await service.app.inject({ method: 'GET', url: `/console/${file}` })
       assert.equal(response.statusCode, 200, file)
       assert.ok(response.headers['content-security-policy'], file)
@@ -410,6 +415,164 @@ describe('the console in a browser', { skip: skipUnlessInstalled(CHROMIUM, 'apt-
       const removed = await service.app.inject({ method: 'DELETE', url: `/api/v2/webhook-endpoints/${endpointId}`, headers: bearer(key) })
       assert.equal(removed.statusCode, 204)
       await down.close()
+    }
+  })
+
+  test("a delivered event's page shows its payload as sent and each attempt's request and answer: the first refused (status, a header, the body's first KiB), the second taken; sent again from there", async () => {
+    // A receiver of its own that refuses the first webhook with a long error and takes the next: the deliverer tries again 5 s on.
+    const got: { body: string; headers: IncomingHttpHeaders }[] = []
+    const refusal = JSON.stringify({ error: 'warming up', detail: 'd'.repeat(1500) })
+    const flaky = createServer((request, response) => {
+      const chunks: Buffer[] = []
+      request.on('data', (chunk: Buffer) => chunks.push(chunk))
+      request.on('end', () => {
+        got.push({ body: Buffer.concat(chunks).toString('utf8'), headers: request.headers })
+        if (got.length === 1) response.writeHead(500, { 'content-type': 'application/json', 'x-receiver': 'warming-up' }).end(refusal)
+        else response.writeHead(200, { 'content-type': 'application/json', 'x-receiver': 'ready' }).end('{"received":true}')
+      })
+    })
+    await new Promise<void>((resolve) => flaky.listen(0, '127.0.0.1', resolve))
+    const registered = await service.app.inject({
+      method: 'POST',
+      url: '/api/v2/webhook-endpoints',
+      headers: bearer(key),
+      payload: { url: `http://127.0.0.1:${(flaky.address() as AddressInfo).port}/hooks`, events: ['task.completed'] },
+    })
+    assert.equal(registered.statusCode, 201, registered.body)
+    const endpointId = json(registered).data.id
+    const { context, page } = await signedIn(key)
+    try {
+      const sent = await trigger({ contact: { first_name: 'Barbara', last_name: 'Liskov', phone: '+44 20 7946 0962', timezone: 'Europe/London' }, test_mode: true })
+      const eventId = await new Promise<string>((resolve, reject) => {
+        const started = Date.now()
+        const check = async () => {
+          const events = json(await service.app.inject({ method: 'GET', url: `/api/v2/tasks/${sent.task_id}/events`, headers: bearer(key) })).data
+          const completion = events.find((event: any) => event.type === 'task.completed')
+          const delivery = completion?.deliveries.find((each: any) => each.endpoint_id === endpointId)
+          if (delivery?.status === 'succeeded') resolve(completion.id)
+          else if (Date.now() - started > 20_000) reject(new Error(`the endpoint was not delivered to: ${JSON.stringify(delivery)}`))
+          else setTimeout(check, 100)
+        }
+        void check()
+      })
+      assert.equal(got.length, 2, 'refused once, then taken')
+
+      await page.goto(`${baseUrl}/console/#/tasks/${sent.task_id}`)
+      await page.locator('.event', { hasText: 'task.completed' }).getByRole('link', { name: eventId }).click()
+      await page.getByRole('heading', { name: 'task.completed', level: 2 }).waitFor()
+      // The payload is the body each attempt carried.
+      assert.deepEqual(JSON.parse((await page.getByLabel(`Payload of ${eventId}`).textContent())!), JSON.parse(got[0]!.body))
+      assert.equal(got[1]!.body, got[0]!.body)
+
+      const delivery = page.getByLabel(`Delivery to ${endpointId}`)
+      const refused = delivery.getByRole('region', { name: 'Answer of attempt 1' })
+      await refused.getByText('Status 500').waitFor()
+      assert.match((await refused.getByRole('row', { name: /x-receiver/ }).textContent())!, /warming-up/)
+      assert.equal(await refused.getByLabel('Answer body of attempt 1').textContent(), refusal.slice(0, 1024))
+      await refused.getByText('The first 1 KiB of a longer body.').waitFor()
+      const taken = delivery.getByRole('region', { name: 'Answer of attempt 2' })
+      await taken.getByText('Status 200').waitFor()
+      assert.match((await taken.getByRole('row', { name: /x-receiver/ }).textContent())!, /ready/)
+      assert.equal(await taken.getByLabel('Answer body of attempt 2').textContent(), '{"received":true}')
+      // The request as it was sent: the webhook-timestamp the receiver got, read back from the attempt's time.
+      const request = delivery.getByLabel('Request headers of attempt 2')
+      assert.match((await request.getByRole('row', { name: /webhook-timestamp/ }).textContent())!, new RegExp(String(got[1]!.headers['webhook-timestamp'])))
+      assert.match((await request.getByRole('row', { name: /webhook-id/ }).textContent())!, new RegExp(eventId))
+      // Sent and answered to the millisecond.
+      const sentAt = (await delivery.getByRole('row').nth(1).locator('time').textContent())!
+      assert.match(sentAt, /\d{2}:\d{2}:\d{2}[.,]\d{3}/, `to the millisecond: ${sentAt}`)
+      await shot(page, 'event')
+
+      await delivery.getByRole('button', { name: 'Send again to this endpoint' }).click()
+      await waitUntil('the event is sent again to the endpoint', () => got.length === 3)
+      assert.equal(got[2]!.headers['webhook-id'], eventId)
+      await page.getByLabel(`Delivery to ${endpointId}`).nth(1).getByText('delivered').waitFor()
+    } finally {
+      await context.close()
+      const removed = await service.app.inject({ method: 'DELETE', url: `/api/v2/webhook-endpoints/${endpointId}`, headers: bearer(key) })
+      assert.equal(removed.statusCode, 204)
+      flaky.closeAllConnections()
+      await new Promise((resolve) => flaky.close(resolve))
+    }
+  })
+
+  test("a delivery given up is recovered from its event's page: the endpoint's failed deliveries since it are queued, and it is sent again", async () => {
+    const down = await startReceiver()
+    down.answerAll({ status: 500 })
+    const registered = await service.app.inject({ method: 'POST', url: '/api/v2/webhook-endpoints', headers: bearer(key), payload: { url: down.url, events: ['task.completed'] } })
+    assert.equal(registered.statusCode, 201, registered.body)
+    const endpointId = json(registered).data.id
+    const setEnabled = async (enabled: boolean) => {
+      const changed = await service.app.inject({ method: 'PATCH', url: `/api/v2/webhook-endpoints/${endpointId}`, headers: bearer(key), payload: { enabled } })
+      assert.equal(changed.statusCode, 200, changed.body)
+    }
+    const { context, page } = await signedIn(key)
+    try {
+      const sent = await trigger({ contact: { first_name: 'Frances', phone: '+44 20 7946 0964', timezone: 'Europe/London' }, test_mode: true })
+      await waitUntil('its task.completed fails at the receiver', () => down.received.some(completionOf(sent.task_id)))
+      // Disabled meanwhile, which gives the delivery up; enabled again, and answering.
+      await setEnabled(false)
+      await setEnabled(true)
+      down.answerAll({ status: 200 })
+      const eventId = down.received.find(completionOf(sent.task_id))!.headers['webhook-id'] as string
+      await page.goto(`${baseUrl}/console/#/events/${eventId}`)
+      const delivery = page.getByLabel(`Delivery to ${endpointId}`)
+      await delivery.getByText('failed', { exact: true }).waitFor()
+      await delivery.getByRole('button', { name: 'Recover failed deliveries to this endpoint since this one' }).click()
+      await delivery.getByRole('status').getByText('1 event queued to be sent again').waitFor()
+      await waitUntil('the event is sent again', () => down.received.filter((request) => request.headers['webhook-id'] === eventId).length === 2)
+      await page.getByLabel(`Delivery to ${endpointId}`).nth(1).getByText('delivered').waitFor()
+    } finally {
+      await context.close()
+      const removed = await service.app.inject({ method: 'DELETE', url: `/api/v2/webhook-endpoints/${endpointId}`, headers: bearer(key) })
+      assert.equal(removed.statusCode, 204)
+      await down.close()
+    }
+  })
+
+  test("a task whose events reached a local receiver through listen says so, with when and what it answered, not that no endpoint took them", async () => {
+    // The quick start: an organization with no endpoint, its events forwarded by listen (named apart: the operator's tests open Acme's by name).
+    const admin = bearer(OPERATOR_TOKEN)
+    const quietOrg = json(await service.app.inject({ method: 'POST', url: '/admin/v1/organizations', headers: admin, payload: { name: 'Quick Start' } })).data
+    const quiet = json(
+      await service.app.inject({ method: 'POST', url: `/admin/v1/organizations/${quietOrg.id}/api-keys`, headers: admin, payload: { name: 'listen', scopes: ['triggers:write', 'triggers:read'] } }),
+    ).data
+    await createCampaign(service.app, quietOrg.id, { routing_key: 'screening', channel: 'voice', context: {}, schedule: ALWAYS_OPEN })
+    const local = await startReceiver()
+    const listen = new LocalForwarder({ baseUrl, apiKey: quiet.key, forwardTo: local.url, secret: newWebhookSecret(), types: [], print: () => {} })
+    const { context, page } = await signedIn(quiet.key)
+    try {
+      await listen.start()
+      const sent = await acceptedTrigger(service.app, quiet.key, { campaign: 'screening', contact: { first_name: 'Alan', phone: '+44 20 7946 0963', timezone: 'Europe/London' }, test_mode: true })
+      await waitUntil('listen forwards its interaction.finalized and task.completed', async () => {
+        await listen.forwardNew()
+        return local.received.length === 2
+      })
+      await page.goto(`${baseUrl}/console/#/tasks/${sent.task_id}`)
+      const completion = page.locator('.event', { hasText: 'task.completed' })
+      const forwarded = completion.getByRole('listitem').filter({ hasText: 'Forwarded by listen at' })
+      await forwarded.getByText('200', { exact: true }).waitFor()
+      assert.match((await forwarded.locator('time').textContent())!, /\d{2}:\d{2}:\d{2}[.,]\d{3}/)
+      assert.equal(await page.getByText('No endpoint was subscribed').count(), 0)
+      await shot(page, 'task-listen')
+    } finally {
+      await context.close()
+      await listen.close()
+      await local.close()
+    }
+  })
+
+  test('the endpoint form offers every event type the service sends', async () => {
+    const { context, page } = await signedIn(key)
+    try {
+      await page.getByRole('link', { name: 'Webhooks' }).click()
+      const form = page.getByRole('form', { name: 'Register a webhook endpoint' })
+      await form.getByRole('checkbox').first().waitFor()
+      const offered = await form.locator('label.check').allTextContents()
+      assert.deepEqual(offered.map((label) => label.trim()), [...EVENT_TYPES])
+      for (const box of await form.getByRole('checkbox').all()) assert.ok(await box.isChecked(), 'every type, unless unticked')
+    } finally {
+      await context.close()
     }
   })
 

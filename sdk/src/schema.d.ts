@@ -425,7 +425,7 @@ export interface paths {
         };
         /**
          * Look up an event, with every delivery attempt
-         * @description The event as it was sent (test events too), with its delivery to each endpoint and every attempt: time, status code, latency, error.
+         * @description The event as it was sent (test events too), with its delivery to each endpoint and every attempt: time, status code, latency, error, the answer's headers and body opening; and what `cli listen` reported of forwarding it.
          */
         get: operations["getEvent"];
         put?: never;
@@ -445,7 +445,7 @@ export interface paths {
         };
         /**
          * A task's events, with every delivery attempt
-         * @description The events written about the task, oldest first (the first 200): the interaction.finalized of each of its interactions and its task.completed, each with its deliveries to your endpoints and every attempt (time, status code, latency, error).
+         * @description The events written about the task, oldest first (the first 200): the interaction.finalized of each of its interactions and its task.completed, each with its deliveries to your endpoints and every attempt (time, status code, latency, error, the answer's headers and body opening), and what `cli listen` reported of forwarding it.
          */
         get: operations["listTaskEvents"];
         put?: never;
@@ -470,6 +470,26 @@ export interface paths {
          * @description With the same webhook-id, to one endpoint or to every enabled endpoint subscribed to its type (a test event: to the endpoint it tested).
          */
         post: operations["redeliverEvent"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v2/events/{id}/listen-forwards": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Report a forward of an event by cli listen
+         * @description `cli listen` calls this after each try to forward an event to its local receiver, with the receiver's answer, so that the event's page can say it was forwarded, when, and how it was answered (the event's `listen_forwards`, its last 10). It needs only the key listen reads events with (triggers:read), and changes nothing but that record.
+         */
+        post: operations["reportListenForward"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1824,6 +1844,18 @@ export interface components {
                 [key: string]: unknown;
             };
             deliveries: components["schemas"]["Delivery"][];
+            /** @description What `cli listen` reported of forwarding the event to its local receiver, each try, oldest first (the last 10); empty when it never did. The service sent nothing itself: this is listen's word. */
+            listen_forwards: {
+                /**
+                 * Format: date-time
+                 * @description UTC, ISO 8601 with Z
+                 */
+                at: string;
+                /** @description The local receiver's answer; null when none came (see error). */
+                status_code: number | null;
+                latency_ms: number;
+                error: string | null;
+            }[];
         };
         Delivery: {
             endpoint_id: string;
@@ -1839,6 +1871,17 @@ export interface components {
                 status_code: number | null;
                 latency_ms: number;
                 error: string | null;
+                /** @description The receiver's answer besides its status; null when none came, or for an attempt made before the service kept answers. */
+                response: {
+                    /** @description Its first 20 headers, by lower-case name, each value cut at 256 characters. */
+                    headers: {
+                        [key: string]: string;
+                    };
+                    /** @description The opening of its body, at most 1 KiB of it as UTF-8 text. */
+                    body: string;
+                    /** @description The body was longer than what is shown. */
+                    body_truncated: boolean;
+                } | null;
             }[];
         };
         Suppression: {
@@ -4621,6 +4664,114 @@ export interface operations {
                 };
             };
             413: components["responses"]["PayloadTooLarge"];
+            /** @description The organization's rate limit: send it again after Retry-After seconds. */
+            429: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    reportListenForward: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Your id for this request (up to 200 characters, no control characters): echoed in the X-Request-ID response header and in `metadata.request_id`, and logged. Without it, the service makes one. */
+                "X-Request-ID"?: components["parameters"]["X-Request-ID"];
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /**
+                     * Format: date-time
+                     * @description When listen made the try, by its clock.
+                     * @example 2026-12-01T09:00:00+01:00
+                     */
+                    at: string;
+                    /** @description The local receiver's answer; left out when none came (then say why in error). */
+                    status_code?: number;
+                    latency_ms: number;
+                    /** @description Why no answer came (refused, timed out). */
+                    error?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description No content */
+            204: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            /** @description Every error other than 422. */
+            401: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Every error other than 422. */
+            403: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Every error other than 422. */
+            404: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            413: components["responses"]["PayloadTooLarge"];
+            /** @description Request validation failed (pydantic v2 / FastAPI shape). All problems are listed. */
+            422: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationErrorResponse"];
+                };
+            };
             /** @description The organization's rate limit: send it again after Retry-After seconds. */
             429: {
                 headers: {

@@ -5,6 +5,7 @@
  */
 import { forgetCredential, storedCredential } from './api.js'
 import { CampaignPage } from './pages/campaign.js'
+import { EventPage } from './pages/event.js'
 import { OrganizationPage, OrganizationsPage } from './pages/organizations.js'
 import { QueuesPage } from './pages/queues.js'
 import { SignIn } from './pages/signIn.js'
@@ -91,6 +92,7 @@ function pageFor(credential, { parts, query }) {
   if (parts.length === 0 && !may('triggers:read')) return html`<${KeyWithoutReads} credential=${credential} />`
   if ((parts.length === 0 || (parts[0] === 'tasks' && parts.length === 1)) && may('triggers:read')) return html`<${TasksPage} credential=${credential} query=${query} />`
   if (parts[0] === 'tasks' && parts.length === 2 && may('triggers:read')) return html`<${TaskPage} key=${parts[1]} credential=${credential} taskId=${parts[1]} />`
+  if (parts[0] === 'events' && parts.length === 2 && may('triggers:read')) return html`<${EventPage} key=${parts[1]} credential=${credential} eventId=${parts[1]} />`
   if (parts[0] === 'webhooks' && parts.length === 1 && may('webhooks:manage')) return html`<${WebhooksPage} credential=${credential} />`
   if (parts[0] === 'suppressions' && parts.length === 1 && may('suppressions:manage')) return html`<${SuppressionsPage} credential=${credential} />`
   return html`<${NotFound} />`

@@ -15,32 +15,54 @@ const formats = new Map()
 
 /**
  * An instant as a date and time in `zone` (the viewer's by default), with the
- * zone's short name; as the UTC instant itself where this browser does not
- * know the zone.
+ * zone's short name, to the minute or (`precise`) to the millisecond; as the
+ * UTC instant itself where this browser does not know the zone.
  */
-export function formatInstant(iso, zone = VIEWER_ZONE) {
+export function formatInstant(iso, zone = VIEWER_ZONE, { precise = false } = {}) {
   if (iso === null || iso === undefined) return '—'
-  let format = formats.get(zone)
+  const name = `${zone} ${precise}`
+  let format = formats.get(name)
   if (format === undefined) {
     try {
-      format = new Intl.DateTimeFormat(undefined, { year: 'numeric', month: 'short', day: 'numeric', hour: '2-digit', minute: '2-digit', timeZone: zone, timeZoneName: 'short' })
+      format = new Intl.DateTimeFormat(undefined, {
+        year: 'numeric',
+        month: 'short',
+        day: 'numeric',
+        hour: '2-digit',
+        minute: '2-digit',
+        ...(precise ? { second: '2-digit', fractionalSecondDigits: 3 } : {}),
+        timeZone: zone,
+        timeZoneName: 'short',
+      })
     } catch {
       return iso
     }
-    formats.set(zone, format)
+    formats.set(name, format)
   }
   return format.format(new Date(iso))
 }
 
-/** An instant in the viewer's zone, and beside it in the contact's zones when they differ. */
-export function Instant({ at, zones = [] }) {
+/**
+ * An instant in the viewer's zone, and beside it in the contact's zones when
+ * they differ. `precise`: to the millisecond, for what a machine did (a
+ * webhook sent, answered), where the order of two in one minute matters.
+ */
+export function Instant({ at, zones = [], precise = false }) {
   if (at === null || at === undefined) return html`<span class="muted">—</span>`
   const others = zones.filter((zone) => zone !== VIEWER_ZONE)
   return html`<span class="instant">
-    <time datetime=${at} title=${at}>${formatInstant(at)}</time>
-    ${others.map((zone) => html`<span class="zone-time" title=${zone}>${formatInstant(at, zone)} · ${zone}</span>`)}
+    <time datetime=${at} title=${at}>${formatInstant(at, VIEWER_ZONE, { precise })}</time>
+    ${others.map((zone) => html`<span class="zone-time" title=${zone}>${formatInstant(at, zone, { precise })} · ${zone}</span>`)}
   </span>`
 }
+
+/** How often a page reads again what is under way or about to be (a call, a delivery's next attempt). */
+export const REFRESH_MS = 2000
+/** A next attempt (of a call or a delivery) this close counts as about to happen. */
+const SOON_MS = 60_000
+
+/** Whether an instant (null: none set, so at any time) is about to come. */
+export const soon = (iso) => iso === null || Date.parse(iso) - Date.now() < SOON_MS
 
 /** A failed call, in words, with the request id to quote to an operator. */
 export function Failure({ error }) {

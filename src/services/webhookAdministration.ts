@@ -20,7 +20,16 @@ import type { Database } from '../store/database.ts'
 import { deliveriesOf, deliveriesOfEvents, type DeliveryLog, giveUpPending, recoverFailedDeliveries, redeliver } from '../store/deliveries.ts'
 import { type OutboxEvent, webhookTestEvent } from '../domain/events.ts'
 import { endpointHours, type FailedAttempt, lastFailures } from '../store/endpointHealth.ts'
-import { findEvent, insertTestEvent, listEvents, listNewestEvents, listTaskEvents } from '../store/events.ts'
+import {
+  findEvent,
+  insertTestEvent,
+  type ListenForward,
+  listenForwardsOf,
+  listEvents,
+  listNewestEvents,
+  listTaskEvents,
+  recordListenForward,
+} from '../store/events.ts'
 import { findOrganization } from '../store/organizations.ts'
 import { taskExists } from '../store/tasks.ts'
 import { deleteEndpoint, findEndpoint, insertEndpoint, listEndpoints, rotateSecret, updateEndpoint } from '../store/webhookEndpoints.ts'
@@ -181,12 +190,26 @@ async function requireEvent(ops: WebhookOperations, orgId: string, id: string): 
   return event
 }
 
-export async function eventWithDeliveries(
-  ops: WebhookOperations,
-  orgId: string,
-  id: string,
-): Promise<{ event: OutboxEvent; deliveries: DeliveryLog[] }> {
-  return { event: await requireEvent(ops, orgId, id), deliveries: await deliveriesOf(ops.db, id) }
+/** An event with what became of it: its deliveries to endpoints with their attempts, and what listen reported of forwarding it. */
+export interface EventHistory {
+  event: OutboxEvent
+  deliveries: DeliveryLog[]
+  listenForwards: ListenForward[]
+}
+
+export async function eventWithDeliveries(ops: WebhookOperations, orgId: string, id: string): Promise<EventHistory> {
+  const event = await requireEvent(ops, orgId, id)
+  const [deliveries, forwards] = await Promise.all([deliveriesOf(ops.db, id), listenForwardsOf(ops.db, [id])])
+  return { event, deliveries, listenForwards: forwards.get(id) ?? [] }
+}
+
+/**
+ * Records what `cli listen` reports of one try to forward an event to its
+ * local receiver: the service sends it nothing itself (no endpoint is
+ * registered), so this is all it knows of it, and the console says so.
+ */
+export async function reportListenForward(ops: WebhookOperations, orgId: string, id: string, forward: ListenForward): Promise<void> {
+  if (!isId('event', id) || !(await recordListenForward(ops.db, orgId, id, forward))) throw new ApiError('not_found', `No event ${id} exists.`)
 }
 
 /**
@@ -199,11 +222,12 @@ export async function taskEventsWithDeliveries(
   ops: WebhookOperations,
   orgId: string,
   taskId: string,
-): Promise<{ event: OutboxEvent; deliveries: DeliveryLog[] }[]> {
+): Promise<EventHistory[]> {
   if (!isId('task', taskId) || !(await taskExists(ops.db, orgId, taskId))) throw new ApiError('not_found', `No task ${taskId} exists.`)
   const events = await listTaskEvents(ops.db, orgId, taskId)
-  const deliveries = await deliveriesOfEvents(ops.db, events.map((event) => event.id))
-  return events.map((event) => ({ event, deliveries: deliveries.get(event.id) ?? [] }))
+  const ids = events.map((event) => event.id)
+  const [deliveries, forwards] = await Promise.all([deliveriesOfEvents(ops.db, ids), listenForwardsOf(ops.db, ids)])
+  return events.map((event) => ({ event, deliveries: deliveries.get(event.id) ?? [], listenForwards: forwards.get(event.id) ?? [] }))
 }
 
 /**

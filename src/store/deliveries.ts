@@ -13,6 +13,7 @@ import { LATENCY_BOUNDS_MS } from '../domain/endpointHealth.ts'
 import { decodeEventBody } from './eventBodies.ts'
 import { iso, isoOrNull } from './rows.ts'
 import type { RecoveryPosition } from '../domain/webhookRecovery.ts'
+import type { AnswerExcerpt } from '../webhooks/httpPoster.ts'
 
 /** An endpoint as its holder sends to it: where, signed with what, and how many at once. */
 export interface LeasedEndpoint {
@@ -233,7 +234,22 @@ export interface AttemptRecord {
   statusCode: number | null
   latencyMs: number
   error: string | null
+  /** The answer's headers and body opening; left out when no answer came. */
+  answer?: AnswerExcerpt
 }
+
+/** An answer as its column keeps it (migration 050). */
+interface StoredAnswer {
+  headers: Record<string, string>
+  body: string
+  body_truncated: boolean
+}
+
+const storedAnswer = (answer: AnswerExcerpt | undefined): string | null =>
+  answer === undefined ? null : JSON.stringify({ headers: answer.headers, body: answer.body, body_truncated: answer.bodyTruncated } satisfies StoredAnswer)
+
+const answerOf = (stored: StoredAnswer | null): AnswerExcerpt | null =>
+  stored === null ? null : { headers: stored.headers, body: stored.body, bodyTruncated: stored.body_truncated }
 
 /** One attempt of a delivery, and where it leaves the delivery: done (`succeeded`, or `failed` when it gives up) or due again at `retryAt`. */
 export interface AttemptResult {
@@ -275,20 +291,21 @@ export async function recordAttempts(tx: Queryable, results: readonly AttemptRes
   if (results.length === 0) return new Set()
   const rows = await tx.query<{ id: string }>(
     `WITH result AS (
-       SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], $4::timestamptz[], $5::timestamptz[], $6::int[], $7::int[], $8::text[])
-         AS r(id, claim, status, retry_at, attempted_at, status_code, latency_ms, error)
+       SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], $4::timestamptz[], $5::timestamptz[], $6::int[], $7::int[], $8::text[], $9::jsonb[])
+         AS r(id, claim, status, retry_at, attempted_at, status_code, latency_ms, error, answer)
      ), moved AS (
        UPDATE deliveries d SET attempts = d.attempts + 1, status = r.status, due_at = coalesce(r.retry_at, d.due_at),
               completed_at = CASE WHEN r.status = 'pending' THEN NULL ELSE r.attempted_at END, locked_by = NULL, locked_until = NULL,
               final_status_code = CASE WHEN r.status = 'pending' THEN NULL ELSE r.status_code END,
               final_latency_ms = CASE WHEN r.status = 'pending' THEN NULL ELSE r.latency_ms END,
-              final_error = CASE WHEN r.status = 'pending' THEN NULL ELSE r.error END
+              final_error = CASE WHEN r.status = 'pending' THEN NULL ELSE r.error END,
+              final_response = CASE WHEN r.status = 'pending' THEN NULL ELSE r.answer END
        FROM result r
        WHERE d.id = r.id AND d.id = ANY($1::bigint[]) AND d.locked_by = r.claim AND d.status || '' = 'pending'
        RETURNING d.id, d.endpoint_id, d.attempts, d.status, r.claim
      ), logged AS (
-       INSERT INTO delivery_attempts (delivery_id, endpoint_id, attempt, attempted_at, status_code, latency_ms, error)
-       SELECT m.id, m.endpoint_id, m.attempts, r.attempted_at, r.status_code, r.latency_ms, r.error
+       INSERT INTO delivery_attempts (delivery_id, endpoint_id, attempt, attempted_at, status_code, latency_ms, error, response)
+       SELECT m.id, m.endpoint_id, m.attempts, r.attempted_at, r.status_code, r.latency_ms, r.error, r.answer
        FROM moved m JOIN result r ON r.id = m.id AND r.claim = m.claim
        WHERE m.status = 'pending'
      ), counted AS (
@@ -304,6 +321,7 @@ export async function recordAttempts(tx: Queryable, results: readonly AttemptRes
       results.map((result) => result.attempt.statusCode),
       results.map((result) => Math.round(result.attempt.latencyMs)),
       results.map((result) => result.attempt.error),
+      results.map((result) => storedAnswer(result.attempt.answer)),
     ],
   )
   return new Set(rows.map((row) => Number(row.id)))
@@ -538,7 +556,7 @@ export interface DeliveryLog {
   endpointId: string
   status: 'pending' | 'succeeded' | 'failed'
   nextAttemptAt: string | null
-  attempts: { attempt: number; at: string; statusCode: number | null; latencyMs: number; error: string | null }[]
+  attempts: { attempt: number; at: string; statusCode: number | null; latencyMs: number; error: string | null; answer: AnswerExcerpt | null }[]
 }
 
 /** Every delivery of an event, with its attempts, oldest first. */
@@ -561,16 +579,17 @@ export async function deliveriesOfEvents(db: Queryable, eventIds: readonly strin
     status_code: number | null
     latency_ms: number | null
     error: string | null
+    response: StoredAnswer | null
   }>(
-    `SELECT e.id AS event_id, d.id, d.endpoint_id, d.status, d.due_at, a.attempt, a.attempted_at, a.status_code, a.latency_ms, a.error
+    `SELECT e.id AS event_id, d.id, d.endpoint_id, d.status, d.due_at, a.attempt, a.attempted_at, a.status_code, a.latency_ms, a.error, a.response
      FROM events e
      CROSS JOIN LATERAL unnest(e.delivery_ids) AS listed(id)
      JOIN deliveries d ON d.id = listed.id
      LEFT JOIN LATERAL (
-       SELECT attempt, attempted_at, status_code, latency_ms, error FROM delivery_attempts WHERE delivery_id = d.id
+       SELECT attempt, attempted_at, status_code, latency_ms, error, response FROM delivery_attempts WHERE delivery_id = d.id
        UNION ALL
        -- The attempt that settled it, on its own row (migration 017).
-       SELECT d.attempts, d.completed_at, d.final_status_code, d.final_latency_ms, d.final_error WHERE d.final_latency_ms IS NOT NULL
+       SELECT d.attempts, d.completed_at, d.final_status_code, d.final_latency_ms, d.final_error, d.final_response WHERE d.final_latency_ms IS NOT NULL
      ) a ON true
      WHERE e.id = ANY($1::text[])
      ORDER BY d.id, a.attempt`,
@@ -596,6 +615,7 @@ export async function deliveriesOfEvents(db: Queryable, eventIds: readonly strin
         statusCode: row.status_code,
         latencyMs: row.latency_ms!,
         error: row.error,
+        answer: answerOf(row.response),
       })
     }
   }

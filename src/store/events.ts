@@ -265,3 +265,55 @@ export async function insertTestEvent(db: Queryable, orgId: string, endpointId: 
   )
   return rows.length > 0
 }
+
+/** One try of `cli listen` to forward an event to its local receiver, as listen reported it. */
+export interface ListenForward {
+  at: string
+  /** The local receiver's answer; null when none came (see error). */
+  statusCode: number | null
+  latencyMs: number
+  error: string | null
+}
+
+/** How many of an event's forwards by listen are kept, the newest: one run tries an event at most five times. */
+export const LISTEN_FORWARDS_KEPT = 10
+
+interface StoredForward {
+  at: string
+  status_code: number | null
+  latency_ms: number
+  error: string | null
+}
+
+/**
+ * Adds a forward by listen to the organization's event (migration 050),
+ * keeping its LISTEN_FORWARDS_KEPT newest. False when the organization has
+ * no such event.
+ */
+export async function recordListenForward(db: Queryable, orgId: string, eventId: string, forward: ListenForward): Promise<boolean> {
+  const stored: StoredForward = { at: forward.at, status_code: forward.statusCode, latency_ms: forward.latencyMs, error: forward.error }
+  const rows = await db.query(
+    `UPDATE events SET listen_forwards = (
+       SELECT jsonb_agg(f.forward ORDER BY f.n) FROM jsonb_array_elements(coalesce(listen_forwards, '[]') || jsonb_build_array($3::jsonb)) WITH ORDINALITY AS f(forward, n)
+       WHERE f.n > coalesce(jsonb_array_length(listen_forwards), 0) + 1 - ${LISTEN_FORWARDS_KEPT})
+     WHERE org_id = $1 AND id = $2
+     RETURNING 1`,
+    [orgId, eventId, JSON.stringify(stored)],
+  )
+  return rows.length > 0
+}
+
+/** What listen reported of forwarding each of these events, oldest first, by event id (none for an event it never forwarded). */
+export async function listenForwardsOf(db: Queryable, eventIds: readonly string[]): Promise<Map<string, ListenForward[]>> {
+  if (eventIds.length === 0) return new Map()
+  const rows = await db.query<{ id: string; listen_forwards: StoredForward[] }>(
+    'SELECT id, listen_forwards FROM events WHERE id = ANY($1::text[]) AND listen_forwards IS NOT NULL',
+    [eventIds],
+  )
+  return new Map(
+    rows.map((row) => [
+      row.id,
+      row.listen_forwards.map((forward) => ({ at: forward.at, statusCode: forward.status_code, latencyMs: forward.latency_ms, error: forward.error })),
+    ]),
+  )
+}

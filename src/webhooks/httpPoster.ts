@@ -32,6 +32,20 @@ export interface PostResult {
   /** From a `Retry-After` header, capped at 24 hours; undefined when absent or unparseable. */
   retryAfterMs: number | undefined
   latencyMs: number
+  /** The rest of the answer, as much of it as is kept to be shown. */
+  excerpt: AnswerExcerpt
+}
+
+/**
+ * What a receiver answered besides its status, as the console and the events
+ * API show it: its first RESPONSE_HEADERS_KEPT headers, each value cut at
+ * RESPONSE_HEADER_VALUE_CHARS, and its body's first RESPONSE_BODY_EXCERPT_BYTES
+ * (as UTF-8 text, a character cut at the end dropped), with whether there was more.
+ */
+export interface AnswerExcerpt {
+  headers: Record<string, string>
+  body: string
+  bodyTruncated: boolean
 }
 
 export class DeliveryError extends Error {
@@ -71,6 +85,18 @@ export interface WebhookPost {
 
 /** Enough for any error text a receiver means us to keep; more is only cost. */
 const BODY_LIMIT_BYTES = 64 * 1024
+/**
+ * How much of an answer is kept, for every attempt (recorded on the delivery
+ * path, so bounded): 1 KiB of body holds the message of a framework's JSON
+ * error or the opening of an error page, which is what says why a webhook
+ * was refused; twenty headers of at most 256 characters hold the content
+ * type, a request id, the server and a Retry-After, while a CDN's long
+ * policy headers (report-to, content-security-policy) say nothing about a
+ * webhook. An attempt's row stays a few kilobytes at most, mostly under one.
+ */
+const RESPONSE_BODY_EXCERPT_BYTES = 1024
+const RESPONSE_HEADERS_KEPT = 20
+const RESPONSE_HEADER_VALUE_CHARS = 256
 /** A receiver asking us to wait longer than a day is treated as asking for a day. */
 const RETRY_AFTER_CAP_MS = 24 * 60 * 60 * 1000
 /** Headers this module sets itself: a caller's length or host could contradict the request actually sent. */
@@ -121,6 +147,8 @@ export class WebhookPoster {
       let settled = false
       let status = 0
       let retryAfter: string | undefined
+      let headersKept: Record<string, string> = {}
+      const bodyKept: Buffer[] = []
       let read = 0
       const settle = (outcome: PostResult | DeliveryError) => {
         if (settled) return
@@ -131,7 +159,12 @@ export class WebhookPoster {
         if (outcome instanceof DeliveryError) reject(outcome)
         else resolve(outcome)
       }
-      const answer = (): PostResult => ({ status, retryAfterMs: parseRetryAfter(retryAfter, now()), latencyMs: performance.now() - started })
+      const answer = (): PostResult => ({
+        status,
+        retryAfterMs: parseRetryAfter(retryAfter, now()),
+        latencyMs: performance.now() - started,
+        excerpt: { headers: headersKept, body: bodyText(bodyKept), bodyTruncated: read > RESPONSE_BODY_EXCERPT_BYTES },
+      })
       // A request still waiting for its connection has no controller yet (a DNS lookup cannot be cancelled): it is aborted as soon as it gets one.
       let timedOut: DeliveryError | undefined
       const deadline = setTimeout(() => {
@@ -154,8 +187,11 @@ export class WebhookPoster {
               status = statusCode
               const value = responseHeaders['retry-after']
               retryAfter = Array.isArray(value) ? value[0] : value
+              headersKept = keptHeaders(responseHeaders)
             },
             onResponseData(control, chunk) {
+              // Copied: the excerpt outlives the chunk, and is at most 1 KiB.
+              if (read < RESPONSE_BODY_EXCERPT_BYTES) bodyKept.push(Buffer.from(chunk.subarray(0, RESPONSE_BODY_EXCERPT_BYTES - read)))
               read += chunk.length
               if (read < BODY_LIMIT_BYTES) return
               // Enough of the answer: aborting closes the connection, which has nothing more to give.
@@ -215,6 +251,24 @@ export class WebhookPoster {
       this.#sweeper = undefined
     }
   }
+}
+
+/** The first headers of an answer, a repeated one's values joined as HTTP joins them, each cut to its bound. */
+function keptHeaders(headers: Record<string, string | string[] | undefined>): Record<string, string> {
+  const kept: Record<string, string> = {}
+  for (const [name, value] of Object.entries(headers).slice(0, RESPONSE_HEADERS_KEPT)) {
+    if (value !== undefined) kept[name] = (Array.isArray(value) ? value.join(', ') : value).slice(0, RESPONSE_HEADER_VALUE_CHARS)
+  }
+  return kept
+}
+
+/**
+ * The body's opening as text: a character cut by the bound is left out (a
+ * streaming decode keeps it back), and NUL, which PostgreSQL's text and
+ * jsonb cannot hold, is shown as the replacement character.
+ */
+function bodyText(chunks: readonly Buffer[]): string {
+  return new TextDecoder().decode(Buffer.concat(chunks), { stream: true }).replaceAll('\u0000', '\uFFFD')
 }
 
 type Addresses = [ResolvedAddress, ...ResolvedAddress[]]

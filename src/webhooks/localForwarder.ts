@@ -11,7 +11,9 @@
  * A receiver that is down or answers 5xx gets the event again after 1, 2, 4
  * and 8 seconds, then it is skipped with a line saying so; the events API
  * keeps it (GET /api/v2/events/{id}). The API's 429 and 503 are waited out
- * as their Retry-After says.
+ * as their Retry-After says. Each try is reported to the service (POST
+ * /api/v2/events/{id}/listen-forwards) with the receiver's answer, so that
+ * the console shows the event as forwarded rather than as sent nowhere.
  */
 import { setTimeout } from 'node:timers/promises'
 import { request } from 'undici'
@@ -46,6 +48,17 @@ const FORWARD_TIMEOUT_MS = 10_000
 const USER_AGENT = 'ConversationTriggerService-Listen/1'
 
 export class ForwarderError extends Error {}
+
+/** A try as the service records it (POST /api/v2/events/{id}/listen-forwards): the receiver's status, or why none came. */
+interface ForwardReport {
+  at: string
+  status_code?: number
+  latency_ms: number
+  error?: string
+}
+
+/** The longest error the service takes in a report. */
+const MAX_REPORTED_ERROR = 500
 
 /**
  * A wait that ends early when the signal aborts (Ctrl-C stops listen at once).
@@ -113,9 +126,11 @@ export class LocalForwarder {
     const body = JSON.stringify(event)
     for (let attempt = 0; ; attempt++) {
       const timestamp = Math.floor(this.#now() / 1000)
-      const started = new Date(this.#now()).toISOString()
+      const startedMs = this.#now()
+      const started = new Date(startedMs).toISOString()
       let answer: string
       let taken = false
+      let report: ForwardReport
       try {
         const result = await this.#poster.post({
           endpointId: 'local',
@@ -132,16 +147,39 @@ export class LocalForwarder {
         answer = `${result.status} (${Math.round(result.latencyMs)} ms)`
         // A 4xx is the receiver's verdict on this event (a refused signature, say): sending it again changes nothing.
         taken = result.status < 500
+        report = { at: started, status_code: result.status, latency_ms: Math.round(result.latencyMs) }
       } catch (error) {
         if (!(error instanceof DeliveryError)) throw error
         answer = error.message
+        report = { at: started, latency_ms: Math.max(0, this.#now() - startedMs), error: error.message.slice(0, MAX_REPORTED_ERROR) }
       }
       const retryIn = RETRY_DELAYS_MS[attempt]
       const next = taken ? '' : retryIn === undefined ? ', skipped' : `, again in ${retryIn / 1000} s`
       this.#options.print(`${started} ${event.type} ${event.id} -> ${answer}${next}`)
+      await this.#report(event.id, report)
       if (taken || retryIn === undefined) return
       await this.#sleep(retryIn, signal)
       if (signal?.aborted) return
+    }
+  }
+
+  /**
+   * Tells the service how a try went: it sent the event nowhere itself, and
+   * knows of the forward only what this says. Forwarding is what listen is
+   * for: a report the service does not take (one too old for the route, a
+   * moment's outage) is let go, with no line of its own among the forwards'.
+   */
+  async #report(eventId: string, report: ForwardReport): Promise<void> {
+    const url = new URL(`/api/v2/events/${encodeURIComponent(eventId)}/listen-forwards`, this.#options.baseUrl)
+    try {
+      const response = await request(url, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${this.#options.apiKey}`, 'user-agent': USER_AGENT, 'content-type': 'application/json' },
+        body: JSON.stringify(report),
+      })
+      await response.body.dump()
+    } catch {
+      // Let go, as said above.
     }
   }
 

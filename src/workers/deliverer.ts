@@ -345,6 +345,7 @@ class Delivery implements Work, DeliveryHandOffs {
         statusCode: status ?? null,
         latencyMs: result?.latencyMs ?? this.now() - at,
         error: failure === undefined ? null : `${failure.kind}: ${failure.message}`,
+        ...(result === undefined ? {} : { answer: result.excerpt }),
       },
       next:
         status !== undefined && status >= 200 && status < 300

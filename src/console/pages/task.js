@@ -2,10 +2,12 @@
  * One task's story: the trigger as recorded, the zones it is scheduled in and
  * why, the decision that holds it for the law or blocked it, each interaction
  * on a timeline with the decision that placed it and its conversation's
- * result, and cancel while it is not completed.
+ * result, what was sent about it (pages/event.js), and cancel while it is
+ * not completed.
  */
 import { call } from '../api.js'
-import { Badge, ConfirmButton, Failure, html, Instant, useAction, useEffect, useLoad } from '../ui.js'
+import { Badge, ConfirmButton, Failure, html, Instant, REFRESH_MS, soon, useAction, useEffect, useLoad } from '../ui.js'
+import { deliveryDueSoon, EventHistory } from './event.js'
 import { contactName, contactZones } from './tasks.js'
 
 /** What told a task's zones, in words (the task view's timezone_source). */
@@ -342,58 +344,22 @@ function Interactions({ task, credential }) {
   </section>`
 }
 
-/** How often the page reads the task again while something about it is under way or about to be. */
-const REFRESH_MS = 2000
-/** A next attempt (of a call or a delivery) this close counts as about to happen. */
-const SOON_MS = 60_000
-
-const soon = (iso) => iso === null || Date.parse(iso) - Date.now() < SOON_MS
-
-const DELIVERY_STATES = { pending: 'pending', succeeded: 'delivered', failed: 'failed' }
-
-function Delivery({ delivery }) {
-  return html`<div class="delivery">
-    <div class="step-head">
-      <span>to <code>${delivery.endpoint_id}</code></span>
-      <${Badge} value=${DELIVERY_STATES[delivery.status]} kind=${delivery.status} />
-      ${delivery.next_attempt_at === null ? null : html`<span class="muted">next attempt <${Instant} at=${delivery.next_attempt_at} /></span>`}
-    </div>
-    ${delivery.attempts.length === 0
-      ? html`<p class="muted">Not attempted yet.</p>`
-      : html`<table class="attempts">
-          <thead><tr><th>#</th><th>Sent</th><th>Answer</th><th>Latency</th><th>Error</th></tr></thead>
-          <tbody>
-            ${delivery.attempts.map(
-              (attempt) => html`<tr>
-                <td>${attempt.attempt}</td>
-                <td><${Instant} at=${attempt.at} /></td>
-                <td>${attempt.status_code === null ? '—' : html`<${Badge} value=${String(attempt.status_code)} kind=${attempt.status_code < 300 ? 'succeeded' : 'failed'} />`}</td>
-                <td>${attempt.latency_ms} ms</td>
-                <td>${attempt.error ?? ''}</td>
-              </tr>`,
-            )}
-          </tbody>
-        </table>`}
-  </div>`
-}
-
-function Webhooks({ events, mayResend, onResend }) {
+function Webhooks({ credential, events, onResend, onChanged }) {
+  const mayResend = credential.key.scopes.includes('webhooks:manage')
   return html`<section class="card">
     <h3>Webhooks</h3>
     ${events.length === 0
       ? html`<p class="muted">No event yet: one is sent as each interaction ends, and one as the task completes.</p>`
       : events.map(
-          (event) => html`<article key=${event.id} class="event">
+          (event) => html`<article key=${event.id} class="event" aria-label=${`${event.type} ${event.id}`}>
             <div class="step-head">
               <strong>${event.type}</strong>
-              <${Instant} at=${event.timestamp} />
-              <code class="muted">${event.id}</code>
+              <${Instant} at=${event.timestamp} precise />
+              <a href=${`#/events/${encodeURIComponent(event.id)}`}><code class="muted">${event.id}</code></a>
               <span class="spacer"></span>
               ${mayResend ? html`<button type="button" class="secondary" onClick=${() => onResend(event)}>Resend</button>` : null}
             </div>
-            ${event.deliveries.length === 0
-              ? html`<p class="muted">No endpoint was subscribed to ${event.type} when it was written.</p>`
-              : event.deliveries.map((delivery) => html`<${Delivery} delivery=${delivery} />`)}
+            <${EventHistory} credential=${credential} event=${event} onChanged=${onChanged} />
           </article>`,
         )}
   </section>`
@@ -413,7 +379,7 @@ export function TaskPage({ credential, taskId }) {
   const moving = (data) =>
     data.task.status === 'in_progress' ||
     (data.task.status === 'pending' && soon(data.task.next_attempt_at)) ||
-    data.events.some((event) => event.deliveries.some((delivery) => delivery.status === 'pending' && soon(delivery.next_attempt_at)))
+    data.events.some(deliveryDueSoon)
   const unsettled = loaded.data !== undefined && moving(loaded.data)
   useEffect(() => {
     if (!unsettled) return undefined
@@ -472,7 +438,7 @@ export function TaskPage({ credential, taskId }) {
     </section>
     <${Steps} task=${task} />
     <${Interactions} task=${task} credential=${credential} />
-    <${Webhooks} events=${events} mayResend=${credential.key.scopes.includes('webhooks:manage')} onResend=${resend} />
+    <${Webhooks} credential=${credential} events=${events} onResend=${resend} onChanged=${loaded.reload} />
     <${Trigger} trigger=${trigger} />
   </div>`
 }

@@ -3,13 +3,34 @@
  * (its last 24 hours, its last failures with the answers they got), whether
  * it is enabled (and why the service disabled one), enable it again, send it
  * a test event, send again what failed to it since a time (after an outage),
- * rotate its secret (shown once) and delete it.
+ * rotate its secret (shown once) and delete it. Each event it names links
+ * to the event's page: what was sent, and every answer it got.
  */
 import { call } from '../api.js'
+import { EVENT_TYPES } from '../event-types.js'
 import { Badge, ConfirmButton, Empty, Failure, html, Instant, ShownOnce, useAction, useEffect, useLoad, useState } from '../ui.js'
 
-const EVENT_TYPES = ['task.completed', 'interaction.finalized']
 const PATH = '/api/v2/webhook-endpoints'
+
+/** A link to an event's page (pages/event.js), by its id. */
+export const EventLink = ({ id }) => html`<a href=${`#/events/${encodeURIComponent(id)}`}><code>${id}</code></a>`
+
+/**
+ * Sends again every event whose delivery to the endpoint failed or was given
+ * up since `since` (an ISO instant), and answers how many were queued. A
+ * recovery stops after a bounded number a call: the calls go on from each
+ * answer's `next`, in the window of the first, until none is left.
+ */
+export async function recoverFailedDeliveries(token, endpointId, since) {
+  const path = `${PATH}/${encodeURIComponent(endpointId)}/recover`
+  let answer = await call(token, 'POST', path, { since })
+  let queued = answer.queued
+  while (answer.next !== null) {
+    answer = await call(token, 'POST', path, { since: answer.since, until: answer.until, after: answer.next })
+    queued += answer.queued
+  }
+  return { queued, since: answer.since }
+}
 
 function NewEndpoint({ credential, onCreated }) {
   const [url, setUrl] = useState('')
@@ -40,12 +61,7 @@ const DAY_MS = 86_400_000
 /** An instant as a datetime-local input shows it: to the minute, in the viewer's zone. */
 const toLocal = (at) => new Date(at - new Date(at).getTimezoneOffset() * 60_000).toISOString().slice(0, 16)
 
-/**
- * Sends again every event whose delivery to the endpoint failed or was given
- * up since the time chosen (24 hours ago unless changed), and says how many
- * were queued. A recovery stops after a bounded number a call: the calls go
- * on from each answer's `next`, in the window of the first, until none is left.
- */
+/** Recovers the endpoint's failed deliveries since the time chosen (24 hours ago unless changed), and says how many were queued. */
 function Recover({ credential, endpoint }) {
   // 24 hours ago, to the minute after: the input drops the seconds, and an organization that keeps a day of history refuses a since before it.
   const [since, setSince] = useState(() => toLocal(Date.now() - DAY_MS + 60_000))
@@ -57,16 +73,7 @@ function Recover({ credential, endpoint }) {
     setRecovered(undefined)
     setBusy(true)
     return recovering
-      .run(async () => {
-        let queued = 0
-        let answer = await call(credential.token, 'POST', `${PATH}/${encodeURIComponent(endpoint.id)}/recover`, { since: new Date(since).toISOString() })
-        queued += answer.queued
-        while (answer.next !== null) {
-          answer = await call(credential.token, 'POST', `${PATH}/${encodeURIComponent(endpoint.id)}/recover`, { since: answer.since, until: answer.until, after: answer.next })
-          queued += answer.queued
-        }
-        setRecovered({ queued, since: answer.since })
-      })
+      .run(async () => setRecovered(await recoverFailedDeliveries(credential.token, endpoint.id, new Date(since).toISOString())))
       .finally(() => setBusy(false))
   }
   return html`<form class="inline-form" onSubmit=${submit} aria-label=${`Recover failed deliveries to ${endpoint.url}`}>
@@ -101,8 +108,8 @@ function Health({ endpoint, health }) {
           <tbody>
             ${failures.map(
               (failure) => html`<tr key=${`${failure.event_id}.${failure.attempt}.${failure.at}`}>
-                <td><${Instant} at=${failure.at} /></td>
-                <td><code>${failure.event_id}</code><div class="muted">${failure.event_type}</div></td>
+                <td><${Instant} at=${failure.at} precise /></td>
+                <td><${EventLink} id=${failure.event_id} /><div class="muted">${failure.event_type}</div></td>
                 <td>${failure.attempt}${failure.final ? html` <${Badge} value="gave up" kind="failed" />` : null}</td>
                 <td>${failure.status_code ?? 'no answer'}${failure.error === null ? null : html`<div class="muted">${failure.error}</div>`}</td>
                 <td>${failure.latency_ms} ms</td>
@@ -149,7 +156,7 @@ function Endpoint({ credential, endpoint, onChanged, onSecret, run }) {
     ${tested === undefined
       ? null
       : html`<p class="saved" role="status">
-          Test event <code>${tested.event.id}</code> sent${counted ? ': its attempt is counted above.' : '; waiting for the endpoint to answer…'}
+          Test event <${EventLink} id=${tested.event.id} /> sent${counted ? ': its attempt is counted above.' : '; waiting for the endpoint to answer…'}
         </p>`}
     <${Recover} credential=${credential} endpoint=${endpoint} />
     <div class="actions">

@@ -12,6 +12,7 @@ import { readFileSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 import fastifyStatic from '@fastify/static'
 import type { FastifyInstance } from 'fastify'
+import { EVENT_TYPES } from '../../domain/types.ts'
 
 const CONSOLE_FILES = fileURLToPath(new URL('../../console/', import.meta.url))
 
@@ -29,6 +30,13 @@ const CONTENT_SECURITY_POLICY = [
 /** Preact, its hooks and htm in one module with no imports of its own (the htm package's standalone build). */
 const UI_LIBRARY = readFileSync(fileURLToPath(import.meta.resolve('htm/preact/standalone')))
 
+/**
+ * The event types an endpoint may subscribe to, as the service's own list
+ * (domain/types.ts) makes them: a module the console imports, so that a type
+ * added to the service is offered by the endpoint form without a copy to keep.
+ */
+const EVENT_TYPES_MODULE = `export const EVENT_TYPES = ${JSON.stringify(EVENT_TYPES)}\n`
+
 export async function consoleRoutes(app: FastifyInstance) {
   await app.register(async (scope) => {
     scope.addHook('onSend', async (_request, reply) => {
@@ -40,6 +48,9 @@ export async function consoleRoutes(app: FastifyInstance) {
     scope.get('/console', { schema: { hide: true } }, (_request, reply) => reply.redirect('/console/'))
     scope.get('/console/vendor/preact-htm.js', { schema: { hide: true } }, (_request, reply) =>
       reply.type('text/javascript; charset=utf-8').header('cache-control', 'public, max-age=3600').send(UI_LIBRARY),
+    )
+    scope.get('/console/event-types.js', { schema: { hide: true } }, (_request, reply) =>
+      reply.type('text/javascript; charset=utf-8').header('cache-control', 'no-cache').send(EVENT_TYPES_MODULE),
     )
     await scope.register(fastifyStatic, { root: CONSOLE_FILES, prefix: '/console/', decorateReply: false, index: 'index.html' })
   })

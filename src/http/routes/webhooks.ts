@@ -17,11 +17,13 @@ import {
   LAST_FAILURES,
   recoverEndpoint,
   eventWithDeliveries,
+  type EventHistory,
   listOrganizationEvents,
   listWebhookEndpoints,
   MAX_IN_FLIGHT,
   redeliverEvent,
   removeEndpoint,
+  reportListenForward,
   requireEndpoint,
   rotateEndpointSecret,
   sendTestEvent,
@@ -29,7 +31,7 @@ import {
   type WebhookOperations,
 } from '../../services/webhookAdministration.ts'
 import type { DeliveryLog } from '../../store/deliveries.ts'
-import { MAX_TASK_EVENTS } from '../../store/events.ts'
+import { LISTEN_FORWARDS_KEPT, type ListenForward, MAX_TASK_EVENTS } from '../../store/events.ts'
 import { envelope } from '../reply.ts'
 import { type Audience, audiences } from './audiences.ts'
 import { authErrors, conflict, Envelope, instant, notFound, OneOf, Timestamp, validationErrors } from '../schemas.ts'
@@ -101,9 +103,40 @@ const DeliverySchema = component('Delivery', Type.Object({
       status_code: Type.Union([Type.Integer(), Type.Null()]),
       latency_ms: Type.Integer(),
       error: Type.Union([Type.String(), Type.Null()]),
+      response: Type.Union(
+        [
+          Type.Object({
+            headers: Type.Record(Type.String(), Type.String(), { description: 'Its first 20 headers, by lower-case name, each value cut at 256 characters.' }),
+            body: Type.String({ description: "The opening of its body, at most 1 KiB of it as UTF-8 text." }),
+            body_truncated: Type.Boolean({ description: 'The body was longer than what is shown.' }),
+          }),
+          Type.Null(),
+        ],
+        { description: "The receiver's answer besides its status; null when none came, or for an attempt made before the service kept answers." },
+      ),
     }),
   ),
 }))
+
+/** The local receiver's answer to a try of listen's, and why none came. */
+const ForwardStatus = Type.Integer({ minimum: 100, maximum: 599 })
+const ForwardLatency = Type.Integer({ minimum: 0, maximum: 3_600_000 })
+const ForwardError = Type.String({ maxLength: 500, description: 'Why no answer came (refused, timed out).' })
+
+/** A try of listen's to forward an event, as the event lists it. */
+const ListenForwardSchema = Type.Object({
+  at: Timestamp,
+  status_code: Type.Union([ForwardStatus, Type.Null()], { description: "The local receiver's answer; null when none came (see error)." }),
+  latency_ms: ForwardLatency,
+  error: Type.Union([ForwardError, Type.Null()]),
+})
+/** A try of listen's to forward an event, as listen reports it. */
+const ListenForwardReport = Type.Object({
+  at: instant('at', 'When listen made the try, by its clock.'),
+  status_code: Type.Optional({ ...ForwardStatus, description: "The local receiver's answer; left out when none came (then say why in error)." }),
+  latency_ms: ForwardLatency,
+  error: Type.Optional(ForwardError),
+})
 
 const EndpointHealthSchema = component('WebhookEndpointHealth', Type.Object({
   since: { ...Timestamp, description: 'The start of the first hour counted: the hour 24 hours ago began.' },
@@ -179,7 +212,18 @@ const RecoverySchema = Type.Object({
   }),
 })
 
-const EventWithDeliveries = component('EventWithDeliveries', Type.Composite([EventSchema, Type.Object({ deliveries: Type.Array(DeliverySchema) })]))
+const EventWithDeliveries = component(
+  'EventWithDeliveries',
+  Type.Composite([
+    EventSchema,
+    Type.Object({
+      deliveries: Type.Array(DeliverySchema),
+      listen_forwards: Type.Array(ListenForwardSchema, {
+        description: `What \`cli listen\` reported of forwarding the event to its local receiver, each try, oldest first (the last ${LISTEN_FORWARDS_KEPT}); empty when it never did. The service sent nothing itself: this is listen's word.`,
+      }),
+    }),
+  ]),
+)
 
 const EventsQuery = Type.Object({
   type: Type.Optional(EventTypeSchema),
@@ -211,7 +255,14 @@ const presentDelivery = (delivery: DeliveryLog) => ({
     status_code: attempt.statusCode,
     latency_ms: attempt.latencyMs,
     error: attempt.error,
+    response: attempt.answer === null ? null : { headers: attempt.answer.headers, body: attempt.answer.body, body_truncated: attempt.answer.bodyTruncated },
   })),
+})
+
+const presentEventHistory = ({ event, deliveries, listenForwards }: EventHistory) => ({
+  ...event,
+  deliveries: deliveries.map(presentDelivery),
+  listen_forwards: listenForwards.map((forward) => ({ at: forward.at, status_code: forward.statusCode, latency_ms: forward.latencyMs, error: forward.error })),
 })
 
 export function webhookRoutes(app: FastifyInstance, deps: { ops: WebhookOperations; authenticator: Authenticator }) {
@@ -439,7 +490,7 @@ function routesFor(app: FastifyInstance, ops: WebhookOperations, audience: Audie
         ...docs,
         operationId: audience.operationId('getEvent'),
         summary: 'Look up an event, with every delivery attempt',
-        description: 'The event as it was sent (test events too), with its delivery to each endpoint and every attempt: time, status code, latency, error.',
+        description: 'The event as it was sent (test events too), with its delivery to each endpoint and every attempt: time, status code, latency, error, the answer\'s headers and body opening; and what `cli listen` reported of forwarding it.',
         params: Type.Object({ ...params, id: Type.String() }),
         response: {
           200: Envelope(EventWithDeliveries),
@@ -450,8 +501,7 @@ function routesFor(app: FastifyInstance, ops: WebhookOperations, audience: Audie
     },
     async (request, reply) => {
       const { id } = request.params as { id: string }
-      const { event, deliveries } = await eventWithDeliveries(ops, await audience.orgId(request), id)
-      return reply.send(envelope(request, { ...event, deliveries: deliveries.map(presentDelivery) }))
+      return reply.send(envelope(request, presentEventHistory(await eventWithDeliveries(ops, await audience.orgId(request), id))))
     },
   )
 
@@ -464,7 +514,7 @@ function routesFor(app: FastifyInstance, ops: WebhookOperations, audience: Audie
         operationId: audience.operationId('listTaskEvents'),
         summary: "A task's events, with every delivery attempt",
         description:
-          `The events written about the task, oldest first (the first ${MAX_TASK_EVENTS}): the interaction.finalized of each of its interactions and its task.completed, each with its deliveries to your endpoints and every attempt (time, status code, latency, error).`,
+          `The events written about the task, oldest first (the first ${MAX_TASK_EVENTS}): the interaction.finalized of each of its interactions and its task.completed, each with its deliveries to your endpoints and every attempt (time, status code, latency, error, the answer's headers and body opening), and what \`cli listen\` reported of forwarding it.`,
         params: Type.Object({ ...params, id: Type.String() }),
         response: { 200: Envelope(Type.Array(EventWithDeliveries)), ...authErrors, ...notFound },
       },
@@ -472,7 +522,7 @@ function routesFor(app: FastifyInstance, ops: WebhookOperations, audience: Audie
     async (request, reply) => {
       const { id } = request.params as { id: string }
       const events = await taskEventsWithDeliveries(ops, await audience.orgId(request), id)
-      return reply.send(envelope(request, events.map(({ event, deliveries }) => ({ ...event, deliveries: deliveries.map(presentDelivery) }))))
+      return reply.send(envelope(request, events.map(presentEventHistory)))
     },
   )
 
@@ -495,6 +545,33 @@ function routesFor(app: FastifyInstance, ops: WebhookOperations, audience: Audie
       const { endpoint_id } = request.query as { endpoint_id?: string }
       const targets = await redeliverEvent(ops, await audience.orgId(request), id, endpoint_id)
       return reply.code(202).send(envelope(request, { endpoints: targets.map((endpoint) => endpoint.id) }))
+    },
+  )
+
+  // listen runs with the organization's key; the operator has nothing to report.
+  if (audience.operator) return
+  app.post(
+    `${prefix}/events/:id/listen-forwards`,
+    {
+      onRequest: audience.guard('triggers:read'),
+      schema: {
+        ...docs,
+        operationId: audience.operationId('reportListenForward'),
+        summary: 'Report a forward of an event by cli listen',
+        description:
+          `\`cli listen\` calls this after each try to forward an event to its local receiver, with the receiver's answer, so that the event's page can say it was forwarded, when, and how it was answered (the event's \`listen_forwards\`, its last ${LISTEN_FORWARDS_KEPT}). ` +
+          'It needs only the key listen reads events with (triggers:read), and changes nothing but that record.',
+        params: Type.Object({ ...params, id: Type.String() }),
+        body: ListenForwardReport,
+        response: { 204: Type.Null(), ...authErrors, ...notFound, ...validationErrors },
+      },
+    },
+    async (request, reply) => {
+      const { id } = request.params as { id: string }
+      const body = request.body as { at: string; status_code?: number; latency_ms: number; error?: string }
+      const forward: ListenForward = { at: body.at, statusCode: body.status_code ?? null, latencyMs: body.latency_ms, error: body.error ?? null }
+      await reportListenForward(ops, await audience.orgId(request), id, forward)
+      return reply.code(204).send()
     },
   )
 }
