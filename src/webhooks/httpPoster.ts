@@ -94,9 +94,9 @@ const BODY_LIMIT_BYTES = 64 * 1024
  * policy headers (report-to, content-security-policy) say nothing about a
  * webhook. An attempt's row stays a few kilobytes at most, mostly under one.
  */
-const RESPONSE_BODY_EXCERPT_BYTES = 1024
-const RESPONSE_HEADERS_KEPT = 20
-const RESPONSE_HEADER_VALUE_CHARS = 256
+export const RESPONSE_BODY_EXCERPT_BYTES = 1024
+export const RESPONSE_HEADERS_KEPT = 20
+export const RESPONSE_HEADER_VALUE_CHARS = 256
 /** A receiver asking us to wait longer than a day is treated as asking for a day. */
 const RETRY_AFTER_CAP_MS = 24 * 60 * 60 * 1000
 /** Headers this module sets itself: a caller's length or host could contradict the request actually sent. */

@@ -37,6 +37,7 @@ import { type Audience, audiences } from './audiences.ts'
 import { authErrors, conflict, Envelope, instant, notFound, OneOf, Timestamp, validationErrors } from '../schemas.ts'
 import { MAX_RECOVERED_PER_CALL } from '../../domain/webhookRecovery.ts'
 import { component } from '../openapi.ts'
+import { RESPONSE_BODY_EXCERPT_BYTES, RESPONSE_HEADER_VALUE_CHARS, RESPONSE_HEADERS_KEPT } from '../../webhooks/httpPoster.ts'
 
 const MAX_PAGE = 100
 
@@ -106,8 +107,10 @@ const DeliverySchema = component('Delivery', Type.Object({
       response: Type.Union(
         [
           Type.Object({
-            headers: Type.Record(Type.String(), Type.String(), { description: 'Its first 20 headers, by lower-case name, each value cut at 256 characters.' }),
-            body: Type.String({ description: "The opening of its body, at most 1 KiB of it as UTF-8 text." }),
+            headers: Type.Record(Type.String(), Type.String(), {
+              description: `Its first ${RESPONSE_HEADERS_KEPT} headers, by lower-case name, each value cut at ${RESPONSE_HEADER_VALUE_CHARS} characters.`,
+            }),
+            body: Type.String({ description: `The opening of its body, at most ${RESPONSE_BODY_EXCERPT_BYTES / 1024} KiB of it as UTF-8 text.` }),
             body_truncated: Type.Boolean({ description: 'The body was longer than what is shown.' }),
           }),
           Type.Null(),
