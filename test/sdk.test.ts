@@ -541,6 +541,7 @@ const CLIENT_CALLS: Record<string, (client: ConversationTriggerClient, routingKe
   getEvent: (client) => client.getEvent(UNKNOWN_ID),
   listTaskEvents: (client) => client.listTaskEvents(UNKNOWN_ID),
   redeliverEvent: (client) => client.redeliverEvent(UNKNOWN_ID),
+  reportListenForward: (client) => client.reportListenForward(UNKNOWN_ID, { at: new Date(now).toISOString(), status_code: 200, latency_ms: 12 }),
   createSuppression: (client) => client.addSuppression(contact.phone),
   listSuppressions: (client) => client.listSuppressions(),
   getSuppression: (client) => client.getSuppression(contact.phone),

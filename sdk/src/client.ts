@@ -36,6 +36,7 @@ import type {
   EventWithDeliveries,
   Interaction,
   InteractionResultRequest,
+  ListenForwardReport,
   Redelivery,
   RecordedConsents,
   RedeliverQuery,
@@ -263,6 +264,15 @@ export class ConversationTriggerClient {
   /** Sends an event again, with the same webhook-id, to one endpoint or to every one subscribed to its type. */
   redeliverEvent(id: string, query: RedeliverQuery = {}, options?: RequestOptions): Promise<Redelivery> {
     return this.#send({ method: 'POST', path: `/api/v2/events/${encodeURIComponent(id)}/redeliver`, query, repeatable: false, options })
+  }
+
+  /**
+   * Records, on the event's page, one try of a local forwarder (as `cli
+   * listen` is) to pass the event on, with its receiver's answer. Not
+   * retried after a lost connection, which could record the try twice.
+   */
+  async reportListenForward(eventId: string, report: ListenForwardReport, options?: RequestOptions): Promise<void> {
+    await this.#send({ method: 'POST', path: `/api/v2/events/${encodeURIComponent(eventId)}/listen-forwards`, body: report, repeatable: false, options })
   }
 
   /** Registers an endpoint; the answer holds its secret, shown this once. */

@@ -55,6 +55,8 @@ export type EventQuery = QueryOf<'/api/v2/events', 'get'>
 export type EventWithDeliveries = ResponseData<'/api/v2/events/{id}', 'get', 200>
 export type RedeliverQuery = QueryOf<'/api/v2/events/{id}/redeliver', 'post'>
 export type Redelivery = ResponseData<'/api/v2/events/{id}/redeliver', 'post', 202>
+/** What `cli listen` reports of one try to forward an event to its local receiver. */
+export type ListenForwardReport = RequestBody<'/api/v2/events/{id}/listen-forwards', 'post'>
 
 export type WebhookEndpoint = ResponseData<'/api/v2/webhook-endpoints/{id}', 'get', 200>
 /** An endpoint as registered: with its secret (whsec_...), shown this once. */
