@@ -4,11 +4,11 @@
  * dependencies), then used by an ESM script and a CommonJS script, each a
  * child process talking HTTP to the running service; and the installed
  * package type-checked by strict TypeScript consumers of each module system
- * (nodenext), and of a bundler's resolution.
+ * (nodenext), and of a bundler's resolution, and so are sdk/README.md's samples.
  */
 import assert from 'node:assert/strict'
 import { execFile } from 'node:child_process'
-import { mkdir, mkdtemp, readdir, rm, writeFile } from 'node:fs/promises'
+import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { after, before, describe, test } from 'node:test'
@@ -304,4 +304,56 @@ describe('the installed package, type-checked by a strict consumer', () => {
     const files = await typeCheck('tsconfig.bundler.json', { module: 'preserve', moduleResolution: 'bundler' }, { 'bundled.ts': `${CONSUMER_IMPORT}${CONSUMER_BODY}` })
     assert.ok(files.includes('dist/esm/index.d.ts'), files.join(', '))
   })
+
+  test('the README\'s samples, each a module of its own, with what it assumes declared', async () => {
+    const readme = await readFile(path.join(repository, 'sdk', 'README.md'), 'utf8')
+    const samples = [...readme.matchAll(/^```ts\n([\s\S]*?)^```$/gm)].map((match) => match[1]!)
+    assert.ok(samples.length >= 9, `${samples.length} samples`)
+    const files = Object.fromEntries(samples.map((sample, n) => [`readme-${n + 1}.mts`, `${assumedBy(sample)}\n${sample}\nexport {}\n`]))
+    await typeCheck('tsconfig.readme.json', { module: 'nodenext', moduleResolution: 'nodenext' }, { 'frameworks.d.ts': FRAMEWORKS, ...files })
+  })
 })
+
+/**
+ * What the README's samples take as given, by name: a sample gets each one
+ * it uses and neither declares nor imports itself.
+ */
+const README_ASSUMES: Record<string, string> = {
+  client: 'declare const client: sdk.ConversationTriggerClient',
+  endpoint: 'declare const endpoint: sdk.WebhookEndpointWithSecret',
+  body: 'declare const body: sdk.TriggerRequest',
+  application: 'declare const application: { id: string }',
+  verifyWebhook: 'const { verifyWebhook } = sdk',
+  createServer: "import { createServer } from 'node:http'",
+  app: "import { app } from 'fastify-app'",
+  alreadyHandled: 'declare function alreadyHandled(eventId: string): boolean',
+  closeRecord: 'declare function closeRecord(ids: sdk.TaskCompletedData["ids"], outcome: string, result: sdk.ConversationResult | null): void',
+  recordAttempt: 'declare function recordAttempt(interactionId: string, result: sdk.ConversationResult | null): void',
+  recordReply: 'declare function recordReply(interactionId: string, text: string | null): void',
+}
+
+function assumedBy(sample: string): string {
+  const given = (name: string) => new RegExp(`\\b(const|let|function)\\s+${name}\\b|import\\s+(${name}\\b|\\{[^}]*\\b${name}\\b)`).test(sample)
+  const used = Object.entries(README_ASSUMES).filter(([name]) => new RegExp(`\\b${name}\\b`).test(sample) && !given(name))
+  return [`import * as sdk from '@conversation-trigger/sdk'`, ...used.map(([, declaration]) => declaration)].join('\n')
+}
+
+/** The little of Express and Fastify the samples use (neither is installed here): the SDK's calls in them are what is checked. */
+const FRAMEWORKS = `
+declare module 'express' {
+  import type { IncomingHttpHeaders } from 'node:http'
+  interface Request { body: Buffer; headers: IncomingHttpHeaders }
+  interface Response { sendStatus(status: number): Response }
+  interface Application { post(path: string, parser: unknown, handler: (req: Request, res: Response) => unknown): void }
+  function express(): Application
+  namespace express { function raw(options: { type: string }): unknown }
+  export default express
+}
+declare module 'fastify-app' {
+  import type { IncomingHttpHeaders } from 'node:http'
+  export const app: {
+    addContentTypeParser(type: string, options: { parseAs: 'buffer' }, parser: (request: unknown, body: Buffer, done: (error: null, body: Buffer) => void) => void): void
+    post(path: string, handler: (request: { body: unknown; headers: IncomingHttpHeaders }, reply: { code(status: number): { send(): unknown } }) => Promise<unknown>): void
+  }
+}
+`
