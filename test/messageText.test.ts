@@ -98,6 +98,9 @@ describe('voicemailTwiml', () => {
     ['ja', { en: 'Hi', '*': 'Hello' }, 'JP', undefined],
     ['fr-CA', { fr: 'Bonjour', en: 'Hi' }, 'CA', 'fr-CA'],
     ['fr-CH', { 'fr-FR': 'Bonjour' }, 'CH', 'fr-FR'],
+    ['pt', { 'pt-PT': 'Olá' }, 'US', 'pt-PT'],
+    ['no', 'Hei', 'NO', 'nb-NO'],
+    ['no-NO', 'Hei', undefined, 'nb-NO'],
   ]
   for (const [language, text, country, attribute] of spoken) {
     test(`a ${language ?? 'language-less'} contact, texts ${JSON.stringify(Object.keys(typeof text === 'string' ? { one: text } : text))}, a number of ${country ?? 'no country'}: ${attribute ?? 'no language attribute'}`, () => {

@@ -5,8 +5,9 @@
  * character the bound cuts left out, NUL shown as the replacement
  * character), for the attempt after which the delivery is retried
  * (delivery_attempts) and for the one that settles it (the delivery's row);
- * none for an attempt that got no answer. Read through the events API, from
- * a real HTTP server that answers as each test says.
+ * none for an attempt that got no answer; gone when the person the events
+ * are about is erased (an answer may echo what an event said). Read through
+ * the events API, from a real HTTP server that answers as each test says.
  */
 import assert from 'node:assert/strict'
 import { createServer, type ServerResponse } from 'node:http'
@@ -14,7 +15,7 @@ import type { AddressInfo } from 'node:net'
 import { after, before, test } from 'node:test'
 import { newId } from '../src/domain/ids.ts'
 import { insertEvents } from '../src/store/events.ts'
-import { bearer, freePort, json, OPERATOR_TOKEN, startService, type TestService } from './support/service.ts'
+import { acceptedTrigger, bearer, freePort, json, OPERATOR_TOKEN, seedOrganization, startService, type TestService } from './support/service.ts'
 
 const admin = bearer(OPERATOR_TOKEN)
 
@@ -108,4 +109,49 @@ test('an answer of many headers keeps the first twenty; an attempt that got no a
   assert.equal(refused.status_code, null)
   assert.match(refused.error, /network/)
   assert.equal(refused.response, null)
+})
+
+test("erasing the person the events are about erases what the receiver answered to them, retried attempts' and settling ones'", async () => {
+  // A receiver of its own, whose answers echo the person: refused once, then taken.
+  const said = '{"refused": "Ada, +442079460958"}'
+  let requests = 0
+  const echoing = createServer((request, response) => {
+    request.resume()
+    request.on('end', () => response.writeHead(++requests === 1 ? 500 : 200, { 'content-type': 'application/json' }).end(said))
+  })
+  await new Promise<void>((resolve) => echoing.listen(0, '127.0.0.1', resolve))
+  try {
+    const org = await seedOrganization(service.app, {
+      scopes: ['triggers:write', 'triggers:read', 'webhooks:manage', 'contacts:erase'],
+      schedule: { timezone: 'contact', windows: [{ days: ['mon', 'tue', 'wed', 'thu', 'fri', 'sat', 'sun'], start: '00:00', end: '24:00' }] },
+    })
+    const url = `http://127.0.0.1:${(echoing.address() as AddressInfo).port}/hooks`
+    const created = await service.app.inject({ method: 'POST', url: '/api/v2/webhook-endpoints', headers: bearer(org.key), payload: { url, events: ['task.completed'] } })
+    assert.equal(created.statusCode, 201, created.body)
+    const trigger = await acceptedTrigger(service.app, org.key, {
+      campaign: org.routingKey,
+      ids: [{ source: 'ats', type: 'candidate', value: 'C-echo' }],
+      contact: { phone: '+442079460958', first_name: 'Ada' },
+      test_mode: true,
+    })
+    const answersToCompletion = async () => {
+      const events = json(await service.app.inject({ method: 'GET', url: `/api/v2/tasks/${trigger.task_id}/events`, headers: bearer(org.key) })).data
+      const completed = events.find((event: { type: string }) => event.type === 'task.completed')
+      return (completed?.deliveries[0]?.attempts ?? []).map((attempt: { status_code: number; response: { body: string } | null }) => [attempt.status_code, attempt.response?.body ?? null])
+    }
+    for (let round = 0; round < 5 && (await answersToCompletion()).length < 2; round++) {
+      await service.app.workers!.dispatcher.runOnce()
+      now += 60_000
+      await service.app.workers!.dispatcher.runOnce()
+      await service.app.workers!.deliverer.runOnce()
+    }
+    assert.deepEqual(await answersToCompletion(), [[500, said], [200, said]])
+
+    const erased = await service.app.inject({ method: 'POST', url: '/api/v2/contacts/erase', headers: bearer(org.key), payload: { phone: '+442079460958' } })
+    assert.equal(erased.statusCode, 200, erased.body)
+    assert.deepEqual(await answersToCompletion(), [[500, null], [200, null]])
+  } finally {
+    echoing.closeAllConnections()
+    await new Promise((resolve) => echoing.close(resolve))
+  }
 })

@@ -312,10 +312,11 @@ export class ConversationTriggerClient {
   }
 
   /**
-   * After an outage of the receiver: sends again, once and in the order
-   * recorded, every event whose delivery to the endpoint failed or was given
-   * up in the window. A second call queues none of those already on their
-   * way, so it is safe to repeat. When `next` is not null, call again with
+   * After an outage of the receiver: sends now, once and in the order
+   * recorded, every event not delivered to the endpoint in the window: those
+   * whose delivery failed or was given up, and those waiting for a retry
+   * (brought forward: `brought_forward` counts them). A second call queues
+   * none of those already on their way, so it is safe to repeat. When `next` is not null, call again with
    * it as `after` (and the same since and until) to go on.
    */
   recoverWebhookEndpoint(id: string, request: WebhookRecoveryRequest, options?: RequestOptions): Promise<WebhookRecovery> {

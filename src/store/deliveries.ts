@@ -486,9 +486,13 @@ export async function recoverFailedDeliveries(
        ORDER BY d.completed_at, d.id
        LIMIT $5
      ), waiting AS MATERIALIZED (
+       -- Only those the third statement brings forward: of a type the endpoint receives (a webhook.test is of none),
+       -- so that a call that read as many as it may has brought them all forward, and the next reads on.
        SELECT d.event_id FROM deliveries d
+       JOIN events e ON e.id = d.event_id
        WHERE d.endpoint_id = $1 AND d.status = 'pending' AND d.due_at > $7 AND d.attempts > 0 AND (d.locked_until IS NULL OR d.locked_until <= $7)
          AND EXISTS (SELECT 1 FROM delivery_attempts a WHERE a.delivery_id = d.id AND a.attempt = d.attempts AND a.attempted_at >= $8 AND a.attempted_at < $4)
+         AND e.type = ANY((SELECT events FROM webhook_endpoints WHERE id = $1)::text[])
        ORDER BY d.due_at
        LIMIT $5
      ), locked AS (

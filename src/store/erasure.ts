@@ -194,8 +194,8 @@ function eraseFrom(event: OutboxEvent): boolean {
  * Erases the results the events of the tasks, and of the interactions that
  * answered no task, carry (interaction.finalized, task.completed and
  * interaction.result_added of a conversation that reported something), and
- * the text of the messages they report (interaction.message_received). Their
- * bodies are deflated (store/eventBodies.ts): each is read, and written again
+ * the text of the messages they report (interaction.message_received), and
+ * what their receivers answered to each delivery attempt. Their bodies are deflated (store/eventBodies.ts): each is read, and written again
  * only when its result still holds something to erase, in id order, as a
  * redelivery locks events.
  */
@@ -207,6 +207,14 @@ async function eraseEventResults(tx: Queryable, orgId: string, taskIds: readonly
        SELECT id FROM events WHERE interaction_id = ANY($3::text[]) AND task_id IS NULL AND interaction_id IS NOT NULL AND org_id = $1))
      ORDER BY id FOR UPDATE`,
     [orgId, taskIds, tasklessInteractionIds],
+  )
+  // What the receivers answered to these events (migration 050) may echo what the events said.
+  await tx.query(
+    `WITH delivered AS (SELECT unnest(delivery_ids) AS id FROM events WHERE id = ANY($1::text[])), answers AS (
+       UPDATE delivery_attempts SET response = NULL WHERE delivery_id IN (SELECT id FROM delivered) AND response IS NOT NULL
+     )
+     UPDATE deliveries SET final_response = NULL WHERE id IN (SELECT id FROM delivered) AND final_response IS NOT NULL`,
+    [rows.map(({ id }) => id)],
   )
   const erased: { id: string; body: string }[] = []
   for (const row of rows) {

@@ -57,6 +57,8 @@ interface ForwardReport {
   error?: string
 }
 
+/** How long a report to the service may take before it is let go. */
+const REPORT_TIMEOUT_MS = 2_000
 /** The longest error the service takes in a report. */
 const MAX_REPORTED_ERROR = 500
 
@@ -156,7 +158,7 @@ export class LocalForwarder {
       const retryIn = RETRY_DELAYS_MS[attempt]
       const next = taken ? '' : retryIn === undefined ? ', skipped' : `, again in ${retryIn / 1000} s`
       this.#options.print(`${started} ${event.type} ${event.id} -> ${answer}${next}`)
-      await this.#report(event.id, report)
+      await this.#report(event.id, report, signal)
       if (taken || retryIn === undefined) return
       await this.#sleep(retryIn, signal)
       if (signal?.aborted) return
@@ -169,13 +171,16 @@ export class LocalForwarder {
    * for: a report the service does not take (one too old for the route, a
    * moment's outage) is let go, with no line of its own among the forwards'.
    */
-  async #report(eventId: string, report: ForwardReport): Promise<void> {
+  async #report(eventId: string, report: ForwardReport, signal: AbortSignal | undefined): Promise<void> {
     const url = new URL(`/api/v2/events/${encodeURIComponent(eventId)}/listen-forwards`, this.#options.baseUrl)
+    // A report is a footnote to the forward: a slow service holds the next event up by at most this, and Ctrl-C not at all.
+    const timeout = AbortSignal.timeout(REPORT_TIMEOUT_MS)
     try {
       const response = await request(url, {
         method: 'POST',
         headers: { authorization: `Bearer ${this.#options.apiKey}`, 'user-agent': USER_AGENT, 'content-type': 'application/json' },
         body: JSON.stringify(report),
+        signal: signal === undefined ? timeout : AbortSignal.any([signal, timeout]),
       })
       await response.body.dump()
     } catch {

@@ -24,6 +24,9 @@ export const TWILIO_SAY_LANGUAGES: readonly string[] = [
 
 const VOICED = new Map(TWILIO_SAY_LANGUAGES.map((tag) => [tag.toLowerCase(), tag]))
 
+/** Languages Twilio voices under another code: Norwegian (`no`, the macrolanguage) as Bokmål (`nb-NO`). */
+const VOICED_AS: Readonly<Record<string, string>> = { no: 'nb' }
+
 /**
  * The pair Twilio voices for a contact's language tag, or undefined (leave
  * `language` out). In order: the tag itself (any case); its language in the
@@ -45,9 +48,10 @@ export function twilioSayLanguage(tag: string | undefined, numberCountry: string
     return undefined
   }
   const regions = [numberCountry, locale.region, locale.maximize().region, new Intl.Locale(locale.language).maximize().region]
+  const language = VOICED_AS[locale.language] ?? locale.language
   for (const region of regions) {
     if (region === undefined) continue
-    const voiced = VOICED.get(`${locale.language}-${region}`.toLowerCase())
+    const voiced = VOICED.get(`${language}-${region}`.toLowerCase())
     if (voiced !== undefined) return voiced
   }
   return undefined

@@ -80,13 +80,14 @@ export function readVoicemail(value: Static<typeof VoicemailSchema> | undefined)
 
 /**
  * The tag a text is spoken in: the contact's own when the text is of its
- * language (the `en` text for an `en-GB` contact is spoken `en-GB`), else the
- * text's (a contact of no language given the `de` text).
+ * language and names no region (the `en` text for an `en-GB` contact is
+ * spoken `en-GB`), else the text's (the `pt-PT` text for a `pt` contact, the
+ * `de` text for a contact of no language).
  */
 function spokenTag(textTag: string | undefined, contactTag: string | undefined): string | undefined {
   if (textTag === undefined || contactTag === undefined) return textTag
-  const primary = (tag: string) => tag.toLowerCase().split('-')[0]
-  return primary(textTag) === primary(contactTag) ? contactTag : textTag
+  const [textLanguage, ...textRest] = textTag.toLowerCase().split('-')
+  return textRest.length === 0 && contactTag.toLowerCase().split('-')[0] === textLanguage ? contactTag : textTag
 }
 
 /**

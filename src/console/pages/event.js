@@ -9,7 +9,7 @@
  */
 import { call } from '../api.js'
 import { Badge, Failure, html, Instant, REFRESH_MS, soon, useAction, useEffect, useLoad, useState } from '../ui.js'
-import { recoverFailedDeliveries } from './webhooks.js'
+import { RecoveredCount, recoverFailedDeliveries } from './webhooks.js'
 
 const DELIVERY_STATES = { pending: 'pending', succeeded: 'delivered', failed: 'failed' }
 
@@ -97,7 +97,7 @@ function Delivery({ credential, event, delivery, open, onChanged }) {
       ${delivery.next_attempt_at === null ? null : html`<span class="muted">next attempt <${Instant} at=${delivery.next_attempt_at} precise /></span>`}
       <span class="spacer"></span>
       ${mayManage ? html`<button type="button" class="secondary" onClick=${sendAgain}>Send again to this endpoint</button>` : null}
-      ${mayManage && delivery.status === 'failed'
+      ${mayManage && (delivery.status === 'failed' || (delivery.status === 'pending' && delivery.attempts.length > 0))
         ? html`<button type="button" class="secondary" onClick=${recover}>Recover failed deliveries to this endpoint since this one</button>`
         : null}
     </div>
@@ -105,7 +105,7 @@ function Delivery({ credential, event, delivery, open, onChanged }) {
     ${recovered === undefined
       ? null
       : html`<p class="saved" role="status">
-          ${recovered.queued.toLocaleString()} ${recovered.queued === 1 ? 'event' : 'events'} queued to be sent again, of those that failed since <${Instant} at=${recovered.since} precise />.
+          <${RecoveredCount} recovered=${recovered} />, of those not delivered since <${Instant} at=${recovered.since} precise />.
         </p>`}
     ${delivery.attempts.length === 0
       ? html`<p class="muted">Not attempted yet.</p>`

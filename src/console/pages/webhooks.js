@@ -16,21 +16,30 @@ const PATH = '/api/v2/webhook-endpoints'
 export const EventLink = ({ id }) => html`<a href=${`#/events/${encodeURIComponent(id)}`}><code>${id}</code></a>`
 
 /**
- * Sends again every event whose delivery to the endpoint failed or was given
- * up since `since` (an ISO instant), and answers how many were queued. A
- * recovery stops after a bounded number a call: the calls go on from each
- * answer's `next`, in the window of the first, until none is left.
+ * Sends now every event not delivered to the endpoint since `since` (an ISO
+ * instant): given up, or waiting for a retry (brought forward); answers how
+ * many were queued, and how many of them were brought forward. A recovery
+ * stops after a bounded number a call: the calls go on from each answer's
+ * `next`, in the window of the first, until none is left.
  */
 export async function recoverFailedDeliveries(token, endpointId, since) {
   const path = `${PATH}/${encodeURIComponent(endpointId)}/recover`
   let answer = await call(token, 'POST', path, { since })
   let queued = answer.queued
+  let broughtForward = answer.brought_forward
   while (answer.next !== null) {
     answer = await call(token, 'POST', path, { since: answer.since, until: answer.until, after: answer.next })
     queued += answer.queued
+    broughtForward += answer.brought_forward
   }
-  return { queued, since: answer.since }
+  return { queued, broughtForward, since: answer.since }
 }
+
+/** "3 events queued to be sent again (1 of them brought forward from its retry)": what a recovery did. */
+export const RecoveredCount = ({ recovered }) =>
+  html`${recovered.queued.toLocaleString()} ${recovered.queued === 1 ? 'event' : 'events'} queued to be sent again${recovered.broughtForward === 0
+    ? ''
+    : ` (${recovered.broughtForward.toLocaleString()} of them brought forward from ${recovered.broughtForward === 1 ? 'its retry' : 'their retries'})`}`
 
 function NewEndpoint({ credential, onCreated }) {
   const [url, setUrl] = useState('')
@@ -83,7 +92,7 @@ function Recover({ credential, endpoint }) {
     ${recovered === undefined
       ? null
       : html`<p class="saved" role="status">
-          ${recovered.queued.toLocaleString()} ${recovered.queued === 1 ? 'event' : 'events'} queued to be sent again, of those that failed since <${Instant} at=${recovered.since} />.
+          <${RecoveredCount} recovered=${recovered} />, of those not delivered since <${Instant} at=${recovered.since} />.
         </p>`}
   </form>`
 }
