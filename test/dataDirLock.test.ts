@@ -15,7 +15,7 @@ import { after, before, describe, test } from 'node:test'
 import { pathToFileURL } from 'node:url'
 import { DataDirInUse, judgeHolder, LOCK_FILE, type LockHolder, lockDataDir, type Observed, parseHolder, startTimeOf, type ThisProcess } from '../src/store/dataDirLock.ts'
 import { openDatabase } from '../src/store/database.ts'
-import { freePort, poolMode } from './support/service.ts'
+import { freePort, onPostgres, poolMode } from './support/service.ts'
 
 const ROOT = path.resolve(import.meta.dirname, '..')
 const BOOT = 'f96bf9c3-cfc0-4763-b6df-ea9d88c6d61b'
@@ -267,7 +267,8 @@ async function organizationNamesIn(dataDir: string): Promise<string[]> {
 
 const sinceOf = (holder: { since: string }) => holder.since.replace(/\.\d{3}Z$/, 'Z')
 
-describe('processes on one data directory', () => {
+// Every process here runs on an embedded database of its own, whatever DATABASE_URL this run has: a run on PostgreSQL would only repeat them.
+describe('processes on one data directory', { skip: onPostgres && 'on the embedded database whatever the run: tested in the PGlite run' }, () => {
   test('serve first: the command line, a second serve, a worker and migrate are refused with one line, and nothing is lost', async () => {
     const dataDir = freshDir()
     const server = await startServe(dataDir)
