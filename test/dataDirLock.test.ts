@@ -15,9 +15,9 @@ import { after, before, describe, test } from 'node:test'
 import { pathToFileURL } from 'node:url'
 import { DataDirInUse, judgeHolder, LOCK_FILE, type LockHolder, lockDataDir, type Observed, parseHolder, startTimeOf, type ThisProcess } from '../src/store/dataDirLock.ts'
 import { openDatabase } from '../src/store/database.ts'
+import { cliArguments, ROOT } from './support/cli.ts'
 import { freePort, onPostgres, poolMode } from './support/service.ts'
 
-const ROOT = path.resolve(import.meta.dirname, '..')
 const BOOT = 'f96bf9c3-cfc0-4763-b6df-ea9d88c6d61b'
 
 describe('whether a lock is stale', () => {
@@ -161,7 +161,7 @@ function exited(child: ChildProcessWithoutNullStreams): Promise<number | null> {
 }
 
 async function runCli(dataDir: string, args: string[], extra: Record<string, string> = {}) {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli.ts', ...args], { cwd: ROOT, env: environment(dataDir, extra) })
+  const child = spawn(process.execPath, cliArguments(...args), { cwd: ROOT, env: environment(dataDir, extra) })
   const output = collect(child)
   // A refusal comes at once; a process that runs on instead is a failure, not a hung test.
   const timer = setTimeout(() => child.kill('SIGKILL'), 30_000)
@@ -173,7 +173,7 @@ async function runCli(dataDir: string, args: string[], extra: Record<string, str
 /** `serve` on `dataDir`, once it has logged that it is ready. */
 async function startServe(dataDir: string) {
   const port = await freePort()
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'serve'], { cwd: ROOT, env: environment(dataDir, { PORT: String(port) }) })
+  const child = spawn(process.execPath, cliArguments('serve'), { cwd: ROOT, env: environment(dataDir, { PORT: String(port) }) })
   const output = collect(child)
   for (let waited = 0; !output.stdout.includes('"msg":"ready"'); waited += 50) {
     if (child.exitCode !== null || waited > 30_000) {

@@ -6,15 +6,14 @@
 import assert from 'node:assert/strict'
 import { spawn } from 'node:child_process'
 import { createHash } from 'node:crypto'
-import path from 'node:path'
 import { after, before, test } from 'node:test'
 import { newId } from '../src/domain/ids.ts'
 import { requestHash, type TriggerRequest } from '../src/services/triggerIntake.ts'
 import { reserveKeys } from '../src/store/idempotency.ts'
 import { insertTriggersWithTasks } from '../src/store/triggers.ts'
+import { cliArguments, ROOT } from './support/cli.ts'
 import { bearer, freePort, json, onPostgres, OPERATOR_TOKEN, PHONE_HASH_KEY, seedOrganization, startService, type TestService } from './support/service.ts'
 
-const ROOT = path.resolve(import.meta.dirname, '..')
 let service: TestService
 let org: Awaited<ReturnType<typeof seedOrganization>>
 let now = Date.parse('2026-06-01T10:00:00Z')
@@ -180,7 +179,7 @@ test('a storm of 20 concurrent retries, across two API processes on PostgreSQL, 
   // A real second API process on the same database, beside this one, on the real clock as this one now is.
   now = Date.now()
   const port = await freePort()
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'serve', '--no-workers'], {
+  const child = spawn(process.execPath, cliArguments('serve', '--no-workers'), {
     cwd: ROOT,
     env: { PATH: process.env.PATH, ...service.environment, OPERATOR_TOKEN, PHONE_HASH_KEY, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'warn' },
     stdio: 'ignore',

@@ -12,7 +12,7 @@ import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { after, before, test } from 'node:test'
 import { loadMigrations } from '../src/store/migrate.ts'
-import { ROOT, runCli } from './support/cli.ts'
+import { cliArguments, ROOT, runCli } from './support/cli.ts'
 import { freePort, freshDatabase, onPostgres, OPERATOR_TOKEN, PHONE_HASH_KEY, type TestDatabase } from './support/service.ts'
 
 
@@ -38,7 +38,7 @@ const cli = (args: string[], extra: Record<string, string> = {}) => runCli(args,
 /** `serve` on a port of its own, once /readyz answers; stopped by the returned function. */
 async function served(extra: Record<string, string> = {}): Promise<() => Promise<void>> {
   const port = await freePort()
-  const child: ChildProcess = spawn(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'serve'], {
+  const child: ChildProcess = spawn(process.execPath, cliArguments('serve'), {
     cwd: ROOT,
     env: environment({ PORT: String(port), HOST: '127.0.0.1', ...extra }),
   })

@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { after, before, test } from 'node:test'
 import { openDatabase } from '../src/store/database.ts'
-import { ROOT, runCli as cli } from './support/cli.ts'
+import { cliArguments, ROOT, runCli as cli } from './support/cli.ts'
 import { parsePrometheusText, sampleValue } from './support/prometheus.ts'
 import { startReceiver } from './support/receiver.ts'
 import { matchesPhoneHashKey } from '../src/store/phoneHashKey.ts'
@@ -31,7 +31,7 @@ const runCli = (args: string[], extra: Record<string, string | undefined> = {}) 
 /** `serve` (or a `worker`, which listens on METRICS_PORT), once its /healthz answers. */
 async function startServer(extra: Record<string, string> = {}, command: 'serve' | 'worker' = 'serve') {
   const port = await freePort()
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli.ts', command], {
+  const child = spawn(process.execPath, cliArguments(command), {
     cwd: ROOT,
     env: environment({ PORT: String(port), METRICS_PORT: String(port), HOST: '127.0.0.1', ...extra }),
   })

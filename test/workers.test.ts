@@ -7,15 +7,14 @@
  */
 import assert from 'node:assert/strict'
 import { type ChildProcess, spawn } from 'node:child_process'
-import path from 'node:path'
 import { createInterface } from 'node:readline'
 import { after, afterEach, before, describe, test } from 'node:test'
 import { createChannels } from '../src/channels/index.ts'
 import { type FakeTwilio, startFakeTwilio } from './fakes/twilio.ts'
+import { cliArguments, ROOT } from './support/cli.ts'
 import { parsePrometheusText, sampleValue } from './support/prometheus.ts'
 import { bearer, freePort, json, onPostgres, OPERATOR_TOKEN, PHONE_HASH_KEY, seedOrganization, startService, type TestService } from './support/service.ts'
 
-const ROOT = path.resolve(import.meta.dirname, '..')
 const ACCOUNT_SID = `AC${'fedcba9876543210'.repeat(2)}`
 const AUTH_TOKEN = 'worker-test-twilio-token'
 const ALWAYS_OPEN = { timezone: 'contact', windows: [{ days: ['mon', 'tue', 'wed', 'thu', 'fri', 'sat', 'sun'], start: '00:00', end: '24:00' }] }
@@ -54,7 +53,7 @@ describe('worker processes on one PostgreSQL', { skip: onPostgres ? false : 'nee
    * the system chose); its lines at warn and above go to standard error.
    */
   async function startWorker(): Promise<{ child: ChildProcess; metricsUrl: string }> {
-    const worker = spawn(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'worker'], {
+    const worker = spawn(process.execPath, cliArguments('worker'), {
       cwd: ROOT,
       env: {
         PATH: process.env.PATH,

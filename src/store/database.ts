@@ -75,6 +75,8 @@ export interface Database extends Queryable {
   readonly notifications: 'in_process' | 'listening' | 'polling'
   /** The embedded database's lock on its data directory (none in memory or on a server), released by close(). */
   readonly dataDirLock?: DataDirLock
+  /** The embedded database's data directory as a tarball, what openDatabase's `loadDataDir` starts from (none on a server). */
+  dumpDataDir?(): Promise<Blob>
   close(): Promise<void>
 }
 
@@ -99,13 +101,20 @@ export interface DatabaseOptions {
    * of the script that runs.
    */
   command?: string
+  /**
+   * With `memory://`: the data directory to start from, a tarball made by
+   * another in-memory database's dumpDataDir, in place of the empty one PGlite
+   * makes (initdb). On this machine loading one takes 0.35 s and making one
+   * 1.5 s: the tests start every embedded database from a migrated copy.
+   */
+  loadDataDir?: Blob
 }
 
 export async function openDatabase(options: DatabaseOptions): Promise<Database> {
   if (options.databaseUrl !== undefined) {
     return openPostgres(options.databaseUrl, { poolSize: options.poolSize ?? 10, poolMode: options.poolMode ?? 'session', directUrl: options.databaseDirectUrl })
   }
-  if (options.dataDir === 'memory://') return openPglite(options.dataDir, undefined)
+  if (options.dataDir === 'memory://') return openPglite(options.dataDir, undefined, options.loadDataDir)
   // PGlite takes no lock on its directory, and two processes on it lose each other's writes (see dataDirLock.ts).
   // Taken before anything there is read or written, so that a process refused it changes nothing.
   const lock = await lockDataDir(options.dataDir, options.command ?? path.basename(process.argv[1] ?? process.argv0))
@@ -258,9 +267,9 @@ async function listenOnPostgres(connectionString: string, channel: string, onPay
   }
 }
 
-async function openPglite(dataDir: string, lock: DataDirLock | undefined): Promise<Database> {
+async function openPglite(dataDir: string, lock: DataDirLock | undefined, loadDataDir?: Blob): Promise<Database> {
   if (dataDir !== 'memory://') await mkdir(dataDir, { recursive: true })
-  const db = await PGlite.create(dataDir)
+  const db = await PGlite.create(dataDir, { loadDataDir })
   // Statements are prepared once for the session, whatever transaction they
   // were first run in: PREPARE is not undone by a rollback.
   const statements = new StatementNames()
@@ -307,6 +316,11 @@ async function openPglite(dataDir: string, lock: DataDirLock | undefined): Promi
     listen: async (channel, onPayload) => db.listen(channel, onPayload),
     notifications: 'in_process',
     dataDirLock: lock,
+    async dumpDataDir() {
+      // What the buffers hold is written to the files first, so that the tarball holds every committed row.
+      await db.exec('CHECKPOINT')
+      return db.dumpDataDir('none')
+    },
     async close() {
       try {
         await db.close()

@@ -17,6 +17,7 @@ import type { HistoryBounds } from '../../src/domain/retention.ts'
 import { type Database, type DatabaseOptions, openDatabase, type PoolMode } from '../../src/store/database.ts'
 import { decodeEventBody } from '../../src/store/eventBodies.ts'
 import { loadMigrations, migrate } from '../../src/store/migrate.ts'
+import { embeddedStart } from './embeddedStart.ts'
 import { type AnswerRecorder, recordAnswers } from './openapiConformance.ts'
 import { type Family, parsePrometheusText } from './prometheus.ts'
 
@@ -47,8 +48,7 @@ export const poolMode: PoolMode = process.env.DATABASE_POOL_MODE === 'transactio
 export async function freshDatabase(options: { migrated: boolean } = { migrated: true }): Promise<TestDatabase> {
   const baseUrl = process.env.DATABASE_URL
   if (baseUrl === undefined) {
-    const db = await openDatabase({ databaseUrl: undefined, dataDir: 'memory://' })
-    if (options.migrated) await migrate(db)
+    const db = await openDatabase({ databaseUrl: undefined, dataDir: 'memory://', loadDataDir: await embeddedStart(options.migrated) })
     return { db, connection: undefined, environment: {}, drop: () => db.close() }
   }
   // A schema of its own, on a session's search_path; behind a transaction-mode pooler no session setting
