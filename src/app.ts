@@ -27,6 +27,7 @@ import { callCallbackRoutes } from './http/routes/providers/callCallbacks.ts'
 import { twilioRoutes } from './http/routes/providers/twilio.ts'
 import { whatsappRoutes } from './http/routes/providers/whatsapp.ts'
 import { metricsRoutes } from './http/routes/metrics.ts'
+import { reachStatisticsRoutes } from './http/routes/reachStatistics.ts'
 import { suppressionRoutes } from './http/routes/suppressions.ts'
 import { consentRoutes } from './http/routes/consents.ts'
 import { contactabilityRoutes } from './http/routes/contactability.ts'
@@ -200,6 +201,7 @@ export async function buildApp(options: AppOptions, deps: AppDeps): Promise<Fast
   contactabilityRoutes(app, { ops: services.contactability, authenticator })
   contactRoutes(app, { ops: services.erasure, authenticator })
   dailyCountRoutes(app, { db: deps.db, authenticator })
+  reachStatisticsRoutes(app, { db: deps.db, authenticator })
   twilioRoutes(app, { twilioCalls: services.twilioCalls, twilioMessages: services.twilioMessages })
   await app.register(whatsappRoutes, { whatsapp: services.whatsappNotifications })
   await callCallbackRoutes(app, { callbacks: providerCallbacks, served: deps.channels.callCallbacks })

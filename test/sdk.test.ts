@@ -556,6 +556,7 @@ const CLIENT_CALLS: Record<string, (client: ConversationTriggerClient, routingKe
   checkContactability: (client) => client.checkContactability({ phone: contact.phone, channel: 'voice' }),
   eraseContact: (client) => client.eraseContact({ phone: '+44 20 7946 0999' }),
   listDailyCounts: (client) => client.dailyCounts({ from: '2026-12-01', to: '2026-12-02' }),
+  getReachStatistics: (client) => client.reachStatistics({ from: '2026-12-01', to: '2026-12-02' }),
 }
 
 test('every operation of the client API (sdk/openapi.json) has a client method, which sends that operation\'s method and path', async () => {

@@ -96,6 +96,9 @@ describe('a test-mode trigger on an always-open simulator campaign', () => {
       attempt: 1,
       outcome: 'completed',
       started_at: '2026-06-01T10:00:00.000Z',
+      // The person's local time, in the zone their schedule was read in (a London number).
+      timezone: 'Europe/London',
+      started_at_local: '2026-06-01T11:00:00.000+01:00',
       ended_at: '2026-06-01T10:00:00.200Z',
       duration_s: 0,
       test_mode: true,

@@ -38,6 +38,8 @@ import type {
   InteractionResultRequest,
   ListenForwardReport,
   Redelivery,
+  ReachStatistics,
+  ReachStatisticsQuery,
   RecordedConsents,
   RedeliverQuery,
   RevokeConsentsRequest,
@@ -389,6 +391,11 @@ export class ConversationTriggerClient {
 
   dailyCounts(query: DailyCountQuery, options?: RequestOptions): Promise<DailyCounts> {
     return this.#send({ method: 'GET', path: '/api/v2/daily-counts', query, repeatable: true, options })
+  }
+
+  /** Attempts by the person's local weekday and hour, attempt number, date and time to reach, for a period of local dates (scope triggers:read). */
+  reachStatistics(query: ReachStatisticsQuery, options?: RequestOptions): Promise<ReachStatistics> {
+    return this.#send({ method: 'GET', path: '/api/v2/reach-statistics', query, repeatable: true, options })
   }
 
   /** The key this client sends (never the key itself), its scopes and its organization. */

@@ -708,6 +708,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v2/reach-statistics": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Reach by the person's local hour, weekday and attempt number
+         * @description The outbound attempts of the organization's campaigns (of one routing key with `campaign`, one channel with `channel`) that started from local date `from` to `to` (at most a year; the person's own dates): in all and by outcome, by local weekday and hour, by attempt number (the funnel), by date, and how long after the trigger the person was reached. Counted by the transaction that ends each attempt, and kept when the tasks themselves are deleted at the end of the organization's retention period.
+         */
+        get: operations["getReachStatistics"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export interface webhooks {
     "task.completed": {
@@ -961,6 +981,10 @@ export interface components {
              * @description UTC, ISO 8601 with Z
              */
             started_at: string;
+            /** @description The zone the task's schedule was read in (the campaign's own, or the person's first candidate zone): the person's local time; null for a message that answers no task. */
+            timezone: string | null;
+            /** @description started_at in that zone, ISO 8601 with its offset (2026-06-01T18:02:11.000+02:00): the local hour the reach statistics count the attempt under; null with timezone. */
+            started_at_local: string | null;
             /**
              * Format: date-time
              * @description UTC, ISO 8601 with Z
@@ -2001,6 +2025,73 @@ export interface components {
             attempt_seconds: number;
             /** @description Messages from people that answered no running conversation, that day. */
             inbound: number;
+        };
+        ReachStatistics: {
+            /** Format: date */
+            from: string;
+            /** Format: date */
+            to: string;
+            /** @description The routing key asked for; null for every campaign. */
+            campaign: string | null;
+            channel: ("voice" | "whatsapp" | "sms") | null;
+            test_mode: boolean;
+            /** @description Outbound attempts. */
+            attempts: number;
+            /** @description Of them, those that reached the person (a call answered by them, a reply). */
+            reached: number;
+            /** @description How long the attempts lasted, in seconds. */
+            attempt_seconds: number;
+            /** @description Attempts by outcome (only outcomes that happened). */
+            outcomes: {
+                [key: string]: number;
+            };
+            rates: {
+                /** @description Share of the attempts that reached the person; null without attempts. */
+                reach: number | null;
+                /** @description Share a machine answered (voicemail and voicemail_left); null without attempts. */
+                voicemail: number | null;
+                /** @description Share nobody answered; null without attempts. */
+                no_answer: number | null;
+            };
+            /** @description By the person's local weekday and hour of the attempt's start, in the zone their task's schedule was read in (the campaign's own, or their number's first): Monday 00:00 first, hours without attempts left out. */
+            by_hour: {
+                weekday: "mon" | "tue" | "wed" | "thu" | "fri" | "sat" | "sun";
+                hour: number;
+                /** @description Outbound attempts. */
+                attempts: number;
+                /** @description Of them, those that reached the person (a call answered by them, a reply). */
+                reached: number;
+            }[];
+            /** @description The funnel: each attempt number's attempts, and the people reached at it. */
+            by_attempt: {
+                attempt: number;
+                /** @description Outbound attempts. */
+                attempts: number;
+                /** @description Of them, those that reached the person (a call answered by them, a reply). */
+                reached: number;
+            }[];
+            /** @description By local date, oldest first, dates without attempts left out. */
+            by_day: {
+                /** Format: date */
+                date: string;
+                /** @description Outbound attempts. */
+                attempts: number;
+                /** @description Of them, those that reached the person (a call answered by them, a reply). */
+                reached: number;
+                outcomes: {
+                    [key: string]: number;
+                };
+            }[];
+            /** @description Of the attempts that reached the person: how long after the trigger they started. */
+            time_to_reach: {
+                /** @description Mean seconds from the trigger to the start of the attempt that reached the person; null when none did. */
+                mean_s: number | null;
+                buckets: {
+                    /** @description Upper bound in seconds (300, 3600, 14400, 86400, 259200, 604800); null for the last, longer. */
+                    up_to_s: number | null;
+                    reached: number;
+                }[];
+            };
         };
     };
     responses: {
@@ -6068,6 +6159,118 @@ export interface operations {
                 content: {
                     "application/json": {
                         data: components["schemas"]["CampaignDay"][];
+                        metadata: {
+                            request_id: string;
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            /** @description Every error other than 422. */
+            401: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Every error other than 422. */
+            403: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Every error other than 422. */
+            404: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Request validation failed (pydantic v2 / FastAPI shape). All problems are listed. */
+            422: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationErrorResponse"];
+                };
+            };
+            /** @description The organization's rate limit: send it again after Retry-After seconds. */
+            429: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getReachStatistics: {
+        parameters: {
+            query: {
+                /**
+                 * @description The first local date (the person's), included.
+                 * @example 2026-11-27
+                 */
+                from: string;
+                /**
+                 * @description The last local date, included.
+                 * @example 2026-11-27
+                 */
+                to: string;
+                /** @description A routing key: its campaigns, on every channel unless `channel` says. */
+                campaign?: string;
+                channel?: "voice" | "whatsapp" | "sms";
+                /** @description Test-mode attempts instead of real ones (default false). */
+                test_mode?: boolean;
+            };
+            header?: {
+                /** @description Your id for this request (up to 200 characters, no control characters): echoed in the X-Request-ID response header and in `metadata.request_id`, and logged. Without it, the service makes one. */
+                "X-Request-ID"?: components["parameters"]["X-Request-ID"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["ReachStatistics"];
                         metadata: {
                             request_id: string;
                         };

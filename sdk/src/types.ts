@@ -88,6 +88,8 @@ export type ErasureRequest = RequestBody<'/api/v2/contacts/erase', 'post'>
 export type Erasure = ResponseData<'/api/v2/contacts/erase', 'post', 200>
 export type DailyCountQuery = QueryOf<'/api/v2/daily-counts', 'get'>
 export type DailyCounts = ResponseData<'/api/v2/daily-counts', 'get', 200>
+export type ReachStatisticsQuery = QueryOf<'/api/v2/reach-statistics', 'get'>
+export type ReachStatistics = ResponseData<'/api/v2/reach-statistics', 'get', 200>
 export type ApiKeyDescription = ResponseData<'/api/v2/key', 'get', 200>
 
 /** The body of every error other than a 422. */

@@ -3,6 +3,7 @@
  * and the events API's items. Built here from what the lifecycle knows, so
  * that the contract lives in one place and in the types.
  */
+import { DateTime } from 'luxon'
 import { type Channel, type Direction, type ExternalId, type InteractionOutcome, type SentEventType, type TaskOutcome, TEST_EVENT_TYPE } from './types.ts'
 import type { Provider } from './campaignSettings.ts'
 import type { ConversationResult } from './conversationResult.ts'
@@ -103,6 +104,8 @@ export interface FinalizedInteraction {
   ids: ExternalId[] | null
   /** Its conversation's result; null when none came. */
   result: ConversationResult | null
+  /** The zone its task's schedule is read in first (the campaign's, or the person's first candidate): its local time; null without a task. */
+  localZone: string | null
 }
 
 /** An interaction as the events about it name it. */
@@ -132,10 +135,20 @@ export function interactionFinalizedEvent(interaction: FinalizedInteraction, now
     data: {
       ...aboutInteraction(interaction),
       started_at: interaction.startedAt,
+      ...localStart(interaction),
       ended_at: interaction.endedAt,
       duration_s: interactionDurationS(interaction),
       result: interaction.result,
     },
+  }
+}
+
+/** Its start in the person's local time, as the hour of the day its reach is counted under (domain/reachCounts.ts). */
+function localStart(interaction: Pick<FinalizedInteraction, 'startedAt' | 'localZone'>) {
+  const zone = interaction.localZone
+  return {
+    timezone: zone,
+    started_at_local: zone === null ? null : DateTime.fromISO(interaction.startedAt, { zone }).toISO({ includeOffset: true }),
   }
 }
 

@@ -80,3 +80,11 @@ export function isId(kind: IdKind, value: string): boolean {
   const prefix = `${ID_PREFIXES[kind]}_`
   return value.startsWith(prefix) && ID_BODY.test(value.slice(prefix.length))
 }
+
+/** The millisecond an id of a well-formed shape (isId) was made in: its first 10 characters after the prefix. */
+export function timeOfId(id: string): number {
+  const body = id.slice(id.indexOf('_') + 1, id.indexOf('_') + 11)
+  let time = 0
+  for (const character of body) time = time * 32 + ALPHABET.indexOf(character)
+  return time
+}

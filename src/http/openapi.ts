@@ -151,6 +151,7 @@ const TAGS: Record<DocumentName, { name: string; description: string }[]> = {
     { name: 'contactability', description: 'The decision before each attempt, as a dry run: allowed, deferred or blocked, and why.' },
     { name: 'contacts', description: "Erasure of a person's personal data." },
     { name: 'daily counts', description: 'Tasks and attempts counted by day, kept beyond the tasks themselves.' },
+    { name: 'reach statistics', description: "When people answer: attempts by the person's local hour and weekday, attempt number and time to reach, kept beyond the tasks themselves." },
     { name: 'account', description: 'The calling key and its organization.' },
   ],
   admin: [

@@ -181,6 +181,12 @@ export const EventDataSchemas = [
         Type.String({ description: 'voice: completed, no_answer, busy, voicemail (a machine answered), voicemail_left (the campaign\'s message was left on it), failed; WhatsApp: replied, read, delivered, undelivered, failed; SMS: replied, delivered, sent (the carrier took it, with no delivery receipt), undelivered, failed.' }),
       ),
       started_at: Timestamp,
+      timezone: Type.Union([Type.String(), Type.Null()], {
+        description: "The zone the task's schedule was read in (the campaign's own, or the person's first candidate zone): the person's local time; null for a message that answers no task.",
+      }),
+      started_at_local: Type.Union([Type.String(), Type.Null()], {
+        description: 'started_at in that zone, ISO 8601 with its offset (2026-06-01T18:02:11.000+02:00): the local hour the reach statistics count the attempt under; null with timezone.',
+      }),
       ended_at: Timestamp,
       duration_s: Type.Integer(),
       result: { ...NullableResult, description: "Its conversation's result, as recorded; null when none came (before the campaign's results.wait_s ended)." },

@@ -2,7 +2,8 @@
  * The history sweep: history ends (domain/retention.ts). The dispatcher's
  * janitor runs it every second, for a bounded time, a batch per transaction:
  *
- * - the day's counts written beside the events are moved into daily_counts;
+ * - the day's counts written beside the events are moved into daily_counts,
+ *   and the reach counts into reach_counts;
  * - each organization whose history is due (by history_due_at, longest due
  *   first, so that one with nothing due costs nothing, and however many
  *   organizations there are, each is reached as soon as those due before it
@@ -19,6 +20,7 @@
 import type { FastifyBaseLogger } from 'fastify'
 import { dueHistory, DAY_MS, type HistoryBounds, historyDueAt, retentionCutoff } from '../domain/retention.ts'
 import { moveCountChanges } from '../store/dailyCounts.ts'
+import { moveReachChanges } from '../store/reachCounts.ts'
 import type { Database } from '../store/database.ts'
 import { giveUpUnreceivable } from '../store/deliveries.ts'
 import {
@@ -82,7 +84,7 @@ export interface SweepReport {
   tasks: number
   /** Rows deleted in all (history, contacts, bounded rows). */
   rows: number
-  /** Daily count changes moved. */
+  /** Daily and reach count changes moved. */
   countChanges: number
   /** Whether the run stopped for want of time with history still due. */
   unfinished: boolean
@@ -118,9 +120,11 @@ export class HistorySweep {
     const report: SweepReport = { tasks: 0, rows: 0, countChanges: 0, unfinished: false }
     // Before the run as well as after it: a run that fails (its batch held up, the database gone) still says how long history has waited.
     await this.#reportBacklog()
-    for (let moved = COUNT_CHANGES_PER_BATCH; moved === COUNT_CHANGES_PER_BATCH && !outOfTime(); ) {
-      moved = await moveCountChanges(this.#db, COUNT_CHANGES_PER_BATCH)
-      report.countChanges += moved
+    for (const move of [moveCountChanges, moveReachChanges]) {
+      for (let moved = COUNT_CHANGES_PER_BATCH; moved === COUNT_CHANGES_PER_BATCH && !outOfTime(); ) {
+        moved = await move(this.#db, COUNT_CHANGES_PER_BATCH)
+        report.countChanges += moved
+      }
     }
     if (this.#now() - this.#boundedAt >= BOUNDED_EVERY_MS) {
       this.#boundedAt = this.#now()

@@ -1,9 +1,11 @@
 /** The outbox: events written in the transaction of the change they report. */
 import { countEvents } from '../domain/dailyCounts.ts'
+import { countReach } from '../domain/reachCounts.ts'
 import type { OrganizationEvent, OutboxEvent } from '../domain/events.ts'
 import { type EventType, TEST_EVENT_TYPE } from '../domain/types.ts'
 import type { Queryable } from './database.ts'
 import { countChangesParameter, insertCountChanges } from './dailyCounts.ts'
+import { insertReachChanges, reachChangesParameter } from './reachCounts.ts'
 import type { ClaimedDelivery } from './deliveries.ts'
 import { decodeEventBody, encodeEventBody } from './eventBodies.ts'
 import { tracing } from '../tracing.ts'
@@ -95,6 +97,8 @@ export async function insertEvents(tx: Queryable, events: readonly OrganizationE
        LEFT JOIN (SELECT event_id, array_agg(id ORDER BY id) AS ids FROM delivered GROUP BY event_id) d ON d.event_id = e.id
      ), counted AS (
        ${insertCountChanges('$11')}
+     ), reach_counted AS (
+       ${insertReachChanges('$15')}
      )
      SELECT id, event_id, endpoint_id, claimed FROM delivered`,
     [
@@ -112,6 +116,7 @@ export async function insertEvents(tx: Queryable, events: readonly OrganizationE
       traceParents,
       events.map(({ event }) => namedTask(event)),
       events.map(({ event }) => namedInteraction(event)),
+      reachChangesParameter(reachByOrganization(events)),
     ],
   )
   const byId = new Map(events.map(({ event }, index) => [event.id, { id: event.id, body: bodies[index]!, traceParent: traceParents[index] ?? null }]))
@@ -149,13 +154,22 @@ function triggerOf(event: OutboxEvent): string | null {
 
 /** What the events count, organization by organization. */
 function countsByOrganization(events: readonly OrganizationEvent[]) {
+  return [...eventsByOrganization(events)].flatMap(([orgId, ofOrg]) => countEvents(ofOrg).map((count) => ({ orgId, count })))
+}
+
+/** What the events count of reach, organization by organization. */
+function reachByOrganization(events: readonly OrganizationEvent[]) {
+  return [...eventsByOrganization(events)].flatMap(([orgId, ofOrg]) => countReach(ofOrg).map((count) => ({ orgId, count })))
+}
+
+function eventsByOrganization(events: readonly OrganizationEvent[]): Map<string, OutboxEvent[]> {
   const byOrg = new Map<string, OutboxEvent[]>()
   for (const { orgId, event } of events) {
     const ofOrg = byOrg.get(orgId)
     if (ofOrg === undefined) byOrg.set(orgId, [event])
     else ofOrg.push(event)
   }
-  return [...byOrg].flatMap(([orgId, ofOrg]) => countEvents(ofOrg).map((count) => ({ orgId, count })))
+  return byOrg
 }
 
 /**

@@ -3,6 +3,7 @@ import type { Provider } from '../domain/campaignSettings.ts'
 import { type ConversationResult, interactionResult, type TranscriptTurn } from '../domain/conversationResult.ts'
 import type { FinalizedInteraction } from '../domain/events.ts'
 import { CUSTOMER_SERVICE_WINDOW_MS } from '../domain/messagingWindow.ts'
+import { scheduleZones } from '../domain/schedule.ts'
 import type { Channel, Contact, Direction, ExternalId, Handoff, InteractionContext, InteractionOutcome, InteractionStatus, JsonObject } from '../domain/types.ts'
 import type { Database, Queryable } from './database.ts'
 import { distinctKeys } from './distinctKeys.ts'
@@ -456,6 +457,7 @@ export async function finalizeInteractions(tx: Queryable, ends: readonly Interac
         durationS: row.duration_s,
         ids: task?.ids ?? null,
         result: interactionResult(row.result ?? reported.get(row.id) ?? null, row.replies),
+        localZone: task === null ? null : (scheduleZones(task.campaign.schedule, task.timezones)[0] ?? null),
       },
       task,
     }

@@ -54,11 +54,11 @@ export const HISTORY_TABLES = ['triggers', 'tasks', 'interactions', 'events', 'd
 export type HistoryTable = (typeof HISTORY_TABLES)[number]
 
 /**
- * Where nothing vacuums: the daily counts' changes, which are written with
- * every event and deleted every second, and `historyTable`, one the history
+ * Where nothing vacuums: the daily and reach counts' changes, which are
+ * written with every event and deleted every second, and `historyTable`, one the history
  * sweep has deleted many rows from, so that its space is used again rather
  * than its file growing for ever.
  */
 export async function vacuumSweptTables(db: Database, historyTable: HistoryTable | undefined): Promise<void> {
-  await db.exec(`VACUUM ${['daily_count_changes', ...(historyTable === undefined ? [] : [historyTable])].join(', ')}`)
+  await db.exec(`VACUUM ${['daily_count_changes', 'reach_count_changes', ...(historyTable === undefined ? [] : [historyTable])].join(', ')}`)
 }
