@@ -42,6 +42,21 @@ export function calendarDate(field: string, description: string) {
   })
 }
 
+/** The longest range of dates a read of counts takes: a year, a leap year's included. */
+export const MAX_RANGE_DAYS = 366
+
+/**
+ * What is wrong with a range of calendar dates `from` to `to`, both included
+ * (for refineModel, once both have passed): backwards, or over MAX_RANGE_DAYS.
+ */
+export function dateRangeProblems({ from, to }: { from?: string; to?: string }): { path: string[]; message: string }[] {
+  if (from === undefined || to === undefined) return []
+  const days = (Date.parse(to) - Date.parse(from)) / 86_400_000 + 1
+  if (days < 1) return [{ path: ['to'], message: 'to must be on or after from' }]
+  if (days > MAX_RANGE_DAYS) return [{ path: ['to'], message: `from and to may be at most ${MAX_RANGE_DAYS} days apart, both included` }]
+  return []
+}
+
 /**
  * A string that `valid` accepts, kept as sent; otherwise a `value_error`
  * saying `message` (what the field must be, for the integrator to read).

@@ -7,20 +7,16 @@
 import { type Static, Type } from '@sinclair/typebox'
 import type { FastifyInstance } from 'fastify'
 import { type CampaignDay, campaignDays } from '../../domain/dailyCounts.ts'
-import { DAY_MS } from '../../domain/retention.ts'
 import { INTERACTION_OUTCOMES, TASK_OUTCOMES } from '../../domain/types.ts'
 import type { Authenticator } from '../../services/authenticator.ts'
 import type { Database } from '../../store/database.ts'
 import { listDailyCounts } from '../../store/dailyCounts.ts'
-import { calendarDate } from '../../validation/fields.ts'
+import { calendarDate, dateRangeProblems } from '../../validation/fields.ts'
 import { refineModel } from '../../validation/model.ts'
 import { envelope } from '../reply.ts'
 import { authErrors, ChannelSchema, Envelope, notFound, validationErrors } from '../schemas.ts'
 import { audiences } from './audiences.ts'
 import { component } from '../openapi.ts'
-
-/** The longest range one request reads: a year, a leap year's included. */
-const MAX_DAYS = 366
 
 const DailyCountsQuery = refineModel(
   Type.Object({
@@ -28,14 +24,7 @@ const DailyCountsQuery = refineModel(
     to: calendarDate('to', 'The last day (UTC), included.'),
     campaign: Type.Optional(Type.String({ minLength: 1, maxLength: 100, description: 'A routing key: its campaigns on every channel.' })),
   }),
-  ({ from, to }) => {
-    // Only the fields that passed come here: a range is checked once both have.
-    if (from === undefined || to === undefined) return []
-    const days = (Date.parse(to) - Date.parse(from)) / DAY_MS + 1
-    if (days < 1) return [{ path: ['to'], message: 'to must be on or after from' }]
-    if (days > MAX_DAYS) return [{ path: ['to'], message: `from and to may be at most ${MAX_DAYS} days apart, both included` }]
-    return []
-  },
+  dateRangeProblems,
 )
 
 const counts = (outcomes: readonly string[], description: string) =>

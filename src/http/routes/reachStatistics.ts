@@ -9,19 +9,15 @@ import { type Static, Type } from '@sinclair/typebox'
 import type { FastifyInstance } from 'fastify'
 import { WEEKDAYS } from '../../domain/campaignSettings.ts'
 import { REACH_DELAY_BOUNDS_S, type ReachStatistics, reachStatistics } from '../../domain/reachCounts.ts'
-import { DAY_MS } from '../../domain/retention.ts'
 import type { Authenticator } from '../../services/authenticator.ts'
 import type { Database } from '../../store/database.ts'
 import { listReachCells } from '../../store/reachCounts.ts'
-import { calendarDate, OneOf } from '../../validation/fields.ts'
+import { calendarDate, dateRangeProblems, OneOf } from '../../validation/fields.ts'
 import { refineModel } from '../../validation/model.ts'
 import { component } from '../openapi.ts'
 import { envelope } from '../reply.ts'
 import { authErrors, ChannelSchema, Envelope, notFound, validationErrors } from '../schemas.ts'
 import { audiences } from './audiences.ts'
-
-/** The longest range one request reads: a year, a leap year's included. */
-const MAX_DAYS = 366
 
 const ReachStatisticsQuery = refineModel(
   Type.Object({
@@ -31,13 +27,7 @@ const ReachStatisticsQuery = refineModel(
     channel: Type.Optional(ChannelSchema),
     test_mode: Type.Optional(Type.Boolean({ description: 'Test-mode attempts instead of real ones (default false).' })),
   }),
-  ({ from, to }) => {
-    if (from === undefined || to === undefined) return []
-    const days = (Date.parse(to) - Date.parse(from)) / DAY_MS + 1
-    if (days < 1) return [{ path: ['to'], message: 'to must be on or after from' }]
-    if (days > MAX_DAYS) return [{ path: ['to'], message: `from and to may be at most ${MAX_DAYS} days apart, both included` }]
-    return []
-  },
+  dateRangeProblems,
 )
 
 const Tally = {
