@@ -28,7 +28,9 @@ CREATE TABLE reach_counts (
 CREATE TABLE reach_count_changes (LIKE reach_counts);
 
 -- What was attempted before this migration, from the interactions still kept:
--- their start in the zone their task's schedule is read in first.
+-- their start in the zone their task's schedule is read in first, where this
+-- server's zone data knows it (Node's may be newer: a zone it does not know
+-- would stop the migration).
 INSERT INTO reach_counts (org_id, campaign, channel, test_mode, local_date, hour, attempt, outcome, delay_bucket, count, seconds, delay_s)
 SELECT org_id, campaign, channel, test_mode, local_start::date, extract(hour FROM local_start)::smallint, attempt, outcome,
        CASE WHEN outcome NOT IN ('completed', 'replied') THEN 0
@@ -49,6 +51,7 @@ FROM (
     SELECT CASE WHEN tc.schedule->>'timezone' = 'contact' THEN coalesce(t.timezones[1], tc.schedule->>'fallback_timezone')
                 ELSE tc.schedule->>'timezone' END AS zone
   ) z
-  WHERE i.status = 'finalized' AND i.direction = 'outbound' AND i.attempt >= 1 AND i.outcome IS NOT NULL AND z.zone IS NOT NULL
+  WHERE i.status = 'finalized' AND i.direction = 'outbound' AND i.attempt >= 1 AND i.outcome IS NOT NULL
+    AND z.zone IN (SELECT name FROM pg_timezone_names)
 ) attempted
 GROUP BY 1, 2, 3, 4, 5, 6, 7, 8, 9;
