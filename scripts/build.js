@@ -7,7 +7,7 @@
  * 0.2 s, so `npm start` builds every time and never runs stale code.
  */
 import { execFileSync } from 'node:child_process'
-import { cpSync, existsSync, readdirSync, rmSync } from 'node:fs'
+import { cpSync, existsSync, readdirSync, rmSync, writeFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import path from 'node:path'
 
@@ -21,6 +21,8 @@ try {
 }
 
 const src = path.join(root, 'src')
+/** Written last: its time is when dist/ last matched src/ whole (tsc rewrites .tsbuildinfo only when a .ts file changed). */
+const BUILT = '.built'
 const dist = path.join(root, 'dist')
 for (const entry of readdirSync(src, { recursive: true, withFileTypes: true })) {
   if (!entry.isFile() || entry.name.endsWith('.ts')) continue
@@ -32,9 +34,11 @@ for (const entry of readdirSync(src, { recursive: true, withFileTypes: true })) 
 // left behind in dist/ once its file was removed from src/ stopped every start ("two migrations have
 // version N").
 for (const entry of readdirSync(dist, { recursive: true, withFileTypes: true })) {
-  if (!entry.isFile() || entry.name === '.tsbuildinfo') continue
+  if (!entry.isFile() || entry.name === '.tsbuildinfo' || entry.name === BUILT) continue
   const output = path.join(entry.parentPath, entry.name)
   const relative = path.relative(dist, output)
   const compiledFrom = relative.replace(/\.js(\.map)?$/, '.ts')
   if (!existsSync(path.join(src, relative)) && !existsSync(path.join(src, compiledFrom))) rmSync(output)
 }
+
+writeFileSync(path.join(dist, BUILT), `${new Date().toISOString()}\n`)

@@ -19,8 +19,9 @@ export function cliArguments(...args: string[]): string[] {
 }
 
 function upToDateBuild(): string {
-  const buildInfo = path.join(ROOT, 'dist', '.tsbuildinfo')
-  const builtAt = existsSync(buildInfo) ? statSync(buildInfo).mtimeMs : -Infinity
+  // scripts/build.js writes it last, whatever it had to compile or copy.
+  const stamp = path.join(ROOT, 'dist', '.built')
+  const builtAt = existsSync(stamp) ? statSync(stamp).mtimeMs : -Infinity
   const src = path.join(ROOT, 'src')
   for (const entry of readdirSync(src, { recursive: true, withFileTypes: true })) {
     if (!entry.isFile()) continue
