@@ -26,7 +26,8 @@ before(async () => {
     // Open at every hour, so that each attempt goes an hour after the one before.
     schedule: { timezone: 'contact', windows: [{ days: ['mon', 'tue', 'wed', 'thu', 'fri', 'sat', 'sun'], start: '00:00', end: '24:00' }] },
     attempts: { max: 3, retry_delays_s: { no_answer: 3_600 } },
-    provider_config: { outcomes: ['no_answer', 'no_answer', 'completed'], duration_ms: 0 },
+    // Each call lasts 2 s, which the simulator reports as no duration of its own: its end less its start.
+    provider_config: { outcomes: ['no_answer', 'no_answer', 'completed'], duration_ms: 2_000 },
   })
 })
 after(() => service.close())
@@ -39,7 +40,7 @@ async function calledThrice(instant: string, phone: string): Promise<any> {
   const taskId = json(response).data.task_id
   for (let attempt = 1; attempt <= 3; attempt++) {
     await service.app.workers!.dispatcher.runOnce()
-    now += 1
+    now += 2_000
     await service.app.workers!.dispatcher.runOnce()
     const task = await taskOf(service.app, org.key, taskId)
     if (task.next_attempt_at !== null) now = Date.parse(task.next_attempt_at)
@@ -89,6 +90,7 @@ describe('a known history', () => {
     ])
     assert.deepEqual(read.outcomes, { no_answer: 6, completed: 3 })
     assert.equal(read.attempts, 9)
+    assert.equal(read.attempt_seconds, 9 * 2)
     assert.equal(read.reached, 3)
     assert.deepEqual(read.rates, { reach: 3 / 9, voicemail: 0, no_answer: 6 / 9 })
     assert.deepEqual(
@@ -98,7 +100,7 @@ describe('a known history', () => {
         ['2026-06-01', 6, 2],
       ],
     )
-    // Each person was reached two hours (and a few milliseconds) after their trigger: between 1 and 4 hours.
+    // Each person was reached two hours and 4 s (the two 2-second calls before) after their trigger: between 1 and 4 hours.
     assert.deepEqual(
       read.time_to_reach.buckets.map((bucket: any) => [bucket.up_to_s, bucket.reached]),
       [
@@ -111,7 +113,7 @@ describe('a known history', () => {
         [null, 0],
       ],
     )
-    assert.equal(read.time_to_reach.mean_s, 7_200)
+    assert.equal(read.time_to_reach.mean_s, 7_204)
   })
 
   test('the period is of local dates; a campaign, a channel and test mode narrow it', async () => {

@@ -36,10 +36,12 @@ SELECT org_id, campaign, channel, test_mode, local_start::date, extract(hour FRO
        CASE WHEN outcome NOT IN ('completed', 'replied') THEN 0
             WHEN delay_s <= 300 THEN 1 WHEN delay_s <= 3600 THEN 2 WHEN delay_s <= 14400 THEN 3 WHEN delay_s <= 86400 THEN 4
             WHEN delay_s <= 259200 THEN 5 WHEN delay_s <= 604800 THEN 6 ELSE 7 END,
-       count(*), sum(coalesce(duration_s, 0)),
+       count(*), sum(seconds),
        sum(CASE WHEN outcome IN ('completed', 'replied') THEN delay_s ELSE 0 END)
 FROM (
-  SELECT i.org_id, ic.routing_key AS campaign, i.channel, i.test_mode, i.attempt, i.outcome, i.duration_s,
+  -- How long it lasted as its event says (domain/interactionDuration.ts): the provider's figure, else its end less its start.
+  SELECT i.org_id, ic.routing_key AS campaign, i.channel, i.test_mode, i.attempt, i.outcome,
+         coalesce(i.duration_s, greatest(0, round(extract(epoch FROM i.ended_at - i.started_at)))::bigint, 0) AS seconds,
          i.started_at AT TIME ZONE z.zone AS local_start,
          greatest(0, round(extract(epoch FROM i.started_at - tr.created_at)))::bigint AS delay_s
   FROM interactions i
