@@ -1,7 +1,7 @@
 /**
  * Learned retry timing: the next attempt goes to the local hour where the
- * campaign has reached people most often, among the hours its schedule (and
- * every rule read into it) leaves open, with room for hours it knows little
+ * campaign has reached people most often, among the hours its schedule
+ * leaves open, with room for hours it knows little
  * about. Thompson sampling over the 168 hours of the week: each hour's reach
  * rate is drawn from its Beta posterior (the campaign's attempts in that
  * hour, on a prior from the organization's), and the open hour with the
@@ -47,7 +47,8 @@ export function hourOfWeek(at: number, zone: string): number {
 
 /**
  * The instants an attempt may start at, one per local hour: the first open
- * instant of each local hour (in `zone`, the contact's first) from
+ * instant of each local hour (in `zone`: the zone the schedule is read in
+ * first, scheduleZones(...)[0], which the reach counts are keyed by) from
  * `earliest` until `until`, in the schedule's windows in every zone.
  */
 export function openHours(schedule: Schedule, zones: readonly string[], zone: string, earliest: number, until: number): number[] {
@@ -103,9 +104,9 @@ export function chooseLearnedHour(input: LearnedTimingInput): LearnedChoice | nu
 
 /**
  * Beta(alpha, beta) of an hour: the campaign's reached and missed attempts on
- * the organization's rate in that hour (Laplace's rule: 1 of 2 where it has
- * none) weighted as PRIOR_ATTEMPTS attempts, or as many as it has made there
- * if fewer, and never less than one of each.
+ * a prior of the organization's rate in that hour (Laplace's rule: 1 of 2
+ * where it has none), weighted as 2 attempts more than the organization's
+ * there, up to PRIOR_ATTEMPTS + 2.
  */
 export function posterior(campaign: HourTally, organization: HourTally): [alpha: number, beta: number] {
   const rate = (organization.reached + 1) / (organization.attempts + 2)

@@ -10,14 +10,12 @@
  * as they are written (store/events.ts), so that every attempt is counted
  * once, by the transaction that reports it.
  */
+import { conversationTookPlace } from './attemptPolicy.ts'
 import { WEEKDAYS, type Weekday } from './campaignSettings.ts'
 import type { OutboxEvent } from './events.ts'
 import { isId, timeOfId } from './ids.ts'
 import { compareCodeUnits } from './text.ts'
-import { type Channel, isChannel } from './types.ts'
-
-/** Outcomes that reached the person (domain/attemptPolicy.ts). */
-export const REACHED_OUTCOMES: ReadonlySet<string> = new Set(['completed', 'replied'])
+import { type Channel, type InteractionOutcome, isChannel } from './types.ts'
 
 /**
  * Upper bounds, in seconds, of the buckets of time from a trigger to the
@@ -70,7 +68,7 @@ export function countReach(events: readonly OutboxEvent[]): ReachCount[] {
     if (typeof campaign !== 'string' || !isChannel(channel) || typeof outcome !== 'string' || typeof attempt !== 'number' || attempt < 1) continue
     const match = typeof local === 'string' ? LOCAL_START.exec(local) : null
     if (match === null) continue
-    const reached = REACHED_OUTCOMES.has(outcome)
+    const reached = conversationTookPlace(outcome as InteractionOutcome)
     const delayS =
       reached && typeof triggerId === 'string' && isId('trigger', triggerId) && typeof startedAt === 'string'
         ? Math.max(0, Math.round((Date.parse(startedAt) - timeOfId(triggerId)) / 1000))
@@ -151,7 +149,7 @@ export function reachStatistics(cells: readonly ReachCell[]): ReachStatistics {
   let delayS = 0
   let voicemail = 0
   for (const cell of cells) {
-    const cellReached = REACHED_OUTCOMES.has(cell.outcome) ? cell.count : 0
+    const cellReached = conversationTookPlace(cell.outcome as InteractionOutcome) ? cell.count : 0
     attempts += cell.count
     reached += cellReached
     attemptSeconds += cell.seconds

@@ -5,6 +5,7 @@
  */
 import type { CountKind, DailyCount } from '../domain/dailyCounts.ts'
 import type { Channel } from '../domain/types.ts'
+import { changesMover } from './countChanges.ts'
 import type { Queryable } from './database.ts'
 
 /** The changes as a statement's JSON parameter: one array per count, its fields by position, as CHANGES_INSERT reads them. */
@@ -20,28 +21,13 @@ export const insertCountChanges = (param: string) =>
    SELECT c->>0, (c->>1)::date, c->>2, c->>3, (c->>4)::boolean, c->>5, c->>6, (c->>7)::bigint, (c->>8)::bigint, (c->>9)::bigint
    FROM jsonb_array_elements(${param}::jsonb) AS c`
 
-/**
- * Moves up to `limit` changes into daily_counts, added to the counts there;
- * answers how many. Two sweeps moving at once never move one twice: the
- * second waits on the rows the first deletes, and then finds them gone.
- */
-export async function moveCountChanges(db: Queryable, limit: number): Promise<number> {
-  const rows = await db.query<{ moved: string }>(
-    `WITH moved AS (
-       DELETE FROM daily_count_changes WHERE ctid = ANY(ARRAY(SELECT ctid FROM daily_count_changes LIMIT $1))
-       RETURNING *
-     ), added AS (
-       INSERT INTO daily_counts AS d (org_id, day, campaign, channel, test_mode, kind, outcome, count, attempts, seconds)
-       SELECT org_id, day, campaign, channel, test_mode, kind, outcome, sum(count), sum(attempts), sum(seconds)
-       FROM moved GROUP BY org_id, day, campaign, channel, test_mode, kind, outcome
-       ON CONFLICT (org_id, day, campaign, channel, test_mode, kind, outcome)
-       DO UPDATE SET count = d.count + excluded.count, attempts = d.attempts + excluded.attempts, seconds = d.seconds + excluded.seconds
-     )
-     SELECT count(*) AS moved FROM moved`,
-    [limit],
-  )
-  return Number(rows[0]!.moved)
-}
+/** Moves up to `limit` changes into daily_counts, added to the counts there; answers how many. */
+export const moveCountChanges = changesMover({
+  changes: 'daily_count_changes',
+  counts: 'daily_counts',
+  key: ['org_id', 'day', 'campaign', 'channel', 'test_mode', 'kind', 'outcome'],
+  sums: ['count', 'attempts', 'seconds'],
+})
 
 /**
  * The organization's counts of the days from `from` to `to` (YYYY-MM-DD,

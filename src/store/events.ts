@@ -66,6 +66,7 @@ export async function insertEvents(tx: Queryable, events: readonly OrganizationE
   const stored = bodies.map((body) => encodeEventBody(body).toString('base64'))
   // Read only while traces are on: off, the column is written NULL from an empty array.
   const traceParents = tracing.enabled ? await traceParentsOf(tx, events) : []
+  const counted = countsByOrganization(events)
   const rows = await tx.query<{ id: string; event_id: string; endpoint_id: string; claimed: boolean }>(
     `WITH input AS (
        SELECT v.id, v.org_id, v.type, v.task_id, v.interaction_id, decode(v.body, 'base64') AS body, v.created_at, v.trace_parent
@@ -112,11 +113,11 @@ export async function insertEvents(tx: Queryable, events: readonly OrganizationE
       handOff === undefined ? null : new Date(handOff.now),
       handOff === undefined ? null : new Date(handOff.lockedUntil),
       handOff?.claim ?? null,
-      countChangesParameter(countsByOrganization(events)),
+      countChangesParameter(counted.daily),
       traceParents,
       events.map(({ event }) => namedTask(event)),
       events.map(({ event }) => namedInteraction(event)),
-      reachChangesParameter(reachByOrganization(events)),
+      reachChangesParameter(counted.reach),
     ],
   )
   const byId = new Map(events.map(({ event }, index) => [event.id, { id: event.id, body: bodies[index]!, traceParent: traceParents[index] ?? null }]))
@@ -152,24 +153,16 @@ function triggerOf(event: OutboxEvent): string | null {
   return typeof id === 'string' ? id : null
 }
 
-/** What the events count, organization by organization. */
+/** What the events count, daily and of reach, organization by organization. */
 function countsByOrganization(events: readonly OrganizationEvent[]) {
-  return [...eventsByOrganization(events)].flatMap(([orgId, ofOrg]) => countEvents(ofOrg).map((count) => ({ orgId, count })))
-}
-
-/** What the events count of reach, organization by organization. */
-function reachByOrganization(events: readonly OrganizationEvent[]) {
-  return [...eventsByOrganization(events)].flatMap(([orgId, ofOrg]) => countReach(ofOrg).map((count) => ({ orgId, count })))
-}
-
-function eventsByOrganization(events: readonly OrganizationEvent[]): Map<string, OutboxEvent[]> {
   const byOrg = new Map<string, OutboxEvent[]>()
   for (const { orgId, event } of events) {
     const ofOrg = byOrg.get(orgId)
     if (ofOrg === undefined) byOrg.set(orgId, [event])
     else ofOrg.push(event)
   }
-  return byOrg
+  const ofEach = <Count>(count: (events: OutboxEvent[]) => Count[]) => [...byOrg].flatMap(([orgId, ofOrg]) => count(ofOrg).map((each) => ({ orgId, count: each })))
+  return { daily: ofEach(countEvents), reach: ofEach(countReach) }
 }
 
 /**

@@ -5,6 +5,7 @@
  */
 import type { ReachCell, ReachCount } from '../domain/reachCounts.ts'
 import type { Channel } from '../domain/types.ts'
+import { changesMover } from './countChanges.ts'
 import type { Queryable } from './database.ts'
 
 /** The changes as a statement's JSON parameter: one array per count, its fields by position, as insertReachChanges reads them. */
@@ -21,28 +22,13 @@ export const insertReachChanges = (param: string) =>
           (c->>9)::bigint, (c->>10)::bigint, (c->>11)::bigint
    FROM jsonb_array_elements(${param}::jsonb) AS c`
 
-const KEY = 'org_id, campaign, channel, test_mode, local_date, hour, attempt, outcome, delay_bucket'
-
-/**
- * Moves up to `limit` changes into reach_counts, added to the counts there;
- * answers how many. As moveCountChanges: two sweeps never move one twice.
- */
-export async function moveReachChanges(db: Queryable, limit: number): Promise<number> {
-  const rows = await db.query<{ moved: string }>(
-    `WITH moved AS (
-       DELETE FROM reach_count_changes WHERE ctid = ANY(ARRAY(SELECT ctid FROM reach_count_changes LIMIT $1))
-       RETURNING *
-     ), added AS (
-       INSERT INTO reach_counts AS r (${KEY}, count, seconds, delay_s)
-       SELECT ${KEY}, sum(count), sum(seconds), sum(delay_s) FROM moved GROUP BY ${KEY}
-       ON CONFLICT (${KEY})
-       DO UPDATE SET count = r.count + excluded.count, seconds = r.seconds + excluded.seconds, delay_s = r.delay_s + excluded.delay_s
-     )
-     SELECT count(*) AS moved FROM moved`,
-    [limit],
-  )
-  return Number(rows[0]!.moved)
-}
+/** Moves up to `limit` changes into reach_counts, added to the counts there; answers how many. */
+export const moveReachChanges = changesMover({
+  changes: 'reach_count_changes',
+  counts: 'reach_counts',
+  key: ['org_id', 'campaign', 'channel', 'test_mode', 'local_date', 'hour', 'attempt', 'outcome', 'delay_bucket'],
+  sums: ['count', 'seconds', 'delay_s'],
+})
 
 /**
  * The counts of an organization's campaign (or all its campaigns) and test

@@ -7,6 +7,7 @@ import { Type } from '@sinclair/typebox'
 import { refuse } from '../domain/errors.ts'
 import { isIsoInstant } from '../domain/isoInstants.ts'
 import { parseInstant } from '../domain/triggerTiming.ts'
+import { DAY_MS } from '../domain/retention.ts'
 import { normalizeLanguage } from '../domain/contact.ts'
 import { ANY_LANGUAGE } from '../domain/messageText.ts'
 import { refine, refineKeys } from './model.ts'
@@ -51,7 +52,7 @@ export const MAX_RANGE_DAYS = 366
  */
 export function dateRangeProblems({ from, to }: { from?: string; to?: string }): { path: string[]; message: string }[] {
   if (from === undefined || to === undefined) return []
-  const days = (Date.parse(to) - Date.parse(from)) / 86_400_000 + 1
+  const days = (Date.parse(to) - Date.parse(from)) / DAY_MS + 1
   if (days < 1) return [{ path: ['to'], message: 'to must be on or after from' }]
   if (days > MAX_RANGE_DAYS) return [{ path: ['to'], message: `from and to may be at most ${MAX_RANGE_DAYS} days apart, both included` }]
   return []
