@@ -4,7 +4,7 @@
  * sweep, and read as the sum of both, as the daily counts are.
  */
 import type { ReachCell, ReachCount } from '../domain/reachCounts.ts'
-import type { Channel } from '../domain/types.ts'
+import { CHANNELS, type Channel } from '../domain/types.ts'
 import { changesMover } from './countChanges.ts'
 import type { Queryable } from './database.ts'
 
@@ -29,6 +29,16 @@ export const moveReachChanges = changesMover({
   key: ['org_id', 'campaign', 'channel', 'test_mode', 'local_date', 'hour', 'attempt', 'outcome', 'delay_bucket'],
   sums: ['count', 'seconds', 'delay_s'],
 })
+
+/**
+ * The routing keys read: the one asked for, else every one of the
+ * organization's campaigns. Each filter is an array the primary key's scan
+ * takes as it is, whatever the statement's generic plan: as "$4 IS NULL OR
+ * campaign = $4" it read the organization's every row and filtered them (a
+ * campaign's month among 1,051,200 rows: 227 ms, 86,400 rows read for 4,320;
+ * as arrays, 4,320 read).
+ */
+const CAMPAIGNS = 'coalesce($4::text[], ARRAY(SELECT routing_key FROM campaigns WHERE org_id = $1))'
 
 /**
  * The counts of an organization's campaign (or all its campaigns) and test
@@ -57,15 +67,15 @@ export async function listReachCells(
             sum(count) AS count, sum(seconds) AS seconds, sum(delay_s) AS delay_s
      FROM (
        SELECT local_date, hour, attempt, outcome, delay_bucket, count, seconds, delay_s FROM reach_counts
-       WHERE org_id = $1 AND ($4::text IS NULL OR campaign = $4) AND ($5::text IS NULL OR channel = $5) AND test_mode = $6
+       WHERE org_id = $1 AND campaign = ANY(${CAMPAIGNS}) AND channel = ANY($5::text[]) AND test_mode = $6
          AND local_date BETWEEN $2::date AND $3::date
        UNION ALL
        SELECT local_date, hour, attempt, outcome, delay_bucket, count, seconds, delay_s FROM reach_count_changes
-       WHERE org_id = $1 AND ($4::text IS NULL OR campaign = $4) AND ($5::text IS NULL OR channel = $5) AND test_mode = $6
+       WHERE org_id = $1 AND campaign = ANY(${CAMPAIGNS}) AND channel = ANY($5::text[]) AND test_mode = $6
          AND local_date BETWEEN $2::date AND $3::date
      ) counted
      GROUP BY local_date, hour, attempt, outcome, delay_bucket`,
-    [orgId, range.from, range.to, range.campaign ?? null, range.channel ?? null, range.testMode],
+    [orgId, range.from, range.to, range.campaign === undefined ? null : [range.campaign], range.channel === undefined ? CHANNELS : [range.channel], range.testMode],
   )
   return rows.map((row) => ({
     localDate: row.local_date,
