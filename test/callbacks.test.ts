@@ -427,8 +427,8 @@ describe('stepAfterCallBack', () => {
   const cases = [
     { name: 'reached: completes reached', step: { kind: 'complete', outcome: 'reached' }, reached: true, expected: { kind: 'complete', outcome: 'reached' } },
     { name: 'an opt-out completes opted_out', step: { kind: 'complete', outcome: 'opted_out' }, reached: true, expected: { kind: 'complete', outcome: 'opted_out' } },
-    { name: 'a callback time asked for: due then', step: { kind: 'retry', dueAt: LATER }, reached: true, expected: { kind: 'release', dueAt: LATER } },
-    { name: 'no conversation: due where it was, not at the ladder', step: { kind: 'retry', dueAt: LATER }, reached: false, expected: { kind: 'release', dueAt: null } },
+    { name: 'a callback time asked for: due then', step: { kind: 'retry', dueAt: LATER, callback: true }, reached: true, expected: { kind: 'release', dueAt: LATER } },
+    { name: 'no conversation: due where it was, not at the ladder', step: { kind: 'retry', dueAt: LATER, callback: false }, reached: false, expected: { kind: 'release', dueAt: null } },
     { name: 'no conversation with attempts spent: no unreachable', step: { kind: 'complete', outcome: 'unreachable' }, reached: false, expected: { kind: 'release', dueAt: null } },
     { name: 'no conversation: no fallback', step: { kind: 'fall_back', campaignId: 'cmp_1', condition: 'undelivered', dueAt: LATER }, reached: false, expected: { kind: 'release', dueAt: null } },
   ] as const

@@ -1,7 +1,10 @@
 /** Learned retry timing's rules (domain/learnedTiming.ts): hours of the week, the open hours, and the Thompson draw. */
 import assert from 'node:assert/strict'
 import { describe, test } from 'node:test'
+import { shippedProfiles } from '../src/domain/callingLaw.ts'
 import type { Schedule } from '../src/domain/campaignSettings.ts'
+import { lawWindows } from '../src/domain/contactability.ts'
+import { jurisdictionsOfNumber } from '../src/domain/jurisdictions.ts'
 import {
   chooseLearnedHour,
   drawBeta,
@@ -10,6 +13,7 @@ import {
   hourOfWeek,
   LEARNED_HORIZON_H,
   learnedAttemptTime,
+  learnedReason,
   openHours,
   posterior,
   seededRandom,
@@ -42,7 +46,7 @@ describe('the open hours an attempt may go to', () => {
 
   test('one per local hour, the first open instant of each: from within a window, then the next days', () => {
     // Friday 2026-06-05 11:20 in Berlin, until Tuesday 10:00.
-    const hours = openHours(weekdayMornings, ['Europe/Berlin'], 'Europe/Berlin', at('2026-06-05T09:20:00Z'), at('2026-06-09T08:00:00Z'))
+    const hours = openHours([{ schedule: weekdayMornings, zones: ['Europe/Berlin'] }], 'Europe/Berlin', at('2026-06-05T09:20:00Z'), at('2026-06-09T08:00:00Z'))
     assert.deepEqual(
       hours.map((instant) => new Date(instant).toISOString()),
       ['2026-06-05T09:20:00.000Z', '2026-06-08T07:00:00.000Z', '2026-06-08T08:00:00.000Z', '2026-06-08T09:00:00.000Z', '2026-06-09T07:00:00.000Z'],
@@ -51,7 +55,7 @@ describe('the open hours an attempt may go to', () => {
 
   test('across the clocks going forward, the hours are the local ones', () => {
     const evenings: Schedule = { timezone: 'contact', windows: [{ days: ['sun'], start: '00:00', end: '05:00' }] }
-    const hours = openHours(evenings, ['America/New_York'], 'America/New_York', at('2026-03-08T05:00:00Z'), at('2026-03-09T05:00:00Z'))
+    const hours = openHours([{ schedule: evenings, zones: ['America/New_York'] }], 'America/New_York', at('2026-03-08T05:00:00Z'), at('2026-03-09T05:00:00Z'))
     // 00:00 and 01:00 EST, then 03:00 and 04:00 EDT: 02:00 never happens.
     assert.deepEqual(
       hours.map((instant) => new Date(instant).toISOString()),
@@ -62,7 +66,7 @@ describe('the open hours an attempt may go to', () => {
   test('a number of two zones: only hours open in both', () => {
     const nineToFive: Schedule = { timezone: 'contact', windows: [{ days: ['mon', 'tue', 'wed', 'thu', 'fri', 'sat', 'sun'], start: '09:00', end: '17:00' }] }
     // New York and Chicago: 09:00-17:00 in both is 10:00-17:00 New York time.
-    const hours = openHours(nineToFive, ['America/New_York', 'America/Chicago'], 'America/New_York', at('2026-06-01T12:00:00Z'), at('2026-06-02T04:00:00Z'))
+    const hours = openHours([{ schedule: nineToFive, zones: ['America/New_York', 'America/Chicago'] }], 'America/New_York', at('2026-06-01T12:00:00Z'), at('2026-06-02T04:00:00Z'))
     assert.deepEqual(
       hours.map((instant) => hourOfWeek(instant, 'America/New_York') % 24),
       [10, 11, 12, 13, 14, 15, 16],
@@ -163,8 +167,7 @@ test('learned attempt time: within the schedule, the horizon and the expiry', ()
   const earliest = at('2026-06-01T06:00:00Z') // Monday 08:00 in Berlin
   for (let i = 0; i < 100; i++) {
     const choice = learnedAttemptTime({
-      schedule,
-      zones: ['Europe/Berlin'],
+      windows: [{ schedule, zones: ['Europe/Berlin'] }],
       zone: 'Europe/Berlin',
       earliest,
       until: at('2026-06-30T00:00:00Z'),
@@ -179,7 +182,53 @@ test('learned attempt time: within the schedule, the horizon and the expiry', ()
   }
   // An expiry before any opening: nothing to choose.
   assert.equal(
-    learnedAttemptTime({ schedule, zones: ['Europe/Berlin'], zone: 'Europe/Berlin', earliest, until: at('2026-06-01T07:00:00Z'), campaign, organization: campaign, triedHoursOfDay: new Set(), seed: 's' }),
+    learnedAttemptTime({ windows: [{ schedule, zones: ['Europe/Berlin'] }], zone: 'Europe/Berlin', earliest, until: at('2026-06-01T07:00:00Z'), campaign, organization: campaign, triedHoursOfDay: new Set(), seed: 's' }),
     null,
   )
+})
+
+describe("learned timing inside the law's windows", () => {
+  const PROFILES = shippedProfiles().profiles
+  const always: Schedule = { timezone: 'contact', windows: [{ days: ['mon', 'tue', 'wed', 'thu', 'fri', 'sat', 'sun'], start: '00:00', end: '24:00' }] }
+  const zone = 'America/New_York'
+  // The campaign reaches people best at 21:00-23:59 local, which Florida's law (8 a.m.-8 p.m.) forbids for marketing.
+  const nightOwls = Array.from({ length: HOURS_OF_WEEK }, (_, hour) => (hour % 24 >= 21 ? { attempts: 1_000, reached: 900 } : { attempts: 1_000, reached: 50 }))
+
+  test('a marketing retry to a Florida number goes only to 08:00-19:59, whatever the campaign has learned', () => {
+    const earliest = at('2026-06-01T12:00:00Z')
+    const nature = { profiles: PROFILES, jurisdictions: jurisdictionsOfNumber('+13055550123'), purpose: 'marketing' as const, channel: 'voice' as const, artificialVoice: false }
+    const windows = [{ schedule: always, zones: [zone] }, ...lawWindows(nature, [zone], earliest)]
+    for (let i = 0; i < 200; i++) {
+      const choice = learnedAttemptTime({ windows, zone, earliest, until: earliest + 7 * 86_400_000, campaign: nightOwls, organization: nightOwls, triedHoursOfDay: new Set(), seed: `t${i}:2` })!
+      const hour = hourOfWeek(choice.at, zone) % 24
+      assert.ok(hour >= 8 && hour < 20, `chose ${new Date(choice.at).toISOString()}, ${hour}:00 local`)
+    }
+  })
+
+  test('an informational retry is bound by no calling hours: it goes where the campaign reaches people', () => {
+    const earliest = at('2026-06-01T12:00:00Z')
+    const nature = { profiles: PROFILES, jurisdictions: jurisdictionsOfNumber('+13055550123'), purpose: 'informational' as const, channel: 'voice' as const, artificialVoice: false }
+    const windows = [{ schedule: always, zones: [zone] }, ...lawWindows(nature, [zone], earliest)]
+    const late = Array.from({ length: 50 }, (_, i) =>
+      hourOfWeek(learnedAttemptTime({ windows, zone, earliest, until: earliest + 7 * 86_400_000, campaign: nightOwls, organization: nightOwls, triedHoursOfDay: new Set(), seed: `t${i}:2` })!.at, zone) % 24,
+    ).filter((hour) => hour >= 21)
+    assert.ok(late.length >= 45, `${late.length} of 50 at 21:00 or later`)
+  })
+})
+
+describe('why the hour was chosen', () => {
+  test('the reach rate and the attempts it rests on, in the local time of the attempt', () => {
+    // Tuesday 2 June 2026, 18:00 in New York.
+    const choice = { at: at('2026-06-02T22:00:00Z'), hourOfWeek: 24 + 18, tally: { attempts: 1_200, reached: 492 }, drawn: 0.4 }
+    assert.deepEqual(learnedReason(choice, 2, 'America/New_York'), {
+      code: 'learned_hour',
+      rule: 'campaign.attempts.timing',
+      source: 'attempt 2 at 18:00 local (Tue): reach rate 41 % over 1,200 attempts in that hour of the week',
+    })
+  })
+
+  test('an hour never tried is said to be explored', () => {
+    const choice = { at: at('2026-06-02T22:30:00Z'), hourOfWeek: 24 + 18, tally: { attempts: 0, reached: 0 }, drawn: 0.7 }
+    assert.equal(learnedReason(choice, 3, 'America/New_York').source, 'attempt 3 at 18:30 local (Tue): no attempts yet in that hour of the week: explored')
+  })
 })

@@ -140,7 +140,8 @@ describe('a known history', () => {
     await service.db.exec('DELETE FROM reach_counts; DELETE FROM reach_count_changes')
     await service.db.exec(backfill)
     const backfilled = await statistics('from=2026-03-01&to=2026-06-30')
-    await service.db.exec('DELETE FROM reach_counts; INSERT INTO reach_count_changes SELECT * FROM reach_counted_live; DROP TABLE reach_counted_live')
+    // All of them changes again: reach_hours, which the sweep adds them to as it moves them, starts again from none.
+    await service.db.exec('DELETE FROM reach_counts; DELETE FROM reach_hours; INSERT INTO reach_count_changes SELECT * FROM reach_counted_live; DROP TABLE reach_counted_live')
     // The backfill measures the delay from the trigger's row (created_at), the live count from its id: the same millisecond.
     assert.deepEqual(backfilled, counted)
   })
@@ -154,6 +155,15 @@ describe('a known history', () => {
     const [left] = await service.db.query<{ n: number }>('SELECT count(*)::int AS n FROM reach_count_changes')
     assert.equal(left!.n, 0)
     assert.deepEqual(await statistics('from=2026-03-01&to=2026-06-30'), { ...before })
+    // And by the hour of the week, as learned timing reads them (migration 052): Monday 18:00 is hour 18, Sunday 04:00 hour 148.
+    const hours = await service.db.query<{ hour_of_week: number; attempts: number; reached: number }>(
+      'SELECT hour_of_week, attempts::int, reached::int FROM reach_hours WHERE org_id = $1 ORDER BY hour_of_week',
+      [org.orgId],
+    )
+    assert.deepEqual(
+      hours.map((row) => [row.hour_of_week, row.attempts, row.reached]),
+      before.by_hour.map((cell: any) => [['mon', 'tue', 'wed', 'thu', 'fri', 'sat', 'sun'].indexOf(cell.weekday) * 24 + cell.hour, cell.attempts, cell.reached]),
+    )
     await service.db.exec('DELETE FROM delivery_attempts; DELETE FROM deliveries; DELETE FROM events; DELETE FROM interactions')
     assert.deepEqual((await statistics('from=2026-03-01&to=2026-06-30')).by_attempt, before.by_attempt)
   })

@@ -3,6 +3,8 @@
  * schedules in the contact's local time, attempts and retries, expiry,
  * cancellation, max_concurrent, lookups and the events each step writes.
  */
+import { CallingLaw } from '../src/services/callingLaw.ts'
+import { LearnedTiming } from '../src/services/learnedTiming.ts'
 import assert from 'node:assert/strict'
 import { after, before, beforeEach, describe, test } from 'node:test'
 import type { ProviderReport } from '../src/channels/channel.ts'
@@ -604,7 +606,7 @@ describe('a result a provider reports', () => {
   before(() => {
     const wake = new Wake()
     const shared = new ServiceMetrics(service.db, () => now)
-    const settlement = new Settlement({ db: service.db, now: () => now, wake, metrics: shared })
+    const settlement = new Settlement({ db: service.db, now: () => now, wake, metrics: shared, timing: new LearnedTiming({ now: () => now, law: new CallingLaw({ now: () => now }) }) })
     lifecycle = new TaskLifecycle({ db: service.db, channels: new ChannelRegistry([new SimulatorChannel('voice')]), settlement, wake, now: () => now, metrics: shared })
   })
 

@@ -890,8 +890,8 @@ export interface components {
             received_at: string;
         };
         DecisionReason: {
-            /** @description allowed: consent_on_file, within_legal_hours, under_legal_cap, registry_overridden (what the attempt relied on). deferred: outside_campaign_window, outside_legal_hours, legal_holiday, legal_cap_reached. blocked: number_suppressed, consent_missing, consent_revoked, consent_expired, registry_listed. */
-            code: "consent_on_file" | "within_legal_hours" | "under_legal_cap" | "registry_overridden" | "outside_campaign_window" | "outside_legal_hours" | "legal_holiday" | "legal_cap_reached" | "number_suppressed" | "consent_missing" | "consent_revoked" | "consent_expired" | "registry_listed";
+            /** @description allowed: consent_on_file, within_legal_hours, under_legal_cap, registry_overridden (what the attempt relied on). deferred: outside_campaign_window, outside_legal_hours, legal_holiday, legal_cap_reached; learned_hour (the campaign's learned timing chose the hour: on the task as it waits, and first on the decision that allowed the attempt). blocked: number_suppressed, consent_missing, consent_revoked, consent_expired, registry_listed. */
+            code: "consent_on_file" | "within_legal_hours" | "under_legal_cap" | "registry_overridden" | "outside_campaign_window" | "outside_legal_hours" | "legal_holiday" | "legal_cap_reached" | "learned_hour" | "number_suppressed" | "consent_missing" | "consent_revoked" | "consent_expired" | "registry_listed";
             /** @description A profile's rule ("us-fl.hours"), or the campaign's own ("campaign.schedule", "campaign.consent"); null for a registry or the suppression list. */
             rule: string | null;
             /** @description The rule's citation, or what it is (the campaign's setting, the registry's name). */

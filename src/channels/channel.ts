@@ -84,6 +84,10 @@ export interface InteractionProgress {
   providerStatus: string | null
   attempt: number
   config: JsonObject
+  /** When the attempt started (epoch ms). */
+  startedAt: number
+  /** The number dialled, E.164. */
+  to: string
 }
 
 /**

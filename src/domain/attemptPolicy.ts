@@ -71,7 +71,8 @@ export function stepWhenDue(task: TaskTiming & { suppressed: boolean }, now: num
  */
 export type NextStep =
   | { kind: 'complete'; outcome: TaskOutcome }
-  | { kind: 'retry'; dueAt: number }
+  /** `callback`: the time is the one the person asked for, which learned timing leaves alone. */
+  | { kind: 'retry'; dueAt: number; callback: boolean }
   | { kind: 'fall_back'; campaignId: string; condition: FallbackCondition; dueAt: number }
 
 /**
@@ -132,7 +133,7 @@ export function stepAfterInteraction(
 ): NextStep {
   if (ended.optedOut) return { kind: 'complete', outcome: 'opted_out' }
   const callback = ended.callbackAt === null || ended.permanent ? null : callbackOpening(ended.callbackAt, task)
-  if (callback !== null) return { kind: 'retry', dueAt: callback }
+  if (callback !== null) return { kind: 'retry', dueAt: callback, callback: true }
   if (REACHED.has(ended.outcome)) return { kind: 'complete', outcome: 'reached' }
   const condition = task.fallback === null ? null : fallbackConditionOf(ended.outcome, ended.notOnChannel)
   if (task.fallback !== null && condition !== null && task.fallback.when.includes(condition)) {
@@ -151,7 +152,7 @@ export function stepAfterInteraction(
   const earliest = ended.endedAt + delayS * 1000
   const zones = scheduleZones(task.schedule, task.timezones)
   const opening = zones.length === 0 ? null : nextOpening(task.schedule, zones, earliest, task.expiresAt)
-  return { kind: 'retry', dueAt: opening ?? Math.max(task.expiresAt, now) }
+  return { kind: 'retry', dueAt: opening ?? Math.max(task.expiresAt, now), callback: false }
 }
 
 /** When a task that falls back is due: the fallback campaign's first opening from when its step may start, or (none before expiry) its expiry. */

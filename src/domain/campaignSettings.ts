@@ -53,7 +53,17 @@ export interface AttemptPolicy {
   expire_after_s: number
   /** What follows a message left on a voicemail; absent: {@link DEFAULT_AFTER_VOICEMAIL_LEFT}. */
   voicemail_left?: AfterVoicemailLeft
+  /** When a retry goes once its delay is over; absent: `fixed`. */
+  timing?: AttemptTiming
 }
+
+/**
+ * `fixed`: at the first opening after the retry delay. `learned`: at the
+ * local hour, from then until three days on, where the campaign has reached
+ * people most often (domain/learnedTiming.ts).
+ */
+export const ATTEMPT_TIMINGS = ['fixed', 'learned'] as const
+export type AttemptTiming = (typeof ATTEMPT_TIMINGS)[number]
 
 export const AFTER_VOICEMAIL_LEFT = ['stop', 'retry'] as const
 

@@ -34,6 +34,9 @@ export const REASON_CODES = [
   'outside_legal_hours',
   'legal_holiday',
   'legal_cap_reached',
+  // the campaign's learned timing chose the attempt's hour (domain/learnedTiming.ts): shown while the task
+  // waits for it, and kept on the decision that allowed the attempt
+  'learned_hour',
   // blocked
   'number_suppressed',
   'consent_missing',
@@ -300,6 +303,42 @@ export function decisionNeeds(nature: AttemptNature, requiredConsent: readonly C
   return { consents: requiredConsent.length > 0 || bound.some(({ rule }) => rule.kind === 'consent'), capHours: caps.length === 0 ? null : Math.max(...caps) }
 }
 
+/** A window an attempt must be inside, and the reasons it gives: when it holds the attempt at an instant, and when it let it through. */
+interface LawWindow {
+  part: ScheduleInZones
+  reason: (at: number) => DecisionReason
+  applied?: DecisionReason
+}
+
+/** The hours and forbidden dates of the rules that bind, each read in the person's zones. */
+function lawWindowsOf(bound: readonly BoundRule[], zones: readonly string[], now: number): LawWindow[] {
+  const windows: LawWindow[] = []
+  for (const entry of bound) {
+    if (entry.rule.kind === 'hours') {
+      windows.push({
+        part: { schedule: hoursSchedule(entry.rule), zones },
+        reason: () => lawReason('outside_legal_hours', entry),
+        applied: lawReason('within_legal_hours', entry),
+      })
+    } else if (entry.rule.kind === 'forbidden_dates') {
+      const holidays = holidaySchedule(entry.rule, now)
+      windows.push({ part: { schedule: holidays.schedule, zones }, reason: (at) => lawReason('legal_holiday', entry, { holiday: holidayAt(holidays, zones, at) }) })
+    }
+  }
+  return windows
+}
+
+/**
+ * The law's windows for an attempt of this nature at `at` in the person's
+ * zones: the calling hours and forbidden dates of each rule that binds it,
+ * as the decision reads them (caps, which depend on the number's past
+ * attempts, are left to the decision itself). What learned timing chooses
+ * an hour inside.
+ */
+export function lawWindows(nature: AttemptNature, zones: readonly string[], at: number): ScheduleInZones[] {
+  return lawWindowsOf(rulesBinding(nature, at).bound, zones, at).map((window) => window.part)
+}
+
 export function decideContactability(input: ContactabilityInput, now: number): Decision {
   const { applicable, bound } = rulesBinding(input, now)
   const profiles = applicable.map(profileTag)
@@ -330,22 +369,11 @@ export function decideContactability(input: ContactabilityInput, now: number): D
   if (blocking.length > 0) return { decision: 'blocked', notBefore: null, reasons: blocking, profiles }
 
   // Deferred: the first instant inside the campaign's window and every law's hours and holidays, and under every cap.
-  const windows: { part: ScheduleInZones; reason: (at: number) => DecisionReason; applied?: DecisionReason }[] = []
+  const windows: LawWindow[] = []
   if (input.campaignWindow !== undefined) {
     windows.push({ part: input.campaignWindow, reason: () => ({ code: 'outside_campaign_window', rule: 'campaign.schedule', source: "the campaign's schedule" }) })
   }
-  for (const entry of bound) {
-    if (entry.rule.kind === 'hours') {
-      windows.push({
-        part: { schedule: hoursSchedule(entry.rule), zones },
-        reason: () => lawReason('outside_legal_hours', entry),
-        applied: lawReason('within_legal_hours', entry),
-      })
-    } else if (entry.rule.kind === 'forbidden_dates') {
-      const holidays = holidaySchedule(entry.rule, now)
-      windows.push({ part: { schedule: holidays.schedule, zones }, reason: (at) => lawReason('legal_holiday', entry, { holiday: holidayAt(holidays, zones, at) }) })
-    }
-  }
+  windows.push(...lawWindowsOf(bound, zones, now))
   const caps = bound.flatMap((entry) => (entry.rule.kind === 'cap' ? [{ entry, rule: entry.rule, times: capTimes(input, entry.rule) }] : []))
   const until = input.until ?? now + 2 * YEAR_MS
   let at: number | null = now

@@ -11,8 +11,8 @@
  * decision made again (a replay, a test) comes out the same.
  */
 import { DateTime } from 'luxon'
-import type { Schedule } from './campaignSettings.ts'
-import { nextOpening } from './schedule.ts'
+import type { DecisionReason } from './contactability.ts'
+import { nextCommonOpening, type ScheduleInZones } from './schedule.ts'
 
 export const HOURS_OF_WEEK = 7 * 24
 const HOUR_MS = 3_600_000
@@ -49,13 +49,15 @@ export function hourOfWeek(at: number, zone: string): number {
  * The instants an attempt may start at, one per local hour: the first open
  * instant of each local hour (in `zone`: the zone the schedule is read in
  * first, scheduleZones(...)[0], which the reach counts are keyed by) from
- * `earliest` until `until`, in the schedule's windows in every zone.
+ * `earliest` until `until`, inside every one of `windows` at once (the
+ * campaign's schedule, and the hours and holidays of each law that binds
+ * the attempt, each in its zones).
  */
-export function openHours(schedule: Schedule, zones: readonly string[], zone: string, earliest: number, until: number): number[] {
+export function openHours(windows: readonly ScheduleInZones[], zone: string, earliest: number, until: number): number[] {
   const hours: number[] = []
   let from = earliest
   while (from < until) {
-    const open = nextOpening(schedule, zones, from, until)
+    const open = nextCommonOpening(windows, from, until)
     if (open === null) break
     hours.push(open)
     // The start of the next local hour, across a change of the clocks too.
@@ -175,11 +177,30 @@ export function seededRandom(seed: string): () => number {
   return next
 }
 
-/** When the next attempt goes under learned timing, and why: null when the schedule opens no hour before `until`. */
+/** When the next attempt goes under learned timing: null when the windows open no hour before `until`. */
 export function learnedAttemptTime(
-  input: Omit<LearnedTimingInput, 'candidates' | 'random'> & { schedule: Schedule; zones: readonly string[]; earliest: number; until: number; seed: string },
+  input: Omit<LearnedTimingInput, 'candidates' | 'random'> & { windows: readonly ScheduleInZones[]; earliest: number; until: number; seed: string },
 ): LearnedChoice | null {
   const until = Math.min(input.until, input.earliest + LEARNED_HORIZON_H * HOUR_MS)
-  const candidates = openHours(input.schedule, input.zones, input.zone, input.earliest, until)
+  const candidates = openHours(input.windows, input.zone, input.earliest, until)
   return chooseLearnedHour({ ...input, candidates, random: seededRandom(input.seed) })
+}
+
+const WEEKDAY_NAMES = ['Mon', 'Tue', 'Wed', 'Thu', 'Fri', 'Sat', 'Sun']
+
+/**
+ * Why attempt `attempt` goes when it does, as the task's story tells it:
+ * "attempt 2 at 18:00 local (Tue): reach rate 41 % over 1,200 attempts in
+ * that hour of the week", or, for an hour the campaign has not tried,
+ * that it is being explored.
+ */
+export function learnedReason(choice: LearnedChoice, attempt: number, zone: string): DecisionReason {
+  const local = DateTime.fromMillis(choice.at, { zone })
+  const when = `attempt ${attempt} at ${local.toFormat('HH:mm')} local (${WEEKDAY_NAMES[local.weekday - 1]})`
+  const { attempts, reached } = choice.tally
+  const record =
+    attempts === 0
+      ? 'no attempts yet in that hour of the week: explored'
+      : `reach rate ${Math.round((100 * reached) / attempts)} % over ${attempts.toLocaleString('en-US')} attempt${attempts === 1 ? '' : 's'} in that hour of the week`
+  return { code: 'learned_hour', rule: 'campaign.attempts.timing', source: `${when}: ${record}` }
 }

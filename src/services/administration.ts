@@ -6,6 +6,7 @@ import { checkProviderConfig } from '../channels/providerConfig.ts'
 import type { ChannelRegistry } from '../channels/registry.ts'
 import {
   type AfterVoicemailLeft,
+  type AttemptTiming,
   type AttemptPolicy,
   DEFAULT_ATTEMPTS,
   DEFAULT_RESULTS,
@@ -250,7 +251,7 @@ export interface CampaignSettingsInput {
   name?: string
   context?: JsonObject
   schedule?: Schedule
-  attempts?: { max?: number; retry_delays_s?: Partial<Record<RetryOutcome, number>>; expire_after_s?: number; voicemail_left?: AfterVoicemailLeft }
+  attempts?: { max?: number; retry_delays_s?: Partial<Record<RetryOutcome, number>>; expire_after_s?: number; voicemail_left?: AfterVoicemailLeft; timing?: AttemptTiming }
   provider?: Provider
   provider_config?: JsonObject
   max_concurrent?: number
@@ -342,6 +343,8 @@ function withDefaults(attempts: CreateCampaignInput['attempts']): AttemptPolicy 
     expire_after_s: attempts?.expire_after_s ?? DEFAULT_ATTEMPTS.expire_after_s,
     // Kept only when sent: a campaign that leaves no message on voicemails reads as before.
     ...(attempts?.voicemail_left === undefined ? {} : { voicemail_left: attempts.voicemail_left }),
+    // As voicemail_left: kept only when sent.
+    ...(attempts?.timing === undefined ? {} : { timing: attempts.timing }),
   }
 }
 

@@ -88,7 +88,7 @@ export class Conversations {
           await writeResult(tx, interactionId, result)
           return { kind: 'kept' }
         case 'ended':
-          return { kind: 'settled', settled: await settleEndings(tx, [{ interactionId, closesWait: true, at: now, result }], now) }
+          return { kind: 'settled', settled: await settleEndings(tx, [{ interactionId, closesWait: true, at: now, result }], now, this.#settlement.timing) }
         case 'finalized':
           if (held.result === null) return { kind: 'late', ...(await lateResult(tx, orgId, interactionId, held.taskId, result, now)) }
           if (sameResult(held.result, result)) return { kind: 'same' }

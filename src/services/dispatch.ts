@@ -21,7 +21,7 @@
 import type { ServiceMetrics } from './metrics.ts'
 import { type Link, SpanKind, SpanStatusCode } from '@opentelemetry/api'
 import type { FastifyBaseLogger } from 'fastify'
-import type { Channel, SettledInteraction } from '../channels/channel.ts'
+import type { Channel, InteractionProgress, SettledInteraction } from '../channels/channel.ts'
 import type { ChannelRegistry } from '../channels/registry.ts'
 import { conversationTookPlace, stepWhenDue } from '../domain/attemptPolicy.ts'
 import { type ConversationResult, recordedResult } from '../domain/conversationResult.ts'
@@ -187,6 +187,8 @@ export class Dispatch {
         }
         const decision = checks.decide(task, now)
         const recorded = recordedDecision(decision, now)
+        // The hour learned timing chose is part of why the attempt is placed now.
+        if (decision.decision === 'allowed' && task.timingReason !== null) recorded.reasons = [task.timingReason, ...recorded.reasons]
         if (decision.decision === 'blocked') {
           completions.push({ task, outcome: 'not_permitted', decision: recorded })
         } else if (decision.decision === 'deferred') {
@@ -299,7 +301,7 @@ export class Dispatch {
         ? null
         : noReplyDeadline(task.campaign.fallback, { ...task.campaign, timezones: task.timezones, expiresAt: task.expiresAt }, startedAt)
       const settleAt = noReplyAt ?? startedAt + channel.settleAfterMs(config)
-      if (settleAt <= this.#now() && (await this.#settledAtOnce(channel, interactionId, result.providerRef, attempt, config, { orgId: task.orgId, phone: task.contact.phone }))) return
+      if (settleAt <= this.#now() && (await this.#settledAtOnce(channel, interactionId, { providerRef: result.providerRef, providerStatus: null, attempt, config, startedAt, to: task.contact.phone }, task.orgId))) return
       const handoff: Handoff | undefined =
         result.leftOut === undefined ? undefined : { mode: 'variables', at: new Date(this.#now()).toISOString(), left_out: result.leftOut }
       await this.#answers.submit({ id: interactionId, providerRef: result.providerRef, settleAt, handoff })
@@ -356,10 +358,12 @@ export class Dispatch {
    * be two writes of its row for nothing. False when the provider cannot tell
    * now: the start is then recorded, and the attempt settled later.
    */
-  async #settledAtOnce(channel: Channel, interactionId: string, providerRef: string, attempt: number, config: JsonObject, person: { orgId: string; phone: string }): Promise<boolean> {
+  async #settledAtOnce(channel: Channel, interactionId: string, progress: InteractionProgress & { providerRef: string }, orgId: string): Promise<boolean> {
+    const { providerRef } = progress
+    const person = { orgId, phone: progress.to }
     let settled: SettledInteraction
     try {
-      settled = await channel.settle({ providerRef, providerStatus: null, attempt, config })
+      settled = await channel.settle(progress)
     } catch {
       return false
     }
@@ -406,6 +410,8 @@ export class Dispatch {
       providerStatus: interaction.providerStatus,
       attempt: interaction.attempt ?? 1,
       config: interaction.providerConfig,
+      startedAt: interaction.startedAt,
+      to: interaction.toPhone,
     }
     let settled: SettledInteraction
     try {

@@ -19,6 +19,7 @@ import { SessionMessages } from './sessionMessages.ts'
 import { Dispatch } from './dispatch.ts'
 import type { ErasureOperations } from './erasure.ts'
 import { HistorySweep } from './history.ts'
+import { LearnedTiming } from './learnedTiming.ts'
 import { Settlement } from './settlement.ts'
 import { SourceDirectory } from './sourceDirectory.ts'
 import type { SuppressionOperations } from './suppressions.ts'
@@ -114,11 +115,11 @@ export function createServices(deps: ServiceDeps): Services {
   const sources = new SourceDirectory(db, now)
   const intake = new TriggerIntake(db, now, wake, deps.metrics, deps.phoneHashKey)
   const acceptance = new TriggerAcceptance({ db, authenticator, campaigns, sources, intake, now, metrics: deps.metrics })
-  const settlement = new Settlement({ db, now, wake, metrics: deps.metrics })
+  const law = new CallingLaw({ now })
+  const settlement = new Settlement({ db, now, wake, metrics: deps.metrics, timing: new LearnedTiming({ now, law }) })
   const lifecycle = new TaskLifecycle({ db, channels: channels.registry, settlement, wake, now, metrics: deps.metrics })
   const conversations = new Conversations({ db, now, settlement, wake, metrics: deps.metrics })
   const inboundCalls = new InboundCalls({ db, conversations, now, log: deps.log })
-  const law = new CallingLaw({ now })
   const dispatch = new Dispatch({ db, channels: channels.registry, settlement, wake, now, log: deps.log, metrics: deps.metrics, phoneHashKey: deps.phoneHashKey, law })
   return {
     db,

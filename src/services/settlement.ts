@@ -41,8 +41,9 @@ import { releaseCallbackHolds } from '../store/inboundCalls.ts'
 import { finalizeInteractions, keepWindowsOpen, recordProviderMessage } from '../store/interactions.ts'
 import { rolledBack } from '../store/rows.ts'
 import { suppress, type SuppressionReason } from '../store/suppressions.ts'
-import { completeTasks, type FallBack, fallBackTasks, scheduleNextAttempts, type TaskForUpdate } from '../store/tasks.ts'
+import { completeTasks, type FallBack, fallBackTasks, type Retry, scheduleNextAttempts, type TaskForUpdate } from '../store/tasks.ts'
 import { batchesOf, GroupCommitter } from './groupCommitter.ts'
+import type { LearnedRetry, LearnedTiming } from './learnedTiming.ts'
 import type { Wake } from './wake.ts'
 
 /**
@@ -103,14 +104,16 @@ export class Settlement {
   readonly #now: () => number
   readonly #wake: Wake
   readonly #metrics: ServiceMetrics
+  readonly #timing: LearnedTiming
   readonly #committer: GroupCommitter<InteractionEnding, boolean>
   #deliverer: DeliveryHandOffs | undefined
 
-  constructor(deps: { db: Database; now: () => number; wake: Wake; metrics: ServiceMetrics }) {
+  constructor(deps: { db: Database; now: () => number; wake: Wake; metrics: ServiceMetrics; timing: LearnedTiming }) {
     this.#db = deps.db
     this.#now = deps.now
     this.#wake = deps.wake
     this.#metrics = deps.metrics
+    this.#timing = deps.timing
     // A batch that the server rolled back (a deadlock with another process, say) is tried again item by item;
     // one whose outcome is unknown (a lost connection) is not.
     this.#committer = new GroupCommitter((endings) => {
@@ -143,13 +146,18 @@ export class Settlement {
     let handedOver: readonly ClaimedDelivery[] = []
     let settled: Settled
     try {
-      settled = await this.#db.transaction((tx) => settleEndings(tx, endings, this.#now(), reservation?.handOff))
+      settled = await this.#db.transaction((tx) => settleEndings(tx, endings, this.#now(), this.#timing, reservation?.handOff))
       handedOver = settled.written.claimed
     } finally {
       reservation?.settle(handedOver)
     }
     this.committed(settled)
     return settled.results
+  }
+
+  /** What times the retries of campaigns of learned timing: for settlements made in a transaction of another's ({@link settleEndings}). */
+  get timing(): LearnedTiming {
+    return this.#timing
   }
 
   /** Once a transaction that settled endings ({@link settleEndings}) has committed: what it did is counted, and the workers woken for it. */
@@ -167,7 +175,13 @@ export class Settlement {
  * claimed by `handOff` where it holds the endpoint). The caller commits, and
  * then counts and wakes from what this answers.
  */
-export async function settleEndings(tx: Queryable, endings: readonly InteractionEnding[], now: number, handOff?: HandOff): Promise<Settled> {
+export async function settleEndings(
+  tx: Queryable,
+  endings: readonly InteractionEnding[],
+  now: number,
+  timing: LearnedTiming,
+  handOff?: HandOff,
+): Promise<Settled> {
   const results = endings.map(() => false)
   // Messages and opt-outs are rare and each needs its own statement; the interactions go together.
   const live: number[] = []
@@ -225,7 +239,8 @@ export async function settleEndings(tx: Queryable, endings: readonly Interaction
   const interactions: FinalizedInteraction[] = []
   const endedCampaigns = new Set<string>()
   const completions: TaskCompletion[] = []
-  const retries: { taskId: string; dueAt: number }[] = []
+  const retries: Retry[] = []
+  const learned: LearnedRetry[] = []
   const moves: FallBack[] = []
   const releases: { taskId: string; dueAt: number | null }[] = []
   for (const index of live) {
@@ -291,9 +306,25 @@ export async function settleEndings(tx: Queryable, endings: readonly Interaction
       task.status = 'pending'
     } else {
       retries.push({ taskId: task.id, dueAt: step.dueAt })
+      // A time the person asked for is kept as it is.
+      if (task.campaign.attempts.timing === 'learned' && !step.callback) {
+        const { campaign } = task
+        learned.push({
+          taskId: task.id,
+          orgId: task.orgId,
+          campaign: { routingKey: campaign.routingKey, channel: campaign.channel, schedule: campaign.schedule },
+          timezones: task.timezones,
+          expiresAt: task.expiresAt,
+          dueAt: step.dueAt,
+          phone: interaction.toPhone,
+          attempt: task.attempts + 1,
+        })
+      }
       task.status = 'pending'
     }
   }
+  const timed = await timing.retime(tx, learned, now)
+  for (const retry of retries) Object.assign(retry, timed.get(retry.taskId))
   const tasks = await completeAndReport(tx, completions, now, events)
   await scheduleNextAttempts(tx, retries, now)
   await fallBackTasks(tx, moves, now)

@@ -13,6 +13,8 @@ export interface CountedTable {
   key: readonly string[]
   /** The columns added up. */
   sums: readonly string[]
+  /** A statement that also adds the moved rows (the CTE `moved`) to a coarser table, in the same statement. */
+  alsoAdd?: string
 }
 
 /**
@@ -31,7 +33,7 @@ export function changesMover(table: CountedTable): (db: Queryable, limit: number
        FROM moved GROUP BY ${key}
        ON CONFLICT (${key})
        DO UPDATE SET ${table.sums.map((column) => `${column} = t.${column} + excluded.${column}`).join(', ')}
-     )
+     )${table.alsoAdd === undefined ? '' : `, also_added AS (${table.alsoAdd})`}
      SELECT count(*) AS moved FROM moved`
   return async (db, limit) => Number((await db.query<{ moved: string }>(sql, [limit]))[0]!.moved)
 }

@@ -22,13 +22,40 @@ export const insertReachChanges = (param: string) =>
           (c->>9)::bigint, (c->>10)::bigint, (c->>11)::bigint
    FROM jsonb_array_elements(${param}::jsonb) AS c`
 
-/** Moves up to `limit` changes into reach_counts, added to the counts there; answers how many. */
+/** The outcomes that reached the person, as SQL: domain/attemptPolicy.ts's. */
+const REACHED_OUTCOMES = "('completed', 'replied')"
+
+/** Moves up to `limit` changes into reach_counts, and into reach_hours (migration 052) those not of test mode; answers how many. */
 export const moveReachChanges = changesMover({
   changes: 'reach_count_changes',
   counts: 'reach_counts',
   key: ['org_id', 'campaign', 'channel', 'test_mode', 'local_date', 'hour', 'attempt', 'outcome', 'delay_bucket'],
   sums: ['count', 'seconds', 'delay_s'],
+  alsoAdd: `INSERT INTO reach_hours AS h (org_id, campaign, channel, hour_of_week, attempts, reached)
+    SELECT org_id, campaign, channel, ((extract(isodow FROM local_date)::int - 1) * 24 + hour)::smallint,
+           sum(count), sum(CASE WHEN outcome IN ${REACHED_OUTCOMES} THEN count ELSE 0 END)
+    FROM moved WHERE NOT test_mode GROUP BY 1, 2, 3, 4
+    ON CONFLICT (org_id, campaign, channel, hour_of_week) DO UPDATE SET attempts = h.attempts + excluded.attempts, reached = h.reached + excluded.reached`,
 })
+
+
+/** An organization's campaign's attempts and reaches by local hour of the week (reach_hours), excluding test mode. */
+export interface ReachHourRow {
+  campaign: string
+  channel: Channel
+  hourOfWeek: number
+  attempts: number
+  reached: number
+}
+
+/** Every campaign's reach by hour of the week of an organization: 168 rows at most a campaign and channel. */
+export async function listReachHours(db: Queryable, orgId: string): Promise<ReachHourRow[]> {
+  const rows = await db.query<{ campaign: string; channel: Channel; hour_of_week: number; attempts: string; reached: string }>(
+    'SELECT campaign, channel, hour_of_week, attempts, reached FROM reach_hours WHERE org_id = $1',
+    [orgId],
+  )
+  return rows.map((row) => ({ campaign: row.campaign, channel: row.channel, hourOfWeek: row.hour_of_week, attempts: Number(row.attempts), reached: Number(row.reached) }))
+}
 
 /**
  * The routing keys read: the one asked for, else every one of the

@@ -8,7 +8,7 @@
 import type { AttemptPolicy, FallbackSettings, PacingSettings, Provider, Schedule } from '../domain/campaignSettings.ts'
 import { capIsOn, type ContactCap } from '../domain/contactCap.ts'
 import type { ComplianceSettings } from '../domain/consent.ts'
-import type { RecordedDecision } from '../domain/contactability.ts'
+import type { DecisionReason, RecordedDecision } from '../domain/contactability.ts'
 import type { TaskStep } from '../domain/fallback.ts'
 import { type Channel, type Contact, type ExternalId, type Interaction, type JsonObject, type Task, TASK_OUTCOMES, type TaskOutcome, type TaskHold, type TaskStatus, type ZoneSource } from '../domain/types.ts'
 import type { Queryable } from './database.ts'
@@ -40,6 +40,8 @@ export interface DueTask {
   contactCap: ContactCap | null
   /** The steps it left for a fallback step; null when it never fell back. */
   steps: TaskStep[] | null
+  /** Why it is due now, when learned timing chose the hour (reason learned_hour): carried on the decision that allows the attempt. */
+  timingReason: DecisionReason | null
   campaign: {
     id: string
     routingKey: string
@@ -73,6 +75,7 @@ interface DueTaskRow {
   campaign_id: string
   trace_parent: string | null
   steps: TaskStep[] | null
+  timing_reason: DecisionReason | null
 }
 
 interface DueCampaignRow {
@@ -125,7 +128,8 @@ export async function lockDueTasks(
     // ARRAY(...) rather than IN (SELECT ...): given a subquery, the planner may hash the whole
     // table to join it, where an array of ids is looked up in the primary key.
     `SELECT t.id, t.org_id, t.trigger_id, t.attempts, t.test_mode, ${TASK_CONTEXT} AS context, t.timezones, t.due_at,
-            t.expires_at, ${TASK_CONTACT} AS contact, tr.ids, EXISTS (${SUPPRESSION_OF_TASK('tr.phone', '$4')}) AS suppressed, t.campaign_id, tr.trace_parent, t.steps
+            t.expires_at, ${TASK_CONTACT} AS contact, tr.ids, EXISTS (${SUPPRESSION_OF_TASK('tr.phone', '$4')}) AS suppressed, t.campaign_id, tr.trace_parent, t.steps,
+            CASE WHEN t.decision->'reasons'->0->>'code' = 'learned_hour' THEN t.decision->'reasons'->0 END AS timing_reason
      FROM tasks t
      JOIN triggers tr ON tr.id = t.trigger_id
      WHERE t.id = ANY(ARRAY(
@@ -192,6 +196,7 @@ export async function lockDueTasks(
     traceParent: row.trace_parent,
     contactCap: caps.get(row.campaign_id)!,
     steps: row.steps,
+    timingReason: row.timing_reason,
     campaign: byId.get(row.campaign_id)!,
   }))
 }
@@ -406,6 +411,26 @@ export const toTaskForUpdate = (row: TaskForUpdateRow): TaskForUpdate => ({
   },
 })
 
+/** What learned retry timing reads of a task beyond its TaskForUpdate: when its outbound attempts started, its campaign's compliance and provider. */
+export interface LearningFacts {
+  starts: number[]
+  compliance: ComplianceSettings
+  provider: Provider
+}
+
+/** The learning facts of tasks, by id: one statement for a commit's learned retries. */
+export async function learningFactsOf(tx: Queryable, taskIds: readonly string[]): Promise<Map<string, LearningFacts>> {
+  const rows = await tx.query<{ id: string; starts: number[]; compliance: ComplianceSettings; provider: Provider }>(
+    // Epoch milliseconds: both drivers read a float8[] as numbers.
+    `SELECT t.id, c.compliance, c.provider,
+            ARRAY(SELECT (extract(epoch FROM i.started_at) * 1000)::float8 FROM interactions i WHERE i.id = ANY(t.interaction_ids) AND i.direction = 'outbound') AS starts
+     FROM tasks t JOIN campaigns c ON c.id = t.campaign_id
+     WHERE t.id = ANY($1::text[])`,
+    [taskIds],
+  )
+  return new Map(rows.map((row) => [row.id, { starts: row.starts, compliance: row.compliance, provider: row.provider }]))
+}
+
 /**
  * Locks tasks for the rest of the transaction, in id order (so that two
  * transactions locking overlapping tasks never wait on each other in a
@@ -424,13 +449,20 @@ export async function lockTasks(tx: Queryable, taskIds: readonly string[], orgId
 }
 
 /** Back to pending for their next attempt, each due at its `dueAt`; a task no longer in progress (cancelled meanwhile) is left as it is. */
-export async function scheduleNextAttempts(tx: Queryable, retries: readonly { taskId: string; dueAt: number }[], now: number): Promise<void> {
+/** A task in progress due again at `dueAt`; `decision`: why then, when learned timing chose it (shown on the task as it waits). */
+export interface Retry {
+  taskId: string
+  dueAt: number
+  decision?: RecordedDecision
+}
+
+export async function scheduleNextAttempts(tx: Queryable, retries: readonly Retry[], now: number): Promise<void> {
   if (retries.length === 0) return
   await tx.query(
-    `UPDATE tasks t SET status = 'pending', due_at = v.due_at, updated_at = $3
-     FROM unnest($1::text[], $2::timestamptz[]) AS v(id, due_at)
+    `UPDATE tasks t SET status = 'pending', due_at = v.due_at, decision = nullif(v.decision, 'null'::jsonb), updated_at = $3
+     FROM ROWS FROM (unnest($1::text[]), unnest($2::timestamptz[]), jsonb_array_elements($4::jsonb)) AS v(id, due_at, decision)
      WHERE t.id = v.id AND t.status = 'in_progress'`,
-    [retries.map((r) => r.taskId), retries.map((r) => new Date(r.dueAt)), new Date(now)],
+    [retries.map((r) => r.taskId), retries.map((r) => new Date(r.dueAt)), new Date(now), JSON.stringify(retries.map((r) => r.decision ?? null))],
   )
 }
 

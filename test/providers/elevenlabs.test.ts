@@ -244,7 +244,7 @@ describe('start', () => {
     const started = await channel.start(attempt({ interactionId: 'int_settle' }))
     assert.equal(started.kind, 'started')
     const id = started.kind === 'started' ? started.providerRef : ''
-    const progress = { providerRef: id, providerStatus: null, attempt: 1, config: config({ disposition_field: 'disposition' }) }
+    const progress = { providerRef: id, providerStatus: null, attempt: 1, config: config({ disposition_field: 'disposition' }), startedAt: 0, to: '+15555550100' }
     await assert.rejects(channel.settle(progress), /not over yet \(status initiated\)/)
     await fake.endCall(id, { turns: ['Hello Ada', 'Hi'], summary: 'Said hi.', data: { disposition: 'interested' }, durationS: 31 }, { deliver: false })
     const settled = await channel.settle(progress)

@@ -162,7 +162,7 @@ describe('the adapter', () => {
   test('settles by Get Call: the outcome, the duration and the result from the transcript and the analysis', async () => {
     const started = await channel.start(attempt({ interactionId: 'int_01J0SETTLE' }))
     const callId = started.kind === 'started' ? started.providerRef : ''
-    const progress = { providerRef: callId, providerStatus: null, attempt: 1, config: config() }
+    const progress = { providerRef: callId, providerStatus: null, attempt: 1, config: config(), startedAt: 0, to: '+15555550100' }
     await assert.doesNotReject(channel.settle(progress))
     // Still registered after its longest time: gone wrong.
     assert.deepEqual(await channel.settle(progress), { outcome: 'failed' })

@@ -632,6 +632,8 @@ describe('settle', () => {
     providerStatus: 'ringing',
     attempt: 1,
     config: config(overrides),
+    startedAt: 0,
+    to: '+15555550100',
   })
 
   const ENDINGS: [result: { status: FinalCallStatus; answeredBy?: AnsweredBy; duration?: number }, outcome: string][] = [

@@ -100,7 +100,7 @@ describe('settling a text without its last callback', () => {
   test('asks Twilio how far it got: delivered, sent without a receipt, undelivered to a landline (permanent)', async () => {
     const started = await channel.start(attempt())
     const sid = started.kind === 'started' ? started.providerRef : ''
-    const progress = { providerRef: sid, providerStatus: 'queued', attempt: 1, config: config() }
+    const progress = { providerRef: sid, providerStatus: 'queued', attempt: 1, config: config(), startedAt: 0, to: '+15555550100' }
     await fake.messages.advance(sid, 'sent', { lost: true })
     assert.deepEqual(await channel.settle(progress), { outcome: 'sent' })
     await fake.messages.advance(sid, 'delivered', { lost: true })

@@ -288,7 +288,7 @@ describe('adapter', () => {
   test('settle reads the ended call; a live one or an unknown one is failed; a 5xx throws', async () => {
     const started = await channel.start(attempt())
     const providerRef = started.kind === 'started' ? started.providerRef : ''
-    const progress = { providerRef, providerStatus: null, attempt: 1, config: config() }
+    const progress = { providerRef, providerStatus: null, attempt: 1, config: config(), startedAt: 0, to: '+15555550100' }
     assert.deepEqual(await channel.settle(progress), { outcome: 'failed' })
     await fake.endCall(providerRef, { endedReason: 'customer-busy' }, { send: false })
     assert.deepEqual(await channel.settle(progress), { outcome: 'busy', durationS: 0 })

@@ -635,7 +635,7 @@ describe('notificationsFromWebhook', () => {
 })
 
 describe('settle', () => {
-  const progress = (providerRef: string | null, providerStatus: string | null): InteractionProgress => ({ providerRef, providerStatus, attempt: 1, config: REMINDER })
+  const progress = (providerRef: string | null, providerStatus: string | null): InteractionProgress => ({ providerRef, providerStatus, attempt: 1, config: REMINDER, startedAt: 0, to: '+15555550100' })
   const CASES: [providerRef: string | null, providerStatus: string | null, outcome: string][] = [
     ['wamid.A', 'read', 'read'],
     ['wamid.A', 'delivered', 'delivered'],

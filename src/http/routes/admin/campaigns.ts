@@ -5,6 +5,7 @@ import { MAX_PER_SECOND } from '../../../domain/pacing.ts'
 import { CONSENT_KINDS, PURPOSES } from '../../../domain/callingLaw.ts'
 import {
   AFTER_VOICEMAIL_LEFT,
+  ATTEMPT_TIMINGS,
   DEFAULT_VOICEMAIL_LEFT_RETRY_DELAY_S,
   FALLBACK_CONDITIONS,
   MAX_NO_REPLY_MINUTES,
@@ -138,6 +139,11 @@ const AttemptsSchema = Type.Object(
       (value) => (value.then === 'stop' && value.delay_s !== undefined ? [{ path: ['delay_s'], message: 'delay_s applies only when then is retry' }] : []),
       ),
     ),
+    timing: Type.Optional({
+      ...OneOf(ATTEMPT_TIMINGS),
+      description:
+        "When a retry goes once its delay is over. fixed (the default): at the first opening of the schedule. learned: at the local hour, within the next three days and inside the schedule and the law's calling hours, where the campaign has reached people most often (Thompson sampling over the hours of the week, on the organization's reach as a prior), trying an hour not tried for the person yet; the task's decision says why (reason learned_hour). Absent from the campaign until sent.",
+    }),
   },
   { additionalProperties: false, description: 'Omitted fields take their defaults.' },
 )
