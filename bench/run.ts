@@ -33,10 +33,11 @@
  * BENCH_FRESH_SECONDS (how long new connections are timed beside the load,
  * default 20), BENCH_REGISTRY_NUMBERS (the law section's registry, default 10,000,000; a smaller one for a quick
  * try), BENCH_ONLY, a comma-separated list of the sections to run
- * (triggers, batch, dispatcher, law, deliverer, e2e, fresh, messaging, growth), e.g. `BENCH_ONLY=e2e npm run bench` to iterate
+ * (triggers, batch, dispatcher, law, deliverer, e2e, fresh, messaging, reach, growth), e.g. `BENCH_ONLY=e2e npm run bench` to iterate
  * on one (growth alone takes about 13 minutes: a quick run leaves it out; law about 2 minutes, half of it the registry's load;
  * messaging about a minute and a half), BENCH_MESSAGING_MESSAGES (inbound messages measured per channel, default 1000), BENCH_MESSAGING_RATE
- * (those posted a second, default 50), BENCH_MESSAGING_SECONDS (seconds of session messages measured, default 10), BENCH_E2E_LAYOUTS likewise for the
+ * (those posted a second, default 50), BENCH_MESSAGING_SECONDS (seconds of session messages measured, default 10), BENCH_REACH_PEOPLE
+ * (the population of the reach section, bench/reachTiming.ts, default 10,000) and BENCH_REACH_DAYS (the working days its triggers come on, default 10), BENCH_E2E_LAYOUTS likewise for the
  * end-to-end layouts (postgres, embedded), growth's own (bench/growth.ts), and BENCH_SERVER_NODE_FLAGS, node flags for
  * the service's processes (e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`), and BENCH_POSTGRES_URL, the PostgreSQL
  * server to make the benchmark's databases on (default postgres://postgres@127.0.0.1:5432/postgres), and BENCH_TRACES=on,
@@ -70,6 +71,7 @@ import {
   recordLawConsents,
 } from './dispatcher.ts'
 import { benchMessaging, messagingSection, messagingTextTable } from './messaging.ts'
+import { benchReachTiming, reachTimingSection } from './reachTiming.ts'
 import { explainLawChecks, loadRegistryThroughCli, registryProbes, registrySizes, writeRegistryFile } from './registry.ts'
 import { freshConnectionMethod, freshConnectionVerdict, measureFreshConnections } from './freshConnection.ts'
 import { benchGrowth, GROWTH_PARTS, growthPartsToRun, growthSectionsWhole } from './growth.ts'
@@ -149,7 +151,7 @@ const LAW_ROUNDS = 7
 const LAW_OPEN_FOR_MS = 30 * 60_000
 /** Tasks of one dispatch batch (src/workers/dispatcher.ts): the statements explained are those of a batch this size. */
 const BATCH_TASKS = 256
-const SECTIONS = ['triggers', 'batch', 'dispatcher', 'law', 'deliverer', 'e2e', 'fresh', 'messaging', 'growth'] as const
+const SECTIONS = ['triggers', 'batch', 'dispatcher', 'law', 'deliverer', 'e2e', 'fresh', 'messaging', 'reach', 'growth'] as const
 /** Triggers per second through batches over those through single requests. */
 const BATCH_GOAL = 3
 type SectionName = (typeof SECTIONS)[number]
@@ -189,6 +191,7 @@ async function main(workDir: string): Promise<void> {
     e2e: async () => [await benchEndToEndSection(load, workDir)],
     fresh: async () => [await benchFreshConnectionSection(load, workDir)],
     messaging: async () => [await benchMessagingSection(workDir)],
+    reach: async () => [await benchReachTimingSection()],
     growth: () => benchGrowth(workDir),
   }
   const sections: Section[] = []
@@ -494,6 +497,14 @@ async function benchMessagingSection(workDir: string): Promise<Section> {
   const result = await benchMessaging(workDir)
   process.stdout.write(`\n${messagingTextTable(result)}\n`)
   return messagingSection(result)
+}
+
+/** Learned retry timing beside fixed delays, on one simulated population. */
+async function benchReachTimingSection(): Promise<Section> {
+  const result = await benchReachTiming(positiveInteger('BENCH_REACH_PEOPLE', 10_000), positiveInteger('BENCH_REACH_DAYS', 10))
+  const section = reachTimingSection(result)
+  process.stdout.write(`\n${section.body.trim()}\n`)
+  return section
 }
 
 /** The bare route alone: a warm-up, then one measured run. */

@@ -10,7 +10,7 @@ import assert from 'node:assert/strict'
 import { after, before, describe, test } from 'node:test'
 import { SimulatorChannel } from '../src/channels/simulator/simulatorChannel.ts'
 import { HOURS_OF_WEEK, hourOfWeek, LEARNED_HORIZON_H } from '../src/domain/learnedTiming.ts'
-import { createCampaign, json, postTrigger, seedOrganization, startService, taskOf, type TestService } from './support/service.ts'
+import { createCampaign, json, OPERATOR_TOKEN, postTrigger, seedOrganization, startService, taskOf, type TestService } from './support/service.ts'
 
 let service: TestService
 let org: Awaited<ReturnType<typeof seedOrganization>>
@@ -110,6 +110,27 @@ describe("the simulator's reach model", () => {
   const reach = { answer_rates: Array.from({ length: 24 }, (_, hour) => (hour === 18 ? 1 : 0)), weekday_factors: [1, 1, 1, 1, 1, 1, 0] }
   const settle = (startedAt: string, to = '+12127363100') =>
     channel.settle({ providerRef: 'sim_1', providerStatus: null, attempt: 1, config: { reach }, startedAt: Date.parse(startedAt), to })
+
+  test('a campaign sets it through the admin API; rates of the wrong length or above 1 are 422s', async () => {
+    const campaign = (routingKey: string, model: object) =>
+      service.app.inject({
+        method: 'POST',
+        url: `/admin/v1/organizations/${org.orgId}/campaigns`,
+        headers: { authorization: `Bearer ${OPERATOR_TOKEN}` },
+        payload: { routing_key: routingKey, channel: 'voice', provider_config: { reach: model } },
+      })
+    const made = await campaign('modelled', reach)
+    assert.equal(made.statusCode, 201, made.body)
+    assert.deepEqual(json(made).data.provider_config.reach, reach)
+    for (const [name, model] of [
+      ['short', { answer_rates: [0.5] }],
+      ['above', { answer_rates: Array.from({ length: 24 }, () => 1.5) }],
+      ['weekdays', { answer_rates: reach.answer_rates, weekday_factors: [1, 1] }],
+    ] as const) {
+      const refused = await campaign(name, model)
+      assert.equal(refused.statusCode, 422, `${name}: ${refused.body}`)
+    }
+  })
 
   test("answers by the person's local hour and weekday, in the zone of their number", async () => {
     assert.equal((await settle('2026-06-01T22:30:00Z')).outcome, 'completed') // Monday 18:30 in New York

@@ -232,3 +232,20 @@ describe('why the hour was chosen', () => {
     assert.equal(learnedReason(choice, 3, 'America/New_York').source, 'attempt 3 at 18:30 local (Tue): no attempts yet in that hour of the week: explored')
   })
 })
+
+test("a day's wait costs: of one hour on three days, equally known, the first wins most often", () => {
+  const zone = 'Europe/Berlin'
+  const even = Array.from({ length: HOURS_OF_WEEK }, () => ({ attempts: 200, reached: 60 }))
+  // 18:00 on Monday, Tuesday and Wednesday.
+  const days = [at('2026-06-01T16:00:00Z'), at('2026-06-02T16:00:00Z'), at('2026-06-03T16:00:00Z')]
+  const wins = [0, 0, 0]
+  for (let i = 0; i < 300; i++) {
+    const choice = chooseLearnedHour({ candidates: days, zone, campaign: even, organization: even, triedHoursOfDay: new Set(), random: seededRandom(`w${i}`) })!
+    wins[days.indexOf(choice.at)]!++
+  }
+  assert.ok(wins[0]! > 200 && wins[0]! > wins[1]! && wins[1]! > wins[2]!, `wins by day: ${wins.join(', ')}`)
+  // A much better hour a day later still wins.
+  const better = even.map((tally, hour) => (hour === 24 + 18 ? { attempts: 200, reached: 120 } : tally))
+  const later = chooseLearnedHour({ candidates: days, zone, campaign: better, organization: better, triedHoursOfDay: new Set(), random: seededRandom('w') })!
+  assert.equal(later.at, days[1])
+})

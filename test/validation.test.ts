@@ -48,6 +48,27 @@ describe('a union of an integer and a dictionary: lax values are taken by the op
   })
 })
 
+describe('a number, as pydantic reads a float', () => {
+  const Rate = Type.Number({ minimum: 0, maximum: 1 })
+  const table: [string, unknown, string[], unknown][] = [
+    ['a fraction', 0.25, [], 0.25],
+    ['a whole number', 1, [], 1],
+    ['a string that is one', ' 0.5 ', [], 0.5],
+    ['in exponent form', '5e-1', [], 0.5],
+    ['a string that is not', 'half', ['float_parsing'], undefined],
+    ['above the maximum', 1.5, ['less_than_equal'], undefined],
+    ['below the minimum', -0.1, ['greater_than_equal'], undefined],
+    ['a list', [0.5], ['float_type'], undefined],
+  ]
+  for (const [name, input, expected, value] of table) {
+    test(name, () => {
+      const checked = validate(Rate, input, ['rate'])
+      assert.deepEqual(checked.errors.map((error) => error.type), expected)
+      assert.equal(checked.value, value)
+    })
+  }
+})
+
 describe('relations between fields', () => {
   const Handoff = refineModel(
     Type.Object({ mode: Type.Optional(Type.Union([Type.Literal('a'), Type.Literal('b')])), url: Type.Optional(Type.String({ minLength: 3 })) }, { additionalProperties: false }),

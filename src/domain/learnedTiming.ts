@@ -33,6 +33,17 @@ export const LEARNED_HORIZON_H = 72
  */
 export const PRIOR_ATTEMPTS = 10
 
+/**
+ * What a day's wait costs: an hour a day later must draw a rate this much
+ * higher to win (0.85: 18 % higher). Without it the same hour on each of the
+ * three days drew alike, and a person reached at 18:00 was reached on the
+ * second or third day as often as on the first (the bench's population of
+ * 1,000: a mean time to reach of 39.5 hours without it, 12.2 with it;
+ * reached within 3 attempts 50.0 % and 48.0 %).
+ */
+export const WAIT_DISCOUNT_PER_DAY = 0.85
+const DAY_MS = 24 * HOUR_MS
+
 /** Attempts made in one local hour of the week, and how many of them reached the person. */
 export interface HourTally {
   attempts: number
@@ -93,15 +104,19 @@ export interface LearnedTimingInput {
 export function chooseLearnedHour(input: LearnedTimingInput): LearnedChoice | null {
   const untried = input.candidates.filter((at) => !input.triedHoursOfDay.has(DateTime.fromMillis(at, { zone: input.zone }).hour))
   const candidates = untried.length > 0 ? untried : input.candidates
-  let best: LearnedChoice | null = null
+  let best: (LearnedChoice & { score: number }) | null = null
+  const first = candidates[0]
   for (const at of candidates) {
     const hour = hourOfWeek(at, input.zone)
     const tally = input.campaign[hour] ?? { attempts: 0, reached: 0 }
     const [alpha, beta] = posterior(tally, input.organization[hour] ?? { attempts: 0, reached: 0 })
     const drawn = drawBeta(alpha, beta, input.random)
-    if (best === null || drawn > best.drawn) best = { at, hourOfWeek: hour, tally, drawn }
+    const score = drawn * WAIT_DISCOUNT_PER_DAY ** ((at - first!) / DAY_MS)
+    if (best === null || score > best.score) best = { at, hourOfWeek: hour, tally, drawn, score }
   }
-  return best
+  if (best === null) return null
+  const { score: _score, ...choice } = best
+  return choice
 }
 
 /**

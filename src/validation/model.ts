@@ -135,6 +135,8 @@ function typeName(schema: SchemaNode): string {
       return 'str'
     case 'integer':
       return 'int'
+    case 'number':
+      return 'float'
     case 'boolean':
       return 'bool'
     case 'array':
@@ -193,6 +195,8 @@ class Walk {
         return this.#bool(input)
       case 'integer':
         return this.#int(schema, input)
+      case 'number':
+        return this.#float(schema, input)
       case undefined:
         return this.#jsonValue(input)
       default:
@@ -387,6 +391,24 @@ class Walk {
       value = Number.parseInt(trimmed, 10)
     } else return this.fail('int_type', 'Input should be a valid integer', input)
     if (!Number.isSafeInteger(value)) return this.fail('int_parsing_size', 'Unable to parse input string as an integer, exceeded maximum size', input)
+    return this.#bounded(schema, value, input)
+  }
+
+  /** A number, as pydantic's lax float reads one: a finite JSON number, a boolean, or a string that is a number. */
+  #float(schema: SchemaNode, input: unknown): unknown {
+    let value: number
+    if (typeof input === 'boolean') value = input ? 1 : 0
+    else if (typeof input === 'number') value = input
+    else if (typeof input === 'string') {
+      const trimmed = input.trim().replaceAll('_', '')
+      value = /^[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$/.test(trimmed) ? Number(trimmed) : Number.NaN
+      if (Number.isNaN(value)) return this.fail('float_parsing', 'Input should be a valid number, unable to parse string as a number', input)
+    } else return this.fail('float_type', 'Input should be a valid number', input)
+    if (!Number.isFinite(value)) return this.fail('finite_number', 'Input should be a finite number', input)
+    return this.#bounded(schema, value, input)
+  }
+
+  #bounded(schema: SchemaNode, value: number, input: unknown): unknown {
     if (schema.minimum !== undefined && value < schema.minimum) {
       return this.fail('greater_than_equal', `Input should be greater than or equal to ${schema.minimum}`, input, { ge: schema.minimum })
     }
