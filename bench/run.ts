@@ -11,7 +11,8 @@
  * rotating rounds of the same run; how long a new client's first request waits beside a steady
  * load; messaging (bench/messaging.ts): a person's WhatsApp or SMS message from the provider's webhook to the client's, and
  * session messages a second through POST /api/v2/interactions/{id}/messages, through the test suite's fakes of WhatsApp
- * Cloud and Twilio; and growth (bench/growth.ts): the trigger path and the reads on a year of history, bytes per trigger and table
+ * Cloud and Twilio; reach (bench/reachTiming.ts): learned retry timing beside fixed delays on one simulated population, on an
+ * injected clock; and growth (bench/growth.ts): the trigger path and the reads on a year of history, bytes per trigger and table
  * sizes under steady load while history is deleted, on a PostgreSQL server of the benchmark's own; printed and written
  * to BENCHMARKS.md.
  *

@@ -18,7 +18,8 @@ import { nextOpening, scheduleZones } from './schedule.ts'
 import type { InteractionOutcome, TaskOutcome, TaskStatus } from './types.ts'
 
 /** Outcomes that mean the person was reached: the task is done. */
-const REACHED: ReadonlySet<InteractionOutcome> = new Set(['completed', 'replied'])
+export const REACHED_OUTCOMES = ['completed', 'replied'] as const satisfies readonly InteractionOutcome[]
+const REACHED: ReadonlySet<InteractionOutcome> = new Set(REACHED_OUTCOMES)
 
 /** Whether a conversation took place: only then is a result worth waiting for (results.wait_s). */
 export function conversationTookPlace(outcome: InteractionOutcome): boolean {

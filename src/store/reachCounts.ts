@@ -3,6 +3,7 @@
  * writes events (store/events.ts), moved into reach_counts by the history
  * sweep, and read as the sum of both, as the daily counts are.
  */
+import { REACHED_OUTCOMES } from '../domain/attemptPolicy.ts'
 import type { ReachCell, ReachCount } from '../domain/reachCounts.ts'
 import { CHANNELS, type Channel } from '../domain/types.ts'
 import { changesMover } from './countChanges.ts'
@@ -22,8 +23,8 @@ export const insertReachChanges = (param: string) =>
           (c->>9)::bigint, (c->>10)::bigint, (c->>11)::bigint
    FROM jsonb_array_elements(${param}::jsonb) AS c`
 
-/** The outcomes that reached the person, as SQL: domain/attemptPolicy.ts's. */
-const REACHED_OUTCOMES = "('completed', 'replied')"
+/** The outcomes that reached the person (domain/attemptPolicy.ts), as an SQL list. */
+const REACHED_LIST = `(${REACHED_OUTCOMES.map((outcome) => `'${outcome}'`).join(', ')})`
 
 /** Moves up to `limit` changes into reach_counts, and into reach_hours (migration 052) those not of test mode; answers how many. */
 export const moveReachChanges = changesMover({
@@ -33,7 +34,7 @@ export const moveReachChanges = changesMover({
   sums: ['count', 'seconds', 'delay_s'],
   alsoAdd: `INSERT INTO reach_hours AS h (org_id, campaign, channel, hour_of_week, attempts, reached)
     SELECT org_id, campaign, channel, ((extract(isodow FROM local_date)::int - 1) * 24 + hour)::smallint,
-           sum(count), sum(CASE WHEN outcome IN ${REACHED_OUTCOMES} THEN count ELSE 0 END)
+           sum(count), sum(CASE WHEN outcome IN ${REACHED_LIST} THEN count ELSE 0 END)
     FROM moved WHERE NOT test_mode GROUP BY 1, 2, 3, 4
     ON CONFLICT (org_id, campaign, channel, hour_of_week) DO UPDATE SET attempts = h.attempts + excluded.attempts, reached = h.reached + excluded.reached`,
 })
